@@ -1,0 +1,137 @@
+import { z } from 'zod';
+import { parseLookback } from './lookback.ts';
+
+/**
+ * The only place environment variables are read. `loadConfig(env)` parses once and
+ * returns a frozen object that is passed down; nothing else touches `process.env`.
+ */
+
+const cronLine = z
+  .string()
+  .trim()
+  .regex(/^(\S+\s+){4,5}\S+$/, 'a cron line of 5 or 6 fields, e.g. "0 2 * * *"');
+
+const positiveInt = (example: string) =>
+  z.coerce.number({ error: `a whole number, e.g. ${example}` }).int(`a whole number, e.g. ${example}`).positive(`a number above 0, e.g. ${example}`);
+
+const secretKey = z
+  .string()
+  .trim()
+  .transform((value, ctx) => {
+    const bytes = /^[0-9a-fA-F]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
+    if (bytes.length !== 32) {
+      ctx.addIssue({
+        code: 'custom',
+        message: '32 random bytes as 64 hex characters or base64, e.g. the output of `openssl rand -hex 32`',
+      });
+      return z.NEVER;
+    }
+    return bytes;
+  });
+
+const envSchema = z.object({
+  TRAINSYNC_API_URL: z
+    .url({ error: 'an http(s) URL of the platform, e.g. https://training.example.com' })
+    .refine((u) => /^https?:\/\//.test(u), 'an http(s) URL, e.g. https://training.example.com')
+    .optional(),
+  TRAINSYNC_API_KEY: z.string().min(1, 'the organisation API key').optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'a Postgres URL, e.g. postgres://postgres@127.0.0.1:5432/trainsync')
+    .default('postgres://postgres@127.0.0.1:5432/trainsync'),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'a Redis URL, e.g. redis://127.0.0.1:6379')
+    .default('redis://127.0.0.1:6379'),
+  TRAINSYNC_REQUESTS_PER_SECOND: z.coerce
+    .number({ error: 'a number of requests per second, e.g. 10' })
+    .positive('a number above 0, e.g. 10')
+    .max(10_000, 'at most 10000')
+    .default(10),
+  TRAINSYNC_SECRET_KEY: secretKey.optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  TRAINSYNC_QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits, "_", ".", ":" or "-", e.g. trainsync')
+    .default('trainsync'),
+  TRAINSYNC_WORKER_CONCURRENCY: positiveInt('4').default(4),
+  TRAINSYNC_RESULTS_CONCURRENCY: positiveInt('4').default(4),
+  TRAINSYNC_RESULTS_LOOKBACK: z
+    .string()
+    .transform((value, ctx) => {
+      const days = parseLookback(value);
+      if (days === undefined) {
+        ctx.addIssue({ code: 'custom', message: 'whole days as "7" or an ISO-8601 duration in days or weeks, e.g. "P7D" or "P2W"' });
+        return z.NEVER;
+      }
+      return days;
+    })
+    .default(7),
+  TRAINSYNC_RESULTS_WINDOW_DAYS: positiveInt('7').default(7),
+  TRAINSYNC_RESULTS_EPOCH: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD, e.g. 2015-01-01')
+    .default('2015-01-01'),
+  TRAINSYNC_HTTP_TIMEOUT_MS: positiveInt('30000').default(30_000),
+  TRAINSYNC_CONNECT_TIMEOUT_MS: positiveInt('5000').default(5_000),
+  TRAINSYNC_HTTP_RETRIES: z.coerce.number({ error: 'a whole number, e.g. 6' }).int().min(0).max(20).default(6),
+  TRAINSYNC_RETRY_MAX_DELAY_MS: positiveInt('60000').default(60_000),
+  TRAINSYNC_CRON_RESULTS: cronLine.default('0 2 * * *'),
+  TRAINSYNC_CRON_COURSES: cronLine.default('0 2 * * *'),
+  TRAINSYNC_CRON_FILTERS: cronLine.default('0 2 * * *'),
+  TRAINSYNC_CRON_USERS: cronLine.default('0 2 * * *'),
+  TRAINSYNC_CRON_SEATS: cronLine.default('0 * * * *'),
+  TRAINSYNC_METRICS_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9464' }).int().min(0).max(65_535).default(9464),
+  TRAINSYNC_SHUTDOWN_TIMEOUT_MS: positiveInt('30000').default(30_000),
+  TRAINSYNC_FAILED_JOBS_KEPT: positiveInt('1000').default(1000),
+});
+
+export type Config = Readonly<z.output<typeof envSchema>>;
+
+/** One error for every bad key, so a person fixes them all in one go. */
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/** Parses the environment once; throws a ConfigError naming every bad key. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const cleaned: Record<string, string> = {};
+  for (const key of Object.keys(envSchema.shape)) {
+    const value = env[key];
+    // An empty variable means "unset": compose files and shells often export KEY= .
+    if (value !== undefined && value !== '') cleaned[key] = value;
+  }
+  const parsed = envSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const key = String(issue.path[0] ?? '(environment)');
+      const given = cleaned[key];
+      const shown = given === undefined ? 'missing' : key.includes('KEY') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
+      return `${key}: ${shown}; expected ${issue.message}`;
+    });
+    throw new ConfigError(problems);
+  }
+  return Object.freeze(parsed.data);
+}
+
+/** The platform origin and key, or a ConfigError saying which to set. */
+export function requirePlatform(config: Config): { apiUrl: string; apiKey: string } {
+  const problems: string[] = [];
+  if (!config.TRAINSYNC_API_URL) problems.push('TRAINSYNC_API_URL: missing; expected the platform base URL, e.g. https://training.example.com');
+  if (!config.TRAINSYNC_API_KEY) problems.push("TRAINSYNC_API_KEY: missing; expected the organisation's API key");
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { apiUrl: config.TRAINSYNC_API_URL!, apiKey: config.TRAINSYNC_API_KEY! };
+}
+
+/** The secret key, or a ConfigError saying how to make one. */
+export function requireSecretKey(config: Config): Buffer {
+  if (!config.TRAINSYNC_SECRET_KEY) {
+    throw new ConfigError(['TRAINSYNC_SECRET_KEY: missing; expected 32 random bytes as hex, e.g. `export TRAINSYNC_SECRET_KEY=$(openssl rand -hex 32)`']);
+  }
+  return config.TRAINSYNC_SECRET_KEY;
+}

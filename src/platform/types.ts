@@ -1,0 +1,74 @@
+import type { Course, CreateUserInput, PlatformUser, ReportingFilter, Result, Seats } from './schemas.ts';
+
+/** A record of a list page that failed validation: kept raw so the caller can quarantine it. */
+export interface RecordProblem {
+  /** `courses`, `results`, `filters` or `users`. */
+  resource: string;
+  /** The record's position on its page (0-based). */
+  index: number;
+  page: number;
+  /** The record exactly as the platform sent it. */
+  raw: unknown;
+  /** The validation message, naming the field. */
+  message: string;
+}
+
+/** One page of a list, already validated record by record. */
+export interface Page<T> {
+  page: number;
+  /** What the platform says the whole query holds; undefined when it does not say. */
+  totalEntities: number | undefined;
+  records: T[];
+  problems: RecordProblem[];
+}
+
+export interface CourseQuery {
+  categoryType?: string;
+  name?: string;
+}
+
+export interface ResultsQuery {
+  /** Sent as given: `YYYY-MM-DD` or an ISO-8601 instant. */
+  startDate?: string;
+  endDate?: string;
+  /** Filter-answer or group GUIDs, sent as repeated `reportingFilters[]`. */
+  reportingFilters?: string[];
+}
+
+export interface UserQuery {
+  email?: string;
+  orgId?: string;
+  userId?: string;
+}
+
+/** Every endpoint trainsync uses. Lists are async iterators of validated pages. */
+export interface PlatformClient {
+  listCourses(query?: CourseQuery, options?: { signal?: AbortSignal }): AsyncIterable<Page<Course>>;
+  listResults(query?: ResultsQuery, options?: { signal?: AbortSignal; startPage?: number }): AsyncIterable<Page<Result>>;
+  getResult(resultId: string): Promise<Result>;
+  listFilters(options?: { signal?: AbortSignal }): AsyncIterable<Page<ReportingFilter>>;
+  listUsers(query?: UserQuery, options?: { signal?: AbortSignal }): AsyncIterable<Page<PlatformUser>>;
+  /** The first user whose e-mail matches exactly (case-insensitive); the platform's filter is partial. */
+  findUserByEmail(email: string): Promise<PlatformUser | undefined>;
+  getSeats(): Promise<Seats>;
+  createUser(input: CreateUserInput): Promise<void>;
+  /** The password travels only in the request body and is never logged. */
+  setPassword(userIdentifier: string, password: string): Promise<void>;
+  getAutostartLoginUrl(userIdentifier: string, courseId: string): Promise<URL>;
+  disableUser(userId: string): Promise<void>;
+  enableUser(userId: string): Promise<void>;
+  addToGroup(groupId: string, userId: string): Promise<void>;
+  removeFromGroup(groupId: string, userId: string): Promise<void>;
+  /** Releases the limiter's Redis connections. */
+  close(): Promise<void>;
+}
+
+/** What the client reports about each HTTP exchange (for metrics). */
+export interface RequestEvent {
+  method: string;
+  path: string;
+  status: number | undefined;
+  ms: number;
+  attempt: number;
+  code?: string;
+}

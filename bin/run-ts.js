@@ -9,6 +9,7 @@ if (!entry) {
   process.stderr.write('usage: node bin/run-ts.js <file.ts> [args...]\n');
   process.exit(2);
 }
-process.argv.splice(2, 1);
+// argv[1] becomes the entry, as under `node file.js`, so a script can tell it was run directly.
+process.argv.splice(1, 2, path.resolve(entry));
 register();
 await import(pathToFileURL(path.resolve(entry)).href);

@@ -1,3 +1,99 @@
-/** kysely row types of the provisioning tables in schema `trainsync` (owned by src/provisioning). */
-// eslint-disable-next-line @typescript-eslint/no-empty-interface
-export interface ProvisioningTables {}
+/**
+ * kysely row types of the provisioning tables in schema `trainsync` (owned by
+ * src/provisioning; sql/migrations/0003_provisioning.sql is the source of truth).
+ * int8 reads as number (pool.ts installs the parser); uuid as lower-case strings.
+ */
+import type { ColumnType, Generated } from 'kysely';
+
+type Instant = ColumnType<Date, Date | string, Date | string>;
+type DefaultInstant = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableInstant = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+/** jsonb: parsed on read; written as a JSON string. */
+type Jsonb = ColumnType<unknown, string, string>;
+type NullableJsonb = ColumnType<unknown, string | null | undefined, string | null>;
+
+export type ProvisioningActionStatus = 'planned' | 'queued' | 'succeeded' | 'failed' | 'needs-identity' | 'skipped';
+export type ProvisioningActionKind = 'create-user' | 'enable' | 'disable' | 'add-to-group' | 'remove-from-group' | 'set-password';
+
+/** The last applied state per employee, and the employee's identity. */
+export interface IdentitiesTable {
+  employee_id: string;
+  email: string;
+  platform_user_id: string | null;
+  first_name: string | null;
+  last_name: string | null;
+  role: 'USER' | 'ADMIN' | null;
+  organisation_identifier: string | null;
+  active: boolean;
+  groups: ColumnType<string[], string[] | undefined, string[]>;
+  /** Bump on every write: `version = version + 1`. */
+  version: ColumnType<number, number | undefined, number>;
+  created_at: DefaultInstant;
+  updated_at: DefaultInstant;
+}
+
+export interface FeedsTable {
+  id: Generated<number>;
+  hash: string;
+  path: string;
+  format: 'csv' | 'jsonl';
+  mode: 'full' | 'delta';
+  dry_run: ColumnType<boolean, boolean | undefined, boolean>;
+  rows: number;
+  errors: number;
+  actions: ColumnType<number, number | undefined, number>;
+  refused: string | null;
+  created_at: DefaultInstant;
+}
+
+export interface ProvisioningActionsTable {
+  id: Generated<number>;
+  action_id: string;
+  employee_id: string;
+  email: string;
+  kind: ProvisioningActionKind;
+  group_id: string | null;
+  seq: ColumnType<number, number | undefined, number>;
+  before: NullableJsonb;
+  after: ColumnType<unknown, string | undefined, string>;
+  status: ColumnType<ProvisioningActionStatus, ProvisioningActionStatus | undefined, ProvisioningActionStatus>;
+  error_code: string | null;
+  error_message: string | null;
+  attempts: ColumnType<number, number | undefined, number>;
+  feed_hash: string | null;
+  created_at: DefaultInstant;
+  updated_at: DefaultInstant;
+  finished_at: NullableInstant;
+}
+
+/** Read-only view `trainsync.provisioning_audit`. */
+export interface ProvisioningAuditView {
+  id: number;
+  action_id: string;
+  employee_id: string;
+  email: string;
+  kind: ProvisioningActionKind;
+  group_id: string | null;
+  status: ProvisioningActionStatus;
+  error_code: string | null;
+  error_message: string | null;
+  attempts: number;
+  before: unknown;
+  after: unknown;
+  feed_hash: string | null;
+  feed_path: string | null;
+  feed_mode: 'full' | 'delta' | null;
+  created_at: Instant;
+  updated_at: Instant;
+  finished_at: Date | null;
+  seconds_to_finish: number | null;
+  platform_user_id: string | null;
+  currently_active: boolean | null;
+}
+
+export interface ProvisioningTables {
+  'trainsync.identities': IdentitiesTable;
+  'trainsync.feeds': FeedsTable;
+  'trainsync.provisioning_actions': ProvisioningActionsTable;
+  'trainsync.provisioning_audit': ProvisioningAuditView;
+}

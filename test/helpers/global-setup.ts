@@ -1,7 +1,11 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { dropStaleTestDatabases, ensureTemplateDatabase } from './db.ts';
 
-/** Fails fast, with the command to run, when Postgres or Redis is not up. */
+/**
+ * Fails fast, with the command to run, when Postgres or Redis is not up; then builds
+ * (or reuses) the migrated template database that createTestDatabase copies.
+ */
 export async function setup(): Promise<void> {
   const pgUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const client = new pg.Client({ connectionString: pgUrl });
@@ -22,4 +26,6 @@ export async function setup(): Promise<void> {
   } finally {
     redis.disconnect();
   }
+  const template = await ensureTemplateDatabase();
+  await dropStaleTestDatabases(template);
 }

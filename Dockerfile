@@ -1,0 +1,17 @@
+# The trainsync worker image. TypeScript runs through tsx's loader (a runtime
+# dependency), so the image holds the sources and no build output that can go stale.
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY bin ./bin
+COPY src ./src
+COPY jobs ./jobs
+COPY sql ./sql
+COPY examples ./examples
+USER node
+EXPOSE 9464
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s CMD node -e "fetch('http://127.0.0.1:'+(process.env.TRAINSYNC_METRICS_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+ENTRYPOINT ["node", "bin/trainsync.js"]
+CMD ["worker"]

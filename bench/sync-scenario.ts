@@ -1,0 +1,148 @@
+/**
+ * One results-sync scenario in a process of its own (so its peak RSS is its own):
+ * a simulator child process, a fresh database, `sync results` through the real queue
+ * path, then (optionally) a second run with part of the data changed, and the raw
+ * COPY rate of the same rows into identical plain tables of the same database.
+ *
+ *   node bin/run-ts.js bench/sync-scenario.ts '{"results":200000,"changeFraction":0.1,"copy":true}'
+ *
+ * Prints one JSON line with the figures.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import pg from 'pg';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
+import { z } from 'zod';
+import { allJobs } from '../jobs/index.ts';
+import { createApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { createLogger } from '../src/log.ts';
+import { createJobRegistry } from '../src/queue/registry.ts';
+import { runSync } from '../src/queue/run-sync.ts';
+import { syncPayloadSchema } from '../src/queue/sync-payload.ts';
+
+const argsSchema = z.object({
+  results: z.number().int().positive(),
+  latencyMs: z.number().int().min(0).default(0),
+  requestsPerSecond: z.number().positive().default(100_000),
+  changeFraction: z.number().min(0).max(1).default(0),
+  copy: z.boolean().default(false),
+  mode: z.enum(['full', 'windows']).default('full'),
+});
+const args = argsSchema.parse(JSON.parse(process.argv[2] ?? '{}'));
+
+const ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
+const dbName = `trainsync_bench_${randomBytes(4).toString('hex')}`;
+const databaseUrl = `postgres://postgres@127.0.0.1:5432/${dbName}`;
+
+async function startSimulatorChild(): Promise<{ url: string; apiKey: string; stop(): void }> {
+  const child = spawn(
+    process.execPath,
+    ['bin/run-ts.js', 'src/simulator/child.ts', JSON.stringify({ seed: 42, sizes: { results: args.results, users: 2_000, resultsFrom: '2024-01-01', resultsTo: '2024-12-31' }, faults: { latencyMs: args.latencyMs } })],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
+  });
+  const info = z.object({ url: z.string(), apiKey: z.string() }).parse(JSON.parse(line));
+  return { ...info, stop: () => child.kill('SIGTERM') };
+}
+
+async function adminQuery(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ADMIN });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Raw COPY of the loaded rows into identical plain tables: the ceiling the upsert is compared with. */
+async function rawCopyRate(pool: pg.Pool): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query('create table bench_results (like training.results including defaults)');
+    await client.query('create table bench_answers (like training.result_filter_answers including defaults)');
+    const dump = async (sql: string): Promise<Buffer[]> => {
+      const chunks: Buffer[] = [];
+      await pipeline(client.query(copyTo(`copy (${sql}) to stdout`)), new Writable({ write(chunk: Buffer, _e, cb) { chunks.push(chunk); cb(); } }));
+      return chunks;
+    };
+    const results = await dump('select * from training.results');
+    const answers = await dump('select * from training.result_filter_answers');
+    const started = performance.now();
+    await client.query('begin');
+    const load = async (table: string, chunks: Buffer[]): Promise<void> => {
+      const stream = client.query(copyFrom(`copy ${table} from stdin`));
+      for (const chunk of chunks) if (!stream.write(chunk)) await new Promise((r) => stream.once('drain', r));
+      await new Promise<void>((resolve, reject) => {
+        stream.once('finish', resolve);
+        stream.once('error', reject);
+        stream.end();
+      });
+    };
+    await load('bench_results', results);
+    await load('bench_answers', answers);
+    await client.query('commit');
+    const seconds = (performance.now() - started) / 1000;
+    return args.results / seconds;
+  } finally {
+    client.release();
+  }
+}
+
+const sim = await startSimulatorChild();
+try {
+  const config = loadConfig({
+    TRAINSYNC_API_URL: sim.url,
+    TRAINSYNC_API_KEY: sim.apiKey,
+    DATABASE_URL: databaseUrl,
+    TRAINSYNC_QUEUE_PREFIX: `bench-${randomBytes(4).toString('hex')}`,
+    TRAINSYNC_REQUESTS_PER_SECOND: String(args.requestsPerSecond),
+    TRAINSYNC_RESULTS_WINDOW_DAYS: '31',
+    TRAINSYNC_METRICS_PORT: '0',
+    LOG_LEVEL: 'warn',
+  });
+  const log = createLogger(config.LOG_LEVEL);
+  const app = await createApp(config, log, { migrate: true });
+  const registry = createJobRegistry(allJobs);
+  const payload = syncPayloadSchema.parse(args.mode === 'full' ? { trigger: 'cli', full: true } : { trigger: 'cli', since: '2024-01-01', until: '2024-12-31' });
+  await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
+  const t0 = performance.now();
+  const [first] = await runSync(app, registry, ['results'], payload);
+  const firstSeconds = (performance.now() - t0) / 1000;
+  if (first?.status !== 'completed') throw new Error(`sync failed: ${first?.error}`);
+  const summary = await (await fetch(`${sim.url}/__simulator/requests/summary`)).json() as { total?: number; maxInWindow?: number };
+  const figures: Record<string, unknown> = {
+    results: args.results,
+    latencyMs: args.latencyMs,
+    requestsPerSecond: args.requestsPerSecond,
+    mode: args.mode,
+    firstLoadSeconds: Number(firstSeconds.toFixed(2)),
+    firstLoadResultsPerSecond: Math.round(args.results / firstSeconds),
+    firstLoad: first.result,
+    requests: summary,
+  };
+  if (args.changeFraction > 0) {
+    const mutated = await (await fetch(`${sim.url}/__simulator/results/mutate`, { method: 'POST', body: JSON.stringify({ fraction: args.changeFraction }) })).json();
+    const t1 = performance.now();
+    const [second] = await runSync(app, registry, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }));
+    const secondSeconds = (performance.now() - t1) / 1000;
+    figures.changed = mutated;
+    figures.reloadSeconds = Number(secondSeconds.toFixed(2));
+    figures.reloadResultsPerSecond = Math.round(args.results / secondSeconds);
+    figures.reload = second?.result;
+  }
+  if (args.copy) figures.rawCopyResultsPerSecond = Math.round(await rawCopyRate(app.pool));
+  figures.peakRssMb = Math.round(process.resourceUsage().maxRSS / 1024);
+  await app.close();
+  process.stdout.write(`${JSON.stringify(figures)}\n`);
+} finally {
+  sim.stop();
+  await adminQuery(`drop database if exists ${dbName} with (force)`);
+}

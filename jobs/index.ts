@@ -1,0 +1,9 @@
+import type { AnyJobDefinition } from '../src/queue/define-job.ts';
+import { syncCourses } from './sync-courses.ts';
+import { syncFilters } from './sync-filters.ts';
+import { syncResults } from './sync-results.ts';
+import { syncSeats } from './sync-seats.ts';
+import { syncUsers } from './sync-users.ts';
+
+/** Every job the worker knows; the registry refuses duplicates and nameless entries. */
+export const allJobs: readonly AnyJobDefinition[] = [syncCourses, syncFilters, syncResults, syncSeats, syncUsers];

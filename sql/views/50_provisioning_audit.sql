@@ -1,0 +1,33 @@
+-- Every provisioning action with the employee's current identity and the feed that
+-- planned it. Operational data: schema trainsync, not training.
+create or replace view trainsync.provisioning_audit as
+select
+  a.id,
+  a.action_id,
+  a.employee_id,
+  a.email,
+  a.kind,
+  a.group_id,
+  a.status,
+  a.error_code,
+  a.error_message,
+  a.attempts,
+  a.before,
+  a.after,
+  a.feed_hash,
+  f.path        as feed_path,
+  f.mode        as feed_mode,
+  a.created_at,
+  a.updated_at,
+  a.finished_at,
+  extract(epoch from (a.finished_at - a.created_at))::double precision as seconds_to_finish,
+  i.platform_user_id,
+  i.active      as currently_active
+from trainsync.provisioning_actions a
+left join trainsync.identities i on i.employee_id = a.employee_id
+left join lateral (
+  select path, mode from trainsync.feeds
+  where feeds.hash = a.feed_hash
+  order by created_at desc, id desc
+  limit 1
+) f on true;

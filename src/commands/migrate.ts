@@ -1,0 +1,48 @@
+import type { Command } from 'commander';
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { ensureDatabase } from '../warehouse/ensure-database.ts';
+import { migrate } from '../warehouse/migrator.ts';
+import { createPool } from '../warehouse/pool.ts';
+
+export interface MigrateCommandDeps {
+  loadConfig(): Config;
+  createLogger(level: string): Logger;
+}
+
+/** `trainsync migrate`: creates the database if missing, applies migrations and views. */
+export function registerMigrateCommand(program: Command, deps: MigrateCommandDeps): void {
+  program
+    .command('migrate')
+    .description('Create the database if missing, apply new sql/migrations and re-apply sql/views. Safe to run twice.')
+    .addHelpText(
+      'after',
+      `
+Connects to DATABASE_URL (default postgres://postgres@127.0.0.1:5432/trainsync); the
+database is created when it does not exist. Migrations (sql/migrations/NNNN_name.sql)
+apply in order, each in its own transaction, and are recorded with a checksum in
+trainsync.schema_migrations. An applied migration whose file has changed is refused:
+migrations are append-only, add a new numbered file instead. Views (sql/views/*.sql)
+are re-created every time, in one transaction. Concurrent runs wait for each other
+(an advisory lock), so every worker may run this at start.
+
+Creates the read-only role trainsync_reader (NOLOGIN) with SELECT on schema training;
+let a BI login use it with: GRANT trainsync_reader TO <login>;
+
+Prints the migrations applied to stdout; logs go to stderr.`,
+    )
+    .action(async () => {
+      const config = deps.loadConfig();
+      const log = deps.createLogger(config.LOG_LEVEL);
+      await ensureDatabase(config.DATABASE_URL, log);
+      const pool = createPool(config.DATABASE_URL, { max: 1, log });
+      try {
+        const { applied, views } = await migrate(pool, log);
+        const lines = applied.length === 0 ? ['migrations: up to date'] : applied.map((name) => `applied ${name}`);
+        lines.push(`views: ${views} applied`);
+        process.stdout.write(`${lines.join('\n')}\n`);
+      } finally {
+        await pool.end();
+      }
+    });
+}

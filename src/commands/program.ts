@@ -1,0 +1,28 @@
+import { Command } from 'commander';
+import type { CommandDeps } from './deps.ts';
+import { registerMigrateCommand } from './migrate.ts';
+import { registerSimulatorCommand } from './simulator.ts';
+import { registerStatusCommand } from './status.ts';
+import { registerSyncCommand } from './sync.ts';
+import { registerWorkerCommand } from './worker.ts';
+
+/** Every command of `trainsync`, built from the deps the composition root gives. */
+export function buildProgram(deps: CommandDeps): Command {
+  const program = new Command('trainsync')
+    .description('Keeps a Postgres warehouse in step with the training platform, and applies HR-feed changes to its users.')
+    .version('0.1.0')
+    .showHelpAfterError('(add --help for usage)')
+    .addHelpText(
+      'after',
+      `
+Environment: TRAINSYNC_API_URL, TRAINSYNC_API_KEY, DATABASE_URL, REDIS_URL,
+TRAINSYNC_REQUESTS_PER_SECOND (default 10), TRAINSYNC_SECRET_KEY, LOG_LEVEL. See README.md.
+Logs go to stderr as JSON (pipe through pino-pretty to read them); results go to stdout.`,
+    );
+  registerMigrateCommand(program, deps);
+  registerWorkerCommand(program, deps);
+  registerSyncCommand(program, deps);
+  registerStatusCommand(program, deps);
+  registerSimulatorCommand(program);
+  return program;
+}

@@ -1,0 +1,136 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadConfig, type Config } from '../config.ts';
+import { DEMO_API_KEY, startSimulator, type SimulatorOptions } from '../simulator/index.ts';
+
+function wholeNumber(min: number) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value.trim()) || Number(value) < min) throw new InvalidArgumentError(`expected a whole number of at least ${min}, e.g. ${Math.max(min, 1)}`);
+    return Number(value);
+  };
+}
+
+function isoDate(value: string): string {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || Number.isNaN(Date.parse(value))) throw new InvalidArgumentError('expected a date as YYYY-MM-DD, e.g. 2024-01-01');
+  return value;
+}
+
+function boundsMode(value: string): 'exclusive-instant' | 'inclusive-date' {
+  if (value !== 'exclusive-instant' && value !== 'inclusive-date') throw new InvalidArgumentError('expected exclusive-instant or inclusive-date');
+  return value;
+}
+
+interface SimulatorCliOptions {
+  host: string;
+  port: number;
+  seed: number;
+  apiKey?: string;
+  results?: number;
+  users?: number;
+  courses?: number;
+  groups?: number;
+  from?: string;
+  to?: string;
+  totalSeats?: number;
+  latencyMs: number;
+  rateLimitEvery: number;
+  retryAfter: string;
+  serverErrorEvery: number;
+  malformedEvery: number;
+  driftEvery: number;
+  unlimitedPlan: boolean;
+  usersEndpoint: boolean;
+  dateBounds: 'exclusive-instant' | 'inclusive-date';
+}
+
+/**
+ * `trainsync simulator`: serves the platform simulator until SIGINT/SIGTERM. The key
+ * it accepts is --api-key, else TRAINSYNC_API_KEY, else the fixed demo key.
+ */
+export interface SimulatorCommandDeps {
+  /** Default: loadConfig() of the process environment. */
+  loadConfig?: () => Config;
+  /** Where the URL and key are printed. Default: process.stdout. */
+  write?: (text: string) => void;
+  /** Resolves when the simulator should stop. Default: the first SIGINT or SIGTERM. */
+  stopped?: () => Promise<void>;
+}
+
+function untilSignal(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+}
+
+export function registerSimulatorCommand(program: Command, deps: SimulatorCommandDeps = {}): void {
+  program
+    .command('simulator')
+    .description('Serve a simulator of the training platform API v2 (seeded demo data, optional faults) until stopped.')
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--port <n>', 'TCP port (0 = any free port)', wholeNumber(0), 0)
+    .option('--seed <n>', 'data seed: the same seed always gives the same data', wholeNumber(0), 1)
+    .option('--api-key <key>', 'API key to accept (default: TRAINSYNC_API_KEY, else the demo key)')
+    .option('--results <n>', 'number of results (default 3000)', wholeNumber(0))
+    .option('--users <n>', 'number of users (default 300)', wholeNumber(0))
+    .option('--courses <n>', 'number of courses (default 40)', wholeNumber(0))
+    .option('--groups <n>', 'number of groups (default 5)', wholeNumber(0))
+    .option('--from <date>', 'first day results are dated on (default 2024-01-01)', isoDate)
+    .option('--to <date>', 'last day results are dated on (default 2024-12-31)', isoDate)
+    .option('--total-seats <n>', 'seats of the plan (default users + 50)', wholeNumber(0))
+    .option('--latency-ms <n>', 'delay added to every response', wholeNumber(0), 0)
+    .option('--rate-limit-every <n>', 'every Nth API request answers 429 (0 = never)', wholeNumber(0), 0)
+    .option('--retry-after <value>', 'Retry-After on those 429s: seconds or an HTTP date', '1')
+    .option('--server-error-every <n>', 'every Nth API request answers 500/502/503 (0 = never)', wholeNumber(0), 0)
+    .option('--malformed-every <n>', 'every Nth result is served malformed in list pages (0 = never)', wholeNumber(0), 0)
+    .option('--drift-every <n>', 'a new result appears after every Nth results page (0 = never)', wholeNumber(0), 0)
+    .option('--date-bounds <mode>', 'startDate/endDate semantics: exclusive-instant or inclusive-date', boundsMode, 'exclusive-instant')
+    .option('--no-unlimited-plan', 'GET users/seats answers 400 NO_UNLIMITED_PLAN')
+    .option('--no-users-endpoint', 'GET users answers 404, as on a platform without it')
+    .addHelpText(
+      'after',
+      `
+Point trainsync at it with the two lines it prints (TRAINSYNC_API_URL, TRAINSYNC_API_KEY).
+Faults can also be changed while it runs, and traffic inspected, without the key:
+  curl -X POST <url>/__simulator/faults -d '{"rateLimitEvery":5,"latencyMs":50}'
+  curl <url>/__simulator/requests/summary     (counts per route, most requests in any 1 s)
+  curl <url>/__simulator/state/summary`,
+    )
+    .action(async (options: SimulatorCliOptions) => {
+      const config = (deps.loadConfig ?? (() => loadConfig()))();
+      const sizes: SimulatorOptions['sizes'] = {
+        ...(options.results === undefined ? {} : { results: options.results }),
+        ...(options.users === undefined ? {} : { users: options.users }),
+        ...(options.courses === undefined ? {} : { courses: options.courses }),
+        ...(options.groups === undefined ? {} : { groups: options.groups }),
+        ...(options.from === undefined ? {} : { resultsFrom: options.from }),
+        ...(options.to === undefined ? {} : { resultsTo: options.to }),
+      };
+      const sim = await startSimulator({
+        host: options.host,
+        port: options.port,
+        seed: options.seed,
+        apiKey: options.apiKey ?? config.TRAINSYNC_API_KEY ?? DEMO_API_KEY,
+        sizes,
+        ...(options.totalSeats === undefined ? {} : { totalSeats: options.totalSeats }),
+        unlimitedPlan: options.unlimitedPlan,
+        usersEndpoint: options.usersEndpoint,
+        dateBounds: options.dateBounds,
+        faults: {
+          latencyMs: options.latencyMs,
+          rateLimitEvery: options.rateLimitEvery,
+          retryAfter: options.retryAfter,
+          serverErrorEvery: options.serverErrorEvery,
+          malformedResultEvery: options.malformedEvery,
+          driftEvery: options.driftEvery,
+        },
+      });
+      const s = sim.state;
+      const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
+      write(
+        `platform simulator listening (seed ${s.seed}: ${s.courses.length} courses, ${s.users.length} users, ${s.results.length + s.undatedResults.length} results)\n` +
+          `TRAINSYNC_API_URL=${sim.url}\nTRAINSYNC_API_KEY=${sim.apiKey}\n`,
+      );
+      await (deps.stopped ?? untilSignal)();
+      await sim.close();
+    });
+}

@@ -1,0 +1,112 @@
+import Table from 'cli-table3';
+import type { Command } from 'commander';
+import { z } from 'zod';
+import { createApp } from '../app.ts';
+import { runSync, SYNC_RESOURCES, type SyncResource } from '../queue/run-sync.ts';
+import { syncPayloadSchema, type SyncPayload } from '../queue/sync-payload.ts';
+import { createJobRegistry } from '../queue/registry.ts';
+import type { JobOutcome } from '../queue/wait-for-jobs.ts';
+import { parseDay } from '../warehouse/result-windows.ts';
+import type { CommandDeps } from './deps.ts';
+import { createProgressDisplay } from './progress-display.ts';
+
+
+export function registerSyncCommand(program: Command, deps: CommandDeps): void {
+  program
+    .command('sync')
+    .description('Enqueue sync jobs and wait for them, printing a summary per resource. Processes the jobs itself when no worker is connected.')
+    .argument('[resources...]', `any of ${SYNC_RESOURCES.join(', ')}, or all`, ['all'])
+    .option('--since <YYYY-MM-DD>', 'results: backfill from this date (inclusive); leaves the watermark alone')
+    .option('--until <YYYY-MM-DD>', 'results: backfill up to this date (inclusive); default today')
+    .option('--full', 'results: read every result and mark those the platform no longer returns as removed')
+    .option('--json', 'print the summary as JSON')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  trainsync sync                       # everything; results incrementally from the watermark
+  trainsync sync results --since 2024-01-01 --until 2024-06-30
+  trainsync sync results --full        # re-read all results, mark vanished ones removed
+Exit status is non-zero when any job fails; its reason is printed.`,
+    )
+    .action(async (resourceArgs: string[], options: { since?: string; until?: string; full?: boolean; json?: boolean }) => {
+      const resources = parseResources(resourceArgs);
+      const payload = parseSyncOptions(options);
+      const config = deps.loadConfig();
+      const log = deps.createLogger(config.LOG_LEVEL);
+      const registry = createJobRegistry(deps.jobs);
+      const app = await createApp(config, log, { migrate: true });
+      let exitCode = 0;
+      try {
+        const display = createProgressDisplay();
+        let outcomes: JobOutcome[];
+        try {
+          outcomes = await runSync(app, registry, resources, payload, (jobId, progress) => display.update(jobId, progress));
+        } finally {
+          display.stop();
+        }
+        process.stdout.write(options.json ? `${JSON.stringify(outcomes, null, 2)}\n` : renderSummary(outcomes));
+        if (outcomes.some((outcome) => outcome.status === 'failed')) exitCode = 1;
+      } finally {
+        await app.close();
+      }
+      process.exitCode = exitCode;
+    });
+}
+
+function parseResources(args: string[]): SyncResource[] {
+  const wanted = new Set<SyncResource>();
+  for (const arg of args) {
+    if (arg === 'all') SYNC_RESOURCES.forEach((r) => wanted.add(r));
+    else if ((SYNC_RESOURCES as readonly string[]).includes(arg)) wanted.add(arg as SyncResource);
+    else throw new Error(`Unknown resource "${arg}": use ${SYNC_RESOURCES.join(', ')} or all.`);
+  }
+  return SYNC_RESOURCES.filter((r) => wanted.has(r));
+}
+
+function parseSyncOptions(options: { since?: string; until?: string; full?: boolean }): SyncPayload {
+  for (const [flag, value] of [['--since', options.since], ['--until', options.until]] as const) {
+    if (value === undefined) continue;
+    try {
+      parseDay(value);
+    } catch {
+      throw new Error(`${flag} ${value}: expected a date as YYYY-MM-DD, e.g. ${flag} 2024-01-31`);
+    }
+  }
+  if (options.since && options.until && options.since > options.until) {
+    throw new Error(`--since ${options.since} is after --until ${options.until}: swap them.`);
+  }
+  if (options.full && (options.since || options.until)) {
+    throw new Error('--full reads every result; it cannot be combined with --since/--until.');
+  }
+  return syncPayloadSchema.parse({ trigger: 'cli', since: options.since, until: options.until, full: options.full ?? false });
+}
+
+const summaryRowSchema = z.looseObject({
+  resource: z.string(),
+  pages: z.number(),
+  inserted: z.number(),
+  updated: z.number(),
+  unchanged: z.number(),
+  quarantined: z.number(),
+  removed: z.number(),
+  durationMs: z.number(),
+  note: z.string().optional(),
+});
+
+export function renderSummary(outcomes: readonly JobOutcome[]): string {
+  const table = new Table({
+    head: ['resource', 'status', 'pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'seconds', 'note'],
+    style: { head: [], border: [] },
+  });
+  for (const outcome of outcomes) {
+    const summary = summaryRowSchema.safeParse(outcome.result);
+    if (outcome.status === 'completed' && summary.success) {
+      const s = summary.data;
+      table.push([s.resource, 'ok', s.pages, s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), s.note ?? '']);
+    } else {
+      table.push([outcome.name.replace(/^sync-/, ''), outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', outcome.error ?? '']);
+    }
+  }
+  return `${table.toString()}\n`;
+}

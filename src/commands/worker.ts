@@ -1,0 +1,62 @@
+import type { Command } from 'commander';
+import { createApp } from '../app.ts';
+import { startHealthServer } from '../health-server.ts';
+import { QUEUE_NAMES, SYNC_QUEUE, type QueueName } from '../queue/names.ts';
+import { createJobRegistry } from '../queue/registry.ts';
+import { registerSchedulers } from '../queue/schedulers.ts';
+import { startAppWorkers } from '../queue/in-process-worker.ts';
+import type { CommandDeps } from './deps.ts';
+
+export function registerWorkerCommand(program: Command, deps: CommandDeps): void {
+  program
+    .command('worker')
+    .description('Process every queue until stopped: runs scheduled syncs and provisioning jobs, serves /healthz and /metrics, stops cleanly on SIGTERM.')
+    .option('--queues <names>', `comma-separated queues to process (${QUEUE_NAMES.join(', ')})`, QUEUE_NAMES.join(','))
+    .option('--no-schedules', 'do not register the cron schedules (another worker does)')
+    .addHelpText(
+      'after',
+      `
+Schedules come from TRAINSYNC_CRON_RESULTS, _COURSES, _FILTERS, _USERS (default "0 2 * * *", UTC)
+and TRAINSYNC_CRON_SEATS (default "0 * * * *"). Any number of workers may run against one Redis:
+each scheduled sync runs once, and no two syncs of one resource ever run at once.
+Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (default port 9464).`,
+    )
+    .action(async (options: { queues: string; schedules: boolean }) => {
+      const config = deps.loadConfig();
+      const log = deps.createLogger(config.LOG_LEVEL);
+      const queues = parseQueues(options.queues);
+      const registry = createJobRegistry(deps.jobs);
+      const app = await createApp(config, log, { migrate: true });
+      const worker = await startAppWorkers(app, registry, queues);
+      if (options.schedules && queues.includes(SYNC_QUEUE)) await registerSchedulers(app.queues[SYNC_QUEUE], config, log);
+      const health = await startHealthServer({
+        port: config.TRAINSYNC_METRICS_PORT,
+        metrics: app.metrics,
+        log,
+        checks: {
+          postgres: () => app.pool.query('select 1'),
+          redis: () => app.queues[SYNC_QUEUE].getJobCounts('waiting'),
+        },
+      });
+      await new Promise<void>((resolve) => {
+        const stop = (signal: string): void => {
+          log.info({ signal }, 'stopping: no new jobs; running jobs checkpoint and go back to the queue');
+          resolve();
+        };
+        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.once('SIGINT', () => stop('SIGINT'));
+      });
+      await worker.close();
+      await health.close();
+      await app.close();
+    });
+}
+
+function parseQueues(value: string): QueueName[] {
+  const names = value.split(',').map((name) => name.trim()).filter(Boolean);
+  const unknown = names.filter((name) => !(QUEUE_NAMES as readonly string[]).includes(name));
+  if (unknown.length > 0 || names.length === 0) {
+    throw new Error(`--queues: unknown queue ${unknown.join(', ') || '(none given)'}; expected a comma-separated list of ${QUEUE_NAMES.join(', ')}`);
+  }
+  return names as QueueName[];
+}

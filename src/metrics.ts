@@ -1,0 +1,91 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { z } from 'zod';
+import type { RequestEvent } from './platform/types.ts';
+
+/** Prometheus metrics of one process; a registry per instance keeps tests independent. */
+export interface Metrics {
+  registry: Registry;
+  rowsLoaded: Counter<'table' | 'outcome'>;
+  apiRequests: Counter<'method' | 'status'>;
+  apiDuration: Histogram<'method'>;
+  jobDuration: Histogram<'job' | 'outcome'>;
+  queueJobs: Gauge<'queue' | 'state'>;
+  observeRequest(event: RequestEvent): void;
+}
+
+export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: string; counts: Record<string, number> }>>): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'trainsync_' });
+  const rowsLoaded = new Counter({
+    name: 'trainsync_rows_loaded_total',
+    help: 'Warehouse rows written by sync jobs, by table and outcome (inserted, updated, unchanged, quarantined, removed).',
+    labelNames: ['table', 'outcome'] as const,
+    registers: [registry],
+  });
+  const apiRequests = new Counter({
+    name: 'trainsync_api_requests_total',
+    help: 'HTTP requests to the platform API by method and status (status "error" for no response).',
+    labelNames: ['method', 'status'] as const,
+    registers: [registry],
+  });
+  const apiDuration = new Histogram({
+    name: 'trainsync_api_request_duration_seconds',
+    help: 'Platform API request duration.',
+    labelNames: ['method'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const jobDuration = new Histogram({
+    name: 'trainsync_job_duration_seconds',
+    help: 'Job run time by job name and outcome.',
+    labelNames: ['job', 'outcome'] as const,
+    buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
+    registers: [registry],
+  });
+  const queueJobs = new Gauge({
+    name: 'trainsync_queue_jobs',
+    help: 'Jobs per queue and state, read from Redis at scrape time.',
+    labelNames: ['queue', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      if (!collectQueueCounts) return;
+      for (const { queue, counts } of await collectQueueCounts()) {
+        for (const [state, count] of Object.entries(counts)) this.set({ queue, state }, count);
+      }
+    },
+  });
+  return {
+    registry,
+    rowsLoaded,
+    apiRequests,
+    apiDuration,
+    jobDuration,
+    queueJobs,
+    observeRequest(event) {
+      apiRequests.inc({ method: event.method, status: event.status === undefined ? 'error' : String(event.status) });
+      apiDuration.observe({ method: event.method }, event.ms / 1000);
+    },
+  };
+}
+
+const rowCountsSchema = z.looseObject({
+  resource: z.string(),
+  inserted: z.number().optional(),
+  updated: z.number().optional(),
+  unchanged: z.number().optional(),
+  quarantined: z.number().optional(),
+  removed: z.number().optional(),
+});
+
+/** The worker's `onFinished` hook: job durations, and rows by table and outcome from sync summaries. */
+export function observeJobs(metrics: Metrics): (name: string, outcome: string, seconds: number, result?: unknown) => void {
+  return (name, outcome, seconds, result) => {
+    metrics.jobDuration.observe({ job: name, outcome }, seconds);
+    const summary = rowCountsSchema.safeParse(result);
+    if (!summary.success) return;
+    for (const key of ['inserted', 'updated', 'unchanged', 'quarantined', 'removed'] as const) {
+      const value = summary.data[key];
+      if (value) metrics.rowsLoaded.inc({ table: summary.data.resource, outcome: key }, value);
+    }
+  };
+}

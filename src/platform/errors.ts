@@ -1,0 +1,203 @@
+import { errorBodySchema } from './schemas.ts';
+
+/**
+ * One error class for everything the platform client can throw, with a stable `code`
+ * (got's style: few classes, many codes). Callers branch on `code` and `retryable`;
+ * the queue layer turns `retryable === false` into BullMQ's UnrecoverableError.
+ */
+
+/** 400 codes the vendor documents; each means "the request itself is wrong", never transient. */
+export const DOCUMENTED_CODES: readonly string[] = [
+  'INVALID_MODEL',
+  'USER_LIMIT_REACHED',
+  'EMAIL_IN_USE_ORG_CONNECTED',
+  'EMAIL_IN_USE',
+  'USER_NOT_FOUND',
+  'INVALID_USER_TYPE',
+  'INVALID_PASSWORD',
+  'NO_UNLIMITED_PLAN',
+  'USER_IN_OTHER_ORG',
+  'USER_SEAT_ASSIGNED',
+  'NO_GROUPS_AVAILABLE',
+  'GROUP_NOT_FOUND',
+  'USER_LOCKOUT',
+  'COURSE_NOT_FOUND',
+  'RESULT_NOT_FOUND',
+];
+
+/** Codes the client makes up when the body carries none. */
+export type SyntheticCode = 'TIMEOUT' | 'NETWORK' | 'ABORTED' | 'MALFORMED_RESPONSE' | 'PAGINATION_LOOP' | 'UNAUTHORIZED' | `HTTP_${number}`;
+
+/** The vendor's reference spells it `COUSRE_NOT_FOUND`; the platform may send either. */
+const CODE_ALIASES: Readonly<Record<string, string>> = { COUSRE_NOT_FOUND: 'COURSE_NOT_FOUND' };
+
+export interface PlatformErrorInit {
+  status?: number | undefined;
+  code: string;
+  /** The code exactly as the platform sent it, when normalisation changed it. */
+  rawCode?: string | undefined;
+  details?: unknown;
+  retryable: boolean;
+  cause?: unknown;
+  /** From a `Retry-After` header, already converted to milliseconds from now. */
+  retryAfterMs?: number | undefined;
+}
+
+export class PlatformError extends Error {
+  readonly status: number | undefined;
+  readonly code: string;
+  readonly rawCode: string | undefined;
+  readonly details: unknown;
+  readonly retryable: boolean;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, init: PlatformErrorInit) {
+    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.name = 'PlatformError';
+    this.status = init.status;
+    this.code = init.code;
+    this.rawCode = init.rawCode;
+    this.details = init.details;
+    this.retryable = init.retryable;
+    this.retryAfterMs = init.retryAfterMs;
+  }
+}
+
+/** True for errors worth another attempt (429, 5xx, timeouts, resets, malformed bodies). */
+export function isRetryable(error: unknown): boolean {
+  if (error instanceof PlatformError) return error.retryable;
+  return false;
+}
+
+/** Maps `COUSRE_NOT_FOUND` to `COURSE_NOT_FOUND`; other codes pass through. */
+export function normaliseCode(code: string): string {
+  return CODE_ALIASES[code] ?? code;
+}
+
+export interface ResponseFacts {
+  method: string;
+  /** Path only (no query string): it ends up in the message. */
+  path: string;
+  status: number;
+  body: string;
+  retryAfterMs?: number | undefined;
+}
+
+function parseErrorBody(body: string): { code: string; message: string | undefined; details: unknown } | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  const parsed = errorBodySchema.safeParse(json);
+  if (!parsed.success) return undefined;
+  return { code: parsed.data.code, message: parsed.data.message, details: parsed.data.details ?? null };
+}
+
+/** Turns a non-2xx response into a PlatformError with the right code and retryability. */
+export function classifyResponse(facts: ResponseFacts): PlatformError {
+  const { method, path, status } = facts;
+  const where = `${method} ${path}`;
+  const body = parseErrorBody(facts.body);
+  const rawCode = body?.code;
+  const bodyCode = rawCode === undefined ? undefined : normaliseCode(rawCode);
+  const aliasNote = rawCode !== undefined && bodyCode !== rawCode ? rawCode : undefined;
+  const said = body?.message ? `: ${body.message}` : '';
+
+  if (status === 401 || status === 403) {
+    return new PlatformError(
+      `${where} was refused with HTTP ${status} (${rawCode ?? 'no code'}${said}); check TRAINSYNC_API_KEY: it must be the organisation's API key for this platform`,
+      { status, code: 'UNAUTHORIZED', rawCode, details: body?.details, retryable: false },
+    );
+  }
+  if (status === 429) {
+    return new PlatformError(`${where} was rate limited (HTTP 429${said})`, {
+      status,
+      code: bodyCode ?? 'HTTP_429',
+      rawCode: aliasNote,
+      details: body?.details,
+      retryable: true,
+      retryAfterMs: facts.retryAfterMs,
+    });
+  }
+  if (status >= 500) {
+    // The vendor says a 5xx (whatever its body) is transient and unclassified.
+    return new PlatformError(`${where} failed with HTTP ${status}${rawCode ? ` (${rawCode}${said})` : ''}`, {
+      status,
+      code: `HTTP_${status}`,
+      rawCode,
+      details: body?.details,
+      retryable: true,
+      retryAfterMs: facts.retryAfterMs,
+    });
+  }
+  if (status === 408) {
+    return new PlatformError(`${where} timed out on the server (HTTP 408)`, { status, code: 'TIMEOUT', retryable: true });
+  }
+  if (body !== undefined && bodyCode !== undefined) {
+    return new PlatformError(`${where} was rejected with ${bodyCode}${said}`, {
+      status,
+      code: bodyCode,
+      rawCode: aliasNote,
+      details: body.details,
+      retryable: false,
+    });
+  }
+  return new PlatformError(`${where} failed with HTTP ${status} and a body that is not the documented error shape`, {
+    status,
+    code: `HTTP_${status}`,
+    retryable: false,
+  });
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'ECONNABORTED',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'UND_ERR_SOCKET',
+]);
+
+/**
+ * Turns a transport failure (got's RequestError/TimeoutError, or anything thrown while
+ * sending) into a PlatformError. The cause is a bare copy: got's errors hold the request
+ * options, headers included, and must not reach a log line through `err.cause`.
+ */
+export function classifyTransportError(error: unknown, method: string, path: string): PlatformError {
+  if (error instanceof PlatformError) return error;
+  const where = `${method} ${path}`;
+  const name = error instanceof Error ? error.name : 'Error';
+  const code = typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : undefined;
+  const message = error instanceof Error ? error.message : String(error);
+  const cause = Object.assign(new Error(message), { name, code });
+  if (name === 'AbortError' || code === 'ERR_ABORTED') {
+    // Retryable for the queue (a job stopped by shutdown should run again later); the
+    // client itself never retries once its signal is aborted.
+    return new PlatformError(`${where} was aborted`, { code: 'ABORTED', retryable: true, cause });
+  }
+  if (name === 'TimeoutError' || code === 'ETIMEDOUT') {
+    return new PlatformError(`${where} timed out (${message})`, { code: 'TIMEOUT', retryable: true, cause });
+  }
+  if (code !== undefined && (NETWORK_CODES.has(code) || name === 'RequestError' || name === 'ReadError')) {
+    return new PlatformError(`${where} failed on the network (${code}: ${message})`, { code: 'NETWORK', retryable: true, cause });
+  }
+  if (name === 'RequestError' || name === 'ReadError') {
+    return new PlatformError(`${where} failed on the network (${message})`, { code: 'NETWORK', retryable: true, cause });
+  }
+  return new PlatformError(`${where} failed: ${message}`, { code: 'NETWORK', retryable: false, cause });
+}
+
+/** A 2xx whose body does not have the documented shape: a server fault, worth a retry. */
+export function malformed(method: string, path: string, problem: string, status?: number): PlatformError {
+  return new PlatformError(`${method} ${path} returned a malformed response: ${problem}`, {
+    status,
+    code: 'MALFORMED_RESPONSE',
+    retryable: true,
+  });
+}

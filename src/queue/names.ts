@@ -1,0 +1,5 @@
+/** BullMQ queue names. Sync and provisioning are separate so a long load never delays a leaver. */
+export const SYNC_QUEUE = 'sync';
+export const PROVISION_QUEUE = 'provision';
+export const QUEUE_NAMES = [SYNC_QUEUE, PROVISION_QUEUE] as const;
+export type QueueName = (typeof QUEUE_NAMES)[number];

@@ -1,0 +1,40 @@
+import { QueueEvents, type Job } from 'bullmq';
+import type { Config } from '../config.ts';
+import type { QueueName } from './names.ts';
+
+export interface JobOutcome {
+  jobId: string;
+  name: string;
+  status: 'completed' | 'failed';
+  result?: unknown;
+  error?: string;
+}
+
+/**
+ * Waits until every job has completed or failed for good (retries included),
+ * reporting progress events as they come.
+ */
+export async function waitForJobs(
+  config: Config,
+  queue: QueueName,
+  jobs: readonly Job[],
+  onProgress?: (jobId: string, progress: unknown) => void,
+): Promise<JobOutcome[]> {
+  const events = new QueueEvents(queue, { connection: { url: config.REDIS_URL }, prefix: config.TRAINSYNC_QUEUE_PREFIX });
+  try {
+    await events.waitUntilReady();
+    if (onProgress) events.on('progress', ({ jobId, data }) => onProgress(jobId, data));
+    return await Promise.all(
+      jobs.map(async (job): Promise<JobOutcome> => {
+        try {
+          const result: unknown = await job.waitUntilFinished(events);
+          return { jobId: String(job.id), name: job.name, status: 'completed', result };
+        } catch (error) {
+          return { jobId: String(job.id), name: job.name, status: 'failed', error: error instanceof Error ? error.message : String(error) };
+        }
+      }),
+    );
+  } finally {
+    await events.close();
+  }
+}

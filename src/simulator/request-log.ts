@@ -1,0 +1,86 @@
+/** One request the simulator received (admin calls under /__simulator are not recorded). */
+export interface RequestRecord {
+  /** performance.timeOrigin + performance.now(), in ms, taken on arrival. */
+  at: number;
+  method: string;
+  path: string;
+  /** The raw query string without '?', '' when none. */
+  query: string;
+  /** Filled in when the response is sent (0 until then). */
+  status: number;
+  authorized: boolean;
+  /** The raw Authorization header, for tests that check the key never leaks elsewhere. */
+  authorization?: string;
+  /** The route template, e.g. 'GET /api/v2/groups/{groupId}/users/{userId}'. */
+  route: string;
+}
+
+/** Kept requests; older ones are dropped in chunks so pushing stays O(1) amortised. */
+export const MAX_RECORDS = 200_000;
+
+export function pushRecord(records: RequestRecord[], record: RequestRecord): void {
+  records.push(record);
+  if (records.length > MAX_RECORDS + 10_000) records.splice(0, records.length - MAX_RECORDS);
+}
+
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** How many write calls (POST, PUT, PATCH, DELETE) reached the API, log-in POSTs included. */
+export function writeCallCount(requests: readonly RequestRecord[], options: { includeLogin?: boolean } = {}): number {
+  const includeLogin = options.includeLogin ?? true;
+  let n = 0;
+  for (const r of requests) {
+    if (!WRITES.has(r.method) || !r.path.toLowerCase().startsWith('/api/v2/')) continue;
+    if (!includeLogin && /^\/api\/v2\/login(\/|$)/i.test(r.path)) continue;
+    n++;
+  }
+  return n;
+}
+
+/** The largest number of requests whose arrival times fall within any window of `windowMs`. */
+export function maxInWindow(requests: readonly RequestRecord[], windowMs = 1000): number {
+  let best = 0;
+  let lo = 0;
+  for (let hi = 0; hi < requests.length; hi++) {
+    while (requests[hi]!.at - requests[lo]!.at >= windowMs) lo++;
+    best = Math.max(best, hi - lo + 1);
+  }
+  return best;
+}
+
+export interface RequestsSummary {
+  total: number;
+  /** Counts by 'METHOD /path/template'. */
+  byRoute: Record<string, number>;
+  /** Counts by HTTP status. */
+  byStatus: Record<string, number>;
+  writeCalls: number;
+  unauthorized: number;
+  /** Most requests that arrived within any sliding window of windowMs. */
+  maxInAnyWindow: number;
+  windowMs: number;
+  firstAt: number | null;
+  lastAt: number | null;
+}
+
+export function summariseRequests(requests: readonly RequestRecord[], windowMs = 1000): RequestsSummary {
+  const byRoute: Record<string, number> = {};
+  const byStatus: Record<string, number> = {};
+  let unauthorized = 0;
+  for (const r of requests) {
+    byRoute[r.route] = (byRoute[r.route] ?? 0) + 1;
+    byStatus[String(r.status)] = (byStatus[String(r.status)] ?? 0) + 1;
+    if (!r.authorized) unauthorized++;
+  }
+  return {
+    total: requests.length,
+    byRoute,
+    byStatus,
+    writeCalls: writeCallCount(requests),
+    unauthorized,
+    maxInAnyWindow: maxInWindow(requests, windowMs),
+    windowMs,
+    firstAt: requests[0]?.at ?? null,
+    lastAt: requests[requests.length - 1]?.at ?? null,
+  };
+}

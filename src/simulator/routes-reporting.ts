@@ -1,0 +1,162 @@
+import { dateRange, parseBound, selectResults } from './results-query.ts';
+import type { ApiResult, ApiUser } from './state.ts';
+import { addResult, findGroup, getResult, metaOf, resultJson, seatsInUse } from './state.ts';
+import type { Reply, RouteRequest } from './reply.ts';
+import { apiError, envelopeJson, invalidModel, isGuid, json, rawJson, readPage } from './reply.ts';
+import type { Runtime } from './runtime.ts';
+
+/** GET handlers of the reporting side (courses, filters, groups, results, users, seats). */
+
+export const PAGE_SIZE = 50;
+
+export function getCourses(rt: Runtime, req: RouteRequest): Reply {
+  const page = readPage(req.query);
+  if (typeof page !== 'number') return page;
+  const categoryType = req.query.get('categoryType')?.trim().toLowerCase() || undefined;
+  const name = req.query.get('name')?.trim().toLowerCase() || undefined;
+  const courses = rt.state.courses.filter(
+    (c) =>
+      (categoryType === undefined || c.categories.some((k) => k.type.toLowerCase() === categoryType)) &&
+      (name === undefined || c.name.toLowerCase().includes(name)),
+  );
+  // All courses come on page 1; a later page is empty.
+  const shown = page === 1 ? courses : [];
+  return rawJson(envelopeJson(shown.map((c) => JSON.stringify(c)), page, courses.length));
+}
+
+export function getFilters(rt: Runtime, req: RouteRequest): Reply {
+  const page = readPage(req.query);
+  if (typeof page !== 'number') return page;
+  const shown = page === 1 ? rt.state.filters : [];
+  return rawJson(envelopeJson(shown.map((f) => JSON.stringify(f)), page, rt.state.filters.length));
+}
+
+export function getGroups(rt: Runtime, req: RouteRequest): Reply {
+  const page = readPage(req.query);
+  if (typeof page !== 'number') return page;
+  const shown = page === 1 ? rt.state.groups : [];
+  return rawJson(envelopeJson(shown.map((g) => JSON.stringify({ id: g.id, name: g.name, courses: g.courses })), page, rt.state.groups.length));
+}
+
+/** The two ways the malformed-record fault spoils a record, alternating by record. */
+function malformedJson(result: ApiResult, seq: number, every: number): string {
+  if (Math.floor(seq / every) % 2 === 1) return JSON.stringify({ ...result, id: 'not-a-guid' });
+  return JSON.stringify({ ...result, score: result.score === null ? 'n/a' : String(result.score) });
+}
+
+function queryKey(part: string): string {
+  const raw = part.split('=', 1)[0] ?? '';
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, ' '));
+  } catch {
+    return raw;
+  }
+}
+
+/** The next page's href: the original query (as the client encoded it) with page replaced. */
+function nextHref(rt: Runtime, req: RouteRequest, path: string, nextPage: number): string {
+  const origin = rt.faults.foreignNextLink ? `http://evil.invalid:${rt.port}` : req.origin;
+  if (rt.faults.dropFiltersInNextLink) return `${origin}${path}?page=${nextPage}`;
+  const parts = req.rawQuery.split('&').filter((p) => p !== '' && queryKey(p) !== 'page');
+  parts.push(`page=${nextPage}`);
+  return `${origin}${path}?${parts.join('&')}`;
+}
+
+export function getResults(rt: Runtime, req: RouteRequest): Reply {
+  const page = readPage(req.query);
+  if (typeof page !== 'number') return page;
+  const problems = [];
+  const rawStart = req.query.get('startDate');
+  const rawEnd = req.query.get('endDate');
+  const start = rawStart === null || rawStart === '' ? undefined : parseBound(rawStart);
+  const end = rawEnd === null || rawEnd === '' ? undefined : parseBound(rawEnd);
+  if (rawStart && !start) problems.push({ field: 'startDate', message: `The value '${rawStart}' is not valid.` });
+  if (rawEnd && !end) problems.push({ field: 'endDate', message: `The value '${rawEnd}' is not valid.` });
+  const filters = [...req.query.getAll('reportingFilters[]'), ...req.query.getAll('reportingFilters')].filter((f) => f !== '');
+  for (const f of filters) if (!isGuid(f)) problems.push({ field: 'reportingFilters', message: `The value '${f}' is not valid.` });
+  if (problems.length > 0) return invalidModel(problems);
+
+  const range = dateRange(start, end, rt.state.dateBounds);
+  const selection = selectResults(rt.state, range, filters);
+  const from = (page - 1) * PAGE_SIZE;
+  const items = from >= selection.total ? [] : selection.slice(from, from + PAGE_SIZE);
+  const every = rt.faults.malformedResultEvery;
+  const entities = items.map((r) => {
+    if (every > 0) {
+      const seq = metaOf(rt.state, r).seq;
+      if (seq % every === 0) return malformedJson(r, seq, every);
+    }
+    return resultJson(rt.state, r);
+  });
+  const links = from + PAGE_SIZE < selection.total ? [{ type: 'Next Page', href: nextHref(rt, req, '/api/v2/results', page + 1), method: 'GET' }] : [];
+  const reply = rawJson(envelopeJson(entities, page, selection.total, links));
+
+  rt.resultsPagesServed++;
+  if (rt.faults.driftEvery > 0 && rt.resultsPagesServed % rt.faults.driftEvery === 0) insertDrift(rt, range.lo, range.hi, filters);
+  return reply;
+}
+
+/** A new completion dated strictly inside the query's range and matching its filters. */
+function insertDrift(rt: Runtime, lo: number | undefined, hi: number | undefined, filters: string[]): void {
+  const { state } = rt;
+  const rng = state.prng;
+  const low = (lo ?? Date.parse(`${state.resultsFrom}T00:00:00.000Z`)) + 1;
+  const high = (hi ?? Date.parse(`${state.resultsTo}T00:00:00.000Z`) + 86_400_000) - 1;
+  if (high < low || state.users.length === 0 || state.courses.length === 0) return;
+  const t = low + Math.floor(rng.next() * (high - low + 1));
+  let user: ApiUser = rng.pick(state.users);
+  const resultFilters: string[] = [];
+  const first = filters[0]?.toLowerCase();
+  if (first !== undefined) {
+    const group = findGroup(state, first);
+    const members = group ? [...group.memberIds] : [];
+    const memberUser = members.length === 0 ? undefined : state.usersById.get(rng.pick(members));
+    if (memberUser) user = memberUser;
+    else resultFilters.push(first);
+  }
+  const course = rng.pick(state.courses);
+  addResult(state, {
+    userId: user.id,
+    courseId: course.id,
+    dateCompleted: new Date(t).toISOString(),
+    isComplete: true,
+    score: rng.int(0, 100),
+    maximumScore: 100,
+    passRate: course.passRate,
+    resultFilters,
+  });
+}
+
+export function getResultById(rt: Runtime, req: RouteRequest): Reply {
+  const id = req.params[0] ?? '';
+  const result = isGuid(id) ? getResult(rt.state, id) : undefined;
+  if (!result) return apiError('RESULT_NOT_FOUND', `No result with id '${id}' was found.`);
+  return rawJson(resultJson(rt.state, result));
+}
+
+export function getUsers(rt: Runtime, req: RouteRequest): Reply | undefined {
+  if (!rt.state.usersEndpoint) return undefined;
+  const page = readPage(req.query);
+  if (typeof page !== 'number') return page;
+  const email = req.query.get('email')?.trim().toLowerCase() || undefined;
+  const orgId = req.query.get('orgId')?.trim().toLowerCase() || undefined;
+  const userId = req.query.get('userId')?.trim().toLowerCase() || undefined;
+  let users: ApiUser[];
+  if (userId !== undefined) {
+    const u = rt.state.usersById.get(userId);
+    users = u ? [u] : [];
+  } else {
+    users = rt.state.users;
+  }
+  if (email !== undefined) users = users.filter((u) => u.email.toLowerCase().includes(email) || u.username.toLowerCase().includes(email));
+  if (orgId !== undefined) users = users.filter((u) => (u.organisationIdentifier ?? '').toLowerCase().includes(orgId));
+  const from = (page - 1) * PAGE_SIZE;
+  const shown = users.slice(from, from + PAGE_SIZE);
+  // The vendor says users pages carry no links at present: clients page by number.
+  return rawJson(envelopeJson(shown.map((u) => JSON.stringify(u)), page, users.length));
+}
+
+export function getSeats(rt: Runtime): Reply {
+  if (!rt.state.seats.unlimitedPlan) return apiError('NO_UNLIMITED_PLAN', 'The organisation is not on an unlimited-use plan.');
+  return json({ seatsInUse: seatsInUse(rt.state), totalSeats: rt.state.seats.totalSeats });
+}

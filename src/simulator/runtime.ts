@@ -1,0 +1,12 @@
+import type { SimulatorFaults } from './faults.ts';
+import type { SimulatorState } from './state.ts';
+
+/** What routes share with the server: the data, the current faults and their counters. */
+export interface Runtime {
+  state: SimulatorState;
+  faults: SimulatorFaults;
+  /** The port the server listens on (the foreign next-link fault names it). */
+  port: number;
+  /** Results list pages served since the faults were last set (drives drift). */
+  resultsPagesServed: number;
+}

@@ -1,0 +1,208 @@
+/**
+ * kysely row types of every warehouse table, keyed `schema.table`.
+ *
+ * The SQL in sql/migrations is the source of truth; these types follow it. Instants
+ * read back as `Date` (millisecond precision in JS; Postgres keeps microseconds).
+ * int8 columns read back as `number` because createPool installs an int8 parser
+ * (see pool.ts). uuid columns are lower-case strings.
+ */
+import type { ColumnType, Generated } from 'kysely';
+import type { ProvisioningTables } from './provisioning-tables.ts';
+
+/** timestamptz: a Date on read; a Date or an ISO string on write. */
+export type Instant = ColumnType<Date, Date | string, Date | string>;
+/** A timestamptz that the database fills by default. */
+export type GeneratedInstant = ColumnType<Date, Date | string | undefined, Date | string>;
+/** jsonb: parsed by pg on read; written as a JSON string or a value pg serialises. */
+export type Json = ColumnType<unknown, string | null, string | null>;
+
+/** The columns every listed entity carries for change and removal tracking. */
+export interface SeenColumns {
+  first_seen_at: Instant;
+  last_seen_at: Instant;
+  removed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  updated_at: Instant;
+}
+
+export interface CoursesTable extends SeenColumns {
+  course_id: string;
+  name: string;
+  pass_rate: number | null;
+}
+
+export interface CourseCategoriesTable {
+  course_id: string;
+  category_type: string;
+  category_name: string;
+}
+
+export interface ResultsTable extends SeenColumns {
+  result_id: string;
+  user_id: string;
+  course_id: string;
+  multi_course_result_id: string | null;
+  is_complete: boolean;
+  date_completed: ColumnType<Date | null, Date | string | null, Date | string | null>;
+  score: number | null;
+  maximum_score: number | null;
+  pass_rate: number | null;
+  course_type: string | null;
+  /** The record's fields unknown to this version; null when none. */
+  extra: ColumnType<Record<string, unknown> | null, string | null, string | null>;
+}
+
+export interface ResultFilterAnswersTable {
+  result_id: string;
+  answer_id: string;
+}
+
+export interface ReportingFiltersTable extends SeenColumns {
+  filter_id: string;
+  name: string;
+}
+
+export interface ReportingFilterAnswersTable extends SeenColumns {
+  answer_id: string;
+  filter_id: string;
+  answer: string;
+}
+
+export interface SeatUsageTable {
+  observed_at: Instant;
+  seats_in_use: number | null;
+  total_seats: number | null;
+  /** false when the organisation has no unlimited plan (NO_UNLIMITED_PLAN). */
+  applicable: ColumnType<boolean, boolean | undefined, boolean>;
+}
+
+export interface UsersTable extends SeenColumns {
+  user_id: string;
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+  role: string | null;
+  organisation_identifier: string | null;
+  has_access: boolean;
+}
+
+/** Read-only views in sql/views (select only). */
+export interface ResultDetailsView {
+  result_id: string;
+  user_id: string;
+  course_id: string;
+  course_name: string | null;
+  multi_course_result_id: string | null;
+  is_complete: boolean;
+  date_completed: Date | null;
+  score: number | null;
+  maximum_score: number | null;
+  effective_pass_rate: number | null;
+  passed: boolean | null;
+  course_type: string | null;
+}
+
+export interface CourseCompletionView {
+  course_id: string;
+  course_name: string;
+  pass_rate: number | null;
+  learners: number;
+  completed: number;
+  passed: number;
+  /** numeric: pg returns it as a string, e.g. '0.5000'. */
+  completion_rate: string | null;
+}
+
+export interface ResultFilterDetailsView {
+  result_id: string;
+  user_id: string;
+  course_id: string;
+  filter_id: string;
+  filter_name: string;
+  answer_id: string;
+  answer: string;
+}
+
+export interface LatestSeatUsageView {
+  observed_at: Date;
+  seats_in_use: number | null;
+  total_seats: number | null;
+  applicable: boolean;
+}
+
+export type RunStatus = 'running' | 'succeeded' | 'failed';
+
+export interface RunsTable {
+  id: Generated<number>;
+  resource: string;
+  job_id: string | null;
+  mode: string | null;
+  params: ColumnType<unknown, string | undefined, string>;
+  started_at: GeneratedInstant;
+  finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  status: ColumnType<RunStatus, RunStatus | undefined, RunStatus>;
+  pages: ColumnType<number, number | undefined, number>;
+  inserted: ColumnType<number, number | undefined, number>;
+  updated: ColumnType<number, number | undefined, number>;
+  unchanged: ColumnType<number, number | undefined, number>;
+  quarantined: ColumnType<number, number | undefined, number>;
+  removed: ColumnType<number, number | undefined, number>;
+  error: string | null;
+  note: string | null;
+}
+
+export interface CheckpointsTable {
+  key: string;
+  value: ColumnType<unknown, string, string>;
+  run_id: number | null;
+  updated_at: GeneratedInstant;
+}
+
+export interface WatermarksTable {
+  resource: string;
+  value: string;
+  updated_at: GeneratedInstant;
+}
+
+export interface QuarantineTable {
+  id: Generated<number>;
+  run_id: number | null;
+  resource: string;
+  raw: ColumnType<unknown, string, string>;
+  message: string;
+  page: number | null;
+  quarantined_at: GeneratedInstant;
+  last_seen_at: GeneratedInstant;
+  times_seen: ColumnType<number, number | undefined, number>;
+}
+
+export interface ResultSightingsTable {
+  run_id: number;
+  result_id: string;
+}
+
+export interface SchemaMigrationsTable {
+  name: string;
+  checksum: string;
+  applied_at: GeneratedInstant;
+}
+
+export interface Database extends ProvisioningTables {
+  'training.courses': CoursesTable;
+  'training.course_categories': CourseCategoriesTable;
+  'training.results': ResultsTable;
+  'training.result_filter_answers': ResultFilterAnswersTable;
+  'training.reporting_filters': ReportingFiltersTable;
+  'training.reporting_filter_answers': ReportingFilterAnswersTable;
+  'training.seat_usage': SeatUsageTable;
+  'training.users': UsersTable;
+  'training.result_details': ResultDetailsView;
+  'training.course_completion': CourseCompletionView;
+  'training.result_filter_details': ResultFilterDetailsView;
+  'training.latest_seat_usage': LatestSeatUsageView;
+  'trainsync.runs': RunsTable;
+  'trainsync.checkpoints': CheckpointsTable;
+  'trainsync.watermarks': WatermarksTable;
+  'trainsync.quarantine': QuarantineTable;
+  'trainsync.result_sightings': ResultSightingsTable;
+  'trainsync.schema_migrations': SchemaMigrationsTable;
+}

@@ -1,0 +1,68 @@
+import type pg from 'pg';
+import type { Course } from '../platform/schemas.ts';
+import { jsonbText } from './jsonb-text.ts';
+import { dedupeById, type LoadCounts } from './load-counts.ts';
+import { markMissingListed, touchListed, upsertListed, type ListedTable } from './upsert-listed.ts';
+
+const COURSES: ListedTable = {
+  table: 'training.courses',
+  idColumn: 'course_id',
+  columns: [
+    ['name', 'text'],
+    ['pass_rate', 'smallint'],
+  ],
+};
+
+// Replaces the categories of the listed courses; returns the courses whose set changed.
+const REPLACE_CATEGORIES = `
+  with listed as (
+    select * from jsonb_to_recordset($1::jsonb) as x(course_id uuid, category_type text, category_name text)
+  ), deleted as (
+    delete from training.course_categories c
+    where c.course_id = any ($2::uuid[])
+      and not exists (
+        select 1 from listed l
+        where l.course_id = c.course_id and l.category_type = c.category_type and l.category_name = c.category_name
+      )
+    returning c.course_id
+  ), added as (
+    insert into training.course_categories (course_id, category_type, category_name)
+    select course_id, category_type, category_name from listed
+    on conflict do nothing
+    returning course_id
+  )
+  select course_id::text as id from deleted union select course_id::text from added`;
+
+/**
+ * Writes a listing of courses (the whole listing, or one page of it) and replaces each
+ * course's categories; a course whose only change is its categories counts as updated.
+ * Stamps last_seen_at = seenAt on every listed course, for markMissingCourses.
+ */
+export async function upsertCourses(client: pg.PoolClient, courses: readonly Course[], seenAt: Date): Promise<LoadCounts> {
+  const batch = dedupeById(courses, (c) => c.id);
+  if (batch.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
+  const ids = batch.map((c) => c.id);
+  const written = await upsertListed(
+    client,
+    COURSES,
+    batch.map((c) => ({ course_id: c.id, name: c.name, pass_rate: c.passRate })),
+    seenAt,
+  );
+  const categories = batch.flatMap((c) =>
+    c.categories.map((cat) => ({ course_id: c.id, category_type: cat.type, category_name: cat.name })),
+  );
+  const { rows } = await client.query<{ id: string }>(REPLACE_CATEGORIES, [jsonbText(categories), ids]);
+  const categoriesOnly = rows.map((r) => r.id).filter((id) => !written.inserted.has(id) && !written.updated.has(id));
+  await touchListed(client, COURSES, ids, categoriesOnly, seenAt);
+  const inserted = written.inserted.size;
+  const updated = written.updated.size + categoriesOnly.length;
+  return { inserted, updated, unchanged: batch.length - inserted - updated };
+}
+
+/**
+ * After a complete listing stamped with `seenAt`: marks courses it did not include
+ * (removed_at = seenAt). Returns how many. Do not call after a filtered listing.
+ */
+export async function markMissingCourses(client: pg.PoolClient, seenAt: Date): Promise<number> {
+  return markMissingListed(client, COURSES, seenAt);
+}

@@ -1,0 +1,176 @@
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type pg from 'pg';
+import type { Logger } from '../log.ts';
+
+/** `sql/` of this package, wherever the process was started from. */
+export const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
+
+/**
+ * One fixed key for pg_advisory_lock: every migrating process of this database waits
+ * for the one before it. (Advisory locks are per database, which is what we want.)
+ */
+export const MIGRATION_LOCK_KEY = '7236512894561230001';
+
+const MIGRATION_FILE_RE = /^(\d{4})_[a-z0-9_]+\.sql$/;
+
+export interface MigrateOptions {
+  /** Folder holding `migrations/` and `views/`; default the package's `sql/`. */
+  sqlDir?: string;
+}
+
+export interface MigrateResult {
+  /** Migration files applied by this call, in order (empty when up to date). */
+  applied: string[];
+  /** How many view files were (re)applied. */
+  views: number;
+}
+
+/** A migration that was applied and has since been edited: refused. */
+export class MigrationChangedError extends Error {
+  readonly code = 'MIGRATION_CHANGED';
+  constructor(
+    readonly migration: string,
+    readonly appliedChecksum: string,
+    readonly fileChecksum: string,
+  ) {
+    super(
+      `migration ${migration} was already applied with checksum ${appliedChecksum}, but the file now has checksum ` +
+        `${fileChecksum}: migrations are append-only: add a new numbered file instead`,
+    );
+    this.name = 'MigrationChangedError';
+  }
+}
+
+interface SqlFile {
+  name: string;
+  text: string;
+  checksum: string;
+}
+
+async function readSqlFiles(dir: string, accept: (name: string) => boolean): Promise<SqlFile[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  const files: SqlFile[] = [];
+  for (const name of names.filter(accept).sort()) {
+    const text = await readFile(path.join(dir, name), 'utf8');
+    files.push({ name, text, checksum: createHash('sha256').update(text).digest('hex') });
+  }
+  return files;
+}
+
+/** The numbered migration files, refusing two files with the same number. */
+async function readMigrations(dir: string): Promise<SqlFile[]> {
+  const files = await readSqlFiles(dir, (name) => name.endsWith('.sql'));
+  const seen = new Map<string, string>();
+  for (const file of files) {
+    const match = MIGRATION_FILE_RE.exec(file.name);
+    if (!match) throw new Error(`sql/migrations/${file.name}: expected a name like 0001_some_name.sql`);
+    const other = seen.get(match[1]!);
+    if (other) throw new Error(`sql/migrations: ${other} and ${file.name} share the number ${match[1]}`);
+    seen.set(match[1]!, file.name);
+  }
+  return files;
+}
+
+async function inTransaction(client: pg.PoolClient, fn: () => Promise<void>): Promise<void> {
+  await client.query('begin');
+  try {
+    await fn();
+    await client.query('commit');
+  } catch (error) {
+    await client.query('rollback').catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Applies `sql/migrations/NNNN_name.sql` not yet applied, in order, each in its own
+ * transaction and recorded in `trainsync.schema_migrations`; then re-applies every
+ * `sql/views/*.sql` (create or replace view) in one transaction. The whole run holds
+ * an advisory lock, so concurrent callers wait and then find nothing to do. Refuses
+ * (MigrationChangedError) when an applied migration's file has changed.
+ */
+export async function migrate(pool: pg.Pool, log: Logger, options: MigrateOptions = {}): Promise<MigrateResult> {
+  const sqlDir = options.sqlDir ?? SQL_DIR;
+  const migrations = await readMigrations(path.join(sqlDir, 'migrations'));
+  const views = await readSqlFiles(path.join(sqlDir, 'views'), (name) => name.endsWith('.sql'));
+
+  const client = await pool.connect();
+  let locked = false;
+  try {
+    await client.query('select pg_advisory_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
+    locked = true;
+    // Under the lock: concurrent "create ... if not exists" can still collide in the catalog.
+    await client.query(`
+      create schema if not exists trainsync;
+      create table if not exists trainsync.schema_migrations (
+        name       text primary key,
+        checksum   text not null,
+        applied_at timestamptz not null default now()
+      );`);
+    const { rows } = await client.query<{ name: string; checksum: string }>(
+      'select name, checksum from trainsync.schema_migrations',
+    );
+    const applied = new Map(rows.map((row) => [row.name, row.checksum]));
+
+    // Check every applied file before applying anything: a half-applied run helps nobody.
+    for (const file of migrations) {
+      const old = applied.get(file.name);
+      if (old !== undefined && old !== file.checksum) throw new MigrationChangedError(file.name, old, file.checksum);
+    }
+
+    const appliedNow: string[] = [];
+    for (const file of migrations) {
+      if (applied.has(file.name)) continue;
+      const started = Date.now();
+      await inTransaction(client, async () => {
+        await client.query(file.text);
+        await client.query('insert into trainsync.schema_migrations (name, checksum) values ($1, $2)', [
+          file.name,
+          file.checksum,
+        ]);
+      }).catch((error: unknown) => {
+        throw new Error(`migration ${file.name} failed: ${error instanceof Error ? error.message : String(error)}`, {
+          cause: error,
+        });
+      });
+      appliedNow.push(file.name);
+      log.info({ migration: file.name, ms: Date.now() - started }, 'migration applied');
+    }
+
+    if (views.length > 0) {
+      await inTransaction(client, async () => {
+        for (const view of views) {
+          try {
+            await client.query(view.text);
+          } catch (error) {
+            throw new Error(`view ${view.name} failed: ${error instanceof Error ? error.message : String(error)}`, {
+              cause: error,
+            });
+          }
+        }
+      });
+      log.debug({ views: views.length }, 'views applied');
+    }
+    return { applied: appliedNow, views: views.length };
+  } finally {
+    let broken: Error | undefined;
+    if (locked) {
+      try {
+        await client.query('select pg_advisory_unlock($1::bigint)', [MIGRATION_LOCK_KEY]);
+      } catch (error) {
+        // Unlock failed: drop the connection, which releases a session lock for sure.
+        broken = error instanceof Error ? error : new Error(String(error));
+      }
+    }
+    client.release(broken);
+  }
+}

@@ -1,0 +1,80 @@
+import type pg from 'pg';
+import { jsonbText } from './jsonb-text.ts';
+
+/**
+ * The shared upsert of the small, fully listed tables (courses, filters, filter
+ * answers, users): rows travel as one jsonb parameter (no COPY needed for a few
+ * thousand rows), data columns are compared so unchanged rows count as unchanged, and
+ * last_seen_at is then stamped on every listed row for markMissing… to compare.
+ */
+export interface ListedTable {
+  /** Schema-qualified name, a trusted identifier from our code. */
+  table: string;
+  idColumn: string;
+  /** Data columns and their SQL types, compared to decide "changed". */
+  columns: ReadonlyArray<readonly [name: string, type: string]>;
+}
+
+export interface ListedWrite {
+  inserted: Set<string>;
+  updated: Set<string>;
+}
+
+/** Inserts new rows and rewrites changed or removed ones; returns which ids it wrote. */
+export async function upsertListed(
+  client: pg.PoolClient,
+  spec: ListedTable,
+  rows: ReadonlyArray<Record<string, unknown>>,
+  seenAt: Date,
+): Promise<ListedWrite> {
+  const result: ListedWrite = { inserted: new Set(), updated: new Set() };
+  if (rows.length === 0) return result;
+  const { table, idColumn } = spec;
+  const names = spec.columns.map(([name]) => name);
+  const recordType = [`${idColumn} uuid`, ...spec.columns.map(([name, type]) => `${name} ${type}`)].join(', ');
+  const { rows: written } = await client.query<{ id: string; inserted: boolean }>(
+    `insert into ${table} as t (${idColumn}, ${names.join(', ')}, first_seen_at, last_seen_at, updated_at)
+     select ${idColumn}, ${names.join(', ')}, $2::timestamptz, $2::timestamptz, $2::timestamptz
+     from jsonb_to_recordset($1::jsonb) as x(${recordType})
+     on conflict (${idColumn}) do update set
+       ${names.map((n) => `${n} = excluded.${n}`).join(', ')},
+       last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at, removed_at = null
+     where (${names.map((n) => `t.${n}`).join(', ')}) is distinct from (${names.map((n) => `excluded.${n}`).join(', ')})
+        or t.removed_at is not null
+     returning t.${idColumn}::text as id, (t.xmax = 0) as inserted`,
+    [jsonbText(rows), seenAt],
+  );
+  for (const row of written) (row.inserted ? result.inserted : result.updated).add(row.id);
+  return result;
+}
+
+/**
+ * Stamps last_seen_at on every listed id, and updated_at on `changed` ids (rows whose
+ * only change was in a child table, e.g. a course's categories).
+ */
+export async function touchListed(
+  client: pg.PoolClient,
+  spec: ListedTable,
+  ids: readonly string[],
+  changed: readonly string[],
+  seenAt: Date,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await client.query(
+    `update ${spec.table} set last_seen_at = $2::timestamptz,
+       updated_at = case when ${spec.idColumn} = any ($3::uuid[]) then $2::timestamptz else updated_at end
+     where ${spec.idColumn} = any ($1::uuid[])
+       and (last_seen_at is distinct from $2::timestamptz or ${spec.idColumn} = any ($3::uuid[]))`,
+    [ids, seenAt, changed],
+  );
+}
+
+/** Marks rows not listed at `seenAt` (last_seen_at earlier) as removed; returns how many. */
+export async function markMissingListed(client: pg.PoolClient, spec: ListedTable, seenAt: Date): Promise<number> {
+  const { rowCount } = await client.query(
+    `update ${spec.table} set removed_at = $1::timestamptz
+     where removed_at is null and last_seen_at < $1::timestamptz`,
+    [seenAt],
+  );
+  return rowCount ?? 0;
+}

@@ -1,0 +1,90 @@
+import { Writable } from 'node:stream';
+import { allJobs } from '../../jobs/index.ts';
+import { createApp, type App } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
+import { createJobRegistry, type JobRegistry } from '../../src/queue/registry.ts';
+import { runSync, type SyncResource } from '../../src/queue/run-sync.ts';
+import { syncPayloadSchema, type SyncPayload } from '../../src/queue/sync-payload.ts';
+import type { JobOutcome } from '../../src/queue/wait-for-jobs.ts';
+import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../../src/simulator/index.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+import { dropPrefix, REDIS_URL, testPrefix } from './redis.ts';
+
+/**
+ * Everything a sync test needs, all real: a simulator on a random port, a database of
+ * its own, a BullMQ prefix of its own, and an app wired exactly as the CLI wires it.
+ */
+export interface SyncHarness {
+  sim: RunningSimulator;
+  database: TestDatabase;
+  prefix: string;
+  env: Record<string, string>;
+  config: Config;
+  app: App;
+  registry: JobRegistry;
+  /** Every log line the app wrote, as text (to search for secrets). */
+  logLines: string[];
+  /** Enqueues and waits exactly as `trainsync sync` does (this process is the worker). */
+  sync(resources: readonly SyncResource[], payload?: Partial<SyncPayload>): Promise<JobOutcome[]>;
+  close(): Promise<void>;
+}
+
+export interface SyncHarnessOptions {
+  simulator?: SimulatorOptions;
+  env?: Record<string, string>;
+}
+
+export async function createSyncHarness(options: SyncHarnessOptions = {}): Promise<SyncHarness> {
+  const sim = await startSimulator({ seed: 7, ...options.simulator });
+  const database = await createTestDatabase();
+  const prefix = testPrefix();
+  const env: Record<string, string> = {
+    TRAINSYNC_API_URL: sim.url,
+    TRAINSYNC_API_KEY: sim.apiKey,
+    DATABASE_URL: database.url,
+    REDIS_URL,
+    TRAINSYNC_QUEUE_PREFIX: prefix,
+    TRAINSYNC_REQUESTS_PER_SECOND: '2000',
+    TRAINSYNC_RETRY_MAX_DELAY_MS: '200',
+    TRAINSYNC_METRICS_PORT: '0',
+    LOG_LEVEL: 'info',
+    ...options.env,
+  };
+  const config = loadConfig(env);
+  const logLines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      logLines.push(chunk.toString('utf8'));
+      callback();
+    },
+  });
+  const log: Logger = createLogger(config.LOG_LEVEL, sink);
+  const app = await createApp(config, log);
+  const registry = createJobRegistry(allJobs);
+  return {
+    sim,
+    database,
+    prefix,
+    env,
+    config,
+    app,
+    registry,
+    logLines,
+    sync: (resources, payload = {}) => runSync(app, registry, resources, syncPayloadSchema.parse({ trigger: 'cli', ...payload })),
+    async close() {
+      await app.close();
+      await sim.close();
+      await database.drop();
+      await dropPrefix(prefix);
+    },
+  };
+}
+
+/** The summary a completed sync job returned, or a test failure naming the error. */
+export function summaryOf(outcomes: readonly JobOutcome[], resource: string): Record<string, number | string> {
+  const outcome = outcomes.find((o) => o.name === `sync-${resource}`);
+  if (!outcome) throw new Error(`no job for ${resource}`);
+  if (outcome.status !== 'completed') throw new Error(`sync-${resource} failed: ${outcome.error}`);
+  return outcome.result as Record<string, number | string>;
+}

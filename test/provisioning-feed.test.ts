@@ -1,0 +1,226 @@
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ColumnMapError, parseColumnMap } from '../src/provisioning/feed-columns.ts';
+import { readFeed } from '../src/provisioning/feed-read.ts';
+
+const FIXTURES = fileURLToPath(new URL('./fixtures/feeds/', import.meta.url));
+const fixture = (name: string): string => path.join(FIXTURES, name);
+const G1 = '6f9619ff-8b86-d011-b42d-00c04fc964ff';
+const G2 = '3f2504e0-4f89-11d3-9a0c-0305e82c3301';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'trainsync-feed-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('parseColumnMap', () => {
+  it('maps fields to headers, keeping spaces inside header names', () => {
+    const map = parseColumnMap('email=Work Email, employee_id=Emp No');
+    expect([...map]).toEqual([
+      ['email', 'Work Email'],
+      ['employee_id', 'Emp No'],
+    ]);
+  });
+
+  it('names the valid fields when the left side is unknown', () => {
+    expect(() => parseColumnMap('mail=Work Email')).toThrow(ColumnMapError);
+    expect(() => parseColumnMap('mail=Work Email')).toThrow(/"mail" is not a feed field; valid fields: employee_id, email, first_name/);
+    expect(() => parseColumnMap('email=')).toThrow(/email has no header name/);
+  });
+});
+
+describe('readFeed: CSV', () => {
+  it('reads BOM, CRLF, quoted commas and newlines, blank lines, and normalises values', async () => {
+    const bytes = await readFile(fixture('good.csv'));
+    expect(bytes.subarray(0, 3).toString('hex')).toBe('efbbbf');
+    expect(bytes.includes('\r\n')).toBe(true);
+
+    const result = await readFeed(fixture('good.csv'));
+    expect(result.fileErrors).toEqual([]);
+    expect(result.errors).toEqual([]);
+    expect(result.hash).toBe(createHash('sha256').update(bytes).digest('hex'));
+    expect(result.lineCount).toBe(7);
+    expect(result.rows).toEqual([
+      {
+        line: 2, employeeId: 'E001', email: 'ann.smith@example.com', emailDisplay: 'Ann.Smith@Example.com',
+        firstName: 'Ann', lastName: 'Smith, Jr', status: 'active', groups: [G2, G1].sort(), role: 'USER', organisationIdentifier: 'E001',
+      },
+      {
+        line: 3, employeeId: 'E002', email: 'bob@example.com', emailDisplay: 'bob@example.com',
+        firstName: 'Bob', lastName: 'Multi\r\nLine', status: 'inactive', groups: [], role: 'ADMIN', organisationIdentifier: 'ORG-2',
+      },
+      {
+        line: 5, employeeId: 'E003', email: 'zoe@example.com', emailDisplay: 'zoe@example.com',
+        firstName: 'Zoë', lastName: 'Ünal', status: 'active', groups: [G1], role: 'USER', organisationIdentifier: 'E003', platformUserId: G2,
+      },
+      {
+        line: 7, employeeId: 'E004', email: 'dan@example.com', emailDisplay: 'dan@example.com',
+        firstName: 'Dan', lastName: 'Doe', status: 'active', groups: [], role: 'USER', organisationIdentifier: 'E004',
+      },
+    ]);
+  });
+
+  it('reads renamed headers through --map', async () => {
+    const map = parseColumnMap('employee_id=Emp No,email=Work Email,first_name=Given Name,last_name=Family Name,status=Employment Status');
+    const result = await readFeed(fixture('mapped.csv'), { map });
+    expect(result.fileErrors).toEqual([]);
+    expect(result.rows.map((r) => [r.employeeId, r.email, r.lastName, r.status])).toEqual([
+      ['E100', 'a@example.com', 'Alpha', 'active'],
+      ['E101', 'b@example.com', 'Beta', 'inactive'],
+    ]);
+  });
+
+  it('refuses a header without the required fields, naming them, the headers found and the --map fix', async () => {
+    const result = await readFeed(fixture('wrong-header.csv'));
+    expect(result.rows).toEqual([]);
+    expect(result.fileErrors).toHaveLength(1);
+    const message = result.fileErrors[0]!;
+    expect(message).toContain('wrong-header.csv line 1');
+    expect(message).toContain('no column for employee_id, email');
+    expect(message).toContain('headers found: "id", "mail", "first_name", "last_name"');
+    expect(message).toContain('--map "employee_id=<Header>,email=<Header>"');
+
+    const unmappedColumn = await readFeed(fixture('mapped.csv'), { map: parseColumnMap('email=E-mail') });
+    expect(unmappedColumn.fileErrors[0]).toContain('looked for "employee_id", "E-mail"');
+  });
+
+  it('reports an unterminated quote at the line it opens, and protects every key it swallowed', async () => {
+    const result = await readFeed(fixture('truncated.csv'));
+    expect(result.rows.map((r) => r.employeeId)).toEqual(['E1']);
+    expect(result.errors).toHaveLength(1);
+    expect(result.errors[0]).toMatchObject({ line: 3, code: 'malformed-record' });
+    expect(result.errors[0]!.message).toMatch(/^truncated\.csv line 3: a value opened with a double quote here is never closed/);
+    expect([...result.invalidEmployeeIds].sort()).toEqual(['E2', 'E3']);
+    expect(result.invalidEmails.has('c@example.com')).toBe(true);
+  });
+
+  it('reports a record with too few columns at its line and reads on', async () => {
+    const result = await readFeed(fixture('short-record.csv'));
+    expect(result.rows.map((r) => r.employeeId)).toEqual(['E1', 'E3']);
+    expect(result.errors).toHaveLength(1);
+    expect(result.errors[0]!.message).toBe(
+      'short-record.csv line 3: the record has 2 values but the header has 5 columns (the file may have been cut off, or a line broken inside a value); fix the row in the HR export',
+    );
+    expect(result.invalidEmployeeIds.has('E2')).toBe(true);
+    expect(result.invalidEmails.has('b@example.com')).toBe(true);
+  });
+
+  it('leaves out every row sharing an employee_id or e-mail, naming the other lines', async () => {
+    const result = await readFeed(fixture('duplicates.csv'));
+    expect(result.rows.map((r) => r.employeeId)).toEqual(['E5']);
+    const messages = result.errors.map((e) => e.message);
+    expect(messages).toEqual([
+      'duplicates.csv line 2, field employee_id: "E1" appears also on line 4; every row involved is left out; keep one row per employee in the HR export',
+      'duplicates.csv line 3, field email: "b@example.com" appears also on line 5; every row involved is left out; keep one row per employee in the HR export',
+      'duplicates.csv line 4, field employee_id: "E1" appears also on line 2; every row involved is left out; keep one row per employee in the HR export',
+      'duplicates.csv line 5, field email: "b@example.com" appears also on line 3; every row involved is left out; keep one row per employee in the HR export',
+    ]);
+    expect([...result.invalidEmployeeIds].sort()).toEqual(['E1', 'E2', 'E4']);
+    expect([...result.invalidEmails].sort()).toEqual(['a@example.com', 'b@example.com', 'c@example.com']);
+  });
+
+  it('reports each bad value with file, line, field and fix, and keeps the readable keys', async () => {
+    const result = await readFeed(fixture('bad-values.csv'));
+    expect(result.rows.map((r) => r.employeeId)).toEqual(['E7']);
+    const byLine = new Map(result.errors.map((e) => [e.line, e]));
+    expect(byLine.get(2)!.message).toBe('bad-values.csv line 2, field email: "bob@" is not an e-mail address; fix the value in the HR export or drop the row');
+    expect(byLine.get(3)).toMatchObject({ field: 'status', value: 'retired' });
+    expect(byLine.get(3)!.message).toContain('"retired" is not a status; use one of active, 1, true, enabled, employed (active) or inactive, terminated');
+    expect(byLine.get(4)!.message).toContain('field groups: "not-a-guid" is not a group GUID');
+    expect(byLine.get(5)!.message).toContain('field role: "OWNER" is not a role; use USER or ADMIN');
+    expect(byLine.get(6)!.message).toContain('field platform_user_id: "12345" is not a GUID');
+    expect(byLine.get(7)!.message).toContain('field employee_id: is empty; every row needs an employee_id');
+    expect([...result.invalidEmployeeIds].sort()).toEqual(['E1', 'E2', 'E3', 'E4', 'E5']);
+    expect(result.invalidEmails.has('bob@')).toBe(true);
+    expect(result.invalidEmails.has('g@example.com')).toBe(true);
+  });
+
+  it('names the mapped column in a value error', async () => {
+    const file = path.join(dir, 'mapped-bad.csv');
+    await writeFile(file, 'Emp No,Work Email\nE1,not-an-email\n');
+    const result = await readFeed(file, { map: parseColumnMap('employee_id=Emp No,email=Work Email') });
+    expect(result.errors[0]!.message).toBe(
+      'mapped-bad.csv line 2, field email (column "Work Email"): "not-an-email" is not an e-mail address; fix the value in the HR export or drop the row',
+    );
+  });
+
+  it('gives a file error for a missing or empty file', async () => {
+    const missing = await readFeed(path.join(dir, 'nope.csv'));
+    expect(missing.fileErrors[0]).toMatch(/^cannot read nope\.csv: ENOENT/);
+    const empty = path.join(dir, 'empty.csv');
+    await writeFile(empty, '');
+    const result = await readFeed(empty);
+    expect(result.fileErrors).toEqual(['empty.csv is empty: expected a header row naming the columns (at least employee_id and email)']);
+    expect(result.lineCount).toBe(0);
+  });
+
+  it.each([['LF', '\n'], ['CRLF', '\r\n']])('keeps line numbers right across chunk boundaries in a large %s file', async (_name, eol) => {
+    const file = path.join(dir, `large-${_name}.csv`);
+    const lines = ['employee_id,email,first_name,last_name'];
+    for (let i = 0; i < 5000; i += 1) {
+      lines.push(i % 1000 === 500 ? `E${i},bad-${i}@,"Multi${eol}line",X` : `E${i},e${i}@example.com,"First, ${i}",Last`);
+      // Blank lines (some doubled), some right before a bad row, whose line number must skip them.
+      if (i % 777 === 0 || i % 2000 === 499) lines.push('');
+      if (i % 2000 === 499) lines.push('');
+    }
+    await writeFile(file, `${lines.join(eol)}${eol}`);
+    const result = await readFeed(file);
+    expect(result.rows).toHaveLength(4995);
+    const expected: number[] = [];
+    let physical = 1;
+    for (let i = 0; i < 5000; i += 1) {
+      physical += 1;
+      if (i % 1000 === 500) {
+        expected.push(physical);
+        physical += 1;
+      }
+      if (i % 777 === 0 || i % 2000 === 499) physical += 1;
+      if (i % 2000 === 499) physical += 1;
+    }
+    expect(result.errors.map((e) => e.line)).toEqual(expected);
+    expect(result.lineCount).toBe(physical);
+  });
+});
+
+describe('readFeed: JSON Lines', () => {
+  it('reads objects with numbers, booleans and group lists, skipping blank lines', async () => {
+    const result = await readFeed(fixture('good.jsonl'));
+    expect(result.fileErrors).toEqual([]);
+    expect(result.errors).toEqual([]);
+    expect(result.rows).toMatchObject([
+      { line: 1, employeeId: 'J1', email: 'j1@example.com', groups: [G2], status: 'active', role: 'USER' },
+      { line: 2, employeeId: '2', email: 'j2@example.com', emailDisplay: 'J2@example.com', groups: [G2, G1].sort(), status: 'inactive', role: 'ADMIN' },
+      { line: 4, employeeId: 'J3', firstName: null, lastName: null, organisationIdentifier: 'J3' },
+    ]);
+  });
+
+  it('reports bad JSON lines by number and salvages keys of a cut-off line', async () => {
+    const result = await readFeed(fixture('bad.jsonl'));
+    expect(result.rows.map((r) => r.employeeId)).toEqual(['J1']);
+    expect(result.errors.map((e) => [e.line, e.code])).toEqual([
+      [2, 'invalid-json'],
+      [3, 'invalid-json'],
+      [4, 'invalid-value'],
+      [5, 'invalid-json'],
+    ]);
+    expect(result.errors[0]!.message).toMatch(/^bad\.jsonl line 2: not valid JSON \(.+\); each line must be one complete JSON object/);
+    expect(result.errors[1]!.message).toContain('bad.jsonl line 3: not a JSON object');
+    expect(result.errors[2]!.message).toBe('bad.jsonl line 4, field email: "j4@" is not an e-mail address; fix the value in the HR export or drop the row');
+    expect([...result.invalidEmployeeIds].sort()).toEqual(['J4', 'J5']);
+    expect(result.invalidEmails.has('j5@example.com')).toBe(true);
+  });
+
+  it('honours --format over the extension', async () => {
+    const file = path.join(dir, 'feed.txt');
+    await writeFile(file, '{"employee_id":"X1","email":"x1@example.com"}\n');
+    const result = await readFeed(file, { format: 'jsonl' });
+    expect(result.rows.map((r) => r.employeeId)).toEqual(['X1']);
+  });
+});

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYNC_QUEUE } from '../src/queue/names.ts';
+import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
+import { startWorkerProcess, type WorkerProcess } from './helpers/worker-process.ts';
+
+describe('two workers started together', () => {
+  let h: SyncHarness;
+  const workers: WorkerProcess[] = [];
+
+  beforeAll(async () => {
+    h = await createSyncHarness({
+      simulator: { sizes: { results: 50, users: 20 } },
+      env: {
+        // Seats every 2 seconds (cron with a seconds field); the others never during the test.
+        TRAINSYNC_CRON_SEATS: '*/2 * * * * *',
+        TRAINSYNC_CRON_RESULTS: '0 0 1 1 *',
+        TRAINSYNC_CRON_COURSES: '0 0 1 1 *',
+        TRAINSYNC_CRON_FILTERS: '0 0 1 1 *',
+        TRAINSYNC_CRON_USERS: '0 0 1 1 *',
+      },
+    });
+  });
+  afterAll(async () => {
+    for (const w of workers) w.child.kill('SIGKILL');
+    await h?.close();
+  });
+
+  it('run each scheduled sync once', async () => {
+    workers.push(startWorkerProcess(h.env), startWorkerProcess(h.env));
+    await Promise.all(workers.map((w) => w.ready));
+    await new Promise((resolve) => setTimeout(resolve, 9_000));
+    for (const w of workers) w.child.kill('SIGTERM');
+    expect(await Promise.all(workers.map((w) => w.exited))).toEqual([0, 0]);
+
+    const schedulers = await h.app.queues[SYNC_QUEUE].getJobSchedulers();
+    expect(schedulers.map((s) => s.key).sort()).toEqual(['sync-courses', 'sync-filters', 'sync-results', 'sync-seats', 'sync-users']);
+
+    const runs = await h.database.pool.query<{ job_id: string; status: string }>(
+      "select job_id, status from trainsync.runs where resource = 'seats' order by started_at",
+    );
+    // About one tick every 2 s over ~9 s: each tick made one job, and each job ran once.
+    expect(runs.rows.length).toBeGreaterThanOrEqual(3);
+    expect(runs.rows.length).toBeLessThanOrEqual(6);
+    expect(new Set(runs.rows.map((r) => r.job_id)).size).toBe(runs.rows.length);
+    expect(runs.rows.every((r) => r.status === 'succeeded')).toBe(true);
+    const seatRows = await h.database.pool.query('select count(*)::int as n from training.seat_usage');
+    expect(seatRows.rows[0]?.n).toBe(runs.rows.length);
+    // Nothing but seats ran.
+    const others = await h.database.pool.query("select count(*)::int as n from trainsync.runs where resource <> 'seats'");
+    expect(others.rows[0]?.n).toBe(0);
+  });
+});

@@ -117,7 +117,7 @@ try {
   const [first] = await runSync(app, registry, ['results'], payload);
   const firstSeconds = (performance.now() - t0) / 1000;
   if (first?.status !== 'completed') throw new Error(`sync failed: ${first?.error}`);
-  const summary = await (await fetch(`${sim.url}/__simulator/requests/summary`)).json() as { total?: number; maxInWindow?: number };
+  const summary = (await (await fetch(`${sim.url}/__simulator/requests/summary`)).json()) as { total?: number; maxInAnyWindow?: number };
   const figures: Record<string, unknown> = {
     results: args.results,
     latencyMs: args.latencyMs,

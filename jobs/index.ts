@@ -1,4 +1,8 @@
 import type { AnyJobDefinition } from '../src/queue/define-job.ts';
+import { changeGroup } from './change-group.ts';
+import { createUser } from './create-user.ts';
+import { setAccess } from './set-access.ts';
+import { setPassword } from './set-password.ts';
 import { syncCourses } from './sync-courses.ts';
 import { syncFilters } from './sync-filters.ts';
 import { syncResults } from './sync-results.ts';
@@ -6,4 +10,14 @@ import { syncSeats } from './sync-seats.ts';
 import { syncUsers } from './sync-users.ts';
 
 /** Every job the worker knows; the registry refuses duplicates and nameless entries. */
-export const allJobs: readonly AnyJobDefinition[] = [syncCourses, syncFilters, syncResults, syncSeats, syncUsers];
+export const allJobs: readonly AnyJobDefinition[] = [
+  syncCourses,
+  syncFilters,
+  syncResults,
+  syncSeats,
+  syncUsers,
+  createUser,
+  setPassword,
+  changeGroup,
+  setAccess,
+];

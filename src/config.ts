@@ -49,7 +49,9 @@ const envSchema = z.object({
     .max(10_000, 'at most 10000')
     .default(10),
   TRAINSYNC_SECRET_KEY: secretKey.optional(),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'one of fatal, error, warn, info, debug, trace, silent' })
+    .default('info'),
   TRAINSYNC_QUEUE_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits, "_", ".", ":" or "-", e.g. trainsync')
@@ -111,12 +113,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const parsed = envSchema.safeParse(cleaned);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => {
+    // One line per key: a value can fail several checks, the first one says enough.
+    const byKey = new Map<string, string>();
+    for (const issue of parsed.error.issues) {
       const key = String(issue.path[0] ?? '(environment)');
+      if (byKey.has(key)) continue;
       const given = cleaned[key];
       const shown = given === undefined ? 'missing' : key.includes('KEY') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
-      return `${key}: ${shown}; expected ${issue.message}`;
-    });
+      byKey.set(key, `${key}: ${shown}; expected ${issue.message}`);
+    }
+    const problems = [...byKey.values()];
     throw new ConfigError(problems);
   }
   return Object.freeze(parsed.data);

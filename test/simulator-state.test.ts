@@ -144,17 +144,21 @@ describe('trainsync simulator command', () => {
 });
 
 describe('simulator child process', () => {
-  it('serves from a process of its own and stops when its parent closes stdin', async () => {
+  it('serves from a process of its own and stops when its parent closes stdin', { timeout: 30_000 }, async () => {
     const child = spawn(process.execPath, ['bin/run-ts.js', 'src/simulator/child.ts', JSON.stringify({ seed: 8, apiKey: 'child-key', sizes: { results: 50 } })], {
       stdio: ['pipe', 'pipe', 'inherit'],
     });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const line = await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve));
-    const info = JSON.parse(line) as { url: string; apiKey: string };
-    expect(info.apiKey).toBe('child-key');
-    const res = await fetch(`${info.url}/__simulator/state/summary`);
-    expect(((await res.json()) as { results: number; undatedResults: number }).results).toBeGreaterThan(30);
-    child.stdin!.end();
-    expect(await exited).toBe(0);
+    try {
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const line = await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve));
+      const info = JSON.parse(line) as { url: string; apiKey: string };
+      expect(info.apiKey).toBe('child-key');
+      const res = await fetch(`${info.url}/__simulator/state/summary`);
+      expect(((await res.json()) as { results: number; undatedResults: number }).results).toBeGreaterThan(30);
+      child.stdin!.end();
+      expect(await exited).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
   });
 });

@@ -1,6 +1,12 @@
 import { Command } from 'commander';
 import type { CommandDeps } from './deps.ts';
+import { registerDemoCommand } from './demo.ts';
+import { registerLoginUrlCommand } from './login-url.ts';
 import { registerMigrateCommand } from './migrate.ts';
+import { registerPasswordCommand } from './password.ts';
+import { registerProvisionCommand } from './provision.ts';
+import { provisioningAttentionSection } from './provisioning-status.ts';
+import { registerSeatsCommand } from './seats.ts';
 import { registerSimulatorCommand } from './simulator.ts';
 import { registerStatusCommand } from './status.ts';
 import { registerSyncCommand } from './sync.ts';
@@ -22,7 +28,12 @@ Logs go to stderr as JSON (pipe through pino-pretty to read them); results go to
   registerMigrateCommand(program, deps);
   registerWorkerCommand(program, deps);
   registerSyncCommand(program, deps);
-  registerStatusCommand(program, deps);
+  registerProvisionCommand(program, deps);
+  registerPasswordCommand(program, deps);
+  registerLoginUrlCommand(program, deps);
+  registerSeatsCommand(program, deps);
+  registerStatusCommand(program, deps, [provisioningAttentionSection]);
   registerSimulatorCommand(program);
+  registerDemoCommand(program, deps);
   return program;
 }

@@ -26,7 +26,7 @@ export const DOCUMENTED_CODES: readonly string[] = [
 ];
 
 /** Codes the client makes up when the body carries none. */
-export type SyntheticCode = 'TIMEOUT' | 'NETWORK' | 'ABORTED' | 'MALFORMED_RESPONSE' | 'PAGINATION_LOOP' | 'UNAUTHORIZED' | `HTTP_${number}`;
+export type SyntheticCode = 'TIMEOUT' | 'NETWORK' | 'ABORTED' | 'BUDGET_UNAVAILABLE' | 'MALFORMED_RESPONSE' | 'PAGINATION_LOOP' | 'UNAUTHORIZED' | `HTTP_${number}`;
 
 /** The vendor's reference spells it `COUSRE_NOT_FOUND`; the platform may send either. */
 const CODE_ALIASES: Readonly<Record<string, string>> = { COUSRE_NOT_FOUND: 'COURSE_NOT_FOUND' };

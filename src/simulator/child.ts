@@ -52,7 +52,9 @@ const stop = (): void => {
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);
 // A parent that pipes stdin stops us by closing it, even if it dies without a signal.
-if (fstatSync(0).isFIFO()) {
+const stdin = fstatSync(0);
+// Node's spawn gives a socket pair, a shell a FIFO; /dev/null or a terminal must not stop us.
+if (stdin.isFIFO() || stdin.isSocket()) {
   process.stdin.on('end', stop);
   process.stdin.resume();
 }

@@ -9,6 +9,8 @@ import { invalidModel, json } from './reply.ts';
 import { ROUTES } from './routes.ts';
 import type { Runtime } from './runtime.ts';
 import type { DateBoundsMode, SimulatorState } from './state.ts';
+import { allResults, updateResult } from './state.ts';
+import { z } from 'zod';
 
 /**
  * A faithful simulator of the training platform's API v2 over node:http, for the
@@ -190,6 +192,21 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     if (method === 'POST' && path === '/__simulator/requests/reset') {
       requests.length = 0;
       return { status: 204 };
+    }
+    if (method === 'POST' && path === '/__simulator/results/mutate') {
+      // For benchmarks in another process: change the score of every Nth result.
+      const raw = await readBody(req);
+      const body = z.object({ fraction: z.number().min(0).max(1) }).safeParse(JSON.parse(raw?.toString('utf8') || '{}'));
+      if (!body.success) return invalidModel([{ field: 'fraction', message: 'a number from 0 to 1' }]);
+      const every = body.data.fraction > 0 ? Math.max(1, Math.round(1 / body.data.fraction)) : 0;
+      let changed = 0;
+      if (every > 0) {
+        for (const result of allResults(state).filter((_, index) => index % every === 0)) {
+          updateResult(state, result.id, { score: (result.score ?? 0) + 1 });
+          changed += 1;
+        }
+      }
+      return json({ changed });
     }
     if (method === 'GET' && path === '/__simulator/state/summary') {
       return json({

@@ -1,7 +1,7 @@
 import { dateRange, parseBound, selectResults } from './results-query.ts';
 import type { ApiResult, ApiUser } from './state.ts';
 import { addResult, findGroup, getResult, metaOf, resultJson, seatsInUse } from './state.ts';
-import type { Reply, RouteRequest } from './reply.ts';
+import type { FieldProblem, Reply, RouteRequest } from './reply.ts';
 import { apiError, envelopeJson, invalidModel, isGuid, json, rawJson, readPage } from './reply.ts';
 import type { Runtime } from './runtime.ts';
 
@@ -65,7 +65,7 @@ function nextHref(rt: Runtime, req: RouteRequest, path: string, nextPage: number
 export function getResults(rt: Runtime, req: RouteRequest): Reply {
   const page = readPage(req.query);
   if (typeof page !== 'number') return page;
-  const problems = [];
+  const problems: FieldProblem[] = [];
   const rawStart = req.query.get('startDate');
   const rawEnd = req.query.get('endDate');
   const start = rawStart === null || rawStart === '' ? undefined : parseBound(rawStart);

@@ -12,12 +12,15 @@ export function testPrefix(): string {
 export async function dropPrefix(prefix: string): Promise<void> {
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 3 });
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
+    // Bottleneck (the platform request budget) names its keys `b_<id>_…`, id = `<prefix>:platform-budget:<origin>`.
+    for (const pattern of [`${prefix}*`, `b_${prefix}*`]) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length > 0) await redis.del(...keys);
+      } while (cursor !== '0');
+    }
   } finally {
     redis.disconnect();
   }

@@ -1,0 +1,88 @@
+/**
+ * `npm run bench`: every benchmark, each in a process of its own (so peak RSS figures
+ * are its own), then the figures against the targets of the issues. Not a test: the
+ * numbers depend on the machine; the ratios are what to compare.
+ *
+ *   npm run bench                 # everything (a few minutes)
+ *   npm run bench -- sync         # only the names given: simulator client warehouse sync latency provisioning
+ */
+import { spawn } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+
+const only = new Set(process.argv.slice(2));
+const want = (name: string): boolean => only.size === 0 || only.has(name);
+
+function run(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bin/run-ts.js', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8');
+      process.stdout.write(chunk);
+    });
+    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${args.join(' ')} exited with ${code}`))));
+  });
+}
+
+function lastJson(out: string): Record<string, unknown> {
+  const line = out.trim().split('\n').reverse().find((l) => l.startsWith('{'));
+  if (!line) throw new Error('no JSON line in the output');
+  return JSON.parse(line) as Record<string, unknown>;
+}
+
+const num = (value: unknown): number => (typeof value === 'number' ? value : Number.NaN);
+const verdicts: string[] = [];
+const check = (label: string, ok: boolean, detail: string): void => {
+  verdicts.push(`${ok ? 'PASS' : 'MISS'}  ${label}: ${detail}`);
+};
+const figures: Record<string, unknown> = { machine: { cores: (await import('node:os')).cpus().length, node: process.version }, at: new Date().toISOString() };
+
+if (want('simulator')) {
+  process.stdout.write('\n== simulator pages per second\n');
+  figures.simulator = await run(['bench/simulator-pages.ts']);
+}
+if (want('client')) {
+  process.stdout.write('\n== client pages per second (sequential and concurrent)\n');
+  figures.client = await run(['bench/client-pages.ts']);
+}
+if (want('warehouse')) {
+  process.stdout.write('\n== warehouse load methods (200,000 results)\n');
+  figures.warehouse = await run(['bench/warehouse-load.ts']);
+}
+if (want('sync')) {
+  process.stdout.write('\n== sync 200,000 results into an empty warehouse, then with 10% changed, and raw COPY of the same rows\n');
+  const main = lastJson(await run(['bench/sync-scenario.ts', JSON.stringify({ results: 200_000, changeFraction: 0.1, copy: true })]));
+  figures.sync200k = main;
+  const ratio = num(main.firstLoadResultsPerSecond) / num(main.rawCopyResultsPerSecond);
+  check('first load vs raw COPY', ratio >= 0.5, `${main.firstLoadResultsPerSecond}/s vs ${main.rawCopyResultsPerSecond}/s = ${ratio.toFixed(2)} (target ≥ 0.50)`);
+  check('peak RSS at 200k', num(main.peakRssMb) < 300, `${main.peakRssMb} MB (target < 300)`);
+
+  process.stdout.write('\n== memory: 100,000 vs 400,000 results\n');
+  const small = lastJson(await run(['bench/sync-scenario.ts', JSON.stringify({ results: 100_000 })]));
+  const large = lastJson(await run(['bench/sync-scenario.ts', JSON.stringify({ results: 400_000 })]));
+  figures.sync100k = small;
+  figures.sync400k = large;
+  const growth = num(large.peakRssMb) / num(small.peakRssMb) - 1;
+  check('RSS growth 100k → 400k', growth <= 0.2, `${small.peakRssMb} → ${large.peakRssMb} MB (+${(growth * 100).toFixed(0)}%, target ≤ 20%)`);
+}
+if (want('latency')) {
+  process.stdout.write('\n== 50 ms latency per page at the default budget of 10 requests/s\n');
+  const slow = lastJson(await run(['bench/sync-scenario.ts', JSON.stringify({ results: 10_000, latencyMs: 50, requestsPerSecond: 10 })]));
+  figures.latency = slow;
+  const target = 10 * 50;
+  const rate = num(slow.firstLoadResultsPerSecond);
+  const requests = slow.requests as { maxInAnyWindow?: number };
+  check('results/s against the budget', rate >= 0.9 * target, `${rate}/s vs budget × page size ${target}/s = ${(rate / target).toFixed(2)} (target ≥ 0.90)`);
+  check('requests over budget', num(requests.maxInAnyWindow) <= 10, `max ${requests.maxInAnyWindow} in any sliding second (budget 10)`);
+}
+if (want('provisioning')) {
+  process.stdout.write('\n== provisioning: plan 50,000 employees with 2% changes\n');
+  figures.provisioningPlan = await run(['bench/provisioning-plan.ts']);
+  process.stdout.write('\n== provisioning: apply 2,000 actions at 50 requests/s\n');
+  figures.provisioningApply = await run(['bench/provisioning-apply.ts']);
+}
+
+process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);
+await mkdir('bench/results', { recursive: true });
+await writeFile('bench/results/latest.json', `${JSON.stringify({ ...figures, verdicts }, null, 2)}\n`);
+process.stdout.write('figures written to bench/results/latest.json\n');

@@ -1,0 +1,66 @@
+import { PlatformError } from '../src/platform/errors.ts';
+import type { PlatformUser } from '../src/platform/schemas.ts';
+import { createUserPayloadSchema, PROVISION_ATTEMPTS, PROVISION_JOB_NAMES } from '../src/provisioning/action-payloads.ts';
+import { finishAction } from '../src/provisioning/audit.ts';
+import { upsertAccountIdentity } from '../src/provisioning/identities.ts';
+import { runAction, type ActionContext, type ActionOutcome } from '../src/provisioning/run-action.ts';
+import { defineJob } from '../src/queue/define-job.ts';
+import { PROVISION_QUEUE } from '../src/queue/names.ts';
+
+const NOT_OFFERED = new Set([404, 405, 501]);
+
+async function lookUp(ctx: ActionContext, email: string): Promise<PlatformUser | undefined> {
+  try {
+    return await ctx.platform.findUserByEmail(email);
+  } catch (error) {
+    if (error instanceof PlatformError && error.status !== undefined && NOT_OFFERED.has(error.status)) return undefined;
+    throw error;
+  }
+}
+
+function asRole(role: string | null | undefined): 'USER' | 'ADMIN' | null {
+  return role === 'USER' || role === 'ADMIN' ? role : null;
+}
+
+/**
+ * A joiner's account. POST users returns no id, so the id is learned by GET users?email=
+ * (else the feed's platform_user_id). EMAIL_IN_USE_ORG_CONNECTED means the account
+ * already exists in this organisation (made by hand, or by an earlier attempt whose
+ * record was lost): it is adopted, and given access back if it had none. That makes a
+ * retry after a crash between the call and its record harmless.
+ */
+export const createUser = defineJob({
+  name: PROVISION_JOB_NAMES.createUser,
+  queue: PROVISION_QUEUE,
+  payload: createUserPayloadSchema,
+  attempts: PROVISION_ATTEMPTS,
+  run: (p, ctx): Promise<ActionOutcome> =>
+    runAction(ctx, p.actionId, async () => {
+      let adopted = false;
+      try {
+        await ctx.platform.createUser({
+          email: p.account.email,
+          firstName: p.account.firstName,
+          lastName: p.account.lastName,
+          role: p.account.role,
+          organisationIdentifier: p.account.organisationIdentifier,
+        });
+      } catch (error) {
+        if (!(error instanceof PlatformError && error.code === 'EMAIL_IN_USE_ORG_CONNECTED')) throw error;
+        adopted = true;
+      }
+      const user = await lookUp(ctx, p.account.email);
+      const platformUserId = user?.id ?? p.platformUserId;
+      if (adopted && user && !user.hasAccess) await ctx.platform.enableUser(user.id);
+      // An adopted account keeps its own names: the next plan reports any difference.
+      const account = adopted && user
+        ? { email: user.email, firstName: user.firstName, lastName: user.lastName, role: asRole(user.role), organisationIdentifier: user.organisationIdentifier }
+        : { email: p.account.email, firstName: p.account.firstName, lastName: p.account.lastName, role: p.account.role, organisationIdentifier: p.account.organisationIdentifier };
+      await ctx.db.transaction().execute(async (trx) => {
+        await upsertAccountIdentity(trx, { employeeId: p.employeeId, platformUserId, active: true, ...account });
+        await finishAction(trx, p.actionId, { status: 'succeeded', after: { platformUserId, adopted } });
+      });
+      if (adopted) ctx.log.info({ actionId: p.actionId, platformUserId }, 'the account already existed in this organisation; adopted it');
+      return { actionId: p.actionId, status: 'succeeded', platformUserId, adopted };
+    }),
+});

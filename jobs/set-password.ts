@@ -1,0 +1,26 @@
+import { requireSecretKey } from '../src/config.ts';
+import { setPasswordPayloadSchema, PROVISION_ATTEMPTS, PROVISION_JOB_NAMES } from '../src/provisioning/action-payloads.ts';
+import { finishAction } from '../src/provisioning/audit.ts';
+import { runAction, type ActionOutcome } from '../src/provisioning/run-action.ts';
+import { decryptSecret } from '../src/provisioning/secrets.ts';
+import { defineJob } from '../src/queue/define-job.ts';
+import { PROVISION_QUEUE } from '../src/queue/names.ts';
+
+/**
+ * Sets a password. The payload holds it encrypted (AES-256-GCM, bound to the e-mail);
+ * it is decrypted only here, sent only in the request body, and appears in no log,
+ * audit row, return value or error message.
+ */
+export const setPassword = defineJob({
+  name: PROVISION_JOB_NAMES.setPassword,
+  queue: PROVISION_QUEUE,
+  payload: setPasswordPayloadSchema,
+  attempts: PROVISION_ATTEMPTS,
+  run: (p, ctx): Promise<ActionOutcome> =>
+    runAction(ctx, p.actionId, async () => {
+      const password = decryptSecret(requireSecretKey(ctx.config), p.secret, p.email);
+      await ctx.platform.setPassword(p.email, password);
+      await finishAction(ctx.db, p.actionId, { status: 'succeeded' });
+      return { actionId: p.actionId, status: 'succeeded' };
+    }),
+});

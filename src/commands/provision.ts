@@ -1,0 +1,127 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { createApp } from '../app.ts';
+import { ColumnMapError, parseColumnMap } from '../provisioning/feed-columns.ts';
+import type { ColumnMap, FeedFormat } from '../provisioning/feed-types.ts';
+import { parseMaxDisable } from '../provisioning/plan-limits.ts';
+import type { MaxDisable, PlanMode } from '../provisioning/plan-types.ts';
+import { provisionFeed } from '../provisioning/provision-feed.ts';
+import { formatOutcome, formatPlanReport, provisionExitCode, provisionResultJson } from '../provisioning/provision-report.ts';
+import { createJobRegistry } from '../queue/registry.ts';
+import type { CommandDeps } from './deps.ts';
+
+function oneOf<T extends string>(values: readonly T[]) {
+  return (value: string): T => {
+    if (!(values as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected ${values.join(' or ')}`);
+    return value as T;
+  };
+}
+
+function columnMap(value: string): ColumnMap {
+  try {
+    return parseColumnMap(value);
+  } catch (error) {
+    throw new InvalidArgumentError(error instanceof ColumnMapError || error instanceof Error ? error.message : String(error));
+  }
+}
+
+function maxDisable(value: string): MaxDisable {
+  try {
+    return parseMaxDisable(value);
+  } catch (error) {
+    throw new InvalidArgumentError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+interface ProvisionCliOptions {
+  format?: FeedFormat;
+  map?: ColumnMap;
+  mode: PlanMode;
+  dryRun?: boolean;
+  json?: boolean;
+  maxDisable?: MaxDisable;
+  force?: boolean;
+}
+
+export function registerProvisionCommand(program: Command, deps: CommandDeps): void {
+  program
+    .command('provision')
+    .description('Read an HR feed, print the plan, enqueue the actions (create, disable, enable, group changes) and wait for them.')
+    .argument('<file>', 'the HR feed: CSV with a header row, or JSON Lines (.jsonl/.ndjson)')
+    .option('--format <format>', 'csv or jsonl (default: by the file extension)', oneOf(['csv', 'jsonl'] as const))
+    .option('--map <field=Header,...>', 'read fields from differently named columns, e.g. "email=Work Email,employee_id=Person Number"', columnMap)
+    .option('--mode <mode>', 'full: employees missing from the feed are leavers; delta: touch only listed employees', oneOf(['full', 'delta'] as const), 'full')
+    .option('--dry-run', 'print the plan and change nothing')
+    .option('--json', 'print the feed errors, the plan and the outcome as one JSON document')
+    .option('--max-disable <N|P%>', 'refuse a plan that disables more (default: the larger of 5 and 10% of active employees)', maxDisable)
+    .option('--force', 'enqueue even when the disable or seat limit is exceeded')
+    .addHelpText(
+      'after',
+      `
+Feed fields (CSV header or JSON keys): employee_id and email (required), first_name and
+last_name (required for new employees), status (active/inactive; terminated, leave… are
+inactive), groups (group GUIDs separated by ;), role (USER/ADMIN), organisation_identifier
+(default employee_id), platform_user_id (optional GUID).
+
+Every bad row is reported with its file, line, field and the fix, and left out; an
+employee whose row was rejected is never taken for a leaver. On the first run against an
+organisation that already has users, existing accounts that match a row (by e-mail, or
+organisationIdentifier = employee_id) are adopted instead of created.
+
+Safety: a plan that would disable more than --max-disable employees, or create more users
+than there are free seats, is refused and nothing is enqueued. Review it with --dry-run;
+override with --force. The same feed enqueued twice never doubles an action, and an
+unchanged feed makes no write call at all.
+
+As with sync, the jobs are processed by a running \`trainsync worker\`, or by this process
+when none is connected.
+
+Exit status: 0 all applied; 1 applied but rows were rejected or actions failed or need an
+identity (see \`trainsync status\`); 2 refused, nothing enqueued.
+
+Examples:
+  trainsync provision hr.csv --dry-run
+  trainsync provision export.csv --map "email=Work Email,employee_id=Person Number" --mode delta
+  trainsync provision hr.jsonl --max-disable 25 --json`,
+    )
+    .action(async (file: string, options: ProvisionCliOptions) => {
+      const config = deps.loadConfig();
+      const log = deps.createLogger(config.LOG_LEVEL);
+      const registry = createJobRegistry(deps.jobs);
+      const app = await createApp(config, log, { migrate: true });
+      let exitCode = 0;
+      let lastProgress = 0;
+      try {
+        const result = await provisionFeed(app, registry, {
+          file,
+          format: options.format,
+          map: options.map,
+          mode: options.mode,
+          dryRun: options.dryRun ?? false,
+          maxDisable: options.maxDisable,
+          force: options.force ?? false,
+          onPlan: (planned) => {
+            if (!options.json) process.stdout.write(`${formatPlanReport(planned, file)}\n`);
+          },
+          onProgress: (finished, total) => {
+            if (options.json || Date.now() - lastProgress < 5_000) return;
+            lastProgress = Date.now();
+            process.stderr.write(`progress provision: ${finished}/${total} actions finished\n`);
+          },
+        });
+        exitCode = provisionExitCode(result);
+        if (options.json) process.stdout.write(`${provisionResultJson(result)}\n`);
+        else {
+          if (result.plan.refused) process.stderr.write(`trainsync: refused, nothing was enqueued: ${result.plan.refused.message}\n`);
+          else if (options.dryRun) process.stdout.write('dry run: nothing was enqueued\n');
+          if (result.applied) {
+            const skipped = result.applied.skippedEmployees.length;
+            if (skipped > 0) process.stdout.write(`${skipped} employees still have actions queued from an earlier run; waited for those and left them alone this run\n`);
+            process.stdout.write(`${formatOutcome(result.applied.audit)}\n`);
+          }
+        }
+      } finally {
+        await app.close();
+      }
+      process.exitCode = exitCode;
+    });
+}

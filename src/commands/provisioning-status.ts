@@ -1,0 +1,20 @@
+import { actionsNeedingAttention } from '../provisioning/audit.ts';
+import type { StatusSection } from './status.ts';
+
+/** `status` section: provisioning actions that failed or wait for an identity, newest first. */
+export const provisioningAttentionSection: StatusSection = async (app) => {
+  const rows = await actionsNeedingAttention(app.db);
+  return {
+    title: 'Provisioning actions needing attention (see trainsync.provisioning_audit)',
+    rows: rows.map((r) => ({
+      action: r.actionId,
+      employee: r.employeeId,
+      email: r.email,
+      status: r.status,
+      code: r.errorCode ?? '',
+      attempts: r.attempts,
+      updated: r.updatedAt,
+      message: r.errorMessage ?? '',
+    })),
+  };
+};

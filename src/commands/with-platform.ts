@@ -1,0 +1,23 @@
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
+import { PlatformError } from '../platform/errors.ts';
+import type { PlatformClient } from '../platform/types.ts';
+
+/**
+ * Runs a command that needs only the platform (no Postgres, no queue): builds the
+ * client as the app does (same shared request budget), and turns a platform error
+ * into its code on stderr and exit status 1.
+ */
+export async function withPlatform(config: Config, log: Logger, fn: (platform: PlatformClient) => Promise<void>): Promise<void> {
+  const platform = createPlatformClient(platformClientOptionsFromConfig(config, log));
+  try {
+    await fn(platform);
+  } catch (error) {
+    if (!(error instanceof PlatformError)) throw error;
+    process.stderr.write(`trainsync: ${error.code}: ${error.message}\n`);
+    process.exitCode = 1;
+  } finally {
+    await platform.close();
+  }
+}

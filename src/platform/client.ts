@@ -1,0 +1,250 @@
+import type { z } from 'zod';
+import { requirePlatform, type Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { malformed, PlatformError } from './errors.ts';
+import { apiBase, createTransport, type ApiRequest } from './http.ts';
+import { parseLoginUrl } from './login-url.ts';
+import { describeIssues, paginate } from './paginate.ts';
+import { createRequestBudget } from './request-budget.ts';
+import { DEFAULT_RETRY_POLICY } from './retry.ts';
+import {
+  courseSchema,
+  createUserSchema,
+  envelopeSchema,
+  filterSchema,
+  resultSchema,
+  seatsSchema,
+  userSchema,
+  type Envelope,
+  type PlatformUser,
+} from './schemas.ts';
+import type { Page, PlatformClient, RequestEvent } from './types.ts';
+
+export interface PlatformClientOptions {
+  /** The configured origin, e.g. `http://127.0.0.1:4000`; `/api/v2/...` is appended. */
+  apiUrl: string;
+  apiKey: string;
+  log: Logger;
+  /** Redis holding the shared request budget. */
+  redisUrl: string;
+  /** Redis key prefix (TRAINSYNC_QUEUE_PREFIX; tests pass their own). */
+  keyPrefix: string;
+  /** Shared by every process using the same Redis, prefix and origin. */
+  requestsPerSecond: number;
+  /** Whole request, default 30 s. */
+  timeoutMs?: number;
+  /** TCP/TLS connect, default 5 s. */
+  connectTimeoutMs?: number;
+  /** Attempts after the first, default 6. */
+  retries?: number;
+  /** Cap of any one backoff or Retry-After wait, default 60 s. */
+  retryMaxDelayMs?: number;
+  /** First backoff ceiling (doubles per retry), default 500 ms. */
+  retryBaseDelayMs?: number;
+  /** Extra spacing over 1000/rps, default 0.05. */
+  budgetSafetyMargin?: number;
+  /** Called after every HTTP attempt (metrics). */
+  onRequest?: (event: RequestEvent) => void;
+}
+
+/** The client options from the validated config; `extra` overrides (tests, the CLI). */
+export function platformClientOptionsFromConfig(config: Config, log: Logger, extra: Partial<PlatformClientOptions> = {}): PlatformClientOptions {
+  const { apiUrl, apiKey } = requirePlatform(config);
+  return {
+    apiUrl,
+    apiKey,
+    log,
+    redisUrl: config.REDIS_URL,
+    keyPrefix: config.TRAINSYNC_QUEUE_PREFIX,
+    requestsPerSecond: config.TRAINSYNC_REQUESTS_PER_SECOND,
+    timeoutMs: config.TRAINSYNC_HTTP_TIMEOUT_MS,
+    connectTimeoutMs: config.TRAINSYNC_CONNECT_TIMEOUT_MS,
+    retries: config.TRAINSYNC_HTTP_RETRIES,
+    retryMaxDelayMs: config.TRAINSYNC_RETRY_MAX_DELAY_MS,
+    ...extra,
+  };
+}
+
+function parseJsonBody(body: string, method: string, path: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch {
+    throw malformed(method, path, `the body is not JSON (${body.length} bytes)`);
+  }
+}
+
+/** A 2xx JSON body checked against `schema`; a mismatch is a retryable MALFORMED_RESPONSE. */
+function jsonOf<T>(schema: z.ZodType<T>, method: string, path: string): (body: string, status: number) => T {
+  return (body, status) => {
+    const parsed = schema.safeParse(parseJsonBody(body, method, path));
+    if (!parsed.success) throw malformed(method, path, describeIssues(parsed.error), status);
+    return parsed.data;
+  };
+}
+
+/** Writes answer 204 with no body; anything they do send is ignored. */
+const ignoreBody = (): void => undefined;
+
+const seg = (value: string): string => encodeURIComponent(value.trim());
+
+/**
+ * The platform API client. Every call goes through one transport (shared request
+ * budget, retries, logging) and every body through zod.
+ *
+ * Writes are retried like reads: the vendor documents every write as idempotent (204
+ * even when nothing changes) except POST users, whose retry after a lost response
+ * answers EMAIL_IN_USE_ORG_CONNECTED; the provisioning layer treats that as "created"
+ * and adopts the account, so retrying it is safe too.
+ */
+export function createPlatformClient(options: PlatformClientOptions): PlatformClient {
+  const { log } = options;
+  const { origin } = apiBase(options.apiUrl);
+  const budget = createRequestBudget({
+    redisUrl: options.redisUrl,
+    keyPrefix: options.keyPrefix,
+    origin,
+    requestsPerSecond: options.requestsPerSecond,
+    log,
+    ...(options.budgetSafetyMargin === undefined ? {} : { safetyMargin: options.budgetSafetyMargin }),
+  });
+  const transport = createTransport({
+    apiUrl: options.apiUrl,
+    apiKey: options.apiKey,
+    log,
+    budget,
+    retry: {
+      retries: options.retries ?? DEFAULT_RETRY_POLICY.retries,
+      baseDelayMs: options.retryBaseDelayMs ?? DEFAULT_RETRY_POLICY.baseDelayMs,
+      maxDelayMs: options.retryMaxDelayMs ?? DEFAULT_RETRY_POLICY.maxDelayMs,
+    },
+    timeoutMs: options.timeoutMs ?? 30_000,
+    connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
+    onRequest: options.onRequest,
+  });
+
+  const send = <T>(request: ApiRequest<T>): Promise<T> => transport.send(request);
+
+  function list<T>(
+    resource: string,
+    path: string,
+    schema: z.ZodType<T>,
+    query: URLSearchParams,
+    mode: 'links' | 'count',
+    listOptions: { signal?: AbortSignal | undefined; startPage?: number | undefined } = {},
+  ): AsyncIterable<Page<T>> {
+    const parseEnvelope = jsonOf<Envelope>(envelopeSchema, 'GET', `/api/v2/${path}`);
+    return paginate({
+      resource,
+      schema,
+      mode,
+      origin,
+      log,
+      startPage: listOptions.startPage,
+      signal: listOptions.signal,
+      fetchPage: (page) => {
+        // The caller's own query plus the page number: never a link's query.
+        const q = new URLSearchParams(query);
+        q.set('page', String(page));
+        return send({ method: 'GET', path, query: q, parse: parseEnvelope, signal: listOptions.signal });
+      },
+    });
+  }
+
+  function params(entries: Record<string, string | undefined>): URLSearchParams {
+    const q = new URLSearchParams();
+    for (const [key, value] of Object.entries(entries)) if (value !== undefined && value !== '') q.set(key, value);
+    return q;
+  }
+
+  const client: PlatformClient = {
+    listCourses(query = {}, listOptions = {}) {
+      return list('courses', 'courses', courseSchema, params({ categoryType: query.categoryType, name: query.name }), 'count', listOptions);
+    },
+
+    listResults(query = {}, listOptions = {}) {
+      const q = params({ startDate: query.startDate, endDate: query.endDate });
+      for (const filter of query.reportingFilters ?? []) q.append('reportingFilters[]', filter);
+      return list('results', 'results', resultSchema, q, 'links', listOptions);
+    },
+
+    getResult(resultId) {
+      const path = `results/${seg(resultId)}`;
+      return send({ method: 'GET', path, parse: jsonOf(resultSchema, 'GET', `/api/v2/${path}`) });
+    },
+
+    listFilters(listOptions = {}) {
+      return list('filters', 'filters', filterSchema, new URLSearchParams(), 'count', listOptions);
+    },
+
+    listUsers(query = {}, listOptions = {}) {
+      return list('users', 'users', userSchema, params({ email: query.email, orgId: query.orgId, userId: query.userId }), 'count', listOptions);
+    },
+
+    async findUserByEmail(email) {
+      const wanted = email.trim().toLowerCase();
+      if (wanted === '') return undefined;
+      // The platform's filter is a partial match on username and e-mail: check exactly here.
+      for await (const page of client.listUsers({ email: wanted })) {
+        const match = page.records.find((u: PlatformUser) => u.email.trim().toLowerCase() === wanted);
+        if (match !== undefined) return match;
+      }
+      return undefined;
+    },
+
+    getSeats() {
+      return send({ method: 'GET', path: 'users/seats', parse: jsonOf(seatsSchema, 'GET', '/api/v2/users/seats') });
+    },
+
+    async createUser(input) {
+      const body = createUserSchema.safeParse(input);
+      if (!body.success) {
+        throw new PlatformError(`POST /api/v2/users not sent: ${describeIssues(body.error)}`, {
+          code: 'INVALID_MODEL',
+          details: body.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })),
+          retryable: false,
+        });
+      }
+      await send({ method: 'POST', path: 'users', json: body.data, parse: ignoreBody });
+    },
+
+    async setPassword(userIdentifier, password) {
+      await send({
+        method: 'POST',
+        path: 'users/password',
+        query: params({ userIdentifier }),
+        json: { password },
+        parse: ignoreBody,
+      });
+    },
+
+    getAutostartLoginUrl(userIdentifier, courseId) {
+      return send({
+        method: 'POST',
+        path: 'login/autostart',
+        query: params({ userIdentifier, courseId }),
+        parse: (body) => parseLoginUrl(body),
+      });
+    },
+
+    async disableUser(userId) {
+      await send({ method: 'PATCH', path: `users/${seg(userId)}/disable`, parse: ignoreBody });
+    },
+
+    async enableUser(userId) {
+      await send({ method: 'PATCH', path: `users/${seg(userId)}/enable`, parse: ignoreBody });
+    },
+
+    async addToGroup(groupId, userId) {
+      await send({ method: 'POST', path: `groups/${seg(groupId)}/users`, json: { userId }, parse: ignoreBody });
+    },
+
+    async removeFromGroup(groupId, userId) {
+      await send({ method: 'DELETE', path: `groups/${seg(groupId)}/users/${seg(userId)}`, parse: ignoreBody });
+    },
+
+    close() {
+      return budget.close();
+    },
+  };
+  return client;
+}

@@ -1,0 +1,77 @@
+import Table from 'cli-table3';
+import type { AuditRow } from './audit.ts';
+import type { FeedReadResult } from './feed-types.ts';
+import { formatPlanTable } from './plan-format.ts';
+import type { ProvisionResult } from './provision-feed.ts';
+
+/** Exit statuses of `trainsync provision`. */
+export const PROVISION_EXIT = {
+  ok: 0,
+  /** Applied, but something needs a person: rows left out, actions failed or waiting for an identity. */
+  attention: 1,
+  /** Refused: nothing was enqueued (limit exceeded, seats, unreadable feed). */
+  refused: 2,
+} as const;
+
+const SHOWN_ERRORS = 50;
+
+/** The feed's row errors, one sentence each (file, line, field, the fix). */
+export function formatFeedErrors(feed: FeedReadResult): string[] {
+  const lines = [...feed.fileErrors.map((e) => `feed error: ${e}`)];
+  for (const error of feed.errors.slice(0, SHOWN_ERRORS)) lines.push(`row error: ${error.message}`);
+  if (feed.errors.length > SHOWN_ERRORS) lines.push(`row error: … and ${feed.errors.length - SHOWN_ERRORS} more (use --json for all)`);
+  return lines;
+}
+
+/** Counts of the actions by kind and how they ended, then the ones that need a person. */
+export function formatOutcome(audit: readonly AuditRow[]): string {
+  const statuses = ['succeeded', 'failed', 'needs-identity', 'queued', 'skipped'] as const;
+  const table = new Table({ head: ['action', ...statuses], style: { head: [], border: [] } });
+  const kinds = [...new Set(audit.map((r) => r.kind))];
+  for (const kind of kinds) {
+    const rows = audit.filter((r) => r.kind === kind);
+    table.push([kind, ...statuses.map((s) => rows.filter((r) => r.status === s).length)]);
+  }
+  const lines = [`Applied (${audit.length} actions)`, table.toString()];
+  const attention = audit.filter((r) => r.status === 'failed' || r.status === 'needs-identity');
+  for (const r of attention.slice(0, 20)) lines.push(`${r.status}: ${r.actionId} (${r.email}) ${r.errorCode ?? ''}: ${r.errorMessage ?? ''}`);
+  if (attention.length > 20) lines.push(`… and ${attention.length - 20} more: see \`trainsync status\` or trainsync.provisioning_audit`);
+  return lines.join('\n');
+}
+
+/** The exit status a provisioning result deserves; see PROVISION_EXIT. */
+export function provisionExitCode(result: ProvisionResult): number {
+  if (result.plan.refused !== undefined) return PROVISION_EXIT.refused;
+  const rowProblems = result.feed.errors.length + result.plan.errors.length;
+  const actionProblems = result.applied?.audit.filter((r) => r.status === 'failed' || r.status === 'needs-identity').length ?? 0;
+  return rowProblems + actionProblems > 0 ? PROVISION_EXIT.attention : PROVISION_EXIT.ok;
+}
+
+/** The plan part of the report (before anything is applied). */
+export function formatPlanReport(result: Pick<ProvisionResult, 'feed' | 'plan' | 'seats' | 'adoptionNote'>, file: string): string {
+  const { feed, plan } = result;
+  const lines = [
+    `${file}: ${feed.rows.length} rows read, ${feed.errors.length} rejected (sha256 ${feed.hash.slice(0, 12)}…)`,
+    ...formatFeedErrors(feed),
+  ];
+  if (result.adoptionNote) lines.push(result.adoptionNote);
+  lines.push(result.seats.note, formatPlanTable(plan));
+  return lines.join('\n');
+}
+
+/** The whole result as plain JSON (sets become arrays). */
+export function provisionResultJson(result: ProvisionResult): string {
+  const { feed } = result;
+  return JSON.stringify(
+    {
+      feed: { hash: feed.hash, rows: feed.rows.length, errors: feed.errors, fileErrors: feed.fileErrors, lineCount: feed.lineCount },
+      adopted: result.adopted,
+      seats: result.seats,
+      plan: result.plan,
+      applied: result.applied ?? null,
+      exitCode: provisionExitCode(result),
+    },
+    null,
+    2,
+  );
+}

@@ -1,0 +1,110 @@
+import type { JobContext } from '../context.ts';
+import { ConfigError } from '../config.ts';
+import { PlatformError } from '../platform/errors.ts';
+import type { JobInfo } from '../queue/define-job.ts';
+import { beginAttempt, finishAction, recordRetryableError } from './audit.ts';
+import { findIdentity } from './identities.ts';
+import { PROVISION_ATTEMPTS } from './action-payloads.ts';
+import { SecretError } from './secrets.ts';
+
+/** What a provisioning job returns (BullMQ keeps it in Redis): never a secret. */
+export interface ActionOutcome {
+  actionId: string;
+  status: 'succeeded' | 'needs-identity' | 'already-done';
+  platformUserId?: string | null;
+  /** create-user found the account already there (EMAIL_IN_USE_ORG_CONNECTED) and took it over. */
+  adopted?: boolean;
+}
+
+export type ActionContext = JobContext & { job: JobInfo };
+
+/** An error that must not be retried (the queue layer maps `retryable: false` to UnrecoverableError). */
+export class PermanentActionError extends Error {
+  readonly retryable = false;
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'PermanentActionError';
+    this.code = code;
+  }
+}
+
+function errorFacts(error: unknown): { code: string; message: string; permanent: boolean } {
+  if (error instanceof PlatformError) return { code: error.code, message: error.message, permanent: !error.retryable };
+  if (error instanceof PermanentActionError) return { code: error.code, message: error.message, permanent: true };
+  if (error instanceof SecretError) return { code: error.code, message: error.message, permanent: true };
+  if (error instanceof ConfigError) return { code: 'CONFIG', message: error.message, permanent: true };
+  const message = error instanceof Error ? error.message : String(error);
+  const code = typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : 'ERROR';
+  return { code, message, permanent: false };
+}
+
+/**
+ * The frame of every provisioning job: counts the attempt in the audit row, runs the
+ * action, and records a failure. A documented 400 code (or a secret that cannot be
+ * read) fails the action at once with its code kept; anything else is retried by
+ * BullMQ with backoff, and recorded as failed only when the last attempt fails.
+ * `perform` records success itself, in one transaction with the identity it changes.
+ */
+export async function runAction(ctx: ActionContext, actionId: string, perform: () => Promise<ActionOutcome>): Promise<ActionOutcome> {
+  const before = await beginAttempt(ctx.db, actionId);
+  if (before === 'succeeded') {
+    // A second job for an action already carried out (e.g. re-enqueued by hand): nothing to do.
+    ctx.log.info({ actionId }, 'action already succeeded; nothing to do');
+    return { actionId, status: 'already-done' };
+  }
+  try {
+    return await perform();
+  } catch (error) {
+    const facts = errorFacts(error);
+    const last = ctx.job.attemptsMade + 1 >= PROVISION_ATTEMPTS;
+    if (facts.permanent || last) {
+      await finishAction(ctx.db, actionId, { status: 'failed', errorCode: facts.code, errorMessage: facts.message });
+      ctx.log.warn({ actionId, code: facts.code, permanent: facts.permanent }, 'provisioning action failed');
+      // SecretError carries no `retryable`: wrap it so the queue does not retry it.
+      if (facts.permanent && error instanceof SecretError) throw new PermanentActionError(facts.code, facts.message, { cause: error });
+      throw error;
+    }
+    await recordRetryableError(ctx.db, actionId, facts.code, facts.message);
+    throw error;
+  }
+}
+
+/** Statuses of GET users meaning "this platform does not offer it". */
+const NOT_OFFERED = new Set([404, 405, 501]);
+
+export interface ResolvedUser {
+  platformUserId: string;
+  source: 'identity' | 'feed' | 'lookup';
+}
+
+/**
+ * The platform user id an action needs: trainsync.identities first (a create earlier
+ * in the chain stored it there), then the feed's platform_user_id, then GET users by
+ * e-mail. Undefined when nobody knows it (the action then waits as needs-identity).
+ */
+export async function resolveUserId(ctx: ActionContext, employeeId: string, email: string, fromFeed: string | null): Promise<ResolvedUser | undefined> {
+  const identity = await findIdentity(ctx.db, employeeId);
+  if (identity?.platform_user_id) return { platformUserId: identity.platform_user_id, source: 'identity' };
+  if (fromFeed) return { platformUserId: fromFeed, source: 'feed' };
+  try {
+    const user = await ctx.platform.findUserByEmail(email);
+    return user ? { platformUserId: user.id, source: 'lookup' } : undefined;
+  } catch (error) {
+    if (error instanceof PlatformError && error.status !== undefined && NOT_OFFERED.has(error.status)) return undefined;
+    throw error;
+  }
+}
+
+/** Records a needs-identity end: visible in `status`, replanned (same id) by the next run. */
+export async function needsIdentity(ctx: ActionContext, actionId: string, employeeId: string, email: string): Promise<ActionOutcome> {
+  await finishAction(ctx.db, actionId, {
+    status: 'needs-identity',
+    errorCode: 'NEEDS_IDENTITY',
+    errorMessage:
+      `no platform user id is known for ${employeeId} (${email}): not in trainsync.identities, not in the feed's platform_user_id, ` +
+      'and GET users?email= found no account. Put the GUID in the feed\'s platform_user_id column (or create the account), then rerun provision.',
+  });
+  ctx.log.warn({ actionId, employeeId }, 'provisioning action needs an identity');
+  return { actionId, status: 'needs-identity' };
+}

@@ -1,0 +1,175 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../src/log.ts';
+import { createPlatformClient } from '../src/platform/client.ts';
+import { budgetKeyPrefix, createRequestBudget } from '../src/platform/request-budget.ts';
+import { maxInWindow, NO_FAULTS, startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
+import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
+
+/**
+ * The request budget shared through Redis: separate processes together never exceed
+ * it in any sliding second, a 429 pauses everyone, and lost Redis state is rebuilt.
+ */
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const logLines: string[] = [];
+const log = createLogger(
+  'info',
+  new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      logLines.push(chunk.toString('utf8'));
+      callback();
+    },
+  }),
+);
+
+let sim: RunningSimulator;
+const prefixes: string[] = [];
+
+function newPrefix(): string {
+  const prefix = testPrefix();
+  prefixes.push(prefix);
+  return prefix;
+}
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 2, sizes: { results: 0, users: 20 } });
+});
+
+afterAll(async () => {
+  await sim?.close();
+  for (const prefix of prefixes) await dropPrefix(prefix);
+});
+
+beforeEach(() => {
+  sim.setFaults({ ...NO_FAULTS });
+  sim.resetRequests();
+});
+
+interface Child {
+  ready: Promise<void>;
+  go(): void;
+  summary: Promise<{ done: number; ms: number; code: number | null; output: string }>;
+}
+
+function startRateClient(options: Record<string, unknown>): Child {
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin/run-ts.js'), 'test/fixtures/rate-client.ts', JSON.stringify(options)], {
+    cwd: ROOT,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => {
+    markReady = resolve;
+  });
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString('utf8');
+    if (stdout.includes('ready\n')) markReady();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  const summary = new Promise<{ done: number; ms: number; code: number | null; output: string }>((resolve) => {
+    child.on('exit', (code) => {
+      const last = stdout.trim().split('\n').at(-1) ?? '{}';
+      let parsed: { done?: number; ms?: number } = {};
+      try {
+        parsed = JSON.parse(last) as { done?: number; ms?: number };
+      } catch {
+        // Reported through `output` below.
+      }
+      resolve({ done: parsed.done ?? -1, ms: parsed.ms ?? -1, code, output: stdout + stderr });
+    });
+  });
+  return { ready, go: () => child.stdin.write('go\n'), summary };
+}
+
+describe('request budget', () => {
+  it('two processes sharing one Redis never exceed the budget together', async () => {
+    const rps = 20;
+    const perProcess = 40;
+    const options = { apiUrl: sim.url, apiKey: sim.apiKey, redisUrl: REDIS_URL, keyPrefix: newPrefix(), requestsPerSecond: rps, count: perProcess, concurrency: 4 };
+    const children = [startRateClient(options), startRateClient(options)];
+    await Promise.all(children.map((c) => c.ready));
+    for (const c of children) c.go();
+    const results = await Promise.all(children.map((c) => c.summary));
+    for (const r of results) expect({ code: r.code, done: r.done }, r.output).toEqual({ code: 0, done: perProcess });
+
+    const requests = sim.requests;
+    expect(requests).toHaveLength(2 * perProcess);
+    expect(requests.every((r) => r.status === 200)).toBe(true);
+    // The two processes really overlapped: each one's span covers most of the other's.
+    expect(Math.min(...results.map((r) => r.ms))).toBeGreaterThan(((2 * perProcess) / rps - 1.5) * 1000);
+    expect(maxInWindow(requests, 1000)).toBeLessThanOrEqual(rps);
+    const span = requests.at(-1)!.at - requests[0]!.at;
+    expect(span).toBeGreaterThanOrEqual(((2 * perProcess) / rps - 1) * 1000);
+  });
+
+  it('a 429 seen by one client pauses every client on the same budget for Retry-After', async () => {
+    const keyPrefix = newPrefix();
+    const make = (): ReturnType<typeof createPlatformClient> =>
+      createPlatformClient({ apiUrl: sim.url, apiKey: sim.apiKey, log, redisUrl: REDIS_URL, keyPrefix, requestsPerSecond: 20, retryBaseDelayMs: 5 });
+    const a = make();
+    const b = make();
+    try {
+      sim.setFaults({ rateLimitEvery: 12, retryAfter: '1' });
+      const run = async (client: ReturnType<typeof make>): Promise<void> => {
+        for (let i = 0; i < 10; i++) await client.getSeats();
+      };
+      await Promise.all([run(a), run(b)]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+    const requests = sim.requests;
+    const limited = requests.filter((r) => r.status === 429);
+    expect(limited.length).toBeGreaterThanOrEqual(1);
+    expect(requests.filter((r) => r.status === 200)).toHaveLength(20);
+    for (const hit of limited) {
+      // Anything granted before the pause was written may still land just after the 429;
+      // after that, neither client sends until Retry-After has passed.
+      const during = requests.filter((r) => r.at >= hit.at + 60 && r.at < hit.at + 1000);
+      expect(during).toEqual([]);
+    }
+    expect(logLines.some((l) => l.includes('every process pauses'))).toBe(true);
+  });
+
+  it('only ever extends the shared pause', async () => {
+    const budget = createRequestBudget({ redisUrl: REDIS_URL, keyPrefix: newPrefix(), origin: 'http://127.0.0.1:1', requestsPerSecond: 100, log });
+    try {
+      expect(await budget.pausedForMs()).toBe(0);
+      await budget.pauseFor(5000);
+      await budget.pauseFor(100);
+      expect(await budget.pausedForMs()).toBeGreaterThan(4000);
+    } finally {
+      await budget.close();
+    }
+  });
+
+  it('rebuilds its limiter when the Redis state disappears', async () => {
+    const keyPrefix = newPrefix();
+    const budget = createRequestBudget({ redisUrl: REDIS_URL, keyPrefix, origin: 'http://127.0.0.1:1', requestsPerSecond: 200, log });
+    const redis = new Redis(REDIS_URL);
+    try {
+      for (let i = 0; i < 3; i++) await budget.acquire();
+      const keys = await redis.keys(`${budgetKeyPrefix(keyPrefix)}*`);
+      expect(keys.length).toBeGreaterThan(0);
+      await redis.del(...keys);
+      for (let i = 0; i < 3; i++) await budget.acquire();
+      expect(await redis.exists(`b_${budget.limiterId}_settings`)).toBe(1);
+      expect(Number(await redis.hget(`b_${budget.limiterId}_settings`, 'minTime'))).toBeCloseTo(budget.minTimeMs, 5);
+    } finally {
+      await budget.close();
+    }
+    // Closed: the keys stay for other processes, but expire on their own.
+    const ttl = await redis.pttl(`b_${budget.limiterId}_settings`);
+    redis.disconnect();
+    expect(ttl).toBeGreaterThan(60_000);
+    expect(ttl).toBeLessThanOrEqual(10 * 60_000);
+  });
+});

@@ -1,0 +1,58 @@
+import { Writable } from 'node:stream';
+import { Command } from 'commander';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allJobs } from '../jobs/index.ts';
+import { registerDemoCommand } from '../src/commands/demo.ts';
+import { createLogger } from '../src/log.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
+
+let database: TestDatabase;
+const prefix = testPrefix();
+
+beforeAll(async () => {
+  database = await createTestDatabase({ migrated: false });
+});
+afterAll(async () => {
+  await database?.drop();
+  await dropPrefix(prefix);
+  await dropPrefix(`b_${prefix}`);
+});
+
+async function demo(): Promise<string> {
+  let out = '';
+  const program = new Command().exitOverride();
+  const sink = new Writable({ write: (_chunk, _enc, cb) => cb() });
+  registerDemoCommand(program, {
+    createLogger: (level) => createLogger(level, sink),
+    jobs: allJobs,
+    env: { DATABASE_URL: database.url, REDIS_URL, TRAINSYNC_REQUESTS_PER_SECOND: '1000' },
+    write: (text) => (out += text),
+    queuePrefix: prefix,
+  });
+  await program.parseAsync(['node', 'trainsync', 'demo']);
+  return out;
+}
+
+describe('trainsync demo', () => {
+  it('syncs, provisions the sample feed, reports; a second run has nothing to provision', async () => {
+    const first = await demo();
+    expect(process.exitCode ?? 0).toBe(0);
+    expect(first).toMatch(/│ results\s+│ ok\s+│ 60\s+│ 3000 /);
+    expect(first).toMatch(/first run: 300 of 300 existing accounts match feed rows/);
+    expect(first).toMatch(/│ create-user\s+│ 5 /);
+    expect(first).toMatch(/│ disable\s+│ 3 /);
+    // The outcome table: action, succeeded, failed, needs-identity, queued, skipped.
+    for (const [kind, n] of [['create-user', 5], ['disable', 3], ['enable', 1], ['add-to-group', 313]] as const) {
+      expect(first).toMatch(new RegExp(`│ ${kind}\\s+│ ${n}\\s+│ 0\\s+│ 0\\s+│ 0\\s+│ 0\\s+│`));
+    }
+    expect(first).toContain('row error: hr-feed.csv line 307, field email');
+    expect(first).toMatch(/replanning the same feed now: 0 actions/);
+    expect(first).toMatch(/│ trainsync\.identities\s+│ 305 /);
+    expect(first).toContain('training.course_completion');
+
+    const second = await demo();
+    expect(second).toContain('Nothing to apply');
+    expect(second).toContain('write calls to the platform: 0');
+  });
+});

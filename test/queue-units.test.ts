@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { allJobs } from '../jobs/index.ts';
+import { mapConcurrent } from '../src/map-concurrent.ts';
+import { readAhead } from '../src/platform/read-ahead.ts';
+import { defineJob } from '../src/queue/define-job.ts';
+import { SYNC_QUEUE } from '../src/queue/names.ts';
+import { createJobRegistry, lookupJob } from '../src/queue/registry.ts';
+import { isPermanentError } from '../src/queue/run-job.ts';
+import { ConfigError } from '../src/config.ts';
+
+const job = (name: string) => defineJob({ name, queue: SYNC_QUEUE, payload: z.object({}), run: async () => name });
+
+describe('job registry', () => {
+  it('holds every job of jobs/index.ts under its own name', () => {
+    const registry = createJobRegistry(allJobs);
+    for (const name of ['sync-courses', 'sync-filters', 'sync-results', 'sync-seats', 'sync-users']) expect(lookupJob(registry, name).name).toBe(name);
+  });
+  it('refuses a job registered twice, and names it', () => {
+    expect(() => createJobRegistry([job('a'), job('b'), job('a')])).toThrow(/"a" is registered twice/);
+  });
+  it('refuses a job without a name', () => {
+    expect(() => createJobRegistry([job('')])).toThrow(/has no name/);
+  });
+  it('names the known jobs when asked for an unknown one', () => {
+    expect(() => lookupJob(createJobRegistry([job('a')]), 'zzz')).toThrow(/known: a/);
+  });
+  it('fails permanent errors at once and retries the rest', () => {
+    expect(isPermanentError(Object.assign(new Error('bad'), { retryable: false }))).toBe(true);
+    expect(isPermanentError(Object.assign(new Error('429'), { retryable: true }))).toBe(false);
+    expect(isPermanentError(new ConfigError(['X: missing']))).toBe(true);
+    expect(isPermanentError(new Error('connection reset'))).toBe(false);
+  });
+});
+
+describe('mapConcurrent', () => {
+  it('never runs more than the limit at once and runs every item', async () => {
+    let running = 0;
+    let most = 0;
+    const seen: number[] = [];
+    await mapConcurrent([1, 2, 3, 4, 5, 6, 7], 3, async (n) => {
+      running += 1;
+      most = Math.max(most, running);
+      await new Promise((r) => setTimeout(r, 5));
+      seen.push(n);
+      running -= 1;
+    });
+    expect(most).toBe(3);
+    expect(seen.sort()).toEqual([1, 2, 3, 4, 5, 6, 7]);
+  });
+  it('stops starting new items after a failure and rethrows it', async () => {
+    const started: number[] = [];
+    await expect(
+      mapConcurrent([1, 2, 3, 4, 5], 1, async (n) => {
+        started.push(n);
+        if (n === 2) throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(started).toEqual([1, 2]);
+  });
+});
+
+describe('readAhead', () => {
+  it('yields every item in order and asks for the next while the consumer is busy', async () => {
+    const log: string[] = [];
+    async function* source() {
+      for (let i = 1; i <= 3; i += 1) {
+        log.push(`fetch ${i}`);
+        yield i;
+      }
+    }
+    const got: number[] = [];
+    for await (const n of readAhead(source(), 1)) {
+      log.push(`use ${n}`);
+      got.push(n);
+    }
+    expect(got).toEqual([1, 2, 3]);
+    // Item 2 was fetched before item 1 was used.
+    expect(log.indexOf('fetch 2')).toBeLessThan(log.indexOf('use 1'));
+  });
+  it('surfaces an error at the item where it happened', async () => {
+    async function* source() {
+      yield 1;
+      throw new Error('page 2 failed');
+    }
+    const got: number[] = [];
+    await expect(
+      (async () => {
+        for await (const n of readAhead(source(), 2)) got.push(n);
+      })(),
+    ).rejects.toThrow('page 2 failed');
+    expect(got).toEqual([1]);
+  });
+});

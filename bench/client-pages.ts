@@ -7,7 +7,6 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { createLogger } from '../src/log.ts';
 import { createPlatformClient } from '../src/platform/client.ts';
-import { budgetKeyPrefix } from '../src/platform/request-budget.ts';
 import type { PlatformClient, ResultsQuery } from '../src/platform/types.ts';
 
 /**
@@ -61,7 +60,7 @@ async function walk(client: PlatformClient, query: ResultsQuery): Promise<{ page
 async function dropKeys(prefix: string): Promise<void> {
   const redis = new Redis(REDIS_URL);
   try {
-    for (const pattern of [`${prefix}*`, `${budgetKeyPrefix(prefix)}*`]) {
+    for (const pattern of [`${prefix}*`]) {
       const keys = await redis.keys(pattern);
       if (keys.length > 0) await redis.del(...keys);
     }

@@ -27,7 +27,7 @@ import { syncPayloadSchema } from '../src/queue/sync-payload.ts';
 const argsSchema = z.object({
   results: z.number().int().positive(),
   latencyMs: z.number().int().min(0).default(0),
-  requestsPerSecond: z.number().positive().default(100_000),
+  requestsPerSecond: z.number().positive().default(10_000),
   changeFraction: z.number().min(0).max(1).default(0),
   copy: z.boolean().default(false),
   mode: z.enum(['full', 'windows']).default('full'),

@@ -191,11 +191,10 @@ async function walk(
   let rows: Result[] = [];
   let problems: RecordProblem[] = [];
   let lastPage = from.startPage - 1;
-  const flush = async (done: boolean): Promise<void> => {
-    const batch = rows;
-    const batchProblems = problems;
-    rows = [];
-    problems = [];
+  // One batch is written while the next is fetched (double buffering); batches commit
+  // in order, so a checkpoint never gets ahead of the rows before it.
+  let writing: Promise<void> | undefined;
+  const write = async (batch: Result[], batchProblems: RecordProblem[], position: WalkPosition): Promise<void> => {
     // Counted after commit: a deadlock retry runs the transaction again.
     const outcome = await withRetriedTransaction(ctx.pool, async (client) => {
       const loaded = batch.length > 0 ? await upsertResults(client, batch, { seenAt: new Date(), runId, trackSightings }) : undefined;
@@ -205,7 +204,7 @@ async function walk(
         // A result we cannot parse still exists: never mark it removed for that.
         if (trackSightings) await recordSightings(client, runId, problemIds(batchProblems));
       }
-      await onBatch(client, { nextPage: lastPage + 1, done, drifted, total });
+      await onBatch(client, position);
       return { loaded, quarantined };
     });
     counts.inserted += outcome.loaded?.inserted ?? 0;
@@ -213,18 +212,35 @@ async function walk(
     counts.unchanged += outcome.loaded?.unchanged ?? 0;
     counts.quarantined += outcome.quarantined;
   };
+  const flush = async (done: boolean): Promise<void> => {
+    const position: WalkPosition = { nextPage: lastPage + 1, done, drifted, total };
+    const batch = rows;
+    const batchProblems = problems;
+    rows = [];
+    problems = [];
+    if (writing) await writing;
+    writing = write(batch, batchProblems, position);
+    // Seen by the next flush or the finally below; this keeps Node from calling it unhandled meanwhile.
+    writing.catch(() => undefined);
+    if (done) await writing;
+  };
   const pages: AsyncIterable<Page<Result>> = ctx.platform.listResults(query, { signal: ctx.signal, startPage: from.startPage });
-  for await (const page of readAhead(pages, 2)) {
-    counts.pages += 1;
-    lastPage = page.page;
-    if (total === undefined) total = page.totalEntities;
-    else if (page.totalEntities !== total) drifted = true;
-    for (const record of page.records) rows.push(record);
-    for (const problem of page.problems) problems.push(problem);
-    if (rows.length >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);
-    ctx.progress({ resource: RESOURCE, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.length });
+  try {
+    for await (const page of readAhead(pages, 2)) {
+      counts.pages += 1;
+      lastPage = page.page;
+      if (total === undefined) total = page.totalEntities;
+      else if (page.totalEntities !== total) drifted = true;
+      for (const record of page.records) rows.push(record);
+      for (const problem of page.problems) problems.push(problem);
+      if (rows.length >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);
+      ctx.progress({ resource: RESOURCE, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.length });
+    }
+    await flush(true);
+  } finally {
+    // Never leave a write running behind a failed walk.
+    await writing?.catch(() => undefined);
   }
-  await flush(true);
   return { drifted };
 }
 

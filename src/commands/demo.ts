@@ -129,7 +129,7 @@ Start from scratch with: dropdb trainsync_demo`,
           const after = await runSync(app, registry, ['users', 'seats'], syncPayloadSchema.parse({ trigger: 'cli' }));
           write(renderSummary(after));
 
-          const counts = new Table({ head: ['table', 'rows'], style: { head: [], border: [] } });
+          const counts = new Table({ head: ['table', 'rows'], style: { head: [], border: [], compact: true } });
           for (const table of TABLES) {
             const { rows } = await app.pool.query<{ n: number }>(`select count(*)::int as n from ${table}`);
             counts.push([table, rows[0]?.n ?? 0]);

@@ -80,7 +80,7 @@ export async function collectStatus(app: App, sections: readonly StatusSection[]
 }
 
 function table(head: string[], rows: unknown[][]): string {
-  const t = new Table({ head, style: { head: [], border: [] } });
+  const t = new Table({ head, style: { head: [], border: [], compact: true } });
   for (const row of rows) t.push(row.map((cell) => (cell instanceof Date ? cell.toISOString() : cell === null || cell === undefined ? '' : String(cell))));
   return t.toString();
 }

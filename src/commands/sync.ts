@@ -97,7 +97,7 @@ const summaryRowSchema = z.looseObject({
 export function renderSummary(outcomes: readonly JobOutcome[]): string {
   const table = new Table({
     head: ['resource', 'status', 'pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'seconds', 'note'],
-    style: { head: [], border: [] },
+    style: { head: [], border: [], compact: true },
   });
   for (const outcome of outcomes) {
     const summary = summaryRowSchema.safeParse(outcome.result);
@@ -105,8 +105,9 @@ export function renderSummary(outcomes: readonly JobOutcome[]): string {
       const s = summary.data;
       table.push([s.resource, 'ok', s.pages, s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), s.note ?? '']);
     } else {
-      table.push([outcome.name.replace(/^sync-/, ''), outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', outcome.error ?? '']);
+      table.push([outcome.name.replace(/^sync-/, ''), outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', 'see below']);
     }
   }
-  return `${table.toString()}\n`;
+  const failures = outcomes.filter((o) => o.status === 'failed').map((o) => `${o.name} failed: ${o.error ?? 'unknown reason'}`);
+  return `${[table.toString(), ...failures].join('\n')}\n`;
 }

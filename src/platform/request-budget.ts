@@ -1,5 +1,5 @@
-import Bottleneck from 'bottleneck';
 import { Redis } from 'ioredis';
+import { RedisSlidingWindowRateLimiter } from 'sliding-window-rate-limiter';
 import type { Logger } from '../log.ts';
 import { sleep } from './retry.ts';
 
@@ -7,20 +7,21 @@ import { sleep } from './retry.ts';
  * The request budget toward one platform origin, shared by every process that uses the
  * same Redis, key prefix and origin.
  *
- * Why spacing and not a window: a fixed-window limiter lets a whole window's quota go
- * in a burst at each edge, so a sliding second can see twice the budget (measured with
- * BullMQ's limiter, shared/reference/baselines.md). Bottleneck's clustered `minTime`
- * hands out send times one `minTime` apart from a single `nextRequest` kept in Redis
- * (Redis clock, Lua script), so with `minTime = 1000 / rps × (1 + margin)` no sliding
- * second can hold more than `rps` requests, whichever process sends them. The margin
- * absorbs event-loop and network jitter between the grant and the request leaving.
+ * Why not a fixed window: a fixed-window limiter lets a whole window's quota go in a
+ * burst at each edge, so a sliding second can see twice the budget (measured with
+ * BullMQ's limiter, shared/reference/baselines.md). sliding-window-rate-limiter keeps a
+ * log of grants in a Redis sorted set (Redis clock, one Lua call per reservation) and
+ * grants only while fewer than `slots` were granted in the last `windowMs`.
+ *
+ * The log window is short on purpose: with `slots` ≤ budget / 21 and `windowMs` =
+ * slots × 1000 / budget × (1 + margin), any one second holds at most
+ * slots × ⌈1000 / windowMs⌉ ≤ budget grants (see `budgetShape`). At the default 10/s
+ * that is one grant per 105 ms: evenly spaced, which also absorbs a little jitter
+ * between the grant and the request reaching the platform; at very high budgets (the
+ * benchmarks) a few grants share a window so one Redis round trip is not the ceiling.
  *
  * A 429 from any process sets a shared pause (a Redis key with a TTL); every process
- * reads it at each granted send time, right before the request leaves, and waits it
- * out (giving up that slot) instead of sending.
- *
- * Cost: bottleneck spends a few Redis round trips and a timer tick per grant (about
- * 1.5-2.5 ms on this machine), which matters only against an instant local server.
+ * reads it right after its grant, before the request leaves, and waits it out.
  */
 
 export interface RequestBudgetOptions {
@@ -41,7 +42,9 @@ export interface RequestBudget {
   pauseFor(ms: number): Promise<void>;
   /** Milliseconds left of the shared pause (0 when none). */
   pausedForMs(): Promise<number>;
+  /** Average spacing between grants, in ms. */
   readonly minTimeMs: number;
+  /** The Redis key of the grant log. */
   readonly limiterId: string;
   readonly pauseKey: string;
   close(): Promise<void>;
@@ -56,172 +59,68 @@ if current < tonumber(ARGV[1]) then
 end
 return 0`;
 
-/** The hashes and sets bottleneck 2.19 keeps per limiter, as `b_<id>_<suffix>`. */
-const BOTTLENECK_KEY_SUFFIXES = [
-  'settings',
-  'job_weights',
-  'job_expirations',
-  'job_clients',
-  'client_running',
-  'client_num_queued',
-  'client_last_registered',
-  'client_last_seen',
-] as const;
+/**
+ * How many grants share one log window, and how long the window is, so that no
+ * one-second window can hold more than `requestsPerSecond` grants. A second is split
+ * into ⌈1000 / windowMs⌉ pieces of at most windowMs, each holding at most `slots`:
+ * slots × ⌈rps / (slots × (1 + m))⌉ ≤ rps / (1 + m) + slots ≤ rps when slots ≤ rps × m / (1 + m).
+ * The window is whole milliseconds (the library's key TTL needs an integer), rounded up.
+ */
+export function budgetShape(requestsPerSecond: number, margin: number): { slots: number; windowMs: number } {
+  const slots = Math.max(1, Math.floor((requestsPerSecond * margin) / (1 + margin)));
+  const windowMs = Math.max(1, Math.ceil(((slots * 1000) / requestsPerSecond) * (1 + margin)));
+  return { slots, windowMs };
+}
 
-/** How long the limiter's keys outlive the last process that touched them. */
-const KEY_TTL_MS = 10 * 60_000;
-const KEY_REFRESH_MS = 60_000;
-
-/** Bottleneck keeps its state under `b_<id>_*`; tests that clean up need this. */
+/** The Redis keys of a budget start with this; tests that clean up need it. */
 export function budgetKeyPrefix(keyPrefix: string): string {
-  return `b_${keyPrefix}:platform-budget:`;
+  return `${keyPrefix}:platform-budget:`;
 }
 
 export function createRequestBudget(options: RequestBudgetOptions): RequestBudget {
   const margin = options.safetyMargin ?? 0.05;
-  const minTimeMs = (1000 / options.requestsPerSecond) * (1 + margin);
-  const limiterId = `${options.keyPrefix}:platform-budget:${options.origin}`;
+  const { slots, windowMs } = budgetShape(options.requestsPerSecond, margin);
+  const limiterId = `${budgetKeyPrefix(options.keyPrefix)}${options.origin}`;
   const pauseKey = `${options.keyPrefix}:platform-pause:${options.origin}`;
   const log = options.log;
 
-  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3, enableOfflineQueue: true });
+  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
   redis.on('error', (error: Error) => log.warn({ err: { message: error.message } }, 'request budget: Redis connection error'));
-  const connection = new Bottleneck.IORedisConnection({ client: redis });
-  connection.on('error', (error: Error) => log.warn({ err: { message: error.message } }, 'request budget: Redis error'));
-
-  function makeLimiter(): Bottleneck {
-    const made = new Bottleneck({
-      id: limiterId,
-      datastore: 'ioredis',
-      connection,
-      // A float is fine: the spacing lives in Redis as a number; only the wait handed
-      // back is truncated to whole ms, which never accumulates across grants.
-      minTime: minTimeMs,
-      // Concurrency is not what the platform limits; spacing is.
-      maxConcurrent: null,
-      // Never wipe state other processes rely on.
-      clearDatastore: false,
-      // No bottleneck `timeout`: its key expiry needs a whole-ms minTime (PEXPIRE), and
-      // bottleneck 2.19 cannot recover from expired keys on Redis 7, which prefixes its
-      // bare error replies with "ERR " (we rebuild instead, below, and expire the keys
-      // ourselves, see refreshExpiry). With maxConcurrent null a crashed process holds
-      // no capacity: its reserved send times simply pass unused, so it blocks nobody.
-      heartbeatInterval: 5_000,
-      clientTimeout: 10_000,
-    });
-    made.on('error', (error: unknown) => {
-      const message = error instanceof Error ? error.message : String(error);
-      if (isLostState(message)) {
-        void rebuild(made);
-        return;
-      }
-      log.warn({ err: { message } }, 'request budget: limiter error');
-    });
-    return made;
-  }
-
-  /** With a shared connection bottleneck's disconnect returns undefined, not a promise. */
-  async function detach(target: Bottleneck): Promise<void> {
-    try {
-      await (target.disconnect(false) as Promise<void> | undefined);
-    } catch {
-      // Closing anyway; nothing to recover.
-    }
-  }
-
-  /** Bottleneck's own recovery misses these on Redis 7 ("ERR SETTINGS_KEY_NOT_FOUND"). */
-  function isLostState(message: string): boolean {
-    return message.includes('SETTINGS_KEY_NOT_FOUND') || message.includes('UNKNOWN_CLIENT');
-  }
-
-  let closed = false;
-  let limiter = makeLimiter();
-  let rebuilding: Promise<void> | undefined;
-
-  /** The keys vanished (FLUSHALL, a restart without persistence): start a fresh limiter. */
-  function rebuild(broken: Bottleneck): Promise<void> {
-    if (limiter !== broken || closed) return rebuilding ?? Promise.resolve();
-    log.warn({ origin: options.origin }, 'request budget: limiter state lost in Redis; re-creating it');
-    limiter = makeLimiter();
-    rebuilding = (async () => {
-      await detach(broken);
-      await applySettings(limiter);
-    })().catch((error: unknown) => log.warn({ err: { message: String(error) } }, 'request budget: could not re-create the limiter'));
-    return rebuilding;
-  }
-
-  // The settings hash outlives a restart: apply this process's spacing so a changed
-  // budget takes effect now.
-  async function applySettings(target: Bottleneck): Promise<void> {
-    await target.ready();
-    await target.updateSettings({ minTime: minTimeMs });
-  }
-  // Failure here is logged, not fatal: the limiter still works with the stored spacing.
-  const settingsApplied = applySettings(limiter).catch((error: unknown) =>
-    log.warn({ err: { message: String(error) } }, 'request budget: could not apply the spacing setting'),
-  );
-
-  /**
-   * Resolves at this request's granted send time with the shared pause left (0 = go).
-   * The pause is read inside the job, i.e. right before the request is released, so a
-   * 429 seen by another process stops it. We resolve from inside the job rather than
-   * awaiting `schedule()`, which also waits for bottleneck's bookkeeping round trip.
-   */
-  function grant(target: Bottleneck): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
-      target
-        .schedule(async () => {
-          resolve(await pausedForMs());
-        })
-        .catch(reject);
-    });
-  }
-
-  /**
-   * Keeps the limiter's keys alive while this process lives and lets them expire
-   * KEY_TTL_MS after the last process stops, so per-origin state (a demo on random
-   * ports, a test prefix) is not left in Redis forever.
-   */
-  async function refreshExpiry(): Promise<void> {
-    const pipeline = redis.pipeline();
-    for (const suffix of BOTTLENECK_KEY_SUFFIXES) pipeline.pexpire(`b_${limiterId}_${suffix}`, KEY_TTL_MS);
-    await pipeline.exec();
-  }
-  const refreshTimer = setInterval(() => {
-    refreshExpiry().catch(() => undefined);
-  }, KEY_REFRESH_MS);
-  refreshTimer.unref();
-  void settingsApplied.then(() => refreshExpiry()).catch(() => undefined);
+  // The library's Redis type is ioredis's plus the commands it defines on it.
+  const limiter = new RedisSlidingWindowRateLimiter({ redis: redis as never, interval: windowMs, operationTimeout: 10_000 });
 
   async function pausedForMs(): Promise<number> {
     const ttl = await redis.pttl(pauseKey);
     return ttl > 0 ? ttl : 0;
   }
 
+  // One waiter per process asks Redis at a time: the others queue here in order, so a
+  // busy process does not poll Redis once per waiting request.
+  let queue: Promise<void> = Promise.resolve();
+
+  async function reserve(signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      if (signal?.aborted) throw signal.reason;
+      // The pause is read alongside the reservation: one round trip, not two.
+      const [{ token, reset }, paused] = await Promise.all([limiter.reserve(limiterId, slots), pausedForMs()]);
+      if (token) {
+        if (paused === 0) return;
+        // Paused by a 429 somewhere: this grant is given up; wait and ask again.
+        await sleep(paused, signal);
+        continue;
+      }
+      await sleep(Math.max(1, reset ?? 1), signal);
+    }
+  }
+
   return {
-    minTimeMs,
+    minTimeMs: windowMs / slots,
     limiterId,
     pauseKey,
-    async acquire(signal?: AbortSignal): Promise<void> {
-      await settingsApplied;
-      await rebuilding;
-      for (;;) {
-        if (signal?.aborted) throw signal.reason;
-        const current = limiter;
-        let pausedMs: number;
-        try {
-          pausedMs = await grant(current);
-        } catch (error) {
-          const message = error instanceof Error ? error.message : String(error);
-          if (!isLostState(message)) throw error;
-          await rebuild(current);
-          continue;
-        }
-        if (signal?.aborted) throw signal.reason;
-        if (pausedMs === 0) return;
-        // Paused by a 429 somewhere: this slot is given up; wait and queue again.
-        await sleep(pausedMs, signal);
-      }
+    acquire(signal?: AbortSignal): Promise<void> {
+      const turn = queue.then(() => reserve(signal));
+      queue = turn.catch(() => undefined);
+      return turn;
     },
     async pauseFor(ms: number): Promise<void> {
       const whole = Math.max(1, Math.ceil(ms));
@@ -230,15 +129,8 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
     },
     pausedForMs,
     async close(): Promise<void> {
-      if (closed) return;
-      closed = true;
-      clearInterval(refreshTimer);
-      await settingsApplied;
-      await rebuilding;
-      await refreshExpiry().catch(() => undefined);
-      await detach(limiter);
-      await connection.disconnect(true).catch(() => undefined);
-      if (redis.status !== 'end') redis.disconnect();
+      await queue;
+      if (redis.status !== 'end') await redis.quit().catch(() => redis.disconnect());
     },
   };
 }

@@ -90,6 +90,15 @@ export async function enqueuePlan(app: App, plan: Plan, feedHash: string | null)
   const enqueued: string[] = [];
   const options = jobOptions(app.config);
 
+  // One round trip per chunk: ioredis pipelines the concurrent commands.
+  const states = new Map<string, string>();
+  const ids = plan.actions.map((a) => a.id);
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = ids.slice(i, i + 500);
+    const found = await Promise.all(chunk.map((id) => queue.getJobState(jobIdForAction(id))));
+    chunk.forEach((id, k) => states.set(id, found[k]!));
+  }
+
   for (const [employeeId, actions] of Object.entries(plan.byEmployee)) {
     if (busy.has(employeeId)) {
       skippedEmployees.push(employeeId);
@@ -97,10 +106,9 @@ export async function enqueuePlan(app: App, plan: Plan, feedHash: string | null)
     }
     let pending = false;
     for (const action of actions) {
-      const jobId = jobIdForAction(action.id);
-      const state = await queue.getJobState(jobId);
+      const state = states.get(action.id) ?? 'unknown';
       if (state === 'unknown') continue;
-      if (state === 'completed' || state === 'failed') await queue.remove(jobId, { removeChildren: false });
+      if (state === 'completed' || state === 'failed') await queue.remove(jobIdForAction(action.id), { removeChildren: false });
       else {
         // Queued without an open audit row (e.g. enqueued by hand): wait for it, add nothing beside it.
         pending = true;

@@ -15,7 +15,7 @@ function examples(items: readonly { email: string; groupId?: string }[]): string
  * refusal. No colour codes, so it reads the same in a log file.
  */
 export function formatPlanTable(plan: Plan): string {
-  const table = new Table({ head: ['action', 'count', 'examples'], style: { head: [], border: [] }, wordWrap: false });
+  const table = new Table({ head: ['action', 'count', 'examples'], style: { head: [], border: [], compact: true }, wordWrap: false });
   for (const kind of ACTION_KINDS) {
     const items = plan.actions.filter((a) => a.kind === kind);
     table.push([kind, plan.counts[kind], examples(items)]);

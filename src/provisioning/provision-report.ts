@@ -26,7 +26,7 @@ export function formatFeedErrors(feed: FeedReadResult): string[] {
 /** Counts of the actions by kind and how they ended, then the ones that need a person. */
 export function formatOutcome(audit: readonly AuditRow[]): string {
   const statuses = ['succeeded', 'failed', 'needs-identity', 'queued', 'skipped'] as const;
-  const table = new Table({ head: ['action', ...statuses], style: { head: [], border: [] } });
+  const table = new Table({ head: ['action', ...statuses], style: { head: [], border: [], compact: true } });
   const kinds = [...new Set(audit.map((r) => r.kind))];
   for (const kind of kinds) {
     const rows = audit.filter((r) => r.kind === kind);

@@ -1,5 +1,6 @@
 import { QueueEvents, type Job } from 'bullmq';
 import type { Config } from '../config.ts';
+import { createRedisConnection } from './connection.ts';
 import type { QueueName } from './names.ts';
 
 export interface JobOutcome {
@@ -20,7 +21,12 @@ export async function waitForJobs(
   jobs: readonly Job[],
   onProgress?: (jobId: string, progress: unknown) => void,
 ): Promise<JobOutcome[]> {
-  const events = new QueueEvents(queue, { connection: { url: config.REDIS_URL }, prefix: config.TRAINSYNC_QUEUE_PREFIX });
+  // Read events from the stream's current end, not from '$' at the first XREAD: that
+  // starts only after waitUntilReady, and a job finishing in between (after its
+  // isFinished check) would never be reported, so the wait would hang.
+  const redis = createRedisConnection(config.REDIS_URL);
+  const [last] = await redis.xrevrange(`${config.TRAINSYNC_QUEUE_PREFIX}:${queue}:events`, '+', '-', 'COUNT', 1).finally(() => redis.disconnect());
+  const events = new QueueEvents(queue, { connection: { url: config.REDIS_URL }, prefix: config.TRAINSYNC_QUEUE_PREFIX, lastEventId: last?.[0] ?? '0-0' });
   try {
     await events.waitUntilReady();
     if (onProgress) events.on('progress', ({ jobId, data }) => onProgress(jobId, data));

@@ -23,9 +23,11 @@ export interface StartWorkersOptions {
 /** Starts one BullMQ worker per queue with the configured concurrency. */
 export async function startWorkers(options: StartWorkersOptions): Promise<WorkerHandle> {
   const { config, log, abort } = options;
-  const workers = options.queues.map((queueName) => {
+  // BullMQ never closes a connection it was given: close() below disconnects these.
+  const connections = options.queues.map(() => createRedisConnection(config.REDIS_URL));
+  const workers = options.queues.map((queueName, i) => {
     const worker = new Worker(queueName, (job, token) => runJob(job, token, { ...options.deps, signal: abort.signal }), {
-      connection: createRedisConnection(config.REDIS_URL),
+      connection: connections[i]!,
       prefix: config.TRAINSYNC_QUEUE_PREFIX,
       concurrency: config.TRAINSYNC_WORKER_CONCURRENCY,
       // A lock outlives slow pages; a crashed worker's job is picked up again after it.
@@ -54,6 +56,7 @@ export async function startWorkers(options: StartWorkersOptions): Promise<Worker
         log.warn({ timeoutMs: config.TRAINSYNC_SHUTDOWN_TIMEOUT_MS }, 'jobs did not stop in time; forcing close (their locks expire and another worker resumes them)');
         await Promise.all(workers.map((worker) => worker.close(true)));
       }
+      for (const connection of connections) connection.disconnect();
       log.info('worker stopped');
     })();
     return closing;

@@ -12,8 +12,7 @@ export function testPrefix(): string {
 export async function dropPrefix(prefix: string): Promise<void> {
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 3 });
   try {
-    // Bottleneck (the platform request budget) names its keys `b_<id>_…`, id = `<prefix>:platform-budget:<origin>`.
-    for (const pattern of [`${prefix}*`, `b_${prefix}*`]) {
+    for (const pattern of [`${prefix}*`]) {
       let cursor = '0';
       do {
         const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);

@@ -78,7 +78,7 @@ export async function benchClientPages(): Promise<ClientPagesFigures> {
     log: createLogger('warn'),
     redisUrl: REDIS_URL,
     keyPrefix,
-    requestsPerSecond: 100_000,
+    requestsPerSecond: 10_000,
   });
   try {
     // Warm-up: JIT, keep-alive sockets, the simulator's JSON cache.

@@ -224,7 +224,9 @@ async function walk(
     writing.catch(() => undefined);
     if (done) await writing;
   };
-  const pages: AsyncIterable<Page<Result>> = ctx.platform.listResults(query, { signal: ctx.signal, startPage: from.startPage });
+  // The full walk is one sequence of pages: ask for a few ahead (windows are concurrent already).
+  const prefetch = trackSightings ? ctx.config.TRAINSYNC_RESULTS_CONCURRENCY : 1;
+  const pages: AsyncIterable<Page<Result>> = ctx.platform.listResults(query, { signal: ctx.signal, startPage: from.startPage, prefetch });
   try {
     for await (const page of readAhead(pages, 2)) {
       counts.pages += 1;

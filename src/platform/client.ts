@@ -130,7 +130,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     schema: z.ZodType<T>,
     query: URLSearchParams,
     mode: 'links' | 'count',
-    listOptions: { signal?: AbortSignal | undefined; startPage?: number | undefined } = {},
+    listOptions: { signal?: AbortSignal | undefined; startPage?: number | undefined; prefetch?: number | undefined } = {},
   ): AsyncIterable<Page<T>> {
     const parseEnvelope = jsonOf<Envelope>(envelopeSchema, 'GET', `/api/v2/${path}`);
     return paginate({
@@ -141,6 +141,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
       log,
       startPage: listOptions.startPage,
       signal: listOptions.signal,
+      prefetch: listOptions.prefetch,
       fetchPage: (page) => {
         // The caller's own query plus the page number: never a link's query.
         const q = new URLSearchParams(query);

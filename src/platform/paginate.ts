@@ -33,6 +33,14 @@ export interface PaginateOptions<T> {
   log: Logger;
   startPage?: number | undefined;
   signal?: AbortSignal | undefined;
+  /**
+   * How many following pages to request while the current one is validated and used,
+   * by number (default 0). Only while every link so far pointed at the next number and
+   * only for pages the reported total can hold; a page fetched ahead counts only if a
+   * link then leads to it, else it is dropped. Costs at most this many spare requests
+   * at the end of a walk.
+   */
+  prefetch?: number | undefined;
 }
 
 /** `field.path: message; …` from a zod error, so a quarantined record says what is wrong. */
@@ -99,6 +107,21 @@ export async function* paginate<T>(options: PaginateOptions<T>): AsyncGenerator<
   let pageNo: number | undefined = options.startPage ?? 1;
   if (!Number.isInteger(pageNo) || pageNo < 1) throw new RangeError(`startPage must be a whole number of at least 1, got ${pageNo}`);
 
+  const prefetch = Math.max(0, Math.floor(options.prefetch ?? 0));
+  let linksAreSequential = true;
+  const inFlight = new Map<number, Promise<Envelope>>();
+  const request = (n: number): Promise<Envelope> => {
+    let pending = inFlight.get(n);
+    if (pending === undefined) {
+      pending = options.fetchPage(n);
+      // A page fetched ahead may never be used; its failure must not go unhandled.
+      pending.catch(() => undefined);
+      inFlight.set(n, pending);
+    }
+    return pending;
+  };
+  const canExist = (n: number): boolean => largestTotal !== undefined && largestPageSize > 0 && (n - 1) * largestPageSize < largestTotal;
+
   while (pageNo !== undefined) {
     if (options.signal?.aborted) throw new PlatformError(`paging through ${resource} was aborted`, { code: 'ABORTED', retryable: true, cause: options.signal.reason });
     if (seen.has(pageNo)) throw loop(resource, `page ${pageNo} was already read (a "Next Page" link points back)`);
@@ -107,7 +130,8 @@ export async function* paginate<T>(options: PaginateOptions<T>): AsyncGenerator<
     }
     seen.add(pageNo);
 
-    const envelope = await options.fetchPage(pageNo);
+    const envelope = await request(pageNo);
+    inFlight.delete(pageNo);
     if (envelope.page !== undefined && envelope.page !== pageNo) {
       throw loop(resource, `asked for page ${pageNo}, the platform answered page ${envelope.page}`);
     }
@@ -115,6 +139,10 @@ export async function* paginate<T>(options: PaginateOptions<T>): AsyncGenerator<
     largestPageSize = Math.max(largestPageSize, count);
     firstPageSize ??= count;
     if (envelope.totalEntities !== undefined) largestTotal = Math.max(largestTotal ?? 0, envelope.totalEntities);
+
+    if (prefetch > 0 && linksAreSequential) {
+      for (let n = pageNo + 1; n <= pageNo + prefetch; n += 1) if (!seen.has(n) && canExist(n)) void request(n);
+    }
 
     const { records, problems } = validateEntities(resource, pageNo, envelope.entities, options.schema);
     if (problems.length > 0) log.warn({ resource, page: pageNo, problems: problems.length }, 'records failed validation and were set aside');
@@ -126,7 +154,10 @@ export async function* paginate<T>(options: PaginateOptions<T>): AsyncGenerator<
       if (count === 0) {
         log.warn({ resource, page: pageNo, next: linked }, 'an empty page links to another page; stopping');
         pageNo = undefined;
-      } else pageNo = linked;
+      } else {
+        if (linked !== pageNo + 1) linksAreSequential = false;
+        pageNo = linked;
+      }
     } else if (options.mode === 'links') {
       pageNo = undefined;
     } else if (count === 0 || count < firstPageSize || (envelope.totalEntities !== undefined && pageNo * firstPageSize >= envelope.totalEntities)) {

@@ -11,7 +11,11 @@ import { z } from 'zod';
 const GUID_RE = /^\{?([0-9a-fA-F]{8})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{12})\}?$/;
 
 /** Lower-case, hyphenated GUID; accepts braces and missing hyphens as .NET writes them. */
+const CANONICAL_GUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 export function normaliseGuid(value: string): string | undefined {
+  // Fast path: most ids already arrive canonical, and a page holds hundreds of them.
+  if (CANONICAL_GUID_RE.test(value)) return value;
   const m = GUID_RE.exec(value.trim());
   if (!m) return undefined;
   return `${m[1]}-${m[2]}-${m[3]}-${m[4]}-${m[5]}`.toLowerCase();
@@ -33,7 +37,21 @@ const INSTANT_RE = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2})?)(?:\.(\d+))?
  * The platform sends no offset (taken as UTC, which the spec says it is), an offset,
  * or seven fractional digits (.NET ticks; Postgres keeps six, so the seventh is cut).
  */
+const MILLIS_UTC_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** JS's Date.parse rolls 2024-02-30 over to March; Postgres refuses it. Check the calendar. */
+function isCalendarDate(day: string): boolean {
+  const ms = Date.parse(`${day}T00:00:00Z`);
+  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 10) === day;
+}
+
 export function normaliseInstant(value: string): string | undefined {
+  // Fast path for the spec's own form (UTC with milliseconds): same text as the slow path gives.
+  if (MILLIS_UTC_RE.test(value)) {
+    return isCalendarDate(value.slice(0, 10)) && value.slice(11, 13) < '24' && value.slice(14, 16) < '60' && value.slice(17, 19) < '60'
+      ? `${value.slice(0, 23)}000+00:00`
+      : undefined;
+  }
   const m = INSTANT_RE.exec(value.trim());
   if (!m) return undefined;
   const time = m[2]!.length === 5 ? `${m[2]}:00` : m[2]!;
@@ -42,6 +60,7 @@ export function normaliseInstant(value: string): string | undefined {
   if (offset === 'Z') offset = '+00:00';
   else if (!offset.includes(':')) offset = `${offset.slice(0, 3)}:${offset.slice(3)}`;
   const text = `${m[1]}T${time}.${fraction}${offset}`;
+  if (!isCalendarDate(m[1]!)) return undefined;
   return Number.isNaN(Date.parse(text.replace(/(\.\d{3})\d{3}/, '$1'))) ? undefined : text;
 }
 

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
 import type { IdentitiesTable } from '../warehouse/provisioning-tables.ts';
 import type { FeedRole } from './feed-types.ts';
@@ -116,12 +116,20 @@ export async function setIdentityPlatformUser(db: Db, employeeId: string, platfo
     .execute();
 }
 
-/** After enable/disable: the access trainsync made true. Returns whether a row was updated. */
-export async function setIdentityActive(db: Db, employeeId: string, active: boolean, platformUserId: string): Promise<boolean> {
+/**
+ * Records what an action made true on the platform: bumps `version` (so a later,
+ * opposite action gets a new action id) and fills in the platform id if it was unknown.
+ */
+async function updateAppliedState(
+  db: Db,
+  employeeId: string,
+  platformUserId: string,
+  change: { active: boolean } | { groups: RawBuilder<string[]> },
+): Promise<boolean> {
   const result = await db
     .updateTable('trainsync.identities')
     .set({
-      active,
+      ...change,
       platform_user_id: sql<string>`coalesce(platform_user_id, ${platformUserId}::uuid)`,
       version: sql<number>`version + 1`,
       updated_at: sql<Date>`now()`,
@@ -131,20 +139,15 @@ export async function setIdentityActive(db: Db, employeeId: string, active: bool
   return Number(result.numUpdatedRows) > 0;
 }
 
+/** After enable/disable: the access trainsync made true. Returns whether a row was updated. */
+export function setIdentityActive(db: Db, employeeId: string, active: boolean, platformUserId: string): Promise<boolean> {
+  return updateAppliedState(db, employeeId, platformUserId, { active });
+}
+
 /** After a group change: the membership trainsync made true. Returns whether a row was updated. */
-export async function setIdentityGroup(db: Db, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<boolean> {
+export function setIdentityGroup(db: Db, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<boolean> {
   const groups = member
     ? sql<string[]>`case when ${groupId}::uuid = any(groups) then groups else array_append(groups, ${groupId}::uuid) end`
     : sql<string[]>`array_remove(groups, ${groupId}::uuid)`;
-  const result = await db
-    .updateTable('trainsync.identities')
-    .set({
-      groups,
-      platform_user_id: sql<string>`coalesce(platform_user_id, ${platformUserId}::uuid)`,
-      version: sql<number>`version + 1`,
-      updated_at: sql<Date>`now()`,
-    })
-    .where('employee_id', '=', employeeId)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return updateAppliedState(db, employeeId, platformUserId, { groups });
 }

@@ -31,6 +31,7 @@ const argsSchema = z.object({
   changeFraction: z.number().min(0).max(1).default(0),
   copy: z.boolean().default(false),
   mode: z.enum(['full', 'windows']).default('full'),
+  batchRows: z.number().int().positive().optional(),
 });
 const args = argsSchema.parse(JSON.parse(process.argv[2] ?? '{}'));
 
@@ -105,11 +106,13 @@ try {
     TRAINSYNC_QUEUE_PREFIX: `bench-${randomBytes(4).toString('hex')}`,
     TRAINSYNC_REQUESTS_PER_SECOND: String(args.requestsPerSecond),
     TRAINSYNC_RESULTS_WINDOW_DAYS: '31',
+    ...(args.batchRows ? { TRAINSYNC_BATCH_ROWS: String(args.batchRows) } : {}),
     TRAINSYNC_METRICS_PORT: '0',
     LOG_LEVEL: 'warn',
   });
   const log = createLogger(config.LOG_LEVEL);
   const app = await createApp(config, log, { migrate: true });
+  const rssBeforeMb = Math.round(process.memoryUsage().rss / 1024 / 1024);
   const registry = createJobRegistry(allJobs);
   const payload = syncPayloadSchema.parse(args.mode === 'full' ? { trigger: 'cli', full: true } : { trigger: 'cli', since: '2024-01-01', until: '2024-12-31' });
   await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
@@ -140,6 +143,7 @@ try {
   }
   // Peak RSS of the syncs alone: the raw COPY below holds its rows in memory on purpose.
   figures.peakRssMb = Math.round(process.resourceUsage().maxRSS / 1024);
+  figures.rssBeforeSyncMb = rssBeforeMb;
   if (args.copy) figures.rawCopyResultsPerSecond = Math.round(await rawCopyRate(app.pool));
   await app.close();
   process.stdout.write(`${JSON.stringify(figures)}\n`);

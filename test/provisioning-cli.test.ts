@@ -32,7 +32,7 @@ beforeAll(async () => {
   files = feedDir();
 });
 afterAll(async () => {
-  await Promise.all([sim?.close(), noPlan?.close(), database?.drop(), dropPrefix(prefix), dropPrefix(`b_${prefix}`)]);
+  await Promise.all([sim?.close(), noPlan?.close(), database?.drop(), dropPrefix(prefix)]);
   files?.cleanup();
 });
 

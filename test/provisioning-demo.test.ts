@@ -16,7 +16,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await database?.drop();
   await dropPrefix(prefix);
-  await dropPrefix(`b_${prefix}`);
 });
 
 async function demo(): Promise<string> {

@@ -39,7 +39,7 @@ async function redisText(prefix: string): Promise<{ keys: number; text: string }
   try {
     let text = '';
     let keys = 0;
-    for (const pattern of [`${prefix}*`, `b_${prefix}*`]) {
+    for (const pattern of [`${prefix}*`]) {
       for await (const batch of redis.scanStream({ match: pattern, count: 500 }) as AsyncIterable<string[]>) {
         for (const key of batch) {
           keys += 1;

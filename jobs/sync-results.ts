@@ -13,6 +13,7 @@ import { addDays, splitWindows, today, windowKey, windowQuery, type ResultWindow
 import { withRetriedTransaction } from '../src/warehouse/retried-transaction.ts';
 import { emptyCounts, type SyncSummary } from '../src/warehouse/sync-summary.ts';
 import {
+  addRunCounts,
   deleteCheckpoints,
   finishRun,
   getCheckpoint,
@@ -60,15 +61,21 @@ export const syncResults = defineJob({
     try {
       const resumed = plan.mode === 'full' ? await fullWalk(ctx, scope, runId, counts) : await readWindows(ctx, scope, runId, plan.windows, counts);
       await withRetriedTransaction(ctx.pool, async (client) => {
-        if (plan.mode === 'full') counts.removed = await markUnseenResultsRemoved(client, runId);
+        const removed = plan.mode === 'full' ? await markUnseenResultsRemoved(client, runId) : 0;
         if (plan.watermark) await setWatermark(client, RESOURCE, plan.watermark);
         await deleteCheckpoints(client, `${scope}:`);
-        await finishRun(client, runId, { status: 'succeeded', ...counts });
+        await finishRun(client, runId, { status: 'succeeded', removed });
       });
-      return { resource: RESOURCE, runId, mode: plan.mode, ...counts, durationMs: Date.now() - started, windows: plan.windows.length, windowsResumed: resumed };
+      // The run's totals, over every attempt of this job (a resumed one included).
+      const totals = await ctx.db
+        .selectFrom('trainsync.runs')
+        .select(['pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed'])
+        .where('id', '=', runId)
+        .executeTakeFirstOrThrow();
+      return { resource: RESOURCE, runId, mode: plan.mode, ...totals, durationMs: Date.now() - started, windows: plan.windows.length, windowsResumed: resumed };
     } catch (error) {
       if (!ctx.signal.aborted) {
-        await finishRun(ctx.pool, runId, { status: 'failed', ...counts, error: error instanceof Error ? error.message : String(error) }).catch(() => undefined);
+        await finishRun(ctx.pool, runId, { status: 'failed', error: error instanceof Error ? error.message : String(error) }).catch(() => undefined);
       }
       throw error;
     }
@@ -194,7 +201,8 @@ async function walk(
   // One batch is written while the next is fetched (double buffering); batches commit
   // in order, so a checkpoint never gets ahead of the rows before it.
   let writing: Promise<void> | undefined;
-  const write = async (batch: Result[], batchProblems: RecordProblem[], position: WalkPosition): Promise<void> => {
+  let pagesInBatch = 0;
+  const write = async (batch: Result[], batchProblems: RecordProblem[], pages: number, position: WalkPosition): Promise<void> => {
     // Counted after commit: a deadlock retry runs the transaction again.
     const outcome = await withRetriedTransaction(ctx.pool, async (client) => {
       const loaded = batch.length > 0 ? await upsertResults(client, batch, { seenAt: new Date(), runId, trackSightings }) : undefined;
@@ -204,6 +212,8 @@ async function walk(
         // A result we cannot parse still exists: never mark it removed for that.
         if (trackSightings) await recordSightings(client, runId, problemIds(batchProblems));
       }
+      // The run's totals move with the rows, so a run resumed after a crash still adds up.
+      await addRunCounts(client, runId, { pages, quarantined, ...loaded });
       await onBatch(client, position);
       return { loaded, quarantined };
     });
@@ -216,10 +226,12 @@ async function walk(
     const position: WalkPosition = { nextPage: lastPage + 1, done, drifted, total };
     const batch = rows;
     const batchProblems = problems;
+    const pages = pagesInBatch;
     rows = [];
     problems = [];
+    pagesInBatch = 0;
     if (writing) await writing;
-    writing = write(batch, batchProblems, position);
+    writing = write(batch, batchProblems, pages, position);
     // Seen by the next flush or the finally below; this keeps Node from calling it unhandled meanwhile.
     writing.catch(() => undefined);
     if (done) await writing;
@@ -230,6 +242,7 @@ async function walk(
   try {
     for await (const page of readAhead(pages, 2)) {
       counts.pages += 1;
+      pagesInBatch += 1;
       lastPage = page.page;
       if (total === undefined) total = page.totalEntities;
       else if (page.totalEntities !== total) drifted = true;

@@ -58,6 +58,8 @@ describe('a worker killed with SIGKILL in the middle of a results sync', () => {
     try {
       const summary = (await job.waitUntilFinished(events, 90_000)) as Record<string, unknown>;
       expect(summary).toMatchObject({ resource: 'results', mode: 'backfill', windowsResumed: doneBeforeKill.length });
+      // The run's totals add up across the kill: every dated result inserted exactly once.
+      expect(summary.inserted).toBe(simulatorResults(h.sim.state).filter((r) => r.dateCompleted !== null).length);
     } finally {
       await events.close();
     }

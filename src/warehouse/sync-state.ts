@@ -178,7 +178,7 @@ export async function quarantineRecords(target: Executor, runId: number | null, 
   return rowCount;
 }
 
-export interface RunSummary {
+export interface RunSummary extends Required<RunCounts> {
   id: number;
   resource: string;
   jobId: string | null;
@@ -186,12 +186,6 @@ export interface RunSummary {
   status: RunStatus;
   startedAt: Date;
   finishedAt: Date | null;
-  pages: number;
-  inserted: number;
-  updated: number;
-  unchanged: number;
-  quarantined: number;
-  removed: number;
   error: string | null;
   note: string | null;
 }

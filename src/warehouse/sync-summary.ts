@@ -1,14 +1,10 @@
+import type { RunCounts } from './sync-state.ts';
+
 /** What every sync job returns; the CLI prints it and metrics count it. */
-export interface SyncSummary {
+export interface SyncSummary extends Required<RunCounts> {
   resource: string;
   runId: number;
   mode: string;
-  pages: number;
-  inserted: number;
-  updated: number;
-  unchanged: number;
-  quarantined: number;
-  removed: number;
   durationMs: number;
   /** e.g. "not applicable (NO_UNLIMITED_PLAN)" or "not available". */
   note?: string;
@@ -16,6 +12,6 @@ export interface SyncSummary {
   windowsResumed?: number;
 }
 
-export function emptyCounts(): Pick<SyncSummary, 'pages' | 'inserted' | 'updated' | 'unchanged' | 'quarantined' | 'removed'> {
+export function emptyCounts(): Required<RunCounts> {
   return { pages: 0, inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0 };
 }

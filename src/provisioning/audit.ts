@@ -1,6 +1,6 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
-import type { ProvisioningActionKind, ProvisioningActionStatus } from '../warehouse/provisioning-tables.ts';
+import type { ProvisioningActionKind, ProvisioningActionStatus, ProvisioningActionsTable } from '../warehouse/provisioning-tables.ts';
 import type { ActionState, PlannedAction } from './plan-types.ts';
 
 /**
@@ -152,18 +152,9 @@ export interface AuditRow {
 
 const AUDIT_COLUMNS = ['action_id', 'employee_id', 'email', 'kind', 'group_id', 'status', 'error_code', 'error_message', 'attempts', 'updated_at'] as const;
 
-function toAuditRow(r: {
-  action_id: string;
-  employee_id: string;
-  email: string;
-  kind: ProvisioningActionKind;
-  group_id: string | null;
-  status: ProvisioningActionStatus;
-  error_code: string | null;
-  error_message: string | null;
-  attempts: number;
-  updated_at: Date;
-}): AuditRow {
+type AuditColumns = Pick<Selectable<ProvisioningActionsTable>, (typeof AUDIT_COLUMNS)[number]>;
+
+function toAuditRow(r: AuditColumns): AuditRow {
   return {
     actionId: r.action_id,
     employeeId: r.employee_id,

@@ -1,3 +1,4 @@
+import type { Transaction } from 'kysely';
 import type { JobContext } from '../context.ts';
 import { ConfigError } from '../config.ts';
 import { PlatformError } from '../platform/errors.ts';
@@ -6,6 +7,7 @@ import { beginAttempt, finishAction, recordRetryableError } from './audit.ts';
 import { findIdentity } from './identities.ts';
 import { PROVISION_ATTEMPTS } from './action-payloads.ts';
 import { SecretError } from './secrets.ts';
+import type { Database } from '../warehouse/database.ts';
 
 /** What a provisioning job returns (BullMQ keeps it in Redis): never a secret. */
 export interface ActionOutcome {
@@ -107,4 +109,34 @@ export async function needsIdentity(ctx: ActionContext, actionId: string, employ
   });
   ctx.log.warn({ actionId, employeeId }, 'provisioning action needs an identity');
   return { actionId, status: 'needs-identity' };
+}
+
+/** The ids every action on an existing user carries. */
+export interface UserActionPayload {
+  actionId: string;
+  employeeId: string;
+  email: string;
+  platformUserId: string | null;
+}
+
+/**
+ * An action on an existing user: find its platform id (or wait as needs-identity),
+ * make the platform call, then record the applied state and the audit row together.
+ */
+export function runUserAction(
+  ctx: ActionContext,
+  p: UserActionPayload,
+  call: (platformUserId: string) => Promise<void>,
+  record: (trx: Transaction<Database>, platformUserId: string) => Promise<unknown>,
+): Promise<ActionOutcome> {
+  return runAction(ctx, p.actionId, async () => {
+    const user = await resolveUserId(ctx, p.employeeId, p.email, p.platformUserId);
+    if (!user) return needsIdentity(ctx, p.actionId, p.employeeId, p.email);
+    await call(user.platformUserId);
+    await ctx.db.transaction().execute(async (trx) => {
+      await record(trx, user.platformUserId);
+      await finishAction(trx, p.actionId, { status: 'succeeded', after: { platformUserId: user.platformUserId } });
+    });
+    return { actionId: p.actionId, status: 'succeeded', platformUserId: user.platformUserId };
+  });
 }

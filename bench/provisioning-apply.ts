@@ -18,12 +18,11 @@ import { allJobs } from '../jobs/index.ts';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
-import { enqueuePlan, waitForActions } from '../src/provisioning/apply-plan.ts';
-import type { FeedRow } from '../src/provisioning/feed-types.ts';
-import { insertAdoptedIdentities } from '../src/provisioning/identities.ts';
-import { planProvisioning } from '../src/provisioning/plan.ts';
-import type { AppliedEmployee } from '../src/provisioning/plan-types.ts';
-import { createJobRegistry } from '../src/queue/registry.ts';
+import { enqueuePlan, waitForActions } from '../src/provisioning/apply/enqueue.ts';
+import type { FeedRow } from '../src/provisioning/feed/types.ts';
+import { insertAdoptedIdentities } from '../src/provisioning/apply/identities.ts';
+import { planProvisioning } from '../src/provisioning/plan/plan.ts';
+import type { AppliedEmployee } from '../src/provisioning/plan/types.ts';
 import { DEFAULT_SIZES, generateState } from '../src/simulator/dataset.ts';
 
 const ACTIONS = 2_000;
@@ -96,7 +95,7 @@ export async function benchProvisioningApply(): Promise<ProvisioningApplyBench> 
       TRAINSYNC_METRICS_PORT: '0',
       LOG_LEVEL: 'warn',
     });
-    const app = await createApp(config, createLogger(config.LOG_LEVEL), { migrate: true });
+    const app = await createApp(config, createLogger(config.LOG_LEVEL), { jobs: allJobs, migrate: true });
     try {
       const { applied, rows } = scenario();
       await insertAdoptedIdentities(app.db, applied);
@@ -105,7 +104,7 @@ export async function benchProvisioningApply(): Promise<ProvisioningApplyBench> 
       await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
       const started = performance.now();
       const enqueued = await enqueuePlan(app, plan, null);
-      const audit = await waitForActions(app, createJobRegistry(allJobs), enqueued.enqueued);
+      const audit = await waitForActions(app, enqueued.enqueued);
       const seconds = (performance.now() - started) / 1000;
       const failed = audit.filter((r) => r.status !== 'succeeded');
       if (failed.length > 0) throw new Error(`${failed.length} actions did not succeed, e.g. ${JSON.stringify(failed[0])}`);

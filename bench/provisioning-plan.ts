@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { readFeed } from '../src/provisioning/feed-read.ts';
-import { planProvisioning } from '../src/provisioning/plan.ts';
-import type { AppliedEmployee } from '../src/provisioning/plan-types.ts';
+import { readFeed } from '../src/provisioning/feed/read.ts';
+import { planProvisioning } from '../src/provisioning/plan/plan.ts';
+import type { AppliedEmployee } from '../src/provisioning/plan/types.ts';
 
 const EMPLOYEES = 50_000;
 

@@ -20,9 +20,8 @@ import { allJobs } from '../jobs/index.ts';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
-import { createJobRegistry } from '../src/queue/registry.ts';
-import { runSync } from '../src/queue/run-sync.ts';
-import { syncPayloadSchema } from '../src/queue/sync-payload.ts';
+import { runSync } from '../src/sync/run-and-wait.ts';
+import { syncPayloadSchema } from '../src/sync/sync-payload.ts';
 
 const argsSchema = z.object({
   results: z.number().int().positive(),
@@ -111,13 +110,12 @@ try {
     LOG_LEVEL: 'warn',
   });
   const log = createLogger(config.LOG_LEVEL);
-  const app = await createApp(config, log, { migrate: true });
+  const app = await createApp(config, log, { jobs: allJobs, migrate: true });
   const rssBeforeMb = Math.round(process.memoryUsage().rss / 1024 / 1024);
-  const registry = createJobRegistry(allJobs);
   const payload = syncPayloadSchema.parse(args.mode === 'full' ? { trigger: 'cli', full: true } : { trigger: 'cli', since: '2024-01-01', until: '2024-12-31' });
   await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
   const t0 = performance.now();
-  const [first] = await runSync(app, registry, ['results'], payload);
+  const [first] = await runSync(app, ['results'], payload);
   const firstSeconds = (performance.now() - t0) / 1000;
   if (first?.status !== 'completed') throw new Error(`sync failed: ${first?.error}`);
   const summary = (await (await fetch(`${sim.url}/__simulator/requests/summary`)).json()) as { total?: number; maxInAnyWindow?: number };
@@ -134,7 +132,7 @@ try {
   if (args.changeFraction > 0) {
     const mutated = await (await fetch(`${sim.url}/__simulator/results/mutate`, { method: 'POST', body: JSON.stringify({ fraction: args.changeFraction }) })).json();
     const t1 = performance.now();
-    const [second] = await runSync(app, registry, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }));
+    const [second] = await runSync(app, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }));
     const secondSeconds = (performance.now() - t1) / 1000;
     figures.changed = mutated;
     figures.reloadSeconds = Number(secondSeconds.toFixed(2));
@@ -144,8 +142,11 @@ try {
   // Peak RSS of the syncs alone: the raw COPY below holds its rows in memory on purpose.
   figures.peakRssMb = Math.round(process.resourceUsage().maxRSS / 1024);
   figures.rssBeforeSyncMb = rssBeforeMb;
-  if (args.copy) figures.rawCopyResultsPerSecond = Math.round(await rawCopyRate(app.pool));
   await app.close();
+  if (args.copy) {
+    const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: 1 });
+    figures.rawCopyResultsPerSecond = Math.round(await rawCopyRate(pool).finally(() => pool.end()));
+  }
   process.stdout.write(`${JSON.stringify(figures)}\n`);
 } finally {
   sim.stop();

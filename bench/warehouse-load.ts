@@ -17,11 +17,11 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { createLogger } from '../src/log.ts';
 import type { Result } from '../src/platform/schemas.ts';
 import { copyLines, type CopyValue } from '../src/warehouse/copy-text.ts';
-import { addCounts, emptyCounts, type LoadCounts } from '../src/warehouse/load-counts.ts';
+import type { LoadCounts } from '../src/warehouse/load-counts.ts';
 import { upsertResults } from '../src/warehouse/load-results.ts';
 import { migrate } from '../src/warehouse/migrator.ts';
 import { createPool } from '../src/warehouse/pool.ts';
-import { withTransaction } from '../src/warehouse/transaction.ts';
+import { lendFrom, withTransaction } from '../src/warehouse/transaction.ts';
 
 const BATCH = 5_000;
 
@@ -101,7 +101,7 @@ async function rawCopy(pool: pg.Pool, results: readonly Result[], indexes: boole
     }
   }
   const started = performance.now();
-  await withTransaction(pool, async (client) => {
+  await withTransaction(lendFrom(pool), async ({ client }) => {
     await pipeline(
       Readable.from(resultChunks()),
       client.query(copyFrom(`copy public.raw_results (result_id, user_id, course_id, multi_course_result_id, is_complete,
@@ -113,11 +113,15 @@ async function rawCopy(pool: pg.Pool, results: readonly Result[], indexes: boole
 }
 
 async function upsertAll(pool: pg.Pool, results: readonly Result[]): Promise<{ ms: number; counts: LoadCounts }> {
-  let counts = emptyCounts();
+  const counts: LoadCounts = { inserted: 0, updated: 0, unchanged: 0 };
+  const lend = lendFrom(pool);
   const started = performance.now();
   for (let i = 0; i < results.length; i += BATCH) {
     const batch = results.slice(i, i + BATCH);
-    counts = addCounts(counts, await withTransaction(pool, (client) => upsertResults(client, batch, { seenAt: new Date() })));
+    const loaded = await withTransaction(lend, ({ client }) => upsertResults(client, batch, { seenAt: new Date() }));
+    counts.inserted += loaded.inserted;
+    counts.updated += loaded.updated;
+    counts.unchanged += loaded.unchanged;
   }
   return { ms: performance.now() - started, counts };
 }

@@ -1,19 +1,20 @@
-import { changeGroupPayloadSchema, PROVISION_ATTEMPTS, PROVISION_JOB_NAMES } from '../src/provisioning/action-payloads.ts';
-import { setIdentityGroup } from '../src/provisioning/identities.ts';
-import { runUserAction, type ActionOutcome } from '../src/provisioning/run-action.ts';
+import { changeGroupPayloadSchema, PROVISION_ATTEMPTS } from '../src/provisioning/apply/actions.ts';
+import { setIdentityGroup } from '../src/provisioning/apply/identities.ts';
+import { runUserAction } from '../src/provisioning/apply/run-action.ts';
 import { defineJob } from '../src/queue/define-job.ts';
-import { PROVISION_QUEUE } from '../src/queue/names.ts';
+import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
 
 /**
- * Adds a member to a group or removes one. Both answer 204 whether or not the user
- * was a member, so repeating one is harmless.
+ * Adds a member to a group or removes one, then records the identity's groups and the
+ * audit row together. Both calls answer 204 whether or not the user was a member, so
+ * repeating one is harmless.
  */
 export const changeGroup = defineJob({
-  name: PROVISION_JOB_NAMES.changeGroup,
+  name: JOB_NAMES.changeGroup,
   queue: PROVISION_QUEUE,
   payload: changeGroupPayloadSchema,
   attempts: PROVISION_ATTEMPTS,
-  run: (p, ctx): Promise<ActionOutcome> =>
+  run: (p, ctx) =>
     runUserAction(
       ctx,
       p,

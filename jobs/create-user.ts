@@ -1,25 +1,21 @@
-import { PlatformError } from '../src/platform/errors.ts';
+import type { JobContext } from '../src/context.ts';
+import { isNotOffered, PlatformError } from '../src/platform/errors.ts';
 import type { PlatformUser } from '../src/platform/schemas.ts';
-import { createUserPayloadSchema, PROVISION_ATTEMPTS, PROVISION_JOB_NAMES } from '../src/provisioning/action-payloads.ts';
-import { finishAction } from '../src/provisioning/audit.ts';
-import { upsertAccountIdentity } from '../src/provisioning/identities.ts';
-import { runAction, type ActionContext, type ActionOutcome } from '../src/provisioning/run-action.ts';
+import { createUserPayloadSchema, PROVISION_ATTEMPTS } from '../src/provisioning/apply/actions.ts';
+import { finishAction } from '../src/provisioning/apply/audit.ts';
+import { upsertAccountIdentity } from '../src/provisioning/apply/identities.ts';
+import { runAction, type ActionOutcome } from '../src/provisioning/apply/run-action.ts';
+import { asRole } from '../src/provisioning/plan/adopt.ts';
 import { defineJob } from '../src/queue/define-job.ts';
-import { PROVISION_QUEUE } from '../src/queue/names.ts';
+import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
 
-const NOT_OFFERED = new Set([404, 405, 501]);
-
-async function lookUp(ctx: ActionContext, email: string): Promise<PlatformUser | undefined> {
+async function lookUp(ctx: JobContext, email: string): Promise<PlatformUser | undefined> {
   try {
     return await ctx.platform.findUserByEmail(email);
   } catch (error) {
-    if (error instanceof PlatformError && error.status !== undefined && NOT_OFFERED.has(error.status)) return undefined;
+    if (isNotOffered(error)) return undefined;
     throw error;
   }
-}
-
-function asRole(role: string | null | undefined): 'USER' | 'ADMIN' | null {
-  return role === 'USER' || role === 'ADMIN' ? role : null;
 }
 
 /**
@@ -30,7 +26,7 @@ function asRole(role: string | null | undefined): 'USER' | 'ADMIN' | null {
  * retry after a crash between the call and its record harmless.
  */
 export const createUser = defineJob({
-  name: PROVISION_JOB_NAMES.createUser,
+  name: JOB_NAMES.createUser,
   queue: PROVISION_QUEUE,
   payload: createUserPayloadSchema,
   attempts: PROVISION_ATTEMPTS,

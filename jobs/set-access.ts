@@ -1,19 +1,21 @@
-import { setAccessPayloadSchema, PROVISION_ATTEMPTS, PROVISION_JOB_NAMES } from '../src/provisioning/action-payloads.ts';
-import { setIdentityActive } from '../src/provisioning/identities.ts';
-import { runUserAction, type ActionOutcome } from '../src/provisioning/run-action.ts';
+import { PROVISION_ATTEMPTS, setAccessPayloadSchema } from '../src/provisioning/apply/actions.ts';
+import { setIdentityActive } from '../src/provisioning/apply/identities.ts';
+import { runUserAction } from '../src/provisioning/apply/run-action.ts';
 import { defineJob } from '../src/queue/define-job.ts';
-import { PROVISION_QUEUE } from '../src/queue/names.ts';
+import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
 
 /**
- * Disables a leaver or enables a returner. Both calls answer 204 whatever the current
- * state, so a retry (or a crash before the record) repeats nothing harmful.
+ * Disables a leaver or enables a returner: POST users/{id}/disable or /enable, then the
+ * identity's `active` and the audit row in one transaction. Both calls answer 204
+ * whatever the current state, so a retry (or a crash before the record) repeats
+ * nothing harmful.
  */
 export const setAccess = defineJob({
-  name: PROVISION_JOB_NAMES.setAccess,
+  name: JOB_NAMES.setAccess,
   queue: PROVISION_QUEUE,
   payload: setAccessPayloadSchema,
   attempts: PROVISION_ATTEMPTS,
-  run: (p, ctx): Promise<ActionOutcome> =>
+  run: (p, ctx) =>
     runUserAction(
       ctx,
       p,

@@ -1,10 +1,10 @@
 import { requireSecretKey } from '../src/config.ts';
-import { setPasswordPayloadSchema, PROVISION_ATTEMPTS, PROVISION_JOB_NAMES } from '../src/provisioning/action-payloads.ts';
-import { finishAction } from '../src/provisioning/audit.ts';
-import { runAction, type ActionOutcome } from '../src/provisioning/run-action.ts';
-import { decryptSecret } from '../src/provisioning/secrets.ts';
+import { PROVISION_ATTEMPTS, setPasswordPayloadSchema } from '../src/provisioning/apply/actions.ts';
+import { finishAction } from '../src/provisioning/apply/audit.ts';
+import { runAction } from '../src/provisioning/apply/run-action.ts';
+import { decryptSecret } from '../src/provisioning/apply/secrets.ts';
 import { defineJob } from '../src/queue/define-job.ts';
-import { PROVISION_QUEUE } from '../src/queue/names.ts';
+import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
 
 /**
  * Sets a password. The payload holds it encrypted (AES-256-GCM, bound to the e-mail);
@@ -12,11 +12,11 @@ import { PROVISION_QUEUE } from '../src/queue/names.ts';
  * audit row, return value or error message.
  */
 export const setPassword = defineJob({
-  name: PROVISION_JOB_NAMES.setPassword,
+  name: JOB_NAMES.setPassword,
   queue: PROVISION_QUEUE,
   payload: setPasswordPayloadSchema,
   attempts: PROVISION_ATTEMPTS,
-  run: (p, ctx): Promise<ActionOutcome> =>
+  run: (p, ctx) =>
     runAction(ctx, p.actionId, async () => {
       const password = decryptSecret(requireSecretKey(ctx.config), p.secret, p.email);
       await ctx.platform.setPassword(p.email, password);

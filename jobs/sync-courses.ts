@@ -1,20 +1,18 @@
 import { defineJob } from '../src/queue/define-job.ts';
-import { SYNC_QUEUE } from '../src/queue/names.ts';
-import { syncPayloadSchema } from '../src/queue/sync-payload.ts';
+import { JOB_NAMES, SYNC_QUEUE } from '../src/queue/names.ts';
+import { syncSnapshot } from '../src/sync/snapshot.ts';
+import { syncPayloadSchema } from '../src/sync/sync-payload.ts';
 import { markMissingCourses, upsertCourses } from '../src/warehouse/load-courses.ts';
-import { syncSnapshot } from '../src/warehouse/snapshot-sync.ts';
-import type { SyncSummary } from '../src/warehouse/sync-summary.ts';
 
 /** Courses and their categories: a full snapshot each run; vanished courses get removed_at. */
 export const syncCourses = defineJob({
-  name: 'sync-courses',
+  name: JOB_NAMES.syncCourses,
   queue: SYNC_QUEUE,
   payload: syncPayloadSchema,
-  exclusive: () => 'sync-courses',
-  run: (_payload, ctx): Promise<SyncSummary> =>
+  exclusive: () => JOB_NAMES.syncCourses,
+  run: (_payload, ctx) =>
     syncSnapshot(ctx, {
       resource: 'courses',
-      jobId: ctx.job.id,
       pages: (signal) => ctx.platform.listCourses({}, { signal }),
       upsert: upsertCourses,
       markMissing: markMissingCourses,

@@ -1,76 +1,87 @@
-import { Queue } from 'bullmq';
 import type { Kysely } from 'kysely';
-import type { Pool } from 'pg';
 import type { Config } from './config.ts';
 import { requirePlatform } from './config.ts';
+import type { Services } from './context.ts';
 import type { Logger } from './log.ts';
-import { createMetrics, type Metrics } from './metrics.ts';
+import { createMetrics, observeJobs, type Metrics } from './metrics.ts';
 import { createPlatformClient, platformClientOptionsFromConfig } from './platform/client.ts';
 import type { PlatformClient } from './platform/types.ts';
-import { createRedisConnection } from './queue/connection.ts';
-import { QUEUE_NAMES, type QueueName } from './queue/names.ts';
+import { createJobCatalog, type JobCatalog } from './queue/catalog.ts';
+import type { AnyJobDefinition } from './queue/define-job.ts';
+import { createJobQueue, type JobQueue } from './queue/job-queue.ts';
+import { QUEUE_NAMES } from './queue/names.ts';
 import type { Database } from './warehouse/database.ts';
 import { ensureDatabase } from './warehouse/ensure-database.ts';
 import { migrate } from './warehouse/migrator.ts';
 import { createDb, createPool } from './warehouse/pool.ts';
+import { lendFrom, type PgLender } from './warehouse/transaction.ts';
 
-/** The long-lived parts one process shares between its commands and jobs. */
+/**
+ * The long-lived parts one process shares between its commands and jobs. Commands
+ * take what they need from it; domain code is handed narrow parts, never the App.
+ */
 export interface App {
   config: Config;
   log: Logger;
-  pool: Pool;
   db: Kysely<Database>;
+  withPgClient: PgLender;
   metrics: Metrics;
-  queues: Record<QueueName, Queue>;
+  queue: JobQueue;
+  catalog: JobCatalog;
   /** Built on first use: `status` and `migrate` need no platform key. */
   platform(): PlatformClient;
+  /** What a job may use (the platform built on first use). */
+  services(): Services;
   close(): Promise<void>;
 }
 
 export interface CreateAppOptions {
+  /** Every job this process knows (jobs/index.ts); the catalog refuses a gap or a double. */
+  jobs: readonly AnyJobDefinition[];
   /** Apply migrations first (under the migrator's advisory lock, so safe from many processes). */
   migrate?: boolean;
 }
 
 /** Composition root of one process: config in, connected parts out. */
-export async function createApp(config: Config, log: Logger, options: CreateAppOptions = {}): Promise<App> {
+export async function createApp(config: Config, log: Logger, options: CreateAppOptions): Promise<App> {
+  const catalog = createJobCatalog(options.jobs);
   await ensureDatabase(config.DATABASE_URL, log);
-  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY + 4) });
+  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY + 4), log });
   if (options.migrate) await migrate(pool, log);
   const db = createDb(pool);
-  const connection = createRedisConnection(config.REDIS_URL);
-  const queues = Object.fromEntries(
-    QUEUE_NAMES.map((name) => [name, new Queue(name, { connection, prefix: config.TRAINSYNC_QUEUE_PREFIX })]),
-  ) as Record<QueueName, Queue>;
+  const withPgClient = lendFrom(pool);
+  let platform: PlatformClient | undefined;
+  const getPlatform = (): PlatformClient => {
+    if (!platform) {
+      requirePlatform(config);
+      platform = createPlatformClient(platformClientOptionsFromConfig(config, log, { onRequest: (event) => metrics.observeRequest(event) }));
+    }
+    return platform;
+  };
+  const services = (): Services => ({ config, db, withPgClient, platform: getPlatform() });
+  // Queue counts are read at scrape time, by when `queue` below exists.
   const metrics = createMetrics(async () =>
     Promise.all(
-      QUEUE_NAMES.map(async (queue) => ({
-        queue,
-        counts: await queues[queue].getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'waiting-children'),
+      QUEUE_NAMES.map(async (name) => ({
+        queue: name,
+        counts: await queue.queues[name].getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'waiting-children'),
       })),
     ),
   );
-  let platform: PlatformClient | undefined;
+  const queue = createJobQueue(config, { catalog, services, log, onFinished: observeJobs(metrics) });
   return {
     config,
     log,
-    pool,
     db,
+    withPgClient,
     metrics,
-    queues,
-    platform() {
-      if (!platform) {
-        requirePlatform(config);
-        platform = createPlatformClient(
-          platformClientOptionsFromConfig(config, log, { onRequest: (event) => metrics.observeRequest(event) }),
-        );
-      }
-      return platform;
-    },
+    queue,
+    catalog,
+    platform: getPlatform,
+    services,
     async close() {
       await platform?.close();
-      await Promise.all(QUEUE_NAMES.map((name) => queues[name].close()));
-      connection.disconnect();
+      await queue.close();
       await db.destroy();
     },
   };

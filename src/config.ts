@@ -52,6 +52,8 @@ const envSchema = z.object({
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { error: 'one of fatal, error, warn, info, debug, trace, silent' })
     .default('info'),
+  // Unset on purpose: the logger then picks pretty for a terminal and JSON otherwise.
+  LOG_FORMAT: z.enum(['json', 'pretty'], { error: 'json or pretty (unset: pretty on a terminal, JSON otherwise)' }).optional(),
   TRAINSYNC_QUEUE_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits, "_", ".", ":" or "-", e.g. trainsync')

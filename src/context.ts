@@ -12,18 +12,31 @@
  * - identity:   an employee's e-mail, HR employee id and platform user id, kept together.
  */
 import type { Kysely } from 'kysely';
-import type { Pool } from 'pg';
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
 import type { PlatformClient } from './platform/types.ts';
 import type { Database } from './warehouse/database.ts';
+import type { PgLender } from './warehouse/transaction.ts';
 
-export interface JobContext {
+/** What a running job knows about itself (from BullMQ), without exposing BullMQ types. */
+export interface JobInfo {
+  id: string;
+  name: string;
+  attemptsMade: number;
+}
+
+/** The parts of a process a job may use; the worker adds what belongs to one job. */
+export interface Services {
   config: Config;
+  /** The one database handle. */
   db: Kysely<Database>;
-  /** The raw pool, for COPY streams that kysely does not wrap. */
-  pool: Pool;
+  /** Lends the raw pg client COPY needs (see `withTransaction`). */
+  withPgClient: PgLender;
   platform: PlatformClient;
+}
+
+export interface JobContext extends Services {
+  job: JobInfo;
   log: Logger;
   /** Aborted on shutdown: long jobs checkpoint and stop at the next page. */
   signal: AbortSignal;

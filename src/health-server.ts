@@ -1,3 +1,4 @@
+import { errorMessage } from './errors.ts';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from './log.ts';
@@ -28,7 +29,7 @@ export async function startHealthServer(options: {
               try {
                 await check();
               } catch (error) {
-                failures[name] = error instanceof Error ? error.message : String(error);
+                failures[name] = errorMessage(error);
               }
             }),
           );

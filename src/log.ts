@@ -1,6 +1,19 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
+import pretty from 'pino-pretty';
+import type { Config } from './config.ts';
 
 export type { Logger };
+
+/** `json` for machines (worker, pipes, files); `pretty` for a person at a terminal. */
+export type LogFormat = 'json' | 'pretty';
+
+export interface LoggerOptions {
+  level: string;
+  /** Unset means auto: pretty when stderr is a terminal and no destination was given, else JSON. */
+  format?: LogFormat | undefined;
+  /** Where lines go instead of stderr; tests pass a Writable to capture them. */
+  destination?: DestinationStream | undefined;
+}
 
 /**
  * Paths that must never reach a log line, wherever a caller puts them. The client
@@ -24,14 +37,76 @@ export const REDACTED_PATHS: readonly string[] = [
   '*.encryptedPassword',
 ];
 
-/** Builds the process logger; `destination` lets tests capture every line. */
-export function createLogger(level: string, destination?: DestinationStream): Logger {
+/** The format to use: LOG_FORMAT when set, else pretty only for a terminal. Pure, so it can be tested. */
+export function logFormatFor(config: { readonly LOG_FORMAT?: Config['LOG_FORMAT'] }, isTty: boolean): LogFormat {
+  return config.LOG_FORMAT ?? (isTty ? 'pretty' : 'json');
+}
+
+/**
+ * Builds the process logger. `createLogger(level, destination?)` is the original
+ * form and always writes JSON, so existing callers see no change.
+ */
+export function createLogger(options: LoggerOptions): Logger;
+export function createLogger(level: string, destination?: DestinationStream): Logger;
+export function createLogger(levelOrOptions: string | LoggerOptions, legacyDestination?: DestinationStream): Logger {
+  const { level, format, destination }: LoggerOptions =
+    typeof levelOrOptions === 'string' ? { level: levelOrOptions, format: 'json', destination: legacyDestination } : levelOrOptions;
+  // A caller-supplied destination is a pipe or a test sink, never a person: auto means JSON there.
+  const toTerminal = destination === undefined && process.stderr.isTTY === true;
+  const resolved = format ?? logFormatFor({}, toTerminal);
+  // Redaction runs inside pino before a line is serialised, so it covers both formats.
   return pino(
     {
       level,
       base: { app: 'trainsync' },
       redact: { paths: [...REDACTED_PATHS], censor: '[redacted]' },
     },
-    destination ?? pino.destination(2),
+    resolved === 'pretty' ? prettyStream(destination, toTerminal) : (destination ?? pino.destination(2)),
   );
+}
+
+/** Keys that are noise on a terminal (the level and time are already at the start of the line). */
+const HIDDEN_KEYS = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'app']);
+
+/**
+ * One short line per record: `12:03:04  WARN: message (key=value key=value)`.
+ * `sync: true` writes each line before `log.x()` returns, so a CLI that exits right
+ * after logging still shows it, and lines stay in order with the tables on stdout.
+ */
+function prettyStream(destination: DestinationStream | undefined, toTerminal: boolean): DestinationStream {
+  return pretty({
+    // hasColors() honours NO_COLOR, FORCE_COLOR and TERM=dumb for us.
+    colorize: toTerminal && process.stderr.hasColors(),
+    sync: true,
+    destination: destination ?? 2,
+    ignore: 'pid,hostname,app',
+    // Local time: a person at a terminal reads their own clock; JSON keeps epoch ms.
+    translateTime: 'SYS:HH:MM:ss',
+    customPrettifiers: {
+      time: (time) => String(time),
+      // Right-aligned so messages start in the same column for INFO/WARN/ERROR.
+      level: (_level, _key, _log, { label, labelColorized }) => ' '.repeat(Math.max(0, 5 - label.length)) + labelColorized,
+    },
+    // The fields go on the message line; pino-pretty would otherwise print one indented line per field.
+    hideObject: true,
+    messageFormat: (log, messageKey) => {
+      const fields = Object.entries(log)
+        .filter(([key]) => key !== messageKey && !HIDDEN_KEYS.has(key))
+        .map(([key, value]) => `${key}=${showValue(value)}`);
+      const message = typeof log[messageKey] === 'string' ? log[messageKey] : '';
+      // Control characters (newlines, terminal escapes from remote data) would break the one-line promise.
+      return `${message}${fields.length > 0 ? ` (${fields.join(' ')})` : ''}`.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ');
+    },
+  });
+}
+
+function showValue(value: unknown): string {
+  if (typeof value === 'string') return /^[^\s"=()]+$/.test(value) ? value : JSON.stringify(value);
+  // pino serialises errors as { type, message, stack }: the message is what fits on one line.
+  // An AggregateError from a failed connect has an empty message: its code says more.
+  if (typeof value === 'object' && value !== null && 'stack' in value) {
+    const { message, code, type } = value as { message?: unknown; code?: unknown; type?: unknown };
+    return showValue(String(message || code || type));
+  }
+  return JSON.stringify(value) ?? String(value);
 }

@@ -30,6 +30,14 @@ describe('config', () => {
     expect(message).toContain('redis://127.0.0.1:6379');
   });
 
+  it('leaves LOG_FORMAT unset (auto) unless it is json or pretty', () => {
+    expect(loadConfig({}).LOG_FORMAT).toBeUndefined();
+    expect(loadConfig({ LOG_FORMAT: '' }).LOG_FORMAT).toBeUndefined();
+    expect(loadConfig({ LOG_FORMAT: 'json' }).LOG_FORMAT).toBe('json');
+    expect(loadConfig({ LOG_FORMAT: 'pretty' }).LOG_FORMAT).toBe('pretty');
+    expect(() => loadConfig({ LOG_FORMAT: 'yaml' })).toThrow(/LOG_FORMAT: got "yaml"; expected json or pretty/);
+  });
+
   it('treats an empty variable as unset', () => {
     expect(loadConfig({ LOG_LEVEL: '' }).LOG_LEVEL).toBe('info');
   });

@@ -1,7 +1,8 @@
+import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisioningAttentionSection } from '../src/commands/provisioning-status.ts';
-import { enqueuePlan, waitForActions } from '../src/provisioning/apply-plan.ts';
-import { auditRows } from '../src/provisioning/audit.ts';
+import { enqueuePlan, waitForActions } from '../src/provisioning/apply/enqueue.ts';
+import { auditRows } from '../src/provisioning/apply/audit.ts';
 import { provisionFeed, type ProvisionOptions, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
 import { provisionExitCode } from '../src/provisioning/provision-report.ts';
 import { FOREIGN_EMAIL_DOMAIN, findUser, groupMembers, ORG_EMAIL_DOMAIN, writeCallCount } from '../src/simulator/index.ts';
@@ -22,7 +23,7 @@ afterAll(async () => {
 
 function run(rows: readonly HrRow[] | string, options: Partial<ProvisionOptions> = {}): Promise<ProvisionResult> {
   const file = typeof rows === 'string' ? rows : files.write(`feed-${Math.random().toString(36).slice(2)}.csv`, toCsv(rows));
-  return provisionFeed(h.app, h.registry, { file, mode: 'full', dryRun: false, force: false, ...options });
+  return provisionFeed(provisionDeps(h.app), { file, mode: 'full', dryRun: false, force: false, ...options });
 }
 
 function joiner(id: string, groups: string[] = [], domain = ORG_EMAIL_DOMAIN): HrRow {
@@ -95,7 +96,7 @@ describe('provisioning against the simulator', () => {
     expect(second.enqueued).toEqual([]);
     expect(second.skippedEmployees).toEqual(['J003']);
     h.sim.resetRequests();
-    const audit = await waitForActions(h.app, h.registry, [...second.waitingOn]);
+    const audit = await waitForActions(h.app, [...second.waitingOn]);
     expect(audit.map((r) => [r.kind, r.status, r.attempts])).toEqual([['create-user', 'succeeded', 1], ['add-to-group', 'succeeded', 1]]);
     expect(writeCallCount(h.sim.requests)).toBe(2);
   });
@@ -152,17 +153,18 @@ describe('provisioning against the simulator', () => {
       expect(accessSnapshot(h.sim.state)).toEqual(before);
     });
 
-    it('a file cut off inside a quoted value', async () => {
-      const rows = rowsFromState(h.sim.state).filter((r) => r.status === 'active');
+    it('a file cut off inside a quoted value stops the run before planning (exit 2, nothing enqueued)', async () => {
       const all = rowsFromState(h.sim.state);
       const last = all[all.length - 1]!;
       const text = toCsv(all.slice(0, -1)) + `${last.employee_id},${last.email},${last.first_name},"${last.last_name}`;
       const result = await run(files.write('truncated.csv', text));
-      expect(result.feed.errors).toHaveLength(1);
-      expect(result.feed.errors[0]!.message).toMatch(new RegExp(`^truncated\\.csv line ${all.length + 1}: .*never closed`));
+      expect(result.feed.fileErrors).toHaveLength(1);
+      expect(result.feed.fileErrors[0]).toMatch(new RegExp(`^truncated\\.csv line ${all.length + 1}: .*never closed`));
+      expect(result.feed.rows).toEqual([]);
+      expect(result.plan.refused?.reason).toBe('feed-errors');
       expect(result.plan.actions).toEqual([]);
-      expect(provisionExitCode(result)).toBe(1);
-      expect(rows.length).toBeGreaterThan(0);
+      expect(result.applied).toBeUndefined();
+      expect(provisionExitCode(result)).toBe(2);
     });
 
     it('a wrong header refuses the whole file, even with --force', async () => {

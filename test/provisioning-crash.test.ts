@@ -1,3 +1,4 @@
+import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisionFeed, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
@@ -37,7 +38,7 @@ afterAll(async () => {
 
 function run(rows: readonly HrRow[]): Promise<ProvisionResult> {
   const file = files.write(`feed-${Math.random().toString(36).slice(2)}.csv`, toCsv(rows));
-  return provisionFeed(h.app, h.registry, { file, mode: 'delta', dryRun: false, force: false });
+  return provisionFeed(provisionDeps(h.app), { file, mode: 'delta', dryRun: false, force: false });
 }
 
 const routeCalls = (route: string): number[] => h.sim.requests.filter((r) => r.route === route).map((r) => r.status);

@@ -23,7 +23,7 @@ async function demo(): Promise<string> {
   const program = new Command().exitOverride();
   const sink = new Writable({ write: (_chunk, _enc, cb) => cb() });
   registerDemoCommand(program, {
-    createLogger: (level) => createLogger(level, sink),
+    createLogger: (config) => createLogger(config.LOG_LEVEL, sink),
     jobs: allJobs,
     env: { DATABASE_URL: database.url, REDIS_URL, TRAINSYNC_REQUESTS_PER_SECOND: '1000' },
     write: (text) => (out += text),

@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ColumnMapError, parseColumnMap } from '../src/provisioning/feed-columns.ts';
-import { readFeed } from '../src/provisioning/feed-read.ts';
+import { ColumnMapError, parseColumnMap } from '../src/provisioning/feed/columns.ts';
+import { FeedDecoder } from '../src/provisioning/feed/lines.ts';
+import { readFeed } from '../src/provisioning/feed/read.ts';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/feeds/', import.meta.url));
 const fixture = (name: string): string => path.join(FIXTURES, name);
@@ -91,14 +92,31 @@ describe('readFeed: CSV', () => {
     expect(unmappedColumn.fileErrors[0]).toContain('looked for "employee_id", "E-mail"');
   });
 
-  it('reports an unterminated quote at the line it opens, and protects every key it swallowed', async () => {
+  // Was a row error that planned the rows before the quote (exit 1); a cut-off file must stop the run.
+  it('refuses a file with an unterminated quote, naming the line it opens and the fix', async () => {
     const result = await readFeed(fixture('truncated.csv'));
-    expect(result.rows.map((r) => r.employeeId)).toEqual(['E1']);
-    expect(result.errors).toHaveLength(1);
-    expect(result.errors[0]).toMatchObject({ line: 3, code: 'malformed-record' });
-    expect(result.errors[0]!.message).toMatch(/^truncated\.csv line 3: a value opened with a double quote here is never closed/);
-    expect([...result.invalidEmployeeIds].sort()).toEqual(['E2', 'E3']);
-    expect(result.invalidEmails.has('c@example.com')).toBe(true);
+    expect(result.rows).toEqual([]);
+    expect(result.errors).toEqual([]);
+    expect(result.fileErrors).toEqual([
+      'truncated.csv line 3: a value opened with a double quote is never closed, so the file looks cut off (or a closing quote is missing); nothing was planned: export the file again',
+    ]);
+  });
+
+  it('names the line of the unclosed quote, not of its record, past blank lines and closed multi-line values', async () => {
+    const file = path.join(dir, 'open-late.csv');
+    // The record starts on line 4; its last_name quote opens on line 5.
+    await writeFile(file, 'employee_id,email,first_name,last_name\r\nE1,a@example.com,A,Alpha\r\n\r\nE2,b@example.com,"Multi\r\nLine ""B""","Beta\r\nE3,c@example.com,C,Gamma\r\n');
+    const result = await readFeed(file);
+    expect(result.rows).toEqual([]);
+    expect(result.fileErrors).toHaveLength(1);
+    expect(result.fileErrors[0]).toMatch(/^open-late\.csv line 5: a value opened with a double quote is never closed/);
+  });
+
+  it('refuses a header row whose quote is never closed, instead of calling the file empty', async () => {
+    const file = path.join(dir, 'open-header.csv');
+    await writeFile(file, 'employee_id,"email\nE1,a@example.com\n');
+    const result = await readFeed(file);
+    expect(result.fileErrors).toEqual([expect.stringMatching(/^open-header\.csv line 1: a value opened with a double quote is never closed/)]);
   });
 
   it('reports a record with too few columns at its line and reads on', async () => {
@@ -186,6 +204,109 @@ describe('readFeed: CSV', () => {
     }
     expect(result.errors.map((e) => e.line)).toEqual(expected);
     expect(result.lineCount).toBe(physical);
+  });
+});
+
+/** The text as UTF-16 with a BOM; big-endian by swapping each code unit's bytes. */
+function utf16(text: string, order: 'LE' | 'BE'): Buffer {
+  const bytes = Buffer.from(`\ufeff${text}`, 'utf16le');
+  return order === 'LE' ? bytes : bytes.swap16();
+}
+
+describe('readFeed: encodings', () => {
+  it('refuses a CSV with bytes that are not UTF-8, naming the line and the fix', async () => {
+    const result = await readFeed(fixture('invalid-utf8.csv'));
+    expect(result.rows).toEqual([]);
+    expect(result.fileErrors).toEqual([
+      'invalid-utf8.csv line 3: bytes that are not valid UTF-8 (the file has no UTF-16 byte-order mark, so it is read as UTF-8), so the text cannot be read; ' +
+        'nothing was planned: save the export as UTF-8, or UTF-16 with a BOM',
+    ]);
+  });
+
+  it('refuses a JSON Lines file with bytes that are not UTF-8, naming the line', async () => {
+    const result = await readFeed(fixture('invalid-utf8.jsonl'));
+    expect(result.rows).toEqual([]);
+    expect(result.fileErrors).toHaveLength(1);
+    expect(result.fileErrors[0]).toMatch(/^invalid-utf8\.jsonl line 2: bytes that are not valid UTF-8 .*save the export as UTF-8, or UTF-16 with a BOM$/);
+  });
+
+  it.each([
+    ['LE', 'LF', '\n'],
+    ['LE', 'CRLF', '\r\n'],
+    ['BE', 'LF', '\n'],
+    ['BE', 'CRLF', '\r\n'],
+  ] as const)('reads a UTF-16%s CSV with %s and reports a bad row at its own line', async (order, eol, newline) => {
+    // U+010A and U+0A0D hold the byte 0x0A, which must not be taken for a line feed.
+    const text = ['employee_id,email,first_name,last_name', 'E1,a@example.com,Zoë,\u010a\u0a0d', 'E2,bob@,Bob,Beta', 'E3,c@example.com,"Multi', 'Line",Gamma', ''].join(newline);
+    const bytes = utf16(text, order);
+    const file = path.join(dir, `utf16-${order}-${eol}.csv`);
+    await writeFile(file, bytes);
+    const result = await readFeed(file);
+    expect(result.fileErrors).toEqual([]);
+    expect(result.errors.map((e) => e.message)).toEqual([
+      `utf16-${order}-${eol}.csv line 3, field email: "bob@" is not an e-mail address; fix the value in the HR export or drop the row`,
+    ]);
+    expect(result.rows.map((r) => [r.line, r.employeeId, r.firstName, r.lastName])).toEqual([
+      [2, 'E1', 'Zoë', '\u010a\u0a0d'],
+      [4, 'E3', `Multi${newline}Line`, 'Gamma'],
+    ]);
+    expect(result.lineCount).toBe(5);
+    expect(result.hash).toBe(createHash('sha256').update(bytes).digest('hex'));
+  });
+
+  it.each(['LE', 'BE'] as const)('reads UTF-16%s JSON Lines with the right line numbers', async (order) => {
+    const file = path.join(dir, `utf16-${order}.jsonl`);
+    await writeFile(file, utf16('{"employee_id": "J1", "email": "j1@example.com", "first_name": "Zoë"}\r\n\r\n{"employee_id": "J3", "email": "j3@"}\r\n', order));
+    const result = await readFeed(file);
+    expect(result.fileErrors).toEqual([]);
+    expect(result.rows.map((r) => [r.line, r.employeeId, r.firstName])).toEqual([[1, 'J1', 'Zoë']]);
+    expect(result.errors.map((e) => [e.line, e.field])).toEqual([[3, 'email']]);
+  });
+
+  it('refuses a UTF-16 file cut off inside a character or holding a lone surrogate', async () => {
+    const cut = path.join(dir, 'utf16-cut.csv');
+    await writeFile(cut, utf16('employee_id,email\nE1,a@example.com\nE2,b', 'LE').subarray(0, -1));
+    expect((await readFeed(cut)).fileErrors).toEqual([expect.stringMatching(/^utf16-cut\.csv line 3: bytes that are not valid UTF-16LE \(the file starts with a UTF-16LE byte-order mark\)/)]);
+    const lone = path.join(dir, 'utf16-lone.csv');
+    await writeFile(lone, utf16('employee_id,email\nE1,a@example.com,\ud800x\nE2,b@example.com\n', 'BE'));
+    expect((await readFeed(lone)).fileErrors).toEqual([expect.stringMatching(/^utf16-lone\.csv line 2: bytes that are not valid UTF-16BE/)]);
+  });
+
+  it.each([['UTF-8', 'utf8'], ['UTF-16LE', 'LE'], ['UTF-16BE', 'BE']] as const)(
+    'keeps line numbers right across chunk boundaries in a large %s file, up to undecodable bytes',
+    async (_name, encoding) => {
+      const lines = ['employee_id,email,first_name,last_name'];
+      for (let i = 1; i < 6000; i += 1) lines.push(i % 1000 === 500 ? `E${i},bad-${i}@,Zoë,"Ünal${'\r\n'}Ünal"` : `E${i},e${i}@example.com,Zoë ${i},Ünal`);
+      const text = `${lines.join('\r\n')}\r\n`;
+      const encode = (t: string): Buffer => (encoding === 'utf8' ? Buffer.from(t) : utf16(t, encoding));
+      const file = path.join(dir, `large-${encoding}.csv`);
+      await writeFile(file, encode(text));
+      const result = await readFeed(file);
+      expect(result.fileErrors).toEqual([]);
+      // Bad rows are lines 501, 1501, …; each holds a line break, so later ones sit one line further per earlier one.
+      expect(result.errors.map((e) => e.line)).toEqual([501, 1502, 2503, 3504, 4505, 5506]);
+      expect(result.lineCount).toBe(6006);
+
+      // A lone surrogate in UTF-16, or a Latin-1 byte in UTF-8, far past the first chunk.
+      const broken = encode(text.replace('Zoë 5000,', '\ud800 5000,'));
+      if (encoding === 'utf8') broken.writeUInt8(0xe9, broken.indexOf('E5001,') - 4);
+      await writeFile(file, broken);
+      expect((await readFeed(file)).fileErrors[0]).toMatch(new RegExp(`^large-${encoding}\\.csv line ${5000 + 5 + 1}: bytes that are not valid`));
+    },
+  );
+
+  it('decodes the same text whatever the chunk sizes', () => {
+    const text = 'employee_id,email\r\nE1,zoë@example.com\u010a\n😀,x\n';
+    for (const bytes of [Buffer.from(text), utf16(text, 'LE'), utf16(text, 'BE')]) {
+      for (const size of [1, 2, 3, 5]) {
+        const decoder = new FeedDecoder();
+        let out = '';
+        for (let at = 0; at < bytes.length; at += size) out += decoder.write(bytes.subarray(at, at + size));
+        out += decoder.end();
+        expect(out).toBe(text);
+        expect(decoder.lineCount).toBe(3);
+      }
+    }
   });
 });
 

@@ -1,3 +1,4 @@
+import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisioningAttentionSection } from '../src/commands/provisioning-status.ts';
 import { provisionFeed, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
@@ -20,7 +21,7 @@ afterAll(async () => {
 
 function run(rows: readonly HrRow[]): Promise<ProvisionResult> {
   const file = files.write(`feed-${Math.random().toString(36).slice(2)}.csv`, toCsv(rows));
-  return provisionFeed(h.app, h.registry, { file, mode: 'delta', dryRun: false, force: false });
+  return provisionFeed(provisionDeps(h.app), { file, mode: 'delta', dryRun: false, force: false });
 }
 
 describe('identities: an id nobody can find', () => {

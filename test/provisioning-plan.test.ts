@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { FeedRow } from '../src/provisioning/feed-types.ts';
-import { actionId } from '../src/provisioning/plan-action-id.ts';
-import { formatPlanTable, planToJson } from '../src/provisioning/plan-format.ts';
-import { parseMaxDisable, resolveMaxDisable } from '../src/provisioning/plan-limits.ts';
-import { planProvisioning } from '../src/provisioning/plan.ts';
-import type { AppliedEmployee, PlanInput, PlanOptions } from '../src/provisioning/plan-types.ts';
+import type { FeedRow } from '../src/provisioning/feed/types.ts';
+import { actionId } from '../src/provisioning/plan/action-id.ts';
+import { formatPlanTable, planToJson } from '../src/provisioning/plan/format.ts';
+import { parseMaxDisable, resolveMaxDisable } from '../src/provisioning/plan/limits.ts';
+import { planProvisioning } from '../src/provisioning/plan/plan.ts';
+import type { AppliedEmployee, PlanInput, PlanOptions } from '../src/provisioning/plan/types.ts';
 
 const GA = 'aaaaaaaa-0000-0000-0000-000000000001';
 const GB = 'bbbbbbbb-0000-0000-0000-000000000002';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { decryptSecret, encryptSecret, generatePassword, SecretError } from '../src/provisioning/secrets.ts';
+import { decryptSecret, encryptSecret, generatePassword, SecretError } from '../src/provisioning/apply/secrets.ts';
 
 const key = randomBytes(32);
 

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadAppliedEmployees } from '../src/provisioning/applied-state.ts';
-import { planProvisioning } from '../src/provisioning/plan.ts';
+import { loadAppliedEmployees } from '../src/provisioning/apply/applied-state.ts';
+import { planProvisioning } from '../src/provisioning/plan/plan.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 const G1 = '6f9619ff-8b86-d011-b42d-00c04fc964ff';

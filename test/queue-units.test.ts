@@ -4,26 +4,31 @@ import { allJobs } from '../jobs/index.ts';
 import { mapConcurrent } from '../src/map-concurrent.ts';
 import { readAhead } from '../src/platform/read-ahead.ts';
 import { defineJob } from '../src/queue/define-job.ts';
-import { SYNC_QUEUE } from '../src/queue/names.ts';
-import { createJobRegistry, lookupJob } from '../src/queue/registry.ts';
+import { JOB_NAMES, SYNC_QUEUE, type JobName } from '../src/queue/names.ts';
+import { createJobCatalog, lookupJob } from '../src/queue/catalog.ts';
 import { isPermanentError } from '../src/queue/run-job.ts';
 import { ConfigError } from '../src/config.ts';
 
-const job = (name: string) => defineJob({ name, queue: SYNC_QUEUE, payload: z.object({}), run: async () => name });
+const job = (name: string) => defineJob({ name: name as JobName, queue: SYNC_QUEUE, payload: z.object({}), run: async () => name });
+/** Every job the catalog requires, stand-ins for all but the ones a test adds. */
+const allBut = (...names: string[]) => Object.values(JOB_NAMES).filter((n) => !names.includes(n)).map(job);
 
-describe('job registry', () => {
+describe('job catalog', () => {
   it('holds every job of jobs/index.ts under its own name', () => {
-    const registry = createJobRegistry(allJobs);
-    for (const name of ['sync-courses', 'sync-filters', 'sync-results', 'sync-seats', 'sync-users']) expect(lookupJob(registry, name).name).toBe(name);
+    const catalog = createJobCatalog(allJobs);
+    for (const name of Object.values(JOB_NAMES)) expect(lookupJob(catalog, name).name).toBe(name);
   });
   it('refuses a job registered twice, and names it', () => {
-    expect(() => createJobRegistry([job('a'), job('b'), job('a')])).toThrow(/"a" is registered twice/);
+    expect(() => createJobCatalog([...allBut('sync-seats'), job('sync-seats'), job('sync-seats')])).toThrow(/"sync-seats" is registered twice/);
   });
   it('refuses a job without a name', () => {
-    expect(() => createJobRegistry([job('')])).toThrow(/has no name/);
+    expect(() => createJobCatalog([...allBut(), job('')])).toThrow(/has no name/);
+  });
+  it('refuses to start when a scheduled or enqueued job name has no handler, and names it', () => {
+    expect(() => createJobCatalog(allBut('sync-results', 'set-access'))).toThrow(/No handler for job "sync-results", "set-access"/);
   });
   it('names the known jobs when asked for an unknown one', () => {
-    expect(() => lookupJob(createJobRegistry([job('a')]), 'zzz')).toThrow(/known: a/);
+    expect(() => lookupJob(createJobCatalog(allBut()), 'zzz')).toThrow(/known: sync-courses/);
   });
   it('fails permanent errors at once and retries the rest', () => {
     expect(isPermanentError(Object.assign(new Error('bad'), { retryable: false }))).toBe(true);

@@ -2,7 +2,7 @@ import { QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultJobOptions } from '../src/queue/job-options.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';
-import { addDays } from '../src/warehouse/result-windows.ts';
+import { addDays } from '../src/sync/result-windows.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
 import { simulatorResults, warehouseResults } from './helpers/warehouse-compare.ts';
 import { startWorkerProcess, waitFor, type WorkerProcess } from './helpers/worker-process.ts';
@@ -30,7 +30,7 @@ describe('a worker killed with SIGKILL in the middle of a results sync', () => {
   });
 
   it('restarts, converges with no duplicates, and re-reads at most the unfinished windows', async () => {
-    const job = await h.app.queues[SYNC_QUEUE].add(
+    const job = await h.app.queue.queues[SYNC_QUEUE].add(
       'sync-results',
       { trigger: 'cli', since: '2024-01-01', until: '2024-12-31', full: false },
       { ...defaultJobOptions(h.config), deduplication: { id: 'sync-results' } },

@@ -32,7 +32,7 @@ describe('two workers started together', () => {
     for (const w of workers) w.child.kill('SIGTERM');
     expect(await Promise.all(workers.map((w) => w.exited))).toEqual([0, 0]);
 
-    const schedulers = await h.app.queues[SYNC_QUEUE].getJobSchedulers();
+    const schedulers = await h.app.queue.queues[SYNC_QUEUE].getJobSchedulers();
     expect(schedulers.map((s) => s.key).sort()).toEqual(['sync-courses', 'sync-filters', 'sync-results', 'sync-seats', 'sync-users']);
 
     const runs = await h.database.pool.query<{ job_id: string; status: string }>(

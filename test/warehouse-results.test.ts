@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { resultSchema, type Result } from '../src/platform/schemas.ts';
@@ -41,7 +42,7 @@ function result(overrides: Record<string, unknown> = {}): Result {
 }
 
 function load(results: Result[], seenAt = new Date()): ReturnType<typeof upsertResults> {
-  return withTransaction(t.pool, (client) => upsertResults(client, results, { seenAt }));
+  return withTransaction(t.withPgClient, ({ client }) => upsertResults(client, results, { seenAt }));
 }
 
 async function answersOf(resultId: string): Promise<string[]> {
@@ -137,8 +138,8 @@ describe('upsertResults', () => {
   it('marks results a full run did not see as removed, and clears the mark when one is listed again', async () => {
     const [kept, gone, unparsable] = [result(), result(), result()];
     await load([kept, gone, unparsable]);
-    const runId = await startRun(t.pool, { resource: 'results', mode: 'full' });
-    const removed = await withTransaction(t.pool, async (client) => {
+    const runId = await startRun(t.db, { resource: 'results', mode: 'full' });
+    const removed = await withTransaction(t.withPgClient, async ({ client }) => {
       expect(await upsertResults(client, [kept], { seenAt: new Date(), runId, trackSightings: true })).toEqual({
         inserted: 0,
         updated: 0,
@@ -163,25 +164,25 @@ describe('upsertResults', () => {
   it('commits rows and their checkpoint together, or neither', async () => {
     const r = result();
     await expect(
-      withTransaction(t.pool, async (client) => {
+      withTransaction(t.withPgClient, async ({ client, db: tdb }) => {
         await upsertResults(client, [r], { seenAt: new Date() });
-        await saveCheckpoint(client, 'results:window:2024-05-01..2024-05-08', { page: 3 }, null);
+        await saveCheckpoint(tdb, 'results:window:2024-05-01..2024-05-08', { page: 3 }, null);
         throw new Error('crash after the checkpoint');
       }),
     ).rejects.toThrow('crash after the checkpoint');
     const rows = await t.pool.query('select count(*)::int as n from training.results');
     expect(rows.rows[0].n).toBe(0);
-    expect(await getCheckpoint(t.pool, 'results:window:2024-05-01..2024-05-08')).toBeUndefined();
+    expect(await getCheckpoint(t.db, 'results:window:2024-05-01..2024-05-08', z.unknown())).toBeUndefined();
 
-    await withTransaction(t.pool, async (client) => {
+    await withTransaction(t.withPgClient, async ({ client, db: tdb }) => {
       await upsertResults(client, [r], { seenAt: new Date() });
-      await saveCheckpoint(client, 'results:window:2024-05-01..2024-05-08', { page: 3 }, null);
+      await saveCheckpoint(tdb, 'results:window:2024-05-01..2024-05-08', { page: 3 }, null);
     });
-    expect(await getCheckpoint(t.pool, 'results:window:2024-05-01..2024-05-08')).toEqual({ page: 3 });
+    expect(await getCheckpoint(t.db, 'results:window:2024-05-01..2024-05-08', z.unknown())).toEqual({ page: 3 });
   });
 
   it('loads two batches in one transaction (the staging table is reused)', async () => {
-    const counts = await withTransaction(t.pool, async (client) => {
+    const counts = await withTransaction(t.withPgClient, async ({ client }) => {
       const a = await upsertResults(client, [result(), result()], { seenAt: new Date() });
       const b = await upsertResults(client, [result()], { seenAt: new Date() });
       return [a, b];

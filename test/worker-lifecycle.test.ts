@@ -39,7 +39,7 @@ describe('the worker process', () => {
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ status: 'ok', failures: {} });
 
-    const job = await h.app.queues[SYNC_QUEUE].add(
+    const job = await h.app.queue.queues[SYNC_QUEUE].add(
       'sync-results',
       { trigger: 'cli', since: '2024-01-01', until: '2024-12-31', full: false },
       { ...defaultJobOptions(h.config), deduplication: { id: 'sync-results' } },

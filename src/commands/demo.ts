@@ -2,16 +2,18 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import Table from 'cli-table3';
 import type { Command } from 'commander';
+import { sql } from 'kysely';
 import { createApp } from '../app.ts';
 import { loadConfig } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { provisionFeed } from '../provisioning/provision-feed.ts';
 import { formatOutcome, formatPlanReport } from '../provisioning/provision-report.ts';
-import { createJobRegistry } from '../queue/registry.ts';
-import { runSync, SYNC_RESOURCES } from '../queue/run-sync.ts';
-import { syncPayloadSchema } from '../queue/sync-payload.ts';
+import { SYNC_RESOURCES } from '../sync/resources.ts';
+import { runSync } from '../sync/run-and-wait.ts';
+import { syncPayloadSchema } from '../sync/sync-payload.ts';
 import { startSimulator, writeCallCount } from '../simulator/index.ts';
 import type { CommandDeps } from './deps.ts';
+import { provisionDeps } from './provision-deps.ts';
 import { renderSummary } from './sync.ts';
 
 export const DEMO_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/trainsync_demo';
@@ -86,8 +88,7 @@ Start from scratch with: dropdb trainsync_demo`,
         TRAINSYNC_REQUESTS_PER_SECOND: env.TRAINSYNC_REQUESTS_PER_SECOND || '50',
         LOG_LEVEL: env.LOG_LEVEL || 'warn',
       });
-      const log: Logger = deps.createLogger(config.LOG_LEVEL);
-      const registry = createJobRegistry(deps.jobs);
+      const log: Logger = deps.createLogger(config);
       const seconds = (): string => ((performance.now() - started) / 1000).toFixed(1);
       let exitCode = 0;
       try {
@@ -96,16 +97,16 @@ Start from scratch with: dropdb trainsync_demo`,
           `trainsync demo\n  platform simulator: ${sim.url} (seed 1: ${s.courses.length} courses, ${s.users.length} users, ${s.results.length + s.undatedResults.length} results)\n` +
             `  database: ${new URL(config.DATABASE_URL).pathname.slice(1)}   redis prefix: ${config.TRAINSYNC_QUEUE_PREFIX}   request budget: ${config.TRAINSYNC_REQUESTS_PER_SECOND}/s\n\n`,
         );
-        const app = await createApp(config, log, { migrate: true });
+        const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
         try {
           write(`1. migrate: done (${seconds()} s)\n\n2. sync everything\n`);
-          const outcomes = await runSync(app, registry, SYNC_RESOURCES, syncPayloadSchema.parse({ trigger: 'cli' }));
+          const outcomes = await runSync(app, SYNC_RESOURCES, syncPayloadSchema.parse({ trigger: 'cli' }));
           write(renderSummary(outcomes));
           if (outcomes.some((o) => o.status === 'failed')) exitCode = 1;
 
           write(`\n3. provision ${options.feed} (${seconds()} s)\n`);
           const writesBefore = writeCallCount(sim.requests);
-          const result = await provisionFeed(app, registry, {
+          const result = await provisionFeed(provisionDeps(app), {
             file: options.feed,
             mode: 'full',
             dryRun: false,
@@ -122,16 +123,17 @@ Start from scratch with: dropdb trainsync_demo`,
           write(`write calls to the platform: ${writes}\n`);
           if (result.feed.errors.length > 0) write(`(${result.feed.errors.length} row rejected on purpose, to show the per-row report above)\n`);
 
-          const again = await provisionFeed(app, registry, { file: options.feed, mode: 'full', dryRun: true, force: false });
+          const again = await provisionFeed(provisionDeps(app), { file: options.feed, mode: 'full', dryRun: true, force: false });
           write(`replanning the same feed now: ${again.plan.actions.length} actions (an unchanged feed makes no write call)\n`);
 
           write(`\n4. sync users and seats again, to see the changes in the warehouse (${seconds()} s)\n`);
-          const after = await runSync(app, registry, ['users', 'seats'], syncPayloadSchema.parse({ trigger: 'cli' }));
+          const after = await runSync(app, ['users', 'seats'], syncPayloadSchema.parse({ trigger: 'cli' }));
           write(renderSummary(after));
 
           const counts = new Table({ head: ['table', 'rows'], style: { head: [], border: [], compact: true } });
           for (const table of TABLES) {
-            const { rows } = await app.pool.query<{ n: number }>(`select count(*)::int as n from ${table}`);
+            // `table` comes from the fixed list above, never from input.
+            const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}`.execute(app.db);
             counts.push([table, rows[0]?.n ?? 0]);
           }
           write(`\n5. the warehouse\n${counts.toString()}\n\nTry (psql ${config.DATABASE_URL}):\n${QUERIES.join('\n\n')}\n`);

@@ -5,6 +5,6 @@ import type { AnyJobDefinition } from '../queue/define-job.ts';
 /** What src/cli.ts hands every command: how to read config, how to log, which jobs exist. */
 export interface CommandDeps {
   loadConfig(): Config;
-  createLogger(level: string): Logger;
+  createLogger(config: Config): Logger;
   jobs: readonly AnyJobDefinition[];
 }

@@ -23,7 +23,7 @@ Exit status 1 with the platform's code on stderr when it refuses:
     )
     .action(async (email: string, courseId: string) => {
       const config = deps.loadConfig();
-      const log = deps.createLogger(config.LOG_LEVEL);
+      const log = deps.createLogger(config);
       await withPlatform(config, log, async (platform) => {
         const url = await platform.getAutostartLoginUrl(email.trim(), courseId.trim());
         process.stdout.write(`${url.toString()}\n`);

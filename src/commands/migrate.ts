@@ -7,7 +7,7 @@ import { createPool } from '../warehouse/pool.ts';
 
 export interface MigrateCommandDeps {
   loadConfig(): Config;
-  createLogger(level: string): Logger;
+  createLogger(config: Config): Logger;
 }
 
 /** `trainsync migrate`: creates the database if missing, applies migrations and views. */
@@ -33,7 +33,7 @@ Prints the migrations applied to stdout; logs go to stderr.`,
     )
     .action(async () => {
       const config = deps.loadConfig();
-      const log = deps.createLogger(config.LOG_LEVEL);
+      const log = deps.createLogger(config);
       await ensureDatabase(config.DATABASE_URL, log);
       const pool = createPool(config.DATABASE_URL, { max: 1, log });
       try {

@@ -2,9 +2,8 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { z } from 'zod';
 import { createApp } from '../app.ts';
 import { requireSecretKey } from '../config.ts';
-import { requestPasswordChange } from '../provisioning/password-request.ts';
-import { generatePassword } from '../provisioning/secrets.ts';
-import { createJobRegistry } from '../queue/registry.ts';
+import { requestPasswordChange } from '../provisioning/apply/password-request.ts';
+import { generatePassword } from '../provisioning/apply/secrets.ts';
 import type { CommandDeps } from './deps.ts';
 import { readSecret } from './read-secret.ts';
 
@@ -41,11 +40,11 @@ Exit status is non-zero when the change failed; the platform's code is printed.`
       requireSecretKey(config);
       const password = options.generate ? generatePassword() : await readSecret();
       if (password.length === 0) throw new Error('no password on standard input; pipe one in, or use --generate');
-      const log = deps.createLogger(config.LOG_LEVEL);
-      const app = await createApp(config, log, { migrate: true });
+      const log = deps.createLogger(config);
+      const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       let exitCode = 0;
       try {
-        const row = await requestPasswordChange(app, createJobRegistry(deps.jobs), email, password);
+        const row = await requestPasswordChange(app, email, password);
         if (row.status === 'succeeded') {
           process.stdout.write(options.generate ? `password set for ${email}; it is shown once, store it now:\n${password}\n` : `password set for ${email}\n`);
         } else {

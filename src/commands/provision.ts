@@ -1,12 +1,13 @@
+import { errorMessage } from '../errors.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { createApp } from '../app.ts';
-import { ColumnMapError, parseColumnMap } from '../provisioning/feed-columns.ts';
-import type { ColumnMap, FeedFormat } from '../provisioning/feed-types.ts';
-import { parseMaxDisable } from '../provisioning/plan-limits.ts';
-import type { MaxDisable, PlanMode } from '../provisioning/plan-types.ts';
+import { parseColumnMap } from '../provisioning/feed/columns.ts';
+import type { ColumnMap, FeedFormat } from '../provisioning/feed/types.ts';
+import { parseMaxDisable } from '../provisioning/plan/limits.ts';
+import type { MaxDisable, PlanMode } from '../provisioning/plan/types.ts';
 import { provisionFeed } from '../provisioning/provision-feed.ts';
 import { formatOutcome, formatPlanReport, provisionExitCode, provisionResultJson } from '../provisioning/provision-report.ts';
-import { createJobRegistry } from '../queue/registry.ts';
+import { provisionDeps } from './provision-deps.ts';
 import type { CommandDeps } from './deps.ts';
 
 function oneOf<T extends string>(values: readonly T[]) {
@@ -20,7 +21,7 @@ function columnMap(value: string): ColumnMap {
   try {
     return parseColumnMap(value);
   } catch (error) {
-    throw new InvalidArgumentError(error instanceof ColumnMapError || error instanceof Error ? error.message : String(error));
+    throw new InvalidArgumentError(errorMessage(error));
   }
 }
 
@@ -28,7 +29,7 @@ function maxDisable(value: string): MaxDisable {
   try {
     return parseMaxDisable(value);
   } catch (error) {
-    throw new InvalidArgumentError(error instanceof Error ? error.message : String(error));
+    throw new InvalidArgumentError(errorMessage(error));
   }
 }
 
@@ -85,13 +86,12 @@ Examples:
     )
     .action(async (file: string, options: ProvisionCliOptions) => {
       const config = deps.loadConfig();
-      const log = deps.createLogger(config.LOG_LEVEL);
-      const registry = createJobRegistry(deps.jobs);
-      const app = await createApp(config, log, { migrate: true });
+      const log = deps.createLogger(config);
+      const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       let exitCode = 0;
       let lastProgress = 0;
       try {
-        const result = await provisionFeed(app, registry, {
+        const result = await provisionFeed(provisionDeps(app), {
           file,
           format: options.format,
           map: options.map,

@@ -1,4 +1,4 @@
-import { actionsNeedingAttention } from '../provisioning/audit.ts';
+import { actionsNeedingAttention } from '../provisioning/apply/audit.ts';
 import type { StatusSection } from './status.ts';
 
 /** `status` section: provisioning actions that failed or wait for an identity, newest first. */

@@ -17,7 +17,7 @@ job records the same figures in training.seat_usage.`,
     )
     .action(async (options: { json?: boolean }) => {
       const config = deps.loadConfig();
-      const log = deps.createLogger(config.LOG_LEVEL);
+      const log = deps.createLogger(config);
       await withPlatform(config, log, async (platform) => {
         try {
           const { seatsInUse, totalSeats } = await platform.getSeats();

@@ -2,7 +2,7 @@ import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { createApp, type App } from '../app.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';
-import { lastRuns, quarantineCounts } from '../warehouse/sync-state.ts';
+import { lastRuns, listWatermarks, quarantineCounts } from '../warehouse/sync-state.ts';
 import type { CommandDeps } from './deps.ts';
 
 /** Extra sections other parts add to `status` (provisioning adds actions needing attention). */
@@ -15,8 +15,8 @@ export function registerStatusCommand(program: Command, deps: CommandDeps, secti
     .option('--json', 'print everything as one JSON document')
     .action(async (options: { json?: boolean }) => {
       const config = deps.loadConfig();
-      const log = deps.createLogger(config.LOG_LEVEL);
-      const app = await createApp(config, log, { migrate: true });
+      const log = deps.createLogger(config);
+      const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       try {
         const report = await collectStatus(app, sections);
         process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : renderStatus(report));
@@ -39,7 +39,7 @@ export interface StatusReport {
 export async function collectStatus(app: App, sections: readonly StatusSection[] = []): Promise<StatusReport> {
   const queues = await Promise.all(
     QUEUE_NAMES.map(async (name) => {
-      const queue = app.queues[name];
+      const queue = app.queue.queues[name];
       const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'waiting-children');
       return { queue: name, workers: await queue.getWorkersCount(), counts };
     }),
@@ -47,7 +47,7 @@ export async function collectStatus(app: App, sections: readonly StatusSection[]
   const failedJobs = (
     await Promise.all(
       QUEUE_NAMES.map(async (name) =>
-        (await app.queues[name].getFailed(0, 19)).map((job) => ({
+        (await app.queue.queues[name].getFailed(0, 19)).map((job) => ({
           queue: name,
           id: String(job.id),
           name: job.name,
@@ -58,20 +58,15 @@ export async function collectStatus(app: App, sections: readonly StatusSection[]
       ),
     )
   ).flat();
-  const schedules = (await app.queues.sync.getJobSchedulers()).map((s) => ({
+  const schedules = (await app.queue.queues.sync.getJobSchedulers()).map((s) => ({
     id: s.key,
     pattern: s.pattern ?? null,
     next: s.next ? new Date(s.next).toISOString() : null,
   }));
-  const watermarks = (await app.db.selectFrom('trainsync.watermarks').select(['resource', 'value', 'updated_at']).orderBy('resource').execute()).map((w) => ({
-    resource: w.resource,
-    value: w.value,
-    updatedAt: w.updated_at,
-  }));
   return {
     queues,
     runs: await lastRuns(app.db),
-    watermarks,
+    watermarks: await listWatermarks(app.db),
     quarantine: await quarantineCounts(app.db),
     failedJobs,
     schedules,

@@ -2,11 +2,11 @@ import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { createApp } from '../app.ts';
-import { runSync, SYNC_RESOURCES, type SyncResource } from '../queue/run-sync.ts';
-import { syncPayloadSchema, type SyncPayload } from '../queue/sync-payload.ts';
-import { createJobRegistry } from '../queue/registry.ts';
+import { SYNC_RESOURCES, type SyncResource } from '../sync/resources.ts';
+import { runSync } from '../sync/run-and-wait.ts';
+import { syncPayloadSchema, type SyncPayload } from '../sync/sync-payload.ts';
 import type { JobOutcome } from '../queue/wait-for-jobs.ts';
-import { parseDay } from '../warehouse/result-windows.ts';
+import { parseDay } from '../sync/result-windows.ts';
 import type { CommandDeps } from './deps.ts';
 import { createProgressDisplay } from './progress-display.ts';
 
@@ -33,15 +33,14 @@ Exit status is non-zero when any job fails; its reason is printed.`,
       const resources = parseResources(resourceArgs);
       const payload = parseSyncOptions(options);
       const config = deps.loadConfig();
-      const log = deps.createLogger(config.LOG_LEVEL);
-      const registry = createJobRegistry(deps.jobs);
-      const app = await createApp(config, log, { migrate: true });
+      const log = deps.createLogger(config);
+      const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       let exitCode = 0;
       try {
         const display = createProgressDisplay();
         let outcomes: JobOutcome[];
         try {
-          outcomes = await runSync(app, registry, resources, payload, (jobId, progress) => display.update(jobId, progress));
+          outcomes = await runSync(app, resources, payload, (jobId, progress) => display.update(jobId, progress));
         } finally {
           display.stop();
         }

@@ -2,9 +2,8 @@ import type { Command } from 'commander';
 import { createApp } from '../app.ts';
 import { startHealthServer } from '../health-server.ts';
 import { QUEUE_NAMES, SYNC_QUEUE, type QueueName } from '../queue/names.ts';
-import { createJobRegistry } from '../queue/registry.ts';
+import { sql } from 'kysely';
 import { registerSchedulers } from '../queue/schedulers.ts';
-import { startAppWorkers } from '../queue/in-process-worker.ts';
 import type { CommandDeps } from './deps.ts';
 
 export function registerWorkerCommand(program: Command, deps: CommandDeps): void {
@@ -23,19 +22,18 @@ Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (
     )
     .action(async (options: { queues: string; schedules: boolean }) => {
       const config = deps.loadConfig();
-      const log = deps.createLogger(config.LOG_LEVEL);
+      const log = deps.createLogger(config);
       const queues = parseQueues(options.queues);
-      const registry = createJobRegistry(deps.jobs);
-      const app = await createApp(config, log, { migrate: true });
-      const worker = await startAppWorkers(app, registry, queues);
-      if (options.schedules && queues.includes(SYNC_QUEUE)) await registerSchedulers(app.queues[SYNC_QUEUE], config, log);
+      const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
+      const worker = await app.queue.startWorkers(queues);
+      if (options.schedules && queues.includes(SYNC_QUEUE)) await registerSchedulers(app.queue, config, log);
       const health = await startHealthServer({
         port: config.TRAINSYNC_METRICS_PORT,
         metrics: app.metrics,
         log,
         checks: {
-          postgres: () => app.pool.query('select 1'),
-          redis: () => app.queues[SYNC_QUEUE].getJobCounts('waiting'),
+          postgres: () => sql`select 1`.execute(app.db),
+          redis: () => app.queue.queues[SYNC_QUEUE].getJobCounts('waiting'),
         },
       });
       await new Promise<void>((resolve) => {

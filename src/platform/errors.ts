@@ -1,3 +1,4 @@
+import { errorMessage } from '../errors.ts';
 import { errorBodySchema } from './schemas.ts';
 
 /**
@@ -174,7 +175,7 @@ export function classifyTransportError(error: unknown, method: string, path: str
   const where = `${method} ${path}`;
   const name = error instanceof Error ? error.name : 'Error';
   const code = typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : undefined;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   const cause = Object.assign(new Error(message), { name, code });
   if (name === 'AbortError' || code === 'ERR_ABORTED') {
     // Retryable for the queue (a job stopped by shutdown should run again later); the
@@ -200,4 +201,12 @@ export function malformed(method: string, path: string, problem: string, status?
     code: 'MALFORMED_RESPONSE',
     retryable: true,
   });
+}
+
+/** Statuses meaning "this platform does not offer that endpoint", as opposed to a failure. */
+const NOT_OFFERED_STATUSES: ReadonlySet<number> = new Set([404, 405, 501]);
+
+/** True when the platform answered that it has no such endpoint (404, 405 or 501). */
+export function isNotOffered(error: unknown): error is PlatformError {
+  return error instanceof PlatformError && error.status !== undefined && NOT_OFFERED_STATUSES.has(error.status);
 }

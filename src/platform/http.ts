@@ -1,3 +1,4 @@
+import { errorMessage } from '../errors.ts';
 import { performance } from 'node:perf_hooks';
 import { got, type Got, type Response } from 'got';
 import type { Logger } from '../log.ts';
@@ -80,7 +81,7 @@ export function createTransport(options: TransportOptions): Transport {
       throw new PlatformError(`${request.method} ${logPath}: the request budget (Redis) is unavailable`, {
         code: 'BUDGET_UNAVAILABLE',
         retryable: true,
-        cause: new Error(error instanceof Error ? error.message : String(error)),
+        cause: new Error(errorMessage(error)),
       });
     }
     const started = performance.now();

@@ -1,16 +1,24 @@
 import { basename, resolve } from 'node:path';
-import type { App } from '../app.ts';
-import { PlatformError } from '../platform/errors.ts';
-import type { JobRegistry } from '../queue/registry.ts';
-import { adoptExistingAccounts, listAllUsers } from './adopt.ts';
-import { loadAppliedEmployees } from './applied-state.ts';
-import { enqueuePlan, waitForActions, type ApplyResult, type EnqueueResult } from './apply-plan.ts';
-import { recordFeed } from './audit.ts';
-import { feedFormatFor, readFeed } from './feed-read.ts';
-import type { ColumnMap, FeedFormat, FeedReadResult } from './feed-types.ts';
-import { insertAdoptedIdentities } from './identities.ts';
-import { planProvisioning } from './plan.ts';
-import type { MaxDisable, Plan, PlanMode } from './plan-types.ts';
+import { isNotOffered, PlatformError } from '../platform/errors.ts';
+import type { PlatformUser } from '../platform/schemas.ts';
+import type { PlatformClient } from '../platform/types.ts';
+import type { PgLender } from '../warehouse/transaction.ts';
+import { withAdvisoryLock } from '../warehouse/advisory-lock.ts';
+import { loadAppliedEmployees } from './apply/applied-state.ts';
+import { recordFeed } from './apply/audit.ts';
+import { enqueuePlan, waitForActions, type ApplyDeps, type ApplyResult, type EnqueueResult } from './apply/enqueue.ts';
+import { insertAdoptedIdentities } from './apply/identities.ts';
+import { feedFormatFor, readFeed } from './feed/read.ts';
+import type { ColumnMap, FeedFormat, FeedReadResult } from './feed/types.ts';
+import { adoptExistingAccounts } from './plan/adopt.ts';
+import { planProvisioning } from './plan/plan.ts';
+import type { MaxDisable, Plan, PlanMode } from './plan/types.ts';
+
+/** What a provisioning run needs: the apply side's parts, the platform, and a lent client for its lock. */
+export interface ProvisionDeps extends ApplyDeps {
+  platform: PlatformClient;
+  withPgClient: PgLender;
+}
 
 /** Serialises plan-and-enqueue between provisioning runs (any process, one database). */
 const PROVISION_LOCK = 'trainsync:provision';
@@ -44,10 +52,22 @@ export interface ProvisionResult {
   applied?: ApplyResult;
 }
 
-/** Free seats from GET users/seats; undefined (no seat check) without an unlimited plan. */
-export async function freeSeats(app: App): Promise<SeatsInfo> {
+/** Every account of the organisation, or undefined when the platform offers no GET users. */
+export async function listAllUsers(platform: PlatformClient): Promise<PlatformUser[] | undefined> {
+  const users: PlatformUser[] = [];
   try {
-    const seats = await app.platform().getSeats();
+    for await (const page of platform.listUsers({})) users.push(...page.records);
+  } catch (error) {
+    if (isNotOffered(error)) return undefined;
+    throw error;
+  }
+  return users;
+}
+
+/** Free seats from GET users/seats; undefined (no seat check) without an unlimited plan. */
+export async function freeSeats(platform: PlatformClient): Promise<SeatsInfo> {
+  try {
+    const seats = await platform.getSeats();
     const free = Math.max(0, seats.totalSeats - seats.seatsInUse);
     return { free, note: `${seats.seatsInUse} of ${seats.totalSeats} seats in use, ${free} free` };
   } catch (error) {
@@ -63,42 +83,33 @@ export async function freeSeats(app: App): Promise<SeatsInfo> {
  * the actions and waits for them. Nothing is enqueued, and no identity written, when
  * the feed file itself cannot be read or a limit is exceeded without `force`.
  */
-export async function provisionFeed(app: App, registry: JobRegistry, options: ProvisionOptions): Promise<ProvisionResult> {
+export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptions): Promise<ProvisionResult> {
   const format = options.format ?? feedFormatFor(options.file);
   const feed = await readFeed(options.file, { format, ...(options.map ? { map: options.map } : {}) });
-  const file = basename(options.file);
-  const lock = options.dryRun ? undefined : await app.pool.connect();
-  let locked = false;
-  let planned: ProvisionResult;
-  let enqueued: EnqueueResult | undefined;
-  try {
-    if (lock) {
-      await lock.query('select pg_advisory_lock(hashtext($1))', [PROVISION_LOCK]);
-      locked = true;
-    }
-    const applied = await loadAppliedEmployees(app.db);
+  const planAndEnqueue = async (): Promise<{ planned: ProvisionResult; enqueued?: EnqueueResult }> => {
+    const applied = await loadAppliedEmployees(deps.db);
     let adopted: ReturnType<typeof adoptExistingAccounts> = [];
     let adoptionNote: string | undefined;
     let seats: SeatsInfo = { free: undefined, note: 'seats: not checked (the feed could not be read)' };
     if (feed.fileErrors.length === 0) {
       if (applied.length === 0 && feed.rows.length > 0) {
-        const users = await listAllUsers(app.platform());
+        const users = await listAllUsers(deps.platform);
         if (users === undefined) adoptionNote = 'first run: the platform offers no GET users, so existing accounts could not be adopted; creates of existing e-mails adopt them one by one';
         else {
           adopted = adoptExistingAccounts(feed.rows, applied, users);
           adoptionNote = `first run: ${adopted.length} of ${users.length} existing accounts match feed rows and are adopted as known employees`;
         }
       }
-      seats = await freeSeats(app);
+      seats = await freeSeats(deps.platform);
     }
     const plan = planProvisioning({
       ...feed,
       applied: [...applied, ...adopted],
       mode: options.mode,
       options: { maxDisable: options.maxDisable, force: options.force, freeSeats: seats.free },
-      file,
+      file: basename(options.file),
     });
-    await recordFeed(app.db, {
+    await recordFeed(deps.db, {
       hash: feed.hash,
       path: resolve(options.file),
       format,
@@ -109,21 +120,17 @@ export async function provisionFeed(app: App, registry: JobRegistry, options: Pr
       actions: plan.actions.length,
       refused: plan.refused?.reason ?? null,
     });
-    const result: ProvisionResult = { feed, plan, adopted: adopted.length, seats, ...(adoptionNote ? { adoptionNote } : {}) };
-    planned = result;
-    options.onPlan?.(result);
-    if (options.dryRun || plan.refused !== undefined) return result;
-
-    if (adopted.length > 0) await insertAdoptedIdentities(app.db, adopted);
-    enqueued = await enqueuePlan(app, plan, feed.hash);
-  } finally {
-    // The lock covers planning and enqueuing only: the wait may be long.
-    if (lock) {
-      if (locked) await lock.query('select pg_advisory_unlock(hashtext($1))', [PROVISION_LOCK]).catch(() => undefined);
-      lock.release();
-    }
-  }
+    const planned: ProvisionResult = { feed, plan, adopted: adopted.length, seats, ...(adoptionNote ? { adoptionNote } : {}) };
+    options.onPlan?.(planned);
+    if (options.dryRun || plan.refused !== undefined) return { planned };
+    if (adopted.length > 0) await insertAdoptedIdentities(deps.db, adopted);
+    return { planned, enqueued: await enqueuePlan(deps, plan, feed.hash) };
+  };
+  // The lock covers planning and enqueuing only: the wait may be long. A dry run changes nothing and takes none.
+  const { planned, enqueued } = options.dryRun
+    ? await planAndEnqueue()
+    : await withAdvisoryLock(deps.withPgClient, PROVISION_LOCK, planAndEnqueue);
   if (enqueued === undefined) return planned;
-  const audit = await waitForActions(app, registry, [...enqueued.enqueued, ...enqueued.waitingOn], options.onProgress);
+  const audit = await waitForActions(deps, [...enqueued.enqueued, ...enqueued.waitingOn], options.onProgress);
   return { ...planned, applied: { ...enqueued, audit } };
 }

@@ -1,7 +1,7 @@
 import Table from 'cli-table3';
-import type { AuditRow } from './audit.ts';
-import type { FeedReadResult } from './feed-types.ts';
-import { formatPlanTable } from './plan-format.ts';
+import type { AuditRow } from './apply/audit.ts';
+import type { FeedReadResult } from './feed/types.ts';
+import { formatPlanTable } from './plan/format.ts';
 import type { ProvisionResult } from './provision-feed.ts';
 
 /** Exit statuses of `trainsync provision`. */

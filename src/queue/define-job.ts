@@ -1,16 +1,9 @@
 import type { z } from 'zod';
 import type { JobContext } from '../context.ts';
-import type { QueueName } from './names.ts';
-
-/** What a running job knows about itself (from BullMQ), without exposing BullMQ types. */
-export interface JobInfo {
-  id: string;
-  name: string;
-  attemptsMade: number;
-}
+import type { JobName, QueueName } from './names.ts';
 
 export interface JobDefinition<Payload extends z.ZodType = z.ZodType, Summary = unknown> {
-  name: string;
+  name: JobName;
   queue: QueueName;
   payload: Payload;
   /**
@@ -20,7 +13,7 @@ export interface JobDefinition<Payload extends z.ZodType = z.ZodType, Summary = 
   exclusive?: (payload: z.output<Payload>) => string;
   /** Attempts for transient failures (default 5), with exponential backoff. */
   attempts?: number;
-  run(payload: z.output<Payload>, ctx: JobContext & { job: JobInfo }): Promise<Summary>;
+  run(payload: z.output<Payload>, ctx: JobContext): Promise<Summary>;
 }
 
 /** Declares a job; the identity function keeps the payload type tied to `run`. */
@@ -31,15 +24,15 @@ export function defineJob<Payload extends z.ZodType, Summary>(
 }
 
 /**
- * Any job definition, for registries that hold jobs of different payloads. `never`
+ * Any job definition, for the catalog that holds jobs of different payloads. `never`
  * parameters accept every job's own payload type; the worker only ever calls `run`
  * with the output of that job's own `payload.parse`.
  */
 export interface AnyJobDefinition {
-  name: string;
+  name: JobName;
   queue: QueueName;
   payload: z.ZodType;
   exclusive?: (payload: never) => string;
   attempts?: number;
-  run(payload: never, ctx: JobContext & { job: JobInfo }): Promise<unknown>;
+  run(payload: never, ctx: JobContext): Promise<unknown>;
 }

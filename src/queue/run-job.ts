@@ -1,11 +1,11 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
-import type { Pool } from 'pg';
 import { z } from 'zod';
-import type { JobContext, ProgressUpdate } from '../context.ts';
-import type { Logger } from '../log.ts';
+import type { JobContext, JobInfo, ProgressUpdate, Services } from '../context.ts';
 import { ConfigError } from '../config.ts';
-import type { JobInfo } from './define-job.ts';
-import type { JobRegistry } from './registry.ts';
+import { errorMessage } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
+import type { JobCatalog } from './catalog.ts';
 
 /** How long a job whose exclusive lock is taken waits before it is tried again. */
 const LOCK_BUSY_RETRY_MS = 5_000;
@@ -21,14 +21,15 @@ export function isPermanentError(error: unknown): boolean {
   return typeof error === 'object' && error !== null && 'retryable' in error && error.retryable === false;
 }
 
-export interface RunJobDeps {
-  registry: JobRegistry;
-  pool: Pool;
+export type JobFinishedHook = (name: string, outcome: 'completed' | 'failed' | 'delayed', seconds: number, result?: unknown) => void;
+
+/** What runs jobs: the catalog, the services a job may use, and where it reports. */
+export interface JobRunner {
+  catalog: JobCatalog;
+  /** Called when a job starts: built on first use, so commands that only enqueue need no platform key. */
+  services(): Services;
   log: Logger;
-  signal: AbortSignal;
-  /** Everything of the context but what belongs to one job. */
-  base: Omit<JobContext, 'log' | 'signal' | 'progress'>;
-  onFinished?: (name: string, outcome: 'completed' | 'failed' | 'delayed', seconds: number, result?: unknown) => void;
+  onFinished?: JobFinishedHook;
 }
 
 /**
@@ -37,68 +38,60 @@ export interface RunJobDeps {
  * retry semantics (a permanent platform error fails at once; a shutdown puts the job
  * back without spending an attempt).
  */
-export async function runJob(job: Job, token: string | undefined, deps: RunJobDeps): Promise<unknown> {
-  const definition = deps.registry.get(job.name);
+export async function runJob(job: Job, token: string | undefined, runner: JobRunner, signal: AbortSignal): Promise<unknown> {
+  const definition = runner.catalog.get(job.name);
   if (!definition) {
-    throw new UnrecoverableError(`No job named "${job.name}" is registered; known: ${[...deps.registry.keys()].join(', ')}`);
+    throw new UnrecoverableError(`No job named "${job.name}" is registered; known: ${[...runner.catalog.keys()].join(', ')}`);
   }
   const parsed = definition.payload.safeParse(job.data);
   if (!parsed.success) {
     throw new UnrecoverableError(`Invalid payload for ${job.name}: ${z.prettifyError(parsed.error)}`);
   }
   const info: JobInfo = { id: String(job.id), name: job.name, attemptsMade: job.attemptsMade };
-  const log = deps.log.child({ job: job.name, jobId: job.id });
+  const log = runner.log.child({ job: job.name, jobId: job.id });
   const started = performance.now();
   const elapsed = (): number => (performance.now() - started) / 1000;
+  const services = runner.services();
 
-  const lockKey = definition.exclusive?.(parsed.data as never);
-  const lockClient = lockKey ? await deps.pool.connect() : undefined;
-  try {
-    if (lockClient && lockKey) {
-      const { rows } = await lockClient.query<{ locked: boolean }>('select pg_try_advisory_lock(hashtext($1)) as locked', [lockKey]);
-      if (!rows[0]?.locked) {
-        log.info({ lockKey }, 'another worker is running this job; trying again shortly');
-        await job.moveToDelayed(Date.now() + LOCK_BUSY_RETRY_MS, token);
-        deps.onFinished?.(job.name, 'delayed', elapsed());
-        throw new DelayedError();
-      }
-    }
+  let lastProgress = 0;
+  const progress = (update: ProgressUpdate): void => {
+    const now = Date.now();
+    if (now - lastProgress < PROGRESS_INTERVAL_MS) return;
+    lastProgress = now;
+    job.updateProgress({ ...update }).catch((error: unknown) => log.debug({ err: error }, 'progress update failed'));
+  };
+  const context: JobContext = { ...services, job: info, log, signal, progress };
 
-    let lastProgress = 0;
-    const progress = (update: ProgressUpdate): void => {
-      const now = Date.now();
-      if (now - lastProgress < PROGRESS_INTERVAL_MS) return;
-      lastProgress = now;
-      job.updateProgress({ ...update }).catch((error: unknown) => log.debug({ err: error }, 'progress update failed'));
-    };
-
-    const context = { ...deps.base, log, signal: deps.signal, progress, job: info };
+  const run = async (): Promise<unknown> => {
     try {
       const summary = await definition.run(parsed.data as never, context);
-      deps.onFinished?.(job.name, 'completed', elapsed(), summary);
+      runner.onFinished?.(job.name, 'completed', elapsed(), summary);
       return summary;
     } catch (error) {
-      if (deps.signal.aborted) {
+      if (signal.aborted) {
         // Shutting down: the job checkpointed what it finished; put it back for the next worker.
         log.info('stopped for shutdown; the job goes back to the queue and resumes from its checkpoint');
         await job.moveToDelayed(Date.now(), token);
-        deps.onFinished?.(job.name, 'delayed', elapsed());
+        runner.onFinished?.(job.name, 'delayed', elapsed());
         throw new DelayedError();
       }
-      deps.onFinished?.(job.name, 'failed', elapsed());
+      runner.onFinished?.(job.name, 'failed', elapsed());
       if (error instanceof DelayedError || error instanceof UnrecoverableError) throw error;
       if (isPermanentError(error)) {
-        const message = error instanceof Error ? error.message : String(error);
         log.error({ err: error }, 'job failed permanently');
-        throw new UnrecoverableError(message);
+        throw new UnrecoverableError(errorMessage(error));
       }
       log.warn({ err: error, attempt: job.attemptsMade + 1 }, 'job failed; BullMQ retries it with backoff');
       throw error;
     }
-  } finally {
-    if (lockClient && lockKey) {
-      await lockClient.query('select pg_advisory_unlock(hashtext($1))', [lockKey]).catch(() => undefined);
-      lockClient.release();
-    }
-  }
+  };
+
+  const lockKey = definition.exclusive?.(parsed.data as never);
+  if (!lockKey) return run();
+  const locked = await tryAdvisoryLock(services.withPgClient, lockKey, run);
+  if (locked.acquired) return locked.value;
+  log.info({ lockKey }, 'another worker is running this job; trying again shortly');
+  await job.moveToDelayed(Date.now() + LOCK_BUSY_RETRY_MS, token);
+  runner.onFinished?.(job.name, 'delayed', elapsed());
+  throw new DelayedError();
 }

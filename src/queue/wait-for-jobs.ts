@@ -1,6 +1,8 @@
 import { QueueEvents, type Job } from 'bullmq';
 import type { Config } from '../config.ts';
+import { errorMessage } from '../errors.ts';
 import { createRedisConnection } from './connection.ts';
+import { queueKeys } from './keys.ts';
 import type { QueueName } from './names.ts';
 
 export interface JobOutcome {
@@ -25,7 +27,7 @@ export async function waitForJobs(
   // starts only after waitUntilReady, and a job finishing in between (after its
   // isFinished check) would never be reported, so the wait would hang.
   const redis = createRedisConnection(config.REDIS_URL);
-  const [last] = await redis.xrevrange(`${config.TRAINSYNC_QUEUE_PREFIX}:${queue}:events`, '+', '-', 'COUNT', 1).finally(() => redis.disconnect());
+  const [last] = await redis.xrevrange(queueKeys(config.TRAINSYNC_QUEUE_PREFIX, queue).events, '+', '-', 'COUNT', 1).finally(() => redis.disconnect());
   const events = new QueueEvents(queue, { connection: { url: config.REDIS_URL }, prefix: config.TRAINSYNC_QUEUE_PREFIX, lastEventId: last?.[0] ?? '0-0' });
   try {
     await events.waitUntilReady();
@@ -36,7 +38,7 @@ export async function waitForJobs(
           const result: unknown = await job.waitUntilFinished(events);
           return { jobId: String(job.id), name: job.name, status: 'completed', result };
         } catch (error) {
-          return { jobId: String(job.id), name: job.name, status: 'failed', error: error instanceof Error ? error.message : String(error) };
+          return { jobId: String(job.id), name: job.name, status: 'failed', error: errorMessage(error) };
         }
       }),
     );

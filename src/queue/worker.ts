@@ -1,9 +1,8 @@
 import { Worker } from 'bullmq';
 import type { Config } from '../config.ts';
-import type { Logger } from '../log.ts';
 import { createRedisConnection } from './connection.ts';
 import type { QueueName } from './names.ts';
-import { runJob, type RunJobDeps } from './run-job.ts';
+import { runJob, type JobRunner } from './run-job.ts';
 
 export interface WorkerHandle {
   workers: Worker[];
@@ -11,22 +10,15 @@ export interface WorkerHandle {
   close(): Promise<void>;
 }
 
-export interface StartWorkersOptions {
-  config: Config;
-  log: Logger;
-  queues: readonly QueueName[];
-  deps: Omit<RunJobDeps, 'signal'>;
-  /** Shared with the jobs' context: aborting it stops every running job at its next page. */
-  abort: AbortController;
-}
-
 /** Starts one BullMQ worker per queue with the configured concurrency. */
-export async function startWorkers(options: StartWorkersOptions): Promise<WorkerHandle> {
-  const { config, log, abort } = options;
+export async function startWorkers(config: Config, runner: JobRunner, queues: readonly QueueName[]): Promise<WorkerHandle> {
+  const { log } = runner;
+  // Shared with the jobs' context: aborting it stops every running job at its next page.
+  const abort = new AbortController();
   // BullMQ never closes a connection it was given: close() below disconnects these.
-  const connections = options.queues.map(() => createRedisConnection(config.REDIS_URL));
-  const workers = options.queues.map((queueName, i) => {
-    const worker = new Worker(queueName, (job, token) => runJob(job, token, { ...options.deps, signal: abort.signal }), {
+  const connections = queues.map(() => createRedisConnection(config.REDIS_URL));
+  const workers = queues.map((queueName, i) => {
+    const worker = new Worker(queueName, (job, token) => runJob(job, token, runner, abort.signal), {
       connection: connections[i]!,
       prefix: config.TRAINSYNC_QUEUE_PREFIX,
       concurrency: config.TRAINSYNC_WORKER_CONCURRENCY,
@@ -44,7 +36,7 @@ export async function startWorkers(options: StartWorkersOptions): Promise<Worker
     return worker;
   });
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
-  log.info({ queues: options.queues, concurrency: config.TRAINSYNC_WORKER_CONCURRENCY }, 'worker started');
+  log.info({ queues, concurrency: config.TRAINSYNC_WORKER_CONCURRENCY }, 'worker started');
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {

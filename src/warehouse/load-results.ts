@@ -22,35 +22,23 @@ const KNOWN_RESULT_FIELDS = new Set([
 // Declared here, not LIKE training.results: a pooled session keeps its temp table,
 // so its shape must follow this code, not whatever the table looked like then.
 const STAGE = 'pg_temp.trainsync_stage_results';
-const STAGE_COLUMNS = [
-  'result_id',
-  'user_id',
-  'course_id',
-  'multi_course_result_id',
-  'is_complete',
-  'date_completed',
-  'score',
-  'maximum_score',
-  'pass_rate',
-  'course_type',
-  'extra',
-  'answer_ids',
+/** The staging table's columns and types, in the order `stageRow` writes them. */
+const STAGE_SHAPE = [
+  ['result_id', 'uuid not null'],
+  ['user_id', 'uuid not null'],
+  ['course_id', 'uuid not null'],
+  ['multi_course_result_id', 'uuid'],
+  ['is_complete', 'boolean not null'],
+  ['date_completed', 'timestamptz'],
+  ['score', 'integer'],
+  ['maximum_score', 'integer'],
+  ['pass_rate', 'integer'],
+  ['course_type', 'text'],
+  ['extra', 'jsonb'],
+  ['answer_ids', 'uuid[] not null'],
 ] as const;
-const CREATE_STAGE = `
-  create temp table if not exists trainsync_stage_results (
-    result_id uuid not null,
-    user_id uuid not null,
-    course_id uuid not null,
-    multi_course_result_id uuid,
-    is_complete boolean not null,
-    date_completed timestamptz,
-    score integer,
-    maximum_score integer,
-    pass_rate integer,
-    course_type text,
-    extra jsonb,
-    answer_ids uuid[] not null
-  )`;
+const STAGE_COLUMNS = STAGE_SHAPE.map(([name]) => name);
+const CREATE_STAGE = `create temp table if not exists trainsync_stage_results (${STAGE_SHAPE.map(([name, type]) => `${name} ${type}`).join(', ')})`;
 
 const DATA_COLUMNS = STAGE_COLUMNS.slice(1, -1);
 

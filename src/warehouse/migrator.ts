@@ -1,3 +1,4 @@
+import { errorMessage } from '../errors.ts';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -138,7 +139,7 @@ export async function migrate(pool: pg.Pool, log: Logger, options: MigrateOption
           file.checksum,
         ]);
       }).catch((error: unknown) => {
-        throw new Error(`migration ${file.name} failed: ${error instanceof Error ? error.message : String(error)}`, {
+        throw new Error(`migration ${file.name} failed: ${errorMessage(error)}`, {
           cause: error,
         });
       });
@@ -152,7 +153,7 @@ export async function migrate(pool: pg.Pool, log: Logger, options: MigrateOption
           try {
             await client.query(view.text);
           } catch (error) {
-            throw new Error(`view ${view.name} failed: ${error instanceof Error ? error.message : String(error)}`, {
+            throw new Error(`view ${view.name} failed: ${errorMessage(error)}`, {
               cause: error,
             });
           }

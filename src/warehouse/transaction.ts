@@ -1,27 +1,88 @@
+import { Kysely, PostgresDialect, type PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
+import type { Database } from './database.ts';
 
 /**
- * Runs `fn` inside BEGIN/COMMIT on one pooled connection and returns its value;
- * rolls back and rethrows when it throws. Loaders and sync state take this client,
- * so rows and their checkpoint commit together or not at all.
+ * Lends a pooled pg client for the length of `fn`: COPY streams need the raw client,
+ * which Kysely does not expose. The only way storage code reaches a raw connection.
  */
-export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query('begin');
-    const value = await fn(client);
-    await client.query('commit');
-    return value;
-  } catch (error) {
+export type PgLender = <T>(fn: (client: pg.PoolClient) => Promise<T>) => Promise<T>;
+
+/**
+ * A lender over a pool. While lent, the client has an 'error' listener: pg's pool
+ * listens only to idle clients, and a checked-out one losing its server (a restart,
+ * a failover) would otherwise raise an unhandled 'error' and end the process. The
+ * failure still reaches the caller through the query it was running. A client whose
+ * work threw is destroyed, not reused: after a lost server or a failed rollback it
+ * may be unusable, and a fresh connection costs a few milliseconds.
+ */
+export function lendFrom(pool: pg.Pool): PgLender {
+  return async (fn) => {
+    const client = await pool.connect();
+    const ignore = (): void => undefined;
+    client.on('error', ignore);
+    let failed = false;
     try {
-      await client.query('rollback');
-    } catch (rollbackError) {
-      // The connection is unusable (e.g. terminated): do not hand it back to the pool.
-      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+      return await fn(client);
+    } catch (error) {
+      failed = true;
+      throw error;
+    } finally {
+      client.off('error', ignore);
+      client.release(failed);
     }
-    throw error;
-  } finally {
-    client.release(broken);
+  };
+}
+
+/** One open transaction: the raw client (for COPY) and Kysely on the same connection. */
+export interface Tx {
+  client: pg.PoolClient;
+  db: Kysely<Database>;
+}
+
+/** Kysely bound to one client, so typed queries run inside the caller's transaction. */
+export function kyselyOn(client: pg.PoolClient): Kysely<Database> {
+  const lent = { query: client.query.bind(client), release: () => undefined } as unknown as PostgresPoolClient;
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: { connect: async () => lent, end: async () => undefined } }) });
+}
+
+/**
+ * Runs `fn` inside BEGIN/COMMIT on one lent connection and returns its value; rolls
+ * back and rethrows when it throws. Loaders and sync state share the transaction, so
+ * rows and their checkpoint commit together or not at all.
+ */
+export async function withTransaction<T>(lend: PgLender, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return lend(async (client) => {
+    await client.query('begin');
+    try {
+      const value = await fn({ client, db: kyselyOn(client) });
+      await client.query('commit');
+      return value;
+    } catch (error) {
+      // A rollback that fails (the connection is gone) changes nothing: the lender destroys the client.
+      await client.query('rollback').catch(() => undefined);
+      throw error;
+    }
+  });
+}
+
+/** Deadlock and serialization failures: Postgres asks for the transaction to be run again. */
+const RETRYABLE_SQLSTATES = new Set(['40P01', '40001']);
+const MAX_ATTEMPTS = 5;
+
+/**
+ * `withTransaction`, run again when Postgres aborts it for a deadlock or a
+ * serialization failure. Concurrent windows overlap by a day, so two batches may
+ * upsert the same result at once; a retry of the whole batch is always safe.
+ */
+export async function withRetriedTransaction<T>(lend: PgLender, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await withTransaction(lend, fn);
+    } catch (error) {
+      const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
+      if (!RETRYABLE_SQLSTATES.has(code) || attempt >= MAX_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20 * attempt + Math.random() * 50));
+    }
   }
 }

@@ -28,6 +28,7 @@ import { createLogger } from '../../src/log.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { migrate, SQL_DIR } from '../../src/warehouse/migrator.ts';
 import { createDb, createPool } from '../../src/warehouse/pool.ts';
+import { lendFrom, type PgLender } from '../../src/warehouse/transaction.ts';
 
 /** The server's maintenance database URL (override with TEST_DATABASE_ADMIN_URL). */
 export const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -47,6 +48,8 @@ export interface TestDatabase {
   pool: pg.Pool;
   /** kysely over `pool`. */
   db: Kysely<Database>;
+  /** Lends a client of `pool` (for withTransaction and COPY). */
+  withPgClient: PgLender;
   /** Ends the pool and drops the database, terminating other connections; safe to call twice. */
   drop(): Promise<void>;
 }
@@ -183,6 +186,7 @@ export async function createTestDatabase(options: CreateTestDatabaseOptions = {}
     url,
     name,
     pool,
+    withPgClient: lendFrom(pool),
     db,
     async drop(): Promise<void> {
       if (dropped) return;

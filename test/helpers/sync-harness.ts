@@ -3,9 +3,9 @@ import { allJobs } from '../../jobs/index.ts';
 import { createApp, type App } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
-import { createJobRegistry, type JobRegistry } from '../../src/queue/registry.ts';
-import { runSync, type SyncResource } from '../../src/queue/run-sync.ts';
-import { syncPayloadSchema, type SyncPayload } from '../../src/queue/sync-payload.ts';
+import type { SyncResource } from '../../src/sync/resources.ts';
+import { runSync } from '../../src/sync/run-and-wait.ts';
+import { syncPayloadSchema, type SyncPayload } from '../../src/sync/sync-payload.ts';
 import type { JobOutcome } from '../../src/queue/wait-for-jobs.ts';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../../src/simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
@@ -22,7 +22,6 @@ export interface SyncHarness {
   env: Record<string, string>;
   config: Config;
   app: App;
-  registry: JobRegistry;
   /** Every log line the app wrote, as text (to search for secrets). */
   logLines: string[];
   /** Enqueues and waits exactly as `trainsync sync` does (this process is the worker). */
@@ -60,8 +59,7 @@ export async function createSyncHarness(options: SyncHarnessOptions = {}): Promi
     },
   });
   const log: Logger = createLogger(config.LOG_LEVEL, sink);
-  const app = await createApp(config, log);
-  const registry = createJobRegistry(allJobs);
+  const app = await createApp(config, log, { jobs: allJobs });
   return {
     sim,
     database,
@@ -69,9 +67,8 @@ export async function createSyncHarness(options: SyncHarnessOptions = {}): Promi
     env,
     config,
     app,
-    registry,
     logLines,
-    sync: (resources, payload = {}) => runSync(app, registry, resources, syncPayloadSchema.parse({ trigger: 'cli', ...payload })),
+    sync: (resources, payload = {}) => runSync(app, resources, syncPayloadSchema.parse({ trigger: 'cli', ...payload })),
     async close() {
       await app.close();
       await sim.close();

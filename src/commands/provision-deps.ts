@@ -1,0 +1,7 @@
+import type { App } from '../app.ts';
+import type { ProvisionDeps } from '../provisioning/provision-feed.ts';
+
+/** The narrow parts of an app a provisioning run takes. */
+export function provisionDeps(app: App): ProvisionDeps {
+  return { db: app.db, queue: app.queue, log: app.log, platform: app.platform(), withPgClient: app.withPgClient };
+}

@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import { JOB_NAMES, type JobName } from '../../queue/names.ts';
+import type { PlannedAction } from '../plan/types.ts';
+
+/**
+ * The payloads of the provisioning jobs, and how a planned action becomes one. The
+ * job id is the action id, so the same action enqueued twice is one job.
+ */
+
+const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'a lower-case GUID');
+
+const common = {
+  actionId: z.string().min(1),
+  employeeId: z.string().min(1),
+  /** Lower case: the identity key; also the `userIdentifier` fallback. */
+  email: z.string().min(3),
+  /** Known when planned (applied state or the feed's platform_user_id); else looked up. */
+  platformUserId: uuid.nullable(),
+  feedHash: z.string().nullable(),
+};
+
+export const createUserPayloadSchema = z.object({
+  ...common,
+  account: z.object({
+    /** As the HR export wrote it: what the platform stores. */
+    email: z.string().min(3),
+    firstName: z.string().min(1),
+    lastName: z.string().min(1),
+    role: z.enum(['USER', 'ADMIN']),
+    organisationIdentifier: z.string().min(1),
+  }),
+});
+export type CreateUserPayload = z.output<typeof createUserPayloadSchema>;
+
+export const setAccessPayloadSchema = z.object({ ...common, active: z.boolean() });
+export type SetAccessPayload = z.output<typeof setAccessPayloadSchema>;
+
+export const changeGroupPayloadSchema = z.object({ ...common, groupId: uuid, member: z.boolean() });
+export type ChangeGroupPayload = z.output<typeof changeGroupPayloadSchema>;
+
+export const setPasswordPayloadSchema = z.object({
+  actionId: z.string().min(1),
+  /** Lower case; also the AAD the secret is bound to. */
+  email: z.string().min(3),
+  /** `encryptSecret(TRAINSYNC_SECRET_KEY, password, email)`: never the password itself. */
+  secret: z.string().regex(/^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, 'an encrypted secret (v1.<iv>.<tag>.<ciphertext>)'),
+});
+export type SetPasswordPayload = z.output<typeof setPasswordPayloadSchema>;
+
+/** Attempts of a provisioning job (transient errors only; documented 400 codes fail at once). */
+export const PROVISION_ATTEMPTS = 5;
+
+export interface ActionJob {
+  name: JobName;
+  data: CreateUserPayload | SetAccessPayload | ChangeGroupPayload;
+}
+
+/** The job that carries out a planned action. */
+export function jobForAction(action: PlannedAction, feedHash: string | null): ActionJob {
+  const base = { actionId: action.id, employeeId: action.employeeId, email: action.email, platformUserId: action.platformUserId, feedHash };
+  switch (action.kind) {
+    case 'create-user': {
+      const a = action.after;
+      const account = {
+        email: a.email ?? action.email,
+        firstName: a.firstName ?? '',
+        lastName: a.lastName ?? '',
+        role: a.role ?? 'USER',
+        organisationIdentifier: a.organisationIdentifier ?? action.employeeId,
+      };
+      return { name: JOB_NAMES.createUser, data: createUserPayloadSchema.parse({ ...base, account }) };
+    }
+    case 'enable':
+    case 'disable':
+      return { name: JOB_NAMES.setAccess, data: setAccessPayloadSchema.parse({ ...base, active: action.kind === 'enable' }) };
+    case 'add-to-group':
+    case 'remove-from-group':
+      return {
+        name: JOB_NAMES.changeGroup,
+        data: changeGroupPayloadSchema.parse({ ...base, groupId: action.groupId, member: action.kind === 'add-to-group' }),
+      };
+  }
+}
+
+/**
+ * The BullMQ job id of an action. BullMQ refuses ':' in custom ids (its own key
+ * separator), which action ids use, so ':' becomes '%3A' (and '%' becomes '%25', so
+ * two different action ids never share a job id).
+ */
+export function jobIdForAction(actionId: string): string {
+  return actionId.replace(/%/g, '%25').replace(/:/g, '%3A');
+}

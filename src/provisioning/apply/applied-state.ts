@@ -1,0 +1,26 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Database } from '../../warehouse/database.ts';
+import type { IdentitiesTable } from '../../warehouse/provisioning-tables.ts';
+import type { AppliedEmployee } from '../plan/types.ts';
+
+/** One `trainsync.identities` row as the planner's applied state. */
+export function toAppliedEmployee(row: Selectable<IdentitiesTable>): AppliedEmployee {
+  return {
+    employeeId: row.employee_id,
+    email: row.email,
+    platformUserId: row.platform_user_id,
+    firstName: row.first_name,
+    lastName: row.last_name,
+    active: row.active,
+    groups: row.groups,
+    role: row.role,
+    organisationIdentifier: row.organisation_identifier,
+    version: row.version,
+  };
+}
+
+/** Every employee's last applied state, for `planProvisioning`. */
+export async function loadAppliedEmployees(db: Kysely<Database>): Promise<AppliedEmployee[]> {
+  const rows = await db.selectFrom('trainsync.identities').selectAll().orderBy('employee_id').execute();
+  return rows.map(toAppliedEmployee);
+}

@@ -1,0 +1,158 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from '../../log.ts';
+import type { ChainSpec, JobQueue } from '../../queue/job-queue.ts';
+import { PROVISION_QUEUE } from '../../queue/names.ts';
+import type { Database } from '../../warehouse/database.ts';
+import type { Plan } from '../plan/types.ts';
+import { jobForAction, jobIdForAction } from './actions.ts';
+import { auditEntryFor, auditRows, finishAction, openActions, recordQueuedActions, type AuditEntry, type AuditRow } from './audit.ts';
+
+/** What enqueuing and waiting need: the database (audit rows), the queue and a log. */
+export interface ApplyDeps {
+  db: Kysely<Database>;
+  queue: JobQueue;
+  log: Logger;
+}
+
+/**
+ * Enqueuing a plan, in order per employee, without doubling anything.
+ *
+ * Order: each employee's actions form one BullMQ flow chain in plan order (create or
+ * enable/disable first, then group changes): every action is the parent of the one
+ * before it, so BullMQ starts it only when that one has finished. Children carry
+ * `ignoreDependencyOnFailure`, so a failed create does not leave the rest of the chain
+ * waiting forever: they run, find no platform user, and end as needs-identity.
+ *
+ * No doubles: job ids are the planner's action ids (`jobIdForAction`). BullMQ 6.7 treats an id that
+ * already exists inside a flow as that existing job (a completed one counts as done, a
+ * failed one would block its new parent forever, and one with another live parent makes
+ * the whole add fail), so before adding, an employee with an action still queued from
+ * an earlier run is left alone this run (the CLI waits for those jobs instead), and
+ * finished jobs whose ids the plan reuses (failed, needs-identity) are removed first
+ * so they run again.
+ */
+
+export interface EnqueueResult {
+  /** Action ids enqueued by this call. */
+  enqueued: string[];
+  /** Action ids of earlier runs still queued or running; this run waits for them too. */
+  waitingOn: string[];
+  /** Employees left alone because an earlier run's action for them is still open. */
+  skippedEmployees: string[];
+}
+
+/** Settles audit rows left `queued`/`planned` whose job is gone or ended without a record; returns the live ones. */
+async function liveOpenActions(deps: ApplyDeps): Promise<AuditRow[]> {
+  const live: AuditRow[] = [];
+  for (const row of await openActions(deps.db)) {
+    const jobId = jobIdForAction(row.actionId);
+    const state = await deps.queue.state(PROVISION_QUEUE, jobId);
+    if (state === 'unknown') {
+      await finishAction(deps.db, row.actionId, {
+        status: 'skipped',
+        errorCode: 'JOB_LOST',
+        errorMessage: 'its job is no longer in the queue (never added, or removed); the next plan includes the action again if it is still needed',
+      });
+    } else if (state === 'completed' || state === 'failed') {
+      const reason = await deps.queue.failedReason(PROVISION_QUEUE, jobId);
+      await finishAction(deps.db, row.actionId, {
+        status: 'failed',
+        errorCode: 'JOB_UNRECORDED',
+        errorMessage: `the job ended (${state}${reason ? `: ${reason}` : ''}) without recording its outcome`,
+      });
+    } else {
+      live.push(row);
+    }
+  }
+  return live;
+}
+
+/** Writes the audit rows and adds one flow chain per employee; see the module comment. */
+export async function enqueuePlan(deps: ApplyDeps, plan: Plan, feedHash: string | null): Promise<EnqueueResult> {
+  const open = await liveOpenActions(deps);
+  const busy = new Set(open.map((row) => row.employeeId));
+  const waitingOn = open.map((row) => row.actionId);
+  const skippedEmployees: string[] = [];
+  const chains: ChainSpec[] = [];
+  const entries: AuditEntry[] = [];
+  const enqueued: string[] = [];
+
+  // One round trip per chunk: ioredis pipelines the concurrent commands.
+  const states = new Map<string, string>();
+  const ids = plan.actions.map((a) => a.id);
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = ids.slice(i, i + 500);
+    const found = await Promise.all(chunk.map((id) => deps.queue.state(PROVISION_QUEUE, jobIdForAction(id))));
+    chunk.forEach((id, k) => states.set(id, found[k]!));
+  }
+
+  for (const [employeeId, actions] of Object.entries(plan.byEmployee)) {
+    if (busy.has(employeeId)) {
+      skippedEmployees.push(employeeId);
+      continue;
+    }
+    let pending = false;
+    for (const action of actions) {
+      const state = states.get(action.id) ?? 'unknown';
+      if (state === 'unknown') continue;
+      if (state === 'completed' || state === 'failed') await deps.queue.remove(PROVISION_QUEUE, jobIdForAction(action.id));
+      else {
+        // Queued without an open audit row (e.g. enqueued by hand): wait for it, add nothing beside it.
+        pending = true;
+        waitingOn.push(action.id);
+      }
+    }
+    if (pending) {
+      skippedEmployees.push(employeeId);
+      continue;
+    }
+    let node: ChainSpec | undefined;
+    for (const action of actions) {
+      const job = jobForAction(action, feedHash);
+      node = { name: job.name, data: job.data, jobId: jobIdForAction(action.id), ...(node ? { after: node } : {}) };
+      entries.push(auditEntryFor(action, feedHash));
+      enqueued.push(action.id);
+    }
+    if (node) chains.push(node);
+  }
+
+  // Audit rows first: a job must find its row (it counts attempts there).
+  await recordQueuedActions(deps.db, entries);
+  await deps.queue.addChains(chains);
+  deps.log.info({ enqueued: enqueued.length, waitingOn: waitingOn.length, skippedEmployees: skippedEmployees.length }, 'provisioning actions enqueued');
+  return { enqueued, waitingOn, skippedEmployees };
+}
+
+export interface ApplyResult extends EnqueueResult {
+  /** The audit rows of every action enqueued or waited for, after the wait. */
+  audit: AuditRow[];
+}
+
+/**
+ * Waits for provisioning actions (the worker rule of `sync`: when no worker is
+ * connected, this process runs them) and returns their audit rows. `onProgress`
+ * gets (finished, total) about once a second.
+ */
+export async function waitForActions(
+  deps: ApplyDeps,
+  actionIds: readonly string[],
+  onProgress?: (finished: number, total: number) => void,
+): Promise<AuditRow[]> {
+  if (actionIds.length === 0) return [];
+  const worker = await deps.queue.processHereIfNoWorker(PROVISION_QUEUE);
+  const ticker = onProgress
+    ? setInterval(() => {
+        void auditRows(deps.db, actionIds)
+          .then((rows) => onProgress(rows.filter((r) => r.status !== 'queued' && r.status !== 'planned').length, actionIds.length))
+          .catch(() => undefined);
+      }, 1_000)
+    : undefined;
+  try {
+    // Outcomes are read from the audit rows: a trimmed job reads as "missing" to BullMQ.
+    await deps.queue.waitFor(PROVISION_QUEUE, actionIds.map(jobIdForAction));
+  } finally {
+    if (ticker) clearInterval(ticker);
+    await worker?.close();
+  }
+  return auditRows(deps.db, actionIds);
+}

@@ -1,0 +1,153 @@
+import { sql, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely';
+import type { Database } from '../../warehouse/database.ts';
+import type { IdentitiesTable } from '../../warehouse/provisioning-tables.ts';
+import type { FeedRole } from '../feed/types.ts';
+import type { AppliedEmployee } from '../plan/types.ts';
+
+/**
+ * `trainsync.identities`: per employee, the e-mail, the HR employee id and the platform
+ * user id kept together, with the state trainsync last made true on the platform.
+ * Every write bumps `version` (the planner's action ids include it; see plan-action-id.ts).
+ */
+
+type Db = Kysely<Database> | Transaction<Database>;
+export type IdentityRow = Selectable<IdentitiesTable>;
+
+export async function findIdentity(db: Db, employeeId: string): Promise<IdentityRow | undefined> {
+  return db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', employeeId).executeTakeFirst();
+}
+
+export async function findIdentityByEmail(db: Db, email: string): Promise<IdentityRow | undefined> {
+  return db
+    .selectFrom('trainsync.identities')
+    .selectAll()
+    .where(sql<string>`lower(email)`, '=', email.toLowerCase())
+    .executeTakeFirst();
+}
+
+export async function countIdentities(db: Db): Promise<number> {
+  const row = await db.selectFrom('trainsync.identities').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export interface AccountIdentity {
+  employeeId: string;
+  email: string;
+  platformUserId: string | null;
+  firstName: string | null;
+  lastName: string | null;
+  role: FeedRole | null;
+  organisationIdentifier: string | null;
+  active: boolean;
+}
+
+/**
+ * Records an account that now exists on the platform (created or adopted). An existing
+ * row for the employee is overwritten except its groups, and keeps a known platform id
+ * when this call learned none.
+ */
+export async function upsertAccountIdentity(db: Db, account: AccountIdentity): Promise<void> {
+  await db
+    .insertInto('trainsync.identities')
+    .values({
+      employee_id: account.employeeId,
+      email: account.email,
+      platform_user_id: account.platformUserId,
+      first_name: account.firstName,
+      last_name: account.lastName,
+      role: account.role,
+      organisation_identifier: account.organisationIdentifier,
+      active: account.active,
+      groups: [],
+      version: 1,
+    })
+    .onConflict((oc) =>
+      oc.column('employee_id').doUpdateSet({
+        email: (eb) => eb.ref('excluded.email'),
+        platform_user_id: sql<string | null>`coalesce(excluded.platform_user_id, trainsync.identities.platform_user_id)`,
+        first_name: (eb) => eb.ref('excluded.first_name'),
+        last_name: (eb) => eb.ref('excluded.last_name'),
+        role: (eb) => eb.ref('excluded.role'),
+        organisation_identifier: (eb) => eb.ref('excluded.organisation_identifier'),
+        active: (eb) => eb.ref('excluded.active'),
+        version: sql<number>`trainsync.identities.version + 1`,
+        updated_at: sql<Date>`now()`,
+      }),
+    )
+    .execute();
+}
+
+/** Identities adopted from the platform's user list before the first plan (see adopt.ts). */
+export async function insertAdoptedIdentities(db: Db, employees: readonly AppliedEmployee[]): Promise<number> {
+  let inserted = 0;
+  for (let i = 0; i < employees.length; i += 500) {
+    const chunk = employees.slice(i, i + 500);
+    const result = await db
+      .insertInto('trainsync.identities')
+      .values(
+        chunk.map((e) => ({
+          employee_id: e.employeeId,
+          email: e.email,
+          platform_user_id: e.platformUserId,
+          first_name: e.firstName,
+          last_name: e.lastName,
+          role: e.role ?? null,
+          organisation_identifier: e.organisationIdentifier ?? null,
+          active: e.active,
+          groups: e.groups,
+          version: 1,
+        })),
+      )
+      // A row that appeared meanwhile (another run) wins: adoption never overwrites.
+      .onConflict((oc) => oc.doNothing())
+      .executeTakeFirst();
+    inserted += Number(result.numInsertedOrUpdatedRows ?? 0n);
+  }
+  return inserted;
+}
+
+/** Learns the platform user id of an employee whose id was unknown. */
+export async function setIdentityPlatformUser(db: Db, employeeId: string, platformUserId: string): Promise<void> {
+  await db
+    .updateTable('trainsync.identities')
+    .set({ platform_user_id: platformUserId, version: sql<number>`version + 1`, updated_at: sql<Date>`now()` })
+    .where('employee_id', '=', employeeId)
+    .where('platform_user_id', 'is', null)
+    .execute();
+}
+
+/**
+ * Records what an action made true on the platform: bumps `version` (so a later,
+ * opposite action gets a new action id) and fills in the platform id if it was unknown.
+ */
+async function updateAppliedState(
+  db: Db,
+  employeeId: string,
+  platformUserId: string,
+  change: { active: boolean } | { groups: RawBuilder<string[]> },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('trainsync.identities')
+    .set({
+      ...change,
+      platform_user_id: sql<string>`coalesce(platform_user_id, ${platformUserId}::uuid)`,
+      version: sql<number>`version + 1`,
+      updated_at: sql<Date>`now()`,
+    })
+    .where('employee_id', '=', employeeId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** After enable/disable: the access trainsync made true. Returns whether a row was updated. */
+export function setIdentityActive(db: Db, employeeId: string, active: boolean, platformUserId: string): Promise<boolean> {
+  return updateAppliedState(db, employeeId, platformUserId, { active });
+}
+
+/** After a group change: the membership trainsync made true. Returns whether a row was updated. */
+export function setIdentityGroup(db: Db, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<boolean> {
+  const groups = member
+    ? sql<string[]>`case when ${groupId}::uuid = any(groups) then groups else array_append(groups, ${groupId}::uuid) end`
+    : sql<string[]>`array_remove(groups, ${groupId}::uuid)`;
+  return updateAppliedState(db, employeeId, platformUserId, { groups });
+}

@@ -1,0 +1,29 @@
+import type { ActionKind } from './types.ts';
+
+export interface ActionIdParts {
+  kind: ActionKind;
+  employeeId: string;
+  email: string;
+  groupId?: string;
+  baseVersion: number;
+}
+
+/**
+ * The deterministic id of an action: the BullMQ job id and the audit row's key.
+ *
+ * - `create-user:<email>`: e-mails are unique across the platform, so one account per
+ *   e-mail, whatever feed asks for it.
+ * - `<kind>:<employeeId>[:<groupId>]:v<version>`: the kind names the transition
+ *   (disable = active → inactive), the version is the applied state the plan started
+ *   from. The same feed planned twice before anything is applied gives the same ids,
+ *   so nothing doubles; a later disable/enable/disable is planned from a newer version,
+ *   so it is a new action rather than taken for a retry of the first.
+ *
+ * The feed's hash is deliberately not part of the id: two different feeds that both
+ * ask for the same pending change must not enqueue it twice.
+ */
+export function actionId(action: ActionIdParts): string {
+  if (action.kind === 'create-user') return `create-user:${action.email.toLowerCase()}`;
+  const group = action.groupId === undefined ? '' : `:${action.groupId}`;
+  return `${action.kind}:${action.employeeId}${group}:v${action.baseVersion}`;
+}

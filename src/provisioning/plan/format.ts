@@ -1,0 +1,39 @@
+import Table from 'cli-table3';
+import { ACTION_KINDS, type Plan } from './types.ts';
+
+const EXAMPLES = 3;
+
+function examples(items: readonly { email: string; groupId?: string }[]): string {
+  const shown = items.slice(0, EXAMPLES).map((a) => (a.groupId === undefined ? a.email : `${a.email} → ${a.groupId}`));
+  const more = items.length - shown.length;
+  return more > 0 ? `${shown.join('\n')}\n… and ${more} more` : shown.join('\n');
+}
+
+/**
+ * The plan as a text table, one line per action kind (with a few examples), then the
+ * lines that need a person: unsupported changes, rows that cannot be planned, and a
+ * refusal. No colour codes, so it reads the same in a log file.
+ */
+export function formatPlanTable(plan: Plan): string {
+  const table = new Table({ head: ['action', 'count', 'examples'], style: { head: [], border: [], compact: true }, wordWrap: false });
+  for (const kind of ACTION_KINDS) {
+    const items = plan.actions.filter((a) => a.kind === kind);
+    table.push([kind, plan.counts[kind], examples(items)]);
+  }
+  table.push(['unchanged', plan.unchanged, '']);
+  table.push(['unsupported change', plan.unsupported.length, examples(plan.unsupported)]);
+  table.push(['cannot plan (row error)', plan.errors.length, examples(plan.errors)]);
+  table.push(['not created (inactive)', plan.notes.length, examples(plan.notes)]);
+  const lines = [`Plan (${plan.mode} mode; ${plan.activeCount} active employees applied; disable limit ${plan.maxDisable})`, table.toString()];
+  for (const u of plan.unsupported.slice(0, 20)) lines.push(`unsupported: ${u.message}`);
+  if (plan.unsupported.length > 20) lines.push(`unsupported: … and ${plan.unsupported.length - 20} more (see the plan JSON)`);
+  for (const e of plan.errors.slice(0, 20)) lines.push(`error: ${e.message}`);
+  if (plan.errors.length > 20) lines.push(`error: … and ${plan.errors.length - 20} more (see the plan JSON)`);
+  if (plan.refused !== undefined) lines.push(`REFUSED (${plan.refused.reason}): ${plan.refused.message}`);
+  return lines.join('\n');
+}
+
+/** The plan as JSON; the plan is plain data, so this round-trips through JSON.parse. */
+export function planToJson(plan: Plan): string {
+  return JSON.stringify(plan, null, 2);
+}

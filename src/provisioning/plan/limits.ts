@@ -1,0 +1,35 @@
+import type { MaxDisable } from './types.ts';
+
+export const DEFAULT_MAX_DISABLE_FLOOR = 5;
+export const DEFAULT_MAX_DISABLE_PERCENT = 10;
+
+/** Parses `--max-disable`: `"5"` → 5, `"10%"` → `{ percent: 10 }`. */
+export function parseMaxDisable(text: string): MaxDisable {
+  const value = text.trim();
+  const percent = /^(\d+(?:\.\d+)?)\s*%$/.exec(value);
+  if (percent) {
+    const p = Number(percent[1]);
+    if (p > 100) throw new Error(`--max-disable: ${JSON.stringify(text)} is over 100%; give a number of employees (e.g. 25) or a percentage up to 100% (e.g. 10%)`);
+    return { percent: p };
+  }
+  if (/^\d+$/.test(value)) return Number(value);
+  throw new Error(`--max-disable: ${JSON.stringify(text)} is neither a number of employees (e.g. 25) nor a percentage (e.g. 10%)`);
+}
+
+/** The number of disables a plan may hold, given the active applied employees. */
+export function resolveMaxDisable(option: MaxDisable | undefined, activeCount: number): number {
+  if (option === undefined) {
+    return Math.max(DEFAULT_MAX_DISABLE_FLOOR, Math.floor((activeCount * DEFAULT_MAX_DISABLE_PERCENT) / 100));
+  }
+  if (typeof option === 'number') return option;
+  return Math.floor((activeCount * option.percent) / 100);
+}
+
+export function describeMaxDisable(option: MaxDisable | undefined, activeCount: number): string {
+  const limit = resolveMaxDisable(option, activeCount);
+  if (option === undefined) {
+    return `${limit} (the default: the larger of ${DEFAULT_MAX_DISABLE_FLOOR} and ${DEFAULT_MAX_DISABLE_PERCENT}% of ${activeCount} active employees)`;
+  }
+  if (typeof option === 'number') return `${limit} (--max-disable ${option})`;
+  return `${limit} (--max-disable ${option.percent}% of ${activeCount} active employees)`;
+}

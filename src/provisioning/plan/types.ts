@@ -1,0 +1,144 @@
+import type { FeedRole, FeedRow } from '../feed/types.ts';
+
+/**
+ * Types of the provisioning plan: what must change on the platform so its accounts
+ * match the HR feed, given what trainsync last applied.
+ *
+ * Glossary
+ * - applied state: per employee, what trainsync last made true on the platform
+ *                  (`trainsync.identities`); `version` goes up by one on every write.
+ * - joiner / leaver / returner / mover: new employee / employee to disable / employee
+ *                  to enable again / employee whose groups change.
+ * - action:        one platform change for one employee, with a deterministic id.
+ */
+
+export const ACTION_KINDS = ['create-user', 'enable', 'disable', 'add-to-group', 'remove-from-group'] as const;
+export type ActionKind = (typeof ACTION_KINDS)[number];
+export type PlanMode = 'full' | 'delta';
+
+export interface AppliedEmployee {
+  employeeId: string;
+  email: string;
+  platformUserId: string | null;
+  firstName: string | null;
+  lastName: string | null;
+  active: boolean;
+  groups: string[];
+  /** Unknown (undefined/null) means role changes cannot be detected. */
+  role?: FeedRole | null;
+  organisationIdentifier?: string | null;
+  /** Bumped by every write of this employee's applied state; 0 / undefined = never written. */
+  version?: number;
+}
+
+/** The part of an employee's state an action moves; JSON-serialisable. */
+export interface ActionState {
+  active?: boolean;
+  member?: boolean;
+  email?: string;
+  firstName?: string;
+  lastName?: string;
+  role?: FeedRole;
+  organisationIdentifier?: string;
+}
+
+export interface PlannedAction {
+  /** Deterministic: see `actionId`. */
+  id: string;
+  kind: ActionKind;
+  employeeId: string;
+  /** Lower case (identity); the display form for a new account is `after.email`. */
+  email: string;
+  groupId?: string;
+  /** The platform user when known (applied state first, else the feed's platform_user_id). */
+  platformUserId: string | null;
+  /** Order within one employee: 0 = create/enable/disable, 1 = group changes after it. */
+  seq: number;
+  /** The applied-state version the action was planned from. */
+  baseVersion: number;
+  before: ActionState | null;
+  after: ActionState;
+}
+
+export type UnsupportedField = 'email' | 'first_name' | 'last_name' | 'role' | 'organisation_identifier' | 'platform_user_id' | 'employee_id';
+
+/** A change the API cannot make (no update endpoint in the spec); reported, never enqueued. */
+export interface UnsupportedChange {
+  employeeId: string;
+  email: string;
+  line: number;
+  field: UnsupportedField;
+  before: string | null;
+  after: string | null;
+  message: string;
+}
+
+/** A feed row that is valid on its own but cannot be planned (a joiner without names). */
+export interface PlanRowError {
+  line: number;
+  employeeId: string;
+  email: string;
+  field: 'first_name' | 'last_name';
+  message: string;
+}
+
+/** Information only (e.g. an inactive joiner is not created). */
+export interface PlanNote {
+  line: number;
+  employeeId: string;
+  email: string;
+  message: string;
+}
+
+export interface PlanRefusal {
+  /** `feed-errors` (the file itself could not be read) cannot be forced. */
+  reason: 'max-disable' | 'seats' | 'feed-errors';
+  message: string;
+}
+
+export interface Plan {
+  mode: PlanMode;
+  actions: PlannedAction[];
+  byEmployee: Record<string, PlannedAction[]>;
+  counts: Record<ActionKind, number>;
+  unsupported: UnsupportedChange[];
+  errors: PlanRowError[];
+  notes: PlanNote[];
+  /** Set when nothing may be enqueued (and `force` was not given). */
+  refused?: PlanRefusal;
+  /** Active employees in the applied state: the base of a percentage limit. */
+  activeCount: number;
+  /** The disable limit that was applied. */
+  maxDisable: number;
+  /** Feed rows that need no action. */
+  unchanged: number;
+}
+
+export type MaxDisable = number | { percent: number };
+
+export interface PlanOptions {
+  /** Default: the larger of 5 and 10% of the active applied employees. */
+  maxDisable?: MaxDisable | undefined;
+  /** Enqueue even when a limit is exceeded. */
+  force: boolean;
+  /** Free seats on the platform; undefined = unknown (no seat check). */
+  freeSeats?: number | undefined;
+}
+
+export interface PlanInput {
+  rows: readonly FeedRow[];
+  invalidEmployeeIds: ReadonlySet<string>;
+  /** Lower case. */
+  invalidEmails: ReadonlySet<string>;
+  applied: Iterable<AppliedEmployee>;
+  mode: PlanMode;
+  options: PlanOptions;
+  /** The feed's file name, for messages. */
+  file?: string;
+  /**
+   * `FeedReadResult.fileErrors` (passed along when the read result is spread in). Any
+   * file error means the rows are not the feed, so nothing is planned: in full mode an
+   * unreadable file would otherwise look like every employee leaving.
+   */
+  fileErrors?: readonly string[];
+}

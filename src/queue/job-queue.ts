@@ -1,0 +1,139 @@
+import { Queue, type Job, type JobsOptions } from 'bullmq';
+import type { Config } from '../config.ts';
+import { lookupJob, type JobCatalog } from './catalog.ts';
+import { createRedisConnection } from './connection.ts';
+import { addChains, type ChainLink } from './flows.ts';
+import { defaultJobOptions, waitedJobOptions } from './job-options.ts';
+import { QUEUE_NAMES, type JobName, type QueueName } from './names.ts';
+import type { JobRunner } from './run-job.ts';
+import { waitForJobs, type JobOutcome } from './wait-for-jobs.ts';
+import { startWorkers, type WorkerHandle } from './worker.ts';
+
+/** A job as enqueued: enough to wait for it and to tell whether it merged with another. */
+export interface EnqueuedJob {
+  id: string;
+  name: string;
+  queue: QueueName;
+  /** The payload the queue holds: another one's when the add merged with a job already there. */
+  data: unknown;
+}
+
+export interface AddJobOptions {
+  /** A job with this id already queued or running takes the add's place (BullMQ deduplication). */
+  dedupeId?: string;
+  /** A fixed job id: the same id added twice is one job. */
+  jobId?: string;
+  /** A person waits for this job by id (provisioning): quicker first retries, longer retention. */
+  waited?: boolean;
+}
+
+/** One link of a chain to enqueue; `after` must finish before this one starts. */
+export interface ChainSpec {
+  name: JobName;
+  data: unknown;
+  jobId: string;
+  after?: ChainSpec;
+}
+
+export type JobState = Awaited<ReturnType<Queue['getJobState']>>;
+
+/**
+ * The queue as domain code sees it: add jobs by name (the payload checked against the
+ * catalog's schema), chain them, wait for them, and run them here when no worker is
+ * connected. Everything BullMQ stays behind it.
+ */
+export interface JobQueue {
+  /** The BullMQ queues, for counts, schedulers and metrics. */
+  readonly queues: Readonly<Record<QueueName, Queue>>;
+  add(name: JobName, data: unknown, options?: AddJobOptions): Promise<EnqueuedJob>;
+  /** Adds chains whose every link carries `ignoreDependencyOnFailure`: a failed link does not stall the rest. */
+  addChains(chains: readonly ChainSpec[]): Promise<void>;
+  state(queue: QueueName, jobId: string): Promise<JobState>;
+  /** Why a failed job failed (undefined when it is not there or did not fail). */
+  failedReason(queue: QueueName, jobId: string): Promise<string | undefined>;
+  /** Removes a finished job so its id can be added again. */
+  remove(queue: QueueName, jobId: string): Promise<void>;
+  /** Waits until each job has completed or failed for good; a job no longer in the queue counts as failed. */
+  waitFor(queue: QueueName, jobIds: readonly string[], onProgress?: (jobId: string, progress: unknown) => void): Promise<JobOutcome[]>;
+  /**
+   * The CLI's worker rule: when no worker process is connected to the queue, this
+   * process works it until the returned handle is closed. Undefined when one is.
+   */
+  processHereIfNoWorker(queue: QueueName): Promise<WorkerHandle | undefined>;
+  startWorkers(queues: readonly QueueName[]): Promise<WorkerHandle>;
+  close(): Promise<void>;
+}
+
+export function createJobQueue(config: Config, runner: JobRunner): JobQueue {
+  const connection = createRedisConnection(config.REDIS_URL);
+  const queues = Object.fromEntries(
+    QUEUE_NAMES.map((name) => [name, new Queue(name, { connection, prefix: config.TRAINSYNC_QUEUE_PREFIX })]),
+  ) as Record<QueueName, Queue>;
+
+  const optionsFor = (name: JobName, waited: boolean): JobsOptions => {
+    const attempts = lookupJob(runner.catalog, name).attempts;
+    return waited ? waitedJobOptions(config, attempts) : defaultJobOptions(config, attempts);
+  };
+  const checked = (name: JobName, data: unknown): { queue: QueueName; data: unknown } => {
+    const definition = lookupJob(runner.catalog, name);
+    return { queue: definition.queue, data: definition.payload.parse(data) };
+  };
+  const toLink = (spec: ChainSpec): ChainLink => {
+    const { queue, data } = checked(spec.name, spec.data);
+    return {
+      name: spec.name,
+      queue,
+      data,
+      jobId: spec.jobId,
+      options: { ...optionsFor(spec.name, true), ignoreDependencyOnFailure: true },
+      ...(spec.after ? { after: toLink(spec.after) } : {}),
+    };
+  };
+
+  return {
+    queues,
+    async add(name, data, options = {}) {
+      const job = checked(name, data);
+      const added = await queues[job.queue].add(name, job.data, {
+        ...optionsFor(name, options.waited ?? false),
+        ...(options.jobId ? { jobId: options.jobId } : {}),
+        ...(options.dedupeId ? { deduplication: { id: options.dedupeId } } : {}),
+      });
+      return { id: String(added.id), name, queue: job.queue, data: added.data };
+    },
+    addChains: (chains) => addChains(config, chains.map(toLink)),
+    state: (queue, jobId) => queues[queue].getJobState(jobId),
+    failedReason: async (queue, jobId) => (await queues[queue].getJob(jobId))?.failedReason || undefined,
+    async remove(queue, jobId) {
+      await queues[queue].remove(jobId, { removeChildren: false });
+    },
+    async waitFor(queue, jobIds, onProgress) {
+      if (jobIds.length === 0) return [];
+      const found = await Promise.all(jobIds.map(async (id) => ({ id, job: (await queues[queue].getJob(id)) as Job | undefined })));
+      const jobs = found.flatMap((f) => (f.job ? [f.job] : []));
+      // Each waited job adds a 'closing' listener to the queue: expected, not a leak.
+      queues[queue].setMaxListeners(queues[queue].getMaxListeners() + jobs.length);
+      try {
+        const outcomes = await waitForJobs(config, queue, jobs, onProgress);
+        const gone = found.filter((f) => !f.job).map((f): JobOutcome => ({ jobId: f.id, name: '', status: 'failed', error: 'the job is no longer in the queue' }));
+        return [...outcomes, ...gone];
+      } finally {
+        queues[queue].setMaxListeners(queues[queue].getMaxListeners() - jobs.length);
+      }
+    },
+    async processHereIfNoWorker(queue) {
+      const connected = await queues[queue].getWorkersCount();
+      if (connected > 0) {
+        runner.log.info({ queue, workers: connected }, 'a worker is connected; it will process the jobs');
+        return undefined;
+      }
+      runner.log.info({ queue }, 'no worker is connected; processing the jobs in this process');
+      return startWorkers(config, runner, [queue]);
+    },
+    startWorkers: (names) => startWorkers(config, runner, names),
+    async close() {
+      await Promise.all(QUEUE_NAMES.map((name) => queues[name].close()));
+      connection.disconnect();
+    },
+  };
+}

@@ -1,0 +1,8 @@
+/**
+ * BullMQ's Redis key layout, written in one place (as BullMQ's own queue-keys.ts does):
+ * nothing else builds a key by hand.
+ */
+export function queueKeys(prefix: string, queue: string): { events: string; meta: string; schedulers: string } {
+  const base = `${prefix}:${queue}`;
+  return { events: `${base}:events`, meta: `${base}:meta`, schedulers: `${base}:repeat` };
+}

@@ -1,0 +1,116 @@
+import type { JobContext } from '../context.ts';
+import { readAhead } from '../platform/read-ahead.ts';
+import { normaliseGuid, type Result } from '../platform/schemas.ts';
+import type { Page, RecordProblem, ResultsQuery } from '../platform/types.ts';
+import { recordSightings, upsertResults } from '../warehouse/load-results.ts';
+import { addRunCounts, quarantineRecords, type RunCounts } from '../warehouse/sync-state.ts';
+import { withRetriedTransaction, type Tx } from '../warehouse/transaction.ts';
+import { RESULTS } from './results-plan.ts';
+
+/** A window (or the full walk) whose total changes while paged is read again, this many times at most. */
+export const MAX_READS = 3;
+
+export interface WalkPosition {
+  nextPage: number;
+  done: boolean;
+  drifted: boolean;
+  total: number | undefined;
+}
+
+export interface WalkOptions {
+  runId: number;
+  query: ResultsQuery;
+  startPage: number;
+  expectedTotal?: number | undefined;
+  /** Counts of this attempt, for progress; the run's totals are recorded with each batch. */
+  counts: RunCounts;
+  /** Writes the checkpoint for the position reached, in the batch's own transaction. */
+  onBatch(tx: Tx, position: WalkPosition): Promise<void>;
+  /** Full mode: record every id seen, so vanished results can be marked removed. */
+  trackSightings?: boolean;
+}
+
+/**
+ * One paged walk of a query: batches rows into transactions, each of which also
+ * commits `onBatch`'s checkpoint for the position reached. Drift means
+ * `totalEntities` changed during the walk, or differs from what a resumed walk expected.
+ */
+export async function walkResults(ctx: JobContext, options: WalkOptions): Promise<{ drifted: boolean }> {
+  const { runId, counts, trackSightings = false } = options;
+  let total = options.expectedTotal;
+  let drifted = false;
+  let rows: Result[] = [];
+  let problems: RecordProblem[] = [];
+  let lastPage = options.startPage - 1;
+  // One batch is written while the next is fetched (double buffering); batches commit
+  // in order, so a checkpoint never gets ahead of the rows before it.
+  let writing: Promise<void> | undefined;
+  let pagesInBatch = 0;
+  const write = async (batch: Result[], batchProblems: RecordProblem[], pages: number, position: WalkPosition): Promise<void> => {
+    // Counted after commit: a deadlock retry runs the transaction again.
+    const outcome = await withRetriedTransaction(ctx.withPgClient, async (tx) => {
+      const loaded = batch.length > 0 ? await upsertResults(tx.client, batch, { seenAt: new Date(), runId, trackSightings }) : undefined;
+      let quarantined = 0;
+      if (batchProblems.length > 0) {
+        quarantined = await quarantineRecords(tx.db, runId, batchProblems);
+        // A result we cannot parse still exists: never mark it removed for that.
+        if (trackSightings) await recordSightings(tx.client, runId, problemIds(batchProblems));
+      }
+      // The run's totals move with the rows, so a run resumed after a crash still adds up.
+      await addRunCounts(tx.db, runId, { pages, quarantined, ...loaded });
+      await options.onBatch(tx, position);
+      return { loaded, quarantined };
+    });
+    counts.inserted += outcome.loaded?.inserted ?? 0;
+    counts.updated += outcome.loaded?.updated ?? 0;
+    counts.unchanged += outcome.loaded?.unchanged ?? 0;
+    counts.quarantined += outcome.quarantined;
+  };
+  const flush = async (done: boolean): Promise<void> => {
+    const position: WalkPosition = { nextPage: lastPage + 1, done, drifted, total };
+    const batch = rows;
+    const batchProblems = problems;
+    const pages = pagesInBatch;
+    rows = [];
+    problems = [];
+    pagesInBatch = 0;
+    if (writing) await writing;
+    writing = write(batch, batchProblems, pages, position);
+    // Seen by the next flush or the finally below; this keeps Node from calling it unhandled meanwhile.
+    writing.catch(() => undefined);
+    if (done) await writing;
+  };
+  // The full walk is one sequence of pages: ask for a few ahead (windows are concurrent already).
+  const prefetch = trackSightings ? ctx.config.TRAINSYNC_RESULTS_CONCURRENCY : 1;
+  const pages: AsyncIterable<Page<Result>> = ctx.platform.listResults(options.query, { signal: ctx.signal, startPage: options.startPage, prefetch });
+  try {
+    for await (const page of readAhead(pages, 2)) {
+      counts.pages += 1;
+      pagesInBatch += 1;
+      lastPage = page.page;
+      if (total === undefined) total = page.totalEntities;
+      else if (page.totalEntities !== total) drifted = true;
+      for (const record of page.records) rows.push(record);
+      for (const problem of page.problems) problems.push(problem);
+      if (rows.length >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);
+      ctx.progress({ resource: RESULTS, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.length });
+    }
+    await flush(true);
+  } finally {
+    // Never leave a write running behind a failed walk.
+    await writing?.catch(() => undefined);
+  }
+  return { drifted };
+}
+
+function problemIds(problems: readonly RecordProblem[]): string[] {
+  const ids: string[] = [];
+  for (const problem of problems) {
+    const raw = problem.raw;
+    if (typeof raw === 'object' && raw !== null && 'id' in raw && typeof raw.id === 'string') {
+      const id = normaliseGuid(raw.id);
+      if (id) ids.push(id);
+    }
+  }
+  return ids;
+}

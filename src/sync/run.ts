@@ -1,0 +1,67 @@
+import type { JobContext } from '../context.ts';
+import { errorMessage } from '../errors.ts';
+import { withTransaction } from '../warehouse/transaction.ts';
+import { finishRun, getCheckpoint, runTotals, saveCheckpoint, startRun } from '../warehouse/sync-state.ts';
+import { z } from 'zod';
+import type { SyncSummary } from './summary.ts';
+
+export interface RunSpec {
+  resource: string;
+  mode: string;
+  params?: unknown;
+  /**
+   * A checkpoint key that keeps the run's id, so every attempt of one job (a retry, a
+   * restart after a crash) adds to the same run instead of starting another.
+   */
+  resumeKey?: string;
+}
+
+export interface ActiveRun {
+  id: number;
+  /** True when an earlier attempt of this job started the run. */
+  resumed: boolean;
+}
+
+/** What a run adds to its summary beyond the recorded totals. */
+export type RunExtras = Pick<SyncSummary, 'windows' | 'windowsResumed'>;
+
+const runCheckpointSchema = z.object({ runId: z.number() });
+
+async function startOrResume(ctx: JobContext, spec: RunSpec): Promise<ActiveRun> {
+  const start = { resource: spec.resource, mode: spec.mode, params: spec.params ?? {}, jobId: ctx.job.id };
+  const { resumeKey } = spec;
+  if (!resumeKey) return { id: await startRun(ctx.db, start), resumed: false };
+  const saved = await getCheckpoint(ctx.db, resumeKey, runCheckpointSchema.optional().catch(undefined));
+  if (saved) {
+    ctx.log.info({ runId: saved.runId }, 'resuming the run this job started before');
+    return { id: saved.runId, resumed: true };
+  }
+  return withTransaction(ctx.withPgClient, async (tx) => {
+    const id = await startRun(tx.db, start);
+    await saveCheckpoint(tx.db, resumeKey, { runId: id }, id);
+    return { id, resumed: false };
+  });
+}
+
+/**
+ * The lifecycle of every sync run: records it as running (or resumes the one an
+ * earlier attempt started), does the work, and returns the summary from the recorded
+ * totals. The work closes the run itself with `finishRun`, inside the transaction of
+ * its last rows, so a run is never marked finished without them. A run that throws is
+ * marked failed, except a resumable one stopped for shutdown: the next attempt goes on.
+ */
+export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: ActiveRun) => Promise<RunExtras | void>): Promise<SyncSummary> {
+  const started = Date.now();
+  const run = await startOrResume(ctx, spec);
+  let extras: RunExtras | void;
+  try {
+    extras = await work(run);
+  } catch (error) {
+    if (!(ctx.signal.aborted && spec.resumeKey)) {
+      await finishRun(ctx.db, run.id, { status: 'failed', error: errorMessage(error) }).catch(() => undefined);
+    }
+    throw error;
+  }
+  const { status: _status, note, ...totals } = await runTotals(ctx.db, run.id);
+  return { resource: spec.resource, runId: run.id, mode: spec.mode, ...totals, durationMs: Date.now() - started, ...(note ? { note } : {}), ...extras };
+}

@@ -1,0 +1,73 @@
+import type pg from 'pg';
+import type { JobContext } from '../context.ts';
+import { isNotOffered } from '../platform/errors.ts';
+import type { Page, RecordProblem } from '../platform/types.ts';
+import type { LoadCounts } from '../warehouse/load-counts.ts';
+import { finishRun, quarantineRecords } from '../warehouse/sync-state.ts';
+import { withTransaction } from '../warehouse/transaction.ts';
+import { withRun } from './run.ts';
+import type { SyncSummary } from './summary.ts';
+
+export interface SnapshotSpec<T> {
+  resource: string;
+  pages(signal: AbortSignal): AsyncIterable<Page<T>>;
+  upsert(client: pg.PoolClient, records: T[], seenAt: Date): Promise<LoadCounts>;
+  /** Marks rows not seen at `seenAt` as removed; returns how many. */
+  markMissing(client: pg.PoolClient, seenAt: Date): Promise<number>;
+  /**
+   * Set for an endpoint a platform may not offer (404/405/501): the run then succeeds
+   * with the note this returns instead of failing, e.g. "not available".
+   */
+  whenNotOffered?: (status: number) => string;
+}
+
+/**
+ * A full snapshot of a small resource in one transaction: every page upserted in
+ * batches, then rows the platform no longer lists marked removed. If any record was
+ * quarantined, nothing is marked removed that run: a record we could not read is not
+ * a record that is gone.
+ */
+export function syncSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>): Promise<SyncSummary> {
+  return withRun(ctx, { resource: spec.resource, mode: 'snapshot' }, async (run) => {
+    try {
+      await loadSnapshot(ctx, spec, run.id);
+    } catch (error) {
+      if (spec.whenNotOffered === undefined || !isNotOffered(error)) throw error;
+      ctx.log.info({ status: error.status }, `the platform does not offer ${spec.resource}; recorded as not available`);
+      await finishRun(ctx.db, run.id, { status: 'succeeded', note: spec.whenNotOffered(error.status ?? 0) });
+    }
+  });
+}
+
+async function loadSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>, runId: number): Promise<void> {
+  await withTransaction(ctx.withPgClient, async (tx) => {
+    const seenAt = new Date();
+    const counts = { pages: 0, inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0 };
+    let batch: T[] = [];
+    const problems: RecordProblem[] = [];
+    const flush = async (): Promise<void> => {
+      if (batch.length === 0) return;
+      const loaded = await spec.upsert(tx.client, batch, seenAt);
+      counts.inserted += loaded.inserted;
+      counts.updated += loaded.updated;
+      counts.unchanged += loaded.unchanged;
+      batch = [];
+    };
+    for await (const page of spec.pages(ctx.signal)) {
+      counts.pages += 1;
+      batch.push(...page.records);
+      problems.push(...page.problems);
+      if (batch.length >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush();
+      ctx.progress({ resource: spec.resource, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + batch.length });
+    }
+    await flush();
+    let note: string | undefined;
+    if (problems.length > 0) {
+      counts.quarantined = await quarantineRecords(tx.db, runId, problems);
+      note = `${problems.length} record(s) quarantined: removals not marked this run`;
+    } else {
+      counts.removed = await spec.markMissing(tx.client, seenAt);
+    }
+    await finishRun(tx.db, runId, { status: 'succeeded', ...counts, note });
+  });
+}

@@ -1,0 +1,13 @@
+import type { RunCounts } from '../warehouse/sync-state.ts';
+
+/** What every sync job returns; the CLI prints it and metrics count it. */
+export interface SyncSummary extends RunCounts {
+  resource: string;
+  runId: number;
+  mode: string;
+  durationMs: number;
+  /** e.g. "not applicable (NO_UNLIMITED_PLAN)" or "not available". */
+  note?: string;
+  windows?: number;
+  windowsResumed?: number;
+}

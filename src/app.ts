@@ -8,6 +8,7 @@ import { createPlatformClient, platformClientOptionsFromConfig } from './platfor
 import type { PlatformClient } from './platform/types.ts';
 import { createJobCatalog, type JobCatalog } from './queue/catalog.ts';
 import type { AnyJobDefinition } from './queue/define-job.ts';
+import type { RedisMode } from './queue/connection.ts';
 import { createJobQueue, type JobQueue } from './queue/job-queue.ts';
 import { QUEUE_NAMES } from './queue/names.ts';
 import type { Database } from './warehouse/database.ts';
@@ -40,7 +41,16 @@ export interface CreateAppOptions {
   jobs: readonly AnyJobDefinition[];
   /** Apply migrations first (under the migrator's advisory lock, so safe from many processes). */
   migrate?: boolean;
+  /**
+   * `one-shot` (default, commands): Redis must answer PING within TRAINSYNC_REDIS_TIMEOUT_MS
+   * before anything starts, and connections give up after that long unreachable, so the
+   * command ends with one line naming REDIS_URL. `persistent` (the worker): retry forever.
+   */
+  redis?: RedisMode;
 }
+
+/** How long the metrics scrape waits for queue counts before it leaves them out (Redis slow or down). */
+const QUEUE_COUNTS_TIMEOUT_MS = 800;
 
 /** Composition root of one process: config in, connected parts out. */
 export async function createApp(config: Config, log: Logger, options: CreateAppOptions): Promise<App> {
@@ -60,15 +70,37 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   };
   const services = (): Services => ({ config, db, withPgClient, platform: getPlatform() });
   // Queue counts are read at scrape time, by when `queue` below exists.
-  const metrics = createMetrics(async () =>
-    Promise.all(
+  // Skipped while Redis is down, and given up after a moment, so /metrics always answers.
+  const metrics = createMetrics(async () => {
+    if (!queue.redis.isReady) return [];
+    let timer: NodeJS.Timeout | undefined;
+    const counts = Promise.all(
       QUEUE_NAMES.map(async (name) => ({
         queue: name,
         counts: await queue.queues[name].getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'waiting-children'),
       })),
-    ),
-  );
-  const queue = createJobQueue(config, { catalog, services, log, onFinished: observeJobs(metrics) });
+    );
+    counts.catch(() => undefined);
+    const timeout = new Promise<[]>((resolve) => (timer = setTimeout(resolve, QUEUE_COUNTS_TIMEOUT_MS, [])));
+    try {
+      return await Promise.race([counts, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  });
+  const redisMode = options.redis ?? 'one-shot';
+  const queue = createJobQueue(config, { catalog, services, log, onFinished: observeJobs(metrics) }, { redis: redisMode });
+  if (redisMode === 'one-shot') {
+    // Fail now, with one line naming REDIS_URL, rather than hang at the first queue operation.
+    try {
+      await queue.redis.check(config.TRAINSYNC_REDIS_TIMEOUT_MS);
+    } catch (error) {
+      await queue.close();
+      // The pool itself: Kysely ends it only if it ever lent a connection from it.
+      await pool.end().catch(() => undefined);
+      throw error;
+    }
+  }
   return {
     config,
     log,

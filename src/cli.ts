@@ -6,16 +6,23 @@ import { errorMessage } from './errors.ts';
 import { CommanderError } from 'commander';
 import { allJobs } from '../jobs/index.ts';
 import { buildProgram } from './commands/program.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { toInfrastructureError } from './infra-errors.ts';
 import { createLogger } from './log.ts';
 
-/** LOG_LEVEL=debug shows stack traces; a configuration that cannot be read shows none. */
-function debugging(): boolean {
+/** The configuration, or undefined when it cannot be read (its error is reported already). */
+function configOrNothing(): Config | undefined {
   try {
-    return loadConfig(process.env).LOG_LEVEL === 'debug';
+    return loadConfig(process.env);
   } catch {
-    return false;
+    return undefined;
   }
+}
+
+/** The line a person reads: a Postgres or Redis failure names its setting (password masked). */
+function describe(error: unknown): string {
+  const config = configOrNothing();
+  return (config && toInfrastructureError(error, config)?.message) ?? errorMessage(error);
 }
 
 async function main(): Promise<void> {
@@ -29,9 +36,8 @@ async function main(): Promise<void> {
       return;
     }
     // Errors a person can act on: the message says what to fix; no stack trace.
-    const message = errorMessage(error);
-    process.stderr.write(`trainsync: ${message}\n`);
-    if (!(error instanceof ConfigError) && debugging() && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+    process.stderr.write(`trainsync: ${describe(error)}\n`);
+    if (!(error instanceof ConfigError) && configOrNothing()?.LOG_LEVEL === 'debug' && error instanceof Error) process.stderr.write(`${error.stack}\n`);
     process.exitCode = 1;
   }
 }

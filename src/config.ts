@@ -91,6 +91,13 @@ const envSchema = z.object({
   TRAINSYNC_JOB_LOCK_MS: positiveInt('60000').default(60_000),
   TRAINSYNC_STALLED_INTERVAL_MS: positiveInt('30000').default(30_000),
   TRAINSYNC_BATCH_ROWS: positiveInt('2000').default(2_000),
+  // How long a one-shot command (sync, status, provision…) waits for an unreachable
+  // Redis before it gives up with one line naming REDIS_URL; at most a minute, so a
+  // cron job or CI step never hangs on it. The worker never gives up.
+  TRAINSYNC_REDIS_TIMEOUT_MS: positiveInt('30000').max(60_000, 'at most 60000, e.g. 30000').default(30_000),
+  // How often the worker checks that its schedules are still in Redis (an emptied or
+  // failed-over Redis loses them) and registers missing ones again.
+  TRAINSYNC_SCHEDULE_CHECK_MS: positiveInt('60000').min(1_000, 'at least 1000, e.g. 60000').default(60_000),
 });
 
 export type Config = Readonly<z.output<typeof envSchema>>;

@@ -10,6 +10,8 @@ export interface Metrics {
   apiDuration: Histogram<'method'>;
   jobDuration: Histogram<'job' | 'outcome'>;
   queueJobs: Gauge<'queue' | 'state'>;
+  /** 1 when the dependency answered the health check of this scrape, 0 when not (set by the health server). */
+  dependencyUp: Gauge<'service'>;
   observeRequest(event: RequestEvent): void;
 }
 
@@ -49,10 +51,19 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     registers: [registry],
     async collect() {
       if (!collectQueueCounts) return;
-      for (const { queue, counts } of await collectQueueCounts()) {
+      const all = await collectQueueCounts();
+      // None when Redis is down or slow: report no counts rather than stale ones.
+      if (all.length === 0) this.reset();
+      for (const { queue, counts } of all) {
         for (const [state, count] of Object.entries(counts)) this.set({ queue, state }, count);
       }
     },
+  });
+  const dependencyUp = new Gauge({
+    name: 'trainsync_dependency_up',
+    help: 'Whether a dependency (service="postgres" or "redis") answered the health check at scrape time: 1 yes, 0 no.',
+    labelNames: ['service'] as const,
+    registers: [registry],
   });
   return {
     registry,
@@ -61,6 +72,7 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     apiDuration,
     jobDuration,
     queueJobs,
+    dependencyUp,
     observeRequest(event) {
       apiRequests.inc({ method: event.method, status: event.status === undefined ? 'error' : String(event.status) });
       apiDuration.observe({ method: event.method }, event.ms / 1000);

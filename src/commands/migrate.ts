@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { Config } from '../config.ts';
+import { toInfrastructureError } from '../infra-errors.ts';
 import type { Logger } from '../log.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate } from '../warehouse/migrator.ts';
@@ -34,15 +35,20 @@ Prints the migrations applied to stdout; logs go to stderr.`,
     .action(async () => {
       const config = deps.loadConfig();
       const log = deps.createLogger(config);
-      await ensureDatabase(config.DATABASE_URL, log);
+      // Every pg client here has an 'error' listener (ensureDatabase's, createPool's), so a
+      // server going away fails the command with one line naming DATABASE_URL, never an
+      // unhandled 'error' event.
       const pool = createPool(config.DATABASE_URL, { max: 1, log });
       try {
+        await ensureDatabase(config.DATABASE_URL, log);
         const { applied, views } = await migrate(pool, log);
         const lines = applied.length === 0 ? ['migrations: up to date'] : applied.map((name) => `applied ${name}`);
         lines.push(`views: ${views} applied`);
         process.stdout.write(`${lines.join('\n')}\n`);
+      } catch (error) {
+        throw toInfrastructureError(error, config, 'postgres') ?? error;
       } finally {
-        await pool.end();
+        await pool.end().catch(() => undefined);
       }
     });
 }

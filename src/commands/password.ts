@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { z } from 'zod';
 import { createApp } from '../app.ts';
-import { requireSecretKey } from '../config.ts';
+import { requirePlatform, requireSecretKey } from '../config.ts';
 import { requestPasswordChange } from '../provisioning/apply/password-request.ts';
 import { generatePassword } from '../provisioning/apply/secrets.ts';
 import type { CommandDeps } from './deps.ts';
@@ -36,8 +36,9 @@ Exit status is non-zero when the change failed; the platform's code is printed.`
     )
     .action(async (email: string, options: { generate?: boolean }) => {
       const config = deps.loadConfig();
-      // Refuse before asking for a password that could not be queued.
+      // Refuse before asking for a password that could not be queued or sent.
       requireSecretKey(config);
+      requirePlatform(config);
       const password = options.generate ? generatePassword() : await readSecret();
       if (password.length === 0) throw new Error('no password on standard input; pipe one in, or use --generate');
       const log = deps.createLogger(config);

@@ -10,6 +10,7 @@ import { registerSeatsCommand } from './seats.ts';
 import { registerSimulatorCommand } from './simulator.ts';
 import { registerStatusCommand } from './status.ts';
 import { registerSyncCommand } from './sync.ts';
+import { unfinishedWindowsSection } from './unfinished-windows-status.ts';
 import { registerWorkerCommand } from './worker.ts';
 
 /** Every command of `trainsync`, built from the deps the composition root gives. */
@@ -32,7 +33,7 @@ Logs go to stderr as JSON (pipe through pino-pretty to read them); results go to
   registerPasswordCommand(program, deps);
   registerLoginUrlCommand(program, deps);
   registerSeatsCommand(program, deps);
-  registerStatusCommand(program, deps, [provisioningAttentionSection]);
+  registerStatusCommand(program, deps, [unfinishedWindowsSection, provisioningAttentionSection]);
   registerSimulatorCommand(program);
   registerDemoCommand(program, deps);
   return program;

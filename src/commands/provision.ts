@@ -1,6 +1,7 @@
 import { errorMessage } from '../errors.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { createApp } from '../app.ts';
+import { requirePlatform } from '../config.ts';
 import { parseColumnMap } from '../provisioning/feed/columns.ts';
 import type { ColumnMap, FeedFormat } from '../provisioning/feed/types.ts';
 import { parseMaxDisable } from '../provisioning/plan/limits.ts';
@@ -86,6 +87,8 @@ Examples:
     )
     .action(async (file: string, options: ProvisionCliOptions) => {
       const config = deps.loadConfig();
+      // Before anything touches Postgres or Redis: planning reads the platform.
+      requirePlatform(config);
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       let exitCode = 0;

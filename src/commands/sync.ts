@@ -2,14 +2,18 @@ import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { createApp } from '../app.ts';
+import { requirePlatform } from '../config.ts';
 import { SYNC_RESOURCES, type SyncResource } from '../sync/resources.ts';
-import { runSync } from '../sync/run-and-wait.ts';
+import { runSync, SyncConflictError, SyncInterruptedError } from '../sync/run-and-wait.ts';
 import { syncPayloadSchema, type SyncPayload } from '../sync/sync-payload.ts';
 import type { JobOutcome } from '../queue/wait-for-jobs.ts';
+import { withWaitOptions } from '../queue/job-queue.ts';
 import { parseDay } from '../sync/result-windows.ts';
 import type { CommandDeps } from './deps.ts';
 import { createProgressDisplay } from './progress-display.ts';
 
+/** Exit statuses of `sync` (README, "Operations"). */
+export const SYNC_EXIT = { ok: 0, failed: 1, refused: 2, incomplete: 3, interrupted: 130 } as const;
 
 export function registerSyncCommand(program: Command, deps: CommandDeps): void {
   program
@@ -27,26 +31,41 @@ Examples:
   trainsync sync                       # everything; results incrementally from the watermark
   trainsync sync results --since 2024-01-01 --until 2024-06-30
   trainsync sync results --full        # re-read all results, mark vanished ones removed
-Exit status is non-zero when any job fails; its reason is printed.`,
+Exit status: 0 every run succeeded; 1 a job failed (its reason is printed); 2 refused, nothing
+enqueued (bad options, or the same resource is already syncing with other options); 3 a run
+ended incomplete (some windows could not be read to the end; the next run reads them again);
+130 interrupted (Ctrl-C: jobs this process ran go back to the queue and resume later).`,
     )
     .action(async (resourceArgs: string[], options: { since?: string; until?: string; full?: boolean; json?: boolean }) => {
       const resources = parseResources(resourceArgs);
       const payload = parseSyncOptions(options);
       const config = deps.loadConfig();
+      // Before anything touches Postgres or Redis: the jobs cannot run without the platform.
+      requirePlatform(config);
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
-      let exitCode = 0;
+      const interrupt = new AbortController();
+      const onSigint = (): void => interrupt.abort();
+      process.once('SIGINT', onSigint);
+      let exitCode: number = SYNC_EXIT.ok;
       try {
         const display = createProgressDisplay();
         let outcomes: JobOutcome[];
         try {
-          outcomes = await runSync(app, resources, payload, (jobId, progress) => display.update(jobId, progress));
+          // A job making no progress for a while gets one line saying what it waits for.
+          const queue = withWaitOptions(app.queue, { onStall: (line) => process.stderr.write(`${line}\n`) });
+          outcomes = await runSync({ queue, log: app.log }, resources, payload, { onProgress: (jobId, progress) => display.update(jobId, progress), signal: interrupt.signal });
         } finally {
           display.stop();
         }
         process.stdout.write(options.json ? `${JSON.stringify(outcomes, null, 2)}\n` : renderSummary(outcomes));
-        if (outcomes.some((outcome) => outcome.status === 'failed')) exitCode = 1;
+        exitCode = syncExitCode(outcomes);
+      } catch (error) {
+        if (!(error instanceof SyncConflictError || error instanceof SyncInterruptedError)) throw error;
+        process.stderr.write(`trainsync: ${error.message}\n`);
+        exitCode = error instanceof SyncConflictError ? SYNC_EXIT.refused : SYNC_EXIT.interrupted;
       } finally {
+        process.off('SIGINT', onSigint);
         await app.close();
       }
       process.exitCode = exitCode;
@@ -83,6 +102,7 @@ function parseSyncOptions(options: { since?: string; until?: string; full?: bool
 
 const summaryRowSchema = z.looseObject({
   resource: z.string(),
+  status: z.string().optional(),
   pages: z.number(),
   inserted: z.number(),
   updated: z.number(),
@@ -93,6 +113,13 @@ const summaryRowSchema = z.looseObject({
   note: z.string().optional(),
 });
 
+/** 1 when a job failed, else 3 when a run ended incomplete, else 0. */
+export function syncExitCode(outcomes: readonly JobOutcome[]): number {
+  if (outcomes.some((outcome) => outcome.status === 'failed')) return SYNC_EXIT.failed;
+  const incomplete = outcomes.some((outcome) => summaryRowSchema.safeParse(outcome.result).data?.status === 'incomplete');
+  return incomplete ? SYNC_EXIT.incomplete : SYNC_EXIT.ok;
+}
+
 export function renderSummary(outcomes: readonly JobOutcome[]): string {
   const table = new Table({
     head: ['resource', 'status', 'pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'seconds', 'note'],
@@ -102,7 +129,7 @@ export function renderSummary(outcomes: readonly JobOutcome[]): string {
     const summary = summaryRowSchema.safeParse(outcome.result);
     if (outcome.status === 'completed' && summary.success) {
       const s = summary.data;
-      table.push([s.resource, 'ok', s.pages, s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), s.note ?? '']);
+      table.push([s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), s.note ?? '']);
     } else {
       table.push([outcome.name.replace(/^sync-/, ''), outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', 'see below']);
     }

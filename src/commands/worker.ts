@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import { createApp } from '../app.ts';
-import { startHealthServer } from '../health-server.ts';
+import { CHECK_TIMEOUT_MS, startHealthServer } from '../health-server.ts';
 import { QUEUE_NAMES, SYNC_QUEUE, type QueueName } from '../queue/names.ts';
 import { sql } from 'kysely';
-import { registerSchedulers } from '../queue/schedulers.ts';
+import { registerSchedulers, watchSchedulers } from '../queue/schedulers.ts';
 import type { CommandDeps } from './deps.ts';
 
 export function registerWorkerCommand(program: Command, deps: CommandDeps): void {
@@ -24,16 +24,23 @@ Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (
       const config = deps.loadConfig();
       const log = deps.createLogger(config);
       const queues = parseQueues(options.queues);
-      const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
+      // Redis connections retry forever here; an outage is logged when it starts and when it ends.
+      const app = await createApp(config, log, { jobs: deps.jobs, migrate: true, redis: 'persistent' });
       const worker = await app.queue.startWorkers(queues);
-      if (options.schedules && queues.includes(SYNC_QUEUE)) await registerSchedulers(app.queue, config, log);
+      let stopWatching = (): void => undefined;
+      if (options.schedules && queues.includes(SYNC_QUEUE)) {
+        await registerSchedulers(app.queue, config, log);
+        // An emptied or failed-over Redis loses them: registered again on reconnect and every TRAINSYNC_SCHEDULE_CHECK_MS.
+        stopWatching = watchSchedulers(app.queue, config, log);
+      }
       const health = await startHealthServer({
         port: config.TRAINSYNC_METRICS_PORT,
         metrics: app.metrics,
         log,
         checks: {
           postgres: () => sql`select 1`.execute(app.db),
-          redis: () => app.queue.queues[SYNC_QUEUE].getJobCounts('waiting'),
+          // Fails at once while the connection is down: a PING would only queue behind the outage.
+          redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }),
         },
       });
       await new Promise<void>((resolve) => {
@@ -44,6 +51,7 @@ Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (
         process.once('SIGTERM', () => stop('SIGTERM'));
         process.once('SIGINT', () => stop('SIGINT'));
       });
+      stopWatching();
       await worker.close();
       await health.close();
       await app.close();

@@ -1,9 +1,214 @@
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
+import { describeRedisError, InfrastructureError, maskUrl } from '../infra-errors.ts';
+import type { Logger } from '../log.ts';
+import { OutageLog } from '../outage-log.ts';
 
 /**
- * A Redis connection for BullMQ. Workers block on Redis, so BullMQ requires
- * `maxRetriesPerRequest: null`; queues and events use the same settings for one code path.
+ * How a process treats an unreachable Redis. `persistent` (the worker): retry forever
+ * with capped backoff; the outage is logged when it starts and when it ends.
+ * `one-shot` (sync, status, provision…): retry for `timeoutMs`, then every connection
+ * gives up, so pending commands fail and the command exits with one line.
  */
-export function createRedisConnection(redisUrl: string): Redis {
-  return new Redis(redisUrl, { maxRetriesPerRequest: null, enableReadyCheck: true });
+export type RedisMode = 'persistent' | 'one-shot';
+
+export interface RedisConnectionsOptions {
+  url: string;
+  mode: RedisMode;
+  /** One-shot only: how long Redis may stay unreachable before commands fail (TRAINSYNC_REDIS_TIMEOUT_MS). */
+  timeoutMs: number;
+  log: Logger;
+}
+
+/** What the rest of the process may ask about Redis. */
+export interface RedisStatus {
+  /** True between a connection failure and the next successful (re)connect. */
+  readonly isDown: boolean;
+  /** False while the primary connection is connecting, reconnecting or gave up. */
+  readonly isReady: boolean;
+  /**
+   * PING on the primary connection. Rejects with an InfrastructureError naming REDIS_URL
+   * when no answer comes within `timeoutMs`; with `failFast` at once when the connection
+   * is not up (health checks must not queue commands behind an outage).
+   */
+  check(timeoutMs: number, options?: { failFast?: boolean }): Promise<void>;
+  /** The InfrastructureError for "Redis is unreachable", from the last connection error seen. */
+  unreachable(cause?: unknown, waitedMs?: number): InfrastructureError;
+  /** Calls `listener` when a connection is ready again after it dropped (Redis restarted, failed over, came back). */
+  onReconnect(listener: () => void): () => void;
+}
+
+/** Backoff between reconnect attempts: 100 ms doubling up to 2 s. */
+const MAX_RETRY_DELAY_MS = 2_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * Every Redis connection of one process, and one outage state for all of them.
+ *
+ * Each connection opened here (and each copy BullMQ makes of one with `duplicate()`:
+ * Workers and QueueEvents never use the instance they are given, they duplicate it)
+ * reports its errors and reconnects here, so an outage is logged once, not once per
+ * connection and retry, and no connection ever lacks an 'error' listener (ioredis
+ * prints a stack trace for an unhandled one). The retry strategy is also where ioredis
+ * says "this connection dropped without being closed": it starts the outage clock.
+ */
+export class RedisConnections implements RedisStatus {
+  readonly url: string;
+  readonly mode: RedisMode;
+  readonly timeoutMs: number;
+  /** Queues, health checks and the template BullMQ duplicates for Workers and QueueEvents. */
+  readonly primary: Redis;
+  private readonly outage: OutageLog;
+  private readonly log: Logger;
+  private failingSince: number | undefined;
+  private lastError: unknown;
+  private gaveUp = false;
+  private closing = false;
+  private readonly reconnectListeners = new Set<() => void>();
+
+  constructor(options: RedisConnectionsOptions) {
+    this.url = options.url;
+    this.mode = options.mode;
+    this.timeoutMs = options.timeoutMs;
+    this.log = options.log;
+    // A one-shot command says it all in its one error line; its outage log is for LOG_LEVEL=debug.
+    const outageLog = options.mode === 'one-shot' && !options.log.isLevelEnabled('debug') ? options.log.child({}, { level: 'error' }) : options.log;
+    this.outage = new OutageLog('Redis', outageLog, {
+      target: `${maskUrl(options.url)} (REDIS_URL)`,
+      consequence: options.mode === 'persistent' ? 'retrying; jobs resume when it is back' : `giving up after ${options.timeoutMs} ms (TRAINSYNC_REDIS_TIMEOUT_MS)`,
+    });
+    this.primary = this.open();
+  }
+
+  /** A new connection, watched like every other (BullMQ requires `maxRetriesPerRequest: null` of Workers and QueueEvents). */
+  open(): Redis {
+    const options: RedisOptions = {
+      maxRetriesPerRequest: null,
+      enableReadyCheck: true,
+      connectTimeout: this.mode === 'one-shot' ? Math.min(CONNECT_TIMEOUT_MS, this.timeoutMs) : CONNECT_TIMEOUT_MS,
+      retryStrategy: (times) => this.retryDelay(times),
+    };
+    return this.watch(new Redis(this.url, options));
+  }
+
+  get isDown(): boolean {
+    return this.outage.isDown || this.gaveUp;
+  }
+
+  get isReady(): boolean {
+    return this.primary.status === 'ready';
+  }
+
+  /**
+   * Records an error from a connection, a Queue, a Worker or QueueEvents. Returns true
+   * when it is a connection or login failure (recorded as the outage, logged only if it
+   * starts one), false for anything else, which the caller logs as it always did.
+   */
+  failed(error: unknown): boolean {
+    const message = describeRedisError(error, this.url);
+    if (message === undefined) return false;
+    // Connections closing at shutdown report "Connection is closed": not an outage.
+    if (this.closing) return true;
+    this.lastError = error;
+    this.failingSince ??= Date.now();
+    this.outage.down(shortReason(message, this.url));
+    return true;
+  }
+
+  async check(timeoutMs: number, options: { failFast?: boolean } = {}): Promise<void> {
+    if (options.failFast && !this.isReady) throw this.unreachable();
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        timedOut = true;
+        reject(new Error(`no answer within ${formatSeconds(timeoutMs)}`));
+      }, timeoutMs);
+    });
+    const ping = this.primary.ping();
+    ping.catch(() => undefined);
+    try {
+      await Promise.race([ping, timeout]);
+    } catch (error) {
+      throw this.unreachable(error, timedOut ? timeoutMs : undefined);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  unreachable(cause?: unknown, waitedMs?: number): InfrastructureError {
+    const described = describeRedisError(this.lastError, this.url) ?? describeRedisError(cause, this.url);
+    const setting = (ms: number): string => (this.mode === 'one-shot' && ms === this.timeoutMs ? ', TRAINSYNC_REDIS_TIMEOUT_MS' : '');
+    const waited =
+      waitedMs !== undefined ? ` (waited ${formatSeconds(waitedMs)}${setting(waitedMs)})`
+      : this.gaveUp ? ` (gave up after ${formatSeconds(this.timeoutMs)}${setting(this.timeoutMs)})`
+      : '';
+    const message =
+      described === undefined
+        ? `cannot reach Redis at ${maskUrl(this.url)} (REDIS_URL): ${cause instanceof Error ? cause.message : 'no answer'}; is the server up, and is REDIS_URL right?${waited}`
+        : `${described}${waited}`;
+    return new InfrastructureError('redis', message, { cause: cause ?? this.lastError });
+  }
+
+  onReconnect(listener: () => void): () => void {
+    this.reconnectListeners.add(listener);
+    return () => this.reconnectListeners.delete(listener);
+  }
+
+  /** Disconnects the primary connection; errors from here on are the shutdown's, not an outage. */
+  close(): void {
+    this.closing = true;
+    this.reconnectListeners.clear();
+    this.primary.disconnect();
+  }
+
+  private watch(redis: Redis): Redis {
+    redis.on('error', (error: unknown) => {
+      if (!this.failed(error)) this.log.warn({ err: error }, 'Redis connection error');
+    });
+    redis.on('ready', () => this.ready());
+    // Copies BullMQ makes (Worker, QueueEvents) are watched too, and connect at once even if the original is lazy.
+    redis.duplicate = (override?: Partial<RedisOptions>): Redis => this.watch(new Redis({ ...redis.options, lazyConnect: false, ...override }));
+    return redis;
+  }
+
+  private ready(): void {
+    const dropped = this.failingSince !== undefined || this.outage.isDown || this.gaveUp;
+    this.failingSince = undefined;
+    this.lastError = undefined;
+    this.gaveUp = false;
+    this.outage.up();
+    if (!dropped) return;
+    for (const listener of this.reconnectListeners) {
+      try {
+        listener();
+      } catch (error) {
+        this.log.error({ err: error }, 'Redis reconnect listener failed');
+      }
+    }
+  }
+
+  /** ioredis calls this only for a connection that dropped or failed to connect, never for one we closed. */
+  private retryDelay(times: number): number | null {
+    const now = Date.now();
+    this.failingSince ??= now;
+    const delay = Math.min(100 * 2 ** Math.min(times - 1, 5), MAX_RETRY_DELAY_MS);
+    if (this.mode === 'persistent') return delay;
+    const left = this.failingSince + this.timeoutMs - now;
+    if (left <= 0) {
+      // Ends the connection: ioredis rejects every pending command with "Connection is closed".
+      this.gaveUp = true;
+      return null;
+    }
+    return Math.min(delay, left);
+  }
+}
+
+/** describeRedisError's sentence without the "cannot connect to Redis at URL (REDIS_URL): " the outage log says itself. */
+function shortReason(message: string, url: string): string {
+  const prefix = `cannot connect to Redis at ${maskUrl(url)} (REDIS_URL): `;
+  return message.startsWith(prefix) ? message.slice(prefix.length) : message;
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
 }

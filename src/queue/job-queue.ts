@@ -1,12 +1,12 @@
 import { Queue, type Job, type JobsOptions } from 'bullmq';
 import type { Config } from '../config.ts';
 import { lookupJob, type JobCatalog } from './catalog.ts';
-import { createRedisConnection } from './connection.ts';
+import { RedisConnections, type RedisMode, type RedisStatus } from './connection.ts';
 import { addChains, type ChainLink } from './flows.ts';
 import { defaultJobOptions, waitedJobOptions } from './job-options.ts';
 import { QUEUE_NAMES, type JobName, type QueueName } from './names.ts';
 import type { JobRunner } from './run-job.ts';
-import { waitForJobs, type JobOutcome } from './wait-for-jobs.ts';
+import { waitForJobs, type JobOutcome, type WaitOptions } from './wait-for-jobs.ts';
 import { startWorkers, type WorkerHandle } from './worker.ts';
 
 /** A job as enqueued: enough to wait for it and to tell whether it merged with another. */
@@ -37,6 +37,11 @@ export interface ChainSpec {
 
 export type JobState = Awaited<ReturnType<Queue['getJobState']>>;
 
+/** How long close() waits for the queues before it drops the connection (an unreachable Redis never answers). */
+const CLOSE_TIMEOUT_MS = 2_000;
+
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
+
 /**
  * The queue as domain code sees it: add jobs by name (the payload checked against the
  * catalog's schema), chain them, wait for them, and run them here when no worker is
@@ -45,16 +50,24 @@ export type JobState = Awaited<ReturnType<Queue['getJobState']>>;
 export interface JobQueue {
   /** The BullMQ queues, for counts, schedulers and metrics. */
   readonly queues: Readonly<Record<QueueName, Queue>>;
+  /** Redis as this process sees it: outage state, a quick PING, reconnects. */
+  readonly redis: RedisStatus;
   add(name: JobName, data: unknown, options?: AddJobOptions): Promise<EnqueuedJob>;
   /** Adds chains whose every link carries `ignoreDependencyOnFailure`: a failed link does not stall the rest. */
   addChains(chains: readonly ChainSpec[]): Promise<void>;
   state(queue: QueueName, jobId: string): Promise<JobState>;
   /** Why a failed job failed (undefined when it is not there or did not fail). */
   failedReason(queue: QueueName, jobId: string): Promise<string | undefined>;
+  /** The job a deduplication id points at while it is queued or running, if any. */
+  deduplicated(queue: QueueName, dedupeId: string): Promise<{ id: string; data: unknown; state: JobState } | undefined>;
   /** Removes a finished job so its id can be added again. */
   remove(queue: QueueName, jobId: string): Promise<void>;
-  /** Waits until each job has completed or failed for good; a job no longer in the queue counts as failed. */
-  waitFor(queue: QueueName, jobIds: readonly string[], onProgress?: (jobId: string, progress: unknown) => void): Promise<JobOutcome[]>;
+  /**
+   * Waits until each job has completed or failed for good; a job no longer in the queue
+   * (also one that vanished while waited for: Redis emptied) counts as failed. Rejects
+   * with an InfrastructureError when a one-shot process gives up on Redis.
+   */
+  waitFor(queue: QueueName, jobIds: readonly string[], onProgress?: (jobId: string, progress: unknown) => void, options?: WaitOptions): Promise<JobOutcome[]>;
   /**
    * The CLI's worker rule: when no worker process is connected to the queue, this
    * process works it until the returned handle is closed. Undefined when one is.
@@ -64,10 +77,23 @@ export interface JobQueue {
   close(): Promise<void>;
 }
 
-export function createJobQueue(config: Config, runner: JobRunner): JobQueue {
-  const connection = createRedisConnection(config.REDIS_URL);
+export interface JobQueueOptions {
+  /** `persistent` for the worker (retries Redis forever), `one-shot` (default) for commands: they give up after TRAINSYNC_REDIS_TIMEOUT_MS. */
+  redis?: RedisMode;
+}
+
+export function createJobQueue(config: Config, runner: JobRunner, options: JobQueueOptions = {}): JobQueue {
+  const redis = new RedisConnections({ url: config.REDIS_URL, mode: options.redis ?? 'one-shot', timeoutMs: config.TRAINSYNC_REDIS_TIMEOUT_MS, log: runner.log });
+  const connection = redis.primary;
   const queues = Object.fromEntries(
-    QUEUE_NAMES.map((name) => [name, new Queue(name, { connection, prefix: config.TRAINSYNC_QUEUE_PREFIX })]),
+    QUEUE_NAMES.map((name) => {
+      const queue = new Queue(name, { connection, prefix: config.TRAINSYNC_QUEUE_PREFIX });
+      // Without a listener BullMQ prints each error's stack; connection errors are the outage's, logged once.
+      queue.on('error', (error) => {
+        if (!redis.failed(error)) runner.log.error({ err: error, queue: name }, 'queue error');
+      });
+      return [name, queue];
+    }),
   ) as Record<QueueName, Queue>;
 
   const optionsFor = (name: JobName, waited: boolean): JobsOptions => {
@@ -92,6 +118,7 @@ export function createJobQueue(config: Config, runner: JobRunner): JobQueue {
 
   return {
     queues,
+    redis,
     async add(name, data, options = {}) {
       const job = checked(name, data);
       const added = await queues[job.queue].add(name, job.data, {
@@ -104,17 +131,26 @@ export function createJobQueue(config: Config, runner: JobRunner): JobQueue {
     addChains: (chains) => addChains(config, chains.map(toLink)),
     state: (queue, jobId) => queues[queue].getJobState(jobId),
     failedReason: async (queue, jobId) => (await queues[queue].getJob(jobId))?.failedReason || undefined,
+    async deduplicated(queue, dedupeId) {
+      const id = await queues[queue].getDeduplicationJobId(dedupeId);
+      const job = id ? await queues[queue].getJob(id) : undefined;
+      if (!job?.id) return undefined;
+      const state = await job.getState();
+      return state === 'completed' || state === 'failed' ? undefined : { id: job.id, data: job.data, state };
+    },
     async remove(queue, jobId) {
       await queues[queue].remove(jobId, { removeChildren: false });
     },
-    async waitFor(queue, jobIds, onProgress) {
+    async waitFor(queue, jobIds, onProgress, waitOptions = {}) {
       if (jobIds.length === 0) return [];
-      const found = await Promise.all(jobIds.map(async (id) => ({ id, job: (await queues[queue].getJob(id)) as Job | undefined })));
+      const found = await Promise.all(jobIds.map(async (id) => ({ id, job: (await queues[queue].getJob(id)) as Job | undefined }))).catch((error: unknown) => {
+        throw redis.isDown ? redis.unreachable(error) : error;
+      });
       const jobs = found.flatMap((f) => (f.job ? [f.job] : []));
       // Each waited job adds a 'closing' listener to the queue: expected, not a leak.
       queues[queue].setMaxListeners(queues[queue].getMaxListeners() + jobs.length);
       try {
-        const outcomes = await waitForJobs(config, queue, jobs, onProgress);
+        const outcomes = await waitForJobs({ config, queue: queues[queue], redis, log: runner.log }, jobs, { onProgress, ...waitOptions });
         const gone = found.filter((f) => !f.job).map((f): JobOutcome => ({ jobId: f.id, name: '', status: 'failed', error: 'the job is no longer in the queue' }));
         return [...outcomes, ...gone];
       } finally {
@@ -128,12 +164,21 @@ export function createJobQueue(config: Config, runner: JobRunner): JobQueue {
         return undefined;
       }
       runner.log.info({ queue }, 'no worker is connected; processing the jobs in this process');
-      return startWorkers(config, runner, [queue]);
+      return startWorkers(config, runner, [queue], redis);
     },
-    startWorkers: (names) => startWorkers(config, runner, names),
+    startWorkers: (names) => startWorkers(config, runner, names, redis),
     async close() {
-      await Promise.all(QUEUE_NAMES.map((name) => queues[name].close()));
-      connection.disconnect();
+      // Queues share `connection` (BullMQ leaves a given connection open); quitting it waits for Redis, so bound that.
+      await Promise.race([Promise.all(QUEUE_NAMES.map((name) => queues[name].close())), delay(CLOSE_TIMEOUT_MS)]);
+      redis.close();
     },
   };
+}
+
+/**
+ * The same queue, whose waits also report a job that makes no progress (`onStall`, one
+ * line each time the reason changes): for a command that waits, such as `sync`.
+ */
+export function withWaitOptions(queue: JobQueue, options: WaitOptions): JobQueue {
+  return { ...queue, waitFor: (name, jobIds, onProgress, more) => queue.waitFor(name, jobIds, onProgress, { ...options, ...more }) };
 }

@@ -1,16 +1,24 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { z } from 'zod';
 import type { JobContext, JobInfo, ProgressUpdate, Services } from '../context.ts';
-import { ConfigError } from '../config.ts';
+import { ConfigError, type Config } from '../config.ts';
 import { errorMessage } from '../errors.ts';
+import { maskUrl, toInfrastructureError, type InfrastructureError } from '../infra-errors.ts';
 import type { Logger } from '../log.ts';
+import { OutageLog } from '../outage-log.ts';
 import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
+import type { PgLender } from '../warehouse/transaction.ts';
 import type { JobCatalog } from './catalog.ts';
 
 /** How long a job whose exclusive lock is taken waits before it is tried again. */
 const LOCK_BUSY_RETRY_MS = 5_000;
 /** Progress reaches Redis at most this often: a page-by-page update would cost a round trip per page. */
 const PROGRESS_INTERVAL_MS = 500;
+/** A job that met a Postgres outage waits 1 s, 2 s, 4 s … while the outage lasts, at most this long. */
+const POSTGRES_WAIT_FIRST_MS = 1_000;
+const POSTGRES_WAIT_MAX_MS = 30_000;
+/** While Postgres is down, `select 1` this often, to log its return and release the waiting jobs at once. */
+const POSTGRES_PROBE_MS = 1_000;
 
 /**
  * Permanent errors fail the job at once: a platform error that says so (documented 400
@@ -21,7 +29,13 @@ export function isPermanentError(error: unknown): boolean {
   return typeof error === 'object' && error !== null && 'retryable' in error && error.retryable === false;
 }
 
-export type JobFinishedHook = (name: string, outcome: 'completed' | 'failed' | 'delayed', seconds: number, result?: unknown) => void;
+/**
+ * How one attempt ended: `delayed` is back in the queue without spending an attempt
+ * (shutdown, lock busy); `waiting-for-postgres` likewise, until Postgres answers again.
+ */
+export type AttemptOutcome = 'completed' | 'failed' | 'delayed' | 'waiting-for-postgres';
+
+export type JobFinishedHook = (name: string, outcome: AttemptOutcome, seconds: number, result?: unknown) => void;
 
 /** What runs jobs: the catalog, the services a job may use, and where it reports. */
 export interface JobRunner {
@@ -33,10 +47,166 @@ export interface JobRunner {
 }
 
 /**
+ * One process's view of a Postgres outage, as its jobs meet it: logged once when it
+ * starts and once when it ends; jobs put back delayed, 1 s, 2 s, 4 s … (at most 30 s)
+ * while it lasts, without spending a BullMQ attempt; and a `select 1` every second
+ * meanwhile, which ends it and releases the waiting jobs as soon as Postgres answers.
+ */
+class PostgresWait {
+  readonly outage: OutageLog;
+  private readonly config: Pick<Config, 'DATABASE_URL' | 'REDIS_URL'>;
+  private delaysGiven = 0;
+  /** When the last outage ended: an attempt begun before it failed of that outage, not a new one. */
+  private recoveredAt = 0;
+  private probing = false;
+  private readonly waiting = new Map<string, Job>();
+
+  constructor(config: Pick<Config, 'DATABASE_URL' | 'REDIS_URL'>, log: Logger) {
+    this.config = config;
+    this.outage = new OutageLog('Postgres', log, {
+      target: `${maskUrl(config.DATABASE_URL)} (DATABASE_URL)`,
+      consequence: 'jobs wait and resume when it is back',
+    });
+  }
+
+  /** Postgres failed an attempt begun at `attemptStartedAt`; returns how long its job waits. */
+  failed(error: InfrastructureError, attemptStartedAt: number, lend: PgLender): number {
+    if (attemptStartedAt >= this.recoveredAt) this.outage.down(reasonOf(error));
+    // A straggler of an outage already over retries soon: Postgres answered the probe.
+    if (!this.outage.isDown) return POSTGRES_WAIT_FIRST_MS;
+    this.probe(lend);
+    const delay = Math.min(POSTGRES_WAIT_MAX_MS, POSTGRES_WAIT_FIRST_MS * 2 ** this.delaysGiven);
+    this.delaysGiven += 1;
+    return delay;
+  }
+
+  /** The job waits in the delayed set until its delay ends or Postgres is back, whichever is first. */
+  parked(job: Job): void {
+    if (job.id !== undefined) this.waiting.set(job.id, job);
+  }
+
+  started(job: Job): void {
+    if (job.id !== undefined) this.waiting.delete(job.id);
+  }
+
+  private probe(lend: PgLender): void {
+    if (this.probing) return;
+    this.probing = true;
+    const tick = async (): Promise<void> => {
+      try {
+        await lend((client) => client.query('select 1'));
+      } catch (error) {
+        // Another failure (the pool was closed: the process is stopping) ends the probing.
+        if (toInfrastructureError(error, this.config, 'postgres')) setTimeout(() => void tick(), POSTGRES_PROBE_MS).unref();
+        else this.probing = false;
+        return;
+      }
+      this.probing = false;
+      this.recovered();
+    };
+    setTimeout(() => void tick(), POSTGRES_PROBE_MS).unref();
+  }
+
+  private recovered(): void {
+    this.outage.up();
+    this.delaysGiven = 0;
+    this.recoveredAt = Date.now();
+    const jobs = [...this.waiting.values()];
+    this.waiting.clear();
+    // Their delay may have ended meanwhile (then they are no longer delayed): nothing to do.
+    for (const job of jobs) job.promote().catch(() => undefined);
+  }
+}
+
+/** Per runner, which is per process: every job of the process shares one outage. */
+const postgresWaits = new WeakMap<JobRunner, PostgresWait>();
+
+function postgresWaitOf(runner: JobRunner, config: Config): PostgresWait {
+  let wait = postgresWaits.get(runner);
+  if (!wait) {
+    wait = new PostgresWait(config, runner.log);
+    postgresWaits.set(runner, wait);
+  }
+  return wait;
+}
+
+/** "cannot connect to Postgres at URL (DATABASE_URL): why" → "why": the outage line names the URL itself. */
+function reasonOf(error: InfrastructureError): string {
+  return error.message.replace(/^cannot connect to \S+ at .*? \((DATABASE_URL|REDIS_URL)\): /, '');
+}
+
+const SUMMARY_FIELDS = ['resource', 'mode', 'runId', 'pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'windows', 'windowsResumed', 'note', 'status'];
+
+/** The counts and names of a job's summary worth a log line (never the whole value: it may be large). */
+function summaryFields(value: unknown): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return {};
+  const record = value as Record<string, unknown>;
+  return Object.fromEntries(
+    SUMMARY_FIELDS.filter((key) => typeof record[key] === 'number' || typeof record[key] === 'string').map((key) => [key, record[key]]),
+  );
+}
+
+/** The payload's resource, when it names one (never the rest: payloads may carry secrets). */
+function payloadResource(payload: unknown): Record<string, unknown> {
+  if (typeof payload !== 'object' || payload === null) return {};
+  const resource = (payload as Record<string, unknown>).resource;
+  return typeof resource === 'string' ? { resource } : {};
+}
+
+/** A job's exclusive lock, watched: see `watchLock`. */
+interface WatchedLock {
+  /** Lends the connection that holds the lock, listening to it for as long as it is lent. */
+  lend: PgLender;
+  /** The job's signal: the worker's shutdown, or the lock's connection failing. */
+  signal: AbortSignal;
+  /** Why the lock's connection failed, once it has. */
+  readonly lost: unknown;
+  /** Stops following the worker's signal (call when the attempt ends). */
+  release(): void;
+}
+
+/**
+ * An advisory lock lives on one connection. When that connection dies (a restart, a
+ * failover) the lock is gone and another worker may start the same job, so the attempt
+ * must stop too: the job's signal aborts, the job stops at its next page (as for a
+ * shutdown, keeping its checkpoint and its run) and waits for Postgres like any job
+ * whose query failed, even when its other connections were idle and never noticed.
+ */
+function watchLock(lend: PgLender, shutdown: AbortSignal): WatchedLock {
+  const abort = new AbortController();
+  const forward = (): void => abort.abort(shutdown.reason);
+  if (shutdown.aborted) forward();
+  else shutdown.addEventListener('abort', forward, { once: true });
+  let lost: unknown;
+  return {
+    lend: (fn) =>
+      lend(async (client) => {
+        const onError = (error: Error): void => {
+          lost ??= error;
+          abort.abort(error);
+        };
+        client.on('error', onError);
+        try {
+          return await fn(client);
+        } finally {
+          client.off('error', onError);
+        }
+      }),
+    signal: abort.signal,
+    get lost() {
+      return lost;
+    },
+    release: () => shutdown.removeEventListener('abort', forward),
+  };
+}
+
+/**
  * The BullMQ processor: parses the payload with the job's own schema, takes the job's
  * exclusive lock, runs it with a context of its own, and maps errors to BullMQ's
- * retry semantics (a permanent platform error fails at once; a shutdown puts the job
- * back without spending an attempt).
+ * retry semantics: a permanent platform error fails at once; a shutdown, a busy lock
+ * and a Postgres outage put the job back delayed without spending an attempt (it
+ * resumes from its checkpoint); anything else is retried by BullMQ with backoff.
+ * Logs one line when the attempt starts and one when it ends.
  */
 export async function runJob(job: Job, token: string | undefined, runner: JobRunner, signal: AbortSignal): Promise<unknown> {
   const definition = runner.catalog.get(job.name);
@@ -49,9 +219,40 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
   }
   const info: JobInfo = { id: String(job.id), name: job.name, attemptsMade: job.attemptsMade };
   const log = runner.log.child({ job: job.name, jobId: job.id });
+  const attempt = job.attemptsMade + 1;
+  const startedAt = Date.now();
   const started = performance.now();
-  const elapsed = (): number => (performance.now() - started) / 1000;
-  const services = runner.services();
+  log.info({ attempt, ...payloadResource(parsed.data) }, 'job started');
+
+  const finish = (outcome: AttemptOutcome, fields: Record<string, unknown> = {}, result?: unknown): void => {
+    const seconds = (performance.now() - started) / 1000;
+    runner.onFinished?.(job.name, outcome, seconds, result);
+    const line = { attempt, seconds: Math.round(seconds * 1000) / 1000, outcome, ...payloadResource(parsed.data), ...fields };
+    if (outcome !== 'failed') log.info(line, 'job finished');
+    else if (fields.retried === false) log.error(line, 'job finished');
+    else log.warn(line, 'job finished');
+  };
+  /** Puts the job back in the delayed set; the error to throw so BullMQ leaves it there. */
+  const putBack = async (delayMs: number, outcome: AttemptOutcome, fields: Record<string, unknown>): Promise<Error> => {
+    try {
+      await job.moveToDelayed(Date.now() + delayMs, token);
+    } catch (error) {
+      finish('failed', { ...fields, err: error, reason: `could not put the job back: ${errorMessage(error)}` });
+      return error instanceof Error ? error : new Error(String(error));
+    }
+    finish(outcome, fields);
+    return new DelayedError();
+  };
+
+  let services: Services;
+  try {
+    services = runner.services();
+  } catch (error) {
+    finish('failed', { err: error, retried: !isPermanentError(error) });
+    throw isPermanentError(error) ? new UnrecoverableError(errorMessage(error)) : error;
+  }
+  const postgres = postgresWaitOf(runner, services.config);
+  postgres.started(job);
 
   let lastProgress = 0;
   const progress = (update: ProgressUpdate): void => {
@@ -60,38 +261,59 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     lastProgress = now;
     job.updateProgress({ ...update }).catch((error: unknown) => log.debug({ err: error }, 'progress update failed'));
   };
-  const context: JobContext = { ...services, job: info, log, signal, progress };
+  const lockKey = definition.exclusive?.(parsed.data as never);
+  const lock = lockKey ? watchLock(services.withPgClient, signal) : undefined;
+  const context: JobContext = { ...services, job: info, log, signal: lock?.signal ?? signal, progress };
+  const run = (): Promise<unknown> => definition.run(parsed.data as never, context);
 
-  const run = async (): Promise<unknown> => {
-    try {
-      const summary = await definition.run(parsed.data as never, context);
-      runner.onFinished?.(job.name, 'completed', elapsed(), summary);
-      return summary;
-    } catch (error) {
-      if (signal.aborted) {
-        // Shutting down: the job checkpointed what it finished; put it back for the next worker.
-        log.info('stopped for shutdown; the job goes back to the queue and resumes from its checkpoint');
-        await job.moveToDelayed(Date.now(), token);
-        runner.onFinished?.(job.name, 'delayed', elapsed());
-        throw new DelayedError();
-      }
-      runner.onFinished?.(job.name, 'failed', elapsed());
-      if (error instanceof DelayedError || error instanceof UnrecoverableError) throw error;
-      if (isPermanentError(error)) {
-        log.error({ err: error }, 'job failed permanently');
-        throw new UnrecoverableError(errorMessage(error));
-      }
-      log.warn({ err: error, attempt: job.attemptsMade + 1 }, 'job failed; BullMQ retries it with backoff');
+  let result: unknown;
+  let lockBusy = false;
+  try {
+    if (!lockKey || !lock) {
+      result = await run();
+    } else {
+      const locked = await tryAdvisoryLock(lock.lend, lockKey, run);
+      if (locked.acquired) result = locked.value;
+      else lockBusy = true;
+    }
+  } catch (error) {
+    if (error instanceof DelayedError) {
+      // The job put itself back in the queue.
+      finish('delayed');
       throw error;
     }
-  };
-
-  const lockKey = definition.exclusive?.(parsed.data as never);
-  if (!lockKey) return run();
-  const locked = await tryAdvisoryLock(services.withPgClient, lockKey, run);
-  if (locked.acquired) return locked.value;
-  log.info({ lockKey }, 'another worker is running this job; trying again shortly');
-  await job.moveToDelayed(Date.now() + LOCK_BUSY_RETRY_MS, token);
-  runner.onFinished?.(job.name, 'delayed', elapsed());
-  throw new DelayedError();
+    if (signal.aborted) {
+      // Shutting down: the job checkpointed what it finished; put it back for the next worker.
+      throw await putBack(0, 'delayed', { reason: 'stopped for shutdown; the job goes back to the queue and resumes from its checkpoint' });
+    }
+    let infrastructure = toInfrastructureError(error, services.config);
+    // Stopped because the lock's connection died: that failure is the reason, not the stop.
+    if (infrastructure?.service !== 'postgres' && lock?.lost !== undefined) infrastructure = toInfrastructureError(lock.lost, services.config, 'postgres');
+    if (infrastructure?.service === 'postgres') {
+      // An outage is not the job's fault: it waits without spending an attempt, and resumes from its checkpoint.
+      const delayMs = postgres.failed(infrastructure, startedAt, services.withPgClient);
+      const delayed = await putBack(delayMs, 'waiting-for-postgres', { retryInSeconds: delayMs / 1000, reason: infrastructure.message });
+      if (delayed instanceof DelayedError) postgres.parked(job);
+      throw delayed;
+    }
+    if (lock?.lost !== undefined) {
+      throw await putBack(POSTGRES_WAIT_FIRST_MS, 'delayed', { reason: `lost the connection holding its lock (${errorMessage(lock.lost)}); trying again shortly` });
+    }
+    if (error instanceof UnrecoverableError) {
+      finish('failed', { err: error, retried: false });
+      throw error;
+    }
+    if (isPermanentError(error)) {
+      finish('failed', { err: error, retried: false });
+      throw new UnrecoverableError(errorMessage(error));
+    }
+    const retried = attempt < (job.opts.attempts ?? 1);
+    finish('failed', { err: error, retried, reason: retried ? 'BullMQ retries it with backoff' : 'no attempts left' });
+    throw error;
+  } finally {
+    lock?.release();
+  }
+  if (lockBusy) throw await putBack(LOCK_BUSY_RETRY_MS, 'delayed', { lockKey, reason: 'another worker is running this job; trying again shortly' });
+  finish('completed', summaryFields(result), result);
+  return result;
 }

@@ -1,9 +1,9 @@
-import { QueueEvents, type Job } from 'bullmq';
+import { QueueEvents, type Job, type Queue } from 'bullmq';
 import type { Config } from '../config.ts';
-import { errorMessage } from '../errors.ts';
-import { createRedisConnection } from './connection.ts';
+import type { Logger } from '../log.ts';
+import type { RedisConnections } from './connection.ts';
 import { queueKeys } from './keys.ts';
-import type { QueueName } from './names.ts';
+import { SYNC_QUEUE } from './names.ts';
 
 export interface JobOutcome {
   jobId: string;
@@ -13,36 +13,205 @@ export interface JobOutcome {
   error?: string;
 }
 
+export interface WaitOptions {
+  onProgress?: (jobId: string, progress: unknown) => void;
+  /**
+   * One line when a job has made no progress for `stallNoticeMs`: its id, its state and
+   * who holds it (or that nobody does). Again only when that explanation changes.
+   */
+  onStall?: (message: string) => void;
+  /** How often each job's state is read (to notice a job that vanished, and to explain a stall); default 5 s. */
+  checkEveryMs?: number;
+  /** Default 30 s. */
+  stallNoticeMs?: number;
+}
+
+export interface WaitDeps {
+  config: Config;
+  queue: Queue;
+  redis: RedisConnections;
+  log: Logger;
+}
+
+const CHECK_EVERY_MS = 5_000;
+const STALL_NOTICE_MS = 30_000;
+const CLOSE_TIMEOUT_MS = 2_000;
+
+/** Why a job waited for is no longer in Redis at all. */
+export function vanishedMessage(queue: string): string {
+  return `the job vanished from the queue (Redis restarted empty or failed over?); run the ${queue === SYNC_QUEUE ? 'sync' : 'command'} again`;
+}
+
+interface Waiting {
+  job: Job;
+  resolve(outcome: JobOutcome): void;
+  /** Last progress event or change of state. */
+  lastActivity: number;
+  state: string | undefined;
+  lockMissingSince: number | undefined;
+  noticed: string | undefined;
+  settled: boolean;
+  /** Redis did not know the job at the last check too (one miss may be a finished job trimmed before its event arrived). */
+  unknownBefore: boolean;
+}
+
 /**
- * Waits until every job has completed or failed for good (retries included),
- * reporting progress events as they come.
+ * Waits until every job has completed or failed for good (retries included), reporting
+ * progress events as they come. Besides the events, each job's state is read every few
+ * seconds: a job Redis no longer knows (emptied, failed over) ends as failed instead of
+ * being waited for forever, and a job that makes no progress is explained (`onStall`).
+ * When this process gives up on Redis (one-shot commands, TRAINSYNC_REDIS_TIMEOUT_MS)
+ * the wait rejects with the InfrastructureError naming REDIS_URL.
  */
-export async function waitForJobs(
-  config: Config,
-  queue: QueueName,
-  jobs: readonly Job[],
-  onProgress?: (jobId: string, progress: unknown) => void,
-): Promise<JobOutcome[]> {
-  // Read events from the stream's current end, not from '$' at the first XREAD: that
-  // starts only after waitUntilReady, and a job finishing in between (after its
-  // isFinished check) would never be reported, so the wait would hang.
-  const redis = createRedisConnection(config.REDIS_URL);
-  const [last] = await redis.xrevrange(queueKeys(config.TRAINSYNC_QUEUE_PREFIX, queue).events, '+', '-', 'COUNT', 1).finally(() => redis.disconnect());
-  const events = new QueueEvents(queue, { connection: { url: config.REDIS_URL }, prefix: config.TRAINSYNC_QUEUE_PREFIX, lastEventId: last?.[0] ?? '0-0' });
-  try {
-    await events.waitUntilReady();
-    if (onProgress) events.on('progress', ({ jobId, data }) => onProgress(jobId, data));
-    return await Promise.all(
-      jobs.map(async (job): Promise<JobOutcome> => {
-        try {
-          const result: unknown = await job.waitUntilFinished(events);
-          return { jobId: String(job.id), name: job.name, status: 'completed', result };
-        } catch (error) {
-          return { jobId: String(job.id), name: job.name, status: 'failed', error: errorMessage(error) };
-        }
+export async function waitForJobs(deps: WaitDeps, jobs: readonly Job[], options: WaitOptions = {}): Promise<JobOutcome[]> {
+  if (jobs.length === 0) return [];
+  const { config, queue, redis, log } = deps;
+  const checkEveryMs = options.checkEveryMs ?? CHECK_EVERY_MS;
+  const stallNoticeMs = options.stallNoticeMs ?? STALL_NOTICE_MS;
+  const waits = new Map<string, Waiting>();
+  const started = Date.now();
+  const outcomes = jobs.map(
+    (job) =>
+      new Promise<JobOutcome>((resolve) => {
+        waits.set(String(job.id), { job, resolve, lastActivity: started, state: undefined, lockMissingSince: undefined, noticed: undefined, settled: false, unknownBefore: false });
       }),
-    );
+  );
+  const all = Promise.all(outcomes);
+  const settle = (jobId: string, outcome: Omit<JobOutcome, 'jobId' | 'name'>): void => {
+    const waiting = waits.get(jobId);
+    if (!waiting) return;
+    waits.delete(jobId);
+    waiting.settled = true;
+    waiting.resolve({ jobId, name: waiting.job.name, ...outcome });
+  };
+
+  let events: QueueEvents | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    // Read events from the stream's current end, not from '$' at the first XREAD: that
+    // starts only after waitUntilReady, and a job finishing in between would never be
+    // reported (the state check below would catch it, but only seconds later).
+    const [last] = await redis.primary.xrevrange(queueKeys(config.TRAINSYNC_QUEUE_PREFIX, queue.name).events, '+', '-', 'COUNT', 1);
+    // BullMQ duplicates the connection it is given for its blocking reads; the copy reports to `redis`.
+    events = new QueueEvents(queue.name, { connection: redis.primary, prefix: config.TRAINSYNC_QUEUE_PREFIX, lastEventId: last?.[0] ?? '0-0' });
+    events.on('error', (error) => {
+      if (!redis.failed(error)) log.warn({ err: error }, 'queue events error');
+    });
+    events.on('completed', ({ jobId, returnvalue }) => settle(jobId, { status: 'completed', result: returnvalue }));
+    events.on('failed', ({ jobId, failedReason }) => settle(jobId, { status: 'failed', error: failedReason }));
+    events.on('progress', ({ jobId, data }) => {
+      const waiting = waits.get(jobId);
+      if (waiting) waiting.lastActivity = Date.now();
+      options.onProgress?.(jobId, data);
+    });
+    await events.waitUntilReady();
+
+    const inspectAll = async (): Promise<void> => {
+      for (const [jobId, waiting] of [...waits]) await inspect(deps, jobId, waiting, settle, { onStall: options.onStall, stallNoticeMs });
+    };
+    // Jobs that finished before the events were read are settled here, the rest as events come or by the periodic check.
+    for (;;) {
+      const inspecting = inspectAll();
+      // Abandoned when the events settle every job first (a command queued behind an outage answers late).
+      inspecting.catch(() => undefined);
+      await Promise.race([all, inspecting]);
+      if (waits.size === 0) break;
+      await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, checkEveryMs)))]);
+      clearTimeout(timer);
+      if (waits.size === 0) break;
+    }
+    return await all;
+  } catch (error) {
+    throw redis.isDown ? redis.unreachable(error) : error;
   } finally {
-    await events.close();
+    clearTimeout(timer);
+    if (events) await closeEvents(events);
   }
+}
+
+/** Closes the QueueEvents; an unreachable Redis never answers QUIT, so after a moment the connection is dropped. */
+async function closeEvents(events: QueueEvents): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const closed = await Promise.race([
+    events.close().then(() => true, () => true),
+    new Promise<boolean>((resolve) => (timer = setTimeout(resolve, CLOSE_TIMEOUT_MS, false))),
+  ]);
+  clearTimeout(timer);
+  if (!closed) await events.disconnect().catch(() => undefined);
+}
+
+/** Reads one job's state: settles it when it finished or vanished, explains it when it stalls. */
+async function inspect(
+  deps: WaitDeps,
+  jobId: string,
+  waiting: Waiting,
+  settle: (jobId: string, outcome: Omit<JobOutcome, 'jobId' | 'name'>) => void,
+  options: { onStall: ((message: string) => void) | undefined; stallNoticeMs: number },
+): Promise<void> {
+  const { queue } = deps;
+  const state = await queue.getJobState(jobId);
+  if (waiting.settled) return;
+  if (state === 'unknown') {
+    if (waiting.unknownBefore) settle(jobId, { status: 'failed', error: vanishedMessage(queue.name) });
+    waiting.unknownBefore = true;
+    return;
+  }
+  waiting.unknownBefore = false;
+  if (state === 'completed' || state === 'failed') {
+    const job = await queue.getJob(jobId);
+    if (!job) settle(jobId, { status: 'failed', error: vanishedMessage(queue.name) });
+    else if (state === 'completed') settle(jobId, { status: 'completed', result: job.returnvalue });
+    else settle(jobId, { status: 'failed', error: job.failedReason || 'failed' });
+    return;
+  }
+  const now = Date.now();
+  if (state !== waiting.state) {
+    waiting.state = state;
+    waiting.lastActivity = now;
+    waiting.lockMissingSince = undefined;
+  }
+  if (!options.onStall) return;
+  const idleMs = now - waiting.lastActivity;
+  if (idleMs < options.stallNoticeMs) return;
+  const why = await explain(deps, jobId, waiting, state, now);
+  if (why === waiting.noticed || waiting.settled) return;
+  waiting.noticed = why;
+  options.onStall(`still waiting for job ${jobId} (${waiting.job.name}): ${why}; no progress for ${Math.round(idleMs / 1000)} s`);
+}
+
+/** What a job that makes no progress is waiting for, in a person's words. */
+async function explain(deps: WaitDeps, jobId: string, waiting: Waiting, state: string, now: number): Promise<string> {
+  const { queue, redis, config } = deps;
+  if (state === 'active') {
+    const job = await queue.getJob(jobId);
+    const holder = job?.processedBy ? `worker ${job.processedBy}` : 'a worker';
+    // BullMQ's lock of an active job: the key of the job itself plus ":lock", renewed by the worker running it.
+    const locked = (await redis.primary.exists(`${queue.toKey(jobId)}:lock`)) === 1;
+    if (locked) {
+      waiting.lockMissingSince = undefined;
+      return `active on ${holder}, which holds its lock but reported no progress (a slow platform, or a lock wait on another sync of the resource)`;
+    }
+    waiting.lockMissingSince ??= now;
+    const missingMs = now - waiting.lockMissingSince;
+    if (missingMs > config.TRAINSYNC_STALLED_INTERVAL_MS) {
+      return (
+        `active, but no worker has held its lock for ${Math.round(missingMs / 1000)} s, longer than the stalled-job check ` +
+        `(TRAINSYNC_STALLED_INTERVAL_MS=${config.TRAINSYNC_STALLED_INTERVAL_MS}): no running worker looks after it; is \`trainsync worker\` running and reaching Redis?`
+      );
+    }
+    return `active, but no worker holds its lock (last taken by ${holder}, which stopped or lost Redis); the stalled-job check hands it to another worker`;
+  }
+  if (state === 'waiting' || state === 'prioritized' || state === 'wait') {
+    const workers = await queue.getWorkersCount();
+    return workers === 0
+      ? `${state}, and no worker is connected to queue "${queue.name}" (start \`trainsync worker\`)`
+      : `${state}, behind other jobs of queue "${queue.name}"`;
+  }
+  if (state === 'delayed') {
+    const job = await queue.getJob(jobId);
+    const last = job?.failedReason ? ` (last attempt: ${job.failedReason})` : '';
+    return `delayed: to be retried after a backoff${last}, or until another sync of the same resource finishes`;
+  }
+  if (state === 'waiting-children') return 'waiting for the jobs it depends on';
+  return state;
 }

@@ -1,6 +1,8 @@
+import os from 'node:os';
 import { Worker } from 'bullmq';
 import type { Config } from '../config.ts';
-import { createRedisConnection } from './connection.ts';
+import { describeRedisError } from '../infra-errors.ts';
+import type { RedisConnections } from './connection.ts';
 import type { QueueName } from './names.ts';
 import { runJob, type JobRunner } from './run-job.ts';
 
@@ -10,17 +12,28 @@ export interface WorkerHandle {
   close(): Promise<void>;
 }
 
-/** Starts one BullMQ worker per queue with the configured concurrency. */
-export async function startWorkers(config: Config, runner: JobRunner, queues: readonly QueueName[]): Promise<WorkerHandle> {
+/**
+ * This process as a BullMQ worker name: a job records it as `processedBy` when it
+ * becomes active, so a waiting `sync` can say which worker holds its job.
+ */
+export const WORKER_NAME = `${os.hostname()}:${process.pid}`;
+
+/**
+ * Starts one BullMQ worker per queue with the configured concurrency. Workers duplicate
+ * `redis.primary` for their own connections (BullMQ closes those); the copies report to
+ * `redis`, so a Redis outage is logged once when it starts and once when it ends, and
+ * the Workers' connection errors meanwhile are not logged one by one.
+ */
+export async function startWorkers(config: Config, runner: JobRunner, queues: readonly QueueName[], redis: RedisConnections): Promise<WorkerHandle> {
   const { log } = runner;
   // Shared with the jobs' context: aborting it stops every running job at its next page.
   const abort = new AbortController();
-  // BullMQ never closes a connection it was given: close() below disconnects these.
-  const connections = queues.map(() => createRedisConnection(config.REDIS_URL));
-  const workers = queues.map((queueName, i) => {
+  let closing = false;
+  const workers = queues.map((queueName) => {
     const worker = new Worker(queueName, (job, token) => runJob(job, token, runner, abort.signal), {
-      connection: connections[i]!,
+      connection: redis.primary,
       prefix: config.TRAINSYNC_QUEUE_PREFIX,
+      name: WORKER_NAME,
       concurrency: config.TRAINSYNC_WORKER_CONCURRENCY,
       // A lock outlives slow pages; a crashed worker's job is picked up again after it.
       lockDuration: config.TRAINSYNC_JOB_LOCK_MS,
@@ -32,15 +45,20 @@ export async function startWorkers(config: Config, runner: JobRunner, queues: re
       if (error?.name === 'DelayedError') return;
       log.warn({ job: job?.name, jobId: job?.id, attemptsMade: job?.attemptsMade, reason: error?.message }, 'job attempt failed');
     });
-    worker.on('error', (error) => log.error({ err: error, queue: queueName }, 'worker error'));
+    worker.on('error', (error) => {
+      // Closing connections report "Connection is closed"; an outage is logged by `redis`, once.
+      if (closing && describeRedisError(error, config.REDIS_URL) !== undefined) return;
+      if (!redis.failed(error)) log.error({ err: error, queue: queueName }, 'worker error');
+    });
     return worker;
   });
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
-  log.info({ queues, concurrency: config.TRAINSYNC_WORKER_CONCURRENCY }, 'worker started');
+  log.info({ queues, concurrency: config.TRAINSYNC_WORKER_CONCURRENCY, worker: WORKER_NAME }, 'worker started');
 
-  let closing: Promise<void> | undefined;
+  let stopping: Promise<void> | undefined;
   const close = (): Promise<void> => {
-    closing ??= (async () => {
+    stopping ??= (async () => {
+      closing = true;
       abort.abort();
       const graceful = Promise.all(workers.map((worker) => worker.close())).then(() => true);
       const timeout = new Promise<boolean>((resolve) => setTimeout(resolve, config.TRAINSYNC_SHUTDOWN_TIMEOUT_MS, false).unref());
@@ -48,10 +66,9 @@ export async function startWorkers(config: Config, runner: JobRunner, queues: re
         log.warn({ timeoutMs: config.TRAINSYNC_SHUTDOWN_TIMEOUT_MS }, 'jobs did not stop in time; forcing close (their locks expire and another worker resumes them)');
         await Promise.all(workers.map((worker) => worker.close(true)));
       }
-      for (const connection of connections) connection.disconnect();
       log.info('worker stopped');
     })();
-    return closing;
+    return stopping;
   };
   return { workers, close };
 }

@@ -57,3 +57,15 @@ export function windowQuery(window: ResultWindow): { startDate: string; endDate:
 export function windowKey(window: ResultWindow): string {
   return `${window.start}..${window.end}`;
 }
+
+/** The window a `windowKey` names, or undefined for any other key. */
+export function parseWindowKey(key: string): ResultWindow | undefined {
+  const match = /^(\d{4}-\d{2}-\d{2})\.\.(\d{4}-\d{2}-\d{2})$/.exec(key);
+  return match ? { start: match[1]!, end: match[2]! } : undefined;
+}
+
+/** Whether an instant (ISO-8601) falls on one of the days [start, end), in UTC. */
+export function onDays(instant: string, window: ResultWindow): boolean {
+  const ms = Date.parse(instant);
+  return ms >= parseDay(window.start) && ms < parseDay(window.end);
+}

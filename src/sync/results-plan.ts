@@ -1,32 +1,49 @@
 import type { JobContext } from '../context.ts';
-import { getWatermark } from '../warehouse/sync-state.ts';
-import { addDays, splitWindows, today, type ResultWindow } from './result-windows.ts';
+import { getWatermark, listUnfinishedWindows } from '../warehouse/sync-state.ts';
+import { addDays, parseWindowKey, splitWindows, today, windowKey, type ResultWindow } from './result-windows.ts';
 import type { SyncPayload } from './sync-payload.ts';
 
 export const RESULTS = 'results';
+/** The unfinished-window key of a walk of every page. */
+export const FULL_WALK = 'full';
 
 /** What one results run reads. */
 export interface ResultsPlan {
   mode: 'full' | 'incremental' | 'backfill';
   windows: ResultWindow[];
-  /** The watermark to store when the run succeeds (incremental and full only). */
+  /** The watermark to store when the run ends (incremental and full only). */
   watermark?: string;
+  /**
+   * Backfill only: the days [start, end) whose results are stored. Windows ask the
+   * platform for a day more on each side (their bounds are ambiguous); those extra
+   * results are read but not stored.
+   */
+  store?: ResultWindow;
 }
 
 /**
- * `--since/--until` backfills those days and leaves the watermark alone; the first run
- * and `--full` walk every page; otherwise the lookback before the watermark up to today.
+ * `--since/--until` backfills exactly those days and leaves the watermark alone; the
+ * first run, `--full`, and a run after a full walk that did not finish walk every
+ * page; otherwise the lookback before the watermark up to today, plus every window an
+ * earlier run could not finish.
  */
 export async function planResultsRun(payload: SyncPayload, ctx: Pick<JobContext, 'config' | 'db'>): Promise<ResultsPlan> {
   const { config } = ctx;
   const runDay = today();
   if (payload.since || payload.until) {
     const since = payload.since ?? config.TRAINSYNC_RESULTS_EPOCH;
-    const until = payload.until ?? runDay;
-    return { mode: 'backfill', windows: splitWindows(since, addDays(until, 1), config.TRAINSYNC_RESULTS_WINDOW_DAYS) };
+    const end = addDays(payload.until ?? runDay, 1);
+    return { mode: 'backfill', windows: splitWindows(since, end, config.TRAINSYNC_RESULTS_WINDOW_DAYS), store: { start: since, end } };
   }
   const watermark = await getWatermark(ctx.db, RESULTS);
-  if (payload.full || !watermark) return { mode: 'full', windows: [], watermark: runDay };
+  const unfinished = (await listUnfinishedWindows(ctx.db, RESULTS)).map((w) => w.key);
+  if (payload.full || !watermark || unfinished.includes(FULL_WALK)) return { mode: 'full', windows: [], watermark: runDay };
   const from = addDays(watermark < runDay ? watermark : runDay, -config.TRAINSYNC_RESULTS_LOOKBACK);
-  return { mode: 'incremental', windows: splitWindows(from, addDays(runDay, 1), config.TRAINSYNC_RESULTS_WINDOW_DAYS), watermark: runDay };
+  const windows = splitWindows(from, addDays(runDay, 1), config.TRAINSYNC_RESULTS_WINDOW_DAYS);
+  const planned = new Set(windows.map(windowKey));
+  for (const key of unfinished) {
+    const window = parseWindowKey(key);
+    if (window && !planned.has(key)) windows.unshift(window);
+  }
+  return { mode: 'incremental', windows, watermark: runDay };
 }

@@ -28,6 +28,8 @@ export interface WalkOptions {
   onBatch(tx: Tx, position: WalkPosition): Promise<void>;
   /** Full mode: record every id seen, so vanished results can be marked removed. */
   trackSightings?: boolean;
+  /** Stores only the results this accepts (a backfill's days); the rest are read, not stored. */
+  keep?: (result: Result) => boolean;
 }
 
 /**
@@ -36,7 +38,7 @@ export interface WalkOptions {
  * `totalEntities` changed during the walk, or differs from what a resumed walk expected.
  */
 export async function walkResults(ctx: JobContext, options: WalkOptions): Promise<{ drifted: boolean }> {
-  const { runId, counts, trackSightings = false } = options;
+  const { runId, counts, trackSightings = false, keep } = options;
   let total = options.expectedTotal;
   let drifted = false;
   let rows: Result[] = [];
@@ -57,7 +59,9 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
         if (trackSightings) await recordSightings(tx.client, runId, problemIds(batchProblems));
       }
       // The run's totals move with the rows, so a run resumed after a crash still adds up.
-      await addRunCounts(tx.db, runId, { pages, quarantined, ...loaded });
+      // Quarantined records are counted once, when the run finishes: a window read
+      // again meets the same records again.
+      await addRunCounts(tx.db, runId, { pages, ...loaded });
       await options.onBatch(tx, position);
       return { loaded, quarantined };
     });
@@ -90,7 +94,7 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
       lastPage = page.page;
       if (total === undefined) total = page.totalEntities;
       else if (page.totalEntities !== total) drifted = true;
-      for (const record of page.records) rows.push(record);
+      for (const record of page.records) if (!keep || keep(record)) rows.push(record);
       for (const problem of page.problems) problems.push(problem);
       if (rows.length >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);
       ctx.progress({ resource: RESULTS, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.length });

@@ -1,47 +1,90 @@
 import type { JobContext } from '../context.ts';
+import { errorMessage } from '../errors.ts';
 import { mapConcurrent } from '../map-concurrent.ts';
+import { PlatformError } from '../platform/errors.ts';
+import type { Result } from '../platform/schemas.ts';
 import { listCheckpoints, saveCheckpoint, type RunCounts } from '../warehouse/sync-state.ts';
 import { windowKey, windowQuery, type ResultWindow } from './result-windows.ts';
 import { RESULTS } from './results-plan.ts';
 import { MAX_READS, walkResults } from './results-walk.ts';
 
-/** Reads the windows not yet checkpointed, a bounded number at a time. Returns how many were already done. */
-export async function readWindows(ctx: JobContext, scope: string, runId: number, windows: readonly ResultWindow[], counts: RunCounts): Promise<number> {
+/** A window (or the whole walk) a run could not read to the end, and why. */
+export interface UnfinishedRead {
+  key: string;
+  reason: string;
+}
+
+export interface WindowsRead {
+  /** Windows finished by an earlier attempt of this job. */
+  resumed: number;
+  unfinished: UnfinishedRead[];
+}
+
+/**
+ * Reads the windows not yet checkpointed, a bounded number at a time. A window still
+ * changing after the re-read cap, or whose page failed after the client's retries,
+ * is left unfinished (the run ends incomplete and the next run reads it again)
+ * while the others go on. A permanent error (a bad key, say) fails the whole run.
+ */
+export async function readWindows(
+  ctx: JobContext,
+  scope: string,
+  runId: number,
+  windows: readonly ResultWindow[],
+  counts: RunCounts,
+  keep?: (result: Result) => boolean,
+): Promise<WindowsRead> {
   const prefix = `${scope}:window:`;
   const done = new Set((await listCheckpoints(ctx.db, prefix)).map((key) => key.slice(prefix.length)));
   const todo = windows.filter((window) => !done.has(windowKey(window)));
   const resumed = windows.length - todo.length;
   if (resumed > 0) ctx.log.info({ resumed, remaining: todo.length }, 'skipping windows finished before the restart');
   let windowsDone = resumed;
+  const unfinished: UnfinishedRead[] = [];
   await mapConcurrent(todo, ctx.config.TRAINSYNC_RESULTS_CONCURRENCY, async (window) => {
-    await readWindow(ctx, `${prefix}${windowKey(window)}`, runId, window, counts);
+    const key = windowKey(window);
+    try {
+      const reason = await readWindow(ctx, `${prefix}${key}`, runId, window, counts, keep);
+      if (reason) unfinished.push({ key, reason });
+    } catch (error) {
+      if (ctx.signal.aborted || !(error instanceof PlatformError) || !error.retryable) throw error;
+      ctx.log.warn({ window: key, code: error.code }, 'a page of this window failed after retries; the run goes on and the next run reads the window again');
+      unfinished.push({ key, reason: `a page failed: ${errorMessage(error)}` });
+    }
     windowsDone += 1;
     ctx.progress({ resource: RESULTS, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged, windowsDone, windowsTotal: windows.length });
   });
-  return resumed;
+  return { resumed, unfinished };
 }
 
-/** Reads one window until a read sees no drift (or as often as allowed); its checkpoint commits with its last rows. */
-async function readWindow(ctx: JobContext, checkpointKey: string, runId: number, window: ResultWindow, counts: RunCounts): Promise<void> {
-  for (let read = 1; ; read += 1) {
-    const lastRead = read >= MAX_READS;
+/**
+ * Reads one window until a read sees no drift; its checkpoint commits with its last
+ * rows. Returns why it is unfinished when it kept changing for every read allowed.
+ */
+async function readWindow(
+  ctx: JobContext,
+  checkpointKey: string,
+  runId: number,
+  window: ResultWindow,
+  counts: RunCounts,
+  keep?: (result: Result) => boolean,
+): Promise<string | undefined> {
+  for (let read = 1; read <= MAX_READS; read += 1) {
     const { drifted } = await walkResults(ctx, {
       runId,
       query: windowQuery(window),
       startPage: 1,
       counts,
+      keep,
       onBatch: async (tx, position) => {
-        // A window is done when read without drift (or read as often as we allow).
-        if (position.done && (!position.drifted || lastRead)) {
+        if (position.done && !position.drifted) {
           await saveCheckpoint(tx.db, checkpointKey, { window, finishedAt: new Date().toISOString() }, runId);
         }
       },
     });
-    if (!drifted) return;
-    if (lastRead) {
-      ctx.log.warn({ window, reads: read }, 'window kept changing while paged; kept what was read, the next run re-reads it');
-      return;
-    }
-    ctx.log.info({ window, read }, 'window changed while paged; reading it again so nothing shifted past us');
+    if (!drifted) return undefined;
+    if (read < MAX_READS) ctx.log.info({ window, read }, 'window changed while paged; reading it again so nothing shifted past us');
   }
+  ctx.log.warn({ window, reads: MAX_READS }, 'window kept changing while paged; the run ends incomplete and the next run reads it again');
+  return `still changing after ${MAX_READS} reads`;
 }

@@ -1,13 +1,21 @@
 import type { JobContext } from '../context.ts';
-import { markUnseenResultsRemoved } from '../warehouse/load-results.ts';
-import { deleteCheckpoints, emptyRunCounts, finishRun, setWatermark } from '../warehouse/sync-state.ts';
+import { clearSightings, markUnseenResultsRemoved } from '../warehouse/load-results.ts';
+import { countQuarantined, deleteCheckpoints, emptyRunCounts, finishRun, recordUnfinishedWindows, setWatermark } from '../warehouse/sync-state.ts';
 import { withRetriedTransaction } from '../warehouse/transaction.ts';
+import { onDays, windowKey } from './result-windows.ts';
 import { walkAllResults } from './results-full-walk.ts';
-import { planResultsRun, RESULTS } from './results-plan.ts';
-import { readWindows } from './results-windows.ts';
+import { FULL_WALK, planResultsRun, RESULTS } from './results-plan.ts';
+import { readWindows, type UnfinishedRead } from './results-windows.ts';
 import { withRun } from './run.ts';
 import type { SyncSummary } from './summary.ts';
 import type { SyncPayload } from './sync-payload.ts';
+
+/** The note of a run that could not read everything it meant to. */
+function incompleteNote(unfinished: readonly UnfinishedRead[]): string {
+  const listed = unfinished.slice(0, 5).map((u) => `${u.key}: ${u.reason}`).join('; ');
+  const more = unfinished.length > 5 ? `; and ${unfinished.length - 5} more` : '';
+  return `incomplete: ${unfinished.length} window(s) not read to the end (${listed}${more}); the next run reads them again`;
+}
 
 /**
  * Results are incremental: each run re-reads a lookback window up to today, split into
@@ -16,19 +24,46 @@ import type { SyncPayload } from './sync-payload.ts';
  * walk every page instead (undated results included) and checkpoint by page.
  *
  * Checkpoints are scoped to the BullMQ job: its retries and a restart after a crash
- * resume them; a new job starts a fresh plan (idempotent, so never wrong).
+ * resume them; a new job starts a fresh plan (idempotent, so never wrong). A run that
+ * could not read everything ends `incomplete`, and what it missed is remembered in
+ * `trainsync.unfinished_windows` for the next plain run.
  */
 export async function syncAllResults(payload: SyncPayload, ctx: JobContext): Promise<SyncSummary> {
   const plan = await planResultsRun(payload, ctx);
   const scope = `results:job:${ctx.job.id}`;
+  const store = plan.store;
+  const keep = store ? (result: { dateCompleted: string | null }): boolean => result.dateCompleted !== null && onDays(result.dateCompleted, store) : undefined;
   return withRun(ctx, { resource: RESULTS, mode: plan.mode, params: payload, resumeKey: `${scope}:run` }, async (run) => {
     const counts = emptyRunCounts();
-    const resumed = plan.mode === 'full' ? await walkAllResults(ctx, scope, run.id, counts) : await readWindows(ctx, scope, run.id, plan.windows, counts);
+    let resumed: number;
+    let unfinished: UnfinishedRead[];
+    let finished: string[];
+    if (plan.mode === 'full') {
+      const walk = await walkAllResults(ctx, scope, run.id, counts);
+      resumed = walk.resumed;
+      unfinished = walk.unfinished ? [{ key: FULL_WALK, reason: walk.unfinished }] : [];
+      finished = walk.unfinished ? [] : [FULL_WALK];
+    } else {
+      const read = await readWindows(ctx, scope, run.id, plan.windows, counts, keep);
+      resumed = read.resumed;
+      unfinished = read.unfinished;
+      const missed = new Set(unfinished.map((u) => u.key));
+      finished = plan.windows.map(windowKey).filter((key) => !missed.has(key));
+    }
     await withRetriedTransaction(ctx.withPgClient, async (tx) => {
-      const removed = plan.mode === 'full' ? await markUnseenResultsRemoved(tx.client, run.id) : 0;
+      // A walk that kept changing may have missed results that still exist: mark nothing removed.
+      let removed = 0;
+      if (plan.mode === 'full' && unfinished.length === 0) removed = await markUnseenResultsRemoved(tx.client, run.id);
+      else if (plan.mode === 'full') await clearSightings(tx.client, run.id);
       if (plan.watermark) await setWatermark(tx.db, RESULTS, plan.watermark);
+      await recordUnfinishedWindows(tx.db, RESULTS, run.id, { finished, unfinished });
       await deleteCheckpoints(tx.db, `${scope}:`);
-      await finishRun(tx.db, run.id, { status: 'succeeded', removed });
+      await finishRun(tx.db, run.id, {
+        status: unfinished.length > 0 ? 'incomplete' : 'succeeded',
+        removed,
+        quarantined: await countQuarantined(tx.db, run.id),
+        note: unfinished.length > 0 ? incompleteNote(unfinished) : undefined,
+      });
     });
     return { windows: plan.windows.length, windowsResumed: resumed };
   });

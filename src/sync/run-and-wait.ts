@@ -3,37 +3,89 @@ import type { JobQueue } from '../queue/job-queue.ts';
 import { SYNC_QUEUE } from '../queue/names.ts';
 import type { JobOutcome } from '../queue/wait-for-jobs.ts';
 import { syncJobName, type SyncResource } from './resources.ts';
-import type { SyncPayload } from './sync-payload.ts';
+import { syncPayloadSchema, type SyncPayload } from './sync-payload.ts';
 
 export interface RunSyncDeps {
   queue: JobQueue;
   log: Logger;
 }
 
+export interface RunSyncOptions {
+  onProgress?: (jobId: string, progress: unknown) => void;
+  /** Aborting stops waiting; jobs this process was running go back to the queue and resume from their checkpoints. */
+  signal?: AbortSignal;
+}
+
+/** A sync of a resource is already queued or running with other options: nothing was enqueued. */
+export class SyncConflictError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SyncConflictError';
+  }
+}
+
+/** The wait was interrupted (Ctrl-C); the jobs were handed back to the queue. */
+export class SyncInterruptedError extends Error {
+  constructor() {
+    super('interrupted: the jobs this process was running went back to the queue; the next `trainsync sync` or a worker resumes them from their checkpoints');
+    this.name = 'SyncInterruptedError';
+  }
+}
+
+/** What makes two sync requests different (the trigger does not). */
+function optionsOf(data: unknown): string {
+  const parsed = syncPayloadSchema.safeParse(data);
+  if (!parsed.success) return 'unreadable options';
+  const { since, until, full } = parsed.data;
+  const words = [since ? `--since ${since}` : '', until ? `--until ${until}` : '', full ? '--full' : ''].filter(Boolean);
+  return words.length > 0 ? words.join(' ') : 'no options';
+}
+
 /**
  * Enqueues one sync job per resource and waits for all of them. A job already queued
- * or running for a resource is joined instead of doubled (deduplication by job name),
- * and when no worker is connected this process runs the jobs itself.
+ * or running for a resource with the same options is joined instead of doubled
+ * (deduplication by job name); one with other options is never silently merged: the
+ * request is refused before anything is enqueued. When no worker is connected this
+ * process runs the jobs itself.
  */
-export async function runSync(
-  deps: RunSyncDeps,
-  resources: readonly SyncResource[],
-  payload: SyncPayload,
-  onProgress?: (jobId: string, progress: unknown) => void,
-): Promise<JobOutcome[]> {
-  const jobs = [];
-  for (const resource of resources) {
-    const name = syncJobName(resource);
+export async function runSync(deps: RunSyncDeps, resources: readonly SyncResource[], payload: SyncPayload, options: RunSyncOptions = {}): Promise<JobOutcome[]> {
+  const planned = resources.map((resource) => {
     const data: SyncPayload = resource === 'results' ? payload : { trigger: payload.trigger, full: false };
-    const job = await deps.queue.add(name, data, { dedupeId: name });
-    if (JSON.stringify(job.data) !== JSON.stringify(data)) {
-      deps.log.warn({ job: name, jobId: job.id }, 'this sync is already queued or running with other options; waiting for that one instead');
+    return { name: syncJobName(resource), data };
+  });
+  for (const { name, data } of planned) {
+    const running = await deps.queue.deduplicated(SYNC_QUEUE, name);
+    if (running && optionsOf(running.data) !== optionsOf(data)) {
+      throw new SyncConflictError(
+        `${name} is already ${running.state} (job ${running.id}) with ${optionsOf(running.data)}; this request (${optionsOf(data)}) was not enqueued. ` +
+          'Wait for that run to finish (`trainsync status`), then run this again.',
+      );
     }
+  }
+  const jobs = [];
+  for (const { name, data } of planned) {
+    const job = await deps.queue.add(name, data, { dedupeId: name });
+    if (job.data !== undefined && optionsOf(job.data) !== optionsOf(data)) {
+      throw new SyncConflictError(`${name} was enqueued by another process a moment ago with ${optionsOf(job.data)}; this request (${optionsOf(data)}) was not enqueued. Run it again when that one finishes.`);
+    }
+    deps.log.debug({ job: name, jobId: job.id }, 'sync enqueued (or joined the same one already queued)');
     jobs.push(job);
   }
   const worker = await deps.queue.processHereIfNoWorker(SYNC_QUEUE);
   try {
-    const outcomes = await deps.queue.waitFor(SYNC_QUEUE, jobs.map((job) => job.id), onProgress);
+    const waiting = deps.queue.waitFor(SYNC_QUEUE, jobs.map((job) => job.id), options.onProgress);
+    const { signal } = options;
+    let outcomes: JobOutcome[];
+    if (signal) {
+      waiting.catch(() => undefined);
+      const interrupted = new Promise<never>((_resolve, reject) => {
+        if (signal.aborted) reject(new SyncInterruptedError());
+        signal.addEventListener('abort', () => reject(new SyncInterruptedError()), { once: true });
+      });
+      outcomes = await Promise.race([waiting, interrupted]);
+    } else {
+      outcomes = await waiting;
+    }
     // In the order asked for, each under its job's name.
     return jobs.map((job) => ({ ...outcomes.find((o) => o.jobId === job.id)!, name: job.name }));
   } finally {

@@ -1,5 +1,6 @@
 import type { JobContext } from '../context.ts';
 import { errorMessage } from '../errors.ts';
+import { toInfrastructureError } from '../infra-errors.ts';
 import { withTransaction } from '../warehouse/transaction.ts';
 import { finishRun, getCheckpoint, runTotals, saveCheckpoint, startRun } from '../warehouse/sync-state.ts';
 import { z } from 'zod';
@@ -48,7 +49,8 @@ async function startOrResume(ctx: JobContext, spec: RunSpec): Promise<ActiveRun>
  * earlier attempt started), does the work, and returns the summary from the recorded
  * totals. The work closes the run itself with `finishRun`, inside the transaction of
  * its last rows, so a run is never marked finished without them. A run that throws is
- * marked failed, except a resumable one stopped for shutdown: the next attempt goes on.
+ * marked failed, except a resumable one stopped for shutdown or by a Postgres outage:
+ * the next attempt goes on.
  */
 export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: ActiveRun) => Promise<RunExtras | void>): Promise<SyncSummary> {
   const started = Date.now();
@@ -57,11 +59,15 @@ export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: Active
   try {
     extras = await work(run);
   } catch (error) {
-    if (!(ctx.signal.aborted && spec.resumeKey)) {
+    // A resumable run stopped for shutdown or by a Postgres outage stays running: the job
+    // goes back to the queue and its next attempt adds to this run from its checkpoint.
+    const resumes = spec.resumeKey !== undefined && (ctx.signal.aborted || toInfrastructureError(error, ctx.config)?.service === 'postgres');
+    if (!resumes) {
       await finishRun(ctx.db, run.id, { status: 'failed', error: errorMessage(error) }).catch(() => undefined);
     }
     throw error;
   }
-  const { status: _status, note, ...totals } = await runTotals(ctx.db, run.id);
-  return { resource: spec.resource, runId: run.id, mode: spec.mode, ...totals, durationMs: Date.now() - started, ...(note ? { note } : {}), ...extras };
+  const { status, note, ...totals } = await runTotals(ctx.db, run.id);
+  if (status !== 'succeeded' && status !== 'incomplete') throw new Error(`run ${run.id} of ${spec.resource} ended without being finished (status ${status})`);
+  return { resource: spec.resource, runId: run.id, status, mode: spec.mode, ...totals, durationMs: Date.now() - started, ...(note ? { note } : {}), ...extras };
 }

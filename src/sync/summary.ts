@@ -4,6 +4,8 @@ import type { RunCounts } from '../warehouse/sync-state.ts';
 export interface SyncSummary extends RunCounts {
   resource: string;
   runId: number;
+  /** `incomplete` when the run could not read everything it meant to (see `note`). */
+  status: 'succeeded' | 'incomplete';
   mode: string;
   durationMs: number;
   /** e.g. "not applicable (NO_UNLIMITED_PLAN)" or "not available". */

@@ -129,7 +129,7 @@ export interface LatestSeatUsageView {
   applicable: boolean;
 }
 
-export type RunStatus = 'running' | 'succeeded' | 'failed';
+export type RunStatus = 'running' | 'succeeded' | 'incomplete' | 'failed';
 
 export interface RunsTable {
   id: Generated<number>;
@@ -175,6 +175,14 @@ export interface QuarantineTable {
   times_seen: ColumnType<number, number | undefined, number>;
 }
 
+export interface UnfinishedWindowsTable {
+  resource: string;
+  window_key: string;
+  reason: string;
+  run_id: number | null;
+  recorded_at: GeneratedInstant;
+}
+
 export interface ResultSightingsTable {
   run_id: number;
   result_id: string;
@@ -204,5 +212,6 @@ export interface Database extends ProvisioningTables {
   'trainsync.watermarks': WatermarksTable;
   'trainsync.quarantine': QuarantineTable;
   'trainsync.result_sightings': ResultSightingsTable;
+  'trainsync.unfinished_windows': UnfinishedWindowsTable;
   'trainsync.schema_migrations': SchemaMigrationsTable;
 }

@@ -15,6 +15,9 @@ export async function ensureDatabase(databaseUrl: string, log: Logger): Promise<
   if (name === '') throw new Error('DATABASE_URL names no database, e.g. postgres://postgres@127.0.0.1:5432/trainsync');
   url.pathname = '/postgres';
   const client = new pg.Client({ connectionString: url.toString() });
+  // The server going away (a restart) makes the client emit 'error'; unheard, that ends
+  // the process. The failure reaches us through connect() or the query in flight.
+  client.on('error', (error) => log.debug({ err: error }, 'Postgres connection failed'));
   await client.connect();
   try {
     const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name]);

@@ -179,6 +179,11 @@ export async function recordSightings(client: pg.PoolClient, runId: number, resu
   ]);
 }
 
+/** Forgets a run's sightings without marking anything (a walk that did not finish). */
+export async function clearSightings(client: pg.PoolClient, runId: number): Promise<void> {
+  await client.query('delete from trainsync.result_sightings where run_id = $1', [runId]);
+}
+
 /**
  * After a full-mode walk of every result: marks results not sighted by the run
  * (`removed_at = now()`) and clears the run's sightings. Returns how many were marked.

@@ -105,7 +105,13 @@ export async function migrate(pool: pg.Pool, log: Logger, options: MigrateOption
   const views = await readSqlFiles(path.join(sqlDir, 'views'), (name) => name.endsWith('.sql'));
 
   const client = await pool.connect();
+  // A checked-out client has no listener of the pool's: without this one, the server
+  // going away mid-migration is an unhandled 'error' event that ends the process. The
+  // failure still reaches us through the query in flight.
+  const ignore = (): void => undefined;
+  client.on('error', ignore);
   let locked = false;
+  let failed: Error | undefined;
   try {
     await client.query('select pg_advisory_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
     locked = true;
@@ -162,16 +168,21 @@ export async function migrate(pool: pg.Pool, log: Logger, options: MigrateOption
       log.debug({ views: views.length }, 'views applied');
     }
     return { applied: appliedNow, views: views.length };
+  } catch (error) {
+    // The connection may be gone or mid-transaction: never hand it back to the pool.
+    failed = error instanceof Error ? error : new Error(String(error));
+    throw error;
   } finally {
-    let broken: Error | undefined;
+    let broken = failed;
     if (locked) {
       try {
         await client.query('select pg_advisory_unlock($1::bigint)', [MIGRATION_LOCK_KEY]);
       } catch (error) {
         // Unlock failed: drop the connection, which releases a session lock for sure.
-        broken = error instanceof Error ? error : new Error(String(error));
+        broken ??= error instanceof Error ? error : new Error(String(error));
       }
     }
+    client.off('error', ignore);
     client.release(broken);
   }
 }

@@ -37,12 +37,25 @@ export function createPool(databaseUrl: string, options: PoolOptions = {}): pg.P
     // misestimated costs (temp tables have no statistics) cost 50-100 ms a batch.
     options: '-c TimeZone=UTC -c jit=off',
     application_name: options.applicationName ?? 'trainsync',
+    // TCP keepalives: a connection whose server vanished without a word (a failover, a
+    // dropped network) fails within minutes instead of hanging on the OS's defaults.
+    keepAlive: true,
     types,
   });
-  // Without a listener, an idle connection's error (server restart, a forced drop)
-  // is an unhandled 'error' event and kills the process.
+  // A pg client whose server goes away (a restart, a failover, a forced drop) emits
+  // 'error'; with no listener that is an unhandled 'error' event and ends the process.
+  // The pool listens to its idle clients only, so every client gets a listener of its
+  // own for life: a checked-out one (Kysely's queries and transactions, lent clients)
+  // reports the failure through the query it was running, and the pool drops it on
+  // release because it is no longer queryable.
+  pool.on('connect', (client) => {
+    client.on('error', (error) => options.log?.debug({ err: error }, 'Postgres connection failed'));
+  });
+  // Idle connections failing: the pool drops them and opens new ones on demand. Debug
+  // only: one server restart fails every connection at once, and whoever needs the
+  // database reports the outage once (src/outage-log.ts).
   pool.on('error', (error) => {
-    options.log?.warn({ err: error }, 'idle Postgres connection failed');
+    options.log?.debug({ err: error }, 'idle Postgres connection failed');
   });
   return pool;
 }

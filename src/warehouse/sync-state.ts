@@ -195,6 +195,45 @@ export async function lastRuns(db: Db): Promise<RunSummary[]> {
   }));
 }
 
+/** Distinct records this run quarantined: a record read again in the same run counts once. */
+export async function countQuarantined(db: Db, runId: number): Promise<number> {
+  const row = await db.selectFrom('trainsync.quarantine').select(sql<number>`count(*)`.as('n')).where('run_id', '=', runId).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** A window a run could not finish, and why. */
+export interface UnfinishedWindow {
+  key: string;
+  reason: string;
+  runId: number | null;
+  recordedAt: Date;
+}
+
+/** The windows of a resource that earlier runs could not finish, oldest first. */
+export async function listUnfinishedWindows(db: Db, resource: string): Promise<UnfinishedWindow[]> {
+  const rows = await db.selectFrom('trainsync.unfinished_windows').selectAll().where('resource', '=', resource).orderBy('window_key').execute();
+  return rows.map((r) => ({ key: r.window_key, reason: r.reason, runId: r.run_id, recordedAt: r.recorded_at }));
+}
+
+/**
+ * Replaces what a run leaves unfinished: the windows it read to the end are cleared,
+ * the ones it could not are (re)recorded. Call it in the run's finishing transaction.
+ */
+export async function recordUnfinishedWindows(
+  db: Db,
+  resource: string,
+  runId: number,
+  outcome: { finished: readonly string[]; unfinished: ReadonlyArray<{ key: string; reason: string }> },
+): Promise<void> {
+  const cleared = [...outcome.finished, ...outcome.unfinished.map((w) => w.key)];
+  if (cleared.length > 0) await db.deleteFrom('trainsync.unfinished_windows').where('resource', '=', resource).where('window_key', 'in', cleared).execute();
+  if (outcome.unfinished.length === 0) return;
+  await db
+    .insertInto('trainsync.unfinished_windows')
+    .values(outcome.unfinished.map((w) => ({ resource, window_key: w.key, reason: w.reason, run_id: runId })))
+    .execute();
+}
+
 export interface QuarantineCount {
   resource: string;
   count: number;

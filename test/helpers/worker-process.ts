@@ -48,3 +48,17 @@ export async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMs:
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/** The JSON log records in a process's output (other lines, e.g. a stack trace, are skipped). */
+export function logRecords(output: string): Array<Record<string, unknown>> {
+  const records: Array<Record<string, unknown>> = [];
+  for (const line of output.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      records.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      // a line cut short, or not a log record
+    }
+  }
+  return records;
+}

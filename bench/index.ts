@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given: simulator client warehouse sync latency provisioning
+ *   npm run bench -- sync         # only the names given: simulator client warehouse sync latency provisioning webhooks employees
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -80,6 +80,26 @@ if (want('provisioning')) {
   figures.provisioningPlan = await run(['bench/provisioning-plan.ts']);
   process.stdout.write('\n== provisioning: apply 2,000 actions at 50 requests/s\n');
   figures.provisioningApply = await run(['bench/provisioning-apply.ts']);
+}
+
+if (want('employees')) {
+  process.stdout.write('\n== employees: snapshot a 50,000-employee feed with 2% changes, planning included (read + plan + snapshot)\n');
+  const snap = lastJson(await run(['bench/employees-snapshot.ts']));
+  figures.employeesSnapshot = snap;
+  check('employee snapshot, planning included', num(snap.totalMs) < 5000, `${(num(snap.totalMs) / 1000).toFixed(2)} s (read ${snap.readMs} + plan ${snap.planMs} + snapshot ${snap.snapshotMs} ms; target < 5 s)`);
+  check('employee snapshot peak RSS', num(snap.peakRssMb) < 300, `${snap.peakRssMb} MB (${snap.rssBeforeMb} MB before reading; target < 300)`);
+}
+
+if (want('webhooks')) {
+  process.stdout.write('\n== webhooks: 1,000 completions at 5/s, then a burst of 1,000, budget 10 requests/s\n');
+  const hooks = lastJson(await run(['bench/webhooks.ts']));
+  figures.webhooks = hooks;
+  const steady = hooks.steady as Record<string, number>;
+  const burst = hooks.burst as Record<string, number>;
+  check('webhook events lost', steady.lost === 0 && burst.lost === 0, `${steady.lost} at 5/s, ${burst.lost} in the burst (target 0)`);
+  check('webhook delivery-to-row p50', num(steady.p50Ms) < 2000, `p50 ${steady.p50Ms} ms, p99 ${steady.p99Ms} ms (target p50 < 2000 ms)`);
+  check('webhook requests over budget', num(steady.maxInAnySecond) <= 10 && num(burst.maxInAnySecond) <= 10, `max ${steady.maxInAnySecond} / ${burst.maxInAnySecond} in any sliding second (budget 10)`);
+  verdicts.push(`INFO  webhook burst drain: ${burst.drainSeconds} s for ${burst.events} events vs ${burst.idealSeconds} s = 1,000 ÷ budget (${burst.ratio}×)`);
 }
 
 process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);

@@ -96,6 +96,11 @@ async function rawCopyRate(pool: pg.Pool): Promise<number> {
   }
 }
 
+/** User + system CPU of the run divided by the results it read. */
+function microsPerResult(cpu: NodeJS.CpuUsage): number {
+  return Number(((cpu.user + cpu.system) / args.results).toFixed(1));
+}
+
 const sim = await startSimulatorChild();
 try {
   const config = loadConfig({
@@ -114,9 +119,16 @@ try {
   const rssBeforeMb = Math.round(process.memoryUsage().rss / 1024 / 1024);
   const payload = syncPayloadSchema.parse(args.mode === 'full' ? { trigger: 'cli', full: true } : { trigger: 'cli', since: '2024-01-01', until: '2024-12-31' });
   await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
+  // CPU of this whole process (every thread) over the run alone: start-up, migrations
+  // and the simulator's process are outside it.
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
+  const mono0 = process.hrtime.bigint();
   const [first] = await runSync(app, ['results'], payload);
   const firstSeconds = (performance.now() - t0) / 1000;
+  const firstCpu = process.cpuUsage(cpu0);
+  // The run's span on the monotonic clock `node --cpu-prof` stamps samples with (µs).
+  const firstLoadSpanUs = [Number(mono0 / 1000n), Number(process.hrtime.bigint() / 1000n)];
   if (first?.status !== 'completed') throw new Error(`sync failed: ${first?.error}`);
   const summary = (await (await fetch(`${sim.url}/__simulator/requests/summary`)).json()) as { total?: number; maxInAnyWindow?: number };
   const figures: Record<string, unknown> = {
@@ -126,14 +138,19 @@ try {
     mode: args.mode,
     firstLoadSeconds: Number(firstSeconds.toFixed(2)),
     firstLoadResultsPerSecond: Math.round(args.results / firstSeconds),
+    firstLoadCpuMicrosPerResult: microsPerResult(firstCpu),
+    firstLoadSpanUs,
+    firstLoadCpu: { userMs: Math.round(firstCpu.user / 1000), systemMs: Math.round(firstCpu.system / 1000) },
     firstLoad: first.result,
     requests: summary,
   };
   if (args.changeFraction > 0) {
     const mutated = await (await fetch(`${sim.url}/__simulator/results/mutate`, { method: 'POST', body: JSON.stringify({ fraction: args.changeFraction }) })).json();
+    const cpu1 = process.cpuUsage();
     const t1 = performance.now();
     const [second] = await runSync(app, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }));
     const secondSeconds = (performance.now() - t1) / 1000;
+    figures.reloadCpuMicrosPerResult = microsPerResult(process.cpuUsage(cpu1));
     figures.changed = mutated;
     figures.reloadSeconds = Number(secondSeconds.toFixed(2));
     figures.reloadResultsPerSecond = Math.round(args.results / secondSeconds);

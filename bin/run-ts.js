@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// Runs any TypeScript entry point (benchmarks, scripts) through tsx's loader.
-import { register } from 'tsx/esm/api';
-import { pathToFileURL } from 'node:url';
+// Runs any TypeScript entry point (benchmarks, scripts) the way bin/trainsync.js runs the
+// CLI: compiled ahead when current, else through tsx's loader (bin/compile-ahead.js).
 import path from 'node:path';
+import { runTypeScript } from './compile-ahead.js';
 
 const entry = process.argv[2];
 if (!entry) {
@@ -11,5 +11,4 @@ if (!entry) {
 }
 // argv[1] becomes the entry, as under `node file.js`, so a script can tell it was run directly.
 process.argv.splice(1, 2, path.resolve(entry));
-register();
-await import(pathToFileURL(path.resolve(entry)).href);
+await runTypeScript(path.resolve(entry));

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources through tsx's loader: no build step that can go stale,
-// and `npx trainsync` works straight after `npm ci`. See README, "Why a loader".
-import { register } from 'tsx/esm/api';
+// Runs the CLI compiled ahead when that build is current, else builds it, else runs the
+// TypeScript sources through tsx's loader: never a stale build. See README, "Why a loader".
+import { runTypeScript } from './compile-ahead.js';
 
-register();
-await import('../src/cli.ts');
+await runTypeScript(new URL('../src/cli.ts', import.meta.url).pathname);

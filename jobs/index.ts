@@ -1,10 +1,12 @@
 import type { AnyJobDefinition } from '../src/queue/define-job.ts';
 import { changeGroup } from './change-group.ts';
 import { createUser } from './create-user.ts';
+import { loadWebhookResultJob } from './load-webhook-result.ts';
 import { setAccess } from './set-access.ts';
 import { setPassword } from './set-password.ts';
 import { syncCourses } from './sync-courses.ts';
 import { syncFilters } from './sync-filters.ts';
+import { syncGroups } from './sync-groups.ts';
 import { syncResults } from './sync-results.ts';
 import { syncSeats } from './sync-seats.ts';
 import { syncUsers } from './sync-users.ts';
@@ -13,6 +15,7 @@ import { syncUsers } from './sync-users.ts';
 export const allJobs: readonly AnyJobDefinition[] = [
   syncCourses,
   syncFilters,
+  syncGroups,
   syncResults,
   syncSeats,
   syncUsers,
@@ -20,4 +23,5 @@ export const allJobs: readonly AnyJobDefinition[] = [
   setPassword,
   changeGroup,
   setAccess,
+  loadWebhookResultJob,
 ];

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseLookback } from './lookback.ts';
+import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './webhooks/signature.ts';
 
 /**
  * The only place environment variables are read. `loadConfig(env)` parses once and
@@ -83,6 +84,7 @@ const envSchema = z.object({
   TRAINSYNC_CRON_RESULTS: cronLine.default('0 2 * * *'),
   TRAINSYNC_CRON_COURSES: cronLine.default('0 2 * * *'),
   TRAINSYNC_CRON_FILTERS: cronLine.default('0 2 * * *'),
+  TRAINSYNC_CRON_GROUPS: cronLine.default('0 2 * * *'),
   TRAINSYNC_CRON_USERS: cronLine.default('0 2 * * *'),
   TRAINSYNC_CRON_SEATS: cronLine.default('0 * * * *'),
   TRAINSYNC_METRICS_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9464' }).int().min(0).max(65_535).default(9464),
@@ -98,6 +100,30 @@ const envSchema = z.object({
   // How often the worker checks that its schedules are still in Redis (an emptied or
   // failed-over Redis loses them) and registers missing ones again.
   TRAINSYNC_SCHEDULE_CHECK_MS: positiveInt('60000').min(1_000, 'at least 1000, e.g. 60000').default(60_000),
+  // Webhooks (src/webhooks): the receiver runs in `worker` only when a secret is set.
+  TRAINSYNC_WEBHOOK_SECRET: z
+    .string()
+    .transform((value, ctx) => {
+      const keys = parseWebhookSecrets(value);
+      if (typeof keys === 'string') {
+        ctx.addIssue({ code: 'custom', message: keys });
+        return z.NEVER;
+      }
+      return keys;
+    })
+    .optional(),
+  TRAINSYNC_WEBHOOK_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9465' }).int().min(0).max(65_535).default(9465),
+  TRAINSYNC_WEBHOOK_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1 or 0.0.0.0').default('0.0.0.0'),
+  TRAINSYNC_WEBHOOK_SIGNATURE_HEADER: z
+    .string()
+    .trim()
+    .regex(/^\*?[A-Za-z0-9!#$%&'+.^_`|~-]+$/, 'a header name, e.g. Acme-Signature, or *-Signature for any name ending so')
+    .default(DEFAULT_SIGNATURE_HEADER),
+  TRAINSYNC_WEBHOOK_MAX_BODY_BYTES: positiveInt('262144').min(1_024, 'at least 1024, e.g. 262144').default(262_144),
+  // How often stored events not yet processed are queued again (after a crash, a Redis outage).
+  TRAINSYNC_WEBHOOK_SWEEP_MS: positiveInt('60000').min(1_000, 'at least 1000, e.g. 60000').default(60_000),
+  // Processed events are kept this long; longer than the platform's 3 days of retries, so duplicates are still recognised.
+  TRAINSYNC_WEBHOOK_RETENTION_DAYS: positiveInt('30').min(4, 'at least 4 (the platform retries for 3 days), e.g. 30').default(30),
 });
 
 export type Config = Readonly<z.output<typeof envSchema>>;
@@ -128,7 +154,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       const key = String(issue.path[0] ?? '(environment)');
       if (byKey.has(key)) continue;
       const given = cleaned[key];
-      const shown = given === undefined ? 'missing' : key.includes('KEY') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
+      const shown = given === undefined ? 'missing' : key.includes('KEY') || key.includes('SECRET') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
       byKey.set(key, `${key}: ${shown}; expected ${issue.message}`);
     }
     const problems = [...byKey.values()];

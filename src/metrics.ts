@@ -12,6 +12,14 @@ export interface Metrics {
   queueJobs: Gauge<'queue' | 'state'>;
   /** 1 when the dependency answered the health check of this scrape, 0 when not (set by the health server). */
   dependencyUp: Gauge<'service'>;
+  /** Webhook deliveries by event type and what the receiver did (stored, duplicate, test-unsigned, malformed). */
+  webhookReceived: Counter<'type' | 'outcome'>;
+  /** Webhook events settled by jobs, by type and outcome (loaded, not-found). */
+  webhookProcessed: Counter<'type' | 'outcome'>;
+  /** Deliveries refused with 401: reason `missing` or `invalid`. */
+  webhookSignatureFailures: Counter<'reason'>;
+  /** Seconds from an event's receipt (received_at) to the transaction that wrote its last result. */
+  webhookDelivery: Histogram<'type'>;
   observeRequest(event: RequestEvent): void;
 }
 
@@ -65,6 +73,31 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     labelNames: ['service'] as const,
     registers: [registry],
   });
+  const webhookReceived = new Counter({
+    name: 'trainsync_webhook_events_received_total',
+    help: 'Webhook deliveries by event type (other for unknown types) and outcome: stored, duplicate, test-unsigned, malformed.',
+    labelNames: ['type', 'outcome'] as const,
+    registers: [registry],
+  });
+  const webhookProcessed = new Counter({
+    name: 'trainsync_webhook_events_processed_total',
+    help: 'Webhook events settled by load-webhook-result jobs, by type and outcome: loaded, not-found (left to the nightly sync). A permanent failure fails its job instead (trainsync_job_duration_seconds{outcome="failed"}).',
+    labelNames: ['type', 'outcome'] as const,
+    registers: [registry],
+  });
+  const webhookSignatureFailures = new Counter({
+    name: 'trainsync_webhook_signature_failures_total',
+    help: 'Webhook deliveries refused with 401 for a missing or invalid signature (never stored, never processed).',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const webhookDelivery = new Histogram({
+    name: 'trainsync_webhook_delivery_seconds',
+    help: 'Delivery to row: from receiving a webhook event (received_at) to the transaction that wrote its last result into training.results.',
+    labelNames: ['type'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600],
+    registers: [registry],
+  });
   return {
     registry,
     rowsLoaded,
@@ -73,6 +106,10 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     jobDuration,
     queueJobs,
     dependencyUp,
+    webhookReceived,
+    webhookProcessed,
+    webhookSignatureFailures,
+    webhookDelivery,
     observeRequest(event) {
       apiRequests.inc({ method: event.method, status: event.status === undefined ? 'error' : String(event.status) });
       apiDuration.observe({ method: event.method }, event.ms / 1000);
@@ -89,10 +126,19 @@ const rowCountsSchema = z.looseObject({
   removed: z.number().optional(),
 });
 
-/** The worker's `onFinished` hook: job durations, and rows by table and outcome from sync summaries. */
+const webhookEventsSchema = z.object({
+  webhookEvents: z.array(z.object({ type: z.string(), outcome: z.string(), seconds: z.number() })),
+});
+
+/** The worker's `onFinished` hook: job durations, rows by table and outcome from sync summaries, webhook events settled. */
 export function observeJobs(metrics: Metrics): (name: string, outcome: string, seconds: number, result?: unknown) => void {
   return (name, outcome, seconds, result) => {
     metrics.jobDuration.observe({ job: name, outcome }, seconds);
+    const settled = webhookEventsSchema.safeParse(result);
+    for (const event of settled.success ? settled.data.webhookEvents : []) {
+      metrics.webhookProcessed.inc({ type: event.type, outcome: event.outcome });
+      if (event.outcome === 'loaded') metrics.webhookDelivery.observe({ type: event.type }, event.seconds);
+    }
     const summary = rowCountsSchema.safeParse(result);
     if (!summary.success) return;
     for (const key of ['inserted', 'updated', 'unchanged', 'quarantined', 'removed'] as const) {

@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { Queue, QueueEvents, type Job } from 'bullmq';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,7 +66,8 @@ describe('the worker through Postgres outages', () => {
   });
 
   afterAll(async () => {
-    if (process.env.FAULT_TEST_LOG) (await import('node:fs')).writeFileSync(process.env.FAULT_TEST_LOG, worker?.output() ?? '');
+    // FAULT_TEST_LOG=/tmp/worker.log keeps the worker's log lines for a look after a failure.
+    if (process.env.FAULT_TEST_LOG) writeFileSync(process.env.FAULT_TEST_LOG, worker?.output() ?? '');
     if (worker && worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
     await events?.close();
     await queue?.close();
@@ -96,14 +98,52 @@ describe('the worker through Postgres outages', () => {
     };
   };
 
+  /**
+   * Asks /healthz every 20 ms until stopped; returns the statuses (0: no answer). Its
+   * Postgres check borrows pooled connections all the time, so some are checked out
+   * when the server goes away: those must not take the process down either.
+   */
+  const pollHealth = (): { stop(): Promise<number[]> } => {
+    const serving = logRecords(worker.output()).find((r) => r.msg === 'serving /healthz and /metrics');
+    if (typeof serving?.port !== 'number') throw new Error(`the worker has not said where /healthz is:\n${worker.output()}`);
+    const url = `http://127.0.0.1:${String(serving?.port)}/healthz`;
+    const statuses: number[] = [];
+    let polling = true;
+    const loop = (async () => {
+      while (polling) {
+        try {
+          const response = await fetch(url, { signal: AbortSignal.timeout(3_000) });
+          await response.arrayBuffer();
+          statuses.push(response.status);
+        } catch {
+          statuses.push(0);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    return {
+      stop: async () => {
+        polling = false;
+        await loop;
+        return statuses;
+      },
+    };
+  };
+
   /** Enqueues `sync results`, waits until it is well under way, runs `outage`, waits for the job; checks what must hold. */
-  const syncThrough = async (payload: Record<string, unknown>, outage: () => Promise<void>, outagesBefore: number): Promise<void> => {
+  const syncThrough = async (payload: Record<string, unknown>, outage: () => Promise<void>, outagesBefore: number): Promise<number[]> => {
     const pid = worker.child.pid;
     const job = await queue.add('sync-results', { trigger: 'cli', ...payload }, { ...defaultJobOptions(loadConfig(env)), deduplication: { id: 'sync-results' } });
     const before = await waitFor(() => runOf(job, 40), 30_000, 'forty pages of the run');
     expect(before.status).toBe('running');
 
+    const health = pollHealth();
     await outage();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const statuses = await health.stop();
+    // /healthz answered throughout: healthy, or 503 while Postgres was away.
+    expect(statuses.length).toBeGreaterThan(10);
+    expect(statuses.filter((status) => status !== 200 && status !== 503)).toEqual([]);
 
     const summary = (await job.waitUntilFinished(events, 60_000)) as Record<string, unknown>;
     // The same process throughout, still running.
@@ -115,9 +155,11 @@ describe('the worker through Postgres outages', () => {
     const finished = await queue.getJob(String(job.id));
     expect(finished?.attemptsMade).toBe(1);
     // It did meet the outage, and went back to wait for Postgres rather than failing.
-    const jobLines = logRecords(worker.output()).filter((r) => r.jobId === job.id && r.msg === 'job finished');
-    expect(jobLines.map((r) => r.outcome)).toContain('waiting-for-postgres');
-    expect(jobLines.at(-1)).toMatchObject({ outcome: 'completed', resource: 'results', inserted: expect.any(Number) });
+    // (The log line may reach us through the pipe a moment after Redis said "completed".)
+    const jobLines = (): Array<Record<string, unknown>> => logRecords(worker.output()).filter((r) => r.jobId === job.id && r.msg === 'job finished');
+    await waitFor(async () => (jobLines().some((r) => r.outcome === 'completed') ? true : undefined), 5_000, 'the "job finished" line');
+    expect(jobLines().map((r) => r.outcome)).toContain('waiting-for-postgres');
+    expect(jobLines().at(-1)).toMatchObject({ outcome: 'completed', resource: 'results', inserted: expect.any(Number) });
 
     // One run, resumed across the outage, ended succeeded; it counted every page once or more.
     const { rows: runs } = await pool.query<{ id: number; status: string; pages: number }>(
@@ -136,6 +178,7 @@ describe('the worker through Postgres outages', () => {
 
     // Logged once at its start and once at its end, however many retries it took.
     expect(outageLines()).toEqual({ unreachable: outagesBefore + 1, back: outagesBefore + 1 });
+    return statuses;
   };
 
   it('survives a restart in the middle of the first results sync and resumes it from its checkpoint', async () => {
@@ -149,7 +192,7 @@ describe('the worker through Postgres outages', () => {
     for (const id of ids.slice(150, 170)) removeResult(sim.state, id);
     for (let i = 0; i < 30; i += 1) addResult(sim.state);
 
-    await syncThrough(
+    const statuses = await syncThrough(
       { full: true },
       async () => {
         await own.stop('immediate');
@@ -160,8 +203,9 @@ describe('the worker through Postgres outages', () => {
     );
     const records = logRecords(worker.output());
     const back = records.filter((r) => /^Postgres is back after/.test(String(r.msg)));
-    // Down at least the three seconds it was stopped.
+    // Down at least the three seconds it was stopped, and /healthz said so meanwhile.
     expect(Number(back.at(-1)?.seconds)).toBeGreaterThanOrEqual(3);
+    expect(statuses).toContain(503);
 
     // And it still stops cleanly.
     worker.child.kill('SIGTERM');

@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.ts';
 import { createPlatformClient } from '../src/platform/client.ts';
-import { budgetKeyPrefix, budgetShape, createRequestBudget } from '../src/platform/request-budget.ts';
+import { budgetKeyPrefix, budgetShape, createRequestBudget, grantLeaseMs } from '../src/platform/request-budget.ts';
 import { maxInWindow, NO_FAULTS, startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 
@@ -110,6 +110,25 @@ describe('request budget', () => {
     expect(span).toBeGreaterThanOrEqual(((2 * perProcess) / rps - 1) * 1000);
   });
 
+  it('at a budget high enough to reserve grants in batches, two processes still never exceed it together', async () => {
+    const rps = 200;
+    expect(grantLeaseMs(rps, 0.05)).toBeGreaterThan(0);
+    const perProcess = 250;
+    const options = { apiUrl: sim.url, apiKey: sim.apiKey, redisUrl: REDIS_URL, keyPrefix: newPrefix(), requestsPerSecond: rps, count: perProcess, concurrency: 8 };
+    const children = [startRateClient(options), startRateClient(options)];
+    await Promise.all(children.map((c) => c.ready));
+    for (const c of children) c.go();
+    const results = await Promise.all(children.map((c) => c.summary));
+    for (const r of results) expect({ code: r.code, done: r.done }, r.output).toEqual({ code: 0, done: perProcess });
+
+    const requests = sim.requests;
+    expect(requests).toHaveLength(2 * perProcess);
+    expect(maxInWindow(requests, 1000)).toBeLessThanOrEqual(rps);
+    // The budget was used, not just respected: batches lapsing unused would show here.
+    const span = requests.at(-1)!.at - requests[0]!.at;
+    expect(span).toBeLessThan(((2 * perProcess) / rps) * 1000 * 1.5);
+  });
+
   it('a 429 seen by one client pauses every client on the same budget for Retry-After', async () => {
     const keyPrefix = newPrefix();
     const make = (): ReturnType<typeof createPlatformClient> =>
@@ -177,5 +196,17 @@ describe('request budget', () => {
       expect(slots * Math.ceil(1000 / windowMs)).toBeLessThanOrEqual(rps);
     }
     expect(budgetShape(10, 0.05)).toEqual({ slots: 1, windowMs: 105 });
+  });
+
+  it('leases grants reserved ahead only as long as the shape leaves room for, and not at all with one slot', () => {
+    for (const rps of [1, 3, 10, 20, 42, 50, 99, 200, 1000, 10_000]) {
+      const { slots, windowMs } = budgetShape(rps, 0.05);
+      const lease = grantLeaseMs(rps, 0.05);
+      expect(lease).toBeGreaterThanOrEqual(0);
+      // Held up to one lease, arriving up to one more: grants of 1000 + 2 × lease ms.
+      expect(slots * Math.ceil((1000 + 2 * lease) / windowMs)).toBeLessThanOrEqual(rps);
+      if (slots === 1) expect(lease).toBe(0);
+    }
+    expect(grantLeaseMs(10_000, 0.05)).toBeGreaterThanOrEqual(20);
   });
 });

@@ -104,4 +104,15 @@ describe('sync outcomes', () => {
     expect(Number(summary.pages)).toBeGreaterThanOrEqual(1);
     expect(Number(rows[0]!.ms)).toBeGreaterThanOrEqual(Number(summary.pages) * 150 * 0.9);
   });
+
+  it('a run cut off before it could be marked (its worker died, its database went away) is marked failed by the next run', async () => {
+    h = await createSyncHarness({ simulator: { sizes: { courses: 10 } } });
+    const { rows } = await h.database.pool.query<{ id: number }>("insert into trainsync.runs (resource, mode) values ('courses', 'snapshot') returning id");
+    const summary = summaryOf(await h.sync(['courses']), 'courses');
+    const runs = await h.database.pool.query<{ id: number; status: string; error: string | null }>("select id, status, error from trainsync.runs where resource = 'courses' order by id");
+    expect(runs.rows).toEqual([
+      { id: rows[0]!.id, status: 'failed', error: 'cut off before it finished (its worker stopped or lost the database); a later run took over' },
+      { id: summary.runId, status: 'succeeded', error: null },
+    ]);
+  });
 });

@@ -33,7 +33,7 @@ describe('two workers started together', () => {
     expect(await Promise.all(workers.map((w) => w.exited))).toEqual([0, 0]);
 
     const schedulers = await h.app.queue.queues[SYNC_QUEUE].getJobSchedulers();
-    expect(schedulers.map((s) => s.key).sort()).toEqual(['sync-courses', 'sync-filters', 'sync-results', 'sync-seats', 'sync-users']);
+    expect(schedulers.map((s) => s.key).sort()).toEqual(['sync-courses', 'sync-filters', 'sync-groups', 'sync-results', 'sync-seats', 'sync-users']);
 
     const runs = await h.database.pool.query<{ job_id: string; status: string }>(
       "select job_id, status from trainsync.runs where resource = 'seats' order by started_at",

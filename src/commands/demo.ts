@@ -11,9 +11,12 @@ import { formatOutcome, formatPlanReport } from '../provisioning/provision-repor
 import { SYNC_RESOURCES } from '../sync/resources.ts';
 import { runSync } from '../sync/run-and-wait.ts';
 import { syncPayloadSchema } from '../sync/sync-payload.ts';
+import { reconciliationReport } from '../warehouse/reconciliation.ts';
 import { startSimulator, writeCallCount } from '../simulator/index.ts';
 import type { CommandDeps } from './deps.ts';
+import { renderAssignmentStatus } from './demo-assignments.ts';
 import { provisionDeps } from './provision-deps.ts';
+import { renderReconciliation } from './reconcile.ts';
 import { renderSummary } from './sync.ts';
 
 export const DEMO_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/trainsync_demo';
@@ -30,6 +33,10 @@ const TABLES = [
   'training.reporting_filter_answers',
   'training.users',
   'training.seat_usage',
+  'training.groups',
+  'training.group_courses',
+  'training.group_members',
+  'training.employees',
   'trainsync.identities',
   'trainsync.provisioning_actions',
 ] as const;
@@ -38,6 +45,8 @@ const QUERIES = [
   '-- completion and pass counts per course\nselect course_name, learners, completed, passed, completion_rate\n  from training.course_completion order by learners desc limit 10;',
   '-- pass rate by month\nselect date_trunc(\'month\', date_completed) as month, count(*) as completions,\n       round(avg(case when passed then 1 else 0 end), 3) as pass_share\n  from training.result_details where is_complete group by 1 order by 1;',
   '-- completions by reporting-filter answer (e.g. Department)\nselect filter_name, answer, count(distinct result_id) as results\n  from training.result_filter_details group by 1, 2 order by 1, 3 desc;',
+  "-- who has not completed the training assigned to them (by an HR attribute, e.g. department)\nselect attributes->>'department' as department, course_name, count(*) as open\n  from training.assignment_status where status not in ('passed', 'completed')\n  group by 1, 2 order by 3 desc;",
+  '-- HR against the platform (also: npx trainsync reconcile)\nselect kind, count(*) from training.hr_reconciliation group by kind;',
 ];
 
 export interface DemoCommandDeps extends Pick<CommandDeps, 'createLogger' | 'jobs'> {
@@ -137,6 +146,14 @@ Start from scratch with: dropdb trainsync_demo`,
             counts.push([table, rows[0]?.n ?? 0]);
           }
           write(`\n5. the warehouse\n${counts.toString()}\n\nTry (psql ${config.DATABASE_URL}):\n${QUERIES.join('\n\n')}\n`);
+
+          const assignments = await renderAssignmentStatus(app.db);
+          write(
+            `\n6. assigned training (training.assignment_status: employees x the courses of their groups)\n` +
+              (assignments ||
+                'no assignments yet: they need groups (sync groups), memberships trainsync applied, and the feed in training.employees\n'),
+          );
+          write(`\n7. HR against the platform (npx trainsync reconcile)\n${renderReconciliation(await reconciliationReport(app.db, 0))}`);
           write(`\nAll done in ${seconds()} s. Run \`npm run demo\` again: it finds nothing to provision.\n`);
         } finally {
           await app.close();

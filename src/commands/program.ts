@@ -1,16 +1,20 @@
 import { Command } from 'commander';
 import type { CommandDeps } from './deps.ts';
 import { registerDemoCommand } from './demo.ts';
+import { registerFeedCommand } from './feed-check.ts';
+import { registerLoadFeedCommand } from './load-feed.ts';
 import { registerLoginUrlCommand } from './login-url.ts';
 import { registerMigrateCommand } from './migrate.ts';
 import { registerPasswordCommand } from './password.ts';
 import { registerProvisionCommand } from './provision.ts';
+import { registerReconcileCommand } from './reconcile.ts';
 import { provisioningAttentionSection } from './provisioning-status.ts';
 import { registerSeatsCommand } from './seats.ts';
 import { registerSimulatorCommand } from './simulator.ts';
 import { registerStatusCommand } from './status.ts';
 import { registerSyncCommand } from './sync.ts';
 import { unfinishedWindowsSection } from './unfinished-windows-status.ts';
+import { webhookStatusSection } from './webhook-status.ts';
 import { registerWorkerCommand } from './worker.ts';
 
 /** Every command of `trainsync`, built from the deps the composition root gives. */
@@ -30,10 +34,13 @@ Logs go to stderr as JSON (pipe through pino-pretty to read them); results go to
   registerWorkerCommand(program, deps);
   registerSyncCommand(program, deps);
   registerProvisionCommand(program, deps);
+  registerLoadFeedCommand(program, deps);
+  registerFeedCommand(program);
   registerPasswordCommand(program, deps);
   registerLoginUrlCommand(program, deps);
   registerSeatsCommand(program, deps);
-  registerStatusCommand(program, deps, [unfinishedWindowsSection, provisioningAttentionSection]);
+  registerReconcileCommand(program, deps);
+  registerStatusCommand(program, deps, [unfinishedWindowsSection, provisioningAttentionSection, webhookStatusSection]);
   registerSimulatorCommand(program);
   registerDemoCommand(program, deps);
   return program;

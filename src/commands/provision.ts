@@ -2,29 +2,14 @@ import { errorMessage } from '../errors.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { createApp } from '../app.ts';
 import { requirePlatform } from '../config.ts';
-import { parseColumnMap } from '../provisioning/feed/columns.ts';
-import type { ColumnMap, FeedFormat } from '../provisioning/feed/types.ts';
 import { parseMaxDisable } from '../provisioning/plan/limits.ts';
 import type { MaxDisable, PlanMode } from '../provisioning/plan/types.ts';
 import { provisionFeed } from '../provisioning/provision-feed.ts';
 import { formatOutcome, formatPlanReport, provisionExitCode, provisionResultJson } from '../provisioning/provision-report.ts';
+import { formatSnapshotCounts } from '../provisioning/snapshot-feed.ts';
 import { provisionDeps } from './provision-deps.ts';
 import type { CommandDeps } from './deps.ts';
-
-function oneOf<T extends string>(values: readonly T[]) {
-  return (value: string): T => {
-    if (!(values as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected ${values.join(' or ')}`);
-    return value as T;
-  };
-}
-
-function columnMap(value: string): ColumnMap {
-  try {
-    return parseColumnMap(value);
-  } catch (error) {
-    throw new InvalidArgumentError(errorMessage(error));
-  }
-}
+import { addFeedOptions, FEED_PROFILE_HELP, oneOf, feedReadingOrExit, type FeedCliOptions } from './feed-options.ts';
 
 function maxDisable(value: string): MaxDisable {
   try {
@@ -34,9 +19,7 @@ function maxDisable(value: string): MaxDisable {
   }
 }
 
-interface ProvisionCliOptions {
-  format?: FeedFormat;
-  map?: ColumnMap;
+interface ProvisionCliOptions extends FeedCliOptions {
   mode: PlanMode;
   dryRun?: boolean;
   json?: boolean;
@@ -45,12 +28,11 @@ interface ProvisionCliOptions {
 }
 
 export function registerProvisionCommand(program: Command, deps: CommandDeps): void {
-  program
+  const command = program
     .command('provision')
     .description('Read an HR feed, print the plan, enqueue the actions (create, disable, enable, group changes) and wait for them.')
-    .argument('<file>', 'the HR feed: CSV with a header row, or JSON Lines (.jsonl/.ndjson)')
-    .option('--format <format>', 'csv or jsonl (default: by the file extension)', oneOf(['csv', 'jsonl'] as const))
-    .option('--map <field=Header,...>', 'read fields from differently named columns, e.g. "email=Work Email,employee_id=Person Number"', columnMap)
+    .argument('<file>', 'the HR feed: CSV with a header row, or JSON Lines (.jsonl/.ndjson)');
+  addFeedOptions(command)
     .option('--mode <mode>', 'full: employees missing from the feed are leavers; delta: touch only listed employees', oneOf(['full', 'delta'] as const), 'full')
     .option('--dry-run', 'print the plan and change nothing')
     .option('--json', 'print the feed errors, the plan and the outcome as one JSON document')
@@ -74,21 +56,29 @@ than there are free seats, is refused and nothing is enqueued. Review it with --
 override with --force. The same feed enqueued twice never doubles an action, and an
 unchanged feed makes no write call at all.
 
+A run that applies (not --dry-run, not refused) also snapshots the feed into the
+warehouse (training.employees and training.employee_history), like \`trainsync load-feed\`.
+${FEED_PROFILE_HELP}
+
 As with sync, the jobs are processed by a running \`trainsync worker\`, or by this process
 when none is connected.
 
 Exit status: 0 all applied; 1 applied but rows were rejected or actions failed or need an
-identity (see \`trainsync status\`); 2 refused, nothing enqueued.
+identity (see \`trainsync status\`); 2 refused (or the profile is invalid), nothing enqueued.
 
 Examples:
   trainsync provision hr.csv --dry-run
   trainsync provision export.csv --map "email=Work Email,employee_id=Person Number" --mode delta
-  trainsync provision hr.jsonl --max-disable 25 --json`,
+  trainsync provision hr.jsonl --max-disable 25 --json
+  trainsync provision workday.csv --profile examples/workday-profile.json --dry-run`,
     )
     .action(async (file: string, options: ProvisionCliOptions) => {
       const config = deps.loadConfig();
       // Before anything touches Postgres or Redis: planning reads the platform.
       requirePlatform(config);
+      // And a bad profile is reported before any connection is made.
+      const reading = await feedReadingOrExit(file, options);
+      if (reading === undefined) return;
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       let exitCode = 0;
@@ -96,8 +86,9 @@ Examples:
       try {
         const result = await provisionFeed(provisionDeps(app), {
           file,
-          format: options.format,
-          map: options.map,
+          format: reading.format,
+          map: reading.options.map,
+          reading: reading.options,
           mode: options.mode,
           dryRun: options.dryRun ?? false,
           maxDisable: options.maxDisable,
@@ -121,6 +112,8 @@ Examples:
             if (skipped > 0) process.stdout.write(`${skipped} employees still have actions queued from an earlier run; waited for those and left them alone this run\n`);
             process.stdout.write(`${formatOutcome(result.applied.audit)}\n`);
           }
+          if (result.employees) process.stdout.write(`warehouse ${formatSnapshotCounts(result.employees)}\n`);
+          if (result.employeesError) process.stderr.write(`trainsync: the employee snapshot failed (the actions were applied): ${result.employeesError}\n`);
         }
       } finally {
         await app.close();

@@ -14,6 +14,23 @@ function isoDate(value: string): string {
   return value;
 }
 
+function webhookUrl(value: string): string {
+  if (!/^https?:\/\/\S+$/.test(value.trim())) throw new InvalidArgumentError('expected an http(s) URL, e.g. http://127.0.0.1:9465/webhooks/platform');
+  return value.trim();
+}
+
+function base64Secret(value: string): string {
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value.trim()) || Buffer.from(value.trim(), 'base64').length < 16) {
+    throw new InvalidArgumentError('expected base64 text of at least 16 bytes, e.g. the output of `openssl rand -base64 32`');
+  }
+  return value.trim();
+}
+
+function signatureEncoding(value: string): 'base64' | 'hex' {
+  if (value !== 'base64' && value !== 'hex') throw new InvalidArgumentError('expected base64 or hex');
+  return value;
+}
+
 function boundsMode(value: string): 'exclusive-instant' | 'inclusive-date' {
   if (value !== 'exclusive-instant' && value !== 'inclusive-date') throw new InvalidArgumentError('expected exclusive-instant or inclusive-date');
   return value;
@@ -40,6 +57,10 @@ interface SimulatorCliOptions {
   unlimitedPlan: boolean;
   usersEndpoint: boolean;
   dateBounds: 'exclusive-instant' | 'inclusive-date';
+  webhookUrl?: string;
+  webhookSecret?: string;
+  webhookSignatureHeader?: string;
+  webhookEncoding: 'base64' | 'hex';
 }
 
 /**
@@ -86,6 +107,10 @@ export function registerSimulatorCommand(program: Command, deps: SimulatorComman
     .option('--date-bounds <mode>', 'startDate/endDate semantics: exclusive-instant or inclusive-date', boundsMode, 'exclusive-instant')
     .option('--no-unlimited-plan', 'GET users/seats answers 400 NO_UNLIMITED_PLAN')
     .option('--no-users-endpoint', 'GET users answers 404, as on a platform without it')
+    .option('--webhook-url <url>', 'deliver signed webhook events (COURSE_COMPLETE…) to this URL, e.g. http://127.0.0.1:9465/webhooks/platform', webhookUrl)
+    .option('--webhook-secret <base64>', 'validation secret the events are signed with (default: TRAINSYNC_WEBHOOK_SECRET, else a random one; printed)', base64Secret)
+    .option('--webhook-signature-header <name>', 'name of the signature header (default Platform-Signature)')
+    .option('--webhook-encoding <enc>', 'signature encoding: base64 or hex', signatureEncoding, 'base64')
     .addHelpText(
       'after',
       `
@@ -93,7 +118,12 @@ Point trainsync at it with the two lines it prints (TRAINSYNC_API_URL, TRAINSYNC
 Faults can also be changed while it runs, and traffic inspected, without the key:
   curl -X POST <url>/__simulator/faults -d '{"rateLimitEvery":5,"latencyMs":50}'
   curl <url>/__simulator/requests/summary     (counts per route, most requests in any 1 s)
-  curl <url>/__simulator/state/summary`,
+  curl <url>/__simulator/state/summary
+Webhooks (with --webhook-url): complete a course for a user, and see the deliveries:
+  curl -X POST <url>/__simulator/webhooks/complete -d '{"userId":"<guid>","copies":2}'
+  curl -X POST <url>/__simulator/webhooks/complete -d '{"childCourses":3}'     (a multi-course module)
+  curl -X POST <url>/__simulator/webhooks/test                                 (TEST_EVENT, unsigned)
+  curl <url>/__simulator/webhooks/deliveries?recent=10`,
     )
     .action(async (options: SimulatorCliOptions) => {
       const config = (deps.loadConfig ?? (() => loadConfig()))();
@@ -115,6 +145,13 @@ Faults can also be changed while it runs, and traffic inspected, without the key
         unlimitedPlan: options.unlimitedPlan,
         usersEndpoint: options.usersEndpoint,
         dateBounds: options.dateBounds,
+        webhooks: {
+          url: options.webhookUrl,
+          encoding: options.webhookEncoding,
+          // Like the API key: the one trainsync is configured with, so both ends agree without copying.
+          ...(options.webhookSecret === undefined ? (config.TRAINSYNC_WEBHOOK_SECRET?.[0] ? { secret: config.TRAINSYNC_WEBHOOK_SECRET[0].toString('base64') } : {}) : { secret: options.webhookSecret }),
+          ...(options.webhookSignatureHeader === undefined ? {} : { header: options.webhookSignatureHeader }),
+        },
         faults: {
           latencyMs: options.latencyMs,
           rateLimitEvery: options.rateLimitEvery,
@@ -128,7 +165,8 @@ Faults can also be changed while it runs, and traffic inspected, without the key
       const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
       write(
         `platform simulator listening (seed ${s.seed}: ${s.courses.length} courses, ${s.users.length} users, ${s.results.length + s.undatedResults.length} results)\n` +
-          `TRAINSYNC_API_URL=${sim.url}\nTRAINSYNC_API_KEY=${sim.apiKey}\n`,
+          `TRAINSYNC_API_URL=${sim.url}\nTRAINSYNC_API_KEY=${sim.apiKey}\n` +
+          (options.webhookUrl === undefined ? '' : `webhooks to ${options.webhookUrl}, signed in ${sim.webhooks.settings.header}\nTRAINSYNC_WEBHOOK_SECRET=${sim.webhooks.settings.secret}\n`),
       );
       await (deps.stopped ?? untilSignal)();
       await sim.close();

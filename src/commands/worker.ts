@@ -4,6 +4,7 @@ import { CHECK_TIMEOUT_MS, startHealthServer } from '../health-server.ts';
 import { QUEUE_NAMES, SYNC_QUEUE, type QueueName } from '../queue/names.ts';
 import { sql } from 'kysely';
 import { registerSchedulers, watchSchedulers } from '../queue/schedulers.ts';
+import { startWebhookService } from '../webhooks/service.ts';
 import type { CommandDeps } from './deps.ts';
 
 export function registerWorkerCommand(program: Command, deps: CommandDeps): void {
@@ -18,7 +19,9 @@ export function registerWorkerCommand(program: Command, deps: CommandDeps): void
 Schedules come from TRAINSYNC_CRON_RESULTS, _COURSES, _FILTERS, _USERS (default "0 2 * * *", UTC)
 and TRAINSYNC_CRON_SEATS (default "0 * * * *"). Any number of workers may run against one Redis:
 each scheduled sync runs once, and no two syncs of one resource ever run at once.
-Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (default port 9464).`,
+Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (default port 9464).
+Webhooks: POST http://<host>:$TRAINSYNC_WEBHOOK_PORT/webhooks/platform (default port 9465), served
+only when TRAINSYNC_WEBHOOK_SECRET is set; see README, "Near-real-time results".`,
     )
     .action(async (options: { queues: string; schedules: boolean }) => {
       const config = deps.loadConfig();
@@ -26,13 +29,7 @@ Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (
       const queues = parseQueues(options.queues);
       // Redis connections retry forever here; an outage is logged when it starts and when it ends.
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true, redis: 'persistent' });
-      const worker = await app.queue.startWorkers(queues);
-      let stopWatching = (): void => undefined;
-      if (options.schedules && queues.includes(SYNC_QUEUE)) {
-        await registerSchedulers(app.queue, config, log);
-        // An emptied or failed-over Redis loses them: registered again on reconnect and every TRAINSYNC_SCHEDULE_CHECK_MS.
-        stopWatching = watchSchedulers(app.queue, config, log);
-      }
+      // First: it answers (503 naming redis) while the workers below wait for an unreachable Redis.
       const health = await startHealthServer({
         port: config.TRAINSYNC_METRICS_PORT,
         metrics: app.metrics,
@@ -43,6 +40,16 @@ Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (
           redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }),
         },
       });
+      // Off unless TRAINSYNC_WEBHOOK_SECRET is set (README, "Near-real-time results"). Before the
+      // workers: events are stored (and acknowledged) even while Redis is unreachable.
+      const webhooks = await startWebhookService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, metrics: app.metrics, log });
+      const worker = await app.queue.startWorkers(queues);
+      let stopWatching = (): void => undefined;
+      if (options.schedules && queues.includes(SYNC_QUEUE)) {
+        await registerSchedulers(app.queue, config, log);
+        // An emptied or failed-over Redis loses them: registered again on reconnect and every TRAINSYNC_SCHEDULE_CHECK_MS.
+        stopWatching = watchSchedulers(app.queue, config, log);
+      }
       await new Promise<void>((resolve) => {
         const stop = (signal: string): void => {
           log.info({ signal }, 'stopping: no new jobs; running jobs checkpoint and go back to the queue');
@@ -52,6 +59,8 @@ Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (
         process.once('SIGINT', () => stop('SIGINT'));
       });
       stopWatching();
+      // No new events first: one refused meanwhile is delivered again by the platform.
+      await webhooks?.close();
       await worker.close();
       await health.close();
       await app.close();

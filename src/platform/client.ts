@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { requirePlatform, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { malformed, PlatformError } from './errors.ts';
+import { checkOrParse, fastCheckFor } from './fast-checks.ts';
 import { apiBase, createTransport, type ApiRequest } from './http.ts';
 import { parseLoginUrl } from './login-url.ts';
 import { describeIssues, paginate } from './paginate.ts';
@@ -12,6 +13,7 @@ import {
   createUserSchema,
   envelopeSchema,
   filterSchema,
+  groupSchema,
   resultSchema,
   seatsSchema,
   userSchema,
@@ -73,10 +75,14 @@ function parseJsonBody(body: string, method: string, path: string): unknown {
   }
 }
 
-/** A 2xx JSON body checked against `schema`; a mismatch is a retryable MALFORMED_RESPONSE. */
+/**
+ * A 2xx JSON body checked against `schema`; a mismatch is a retryable MALFORMED_RESPONSE.
+ * The body is parsed once, and checked in place where a fast check exists (fast-checks.ts).
+ */
 function jsonOf<T>(schema: z.ZodType<T>, method: string, path: string): (body: string, status: number) => T {
+  const check = fastCheckFor(schema);
   return (body, status) => {
-    const parsed = schema.safeParse(parseJsonBody(body, method, path));
+    const parsed = checkOrParse(schema, check, parseJsonBody(body, method, path));
     if (!parsed.success) throw malformed(method, path, describeIssues(parsed.error), status);
     return parsed.data;
   };
@@ -177,6 +183,11 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
       return list('filters', 'filters', filterSchema, new URLSearchParams(), 'count', listOptions);
     },
 
+    listGroups(listOptions = {}) {
+      // No page size is documented: page by number until a short page or totalEntities.
+      return list('groups', 'groups', groupSchema, new URLSearchParams(), 'count', listOptions);
+    },
+
     listUsers(query = {}, listOptions = {}) {
       return list('users', 'users', userSchema, params({ email: query.email, orgId: query.orgId, userId: query.userId }), 'count', listOptions);
     },
@@ -244,6 +255,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     },
 
     close() {
+      transport.close();
       return budget.close();
     },
   };

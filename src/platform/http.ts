@@ -1,6 +1,8 @@
 import { errorMessage } from '../errors.ts';
+import http from 'node:http';
+import https from 'node:https';
 import { performance } from 'node:perf_hooks';
-import { got, type Got, type Response } from 'got';
+import { got, type Got, type OptionsInit, type Response } from 'got';
 import type { Logger } from '../log.ts';
 import { classifyResponse, classifyTransportError, PlatformError } from './errors.ts';
 import type { RequestBudget } from './request-budget.ts';
@@ -11,7 +13,19 @@ import type { RequestEvent } from './types.ts';
  * The one place HTTP happens. Every attempt takes a token from the shared budget, is
  * logged as `{method, path, status, ms, attempt}` (never the key, the query or a body),
  * and is classified; our retry loop replaces got's so each retry obeys the budget too.
+ *
+ * Set up for the hot path (a results walk sends thousands of GETs a minute): one got
+ * instance extended once with everything that does not change, and each GET passes a
+ * finished URL string and no options object, so got merges nothing per request; no
+ * hooks; keep-alive agents of our own with a socket for every request one process can
+ * have in flight; the body read as text once and parsed by the caller once.
  */
+
+/**
+ * Sockets per origin: every window (TRAINSYNC_RESULTS_CONCURRENCY) of every job
+ * (TRAINSYNC_WORKER_CONCURRENCY) with its pages read ahead stays on an open connection.
+ */
+export const MAX_SOCKETS = 64;
 
 export interface TransportOptions {
   /** The configured base, e.g. `http://127.0.0.1:4000`; `/api/v2/` is appended. */
@@ -44,6 +58,8 @@ export interface Transport {
   /** The configured origin (`scheme://host:port`): the only place the key is sent. */
   readonly origin: string;
   send<T>(request: ApiRequest<T>): Promise<T>;
+  /** Closes the idle keep-alive sockets. */
+  close(): void;
 }
 
 /** `http://h:1/base/` → base URL ending in `/api/v2/`; the origin is what the budget keys on. */
@@ -57,8 +73,12 @@ export function apiBase(apiUrl: string): { origin: string; prefixUrl: string } {
 export function createTransport(options: TransportOptions): Transport {
   const { origin, prefixUrl } = apiBase(options.apiUrl);
   const { log, budget, retry } = options;
+  // Node's global agent would do keep-alive too, but shares its sockets with every other
+  // client in the process and has no socket limit of ours.
+  const agentOptions: http.AgentOptions = { keepAlive: true, maxSockets: MAX_SOCKETS, maxFreeSockets: MAX_SOCKETS, scheduling: 'lifo', timeout: 5_000 };
+  const agent = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
   const client: Got = got.extend({
-    prefixUrl,
+    agent,
     timeout: { connect: options.connectTimeoutMs, request: options.timeoutMs },
     // Our loop retries, so that every attempt passes through the shared budget.
     retry: { limit: 0 },
@@ -72,8 +92,22 @@ export function createTransport(options: TransportOptions): Transport {
       'user-agent': 'trainsync',
     },
   });
+  const debug = log.isLevelEnabled('debug');
 
-  async function attempt<T>(request: ApiRequest<T>, logPath: string, n: number): Promise<T> {
+  /** Only what this request adds to the instance's defaults; undefined for a plain GET. */
+  function optionsFor(request: ApiRequest<unknown>): OptionsInit | undefined {
+    const bodiless = request.json === undefined && request.method !== 'GET' && request.method !== 'DELETE';
+    if (request.method === 'GET' && request.signal === undefined) return undefined;
+    return {
+      method: request.method,
+      ...(request.json === undefined ? {} : { json: request.json }),
+      // The vendor's examples send Content-Length: 0 on bodiless POSTs.
+      ...(bodiless ? { body: '', headers: { 'content-length': '0' } } : {}),
+      ...(request.signal === undefined ? {} : { signal: request.signal }),
+    };
+  }
+
+  async function attempt<T>(request: ApiRequest<T>, url: string, requestOptions: OptionsInit | undefined, logPath: string, n: number): Promise<T> {
     try {
       await budget.acquire(request.signal);
     } catch (error) {
@@ -90,15 +124,7 @@ export function createTransport(options: TransportOptions): Transport {
     try {
       let response: Response<string>;
       try {
-        const bodiless = request.json === undefined && request.method !== 'GET' && request.method !== 'DELETE';
-        response = await client(request.path, {
-          method: request.method,
-          ...(request.query === undefined || request.query.size === 0 ? {} : { searchParams: request.query }),
-          ...(request.json === undefined ? {} : { json: request.json }),
-          // The vendor's examples send Content-Length: 0 on bodiless POSTs.
-          ...(bodiless ? { body: '', headers: { 'content-length': '0' } } : {}),
-          ...(request.signal === undefined ? {} : { signal: request.signal }),
-        });
+        response = (await client(url, requestOptions)) as Response<string>;
       } catch (error) {
         throw classifyTransportError(error, request.method, logPath);
       }
@@ -118,7 +144,7 @@ export function createTransport(options: TransportOptions): Transport {
       const ms = Math.round((performance.now() - started) * 10) / 10;
       const event: RequestEvent = { method: request.method, path: logPath, status, ms, attempt: n, ...(code === undefined ? {} : { code }) };
       // status null (not undefined) so the line always has the field, even for a timeout.
-      log.debug({ ...event, status: status ?? null }, 'platform request');
+      if (debug) log.debug({ ...event, status: status ?? null }, 'platform request');
       try {
         options.onRequest?.(event);
       } catch {
@@ -133,9 +159,12 @@ export function createTransport(options: TransportOptions): Transport {
 
   async function send<T>(request: ApiRequest<T>): Promise<T> {
     const logPath = `/api/v2/${request.path}`;
+    // Built once per call, not per attempt: the same URL and options serve every retry.
+    const url = request.query === undefined || request.query.size === 0 ? `${prefixUrl}${request.path}` : `${prefixUrl}${request.path}?${request.query.toString()}`;
+    const requestOptions = optionsFor(request);
     for (let n = 1; ; n++) {
       try {
-        return await attempt(request, logPath, n);
+        return await attempt(request, url, requestOptions, logPath, n);
       } catch (caught) {
         const error = caught instanceof PlatformError ? caught : classifyTransportError(caught, request.method, logPath);
         const context = { method: request.method, path: logPath, status: error.status, code: error.code, attempt: n };
@@ -164,5 +193,10 @@ export function createTransport(options: TransportOptions): Transport {
     }
   }
 
-  return { origin, send };
+  function close(): void {
+    agent.http.destroy();
+    agent.https.destroy();
+  }
+
+  return { origin, send, close };
 }

@@ -1,5 +1,5 @@
+import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { RedisSlidingWindowRateLimiter } from 'sliding-window-rate-limiter';
 import type { Logger } from '../log.ts';
 import { sleep } from './retry.ts';
 
@@ -9,19 +9,30 @@ import { sleep } from './retry.ts';
  *
  * Why not a fixed window: a fixed-window limiter lets a whole window's quota go in a
  * burst at each edge, so a sliding second can see twice the budget (measured with
- * BullMQ's limiter, shared/reference/baselines.md). sliding-window-rate-limiter keeps a
- * log of grants in a Redis sorted set (Redis clock, one Lua call per reservation) and
- * grants only while fewer than `slots` were granted in the last `windowMs`.
+ * BullMQ's limiter, shared/reference/baselines.md). We keep a log of grants in a Redis
+ * sorted set (Redis clock, one Lua call per reservation) and grant only while fewer
+ * than `slots` were granted in the last `windowMs`.
  *
  * The log window is short on purpose: with `slots` ≤ budget / 21 and `windowMs` =
  * slots × 1000 / budget × (1 + margin), any one second holds at most
  * slots × ⌈1000 / windowMs⌉ ≤ budget grants (see `budgetShape`). At the default 10/s
  * that is one grant per 105 ms: evenly spaced, which also absorbs a little jitter
- * between the grant and the request reaching the platform; at very high budgets (the
- * benchmarks) a few grants share a window so one Redis round trip is not the ceiling.
+ * between the grant and the request reaching the platform.
  *
- * A 429 from any process sets a shared pause (a Redis key with a TTL); every process
- * reads it right after its grant, before the request leaves, and waits it out.
+ * At high budgets (the benchmarks, a big backfill) a Redis round trip per request
+ * costs more CPU than the request's own parsing, so one call reserves a small batch
+ * (at least as many grants as requests are waiting; more, up to 16, while requests keep
+ * coming faster than `grantLeaseMs`). A grant not used within that lease is dropped
+ * (budget left unused, never exceeded). Half of the margin's slack pays for the lease, half
+ * still absorbs jitter: any second of arrivals then holds grants reserved within
+ * 1000 + 2 × lease ms, which `grantLeaseMs` keeps within slots × ⌊budget / slots⌋ ≤ budget.
+ * With one slot (budgets under ~42/s, the default included) there is no lease and no
+ * batch: every grant is reserved for a request that is waiting, as before.
+ *
+ * A 429 from any process sets a shared pause (a Redis key with a TTL); the reservation
+ * script reads it before granting, so no grant is handed out while it lasts. Grants
+ * this process already holds are dropped when it sees a 429 itself; another process's
+ * held grants (at most one lease, ≤ ~30 ms) may still go out.
  */
 
 export interface RequestBudgetOptions {
@@ -44,6 +55,8 @@ export interface RequestBudget {
   pausedForMs(): Promise<number>;
   /** Average spacing between grants, in ms. */
   readonly minTimeMs: number;
+  /** How long a grant reserved ahead may wait in this process before it is dropped (0: none are). */
+  readonly leaseMs: number;
   /** The Redis key of the grant log. */
   readonly limiterId: string;
   readonly pauseKey: string;
@@ -60,11 +73,45 @@ end
 return 0`;
 
 /**
+ * Reserves up to ARGV[3] grants at once. KEYS[1]: the grant log (members scored by Redis
+ * time in µs), KEYS[2]: the pause. ARGV: windowMs, slots, wanted, key TTL in seconds.
+ * Returns {granted, ms to wait for a free slot, ms left of the pause}. Members carry the
+ * count so grants of one call, or of two calls in the same µs, never collapse into one.
+ */
+const RESERVE_LUA = `
+local paused = redis.call('PTTL', KEYS[2])
+if paused > 0 then return {0, 0, paused} end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local window = tonumber(ARGV[1]) * 1000
+local slots = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local used = redis.call('ZCARD', KEYS[1])
+if used >= slots then
+  local freed = redis.call('ZRANGE', KEYS[1], used - slots, used - slots, 'WITHSCORES')
+  local wait = 1
+  if freed[2] then wait = math.ceil((tonumber(freed[2]) + window - now) / 1000) end
+  return {0, math.max(1, wait), 0}
+end
+local n = math.min(slots - used, tonumber(ARGV[3]))
+local args = {}
+for i = 1, n do
+  args[#args + 1] = now
+  args[#args + 1] = time[1] .. '.' .. time[2] .. ':' .. (used + i)
+end
+redis.call('ZADD', KEYS[1], unpack(args))
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+return {n, 0, 0}`;
+
+/** Grants asked for in one reservation at most: small, so a misjudged batch wastes little. */
+const MAX_BATCH = 16;
+
+/**
  * How many grants share one log window, and how long the window is, so that no
  * one-second window can hold more than `requestsPerSecond` grants. A second is split
  * into ⌈1000 / windowMs⌉ pieces of at most windowMs, each holding at most `slots`:
  * slots × ⌈rps / (slots × (1 + m))⌉ ≤ rps / (1 + m) + slots ≤ rps when slots ≤ rps × m / (1 + m).
- * The window is whole milliseconds (the library's key TTL needs an integer), rounded up.
+ * The window is whole milliseconds (the key TTL needs an integer), rounded up.
  */
 export function budgetShape(requestsPerSecond: number, margin: number): { slots: number; windowMs: number } {
   const slots = Math.max(1, Math.floor((requestsPerSecond * margin) / (1 + margin)));
@@ -72,64 +119,163 @@ export function budgetShape(requestsPerSecond: number, margin: number): { slots:
   return { slots, windowMs };
 }
 
+/**
+ * How long a grant reserved ahead may wait locally: half the slack the shape leaves.
+ * With p = ⌊rps / slots⌋ pieces of windowMs, grants reserved within 1000 + 2 × lease ≤
+ * p × windowMs ms number at most slots × p ≤ rps, so a request sent up to one lease
+ * after its grant, and arriving up to one more lease later, still keeps every second
+ * within the budget. 0 with a single slot: nothing is reserved ahead.
+ */
+export function grantLeaseMs(requestsPerSecond: number, margin: number): number {
+  const { slots, windowMs } = budgetShape(requestsPerSecond, margin);
+  if (slots < 2) return 0;
+  const pieces = Math.floor(requestsPerSecond / slots);
+  return Math.max(0, Math.floor((pieces * windowMs - 1000) / 2));
+}
+
 /** The Redis keys of a budget start with this; tests that clean up need it. */
 export function budgetKeyPrefix(keyPrefix: string): string {
   return `${keyPrefix}:platform-budget:`;
 }
 
+interface Waiter {
+  resolve(): void;
+  reject(reason: unknown): void;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+}
+
+type ReserveReply = [granted: number, waitMs: number, pausedMs: number];
+
+interface BudgetRedis extends Redis {
+  trainsyncReserve(log: string, pause: string, windowMs: number, slots: number, wanted: number, ttlSeconds: number): Promise<ReserveReply>;
+}
+
 export function createRequestBudget(options: RequestBudgetOptions): RequestBudget {
   const margin = options.safetyMargin ?? 0.05;
   const { slots, windowMs } = budgetShape(options.requestsPerSecond, margin);
+  const leaseMs = grantLeaseMs(options.requestsPerSecond, margin);
+  const maxBatch = leaseMs > 0 ? Math.min(slots, MAX_BATCH) : 1;
+  const ttlSeconds = Math.ceil(windowMs / 1000) + 1;
   const limiterId = `${budgetKeyPrefix(options.keyPrefix)}${options.origin}`;
   const pauseKey = `${options.keyPrefix}:platform-pause:${options.origin}`;
   const log = options.log;
 
-  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
+  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 }) as BudgetRedis;
   redis.on('error', (error: Error) => log.warn({ err: { message: error.message } }, 'request budget: Redis connection error'));
-  // The library's Redis type is ioredis's plus the commands it defines on it.
-  const limiter = new RedisSlidingWindowRateLimiter({ redis: redis as never, interval: windowMs, operationTimeout: 10_000 });
+  redis.defineCommand('trainsyncReserve', { numberOfKeys: 2, lua: RESERVE_LUA });
 
   async function pausedForMs(): Promise<number> {
     const ttl = await redis.pttl(pauseKey);
     return ttl > 0 ? ttl : 0;
   }
 
-  // One waiter per process asks Redis at a time: the others queue here in order, so a
-  // busy process does not poll Redis once per waiting request.
-  let queue: Promise<void> = Promise.resolve();
+  // Requests wait here in order; one reservation at a time serves them all, so a busy
+  // process does not poll Redis once per waiting request.
+  const waiters: Waiter[] = [];
+  let pumping = false;
+  let pump: Promise<void> = Promise.resolve();
+  // Grants in hand, usable until `heldUntil` (performance.now() ms).
+  let held = 0;
+  let heldUntil = 0;
+  // Grants per reservation, grown like a slow start: doubled when the next request came
+  // within a lease of the last reply (a grant held ahead would have served it), halved
+  // when held grants lapsed unused. A steady or sequential caller stays at 1.
+  let batch = 1;
+  let lapsed = false;
+  let lastReplyAt = Number.NEGATIVE_INFINITY;
 
-  async function reserve(signal?: AbortSignal): Promise<void> {
-    for (;;) {
-      if (signal?.aborted) throw signal.reason;
-      // The pause is read alongside the reservation: one round trip, not two.
-      const [{ token, reset }, paused] = await Promise.all([limiter.reserve(limiterId, slots), pausedForMs()]);
-      if (token) {
-        if (paused === 0) return;
-        // Paused by a 429 somewhere: this grant is given up; wait and ask again.
-        await sleep(paused, signal);
-        continue;
+  const takeHeld = (): boolean => {
+    if (held === 0) return false;
+    if (performance.now() > heldUntil) {
+      held = 0;
+      lapsed = true;
+      return false;
+    }
+    held -= 1;
+    return true;
+  };
+
+  const settle = (waiter: Waiter, error?: unknown): void => {
+    if (waiter.onAbort) waiter.signal?.removeEventListener('abort', waiter.onAbort);
+    if (error === undefined) waiter.resolve();
+    else waiter.reject(error);
+  };
+
+  async function run(): Promise<void> {
+    try {
+      while (waiters.length > 0) {
+        if (takeHeld()) {
+          settle(waiters.shift()!);
+          continue;
+        }
+        if (lapsed) batch = Math.max(1, batch >> 1);
+        else if (performance.now() - lastReplyAt <= leaseMs) batch = Math.min(maxBatch, batch * 2);
+        lapsed = false;
+        const wanted = Math.min(maxBatch, Math.max(waiters.length, batch));
+        let reply: ReserveReply;
+        try {
+          reply = await redis.trainsyncReserve(limiterId, pauseKey, windowMs, slots, wanted, ttlSeconds);
+        } catch (error) {
+          for (const waiter of waiters.splice(0)) settle(waiter, error);
+          return;
+        }
+        const [granted, waitMs, paused] = reply;
+        lastReplyAt = performance.now();
+        if (granted > 0) {
+          // Waiting requests go at once; only the grants reserved ahead are held (and may lapse).
+          let left = granted;
+          while (left > 0 && waiters.length > 0) {
+            settle(waiters.shift()!);
+            left -= 1;
+          }
+          held = left;
+          heldUntil = lastReplyAt + leaseMs;
+          continue;
+        }
+        await sleep(Math.max(1, paused > 0 ? paused : waitMs));
       }
-      await sleep(Math.max(1, reset ?? 1), signal);
+    } finally {
+      // Cleared in the same turn as the loop's last check: a later acquire starts a new run.
+      pumping = false;
     }
   }
 
   return {
     minTimeMs: windowMs / slots,
+    leaseMs,
     limiterId,
     pauseKey,
     acquire(signal?: AbortSignal): Promise<void> {
-      const turn = queue.then(() => reserve(signal));
-      queue = turn.catch(() => undefined);
-      return turn;
+      if (signal?.aborted) return Promise.reject(signal.reason);
+      if (waiters.length === 0 && takeHeld()) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const waiter: Waiter = { resolve, reject, signal, onAbort: undefined };
+        if (signal) {
+          waiter.onAbort = (): void => {
+            const at = waiters.indexOf(waiter);
+            if (at >= 0) waiters.splice(at, 1);
+            reject(signal.reason);
+          };
+          signal.addEventListener('abort', waiter.onAbort, { once: true });
+        }
+        waiters.push(waiter);
+        if (!pumping) {
+          pumping = true;
+          pump = run();
+        }
+      });
     },
     async pauseFor(ms: number): Promise<void> {
+      // Grants reserved before the 429 must not go out during the pause.
+      held = 0;
       const whole = Math.max(1, Math.ceil(ms));
       const changed = await redis.eval(EXTEND_PAUSE_LUA, 1, pauseKey, String(whole), String(Date.now() + whole));
       if (changed === 1) log.warn({ pauseMs: whole, origin: options.origin }, 'platform rate limited: every process pauses');
     },
     pausedForMs,
     async close(): Promise<void> {
-      await queue;
+      await pump;
       if (redis.status !== 'end') await redis.quit().catch(() => redis.disconnect());
     },
   };

@@ -10,12 +10,24 @@ import { z } from 'zod';
 
 const GUID_RE = /^\{?([0-9a-fA-F]{8})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{12})\}?$/;
 
-/** Lower-case, hyphenated GUID; accepts braces and missing hyphens as .NET writes them. */
-const CANONICAL_GUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/**
+ * True for a lower-case, hyphenated GUID. Character codes, not a regex: most ids arrive
+ * in this form and a page holds hundreds of them.
+ */
+export function isCanonicalGuid(value: string): boolean {
+  if (value.length !== 36) return false;
+  for (let i = 0; i < 36; i++) {
+    const c = value.charCodeAt(i);
+    if (i === 8 || i === 13 || i === 18 || i === 23) {
+      if (c !== 45) return false; // '-'
+    } else if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return false; // 0-9, a-f
+  }
+  return true;
+}
 
+/** Lower-case, hyphenated GUID; accepts braces and missing hyphens as .NET writes them. */
 export function normaliseGuid(value: string): string | undefined {
-  // Fast path: most ids already arrive canonical, and a page holds hundreds of them.
-  if (CANONICAL_GUID_RE.test(value)) return value;
+  if (isCanonicalGuid(value)) return value;
   const m = GUID_RE.exec(value.trim());
   if (!m) return undefined;
   return `${m[1]}-${m[2]}-${m[3]}-${m[4]}-${m[5]}`.toLowerCase();
@@ -32,26 +44,52 @@ export const guid = z.string().transform((value, ctx) => {
 
 const INSTANT_RE = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2})?)(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?$/i;
 
+/** Two decimal digits at `at` as a number, or -1. */
+function twoDigits(text: string, at: number): number {
+  const a = text.charCodeAt(at) - 48;
+  const b = text.charCodeAt(at + 1) - 48;
+  return a >= 0 && a <= 9 && b >= 0 && b <= 9 ? a * 10 + b : -1;
+}
+
+/** Days in a month of the proleptic Gregorian calendar (JavaScript's and Postgres's). */
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+}
+
+/**
+ * `YYYY-MM-DD` at the start of `text` is a day the calendar has. JS's Date.parse rolls
+ * 2024-02-30 over to March; Postgres refuses it. Arithmetic, not a Date, per value.
+ */
+function isCalendarDate(text: string): boolean {
+  const century = twoDigits(text, 0);
+  const yy = twoDigits(text, 2);
+  const month = twoDigits(text, 5);
+  const day = twoDigits(text, 8);
+  if (century < 0 || yy < 0 || text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45) return false;
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(century * 100 + yy, month);
+}
+
+/** The spec's own form, `YYYY-MM-DDTHH:MM:SS.mmmZ`, as a valid instant (checked by character). */
+function isMillisUtc(value: string): boolean {
+  if (value.length !== 24 || value.charCodeAt(10) !== 84 || value.charCodeAt(13) !== 58 || value.charCodeAt(16) !== 58) return false; // T : :
+  if (value.charCodeAt(19) !== 46 || value.charCodeAt(23) !== 90) return false; // . Z
+  const hour = twoDigits(value, 11);
+  const minute = twoDigits(value, 14);
+  const second = twoDigits(value, 17);
+  const millis = twoDigits(value, 20);
+  const lastMilli = value.charCodeAt(22) - 48;
+  return hour >= 0 && hour < 24 && minute >= 0 && minute < 60 && second >= 0 && second < 60 && millis >= 0 && lastMilli >= 0 && lastMilli <= 9 && isCalendarDate(value);
+}
+
 /**
  * A platform timestamp as an unambiguous instant: `YYYY-MM-DDTHH:MM:SS.ffffff±HH:MM`.
  * The platform sends no offset (taken as UTC, which the spec says it is), an offset,
  * or seven fractional digits (.NET ticks; Postgres keeps six, so the seventh is cut).
  */
-const MILLIS_UTC_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-/** JS's Date.parse rolls 2024-02-30 over to March; Postgres refuses it. Check the calendar. */
-function isCalendarDate(day: string): boolean {
-  const ms = Date.parse(`${day}T00:00:00Z`);
-  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 10) === day;
-}
-
 export function normaliseInstant(value: string): string | undefined {
   // Fast path for the spec's own form (UTC with milliseconds): same text as the slow path gives.
-  if (MILLIS_UTC_RE.test(value)) {
-    return isCalendarDate(value.slice(0, 10)) && value.slice(11, 13) < '24' && value.slice(14, 16) < '60' && value.slice(17, 19) < '60'
-      ? `${value.slice(0, 23)}000+00:00`
-      : undefined;
-  }
+  if (isMillisUtc(value)) return `${value.slice(0, 23)}000+00:00`;
   const m = INSTANT_RE.exec(value.trim());
   if (!m) return undefined;
   const time = m[2]!.length === 5 ? `${m[2]}:00` : m[2]!;
@@ -105,6 +143,16 @@ export const filterSchema = z.looseObject({
   answers: z.array(filterAnswerSchema).default([]),
 });
 export type ReportingFilter = z.output<typeof filterSchema>;
+
+/** A course a group assigns; the name is the platform's label at listing time. */
+export const groupCourseSchema = z.looseObject({ id: guid, name: z.string().nullable().optional().transform((v) => v ?? null) });
+/** GET groups (vendor reference): `{id, name, courses[{id, name}]}`; courses may be missing or null. */
+export const groupSchema = z.looseObject({
+  id: guid,
+  name: z.string(),
+  courses: z.array(groupCourseSchema).nullable().optional().transform((v) => v ?? []),
+});
+export type Group = z.output<typeof groupSchema>;
 
 export const userSchema = z.looseObject({
   id: guid,

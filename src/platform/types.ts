@@ -1,8 +1,8 @@
-import type { Course, CreateUserInput, PlatformUser, ReportingFilter, Result, Seats } from './schemas.ts';
+import type { Course, CreateUserInput, Group, PlatformUser, ReportingFilter, Result, Seats } from './schemas.ts';
 
 /** A record of a list page that failed validation: kept raw so the caller can quarantine it. */
 export interface RecordProblem {
-  /** `courses`, `results`, `filters` or `users`. */
+  /** `courses`, `results`, `filters`, `groups` or `users`. */
   resource: string;
   /** The record's position on its page (0-based). */
   index: number;
@@ -48,6 +48,8 @@ export interface PlatformClient {
   listResults(query?: ResultsQuery, options?: { signal?: AbortSignal; startPage?: number; prefetch?: number }): AsyncIterable<Page<Result>>;
   getResult(resultId: string): Promise<Result>;
   listFilters(options?: { signal?: AbortSignal }): AsyncIterable<Page<ReportingFilter>>;
+  /** GET groups (vendor only) with the courses each assigns; a platform without it answers 404. */
+  listGroups(options?: { signal?: AbortSignal }): AsyncIterable<Page<Group>>;
   listUsers(query?: UserQuery, options?: { signal?: AbortSignal }): AsyncIterable<Page<PlatformUser>>;
   /** The first user whose e-mail matches exactly (case-insensitive); the platform's filter is partial. */
   findUserByEmail(email: string): Promise<PlatformUser | undefined>;

@@ -8,8 +8,11 @@ import { loadAppliedEmployees } from './apply/applied-state.ts';
 import { recordFeed } from './apply/audit.ts';
 import { enqueuePlan, waitForActions, type ApplyDeps, type ApplyResult, type EnqueueResult } from './apply/enqueue.ts';
 import { insertAdoptedIdentities } from './apply/identities.ts';
+import { errorMessage } from '../errors.ts';
+import { refreshEmployeeAccounts, type EmployeeSnapshotCounts } from '../warehouse/load-employees.ts';
 import { feedFormatFor, readFeed } from './feed/read.ts';
-import type { ColumnMap, FeedFormat, FeedReadResult } from './feed/types.ts';
+import type { ColumnMap, FeedFormat, FeedReadResult, ReadFeedOptions } from './feed/types.ts';
+import { snapshotFeed } from './snapshot-feed.ts';
 import { adoptExistingAccounts } from './plan/adopt.ts';
 import { planProvisioning } from './plan/plan.ts';
 import type { MaxDisable, Plan, PlanMode } from './plan/types.ts';
@@ -27,6 +30,8 @@ export interface ProvisionOptions {
   file: string;
   format?: FeedFormat | undefined;
   map?: ColumnMap | undefined;
+  /** The rest of a profile's reading (delimiter, encoding, status words, leaver rule, attributes). */
+  reading?: Omit<ReadFeedOptions, 'format' | 'map'> | undefined;
   mode: PlanMode;
   dryRun: boolean;
   maxDisable?: MaxDisable | undefined;
@@ -50,6 +55,10 @@ export interface ProvisionResult {
   seats: SeatsInfo;
   /** Set when the plan was applied (not a dry run, not refused). */
   applied?: ApplyResult;
+  /** The feed's snapshot into training.employees, taken when the plan was applied. */
+  employees?: EmployeeSnapshotCounts;
+  /** Why that snapshot failed (the actions were enqueued all the same). */
+  employeesError?: string;
 }
 
 /** Every account of the organisation, or undefined when the platform offers no GET users. */
@@ -80,13 +89,14 @@ export async function freeSeats(platform: PlatformClient): Promise<SeatsInfo> {
  * What `trainsync provision` does, as a function: reads the feed, adopts existing
  * accounts on a first run, plans against the applied state and the free seats,
  * records the feed, and, unless it is a dry run or the plan is refused, enqueues
- * the actions and waits for them. Nothing is enqueued, and no identity written, when
+ * the actions, snapshots the feed into training.employees and waits for the actions.
+ * Nothing is enqueued, no identity written and no employee changed, when
  * the feed file itself cannot be read or a limit is exceeded without `force`.
  */
 export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptions): Promise<ProvisionResult> {
   const format = options.format ?? feedFormatFor(options.file);
-  const feed = await readFeed(options.file, { format, ...(options.map ? { map: options.map } : {}) });
-  const planAndEnqueue = async (): Promise<{ planned: ProvisionResult; enqueued?: EnqueueResult }> => {
+  const feed = await readFeed(options.file, { ...options.reading, format, ...(options.map ? { map: options.map } : {}) });
+  const planAndEnqueue = async (): Promise<{ planned: ProvisionResult; enqueued?: EnqueueResult; snapshot?: Pick<ProvisionResult, 'employees' | 'employeesError'> }> => {
     const applied = await loadAppliedEmployees(deps.db);
     let adopted: ReturnType<typeof adoptExistingAccounts> = [];
     let adoptionNote: string | undefined;
@@ -124,13 +134,24 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
     options.onPlan?.(planned);
     if (options.dryRun || plan.refused !== undefined) return { planned };
     if (adopted.length > 0) await insertAdoptedIdentities(deps.db, adopted);
-    return { planned, enqueued: await enqueuePlan(deps, plan, feed.hash) };
+    const enqueued = await enqueuePlan(deps, plan, feed.hash);
+    // The warehouse's copy of the feed; a failure here must not abandon the actions just enqueued.
+    const snapshot = await snapshotFeed(deps.withPgClient, feed, { mode: options.mode }).then(
+      (employees) => ({ employees }),
+      (error: unknown) => {
+        deps.log.warn({ err: error }, 'employee snapshot failed');
+        return { employeesError: errorMessage(error) };
+      },
+    );
+    return { planned, enqueued, snapshot };
   };
   // The lock covers planning and enqueuing only: the wait may be long. A dry run changes nothing and takes none.
-  const { planned, enqueued } = options.dryRun
+  const { planned, enqueued, snapshot } = options.dryRun
     ? await planAndEnqueue()
     : await withAdvisoryLock(deps.withPgClient, PROVISION_LOCK, planAndEnqueue);
   if (enqueued === undefined) return planned;
   const audit = await waitForActions(deps, [...enqueued.enqueued, ...enqueued.waitingOn], options.onProgress);
-  return { ...planned, applied: { ...enqueued, audit } };
+  // Accounts created or adopted by this run are known now: give them to their employees.
+  if (snapshot?.employees) await refreshEmployeeAccounts(deps.withPgClient).catch((error: unknown) => deps.log.warn({ err: error }, 'employee accounts not refreshed'));
+  return { ...planned, ...snapshot, applied: { ...enqueued, audit } };
 }

@@ -86,6 +86,9 @@ export class RedisConnections implements RedisStatus {
       enableReadyCheck: true,
       connectTimeout: this.mode === 'one-shot' ? Math.min(CONNECT_TIMEOUT_MS, this.timeoutMs) : CONNECT_TIMEOUT_MS,
       retryStrategy: (times) => this.retryDelay(times),
+      // disconnect() waits this long for a socket to close before destroying it; a dead
+      // socket never closes, and the default 2 s would hold a one-shot command's exit.
+      disconnectTimeout: 200,
     };
     return this.watch(new Redis(this.url, options));
   }

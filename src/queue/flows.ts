@@ -1,4 +1,5 @@
 import { FlowProducer, type FlowJob, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 
 /** Chains added per FlowProducer call: one Redis round trip each. */
@@ -28,9 +29,10 @@ function toFlowJob(link: ChainLink): FlowJob {
  * Adds chains of jobs as BullMQ flows: in a flow a parent starts only when its child
  * has finished, so each chain's last link is its root and runs last.
  */
-export async function addChains(config: Config, chains: readonly ChainLink[]): Promise<void> {
+export async function addChains(config: Config, connection: Redis, chains: readonly ChainLink[]): Promise<void> {
   if (chains.length === 0) return;
-  const flows = new FlowProducer({ connection: { url: config.REDIS_URL }, prefix: config.TRAINSYNC_QUEUE_PREFIX });
+  // On the process's own connection: its errors and outages are reported where every other one's are.
+  const flows = new FlowProducer({ connection, prefix: config.TRAINSYNC_QUEUE_PREFIX });
   try {
     for (let i = 0; i < chains.length; i += FLOW_BATCH) await flows.addBulk(chains.slice(i, i + FLOW_BATCH).map(toFlowJob));
   } finally {

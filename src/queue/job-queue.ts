@@ -128,7 +128,7 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
       });
       return { id: String(added.id), name, queue: job.queue, data: added.data };
     },
-    addChains: (chains) => addChains(config, chains.map(toLink)),
+    addChains: (chains) => addChains(config, connection, chains.map(toLink)),
     state: (queue, jobId) => queues[queue].getJobState(jobId),
     failedReason: async (queue, jobId) => (await queues[queue].getJob(jobId))?.failedReason || undefined,
     async deduplicated(queue, dedupeId) {

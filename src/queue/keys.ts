@@ -6,3 +6,8 @@ export function queueKeys(prefix: string, queue: string): { events: string; meta
   const base = `${prefix}:${queue}`;
   return { events: `${base}:events`, meta: `${base}:meta`, schedulers: `${base}:repeat` };
 }
+
+/** The lock of an active job: the job's own key plus ":lock", renewed by the worker running it. */
+export function jobLockKey(prefix: string, queue: string, jobId: string): string {
+  return `${prefix}:${queue}:${jobId}:lock`;
+}

@@ -1,7 +1,9 @@
 /** BullMQ queue names. Sync and provisioning are separate so a long load never delays a leaver. */
 export const SYNC_QUEUE = 'sync';
 export const PROVISION_QUEUE = 'provision';
-export const QUEUE_NAMES = [SYNC_QUEUE, PROVISION_QUEUE] as const;
+/** Results named by platform webhooks: their own queue, so a nightly sync never delays them. */
+export const WEBHOOK_QUEUE = 'webhooks';
+export const QUEUE_NAMES = [SYNC_QUEUE, PROVISION_QUEUE, WEBHOOK_QUEUE] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 /**
@@ -12,6 +14,7 @@ export type QueueName = (typeof QUEUE_NAMES)[number];
 export const JOB_NAMES = {
   syncCourses: 'sync-courses',
   syncFilters: 'sync-filters',
+  syncGroups: 'sync-groups',
   syncResults: 'sync-results',
   syncSeats: 'sync-seats',
   syncUsers: 'sync-users',
@@ -19,5 +22,6 @@ export const JOB_NAMES = {
   setPassword: 'set-password',
   changeGroup: 'change-group',
   setAccess: 'set-access',
+  loadWebhookResult: 'load-webhook-result',
 } as const;
 export type JobName = (typeof JOB_NAMES)[keyof typeof JOB_NAMES];

@@ -9,6 +9,7 @@ export function scheduleTable(config: Config): Array<{ job: JobName; pattern: st
   return [
     { job: JOB_NAMES.syncCourses, pattern: config.TRAINSYNC_CRON_COURSES },
     { job: JOB_NAMES.syncFilters, pattern: config.TRAINSYNC_CRON_FILTERS },
+    { job: JOB_NAMES.syncGroups, pattern: config.TRAINSYNC_CRON_GROUPS },
     { job: JOB_NAMES.syncResults, pattern: config.TRAINSYNC_CRON_RESULTS },
     { job: JOB_NAMES.syncUsers, pattern: config.TRAINSYNC_CRON_USERS },
     { job: JOB_NAMES.syncSeats, pattern: config.TRAINSYNC_CRON_SEATS },

@@ -2,7 +2,7 @@ import { QueueEvents, type Job, type Queue } from 'bullmq';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import type { RedisConnections } from './connection.ts';
-import { queueKeys } from './keys.ts';
+import { jobLockKey, queueKeys } from './keys.ts';
 import { SYNC_QUEUE } from './names.ts';
 
 export interface JobOutcome {
@@ -97,8 +97,17 @@ export async function waitForJobs(deps: WaitDeps, jobs: readonly Job[], options:
     events.on('error', (error) => {
       if (!redis.failed(error)) log.warn({ err: error }, 'queue events error');
     });
-    events.on('completed', ({ jobId, returnvalue }) => settle(jobId, { status: 'completed', result: returnvalue }));
-    events.on('failed', ({ jobId, failedReason }) => settle(jobId, { status: 'failed', error: failedReason }));
+    // After Redis restarted empty, job ids start over: an event for a waited id may be another job's.
+    const finished = (jobId: string, outcome: Omit<JobOutcome, 'jobId' | 'name'>): void => {
+      const waiting = waits.get(jobId);
+      if (!waiting) return;
+      queue.getJob(jobId).then(
+        (job) => settle(jobId, job && !sameJob(job, waiting.job) ? { status: 'failed', error: vanishedMessage(queue.name) } : outcome),
+        () => settle(jobId, outcome),
+      );
+    };
+    events.on('completed', ({ jobId, returnvalue }) => finished(jobId, { status: 'completed', result: returnvalue }));
+    events.on('failed', ({ jobId, failedReason }) => finished(jobId, { status: 'failed', error: failedReason }));
     events.on('progress', ({ jobId, data }) => {
       const waiting = waits.get(jobId);
       if (waiting) waiting.lastActivity = Date.now();
@@ -149,18 +158,22 @@ async function inspect(
   options: { onStall: ((message: string) => void) | undefined; stallNoticeMs: number },
 ): Promise<void> {
   const { queue } = deps;
-  const state = await queue.getJobState(jobId);
+  const job = await queue.getJob(jobId);
+  const state = job ? await queue.getJobState(jobId) : 'unknown';
   if (waiting.settled) return;
-  if (state === 'unknown') {
+  if (job && !sameJob(job, waiting.job)) {
+    // Another job under the same id: Redis restarted empty and its id counter started over.
+    settle(jobId, { status: 'failed', error: vanishedMessage(queue.name) });
+    return;
+  }
+  if (!job || state === 'unknown') {
     if (waiting.unknownBefore) settle(jobId, { status: 'failed', error: vanishedMessage(queue.name) });
     waiting.unknownBefore = true;
     return;
   }
   waiting.unknownBefore = false;
   if (state === 'completed' || state === 'failed') {
-    const job = await queue.getJob(jobId);
-    if (!job) settle(jobId, { status: 'failed', error: vanishedMessage(queue.name) });
-    else if (state === 'completed') settle(jobId, { status: 'completed', result: job.returnvalue });
+    if (state === 'completed') settle(jobId, { status: 'completed', result: job.returnvalue });
     else settle(jobId, { status: 'failed', error: job.failedReason || 'failed' });
     return;
   }
@@ -179,14 +192,18 @@ async function inspect(
   options.onStall(`still waiting for job ${jobId} (${waiting.job.name}): ${why}; no progress for ${Math.round(idleMs / 1000)} s`);
 }
 
+/** The same job, not merely the same id (ids start over in an emptied Redis). */
+function sameJob(found: Job, waited: Job): boolean {
+  return found.name === waited.name && found.timestamp === waited.timestamp;
+}
+
 /** What a job that makes no progress is waiting for, in a person's words. */
 async function explain(deps: WaitDeps, jobId: string, waiting: Waiting, state: string, now: number): Promise<string> {
   const { queue, redis, config } = deps;
   if (state === 'active') {
     const job = await queue.getJob(jobId);
     const holder = job?.processedBy ? `worker ${job.processedBy}` : 'a worker';
-    // BullMQ's lock of an active job: the key of the job itself plus ":lock", renewed by the worker running it.
-    const locked = (await redis.primary.exists(`${queue.toKey(jobId)}:lock`)) === 1;
+    const locked = (await redis.primary.exists(jobLockKey(config.TRAINSYNC_QUEUE_PREFIX, queue.name, jobId))) === 1;
     if (locked) {
       waiting.lockMissingSince = undefined;
       return `active on ${holder}, which holds its lock but reported no progress (a slow platform, or a lock wait on another sync of the resource)`;
@@ -195,8 +212,8 @@ async function explain(deps: WaitDeps, jobId: string, waiting: Waiting, state: s
     const missingMs = now - waiting.lockMissingSince;
     if (missingMs > config.TRAINSYNC_STALLED_INTERVAL_MS) {
       return (
-        `active, but no worker has held its lock for ${Math.round(missingMs / 1000)} s, longer than the stalled-job check ` +
-        `(TRAINSYNC_STALLED_INTERVAL_MS=${config.TRAINSYNC_STALLED_INTERVAL_MS}): no running worker looks after it; is \`trainsync worker\` running and reaching Redis?`
+        `active, but no worker has held its lock for longer than the stalled-job check (TRAINSYNC_STALLED_INTERVAL_MS=${config.TRAINSYNC_STALLED_INTERVAL_MS}): ` +
+        `no running worker looks after it (last taken by ${holder}); is \`trainsync worker\` running and reaching Redis?`
       );
     }
     return `active, but no worker holds its lock (last taken by ${holder}, which stopped or lost Redis); the stalled-job check hands it to another worker`;

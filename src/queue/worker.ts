@@ -43,7 +43,10 @@ export async function startWorkers(config: Config, runner: JobRunner, queues: re
     });
     worker.on('failed', (job, error) => {
       if (error?.name === 'DelayedError') return;
-      log.warn({ job: job?.name, jobId: job?.id, attemptsMade: job?.attemptsMade, reason: error?.message }, 'job attempt failed');
+      // runJob has logged an attempt it ran ('job finished'); only BullMQ's own verdicts
+      // (a job stalled too often: its workers kept dying) are news here.
+      const level = /stalled/i.test(error?.message ?? '') ? 'warn' : 'debug';
+      log[level]({ job: job?.name, jobId: job?.id, attemptsMade: job?.attemptsMade, reason: error?.message }, 'job attempt failed');
     });
     worker.on('error', (error) => {
       // Closing connections report "Connection is closed"; an outage is logged by `redis`, once.

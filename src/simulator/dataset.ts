@@ -40,6 +40,8 @@ export interface DatasetOptions {
   totalSeats?: number;
   unlimitedPlan: boolean;
   usersEndpoint: boolean;
+  /** Default true; false => GET groups answers 404 (a platform without it). */
+  groupsEndpoint?: boolean;
   dateBounds: DateBoundsMode;
 }
 
@@ -160,6 +162,7 @@ export function generateState(options: DatasetOptions): SimulatorState {
     undatedResults: [],
     seats: { totalSeats: options.totalSeats ?? sizes.users + 50, unlimitedPlan: options.unlimitedPlan },
     usersEndpoint: options.usersEndpoint,
+    groupsEndpoint: options.groupsEndpoint ?? true,
     dateBounds: options.dateBounds,
     version: 1,
     resultMeta: new WeakMap(),

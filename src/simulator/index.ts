@@ -11,6 +11,7 @@ import type { Runtime } from './runtime.ts';
 import type { DateBoundsMode, SimulatorState } from './state.ts';
 import { allResults, updateResult } from './state.ts';
 import { z } from 'zod';
+import { createWebhookSender, handleWebhookAdmin, type WebhookSender, type WebhookSettings } from './webhooks.ts';
 
 /**
  * A faithful simulator of the training platform's API v2 over node:http, for the
@@ -28,6 +29,7 @@ export type { RequestRecord, RequestsSummary } from './request-log.ts';
 export { maxInWindow, summariseRequests, writeCallCount } from './request-log.ts';
 export { FOREIGN_EMAIL_DOMAIN, passwordProblems } from './routes-provisioning.ts';
 export { PAGE_SIZE } from './routes-reporting.ts';
+export type { CompleteCourseRequest, Completion, DeliveryRecord, WebhookSender, WebhookSettings } from './webhooks.ts';
 export type { ResultsQuery } from './results-query.ts';
 export { parseBound, queryResults } from './results-query.ts';
 export type {
@@ -46,6 +48,7 @@ export type {
 export {
   addCourse,
   addFilter,
+  addGroup,
   addResult,
   allResults,
   findGroup,
@@ -55,12 +58,14 @@ export {
   markChanged,
   removeCourse,
   removeFilter,
+  removeGroup,
   removeResult,
   seatsInUse,
   setGroupMember,
   setUserAccess,
   setUserLocked,
   updateCourse,
+  updateGroup,
   updateResult,
   userAccount,
 } from './state.ts';
@@ -85,8 +90,12 @@ export interface SimulatorOptions {
   unlimitedPlan?: boolean;
   /** Default true; false => GET /api/v2/users answers 404 (a platform without it). */
   usersEndpoint?: boolean;
+  /** Default true; false => GET /api/v2/groups answers 404 (a platform without it). */
+  groupsEndpoint?: boolean;
   /** How startDate/endDate select dateCompleted. Default 'exclusive-instant'. */
   dateBounds?: DateBoundsMode;
+  /** Signed webhook deliveries (src/simulator/webhooks.ts); none are sent until a URL is set. */
+  webhooks?: Partial<WebhookSettings>;
 }
 
 export interface RunningSimulator {
@@ -102,6 +111,8 @@ export interface RunningSimulator {
   setFaults(f: Partial<SimulatorFaults>): void;
   readonly faults: Readonly<SimulatorFaults>;
   resetRequests(): void;
+  /** Completes courses and delivers their webhook events (also over HTTP: `/__simulator/webhooks/*`). */
+  webhooks: WebhookSender;
   close(): Promise<void>;
 }
 
@@ -159,9 +170,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     ...(options.totalSeats === undefined ? {} : { totalSeats: options.totalSeats }),
     unlimitedPlan: options.unlimitedPlan ?? true,
     usersEndpoint: options.usersEndpoint ?? true,
+    groupsEndpoint: options.groupsEndpoint ?? true,
     dateBounds: options.dateBounds ?? 'exclusive-instant',
   });
   const rt: Runtime = { state, faults: { ...NO_FAULTS, ...options.faults }, port: 0, resultsPagesServed: 0 };
+  const webhooks = createWebhookSender(state, options.webhooks);
   const requests: RequestRecord[] = [];
   let apiCount = 0;
 
@@ -172,6 +185,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   };
 
   const admin = async (req: http.IncomingMessage, method: string, path: string): Promise<Reply> => {
+    if (path.startsWith('/__simulator/webhooks/')) {
+      return handleWebhookAdmin(webhooks, method, path, new URL(req.url ?? '/', 'http://simulator').searchParams, await readBody(req));
+    }
     if (method === 'POST' && path === '/__simulator/faults') {
       const raw = await readBody(req);
       let parsed: unknown;
@@ -337,11 +353,13 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     get faults() {
       return rt.faults;
     },
+    webhooks,
     resetRequests: () => {
       requests.length = 0;
     },
     close: () =>
       new Promise<void>((resolve) => {
+        webhooks.close();
         server.close(() => resolve());
         server.closeAllConnections();
       }),

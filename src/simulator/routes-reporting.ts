@@ -31,11 +31,19 @@ export function getFilters(rt: Runtime, req: RouteRequest): Reply {
   return rawJson(envelopeJson(shown.map((f) => JSON.stringify(f)), page, rt.state.filters.length));
 }
 
-export function getGroups(rt: Runtime, req: RouteRequest): Reply {
+/**
+ * GET groups (vendor only): `{id, name, courses[{id, name}]}`, 50 a page without links
+ * (like users). A course still listed by GET courses shows its current name.
+ */
+export function getGroups(rt: Runtime, req: RouteRequest): Reply | undefined {
+  if (!rt.state.groupsEndpoint) return undefined;
   const page = readPage(req.query);
   if (typeof page !== 'number') return page;
-  const shown = page === 1 ? rt.state.groups : [];
-  return rawJson(envelopeJson(shown.map((g) => JSON.stringify({ id: g.id, name: g.name, courses: g.courses })), page, rt.state.groups.length));
+  const names = new Map(rt.state.courses.map((c) => [c.id, c.name]));
+  const from = (page - 1) * PAGE_SIZE;
+  const shown = rt.state.groups.slice(from, from + PAGE_SIZE);
+  const entities = shown.map((g) => JSON.stringify({ id: g.id, name: g.name, courses: g.courses.map((c) => ({ id: c.id, name: names.get(c.id) ?? c.name })) }));
+  return rawJson(envelopeJson(entities, page, rt.state.groups.length));
 }
 
 /** The two ways the malformed-record fault spoils a record, alternating by record. */

@@ -105,6 +105,8 @@ export interface SimulatorState {
   undatedResults: ApiResult[];
   seats: { totalSeats: number; unlimitedPlan: boolean };
   usersEndpoint: boolean;
+  /** false: GET groups answers 404, as on a platform without it. */
+  groupsEndpoint: boolean;
   dateBounds: DateBoundsMode;
   /** Bumped on every change; cached pages and filter lists key on it. */
   version: number;
@@ -341,6 +343,40 @@ export function seatsInUse(state: SimulatorState): number {
 export function findGroup(state: SimulatorState, id: string): SimGroup | undefined {
   const key = id.trim().toLowerCase();
   return state.groups.find((g) => g.id === key);
+}
+
+/** Adds a group (no members); missing fields get plausible values. */
+export function addGroup(state: SimulatorState, partial: Partial<Omit<SimGroup, 'memberIds'>> = {}): SimGroup {
+  const group: SimGroup = {
+    id: state.prng.guid(),
+    name: `Group ${state.groups.length + 1}`,
+    courses: state.courses.slice(0, 2).map((c) => ({ id: c.id, name: c.name })),
+    ...partial,
+    memberIds: new Set(),
+  };
+  if (findGroup(state, group.id)) throw new Error(`group ${group.id} already exists`);
+  state.groups.push(group);
+  touch(state);
+  return group;
+}
+
+/** Renames a group or replaces its courses (members stay). */
+export function updateGroup(state: SimulatorState, id: string, patch: Partial<Pick<SimGroup, 'name' | 'courses'>>): SimGroup {
+  const group = findGroup(state, id);
+  if (!group) throw new Error(`no group ${id}`);
+  if (patch.name !== undefined) group.name = patch.name;
+  if (patch.courses !== undefined) group.courses = patch.courses.map((c) => ({ id: c.id, name: c.name }));
+  touch(state);
+  return group;
+}
+
+/** Removes a group from GET groups (membership calls then answer GROUP_NOT_FOUND). */
+export function removeGroup(state: SimulatorState, id: string): boolean {
+  const i = state.groups.findIndex((g) => g.id === id.trim().toLowerCase());
+  if (i < 0) return false;
+  state.groups.splice(i, 1);
+  touch(state);
+  return true;
 }
 
 export function groupMembers(state: SimulatorState, groupId: string): string[] {

@@ -2,7 +2,7 @@ import type { JobContext } from '../context.ts';
 import { errorMessage } from '../errors.ts';
 import { toInfrastructureError } from '../infra-errors.ts';
 import { withTransaction } from '../warehouse/transaction.ts';
-import { finishRun, getCheckpoint, runTotals, saveCheckpoint, startRun } from '../warehouse/sync-state.ts';
+import { closeAbandonedRuns, finishRun, getCheckpoint, runTotals, saveCheckpoint, startRun } from '../warehouse/sync-state.ts';
 import { z } from 'zod';
 import type { SyncSummary } from './summary.ts';
 
@@ -55,6 +55,11 @@ async function startOrResume(ctx: JobContext, spec: RunSpec): Promise<ActiveRun>
 export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: ActiveRun) => Promise<RunExtras | void>): Promise<SyncSummary> {
   const started = Date.now();
   const run = await startOrResume(ctx, spec);
+  // Sync jobs of one resource never run at once (an advisory lock), so any other run of
+  // it still marked running was cut off (its worker died, or its database went away
+  // before it could be marked) and will never finish.
+  const abandoned = await closeAbandonedRuns(ctx.db, spec.resource, run.id);
+  if (abandoned > 0) ctx.log.info({ resource: spec.resource, abandoned }, 'marked runs that were cut off as failed');
   let extras: RunExtras | void;
   try {
     extras = await work(run);

@@ -1,5 +1,4 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 
@@ -34,16 +33,99 @@ export function copyLines(rows: Iterable<readonly CopyValue[]>): string {
   return text;
 }
 
+/** Text gathered before it is encoded: large enough to amortise a write, small enough to stay in cache. */
+const PENDING_CHARS = 16 * 1024;
+
 /**
- * `COPY table (columns) FROM STDIN` of the rows on this client (inside the caller's
- * transaction). `table` and `columns` are trusted identifiers from our own code.
+ * COPY text for one batch, encoded into one reused buffer. Rows arrive as lines of
+ * text (a template literal per row is cheaper than a buffer write per field: measured
+ * 0.4 against 1 µs a row); they are gathered into a short string and encoded into the
+ * buffer every 16 K characters, so a batch never exists as one large string, and the
+ * buffer serves batch after batch (see `copyInto`): a load of any size allocates a few
+ * buffers, not one text per batch.
  */
+export class CopyText {
+  private buffer: Buffer;
+  private length = 0;
+  private pending = '';
+
+  constructor(initialBytes = 256 * 1024) {
+    this.buffer = Buffer.allocUnsafe(initialBytes);
+  }
+
+  get capacity(): number {
+    return this.buffer.length;
+  }
+
+  /** Adds text already in COPY format (fields escaped, tab-separated, newline-terminated). */
+  append(text: string): void {
+    this.pending += text;
+    if (this.pending.length >= PENDING_CHARS) this.encodePending();
+  }
+
+  /** Adds one row of values, as `copyLines` writes it. */
+  row(values: readonly CopyValue[]): void {
+    let line = '';
+    for (let i = 0; i < values.length; i++) line += i === 0 ? copyField(values[i]!) : `\t${copyField(values[i]!)}`;
+    this.append(`${line}\n`);
+  }
+
+  /** The text written so far (a view of the buffer, valid until the next write or reset). */
+  bytes(): Buffer {
+    this.encodePending();
+    return this.buffer.subarray(0, this.length);
+  }
+
+  reset(): void {
+    this.length = 0;
+    this.pending = '';
+  }
+
+  private encodePending(): void {
+    const text = this.pending;
+    if (text.length === 0) return;
+    this.pending = '';
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    const needed = this.length + text.length * 3;
+    if (needed > this.buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(needed, this.buffer.length * 2));
+      this.buffer.copy(grown, 0, 0, this.length);
+      this.buffer = grown;
+    }
+    this.length += this.buffer.write(text, this.length, 'utf8');
+  }
+}
+
+/** Buffers kept for the next batch; larger ones (an unusual batch) are left to the GC. */
+const idle: CopyText[] = [];
+const MAX_IDLE = 4;
+const MAX_KEPT_BYTES = 8 * 1024 * 1024;
+
+/**
+ * `COPY table (columns) FROM STDIN` of what `write` puts into a reused buffer, on this
+ * client (inside the caller's transaction). `table` and `columns` are trusted
+ * identifiers from our own code. The buffer goes back to the pool only after Postgres
+ * has confirmed the COPY, so no byte of it is still waiting in the socket; after a
+ * failure it is dropped.
+ */
+export async function copyInto(client: pg.PoolClient, table: string, columns: readonly string[], write: (out: CopyText) => void): Promise<void> {
+  const out = idle.pop() ?? new CopyText();
+  out.reset();
+  write(out);
+  const stream = client.query(copyFrom(`copy ${table} (${columns.join(', ')}) from stdin`));
+  stream.end(out.bytes());
+  await finished(stream);
+  if (idle.length < MAX_IDLE && out.capacity <= MAX_KEPT_BYTES) idle.push(out);
+}
+
+/** `copyInto` for rows given as arrays of values. */
 export async function copyRows(
   client: pg.PoolClient,
   table: string,
   columns: readonly string[],
   rows: Iterable<readonly CopyValue[]>,
 ): Promise<void> {
-  const stream = client.query(copyFrom(`copy ${table} (${columns.join(', ')}) from stdin`));
-  await pipeline(Readable.from([copyLines(rows)]), stream);
+  await copyInto(client, table, columns, (out) => {
+    for (const row of rows) out.row(row);
+  });
 }

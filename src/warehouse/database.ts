@@ -7,7 +7,10 @@
  * (see pool.ts). uuid columns are lower-case strings.
  */
 import type { ColumnType, Generated } from 'kysely';
+import type { EmployeeTables } from './employee-tables.ts';
+import type { GroupTables } from './group-tables.ts';
 import type { ProvisioningTables } from './provisioning-tables.ts';
+import type { WebhookTables } from './webhook-tables.ts';
 
 /** timestamptz: a Date on read; a Date or an ISO string on write. */
 export type Instant = ColumnType<Date, Date | string, Date | string>;
@@ -194,7 +197,7 @@ export interface SchemaMigrationsTable {
   applied_at: GeneratedInstant;
 }
 
-export interface Database extends ProvisioningTables {
+export interface Database extends ProvisioningTables, GroupTables, WebhookTables, EmployeeTables {
   'training.courses': CoursesTable;
   'training.course_categories': CourseCategoriesTable;
   'training.results': ResultsTable;

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from '../log.ts';
+import { CONNECT_TIMEOUT_MS } from './pool.ts';
 
 const DUPLICATE_DATABASE = '42P04';
 const UNIQUE_VIOLATION = '23505';
@@ -14,7 +15,7 @@ export async function ensureDatabase(databaseUrl: string, log: Logger): Promise<
   const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
   if (name === '') throw new Error('DATABASE_URL names no database, e.g. postgres://postgres@127.0.0.1:5432/trainsync');
   url.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: url.toString() });
+  const client = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   // The server going away (a restart) makes the client emit 'error'; unheard, that ends
   // the process. The failure reaches us through connect() or the query in flight.
   client.on('error', (error) => log.debug({ err: error }, 'Postgres connection failed'));

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Result } from '../platform/schemas.ts';
-import { copyRows, type CopyValue } from './copy-text.ts';
+import { copyField, copyInto, type CopyText } from './copy-text.ts';
 import { jsonbText } from './jsonb-text.ts';
 import { dedupeById, type LoadCounts } from './load-counts.ts';
 
@@ -19,8 +19,8 @@ const KNOWN_RESULT_FIELDS = new Set([
   'resultFilters',
 ]);
 
-// Declared here, not LIKE training.results: a pooled session keeps its temp table,
-// so its shape must follow this code, not whatever the table looked like then.
+// Declared here, not LIKE training.results: a pooled session keeps its temp tables,
+// so their shape must follow this code, not whatever the table looked like then.
 const STAGE = 'pg_temp.trainsync_stage_results';
 /** The staging table's columns and types, in the order `stageRow` writes them. */
 const STAGE_SHAPE = [
@@ -38,42 +38,82 @@ const STAGE_SHAPE = [
   ['answer_ids', 'uuid[] not null'],
 ] as const;
 const STAGE_COLUMNS = STAGE_SHAPE.map(([name]) => name);
-const CREATE_STAGE = `create temp table if not exists trainsync_stage_results (${STAGE_SHAPE.map(([name, type]) => `${name} ${type}`).join(', ')})`;
+/** What the upsert wrote, so the answers statement can tell new rows from changed ones server-side. */
+const WRITTEN = 'pg_temp.trainsync_written_results';
+// One round trip: both temp tables exist and are empty. They empty themselves at each
+// commit (cheaper than a TRUNCATE per batch, which swaps files and catalog rows); the
+// deletes only find rows when a transaction loads two batches, and cost nothing else.
+// A rolled-back transaction takes its CREATE with it, so the tables are created here
+// every time they are missing, never assumed.
+const PREPARE_STAGE = `
+  create temp table if not exists trainsync_stage_results (${STAGE_SHAPE.map(([name, type]) => `${name} ${type}`).join(', ')}) on commit delete rows;
+  create temp table if not exists trainsync_written_results (result_id uuid not null, inserted boolean not null) on commit delete rows;
+  delete from ${STAGE};
+  delete from ${WRITTEN}`;
 
 const DATA_COLUMNS = STAGE_COLUMNS.slice(1, -1);
 
+// Counts come back as one row; the written ids stay in Postgres for REPLACE_ANSWERS.
 const UPSERT = `
-  insert into training.results as r
-    (result_id, ${DATA_COLUMNS.join(', ')}, first_seen_at, last_seen_at, updated_at)
-  select result_id, ${DATA_COLUMNS.join(', ')}, $1::timestamptz, $1::timestamptz, $1::timestamptz
-  from ${STAGE}
-  on conflict (result_id) do update set
-    ${DATA_COLUMNS.map((c) => `${c} = excluded.${c}`).join(',\n    ')},
-    last_seen_at = excluded.last_seen_at,
-    updated_at = excluded.updated_at,
-    removed_at = null
-  -- Unchanged rows are not rewritten: no dead tuples, no WAL, and they count as unchanged.
-  where (${DATA_COLUMNS.map((c) => `r.${c}`).join(', ')})
-        is distinct from (${DATA_COLUMNS.map((c) => `excluded.${c}`).join(', ')})
-     or r.removed_at is not null
-  returning r.result_id, (r.xmax = 0) as inserted`;
+  with written as (
+    insert into training.results as r
+      (result_id, ${DATA_COLUMNS.join(', ')}, first_seen_at, last_seen_at, updated_at)
+    select result_id, ${DATA_COLUMNS.join(', ')}, $1::timestamptz, $1::timestamptz, $1::timestamptz
+    from ${STAGE}
+    on conflict (result_id) do update set
+      ${DATA_COLUMNS.map((c) => `${c} = excluded.${c}`).join(',\n      ')},
+      last_seen_at = excluded.last_seen_at,
+      updated_at = excluded.updated_at,
+      removed_at = null
+    -- Unchanged rows are not rewritten: no dead tuples, no WAL, and they count as unchanged.
+    where (${DATA_COLUMNS.map((c) => `r.${c}`).join(', ')})
+          is distinct from (${DATA_COLUMNS.map((c) => `excluded.${c}`).join(', ')})
+       or r.removed_at is not null
+    returning r.result_id, (r.xmax = 0) as inserted
+  ), saved as (
+    insert into ${WRITTEN} (result_id, inserted) select result_id, inserted from written
+    returning inserted
+  )
+  select count(*)::int as written, (count(*) filter (where inserted))::int as inserted from saved`;
 
-// Replaces each staged result's answers; returns the results whose answers changed.
-// $1 lists the results that existed before this batch: only they can have answers to
-// delete, and naming them lets the planner probe the index instead of scanning it.
-const REPLACE_ANSWERS = `
+/**
+ * Replaces each staged result's answers, and marks updated the results whose only change
+ * was their answers (the upsert skipped them as unchanged). Only results that existed
+ * before this batch can have answers to delete; naming them in an array lets the planner
+ * probe the index instead of scanning it. $1: the load's instant; with sightings, $2: the run.
+ */
+function replaceAnswers(trackSightings: boolean): string {
+  return `
   with deleted as (
     delete from training.result_filter_answers a
     using ${STAGE} s
-    where a.result_id = any ($1::uuid[]) and s.result_id = a.result_id and a.answer_id <> all (s.answer_ids)
+    where a.result_id = any (array(
+        select e.result_id from ${STAGE} e
+        where not exists (select 1 from ${WRITTEN} w where w.result_id = e.result_id and w.inserted)
+      ))
+      and s.result_id = a.result_id and a.answer_id <> all (s.answer_ids)
     returning a.result_id
   ), added as (
     insert into training.result_filter_answers (result_id, answer_id)
     select s.result_id, unnest(s.answer_ids) from ${STAGE} s
     on conflict do nothing
     returning result_id
-  )
-  select result_id from deleted union select result_id from added`;
+  ), answers_only as (
+    update training.results r set updated_at = $1::timestamptz, last_seen_at = $1::timestamptz
+    where r.result_id in (select result_id from deleted union select result_id from added)
+      and not exists (select 1 from ${WRITTEN} w where w.result_id = r.result_id)
+    returning 1
+  )${
+    trackSightings
+      ? `, sighted as (
+    insert into trainsync.result_sightings (run_id, result_id) select $2, result_id from ${STAGE}
+  )`
+      : ''
+  }
+  select count(*)::int as answers_only from answers_only`;
+}
+const REPLACE_ANSWERS = replaceAnswers(false);
+const REPLACE_ANSWERS_AND_SIGHT = replaceAnswers(true);
 
 export interface UpsertResultsOptions {
   /** The instant of this load: first_seen_at / last_seen_at / updated_at of rows it writes. */
@@ -87,30 +127,32 @@ export interface UpsertResultsOptions {
 /** The fields of a record this version does not know, or null when there are none. */
 export function unknownResultFields(result: Result): Record<string, unknown> | null {
   let extra: Record<string, unknown> | null = null;
-  for (const [key, value] of Object.entries(result)) {
+  for (const key in result) {
     if (KNOWN_RESULT_FIELDS.has(key)) continue;
     extra ??= {};
-    extra[key] = value;
+    extra[key] = result[key];
   }
   return extra;
 }
 
-function stageRow(result: Result): CopyValue[] {
-  const extra = unknownResultFields(result);
-  return [
-    result.id,
-    result.userId,
-    result.courseId,
-    result.multiCourseResultId,
-    result.isComplete,
-    result.dateCompleted,
-    result.score,
-    result.maximumScore,
-    result.passRate,
-    result.courseType,
-    extra === null ? null : jsonbText(extra),
-    [...new Set(result.resultFilters)].sort(),
-  ];
+/** The answers as a sorted set: `{a,b}` needs no copy for the usual zero or one answer. */
+function answerIds(filters: readonly string[]): readonly string[] {
+  if (filters.length < 2) return filters;
+  return [...new Set(filters)].sort();
+}
+
+/** `\N` (null) or the value as COPY text; ids and instants are the schema's normalised ASCII. */
+const plain = (value: string | number | null): string | number => value ?? '\\N';
+const free = (value: string | null): string => (value === null ? '\\N' : copyField(value));
+
+/** One staging row, in STAGE_SHAPE's order: one line of text, no array per row. */
+function writeStageRow(out: CopyText, r: Result): void {
+  const extra = unknownResultFields(r);
+  out.append(
+    `${r.id}\t${r.userId}\t${r.courseId}\t${plain(r.multiCourseResultId)}\t${r.isComplete ? 't' : 'f'}\t${plain(r.dateCompleted)}\t` +
+      `${plain(r.score)}\t${plain(r.maximumScore)}\t${plain(r.passRate)}\t${free(r.courseType)}\t${free(extra === null ? null : jsonbText(extra))}\t` +
+      `{${answerIds(r.resultFilters).join(',')}}\n`,
+  );
 }
 
 /**
@@ -132,38 +174,19 @@ export async function upsertResults(
   const batch = dedupeById(results, (r) => r.id).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   if (batch.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
 
-  await client.query(CREATE_STAGE);
-  await client.query(`truncate ${STAGE}`);
-  await copyRows(client, STAGE, STAGE_COLUMNS, batch.map(stageRow));
+  await client.query(PREPARE_STAGE);
+  await copyInto(client, STAGE, STAGE_COLUMNS, (out) => {
+    for (const result of batch) writeStageRow(out, result);
+  });
+  // Two statements, two one-row answers: no row per result comes back to this process.
+  const upserted = await client.query<{ written: number; inserted: number }>(UPSERT, [options.seenAt]);
+  const { written, inserted } = upserted.rows[0]!;
+  const replaced = options.trackSightings
+    ? await client.query<{ answers_only: number }>(REPLACE_ANSWERS_AND_SIGHT, [options.seenAt, options.runId])
+    : await client.query<{ answers_only: number }>(REPLACE_ANSWERS, [options.seenAt]);
+  const answersOnly = replaced.rows[0]!.answers_only;
 
-  const written = await client.query<{ result_id: string; inserted: boolean }>(UPSERT, [options.seenAt]);
-  let inserted = 0;
-  const touched = new Set<string>();
-  const insertedIds = new Set<string>();
-  for (const row of written.rows) {
-    touched.add(row.result_id);
-    if (!row.inserted) continue;
-    inserted += 1;
-    insertedIds.add(row.result_id);
-  }
-  const existed = batch.filter((r) => !insertedIds.has(r.id)).map((r) => r.id);
-  const answersChanged = await client.query<{ result_id: string }>(REPLACE_ANSWERS, [existed]);
-  const answersOnly = answersChanged.rows.map((r) => r.result_id).filter((id) => !touched.has(id));
-  if (answersOnly.length > 0) {
-    await client.query(
-      `update training.results set updated_at = $1::timestamptz, last_seen_at = $1::timestamptz
-       where result_id = any ($2::uuid[])`,
-      [options.seenAt, answersOnly],
-    );
-  }
-  if (options.trackSightings) {
-    await client.query(`insert into trainsync.result_sightings (run_id, result_id) select $1, result_id from ${STAGE}`, [
-      options.runId,
-    ]);
-  }
-  await client.query(`truncate ${STAGE}`);
-
-  const updated = written.rows.length - inserted + answersOnly.length;
+  const updated = written - inserted + answersOnly;
   return { inserted, updated, unchanged: batch.length - inserted - updated };
 }
 
@@ -193,6 +216,8 @@ export async function markUnseenResultsRemoved(client: pg.PoolClient, runId: num
   const { rowCount } = await client.query(
     `update training.results r set removed_at = now()
      where r.removed_at is null
+       -- A result written after the walk began (a webhook's) may sit on a page already passed.
+       and r.last_seen_at < (select started_at from trainsync.runs where id = $1)
        and not exists (
          select 1 from trainsync.result_sightings s where s.run_id = $1 and s.result_id = r.result_id
        )`,

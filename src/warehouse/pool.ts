@@ -16,6 +16,9 @@ const types = {
       : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
 };
 
+/** How long opening a Postgres connection may take. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
 export interface PoolOptions {
   /** Most connections held at once; default 10 (pg's default). */
   max?: number;
@@ -23,6 +26,12 @@ export interface PoolOptions {
   log?: Logger;
   /** Shown in pg_stat_activity; default 'trainsync'. */
   applicationName?: string;
+}
+
+/** The error's code and message: pg attaches the whole client to it (`err.client`), far too much for a log line. */
+function briefly(error: Error): { code?: string; reason: string } {
+  const code = (error as { code?: unknown }).code;
+  return { ...(typeof code === 'string' ? { code } : {}), reason: error.message };
 }
 
 /**
@@ -37,9 +46,15 @@ export function createPool(databaseUrl: string, options: PoolOptions = {}): pg.P
     // misestimated costs (temp tables have no statistics) cost 50-100 ms a batch.
     options: '-c TimeZone=UTC -c jit=off',
     application_name: options.applicationName ?? 'trainsync',
-    // TCP keepalives: a connection whose server vanished without a word (a failover, a
-    // dropped network) fails within minutes instead of hanging on the OS's defaults.
+    // TCP keepalives from 10 s of idleness: an idle connection whose server vanished
+    // without a word (a failover to another host, a dropped network), such as the one
+    // holding a job's advisory lock, fails after the OS's probes (about 11 minutes on
+    // Linux defaults) rather than never.
     keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    // A server that does not answer at all (a host down, a firewall) fails the connect
+    // instead of hanging a command forever.
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     types,
   });
   // A pg client whose server goes away (a restart, a failover, a forced drop) emits
@@ -49,13 +64,13 @@ export function createPool(databaseUrl: string, options: PoolOptions = {}): pg.P
   // reports the failure through the query it was running, and the pool drops it on
   // release because it is no longer queryable.
   pool.on('connect', (client) => {
-    client.on('error', (error) => options.log?.debug({ err: error }, 'Postgres connection failed'));
+    client.on('error', (error) => options.log?.debug(briefly(error), 'Postgres connection failed'));
   });
   // Idle connections failing: the pool drops them and opens new ones on demand. Debug
   // only: one server restart fails every connection at once, and whoever needs the
   // database reports the outage once (src/outage-log.ts).
   pool.on('error', (error) => {
-    options.log?.debug({ err: error }, 'idle Postgres connection failed');
+    options.log?.debug(briefly(error), 'idle Postgres connection failed');
   });
   return pool;
 }

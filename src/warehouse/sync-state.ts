@@ -75,6 +75,21 @@ export async function finishRun(db: Db, runId: number, input: FinishRunInput): P
     .execute();
 }
 
+/**
+ * Marks the resource's other runs still `running` as failed (call it only while holding
+ * the resource's exclusive lock); returns how many.
+ */
+export async function closeAbandonedRuns(db: Db, resource: string, exceptRunId: number): Promise<number> {
+  const result = await db
+    .updateTable('trainsync.runs')
+    .set({ status: 'failed', finished_at: sql<Date>`clock_timestamp()`, error: 'cut off before it finished (its worker stopped or lost the database); a later run took over' })
+    .where('resource', '=', resource)
+    .where('status', '=', 'running')
+    .where('id', '<>', exceptRunId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** A run's counters, status and note as recorded (its totals over every attempt). */
 export async function runTotals(db: Db, runId: number): Promise<RunCounts & { status: RunStatus; note: string | null }> {
   return db.selectFrom('trainsync.runs').select([...COUNTER_NAMES, 'status', 'note']).where('id', '=', runId).executeTakeFirstOrThrow();

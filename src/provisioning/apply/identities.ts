@@ -144,10 +144,42 @@ export function setIdentityActive(db: Db, employeeId: string, active: boolean, p
   return updateAppliedState(db, employeeId, platformUserId, { active });
 }
 
-/** After a group change: the membership trainsync made true. Returns whether a row was updated. */
-export function setIdentityGroup(db: Db, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<boolean> {
+/**
+ * After a group change: the membership trainsync made true, on the identity and in
+ * `training.group_members` (the warehouse's only source of memberships: the platform
+ * offers no read of them). Call it in the transaction that finishes the action.
+ * Returns whether an identity row was updated.
+ */
+export async function setIdentityGroup(db: Db, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<boolean> {
   const groups = member
     ? sql<string[]>`case when ${groupId}::uuid = any(groups) then groups else array_append(groups, ${groupId}::uuid) end`
     : sql<string[]>`array_remove(groups, ${groupId}::uuid)`;
-  return updateAppliedState(db, employeeId, platformUserId, { groups });
+  const updated = await updateAppliedState(db, employeeId, platformUserId, { groups });
+  await recordGroupMember(db, employeeId, groupId, member, platformUserId);
+  return updated;
+}
+
+/** An add (re)starts the membership (`since` kept while it lasts); a removal marks it removed, keeping the row. */
+async function recordGroupMember(db: Db, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<void> {
+  if (member) {
+    await db
+      .insertInto('training.group_members')
+      .values({ group_id: groupId, user_id: platformUserId, employee_id: employeeId, since: sql<Date>`now()`, removed_at: null })
+      .onConflict((oc) =>
+        oc.columns(['group_id', 'user_id']).doUpdateSet({
+          employee_id: (eb) => eb.ref('excluded.employee_id'),
+          since: sql<Date>`case when training.group_members.removed_at is null then training.group_members.since else excluded.since end`,
+          removed_at: null,
+        }),
+      )
+      .execute();
+    return;
+  }
+  await db
+    .updateTable('training.group_members')
+    .set({ removed_at: sql<Date>`now()` })
+    .where('group_id', '=', groupId)
+    .where('user_id', '=', platformUserId)
+    .where('removed_at', 'is', null)
+    .execute();
 }

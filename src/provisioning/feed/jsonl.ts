@@ -1,10 +1,20 @@
 import { errorMessage } from '../../errors.ts';
 import { createReadStream } from 'node:fs';
 import { columnFor } from './columns.ts';
-import type { FeedCollector } from './collector.ts';
-import { FeedDecoder, readFailure } from './lines.ts';
+import type { FeedCollector, RecordExtras } from './collector.ts';
+import { FeedDecoder, readFailure, type FeedEncoding } from './lines.ts';
 import type { FeedRecord } from './row.ts';
-import { FEED_FIELDS, type ColumnMap } from './types.ts';
+import { FEED_FIELDS, type ColumnMap, type JsonValue } from './types.ts';
+
+/** The keys that are not read as fields; null and "" are left out, as in CSV. */
+function toExtras(object: Record<string, unknown>, fieldKeys: ReadonlySet<string>): RecordExtras {
+  const entries: [string, JsonValue][] = [];
+  for (const [key, value] of Object.entries(object)) {
+    if (fieldKeys.has(key) || value === null || value === undefined || value === '') continue;
+    entries.push([key, typeof value === 'string' ? value.trim() : (value as JsonValue)]);
+  }
+  return Object.fromEntries(entries);
+}
 
 function toRecord(object: Record<string, unknown>, map: ColumnMap | undefined): FeedRecord {
   const record: FeedRecord = {};
@@ -32,8 +42,15 @@ function salvageKeys(text: string, map: ColumnMap | undefined): FeedRecord {
  * Streams a JSON Lines feed (one object per line) into the collector. Bytes that do not
  * decode are a file error, like in CSV: the line they are on may hold any employee.
  */
-export async function readJsonlInto(path: string, file: string, map: ColumnMap | undefined, collector: FeedCollector): Promise<{ hash: string; lineCount: number }> {
-  const decoder = new FeedDecoder();
+export async function readJsonlInto(
+  path: string,
+  file: string,
+  settings: { map?: ColumnMap | undefined; encoding?: FeedEncoding | undefined },
+  collector: FeedCollector,
+): Promise<{ hash: string; lineCount: number; encoding?: FeedEncoding }> {
+  const { map } = settings;
+  const fieldKeys = new Set(FEED_FIELDS.map((field) => columnFor(field, map)));
+  const decoder = new FeedDecoder(settings.encoding);
   let pending = '';
   let lineNo = 0;
   const handle = (raw: string): void => {
@@ -52,7 +69,8 @@ export async function readJsonlInto(path: string, file: string, map: ColumnMap |
       collector.malformed(lineNo, 'not a JSON object; each line must be one object such as {"employee_id": "E1", "email": "a@example.com"}', {}, 'invalid-json');
       return;
     }
-    collector.add(lineNo, toRecord(value as Record<string, unknown>, map));
+    const object = value as Record<string, unknown>;
+    collector.add(lineNo, toRecord(object, map), toExtras(object, fieldKeys));
   };
   /** Handles every complete line of `text`, keeping the unfinished last one. */
   const take = (text: string): void => {
@@ -71,5 +89,6 @@ export async function readJsonlInto(path: string, file: string, map: ColumnMap |
   } catch (error) {
     collector.fileError(readFailure(file, error));
   }
-  return { hash: decoder.digest(), lineCount: decoder.lineCount };
+  const encoding = decoder.detectedEncoding;
+  return { hash: decoder.digest(), lineCount: decoder.lineCount, ...(encoding !== undefined ? { encoding } : {}) };
 }

@@ -16,11 +16,18 @@ const LF_UNITS: Record<FeedEncoding, Buffer> = {
   'utf-16be': Buffer.from([0x00, LF]),
 };
 
-/** UTF-16 is recognised by its byte-order mark only (exports write one); anything else is read as UTF-8. */
-function sniff(bytes: Buffer): FeedEncoding {
+/** The encoding a byte-order mark names, if the file starts with one. */
+function bomEncoding(bytes: Buffer): FeedEncoding | undefined {
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return 'utf-8';
   if (bytes[0] === 0xff && bytes[1] === 0xfe) return 'utf-16le';
   if (bytes[0] === 0xfe && bytes[1] === 0xff) return 'utf-16be';
-  return 'utf-8';
+  return undefined;
+}
+
+/** Encoding names a profile may give (case-insensitive, with or without the hyphen). */
+export function parseFeedEncoding(value: string): FeedEncoding | undefined {
+  const name = value.trim().toLowerCase().replace(/^utf(?!-)/, 'utf-');
+  return name === 'utf-8' || name === 'utf-16le' || name === 'utf-16be' ? name : undefined;
 }
 
 /** Bytes that do not decode in the feed's encoding: a file error, since any value may be garbled. */
@@ -28,6 +35,8 @@ export class FeedEncodingError extends Error {
   constructor(
     readonly line: number,
     readonly encoding: FeedEncoding,
+    /** How the encoding was chosen: by the file's BOM, or (no BOM) the default or a profile's `encoding`. */
+    readonly chosenBy: 'bom' | 'default' | 'profile' = encoding === 'utf-8' ? 'default' : 'bom',
   ) {
     super(`line ${line} is not valid ${ENCODING_NAMES[encoding]}`);
   }
@@ -35,7 +44,12 @@ export class FeedEncodingError extends Error {
   /** The file error to report: where, what, and the fix. */
   describe(file: string): string {
     const name = ENCODING_NAMES[this.encoding];
-    const why = this.encoding === 'utf-8' ? 'the file has no UTF-16 byte-order mark, so it is read as UTF-8' : `the file starts with a ${name} byte-order mark`;
+    const why =
+      this.chosenBy === 'bom'
+        ? `the file starts with a ${name} byte-order mark`
+        : this.chosenBy === 'profile'
+          ? `the file has no byte-order mark and the profile's "encoding" says ${name}`
+          : 'the file has no UTF-16 byte-order mark, so it is read as UTF-8';
     return `${file} line ${this.line}: bytes that are not valid ${name} (${why}), so the text cannot be read; nothing was planned: save the export as UTF-8, or UTF-16 with a BOM`;
   }
 }
@@ -59,22 +73,35 @@ export class FeedDecoder {
   private encoding: FeedEncoding | undefined;
   private decoder: TextDecoder | undefined;
   private lf: Buffer = LF_UNITS['utf-8'];
-  /** Bytes held back: a first byte until the BOM can be seen, or half a UTF-16 code unit. */
+  /** Bytes held back: the first bytes until a BOM can be seen, or half a UTF-16 code unit. */
   private carry: Buffer = Buffer.alloc(0);
   /** 1-based line of the next byte to decode. */
   private line = 1;
   private lastLineHasText = false;
+  private chosenBy: 'bom' | 'default' | 'profile' = 'default';
+
+  /**
+   * @param fallback the encoding of a file without a byte-order mark (default UTF-8;
+   *   a profile may say UTF-16). A BOM always wins: it is what the exporting tool wrote.
+   */
+  constructor(private readonly fallback?: FeedEncoding) {}
+
+  /** The encoding in use, once the first bytes were seen. */
+  get detectedEncoding(): FeedEncoding | undefined {
+    return this.encoding;
+  }
 
   /** Text of the chunk (possibly less or more than its bytes: cut characters wait for the next). */
   write(chunk: Buffer): string {
     this.hash.update(chunk);
     const bytes = this.carry.length === 0 ? chunk : Buffer.concat([this.carry, chunk]);
     if (this.encoding === undefined) {
-      if (bytes.length < 2) {
+      // Three bytes: enough to see a UTF-8 or UTF-16 byte-order mark.
+      if (bytes.length < 3) {
         this.carry = bytes;
         return '';
       }
-      this.start(sniff(bytes));
+      this.start(bytes);
     }
     // Whole code units only, so a UTF-16 LF is never split across two calls and always seen.
     const whole = bytes.length - (bytes.length % this.lf.length);
@@ -84,7 +111,7 @@ export class FeedDecoder {
 
   /** The rest of the text; throws if the file ends inside a character. */
   end(): string {
-    if (this.encoding === undefined) this.start(sniff(this.carry));
+    if (this.encoding === undefined) this.start(this.carry);
     const text = this.decodeLines(this.carry);
     this.carry = Buffer.alloc(0);
     return text + this.decode(undefined, false);
@@ -99,7 +126,12 @@ export class FeedDecoder {
     return this.hash.digest('hex');
   }
 
-  private start(encoding: FeedEncoding): void {
+  private start(firstBytes: Buffer): void {
+    const bom = bomEncoding(firstBytes);
+    // A UTF-8 BOM keeps the default's wording: "no UTF-16 byte-order mark, so read as UTF-8" is still true.
+    if (bom === 'utf-16le' || bom === 'utf-16be') this.chosenBy = 'bom';
+    else this.chosenBy = bom === undefined && this.fallback !== undefined && this.fallback !== 'utf-8' ? 'profile' : 'default';
+    const encoding = bom ?? this.fallback ?? 'utf-8';
     this.encoding = encoding;
     this.lf = LF_UNITS[encoding];
     // ignoreBOM false: the decoder drops the byte-order mark, so parsers never see it.
@@ -138,7 +170,7 @@ export class FeedDecoder {
     try {
       return this.decoder!.decode(bytes, { stream });
     } catch {
-      throw new FeedEncodingError(this.line, this.encoding!);
+      throw new FeedEncodingError(this.line, this.encoding!, this.chosenBy);
     }
   }
 }

@@ -1,8 +1,9 @@
 import { basename, extname } from 'node:path';
 import { FeedCollector } from './collector.ts';
 import { readCsvInto } from './csv.ts';
+import { compileDateFormat, utcToday } from './date-format.ts';
 import { readJsonlInto } from './jsonl.ts';
-import type { FeedFormat, FeedReadResult, ReadFeedOptions } from './types.ts';
+import type { FeedFormat, FeedReadResult, FeedReading, ReadFeedOptions } from './types.ts';
 
 /** `.jsonl`, `.ndjson` and `.json` files are JSON Lines; anything else is read as CSV. */
 export function feedFormatFor(path: string): FeedFormat {
@@ -13,13 +14,32 @@ export function feedFormatFor(path: string): FeedFormat {
 /**
  * Reads an HR feed (CSV with a header row, or JSON Lines; UTF-8, or UTF-16 with a BOM),
  * streaming: only the valid rows are held. Bad rows are reported and left out; their keys are kept so the
- * planner never disables an employee whose row merely failed to read.
+ * planner never disables an employee whose row merely failed to read. A profile's
+ * options (see profile.ts) add status words, the end-date leaver rule and the attributes kept.
  */
 export async function readFeed(path: string, options: ReadFeedOptions = {}): Promise<FeedReadResult> {
   const format = options.format ?? feedFormatFor(path);
   const file = basename(path);
-  const collector = new FeedCollector(file, options.map);
-  const read = format === 'jsonl' ? readJsonlInto : readCsvInto;
-  const { hash, lineCount } = await read(path, file, options.map, collector);
-  return collector.finish(hash, lineCount);
+  const leaver = options.leaverRule;
+  const collector = new FeedCollector(file, options.map, {
+    statusMap: options.statusMap,
+    attributes: options.attributes,
+    // The format was checked when the profile was read; a bad one here is a programming error.
+    leaver: leaver === undefined ? undefined : { column: leaver.column, format: compileDateFormat(leaver.dateFormat), today: options.today ?? utcToday() },
+  });
+  const reading: FeedReading = { format, map: options.map ?? new Map() };
+  if (format === 'jsonl') {
+    const info = await readJsonlInto(path, file, { map: options.map, encoding: options.encoding }, collector);
+    if (info.encoding !== undefined) reading.encoding = info.encoding;
+    return { ...collector.finish(info.hash, info.lineCount), reading };
+  }
+  const info = await readCsvInto(
+    path,
+    file,
+    { map: options.map, delimiter: options.delimiter, encoding: options.encoding, leaverColumn: leaver?.column, attributes: options.attributes },
+    collector,
+  );
+  if (info.encoding !== undefined) reading.encoding = info.encoding;
+  Object.assign(reading, { delimiter: info.delimiter, delimiterDetected: info.delimiterDetected, attributes: info.attributes });
+  return { ...collector.finish(info.hash, info.lineCount), reading };
 }

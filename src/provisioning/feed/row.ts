@@ -59,7 +59,9 @@ const status = z.unknown().transform((value, ctx): FeedStatus => {
   if (parsed === undefined) {
     ctx.addIssue({
       code: 'custom',
-      message: `${show(t ?? String(value))} is not a status; use one of ${ACTIVE_WORDS.join(', ')} (active) or ${INACTIVE_WORDS.join(', ')} (inactive)`,
+      message:
+        `${show(t ?? String(value))} is not a status; use one of ${ACTIVE_WORDS.join(', ')} (active) or ${INACTIVE_WORDS.join(', ')} (inactive), ` +
+        `or say what it means in a profile's "statusMap" (e.g. {${show(t ?? String(value))}: "inactive"})`,
     });
     return z.NEVER;
   }

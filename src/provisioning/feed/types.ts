@@ -7,7 +7,11 @@
  *            field unless `--map field=Header` renames it.
  * - row:     one employee as the feed states it, validated.
  * - key:     what identifies an employee: `employee_id`, and the lower-cased e-mail.
+ * - attribute: a column that is not read as a field (department, manager…), kept as
+ *            HR data for the warehouse (`training.employees.attributes`).
+ * - profile: a JSON file holding how one HR system's export is read (see profile.ts).
  */
+import type { FeedEncoding } from './lines.ts';
 
 /** The contract's HR-feed fields, in the order a report lists them. */
 export const FEED_FIELDS = [
@@ -30,6 +34,31 @@ export const REQUIRED_FEED_FIELDS: readonly FeedField[] = ['employee_id', 'email
 export type ColumnMap = ReadonlyMap<FeedField, string>;
 
 export type FeedFormat = 'csv' | 'jsonl';
+/** The separators a CSV header is searched for; `\t` is a tab. */
+export const FEED_DELIMITERS = [',', ';', '\t', '|'] as const;
+export type FeedDelimiter = (typeof FEED_DELIMITERS)[number];
+
+/** A JSON value, as an attribute holds it (CSV gives text; JSON Lines any value). */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export type FeedAttributes = Record<string, JsonValue>;
+
+/** Status words of an export (normalised: lower case, no spacing) → what they mean. */
+export type StatusMap = ReadonlyMap<string, FeedStatus>;
+
+/** An employee whose end date lies before today (UTC) is inactive, whatever the status column says. */
+export interface LeaverRule {
+  /** The header (CSV) or key (JSON Lines) holding the end date. */
+  column: string;
+  /** e.g. `d-M-yyyy`, `yyyy-MM-dd`, `dd/MM/yyyy` (see date-format.ts). */
+  dateFormat: string;
+}
+
+/**
+ * Which columns that are not fields become attributes: all (default, named as the
+ * header), none, the listed headers, or `{attribute name: header}` (stable names for
+ * reports, whatever the export calls its columns).
+ */
+export type AttributeSelection = 'all' | 'none' | readonly string[] | Readonly<Record<string, string>>;
 export type FeedStatus = 'active' | 'inactive';
 export type FeedRole = 'USER' | 'ADMIN';
 
@@ -51,16 +80,21 @@ export interface FeedRow {
   role: FeedRole;
   organisationIdentifier: string;
   platformUserId?: string;
+  /** The kept columns that are not fields (absent when there are none). */
+  attributes?: FeedAttributes;
 }
 
 export type FeedRowErrorCode = 'invalid-value' | 'duplicate' | 'malformed-record' | 'invalid-json';
+
+/** What a row error points at: a field, or `end_date` (the leaver rule's column). */
+export type FeedErrorField = FeedField | 'end_date';
 
 /** One problem with one row; the row is left out of the plan. */
 export interface FeedRowError {
   file: string;
   line: number;
   code: FeedRowErrorCode;
-  field?: FeedField;
+  field?: FeedErrorField;
   /** The offending value, cut to 60 characters. */
   value?: string;
   /** A full sentence: where, what is wrong, and the fix. */
@@ -83,10 +117,37 @@ export interface FeedReadResult {
   invalidEmployeeIds: Set<string>;
   /** Lower case. */
   invalidEmails: Set<string>;
+  /** How the file was read (set by readFeed; for `feed check` and reports). */
+  reading?: FeedReading;
+}
+
+/** How a feed was read: what was given or detected. */
+export interface FeedReading {
+  format: FeedFormat;
+  /** CSV only: the separator used, and whether it was detected from the header line. */
+  delimiter?: FeedDelimiter;
+  delimiterDetected?: boolean;
+  /** undefined when the file could not be opened. */
+  encoding?: FeedEncoding;
+  /** field → column, for every field read from a column other than its own name. */
+  map: ColumnMap;
+  /** CSV: the attributes kept, and the header column of each. JSON Lines: undefined (keys vary by line). */
+  attributes?: { name: string; column: string }[];
 }
 
 export interface ReadFeedOptions {
   /** Default: by extension (`.jsonl`/`.ndjson` → jsonl, otherwise csv). */
   format?: FeedFormat;
   map?: ColumnMap;
+  /** CSV only. Default: detected from the header line among `,` `;` tab `|`. */
+  delimiter?: FeedDelimiter;
+  /** Encoding of a file without a byte-order mark (default UTF-8); a BOM always wins. */
+  encoding?: FeedEncoding;
+  /** Extra status words, on top of the built-in ones (which they override). */
+  statusMap?: StatusMap;
+  leaverRule?: LeaverRule;
+  /** Default `all`. */
+  attributes?: AttributeSelection;
+  /** Today as a UTC calendar day `YYYY-MM-DD`, for the leaver rule; default the current one. */
+  today?: string;
 }

@@ -1,0 +1,92 @@
+-- One row per discrepancy between the HR feed (training.employees) and the platform
+-- (training.users, and the provisioning actions in schema trainsync):
+--   active_without_account    active current employee with no platform account: none
+--                             linked (user_id) or with the same e-mail, or the linked
+--                             one is no longer listed by the platform
+--   leaver_with_access        inactive or removed employee whose account still has access
+--   account_without_employee  platform account with access that no employee row lists
+--                             (by user_id, e-mail or organisation identifier); only once
+--                             a feed has been loaded
+--   pending_action            the latest provisioning action of its kind for an employee
+--                             failed or waits for an identity (needs-identity)
+-- The view reads schema trainsync, which trainsync_reader cannot: a view runs with its
+-- owner's rights (the migrating role), so the reader needs select on the view only,
+-- and sees only the columns below.
+create or replace view training.hr_reconciliation as
+with employee_accounts as (
+  -- Each employee's platform account: the linked one, else a listed one with the same e-mail;
+  -- account_gone: the linked account is one the platform no longer lists.
+  select e.employee_id, e.email, e.status, e.removed_at, e.user_id, coalesce(e.user_id, m.user_id) as account_id,
+    coalesce(linked.removed_at is not null, false) as account_gone
+  from training.employees e
+  left join training.users linked on linked.user_id = e.user_id
+  left join lateral (
+    select u.user_id from training.users u
+    where e.user_id is null and lower(u.email) = lower(e.email) and u.removed_at is null
+    order by u.user_id
+    limit 1
+  ) m on true
+), latest_actions as (
+  -- Enable and disable (or an add and a removal of one group) are one question: the latest answers it.
+  select distinct on (a.employee_id, family) a.*
+  from (
+    select a.*, case
+        when a.kind in ('enable', 'disable') then 'access'
+        when a.kind in ('add-to-group', 'remove-from-group') then 'group ' || a.group_id::text
+        else a.kind
+      end as family
+    from trainsync.provisioning_actions a
+    where a.status <> 'skipped'
+  ) a
+  order by a.employee_id, a.family, a.id desc
+)
+select 'active_without_account'::text as kind, ea.employee_id, ea.email, ea.user_id,
+  case
+    when ea.account_id is null then 'active in HR; no platform account found (no user id known, no account with this e-mail)'
+    else 'active in HR; the platform no longer lists account ' || ea.account_id::text
+  end as detail
+from employee_accounts ea
+where ea.removed_at is null and ea.status = 'active'
+  and (ea.account_id is null or ea.account_gone)
+
+union all
+
+select 'leaver_with_access', ea.employee_id, ea.email, u.user_id,
+  case
+    when ea.removed_at is not null then 'not in the HR feed since ' || to_char(ea.removed_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI "UTC"')
+    else 'inactive in HR'
+  end || '; the platform account still has access'
+from employee_accounts ea
+join training.users u on u.user_id = ea.account_id and u.removed_at is null and u.has_access
+where (ea.status = 'inactive' or ea.removed_at is not null)
+  -- The same account held by an active employee (a re-hire under a new id) is no leaver's.
+  and not exists (
+    select 1 from employee_accounts o
+    where o.account_id = u.user_id and o.removed_at is null and o.status = 'active'
+  )
+
+union all
+
+select 'account_without_employee', null, u.email, u.user_id,
+  'platform account with access (role ' || coalesce(u.role, 'unknown') || coalesce(', organisation identifier ' || u.organisation_identifier, '')
+    || ') that no HR employee lists'
+from training.users u
+where u.removed_at is null and u.has_access
+  and exists (select 1 from training.employees)
+  and not exists (select 1 from employee_accounts ea where ea.account_id = u.user_id)
+  and not exists (select 1 from training.employees e where lower(e.email) = lower(u.email))
+  and not exists (select 1 from training.employees e where e.employee_id = u.organisation_identifier)
+
+union all
+
+select 'pending_action', la.employee_id, la.email, i.platform_user_id,
+  la.kind || coalesce(' ' || la.group_id::text, '') || ': ' || la.status
+    || coalesce(' (' || la.error_code || ')', '') || coalesce(': ' || la.error_message, '')
+from latest_actions la
+left join trainsync.identities i on i.employee_id = la.employee_id
+where la.status in ('failed', 'needs-identity');
+
+comment on view training.hr_reconciliation is
+  'One row per HR/platform discrepancy: kind in active_without_account, leaver_with_access, account_without_employee, pending_action.';
+
+grant select on training.hr_reconciliation to trainsync_reader;

@@ -1,0 +1,83 @@
+import type { Command } from 'commander';
+import { toInfrastructureError } from '../infra-errors.ts';
+import { readFeed } from '../provisioning/feed/read.ts';
+import { formatFeedErrors } from '../provisioning/provision-report.ts';
+import { formatSnapshotCounts, snapshotFeed } from '../provisioning/snapshot-feed.ts';
+import type { PlanMode } from '../provisioning/plan/types.ts';
+import { ensureDatabase } from '../warehouse/ensure-database.ts';
+import { migrate } from '../warehouse/migrator.ts';
+import { createPool } from '../warehouse/pool.ts';
+import { lendFrom } from '../warehouse/transaction.ts';
+import type { CommandDeps } from './deps.ts';
+import { addFeedOptions, FEED_PROFILE_HELP, oneOf, feedReadingOrExit, type FeedCliOptions } from './feed-options.ts';
+
+interface LoadFeedCliOptions extends FeedCliOptions {
+  mode: PlanMode;
+  json?: boolean;
+}
+
+/**
+ * `trainsync load-feed FILE`: the warehouse's copy of an HR feed (training.employees and
+ * employee_history) without provisioning anything. Needs Postgres only: no platform
+ * settings, no Redis.
+ */
+export function registerLoadFeedCommand(program: Command, deps: Pick<CommandDeps, 'loadConfig' | 'createLogger'>): void {
+  const command = program
+    .command('load-feed')
+    .description('Snapshot an HR feed into the warehouse (training.employees, training.employee_history) without changing the platform.')
+    .argument('<file>', 'the HR feed: CSV with a header row, or JSON Lines (.jsonl/.ndjson)');
+  addFeedOptions(command)
+    .option('--mode <mode>', 'full: employees the feed no longer lists are marked removed; delta: touch only listed employees', oneOf(['full', 'delta'] as const), 'full')
+    .option('--json', 'print the row errors and the counts as one JSON document')
+    .addHelpText(
+      'after',
+      `
+Each employee the feed lists is inserted or updated in training.employees; a change of
+status, e-mail, name or attributes closes the employee's current training.employee_history
+row and opens a new one. In full mode, employees no longer listed get removed_at and their
+history row is closed (listed again later, they come back with a new history row). A
+rejected row changes nothing, and its employee is never marked removed. A file that
+cannot be read changes nothing at all. Runs in one transaction.
+
+Needs DATABASE_URL (migrated on the way); no TRAINSYNC_API_URL, no Redis.
+${FEED_PROFILE_HELP}
+
+Exit status: 0 loaded; 1 loaded, but some rows were rejected (listed); 2 the file or the
+profile cannot be read, nothing changed.
+
+Examples:
+  trainsync load-feed hr.csv
+  trainsync load-feed changes.csv --mode delta
+  trainsync load-feed export.csv --profile examples/semicolon-profile.json --json`,
+    )
+    .action(async (file: string, options: LoadFeedCliOptions) => {
+      const reading = await feedReadingOrExit(file, options);
+      if (reading === undefined) return;
+      const feed = await readFeed(file, reading.options);
+      const errors = formatFeedErrors(feed);
+      if (feed.fileErrors.length > 0) {
+        if (options.json) process.stdout.write(`${JSON.stringify({ fileErrors: feed.fileErrors, errors: feed.errors, employees: null }, null, 2)}\n`);
+        else process.stderr.write(`${errors.join('\n')}\ntrainsync: the feed could not be read; no employee was changed\n`);
+        process.exitCode = 2;
+        return;
+      }
+      const config = deps.loadConfig();
+      const log = deps.createLogger(config);
+      const pool = createPool(config.DATABASE_URL, { max: 2, log });
+      try {
+        await ensureDatabase(config.DATABASE_URL, log);
+        await migrate(pool, log);
+        const counts = await snapshotFeed(lendFrom(pool), feed, { mode: options.mode });
+        if (options.json) process.stdout.write(`${JSON.stringify({ fileErrors: [], errors: feed.errors, employees: counts }, null, 2)}\n`);
+        else {
+          if (errors.length > 0) process.stdout.write(`${errors.join('\n')}\n`);
+          process.stdout.write(`${formatSnapshotCounts(counts)} (${options.mode} feed${feed.errors.length > 0 ? `; ${feed.errors.length} row errors, those employees left as they were` : ''})\n`);
+        }
+        process.exitCode = feed.errors.length > 0 ? 1 : 0;
+      } catch (error) {
+        throw toInfrastructureError(error, config, 'postgres') ?? error;
+      } finally {
+        await pool.end().catch(() => undefined);
+      }
+    });
+}

@@ -1,0 +1,89 @@
+import Table from 'cli-table3';
+import { InvalidArgumentError, type Command } from 'commander';
+import { toInfrastructureError } from '../infra-errors.ts';
+import { ensureDatabase } from '../warehouse/ensure-database.ts';
+import { migrate } from '../warehouse/migrator.ts';
+import { createDb, createPool } from '../warehouse/pool.ts';
+import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
+import type { CommandDeps } from './deps.ts';
+
+export interface ReconcileCommandDeps extends Pick<CommandDeps, 'loadConfig' | 'createLogger'> {
+  /** Where the report goes. Default: process.stdout. */
+  write?: (text: string) => void;
+}
+
+/** What each kind means, for a person reading the report. */
+const MEANING: Readonly<Record<string, string>> = {
+  active_without_account: 'active in HR, no platform account',
+  leaver_with_access: 'inactive or gone from HR, account still has access',
+  account_without_employee: 'account with access that no HR employee lists',
+  pending_action: 'provisioning action failed or needs an identity',
+};
+
+function examplesOption(value: string): number {
+  if (!/^\d+$/.test(value.trim()) || Number(value) > 1000) throw new InvalidArgumentError('expected a whole number from 0 to 1000, e.g. 5');
+  return Number(value);
+}
+
+/** The report as a person reads it: counts per kind, then the examples of each. */
+export function renderReconciliation(report: ReconciliationReport): string {
+  const counts = new Table({ head: ['kind', 'count', 'meaning'], style: { head: [], border: [], compact: true } });
+  for (const kind of RECONCILIATION_KINDS) counts.push([kind, report.counts[kind], MEANING[kind] ?? '']);
+  const lines = [`HR against the platform: ${report.total} discrepanc${report.total === 1 ? 'y' : 'ies'} (training.hr_reconciliation)`, counts.toString()];
+  for (const kind of RECONCILIATION_KINDS) {
+    const rows = report.examples[kind];
+    if (rows.length === 0) continue;
+    const more = report.counts[kind] - rows.length;
+    lines.push('', `${kind}${more > 0 ? ` (first ${rows.length} of ${report.counts[kind]})` : ''}:`);
+    for (const row of rows) {
+      const who = [row.employee_id, row.email, row.user_id].filter((v) => v !== null && v !== '').join('  ');
+      lines.push(`  ${who}\n    ${row.detail}`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** `trainsync reconcile`: HR against the platform, from the warehouse alone (no API call, no Redis). */
+export function registerReconcileCommand(program: Command, deps: ReconcileCommandDeps): void {
+  program
+    .command('reconcile')
+    .description('HR against the platform: counts and examples of each discrepancy kind (training.hr_reconciliation).')
+    .option('--json', 'print {"counts", "total", "examples"} as JSON')
+    .option('--examples <n>', 'examples shown per kind', examplesOption, 5)
+    .addHelpText(
+      'after',
+      `
+Reads the warehouse only: training.employees (filled by provision and load-feed),
+training.users (sync users) and the provisioning actions. Sync users first for an
+up-to-date picture. Kinds:
+  active_without_account    active in HR, no platform account (none linked or with the e-mail)
+  leaver_with_access        inactive or no longer in the feed, but the account has access
+  account_without_employee  an account with access that no HR employee lists
+  pending_action            the latest provisioning action of its kind failed or needs an identity
+Exit status 0 whatever it finds (use --json and count in a script to alert).
+
+Examples:
+  trainsync reconcile
+  trainsync reconcile --json | jq '.counts'
+  trainsync reconcile --examples 20`,
+    )
+    .action(async (options: { json?: boolean; examples: number }) => {
+      const config = deps.loadConfig();
+      const log = deps.createLogger(config);
+      const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
+      const pool = createPool(config.DATABASE_URL, { max: 2, log });
+      const db = createDb(pool);
+      try {
+        await ensureDatabase(config.DATABASE_URL, log);
+        await migrate(pool, log);
+        const report = await reconciliationReport(db, options.examples);
+        write(options.json ? `${JSON.stringify(report, null, 2)}\n` : renderReconciliation(report));
+      } catch (error) {
+        throw toInfrastructureError(error, config, 'postgres') ?? error;
+      } finally {
+        await db.destroy().catch(() => undefined);
+        // Kysely ends the pool only if it ever lent a connection from it.
+        if (!pool.ended) await pool.end().catch(() => undefined);
+      }
+    });
+}

@@ -1,0 +1,115 @@
+import Table from 'cli-table3';
+import { delimiterName } from './delimiter.ts';
+import type { FeedErrorField, FeedReadResult, FeedRow, FeedRowErrorCode } from './types.ts';
+
+/** What `trainsync feed check` shows: how the feed reads, without doing anything with it. */
+export interface FeedCheckReport {
+  file: string;
+  profile: string | null;
+  reading: {
+    format: string;
+    /** `,` `;` `\t` `|`; null for JSON Lines. */
+    delimiter: string | null;
+    delimiterDetected: boolean;
+    encoding: string | null;
+    /** field → column, for fields read from another column than their own name. */
+    columns: Record<string, string>;
+    /** CSV: the attributes kept and their columns; null for JSON Lines (keys vary by line). */
+    attributes: { name: string; column: string }[] | null;
+  };
+  counts: {
+    lines: number;
+    /** Records read (valid plus rejected). */
+    records: number;
+    valid: number;
+    rejected: number;
+    active: number;
+    inactive: number;
+  };
+  fileErrors: string[];
+  errors: { line: number; field: FeedErrorField | null; code: FeedRowErrorCode; value: string | null; message: string }[];
+  /** The first valid rows, as they would be planned and stored. */
+  rows: FeedRow[];
+}
+
+export function feedCheckReport(feed: FeedReadResult, options: { file: string; profile?: string | undefined; rows: number }): FeedCheckReport {
+  const rejectedLines = new Set(feed.errors.map((e) => e.line));
+  const active = feed.rows.filter((r) => r.status === 'active').length;
+  const reading = feed.reading;
+  return {
+    file: options.file,
+    profile: options.profile ?? null,
+    reading: {
+      format: reading?.format ?? 'csv',
+      delimiter: reading?.delimiter ?? null,
+      delimiterDetected: reading?.delimiterDetected ?? false,
+      encoding: reading?.encoding ?? null,
+      columns: Object.fromEntries(reading?.map ?? []),
+      attributes: reading?.attributes ?? null,
+    },
+    counts: {
+      lines: feed.lineCount,
+      records: feed.rows.length + rejectedLines.size,
+      valid: feed.rows.length,
+      rejected: rejectedLines.size,
+      active,
+      inactive: feed.rows.length - active,
+    },
+    fileErrors: feed.fileErrors,
+    errors: feed.errors.map((e) => ({ line: e.line, field: e.field ?? null, code: e.code, value: e.value ?? null, message: e.message })),
+    rows: feed.rows.slice(0, options.rows),
+  };
+}
+
+/** 0 every row reads; 1 rows were rejected; 2 the file cannot be read at all. */
+export function feedCheckExitCode(report: FeedCheckReport): number {
+  if (report.fileErrors.length > 0) return 2;
+  return report.errors.length > 0 ? 1 : 0;
+}
+
+const cut = (text: string, width: number): string => (text.length > width ? `${text.slice(0, width - 1)}…` : text);
+
+function attributesText(row: FeedRow): string {
+  if (row.attributes === undefined) return '';
+  return cut(
+    Object.entries(row.attributes)
+      .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+      .join('; '),
+    60,
+  );
+}
+
+const ERRORS_SHOWN = 20;
+
+/** The report as text: how the file was read, counts, errors (file, line, field, fix), then the first rows. */
+export function formatFeedCheck(report: FeedCheckReport): string {
+  const r = report.reading;
+  const how = [r.format];
+  if (r.delimiter !== null) how.push(`delimiter ${delimiterName(r.delimiter)}${r.delimiterDetected ? ' (detected)' : ''}`);
+  if (r.encoding !== null) how.push(r.encoding.toUpperCase());
+  const lines = [`${report.file}${report.profile ? ` (profile ${report.profile})` : ''}: ${how.join(', ')}, ${report.counts.lines} lines`];
+  const mapped = Object.entries(r.columns).map(([field, column]) => `${field} ← ${JSON.stringify(column)}`);
+  if (mapped.length > 0) lines.push(`columns: ${mapped.join(', ')}`);
+  if (r.attributes !== null) {
+    const kept = r.attributes.map((a) => (a.name === a.column ? a.name : `${a.name} ← ${JSON.stringify(a.column)}`));
+    lines.push(`attributes kept: ${kept.length > 0 ? kept.join(', ') : '(none)'}`);
+  }
+  const c = report.counts;
+  lines.push(`records: ${c.records}; valid: ${c.valid} (${c.active} active, ${c.inactive} inactive); rejected: ${c.rejected}`);
+  for (const e of report.fileErrors) lines.push(`FILE ERROR: ${e}`);
+  for (const e of report.errors.slice(0, ERRORS_SHOWN)) lines.push(`row error: ${e.message}`);
+  if (report.errors.length > ERRORS_SHOWN) lines.push(`row error: … and ${report.errors.length - ERRORS_SHOWN} more (see --json)`);
+  if (report.rows.length > 0) {
+    const table = new Table({
+      head: ['line', 'employee_id', 'email', 'first_name', 'last_name', 'status', 'groups', 'role', 'attributes'],
+      style: { head: [], border: [], compact: true },
+      wordWrap: false,
+    });
+    for (const row of report.rows) {
+      table.push([row.line, row.employeeId, row.email, row.firstName ?? '', row.lastName ?? '', row.status, row.groups.length, row.role, attributesText(row)]);
+    }
+    lines.push(`first ${report.rows.length} rows as read:`, table.toString());
+  }
+  lines.push('nothing was changed (feed check touches no database, queue or platform)');
+  return lines.join('\n');
+}

@@ -1,0 +1,212 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { copyLines, type CopyValue } from './copy-text.ts';
+import type { EmployeeStatus } from './employee-tables.ts';
+import { jsonbText } from './jsonb-text.ts';
+import { withTransaction, type PgLender } from './transaction.ts';
+
+/** One employee as a feed states it (a feed row has this shape). */
+export interface EmployeeSnapshotRow {
+  employeeId: string;
+  /** Stored lower-cased. */
+  email: string;
+  firstName: string | null;
+  lastName: string | null;
+  status: EmployeeStatus;
+  attributes?: Readonly<Record<string, unknown>> | undefined;
+  /** The feed's platform_user_id: used when trainsync.identities does not know the account. */
+  platformUserId?: string | undefined;
+}
+
+export interface EmployeeSnapshotInput {
+  /** Valid rows only, one per employee_id (the feed reader rejects duplicates). */
+  rows: readonly EmployeeSnapshotRow[];
+  /** full: employees not listed are marked removed; delta: only listed employees are touched. */
+  mode: 'full' | 'delta';
+  /** Employees whose rows were rejected: a full feed never marks them removed (nor changes them). */
+  keepEmployeeIds?: ReadonlySet<string>;
+  /** Lower case; the same, for a rejected row whose employee_id could not be read. */
+  keepEmails?: ReadonlySet<string>;
+  /** The snapshot's instant (valid_from / valid_to / *_at); default the database clock once the lock is held. */
+  at?: Date;
+}
+
+export interface EmployeeSnapshotCounts {
+  listed: number;
+  /** Listed for the first time. */
+  joined: number;
+  /** Status, e-mail, names or attributes changed: a new history row. */
+  changed: number;
+  /** Marked removed earlier and listed again: removed_at cleared, a new history row. */
+  returned: number;
+  /** Full feed only: no longer listed, marked removed and their history row closed. */
+  removed: number;
+  unchanged: number;
+  /** The instant the snapshot was taken at. */
+  at: Date;
+}
+
+/** Serialises snapshots (provision runs and load-feed, any process) for the length of one transaction. */
+const SNAPSHOT_LOCK = 'trainsync:employees-snapshot';
+/** Rows per COPY chunk: the text of one chunk is held at a time, not the whole feed's. */
+const COPY_CHUNK = 5_000;
+
+const STAGE = 'pg_temp.trainsync_stage_employees';
+const CHANGES = 'pg_temp.trainsync_employee_changes';
+const STAGE_SHAPE = [
+  // The key: the joins below probe it, and a repeated employee fails the COPY instead of the upsert.
+  ['employee_id', 'text primary key'],
+  ['email', 'text not null'],
+  ['first_name', 'text'],
+  ['last_name', 'text'],
+  ['status', 'text not null'],
+  ['attributes', 'jsonb not null'],
+  ['feed_user_id', 'uuid'],
+] as const;
+const STAGE_COLUMNS = STAGE_SHAPE.map(([name]) => name);
+/** What a history row records: a change in any of these opens a new one. */
+const TRACKED = ['email', 'first_name', 'last_name', 'status', 'attributes'] as const;
+const tuple = (alias: string): string => `(${TRACKED.map((c) => `${alias}.${c}`).join(', ')})`;
+
+// Per transaction (on commit drop): a pooled session never keeps a stage of an older shape.
+const CREATE_STAGE = `create temp table trainsync_stage_employees (${STAGE_SHAPE.map(([n, t]) => `${n} ${t}`).join(', ')}) on commit drop`;
+
+// Who joins, changes or returns, decided against the stored rows before anything is written.
+const FIND_CHANGES = `
+  create temp table trainsync_employee_changes on commit drop as
+  select s.employee_id, (e.employee_id is null) as joined, (e.removed_at is not null) as returned
+  from ${STAGE} s left join training.employees e on e.employee_id = s.employee_id
+  where e.employee_id is null or e.removed_at is not null or ${tuple('e')} is distinct from ${tuple('s')}`;
+
+const CLOSE_CHANGED_HISTORY = `
+  update training.employee_history h set valid_to = $1::timestamptz
+  from ${CHANGES} c where h.employee_id = c.employee_id and h.valid_to is null`;
+
+const OPEN_HISTORY = `
+  insert into training.employee_history (employee_id, valid_from, ${TRACKED.join(', ')})
+  select s.employee_id, $1::timestamptz, ${TRACKED.map((c) => `s.${c}`).join(', ')}
+  from ${STAGE} s join ${CHANGES} c on c.employee_id = s.employee_id`;
+
+// Listed employees already stored: every one gets last_seen_at (a hash join, one pass);
+// updated_at moves only when a value or the account changed, or the employee returns.
+const UPDATE_LISTED = `
+  update training.employees e set
+    ${TRACKED.map((c) => `${c} = s.${c}`).join(',\n    ')},
+    user_id = coalesce(i.platform_user_id, s.feed_user_id, e.user_id),
+    last_seen_at = $1::timestamptz,
+    updated_at = case
+      when e.removed_at is not null
+        or (${TRACKED.map((c) => `e.${c}`).join(', ')}, e.user_id)
+           is distinct from (${TRACKED.map((c) => `s.${c}`).join(', ')}, coalesce(i.platform_user_id, s.feed_user_id, e.user_id))
+      then $1::timestamptz else e.updated_at end,
+    removed_at = null
+  from ${STAGE} s left join trainsync.identities i on i.employee_id = s.employee_id
+  where e.employee_id = s.employee_id`;
+
+const INSERT_JOINED = `
+  insert into training.employees (employee_id, ${TRACKED.join(', ')}, user_id, first_seen_at, last_seen_at, updated_at)
+  select s.employee_id, ${TRACKED.map((c) => `s.${c}`).join(', ')}, coalesce(i.platform_user_id, s.feed_user_id),
+         $1::timestamptz, $1::timestamptz, $1::timestamptz
+  from ${STAGE} s join ${CHANGES} c on c.employee_id = s.employee_id and c.joined
+  left join trainsync.identities i on i.employee_id = s.employee_id`;
+
+// A full feed: employees it does not list (and whose row was not rejected) are removed,
+// and their current history row closes: "as of" a later moment they are not employees.
+const MARK_REMOVED = `
+  with gone as (
+    update training.employees e set removed_at = $1::timestamptz, updated_at = $1::timestamptz
+    where e.removed_at is null
+      and not exists (select 1 from ${STAGE} s where s.employee_id = e.employee_id)
+      -- NOT IN over a subquery is hashed: cheap however many rows were rejected.
+      and e.employee_id not in (select unnest($2::text[]))
+      and e.email not in (select unnest($3::text[]))
+    returning e.employee_id
+  ), closed as (
+    update training.employee_history h set valid_to = $1::timestamptz
+    from gone where h.employee_id = gone.employee_id and h.valid_to is null
+    returning 1
+  )
+  select (select count(*) from gone)::int as removed, (select count(*) from closed)::int as closed`;
+
+function stageRow(row: EmployeeSnapshotRow): CopyValue[] {
+  return [
+    row.employeeId,
+    row.email.toLowerCase(),
+    row.firstName,
+    row.lastName,
+    row.status,
+    jsonbText(row.attributes ?? {}),
+    row.platformUserId ?? null,
+  ];
+}
+
+/** The rows as COPY text, one chunk at a time. */
+function* copyChunks(rows: readonly EmployeeSnapshotRow[]): Generator<string> {
+  for (let at = 0; at < rows.length; at += COPY_CHUNK) {
+    yield copyLines(rows.slice(at, at + COPY_CHUNK).map(stageRow));
+  }
+}
+
+async function stage(client: pg.PoolClient, rows: readonly EmployeeSnapshotRow[]): Promise<void> {
+  await client.query(CREATE_STAGE);
+  const stream = client.query(copyFrom(`copy ${STAGE} (${STAGE_COLUMNS.join(', ')}) from stdin`));
+  await pipeline(Readable.from(copyChunks(rows)), stream);
+}
+
+/**
+ * Snapshots a feed into `training.employees` and `training.employee_history`, in one
+ * transaction, set-based: the rows are COPYed into a temp stage, compared with the
+ * stored ones (`IS DISTINCT FROM`), and then history rows of changed employees are
+ * closed and opened, employees upserted, and (full mode) the unlisted ones marked
+ * removed with their history row closed. A returning employee (removed, then listed)
+ * gets removed_at cleared and a new history row. Rejected rows are not in `rows`, so
+ * they change nothing, and `keep*` stops a full feed from taking them for leavers.
+ * Snapshots are serialised by a transaction-scoped advisory lock.
+ */
+export async function snapshotEmployees(lend: PgLender, input: EmployeeSnapshotInput): Promise<EmployeeSnapshotCounts> {
+  return withTransaction(lend, async ({ client }) => {
+    await client.query('select pg_advisory_xact_lock(hashtext($1))', [SNAPSHOT_LOCK]);
+    // Taken after the lock: a snapshot that waited is still later than the one it waited for.
+    const at = input.at ?? (await client.query<{ at: Date }>('select clock_timestamp() as at')).rows[0]!.at;
+    await stage(client, input.rows);
+    await client.query(FIND_CHANGES);
+    const { rows: kinds } = await client.query<{ joined: number; returned: number; changed: number }>(
+      `select count(*) filter (where joined)::int as joined, count(*) filter (where returned)::int as returned,
+              count(*) filter (where not joined and not returned)::int as changed
+       from ${CHANGES}`,
+    );
+    await client.query(CLOSE_CHANGED_HISTORY, [at]);
+    await client.query(OPEN_HISTORY, [at]);
+    await client.query(UPDATE_LISTED, [at]);
+    await client.query(INSERT_JOINED, [at]);
+    let removed = 0;
+    if (input.mode === 'full') {
+      const { rows } = await client.query<{ removed: number }>(MARK_REMOVED, [
+        at,
+        [...(input.keepEmployeeIds ?? [])],
+        [...(input.keepEmails ?? [])].map((e) => e.toLowerCase()),
+      ]);
+      removed = rows[0]!.removed;
+    }
+    const { joined, returned, changed } = kinds[0]!;
+    return { listed: input.rows.length, joined, changed, returned, removed, unchanged: input.rows.length - joined - changed - returned, at };
+  });
+}
+
+/**
+ * Refreshes `user_id` of current employees from trainsync.identities (accounts that
+ * provisioning created or adopted since the last snapshot); returns how many changed.
+ */
+export async function refreshEmployeeAccounts(lend: PgLender): Promise<number> {
+  return lend(async (client) => {
+    const { rowCount } = await client.query(
+      `update training.employees e set user_id = i.platform_user_id, updated_at = clock_timestamp()
+       from trainsync.identities i
+       where i.employee_id = e.employee_id and i.platform_user_id is not null
+         and e.user_id is distinct from i.platform_user_id`,
+    );
+    return rowCount ?? 0;
+  });
+}

@@ -1,0 +1,58 @@
+import type pg from 'pg';
+import type { Group } from '../platform/schemas.ts';
+import { jsonbText } from './jsonb-text.ts';
+import { dedupeById, type LoadCounts } from './load-counts.ts';
+import { markMissingListed, touchListed, upsertListed, type ListedTable } from './upsert-listed.ts';
+
+const GROUPS: ListedTable = {
+  table: 'training.groups',
+  idColumn: 'group_id',
+  columns: [['name', 'text']],
+};
+
+// Replaces the courses of the listed groups (a renamed course counts as a change);
+// returns the groups whose set changed.
+const REPLACE_COURSES = `
+  with listed as (
+    select distinct on (group_id, course_id) *
+    from jsonb_to_recordset($1::jsonb) as x(group_id uuid, course_id uuid, course_name text)
+  ), deleted as (
+    delete from training.group_courses gc
+    where gc.group_id = any ($2::uuid[])
+      and not exists (select 1 from listed l where l.group_id = gc.group_id and l.course_id = gc.course_id)
+    returning gc.group_id
+  ), written as (
+    insert into training.group_courses as gc (group_id, course_id, course_name)
+    select group_id, course_id, course_name from listed
+    on conflict (group_id, course_id) do update set course_name = excluded.course_name
+    where gc.course_name is distinct from excluded.course_name
+    returning gc.group_id
+  )
+  select group_id::text as id from deleted union select group_id::text from written`;
+
+/**
+ * Writes a listing of groups (the whole listing, or one page of it) and replaces each
+ * group's courses; a group whose only change is its courses counts as updated.
+ * Stamps last_seen_at = seenAt on every listed group, for markMissingGroups.
+ */
+export async function upsertGroups(client: pg.PoolClient, groups: readonly Group[], seenAt: Date): Promise<LoadCounts> {
+  const batch = dedupeById(groups, (g) => g.id);
+  if (batch.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
+  const ids = batch.map((g) => g.id);
+  const written = await upsertListed(client, GROUPS, batch.map((g) => ({ group_id: g.id, name: g.name })), seenAt);
+  const courses = batch.flatMap((g) => g.courses.map((c) => ({ group_id: g.id, course_id: c.id, course_name: c.name })));
+  const { rows } = await client.query<{ id: string }>(REPLACE_COURSES, [jsonbText(courses), ids]);
+  const coursesOnly = rows.map((r) => r.id).filter((id) => !written.inserted.has(id) && !written.updated.has(id));
+  await touchListed(client, GROUPS, ids, coursesOnly, seenAt);
+  const inserted = written.inserted.size;
+  const updated = written.updated.size + coursesOnly.length;
+  return { inserted, updated, unchanged: batch.length - inserted - updated };
+}
+
+/**
+ * After a complete listing stamped with `seenAt`: marks groups it did not include
+ * (removed_at = seenAt). Their courses are kept, as they were last listed.
+ */
+export async function markMissingGroups(client: pg.PoolClient, seenAt: Date): Promise<number> {
+  return markMissingListed(client, GROUPS, seenAt);
+}

@@ -1,0 +1,39 @@
+/**
+ * kysely row types of the webhook tables in schema `trainsync` (owned by src/webhooks;
+ * sql/migrations/0007_webhooks.sql is the source of truth).
+ */
+import type { ColumnType } from 'kysely';
+
+type DefaultInstant = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableInstant = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+
+/** How an event ended; null while it waits. */
+export type WebhookEventOutcome = 'loaded' | 'not-found' | 'failed' | 'test' | 'unknown-type' | 'invalid';
+/** How one result an event names ended; null while it waits. */
+export type WebhookResultOutcome = 'loaded' | 'not-found' | 'failed';
+
+export interface WebhookEventsTable {
+  event_id: string;
+  event_type: string;
+  organisation_id: string | null;
+  sent_at: NullableInstant;
+  /** The envelope as received: parsed on read, written as JSON text. */
+  payload: ColumnType<unknown, string, string>;
+  received_at: DefaultInstant;
+  processed_at: NullableInstant;
+  outcome: ColumnType<WebhookEventOutcome | null, WebhookEventOutcome | null | undefined, WebhookEventOutcome | null>;
+  error: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface WebhookEventResultsTable {
+  event_id: string;
+  result_id: string;
+  received_at: ColumnType<Date, Date | string, Date | string>;
+  processed_at: NullableInstant;
+  outcome: ColumnType<WebhookResultOutcome | null, WebhookResultOutcome | null | undefined, WebhookResultOutcome | null>;
+}
+
+export interface WebhookTables {
+  'trainsync.webhook_events': WebhookEventsTable;
+  'trainsync.webhook_event_results': WebhookEventResultsTable;
+}

@@ -1,0 +1,16 @@
+import type { JobQueue } from '../queue/job-queue.ts';
+import { JOB_NAMES } from '../queue/names.ts';
+
+/**
+ * One job per result id, deduplicated while it is queued, delayed for a retry or
+ * running: a burst of events naming one result makes one fetch. Rows that arrive while
+ * the job runs are picked up by the job itself (it reads again while any are left).
+ */
+export function webhookResultDedupeId(resultId: string): string {
+  return `webhook-result:${resultId}`;
+}
+
+/** Queues the load of each result (a result already queued absorbs the add). */
+export async function enqueueResultLoads(queue: Pick<JobQueue, 'add'>, resultIds: readonly string[]): Promise<void> {
+  await Promise.all(resultIds.map((resultId) => queue.add(JOB_NAMES.loadWebhookResult, { resultId }, { dedupeId: webhookResultDedupeId(resultId) })));
+}

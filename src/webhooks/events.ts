@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import { guid, normaliseInstant } from '../platform/schemas.ts';
+
+/**
+ * The platform's webhook events (platform-api-notes.md section 6). The envelope is
+ * `{eventId, eventType, organisationId, sent, data}`. Objects are loose (the vendor
+ * adds fields); only what processing needs is required: the result ids. Everything
+ * else is documented but optional here, because the event only says *which* result to
+ * read: the row itself comes from `GET results/{id}`.
+ */
+
+export const EVENT_TYPES = {
+  test: 'TEST_EVENT',
+  courseComplete: 'COURSE_COMPLETE',
+  multiCourseComplete: 'MULTI_COURSE_COMPLETE',
+} as const;
+
+/** Metric label for a type: the known ones, else `other` (a signed sender could invent many). */
+export function typeLabel(eventType: string): string {
+  return (Object.values(EVENT_TYPES) as string[]).includes(eventType) ? eventType : 'other';
+}
+
+export const envelopeSchema = z.looseObject({
+  eventId: z.string().trim().min(1).max(200),
+  eventType: z.string().trim().min(1).max(100),
+  organisationId: z.string().nullish(),
+  sent: z.string().nullish(),
+  data: z.unknown().optional(),
+});
+export type Envelope = z.output<typeof envelopeSchema>;
+
+const score = z.number().nullish();
+
+/** Newer revisions add `completionTime` and `passed`; older payloads lack both. */
+export const courseCompleteSchema = z.looseObject({
+  resultId: guid,
+  userId: guid.optional(),
+  courseId: guid.optional(),
+  completionTime: z.string().nullish(),
+  score,
+  // The webhook says maxScore where a Result says maximumScore.
+  maxScore: score,
+  passRate: score,
+  passed: z.boolean().nullish(),
+});
+
+/** Sent when a whole module is complete; each child also sends its own COURSE_COMPLETE. */
+export const multiCourseCompleteSchema = z.looseObject({
+  resultId: guid,
+  userId: guid.optional(),
+  courseId: guid.optional(),
+  childResultIds: z.array(guid),
+});
+
+/** What to do with a stored event. */
+export type EventPlan =
+  /** Load these results (the event is done when each one is). */
+  | { kind: 'load'; resultIds: string[] }
+  /** Nothing to load: stored with this outcome at once. */
+  | { kind: 'done'; outcome: 'test' | 'unknown-type' | 'invalid'; error?: string };
+
+/** The results an event names, or why there are none. */
+export function planEvent(envelope: Envelope): EventPlan {
+  switch (envelope.eventType) {
+    case EVENT_TYPES.test:
+      return { kind: 'done', outcome: 'test' };
+    case EVENT_TYPES.courseComplete: {
+      const data = courseCompleteSchema.safeParse(envelope.data);
+      if (!data.success) return { kind: 'done', outcome: 'invalid', error: z.prettifyError(data.error) };
+      return { kind: 'load', resultIds: [data.data.resultId] };
+    }
+    case EVENT_TYPES.multiCourseComplete: {
+      const data = multiCourseCompleteSchema.safeParse(envelope.data);
+      if (!data.success) return { kind: 'done', outcome: 'invalid', error: z.prettifyError(data.error) };
+      return { kind: 'load', resultIds: [...new Set([data.data.resultId, ...data.data.childResultIds])] };
+    }
+    default:
+      return { kind: 'done', outcome: 'unknown-type' };
+  }
+}
+
+/** The envelope's `sent` (7 fractional digits and an offset in the vendor's example) as an instant, if it parses. */
+export function sentAt(envelope: Envelope): string | null {
+  return envelope.sent ? (normaliseInstant(envelope.sent) ?? null) : null;
+}

@@ -1,0 +1,106 @@
+import type { JobContext } from '../context.ts';
+import { errorMessage } from '../errors.ts';
+import { PlatformError } from '../platform/errors.ts';
+import type { Result } from '../platform/schemas.ts';
+import type { LoadCounts } from '../warehouse/load-counts.ts';
+import { upsertResults } from '../warehouse/load-results.ts';
+import { withRetriedTransaction } from '../warehouse/transaction.ts';
+import type { WebhookResultOutcome } from '../warehouse/webhook-tables.ts';
+import { databaseNow, hasPendingResult, settleEvents, settleResult, type SettledEvent } from './store.ts';
+
+/**
+ * Attempts of a result's load. A result the API cannot return yet (RESULT_NOT_FOUND,
+ * 404) is retried with BullMQ's exponential backoff (5 s, 10 s, 20 s … about 10
+ * minutes in all), then left to the nightly sync with the outcome `not-found`.
+ */
+export const WEBHOOK_RESULT_ATTEMPTS = 8;
+
+/** Reads of one result within one job, while events keep arriving for it during the fetch. */
+const MAX_ROUNDS = 3;
+
+/** The API has no such result yet: worth another attempt later. */
+export class ResultNotReadableYet extends Error {
+  constructor(resultId: string, cause: unknown) {
+    super(`result ${resultId} is not readable yet (${errorMessage(cause)}); tried again with backoff`, { cause });
+    this.name = 'ResultNotReadableYet';
+  }
+}
+
+/** A job's summary: row counts (for `trainsync_rows_loaded_total`) and the events it settled (for the webhook metrics). */
+export interface WebhookResultSummary extends LoadCounts {
+  resource: 'results';
+  resultId: string;
+  fetches: number;
+  /** `skipped`: no event waited for the result any more (another job had read it). */
+  outcome: WebhookResultOutcome | 'skipped';
+  webhookEvents: Array<{ type: string; outcome: string; seconds: number }>;
+}
+
+function isNotReadable(error: unknown): boolean {
+  return error instanceof PlatformError && (error.code === 'RESULT_NOT_FOUND' || error.status === 404);
+}
+
+function isPermanent(error: unknown): boolean {
+  return error instanceof PlatformError && !error.retryable;
+}
+
+type Deps = Pick<JobContext, 'db' | 'withPgClient' | 'platform' | 'log' | 'job'>;
+
+/** Settles the result's rows received up to `cutoff` and the events that are complete with them. */
+async function settle(deps: Deps, resultId: string, cutoff: Date, outcome: WebhookResultOutcome, error: string | null, result?: Result): Promise<{ events: SettledEvent[]; counts?: LoadCounts }> {
+  return withRetriedTransaction(deps.withPgClient, async (tx) => {
+    const counts = result ? await upsertResults(tx.client, [result], { seenAt: new Date() }) : undefined;
+    const eventIds = await settleResult(tx.db, resultId, cutoff, outcome);
+    return { events: await settleEvents(tx.db, error, eventIds), ...(counts ? { counts } : {}) };
+  });
+}
+
+/**
+ * Reads one result the platform announced and upserts it exactly as the sync does
+ * (answers included), then settles every waiting event row of that result received
+ * before the read began. Reads again while rows received during a read are left.
+ */
+export async function loadWebhookResult(resultId: string, deps: Deps, attempts = WEBHOOK_RESULT_ATTEMPTS): Promise<WebhookResultSummary> {
+  const lastAttempt = deps.job.attemptsMade + 1 >= attempts;
+  const summary: WebhookResultSummary = { resource: 'results', resultId, fetches: 0, outcome: 'skipped', inserted: 0, updated: 0, unchanged: 0, webhookEvents: [] };
+  const record = (events: SettledEvent[]): void => {
+    for (const e of events) summary.webhookEvents.push({ type: e.eventType, outcome: e.outcome, seconds: e.seconds });
+  };
+
+  for (let round = 0; round < MAX_ROUNDS; round += 1) {
+    if (!(await hasPendingResult(deps.db, resultId))) break;
+    // Rows received before this instant get this read's answer; later ones need another read.
+    const cutoff = await databaseNow(deps.db);
+    let result: Result;
+    try {
+      summary.fetches += 1;
+      result = await deps.platform.getResult(resultId);
+    } catch (error) {
+      if (isNotReadable(error) && !lastAttempt) throw new ResultNotReadableYet(resultId, error);
+      const outcome: WebhookResultOutcome = isNotReadable(error) ? 'not-found' : 'failed';
+      if (outcome === 'not-found' || isPermanent(error) || lastAttempt) {
+        const reason = `${outcome === 'not-found' ? 'not readable after every retry; left to the nightly sync' : 'failed; left to the nightly sync'}: ${errorMessage(error)}`;
+        const settled = await settle(deps, resultId, cutoff, outcome, reason).catch((settleError: unknown) => {
+          // The sweep queues it again once the database answers.
+          deps.log.warn({ err: settleError, resultId }, 'could not record the outcome of a webhook result');
+          return { events: [] };
+        });
+        record(settled.events);
+        deps.log.warn({ resultId, outcome, reason: errorMessage(error) }, 'webhook result left to the nightly sync');
+        if (outcome === 'not-found') {
+          summary.outcome = 'not-found';
+          return summary;
+        }
+      }
+      throw error;
+    }
+    if (result.id !== resultId) deps.log.warn({ resultId, returnedId: result.id }, 'GET results/{id} returned another id; stored as returned');
+    const settled = await settle(deps, resultId, cutoff, 'loaded', null, result);
+    record(settled.events);
+    summary.outcome = 'loaded';
+    summary.inserted += settled.counts?.inserted ?? 0;
+    summary.updated += settled.counts?.updated ?? 0;
+    summary.unchanged += settled.counts?.unchanged ?? 0;
+  }
+  return summary;
+}

@@ -1,0 +1,234 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from '../config.ts';
+import { errorMessage } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
+import type { JobQueue } from '../queue/job-queue.ts';
+import type { PgLender } from '../warehouse/transaction.ts';
+import { enqueueResultLoads } from './enqueue.ts';
+import { envelopeSchema, EVENT_TYPES, planEvent, typeLabel } from './events.ts';
+import { signatureHeaderMatcher, signatureHeaderValues, verifySignature } from './signature.ts';
+import { storeEvent, type StoredEvent } from './store.ts';
+
+export const WEBHOOK_PATH = '/webhooks/platform';
+
+/** How long the 2xx waits for the jobs to be queued; the sweep queues them later if Redis is slow or down. */
+const ENQUEUE_WAIT_MS = 1_000;
+/** A body this many times over the limit is not read to its end: the connection is cut. */
+const DRAIN_FACTOR = 4;
+/** At most one warning line per this long for refused signatures (each is counted in the metrics). */
+const SIGNATURE_LOG_EVERY_MS = 10_000;
+
+export interface WebhookReceiverDeps {
+  config: Pick<Config, 'TRAINSYNC_WEBHOOK_PORT' | 'TRAINSYNC_WEBHOOK_HOST' | 'TRAINSYNC_WEBHOOK_SIGNATURE_HEADER' | 'TRAINSYNC_WEBHOOK_MAX_BODY_BYTES'>;
+  /** The decoded validation secrets (TRAINSYNC_WEBHOOK_SECRET). */
+  keys: readonly Buffer[];
+  withPgClient: PgLender;
+  queue: Pick<JobQueue, 'add'>;
+  metrics: Metrics;
+  log: Logger;
+}
+
+export interface WebhookReceiver {
+  port: number;
+  close(): Promise<void>;
+}
+
+interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+  headers?: Record<string, string>;
+}
+
+type Body = { kind: 'ok'; bytes: Buffer } | { kind: 'too-large'; cut: boolean };
+
+/** Reads the raw body (the signature covers its exact bytes), up to `limit`. */
+function readBody(req: http.IncomingMessage, limit: number): Promise<Body> {
+  const declared = Number(req.headers['content-length'] ?? Number.NaN);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const finish = (body: Body): void => {
+      if (settled) return;
+      settled = true;
+      resolve(body);
+    };
+    if (declared > limit * DRAIN_FACTOR) {
+      finish({ kind: 'too-large', cut: true });
+      return;
+    }
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+      // Read (and drop) a modest excess, so the client sees the 413; beyond that, cut it off.
+      else if (size > limit * DRAIN_FACTOR) finish({ kind: 'too-large', cut: true });
+    });
+    req.on('end', () => finish(size > limit ? { kind: 'too-large', cut: false } : { kind: 'ok', bytes: Buffer.concat(chunks) }));
+    req.on('error', (error) => {
+      if (!settled) reject(error);
+    });
+  });
+}
+
+/** The eventType of an unverified body, only to tell a TEST_EVENT (which is never signed). */
+function peekEventType(bytes: Buffer): string | undefined {
+  try {
+    const value: unknown = JSON.parse(bytes.toString('utf8'));
+    if (typeof value === 'object' && value !== null && 'eventType' in value && typeof value.eventType === 'string') return value.eventType;
+  } catch {
+    // not JSON
+  }
+  return undefined;
+}
+
+/**
+ * `POST /webhooks/platform`: the platform's signed events. A 2xx is sent only once the
+ * event is stored (a retried delivery of a stored event gets 200 again and nothing
+ * else happens); 401 for a missing or bad signature (counted, never stored); 413 over
+ * the body limit; 503 when the database cannot store it (the platform retries for up
+ * to 3 days). TEST_EVENT always gets 200: the platform sends it unsigned when a
+ * webhook is added, and needs the 2xx to create the webhook.
+ */
+export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<WebhookReceiver> {
+  const { config, metrics, log } = deps;
+  const limit = config.TRAINSYNC_WEBHOOK_MAX_BODY_BYTES;
+  const isSignatureHeader = signatureHeaderMatcher(config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER);
+  let refusedSinceLog = 0;
+  let lastRefusalLog = 0;
+
+  const refuse = (reason: 'missing' | 'invalid', remote: string | undefined): Answer => {
+    metrics.webhookSignatureFailures.inc({ reason });
+    refusedSinceLog += 1;
+    const now = Date.now();
+    if (now - lastRefusalLog >= SIGNATURE_LOG_EVERY_MS) {
+      log.warn(
+        { reason, refused: refusedSinceLog, remote, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER },
+        'webhook refused (401): signature missing or not made with TRAINSYNC_WEBHOOK_SECRET',
+      );
+      lastRefusalLog = now;
+      refusedSinceLog = 0;
+    }
+    return { status: 401, body: { error: reason === 'missing' ? 'signature missing' : 'signature invalid' } };
+  };
+
+  const receive = async (req: http.IncomingMessage): Promise<Answer> => {
+    const body = await readBody(req, limit);
+    if (body.kind === 'too-large') {
+      return { status: 413, body: { error: `body over ${limit} bytes (TRAINSYNC_WEBHOOK_MAX_BODY_BYTES)` }, headers: { connection: 'close' } };
+    }
+    const signature = verifySignature(body.bytes, signatureHeaderValues(req.rawHeaders, isSignatureHeader), deps.keys);
+    if (signature !== 'valid') {
+      if (peekEventType(body.bytes) === EVENT_TYPES.test) {
+        // Nothing in it to process, so nothing to trust: acknowledged, not stored.
+        metrics.webhookReceived.inc({ type: EVENT_TYPES.test, outcome: 'test-unsigned' });
+        log.info('webhook TEST_EVENT received (unsigned): acknowledged');
+        return { status: 200, body: { status: 'test' } };
+      }
+      return refuse(signature, req.socket.remoteAddress);
+    }
+
+    let json: unknown;
+    try {
+      json = JSON.parse(body.bytes.toString('utf8'));
+    } catch {
+      metrics.webhookReceived.inc({ type: 'other', outcome: 'malformed' });
+      return { status: 400, body: { error: 'the body is not JSON' } };
+    }
+    const envelope = envelopeSchema.safeParse(json);
+    if (!envelope.success) {
+      metrics.webhookReceived.inc({ type: 'other', outcome: 'malformed' });
+      log.warn({ problem: envelope.error.issues[0]?.message }, 'signed webhook without eventId or eventType: refused (400)');
+      return { status: 400, body: { error: 'eventId and eventType are required' } };
+    }
+    const plan = planEvent(envelope.data);
+    const type = typeLabel(envelope.data.eventType);
+    let stored: StoredEvent;
+    try {
+      stored = await storeEvent(deps.withPgClient, envelope.data, JSON.stringify(json), plan);
+    } catch (error) {
+      log.error({ err: error, eventId: envelope.data.eventId }, 'could not store a webhook event: answered 503, the platform delivers it again');
+      return { status: 503, body: { error: 'not stored; deliver again later' }, headers: { 'retry-after': '30' } };
+    }
+    metrics.webhookReceived.inc({ type, outcome: stored.stored ? 'stored' : 'duplicate' });
+    if (!stored.stored) return { status: 200, body: { status: 'duplicate', eventId: stored.eventId } };
+    if (plan.kind === 'done') {
+      const line = { eventId: stored.eventId, eventType: envelope.data.eventType, outcome: plan.outcome };
+      if (plan.outcome === 'invalid') log.warn({ ...line, problem: plan.error }, 'webhook event stored, but its data is unusable: left to the nightly sync');
+      else log.info(line, 'webhook event stored; nothing to load');
+      return { status: 200, body: { status: 'stored', eventId: stored.eventId } };
+    }
+    // Stored: the 2xx no longer depends on Redis. The sweep queues what this misses.
+    const queued = enqueueResultLoads(deps.queue, plan.resultIds).then(
+      () => true,
+      (error: unknown) => {
+        log.warn({ err: error, eventId: stored.eventId }, 'could not queue a webhook result; the sweep queues it');
+        return false;
+      },
+    );
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([queued, new Promise((resolve) => (timer = setTimeout(resolve, ENQUEUE_WAIT_MS)))]);
+    clearTimeout(timer);
+    log.debug({ eventId: stored.eventId, eventType: envelope.data.eventType, results: plan.resultIds.length }, 'webhook event stored');
+    return { status: 200, body: { status: 'stored', eventId: stored.eventId } };
+  };
+
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    const reply = (answer: Answer): void => {
+      const text = JSON.stringify(answer.body);
+      res.writeHead(answer.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...answer.headers });
+      res.end(text);
+    };
+    if (path !== WEBHOOK_PATH) {
+      req.resume();
+      reply({ status: 404, body: { error: `not found: the platform posts to ${WEBHOOK_PATH}` } });
+      return;
+    }
+    if (req.method !== 'POST') {
+      req.resume();
+      reply({ status: 405, body: { error: 'POST only' }, headers: { allow: 'POST' } });
+      return;
+    }
+    receive(req).then(
+      (answer) => {
+        reply(answer);
+        // A body far over the limit is not read to its end: the connection goes.
+        if (answer.status === 413) res.on('finish', () => req.socket.destroySoon());
+      },
+      (error: unknown) => {
+        log.error({ err: error }, 'webhook receiver error');
+        if (!res.headersSent) reply({ status: 500, body: { error: errorMessage(error) } });
+        else res.destroy();
+      },
+    );
+  });
+  // A slow or stalled sender must not hold a connection for ever.
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 10_000;
+  server.on('clientError', (_error, socket) => socket.destroy());
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.TRAINSYNC_WEBHOOK_PORT, config.TRAINSYNC_WEBHOOK_HOST, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  log.info({ port, host: config.TRAINSYNC_WEBHOOK_HOST, path: WEBHOOK_PATH, signatureHeader: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER }, 'webhook receiver listening');
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        // Requests in flight finish (their events are stored and acknowledged); idle keep-alive connections go now.
+        const force = setTimeout(() => server.closeAllConnections(), 5_000);
+        server.close(() => {
+          clearTimeout(force);
+          resolve();
+        });
+        server.closeIdleConnections();
+      }),
+  };
+}

@@ -1,0 +1,197 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../warehouse/database.ts';
+import { withTransaction, type PgLender } from '../warehouse/transaction.ts';
+import type { WebhookResultOutcome } from '../warehouse/webhook-tables.ts';
+import { sentAt, type Envelope, type EventPlan } from './events.ts';
+
+/**
+ * Storage of webhook events (trainsync.webhook_events and webhook_event_results).
+ * Times that are compared with each other (received, fetched, processed) all come from
+ * the database clock, so processes on several hosts agree.
+ */
+
+export interface StoredEvent {
+  /** False when the event id was stored already (a retried or duplicated delivery). */
+  stored: boolean;
+  eventId: string;
+}
+
+/**
+ * Stores an event and the results it names in one transaction; the caller acknowledges
+ * only after this resolves. An event with nothing to load is stored already processed.
+ */
+export async function storeEvent(lend: PgLender, envelope: Envelope, payloadJson: string, plan: EventPlan): Promise<StoredEvent> {
+  const eventId = envelope.eventId.trim().toLowerCase();
+  return withTransaction(lend, async ({ db }) => {
+    const done = plan.kind === 'done';
+    const inserted = await db
+      .insertInto('trainsync.webhook_events')
+      .values({
+        event_id: eventId,
+        event_type: envelope.eventType,
+        organisation_id: envelope.organisationId ?? null,
+        sent_at: sentAt(envelope),
+        payload: payloadJson,
+        processed_at: done ? sql<Date>`clock_timestamp()` : null,
+        outcome: done ? plan.outcome : null,
+        error: done ? (plan.error ?? null) : null,
+      })
+      .onConflict((oc) => oc.column('event_id').doNothing())
+      .returning(['received_at'])
+      .executeTakeFirst();
+    if (!inserted) return { stored: false, eventId };
+    if (plan.kind === 'load' && plan.resultIds.length > 0) {
+      await db
+        .insertInto('trainsync.webhook_event_results')
+        .values(plan.resultIds.map((resultId) => ({ event_id: eventId, result_id: resultId, received_at: inserted.received_at })))
+        .execute();
+    }
+    return { stored: true, eventId };
+  });
+}
+
+/** The database clock now. */
+export async function databaseNow(db: Kysely<Database>): Promise<Date> {
+  const { rows } = await sql<{ now: Date }>`select clock_timestamp() as now`.execute(db);
+  return rows[0]!.now;
+}
+
+/** Whether any event naming the result still waits for it. */
+export async function hasPendingResult(db: Kysely<Database>, resultId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('trainsync.webhook_event_results')
+    .select('event_id')
+    .where('result_id', '=', resultId)
+    .where('processed_at', 'is', null)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * Settles every waiting row of `resultId` received up to `cutoff` (the instant before
+ * the fetch whose answer they get) and returns their events. The events are locked
+ * first, in id order: two jobs finishing two results of one multi-course event then
+ * settle it one after the other, so the second one sees the first one's rows.
+ */
+export async function settleResult(db: Kysely<Database>, resultId: string, cutoff: Date, outcome: WebhookResultOutcome): Promise<string[]> {
+  const events = await db
+    .selectFrom('trainsync.webhook_event_results')
+    .select('event_id')
+    .where('result_id', '=', resultId)
+    .where('processed_at', 'is', null)
+    .where('received_at', '<=', cutoff)
+    .execute();
+  const ids = [...new Set(events.map((e) => e.event_id))].sort();
+  if (ids.length === 0) return [];
+  await db.selectFrom('trainsync.webhook_events').select('event_id').where('event_id', 'in', ids).orderBy('event_id').forNoKeyUpdate().execute();
+  await db
+    .updateTable('trainsync.webhook_event_results')
+    .set({ processed_at: sql<Date>`clock_timestamp()`, outcome })
+    .where('result_id', '=', resultId)
+    .where('event_id', 'in', ids)
+    .where('processed_at', 'is', null)
+    .execute();
+  return ids;
+}
+
+export interface SettledEvent {
+  eventId: string;
+  eventType: string;
+  outcome: string;
+  /** From received_at to the transaction that wrote its last result (committed right after). */
+  seconds: number;
+}
+
+/**
+ * Marks events whose every result is settled as processed: `failed` if any result
+ * failed, else `not-found` if any could not be read, else `loaded`. With `eventIds`,
+ * only those (a job's own); without, every such event (the sweep's safety net).
+ */
+export async function settleEvents(db: Kysely<Database>, error: string | null, eventIds?: readonly string[]): Promise<SettledEvent[]> {
+  if (eventIds !== undefined && eventIds.length === 0) return [];
+  const only = eventIds === undefined ? sql`` : sql`and r.event_id in (${sql.join(eventIds)})`;
+  const { rows } = await sql<{ event_id: string; event_type: string; outcome: string; seconds: number }>`
+    with settled as (
+      select r.event_id,
+             bool_or(r.outcome = 'failed') as any_failed,
+             bool_or(r.outcome = 'not-found') as any_missing
+      from trainsync.webhook_event_results r
+      join trainsync.webhook_events e on e.event_id = r.event_id and e.processed_at is null
+      where true ${only}
+      group by r.event_id
+      having bool_and(r.processed_at is not null)
+    )
+    update trainsync.webhook_events e
+    set processed_at = clock_timestamp(),
+        outcome = case when s.any_failed then 'failed' when s.any_missing then 'not-found' else 'loaded' end,
+        error = case when s.any_failed or s.any_missing then ${error}::text else null end
+    from settled s
+    where e.event_id = s.event_id and e.processed_at is null
+    returning e.event_id, e.event_type, e.outcome, extract(epoch from e.processed_at - e.received_at)::float8 as seconds`.execute(db);
+  return rows.map((r) => ({ eventId: r.event_id, eventType: r.event_type, outcome: r.outcome, seconds: r.seconds }));
+}
+
+/** Results some stored event still waits for, received at least `minAgeMs` ago (oldest first). */
+export async function pendingResultIds(db: Kysely<Database>, minAgeMs: number, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('trainsync.webhook_event_results')
+    .select('result_id')
+    .select((eb) => eb.fn.min('received_at').as('first'))
+    .where('processed_at', 'is', null)
+    .where('received_at', '<=', sql<Date>`clock_timestamp() - make_interval(secs => ${minAgeMs / 1000})`)
+    .groupBy('result_id')
+    .orderBy('first')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.result_id);
+}
+
+/** Deletes processed events older than `days` (their result rows go with them); returns how many. */
+export async function pruneEvents(db: Kysely<Database>, days: number): Promise<number> {
+  const deleted = await db
+    .deleteFrom('trainsync.webhook_events')
+    .where('processed_at', '<', sql<Date>`now() - make_interval(days => ${days})`)
+    .executeTakeFirst();
+  return Number(deleted.numDeletedRows);
+}
+
+export interface WebhookBacklog {
+  lastReceivedAt: Date | null;
+  lastEventType: string | null;
+  lastEventId: string | null;
+  /** Events stored and not yet processed. */
+  waiting: number;
+  oldestWaitingSince: Date | null;
+  /** Events received in the last 24 hours, by outcome (`waiting` for those not processed). */
+  lastDay: Record<string, number>;
+}
+
+/** What `status` shows: the last event received and the backlog. */
+export async function webhookBacklog(db: Kysely<Database>): Promise<WebhookBacklog> {
+  const last = await db
+    .selectFrom('trainsync.webhook_events')
+    .select(['event_id', 'event_type', 'received_at'])
+    .orderBy('received_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  const waiting = await db
+    .selectFrom('trainsync.webhook_events')
+    .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min('received_at').as('oldest')])
+    .where('processed_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  const day = await db
+    .selectFrom('trainsync.webhook_events')
+    .select((eb) => [eb.fn.coalesce('outcome', sql<string>`'waiting'`).as('outcome'), eb.fn.countAll<number>().as('n')])
+    .where('received_at', '>', sql<Date>`now() - interval '1 day'`)
+    .groupBy('outcome')
+    .execute();
+  return {
+    lastReceivedAt: last?.received_at ?? null,
+    lastEventType: last?.event_type ?? null,
+    lastEventId: last?.event_id ?? null,
+    waiting: Number(waiting.n),
+    oldestWaitingSince: (waiting.oldest as Date | null) ?? null,
+    lastDay: Object.fromEntries(day.map((d) => [d.outcome, Number(d.n)])),
+  };
+}

@@ -1,5 +1,6 @@
-# The trainsync worker image. TypeScript runs through tsx's loader (a runtime
-# dependency), so the image holds the sources and no build output that can go stale.
+# The trainsync worker image. The sources are bundled once at build time (esbuild, into
+# node_modules/.cache/trainsync); bin/trainsync.js uses the bundle only while it matches
+# the sources, else tsx's loader, so no build output can go stale.
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
@@ -11,8 +12,9 @@ COPY src ./src
 COPY jobs ./jobs
 COPY sql ./sql
 COPY examples ./examples
+RUN node bin/build.js
 USER node
-EXPOSE 9464
+EXPOSE 9464 9465
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s CMD node -e "fetch('http://127.0.0.1:'+(process.env.TRAINSYNC_METRICS_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 ENTRYPOINT ["node", "bin/trainsync.js"]
 CMD ["worker"]

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given: simulator client warehouse sync latency provisioning webhooks employees
+ *   npm run bench -- sync         # only the names given: simulator client http warehouse sync startup latency provisioning webhooks employees
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -45,6 +45,13 @@ if (want('client')) {
   process.stdout.write('\n== client pages per second (sequential and concurrent)\n');
   figures.client = await run(['bench/client-pages.ts']);
 }
+if (want('http')) {
+  process.stdout.write('\n== HTTP client CPU per results page: got as trainsync sets it up, beside undici\n');
+  const http = lastJson(await run(['bench/http-clients.ts']));
+  figures.http = http;
+  const clients = http.clients as Record<string, { cpuMicrosPerPage: number }>;
+  verdicts.push(`INFO  HTTP client CPU per page of 50: got ${clients.got?.cpuMicrosPerPage} µs, undici ${clients.undici?.cpuMicrosPerPage} µs, trainsync's transport over got ${clients['trainsync transport (got)']?.cpuMicrosPerPage} µs`);
+}
 if (want('warehouse')) {
   process.stdout.write('\n== warehouse load methods (200,000 results)\n');
   figures.warehouse = await run(['bench/warehouse-load.ts']);
@@ -55,7 +62,8 @@ if (want('sync')) {
   figures.sync200k = main;
   const ratio = num(main.firstLoadResultsPerSecond) / num(main.rawCopyResultsPerSecond);
   check('first load vs raw COPY', ratio >= 0.5, `${main.firstLoadResultsPerSecond}/s vs ${main.rawCopyResultsPerSecond}/s = ${ratio.toFixed(2)} (target ≥ 0.50)`);
-  check('peak RSS at 200k', num(main.peakRssMb) < 300, `${main.peakRssMb} MB (target < 300)`);
+  check('CPU per result of the sync process', num(main.firstLoadCpuMicrosPerResult) <= 25, `${main.firstLoadCpuMicrosPerResult} µs first load, ${main.reloadCpuMicrosPerResult} µs reload with 10% changed (start-up excluded; target ≤ 25)`);
+  check('peak RSS at 200k', num(main.peakRssMb) < 300, `${main.peakRssMb} MB, ${main.rssBeforeSyncMb} MB before the sync (target < 300)`);
 
   process.stdout.write('\n== memory: 100,000 vs 400,000 results\n');
   const small = lastJson(await run(['bench/sync-scenario.ts', JSON.stringify({ results: 100_000 })]));
@@ -64,6 +72,18 @@ if (want('sync')) {
   figures.sync400k = large;
   const growth = num(large.peakRssMb) / num(small.peakRssMb) - 1;
   check('RSS growth 100k → 400k', growth <= 0.2, `${small.peakRssMb} → ${large.peakRssMb} MB (+${(growth * 100).toFixed(0)}%, target ≤ 20%)`);
+  check('peak RSS at 400k', num(large.peakRssMb) <= 200, `${large.peakRssMb} MB, ${large.rssBeforeSyncMb} MB before the sync (target ≤ 200)`);
+}
+if (want('startup')) {
+  process.stdout.write('\n== start-up: `trainsync --help`, and `sync results` until its first request (compiled ahead, and through tsx)\n');
+  const startup = lastJson(await run(['bench/startup.ts']));
+  figures.startup = startup;
+  const help = startup.helpMs as Record<string, number>;
+  const sync = startup.sync as Record<string, { firstRequestMs: number; rssBeforeWorkMb: number }>;
+  check('trainsync --help', num(help.compiled) < 500, `${help.compiled} ms (through tsx: ${help.tsx} ms; target < 500)`);
+  verdicts.push(
+    `INFO  sync results start-up: first request after ${sync.compiled?.firstRequestMs} ms, RSS before it ${sync.compiled?.rssBeforeWorkMb} MB (through tsx: ${sync.tsx?.firstRequestMs} ms, ${sync.tsx?.rssBeforeWorkMb} MB)`,
+  );
 }
 if (want('latency')) {
   process.stdout.write('\n== 50 ms latency per page at the default budget of 10 requests/s\n');

@@ -6,14 +6,12 @@
  * sliding second (counted by the simulator).
  * Run: node bin/run-ts.js bench/provisioning-apply.ts
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { z } from 'zod';
+import { startSimulatorChild } from './simulator-child.ts';
 import { allJobs } from '../jobs/index.ts';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
@@ -27,7 +25,6 @@ import { DEFAULT_SIZES, generateState } from '../src/simulator/dataset.ts';
 
 const ACTIONS = 2_000;
 const BUDGET = 50;
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SIM_OPTIONS = { seed: 77, sizes: { users: ACTIONS + 100, groups: 5, courses: 5, results: 10 } };
 
 export interface ProvisioningApplyBench {
@@ -39,28 +36,6 @@ export interface ProvisioningApplyBench {
   wallPerSecond: number;
   budget: number;
   maxInAnySecond: number;
-}
-
-async function startSimulatorChild(): Promise<{ url: string; apiKey: string; stop(): void }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/run-ts.js'), path.join(ROOT, 'src/simulator/child.ts'), JSON.stringify(SIM_OPTIONS)], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout! });
-  const line = await new Promise<string>((resolve, reject) => {
-    lines.once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
-  });
-  const info = z.object({ url: z.string(), apiKey: z.string() }).parse(JSON.parse(line));
-  return {
-    ...info,
-    stop: () => {
-      // Closing its stdin stops the child; our ends of the pipes must go too, or they keep this process alive.
-      lines.close();
-      child.stdin?.end();
-      child.stdout?.destroy();
-      child.kill('SIGTERM');
-    },
-  };
 }
 
 /** The organisation as the child generates it (same seed, same sizes): applied state and a feed with one change each. */
@@ -82,7 +57,7 @@ function scenario(): { applied: AppliedEmployee[]; rows: FeedRow[] } {
 }
 
 export async function benchProvisioningApply(): Promise<ProvisioningApplyBench> {
-  const sim = await startSimulatorChild();
+  const sim = await startSimulatorChild(SIM_OPTIONS);
   const dbName = `trainsync_bench_${randomBytes(4).toString('hex')}`;
   const prefix = `bench-${randomBytes(4).toString('hex')}`;
   try {

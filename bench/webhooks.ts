@@ -15,13 +15,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { z } from 'zod';
+import { freePort } from '../test/helpers/own-services.ts';
+import { startSimulatorChild } from './simulator-child.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const STEADY_PER_SECOND = 5;
@@ -55,35 +55,6 @@ export interface WebhooksBench {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function startSimulatorChild(): Promise<{ url: string; apiKey: string; stop(): void }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/run-ts.js'), path.join(ROOT, 'src/simulator/child.ts'), JSON.stringify(SIM_OPTIONS)], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout! });
-  const line = await new Promise<string>((resolve, reject) => {
-    lines.once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
-  });
-  const info = z.object({ url: z.string(), apiKey: z.string() }).parse(JSON.parse(line));
-  return {
-    ...info,
-    stop: () => {
-      lines.close();
-      child.stdin?.end();
-      child.stdout?.destroy();
-      child.kill('SIGTERM');
-    },
-  };
-}
 
 function startWorker(env: Record<string, string>): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, [path.join(ROOT, 'bin/trainsync.js'), 'worker', '--no-schedules'], {
@@ -139,7 +110,7 @@ async function lostEvents(db: pg.Client, completions: ReadonlyArray<{ resultId: 
 export async function benchWebhooks(options: { steadyEvents?: number; burstEvents?: number } = {}): Promise<WebhooksBench> {
   const STEADY_EVENTS = options.steadyEvents ?? 1_000;
   const BURST_EVENTS = options.burstEvents ?? 1_000;
-  const sim = await startSimulatorChild();
+  const sim = await startSimulatorChild(SIM_OPTIONS);
   const dbName = `trainsync_bench_${randomBytes(4).toString('hex')}`;
   const prefix = `bench-${randomBytes(4).toString('hex')}`;
   const secret = randomBytes(32).toString('base64');

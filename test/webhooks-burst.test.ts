@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
+import { freePort } from './helpers/own-services.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addResult, getResult, maxInWindow } from '../src/simulator/index.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
@@ -18,14 +18,6 @@ const RETAKES = 10;
 const secret = randomBytes(32).toString('base64');
 let h: SyncHarness;
 let worker: WorkerProcess | undefined;
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 beforeAll(async () => {
   h = await createSyncHarness({

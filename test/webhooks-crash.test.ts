@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
+import { freePort } from './helpers/own-services.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WEBHOOK_QUEUE } from '../src/queue/names.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
@@ -10,14 +10,6 @@ import { startWorkerProcess, waitFor, type WorkerProcess } from './helpers/worke
  * before the worker is killed with SIGKILL is still processed after a restart, and
  * events sent while no receiver listens arrive through the simulator's retries.
  */
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 const secret = randomBytes(32).toString('base64');
 let h: SyncHarness;

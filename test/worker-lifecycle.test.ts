@@ -1,18 +1,10 @@
-import net from 'node:net';
 import { QueueEvents } from 'bullmq';
+import { freePort } from './helpers/own-services.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultJobOptions } from '../src/queue/job-options.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
 import { startWorkerProcess, waitFor, type WorkerProcess } from './helpers/worker-process.ts';
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('the worker process', () => {
   let h: SyncHarness;

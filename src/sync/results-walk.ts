@@ -2,7 +2,7 @@ import type { JobContext } from '../context.ts';
 import { readAhead } from '../platform/read-ahead.ts';
 import { normaliseGuid, type Result } from '../platform/schemas.ts';
 import type { Page, RecordProblem, ResultsQuery } from '../platform/types.ts';
-import { recordSightings, upsertResults } from '../warehouse/load-results.ts';
+import { recordSightings, ResultBatch, upsertResultBatch } from '../warehouse/load-results.ts';
 import { addRunCounts, quarantineRecords, type RunCounts } from '../warehouse/sync-state.ts';
 import { withRetriedTransaction, type Tx } from '../warehouse/transaction.ts';
 import { RESULTS } from './results-plan.ts';
@@ -41,17 +41,18 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
   const { runId, counts, trackSightings = false, keep } = options;
   let total = options.expectedTotal;
   let drifted = false;
-  let rows: Result[] = [];
+  // Rows go into their batch's COPY text as each page arrives (see ResultBatch).
+  let rows = new ResultBatch();
   let problems: RecordProblem[] = [];
   let lastPage = options.startPage - 1;
   // One batch is written while the next is fetched (double buffering); batches commit
   // in order, so a checkpoint never gets ahead of the rows before it.
   let writing: Promise<void> | undefined;
   let pagesInBatch = 0;
-  const write = async (batch: Result[], batchProblems: RecordProblem[], pages: number, position: WalkPosition): Promise<void> => {
+  const write = async (batch: ResultBatch, batchProblems: RecordProblem[], pages: number, position: WalkPosition): Promise<void> => {
     // Counted after commit: a deadlock retry runs the transaction again.
     const outcome = await withRetriedTransaction(ctx.withPgClient, async (tx) => {
-      const loaded = batch.length > 0 ? await upsertResults(tx.client, batch, { seenAt: new Date(), runId, trackSightings }) : undefined;
+      const loaded = batch.size > 0 ? await upsertResultBatch(tx.client, batch, { seenAt: new Date(), runId, trackSightings }) : undefined;
       let quarantined = 0;
       if (batchProblems.length > 0) {
         quarantined = await quarantineRecords(tx.db, runId, batchProblems);
@@ -65,6 +66,8 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
       await options.onBatch(tx, position);
       return { loaded, quarantined };
     });
+    // Written for good: its buffer can serve a later batch.
+    batch.release();
     counts.inserted += outcome.loaded?.inserted ?? 0;
     counts.updated += outcome.loaded?.updated ?? 0;
     counts.unchanged += outcome.loaded?.unchanged ?? 0;
@@ -75,7 +78,7 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
     const batch = rows;
     const batchProblems = problems;
     const pages = pagesInBatch;
-    rows = [];
+    rows = new ResultBatch();
     problems = [];
     pagesInBatch = 0;
     if (writing) await writing;
@@ -94,10 +97,10 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
       lastPage = page.page;
       if (total === undefined) total = page.totalEntities;
       else if (page.totalEntities !== total) drifted = true;
-      for (const record of page.records) if (!keep || keep(record)) rows.push(record);
+      for (const record of page.records) if (!keep || keep(record)) rows.add(record);
       for (const problem of page.problems) problems.push(problem);
-      if (rows.length >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);
-      ctx.progress({ resource: RESULTS, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.length });
+      if (rows.size >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);
+      ctx.progress({ resource: RESULTS, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.size });
     }
     await flush(true);
   } finally {

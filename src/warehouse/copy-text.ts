@@ -41,8 +41,8 @@ const PENDING_CHARS = 16 * 1024;
  * text (a template literal per row is cheaper than a buffer write per field: measured
  * 0.4 against 1 µs a row); they are gathered into a short string and encoded into the
  * buffer every 16 K characters, so a batch never exists as one large string, and the
- * buffer serves batch after batch (see `copyInto`): a load of any size allocates a few
- * buffers, not one text per batch.
+ * buffer serves batch after batch: a load of any size allocates a few
+ * buffers, not one text per batch (see `takeCopyText`).
  */
 export class CopyText {
   private buffer: Buffer;
@@ -101,31 +101,43 @@ const idle: CopyText[] = [];
 const MAX_IDLE = 4;
 const MAX_KEPT_BYTES = 8 * 1024 * 1024;
 
-/**
- * `COPY table (columns) FROM STDIN` of what `write` puts into a reused buffer, on this
- * client (inside the caller's transaction). `table` and `columns` are trusted
- * identifiers from our own code. The buffer goes back to the pool only after Postgres
- * has confirmed the COPY, so no byte of it is still waiting in the socket; after a
- * failure it is dropped.
- */
-export async function copyInto(client: pg.PoolClient, table: string, columns: readonly string[], write: (out: CopyText) => void): Promise<void> {
-  const out = idle.pop() ?? new CopyText();
-  out.reset();
-  write(out);
-  const stream = client.query(copyFrom(`copy ${table} (${columns.join(', ')}) from stdin`));
-  stream.end(out.bytes());
-  await finished(stream);
-  if (idle.length < MAX_IDLE && out.capacity <= MAX_KEPT_BYTES) idle.push(out);
+/** An empty CopyText, reused from an earlier batch when one was given back. */
+export function takeCopyText(): CopyText {
+  const text = idle.pop() ?? new CopyText();
+  text.reset();
+  return text;
 }
 
-/** `copyInto` for rows given as arrays of values. */
+/**
+ * Gives a CopyText back for a later batch. Only once every COPY of it has been
+ * confirmed by Postgres, so no byte of it is still waiting in a socket; a CopyText whose
+ * COPY failed is simply dropped.
+ */
+export function releaseCopyText(text: CopyText): void {
+  if (idle.length < MAX_IDLE && text.capacity <= MAX_KEPT_BYTES && !idle.includes(text)) idle.push(text);
+}
+
+/**
+ * `COPY table (columns) FROM STDIN` of `text`, on this client (inside the caller's
+ * transaction). `table` and `columns` are trusted identifiers from our own code.
+ * Resolves once Postgres has confirmed it; `text` may be sent again (a retried
+ * transaction) and stays the caller's.
+ */
+export async function copyText(client: pg.PoolClient, table: string, columns: readonly string[], text: CopyText): Promise<void> {
+  const stream = client.query(copyFrom(`copy ${table} (${columns.join(', ')}) from stdin`));
+  stream.end(text.bytes());
+  await finished(stream);
+}
+
+/** `copyText` of rows given as arrays of values, in a buffer reused from batch to batch. */
 export async function copyRows(
   client: pg.PoolClient,
   table: string,
   columns: readonly string[],
   rows: Iterable<readonly CopyValue[]>,
 ): Promise<void> {
-  await copyInto(client, table, columns, (out) => {
-    for (const row of rows) out.row(row);
-  });
+  const text = takeCopyText();
+  for (const row of rows) text.row(row);
+  await copyText(client, table, columns, text);
+  releaseCopyText(text);
 }

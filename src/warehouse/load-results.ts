@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import type { Result } from '../platform/schemas.ts';
-import { copyField, copyInto, type CopyText } from './copy-text.ts';
+import { copyField, copyText, releaseCopyText, takeCopyText, type CopyText } from './copy-text.ts';
 import { jsonbText } from './jsonb-text.ts';
-import { dedupeById, type LoadCounts } from './load-counts.ts';
+import type { LoadCounts } from './load-counts.ts';
 
 /** The Result fields this version stores in columns; anything else goes to `extra`. */
 const KNOWN_RESULT_FIELDS = new Set([
@@ -22,8 +22,10 @@ const KNOWN_RESULT_FIELDS = new Set([
 // Declared here, not LIKE training.results: a pooled session keeps its temp tables,
 // so their shape must follow this code, not whatever the table looked like then.
 const STAGE = 'pg_temp.trainsync_stage_results';
-/** The staging table's columns and types, in the order `stageRow` writes them. */
+/** The staging table's columns and types, in the order `writeStageRow` writes them. */
 const STAGE_SHAPE = [
+  // Arrival order within the batch: of two rows with one id, the later one wins.
+  ['n', 'integer not null'],
   ['result_id', 'uuid not null'],
   ['user_id', 'uuid not null'],
   ['course_id', 'uuid not null'],
@@ -51,15 +53,25 @@ const PREPARE_STAGE = `
   delete from ${STAGE};
   delete from ${WRITTEN}`;
 
-const DATA_COLUMNS = STAGE_COLUMNS.slice(1, -1);
+const DATA_COLUMNS = STAGE_COLUMNS.slice(2, -1);
+
+/**
+ * Each id once, its last row: pages shift while paging, so an id can repeat in a batch,
+ * and `ON CONFLICT DO UPDATE` refuses one id twice in a statement. Sorted by id, so
+ * concurrent batches that overlap lock rows in the same order, which keeps deadlocks
+ * between overlapping windows rare.
+ */
+const LATEST = `latest as materialized (
+    select distinct on (result_id) * from ${STAGE} order by result_id, n desc
+  )`;
 
 // Counts come back as one row; the written ids stay in Postgres for REPLACE_ANSWERS.
 const UPSERT = `
-  with written as (
+  with ${LATEST}, written as (
     insert into training.results as r
       (result_id, ${DATA_COLUMNS.join(', ')}, first_seen_at, last_seen_at, updated_at)
     select result_id, ${DATA_COLUMNS.join(', ')}, $1::timestamptz, $1::timestamptz, $1::timestamptz
-    from ${STAGE}
+    from latest order by result_id
     on conflict (result_id) do update set
       ${DATA_COLUMNS.map((c) => `${c} = excluded.${c}`).join(',\n      ')},
       last_seen_at = excluded.last_seen_at,
@@ -74,7 +86,8 @@ const UPSERT = `
     insert into ${WRITTEN} (result_id, inserted) select result_id, inserted from written
     returning inserted
   )
-  select count(*)::int as written, (count(*) filter (where inserted))::int as inserted from saved`;
+  select (select count(*)::int from latest) as distinct_ids, count(*)::int as written, (count(*) filter (where inserted))::int as inserted
+  from saved`;
 
 /**
  * Replaces each staged result's answers, and marks updated the results whose only change
@@ -84,18 +97,18 @@ const UPSERT = `
  */
 function replaceAnswers(trackSightings: boolean): string {
   return `
-  with deleted as (
+  with ${LATEST}, deleted as (
     delete from training.result_filter_answers a
-    using ${STAGE} s
+    using latest s
     where a.result_id = any (array(
-        select e.result_id from ${STAGE} e
+        select e.result_id from latest e
         where not exists (select 1 from ${WRITTEN} w where w.result_id = e.result_id and w.inserted)
       ))
       and s.result_id = a.result_id and a.answer_id <> all (s.answer_ids)
     returning a.result_id
   ), added as (
     insert into training.result_filter_answers (result_id, answer_id)
-    select s.result_id, unnest(s.answer_ids) from ${STAGE} s
+    select s.result_id, unnest(s.answer_ids) from latest s
     on conflict do nothing
     returning result_id
   ), answers_only as (
@@ -106,7 +119,7 @@ function replaceAnswers(trackSightings: boolean): string {
   )${
     trackSightings
       ? `, sighted as (
-    insert into trainsync.result_sightings (run_id, result_id) select $2, result_id from ${STAGE}
+    insert into trainsync.result_sightings (run_id, result_id) select $2, result_id from latest
   )`
       : ''
   }
@@ -145,49 +158,76 @@ function answerIds(filters: readonly string[]): readonly string[] {
 const plain = (value: string | number | null): string | number => value ?? '\\N';
 const free = (value: string | null): string => (value === null ? '\\N' : copyField(value));
 
-/** One staging row, in STAGE_SHAPE's order: one line of text, no array per row. */
-function writeStageRow(out: CopyText, r: Result): void {
-  const extra = unknownResultFields(r);
-  out.append(
-    `${r.id}\t${r.userId}\t${r.courseId}\t${plain(r.multiCourseResultId)}\t${r.isComplete ? 't' : 'f'}\t${plain(r.dateCompleted)}\t` +
-      `${plain(r.score)}\t${plain(r.maximumScore)}\t${plain(r.passRate)}\t${free(r.courseType)}\t${free(extra === null ? null : jsonbText(extra))}\t` +
-      `{${answerIds(r.resultFilters).join(',')}}\n`,
-  );
+/**
+ * Results on their way to one warehouse transaction, held as the COPY text of the
+ * staging table from the moment each is added: a page's records are garbage as soon as
+ * the page is read, instead of living (and being promoted to the old generation) until
+ * their batch is written, and the text sits in a buffer outside the JS heap that serves
+ * batch after batch. Duplicates and order are settled by Postgres (`latest`).
+ */
+export class ResultBatch {
+  private readonly text: CopyText = takeCopyText();
+  private rows = 0;
+
+  /** Rows added, duplicates included. */
+  get size(): number {
+    return this.rows;
+  }
+
+  add(result: Result): void {
+    const r = result;
+    const extra = unknownResultFields(r);
+    this.text.append(
+      `${this.rows}\t${r.id}\t${r.userId}\t${r.courseId}\t${plain(r.multiCourseResultId)}\t${r.isComplete ? 't' : 'f'}\t${plain(r.dateCompleted)}\t` +
+        `${plain(r.score)}\t${plain(r.maximumScore)}\t${plain(r.passRate)}\t${free(r.courseType)}\t${free(extra === null ? null : jsonbText(extra))}\t` +
+        `{${answerIds(r.resultFilters).join(',')}}\n`,
+    );
+    this.rows += 1;
+  }
+
+  /** Stages the batch on `client` (again, if a transaction is retried). */
+  stage(client: pg.PoolClient): Promise<void> {
+    return copyText(client, STAGE, STAGE_COLUMNS, this.text);
+  }
+
+  /** Call once the batch is written for good: its buffer serves a later batch. */
+  release(): void {
+    releaseCopyText(this.text);
+  }
 }
 
 /**
- * Writes one batch of results (the caller batches, e.g. 5,000) on a client inside the
+ * Writes one batch of results (the caller batches, e.g. 2,000) on a client inside the
  * caller's transaction: COPY into a temp staging table, then one
  * `INSERT … ON CONFLICT DO UPDATE … WHERE … IS DISTINCT FROM …`. Each result's filter
  * answers are replaced by the listed ones; a result whose only change is its answers,
  * or that was marked removed and is listed again, counts as updated. Ids repeated in
  * the batch are written once (the last wins). Unknown fields are kept in `extra`.
  */
-export async function upsertResults(
-  client: pg.PoolClient,
-  results: readonly Result[],
-  options: UpsertResultsOptions,
-): Promise<LoadCounts> {
+export async function upsertResultBatch(client: pg.PoolClient, batch: ResultBatch, options: UpsertResultsOptions): Promise<LoadCounts> {
   if (options.trackSightings && options.runId === undefined) throw new Error('upsertResults: trackSightings needs a runId');
-  // Sorted by id: concurrent batches that overlap then lock rows in the same order,
-  // which keeps deadlocks between overlapping windows rare.
-  const batch = dedupeById(results, (r) => r.id).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  if (batch.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
-
+  if (batch.size === 0) return { inserted: 0, updated: 0, unchanged: 0 };
   await client.query(PREPARE_STAGE);
-  await copyInto(client, STAGE, STAGE_COLUMNS, (out) => {
-    for (const result of batch) writeStageRow(out, result);
-  });
+  await batch.stage(client);
   // Two statements, two one-row answers: no row per result comes back to this process.
-  const upserted = await client.query<{ written: number; inserted: number }>(UPSERT, [options.seenAt]);
-  const { written, inserted } = upserted.rows[0]!;
+  const upserted = await client.query<{ distinct_ids: number; written: number; inserted: number }>(UPSERT, [options.seenAt]);
+  const { distinct_ids: distinct, written, inserted } = upserted.rows[0]!;
   const replaced = options.trackSightings
     ? await client.query<{ answers_only: number }>(REPLACE_ANSWERS_AND_SIGHT, [options.seenAt, options.runId])
     : await client.query<{ answers_only: number }>(REPLACE_ANSWERS, [options.seenAt]);
   const answersOnly = replaced.rows[0]!.answers_only;
 
   const updated = written - inserted + answersOnly;
-  return { inserted, updated, unchanged: batch.length - inserted - updated };
+  return { inserted, updated, unchanged: distinct - inserted - updated };
+}
+
+/** `upsertResultBatch` of an array of results (webhooks, tests, benchmarks). */
+export async function upsertResults(client: pg.PoolClient, results: readonly Result[], options: UpsertResultsOptions): Promise<LoadCounts> {
+  const batch = new ResultBatch();
+  for (const result of results) batch.add(result);
+  const counts = await upsertResultBatch(client, batch, options);
+  batch.release();
+  return counts;
 }
 
 /**

@@ -29,6 +29,7 @@ import type { EmployeeSnapshotCounts } from '../src/warehouse/load-employees.ts'
 import { migrate } from '../src/warehouse/migrator.ts';
 import { createDb, createPool } from '../src/warehouse/pool.ts';
 import { lendFrom } from '../src/warehouse/transaction.ts';
+import { adminQuery } from './admin-query.ts';
 
 const DEPARTMENTS = ['Finance', 'Sales', 'Engineering', 'Operations', 'Legal', 'HR', 'Support', 'Marketing'];
 const LOCATIONS = ['London', 'Lisbon', 'Berlin', 'Utrecht', 'Dublin', 'Madrid'];
@@ -132,16 +133,6 @@ function measureInChild(url: string, file: string): Promise<Measured> {
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
     child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop()!) as Measured) : reject(new Error(`measure exited with ${code}`))));
   });
-}
-
-async function adminQuery(adminUrl: string, text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
 }
 
 function strip({ at: _at, ...counts }: EmployeeSnapshotCounts): Omit<EmployeeSnapshotCounts, 'at'> {

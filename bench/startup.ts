@@ -2,10 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { z } from 'zod';
+import { adminQuery } from './admin-query.ts';
+import { startSimulatorChild } from './simulator-child.ts';
 
 /**
  * Start-up of the CLI as a person runs it: `trainsync --help` wall time, and for
@@ -62,29 +62,6 @@ async function helpMs(way: Way): Promise<number> {
   return Math.round(median(times));
 }
 
-async function startSimulatorChild(): Promise<{ url: string; apiKey: string; stop(): void }> {
-  const child = spawn(process.execPath, ['bin/run-ts.js', 'src/simulator/child.ts', JSON.stringify({ seed: 3, sizes: { results: 2_000, users: 50 } })], {
-    cwd: ROOT,
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
-  });
-  const info = z.object({ url: z.string(), apiKey: z.string() }).parse(JSON.parse(line));
-  return { ...info, stop: () => child.kill('SIGTERM') };
-}
-
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 function rssMb(pid: number): number | undefined {
   try {
     const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -122,13 +99,13 @@ async function syncStart(way: Way, sim: { url: string; apiKey: string }): Promis
     const before = samples.filter((s) => s.at < summary.firstAt).at(-1);
     return { firstRequestMs: Math.round(summary.firstAt - started), rssBeforeWorkMb: Math.round(before?.mb ?? Number.NaN) };
   } finally {
-    await admin(`drop database if exists ${database} with (force)`);
+    await adminQuery(ADMIN, `drop database if exists ${database} with (force)`);
   }
 }
 
 export async function benchStartup(): Promise<StartupFigures> {
   const helps = { compiled: await helpMs('compiled'), tsx: await helpMs('tsx') };
-  const sim = await startSimulatorChild();
+  const sim = await startSimulatorChild({ seed: 3, sizes: { results: 2_000, users: 50 } });
   try {
     const syncs = { compiled: await syncStart('compiled', sim), tsx: await syncStart('tsx', sim) };
     return { helpMs: helps, sync: syncs };

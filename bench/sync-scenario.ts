@@ -8,9 +8,7 @@
  *
  * Prints one JSON line with the figures.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
@@ -22,6 +20,8 @@ import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
 import { runSync } from '../src/sync/run-and-wait.ts';
 import { syncPayloadSchema } from '../src/sync/sync-payload.ts';
+import { adminQuery } from './admin-query.ts';
+import { startSimulatorChild } from './simulator-child.ts';
 
 const argsSchema = z.object({
   results: z.number().int().positive(),
@@ -37,30 +37,6 @@ const args = argsSchema.parse(JSON.parse(process.argv[2] ?? '{}'));
 const ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
 const dbName = `trainsync_bench_${randomBytes(4).toString('hex')}`;
 const databaseUrl = `postgres://postgres@127.0.0.1:5432/${dbName}`;
-
-async function startSimulatorChild(): Promise<{ url: string; apiKey: string; stop(): void }> {
-  const child = spawn(
-    process.execPath,
-    ['bin/run-ts.js', 'src/simulator/child.ts', JSON.stringify({ seed: 42, sizes: { results: args.results, users: 2_000, resultsFrom: '2024-01-01', resultsTo: '2024-12-31' }, faults: { latencyMs: args.latencyMs } })],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
-  });
-  const info = z.object({ url: z.string(), apiKey: z.string() }).parse(JSON.parse(line));
-  return { ...info, stop: () => child.kill('SIGTERM') };
-}
-
-async function adminQuery(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 /** Raw COPY of the loaded rows into identical plain tables: the ceiling the upsert is compared with. */
 async function rawCopyRate(pool: pg.Pool): Promise<number> {
@@ -101,7 +77,7 @@ function microsPerResult(cpu: NodeJS.CpuUsage): number {
   return Number(((cpu.user + cpu.system) / args.results).toFixed(1));
 }
 
-const sim = await startSimulatorChild();
+const sim = await startSimulatorChild({ seed: 42, sizes: { results: args.results, users: 2_000, resultsFrom: '2024-01-01', resultsTo: '2024-12-31' }, faults: { latencyMs: args.latencyMs } });
 try {
   const config = loadConfig({
     TRAINSYNC_API_URL: sim.url,
@@ -167,5 +143,5 @@ try {
   process.stdout.write(`${JSON.stringify(figures)}\n`);
 } finally {
   sim.stop();
-  await adminQuery(`drop database if exists ${dbName} with (force)`);
+  await adminQuery(ADMIN, `drop database if exists ${dbName} with (force)`);
 }

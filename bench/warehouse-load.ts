@@ -22,6 +22,7 @@ import { upsertResults } from '../src/warehouse/load-results.ts';
 import { migrate } from '../src/warehouse/migrator.ts';
 import { createPool } from '../src/warehouse/pool.ts';
 import { lendFrom, withTransaction } from '../src/warehouse/transaction.ts';
+import { adminQuery } from './admin-query.ts';
 
 const BATCH = 5_000;
 
@@ -66,16 +67,6 @@ function syntheticResults(rows: number): Result[] {
       resultFilters: [answers[i % 20]!, answers[20 + (i % 20)]!],
     };
   });
-}
-
-async function adminQuery(adminUrl: string, text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
 }
 
 async function rawCopy(pool: pg.Pool, results: readonly Result[], indexes: boolean): Promise<number> {

@@ -1,5 +1,4 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { detectDelimiter } from '../src/provisioning/feed/delimiter.ts';
 import { feedReadOptions, FeedProfileError, loadFeedProfile, parseFeedProfile } from '../src/provisioning/feed/profile.ts';
 import { readFeed } from '../src/provisioning/feed/read.ts';
 import { runCli } from './helpers/cli.ts';
+import { freePort } from './helpers/own-services.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -36,14 +36,6 @@ function problemsOf(text: string, name = 'p.json'): string[] {
 }
 
 /** A TCP port nothing listens on (taken and released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 describe('delimiter detection', () => {
   it.each([
     ['semicolon', ';'],
@@ -330,7 +322,7 @@ describe('trainsync feed check', () => {
   beforeAll(async () => {
     // Nothing listens on either: the command must not need them.
     env = {
-      REDIS_URL: `redis://127.0.0.1:${await closedPort()}`,
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
       DATABASE_URL: 'postgres://postgres@no-such-host.invalid:5432/nothing',
     };
   });

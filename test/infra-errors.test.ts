@@ -1,22 +1,15 @@
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { describeDatabaseError, describeRedisError, InfrastructureError, maskUrl, toInfrastructureError } from '../src/infra-errors.ts';
+import { freePort } from './helpers/own-services.ts';
 
 // The same servers the global setup checks; these tests only connect, never write.
 const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const LIVE_REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** A port nothing listens on: bind an ephemeral one, then let it go. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 /** The error a real pg.Client raises when connecting to `url`. */
 async function pgConnectError(url: string): Promise<unknown> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
@@ -77,14 +70,14 @@ describe('maskUrl', () => {
 
 describe('describeDatabaseError with real pg errors', () => {
   it('says connection refused for a closed port, naming DATABASE_URL', async () => {
-    const url = `postgres://app:pg-secret-1@127.0.0.1:${await closedPort()}/trainsync`;
+    const url = `postgres://app:pg-secret-1@127.0.0.1:${await freePort()}/trainsync`;
     const message = describeDatabaseError(await pgConnectError(url), url);
     expectOneSafeLine(message, 'DATABASE_URL', 'pg-secret-1');
     expect(message).toMatch(/^cannot connect to Postgres at postgres:\/\/app:\*\*\*@127\.0\.0\.1:\d+\/trainsync \(DATABASE_URL\): connection refused; is the server running/);
   });
 
   it('looks inside the AggregateError of a happy-eyeballs connect (one error per address, empty message)', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     // A host with two addresses, as "localhost" has on a dual-stack machine: node tries both and aggregates.
     const error = await new Promise<unknown>((resolve) => {
       const socket = connect({
@@ -174,7 +167,7 @@ describe('describeRedisError with real ioredis errors', () => {
   }
 
   it('says connection refused for a closed port, naming REDIS_URL', async () => {
-    const url = `redis://:redis-secret-1@127.0.0.1:${await closedPort()}`;
+    const url = `redis://:redis-secret-1@127.0.0.1:${await freePort()}`;
     const { emitted, connectError, commandError } = await redisFailure(url);
     const message = describeRedisError(emitted, url);
     expectOneSafeLine(message, 'REDIS_URL', 'redis-secret-1');
@@ -214,7 +207,7 @@ describe('describeRedisError with real ioredis errors', () => {
 
 describe('toInfrastructureError', () => {
   it('tells Postgres from Redis by the port the socket tried, and keeps the cause', async () => {
-    const dbPort = await closedPort();
+    const dbPort = await freePort();
     const config = { DATABASE_URL: `postgres://app:pg-secret-5@127.0.0.1:${dbPort}/trainsync`, REDIS_URL: 'redis://:redis-secret-5@127.0.0.1:1' };
     const cause = await pgConnectError(config.DATABASE_URL);
     const error = toInfrastructureError(cause, config);
@@ -227,7 +220,7 @@ describe('toInfrastructureError', () => {
   });
 
   it('recognises ioredis errors, or takes the service it is told', async () => {
-    const config = { DATABASE_URL: ADMIN_URL, REDIS_URL: `redis://:redis-secret-6@127.0.0.1:${await closedPort()}` };
+    const config = { DATABASE_URL: ADMIN_URL, REDIS_URL: `redis://:redis-secret-6@127.0.0.1:${await freePort()}` };
     const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     let emitted: unknown;
     redis.on('error', (e: unknown) => (emitted = e));

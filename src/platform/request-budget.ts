@@ -162,7 +162,18 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
   const log = options.log;
 
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 }) as BudgetRedis;
-  redis.on('error', (error: Error) => log.warn({ err: { message: error.message } }, 'request budget: Redis connection error'));
+  // ioredis reports every failed reconnect (about one a second in an outage). The process's
+  // queue connections already log an outage when it starts and ends; here a request that
+  // cannot get a grant fails with BUDGET_UNAVAILABLE, so one debug line per outage is enough.
+  let unreachable = false;
+  redis.on('error', (error: Error) => {
+    if (unreachable) return;
+    unreachable = true;
+    log.debug({ err: { message: error.message } }, 'request budget: Redis unreachable');
+  });
+  redis.on('ready', () => {
+    unreachable = false;
+  });
   redis.defineCommand('trainsyncReserve', { numberOfKeys: 2, lua: RESERVE_LUA });
 
   async function pausedForMs(): Promise<number> {

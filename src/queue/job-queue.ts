@@ -1,6 +1,6 @@
 import { Queue, type Job, type JobsOptions } from 'bullmq';
 import type { Config } from '../config.ts';
-import { lookupJob, type JobCatalog } from './catalog.ts';
+import { lookupJob } from './catalog.ts';
 import { RedisConnections, type RedisMode, type RedisStatus } from './connection.ts';
 import { addChains, type ChainLink } from './flows.ts';
 import { defaultJobOptions, waitedJobOptions } from './job-options.ts';

@@ -1,25 +1,19 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { z } from 'zod';
 import type { JobContext, JobInfo, ProgressUpdate, Services } from '../context.ts';
-import { ConfigError, type Config } from '../config.ts';
+import { ConfigError } from '../config.ts';
 import { errorMessage } from '../errors.ts';
-import { maskUrl, toInfrastructureError, type InfrastructureError } from '../infra-errors.ts';
+import { toInfrastructureError } from '../infra-errors.ts';
 import type { Logger } from '../log.ts';
-import { OutageLog } from '../outage-log.ts';
 import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
-import type { PgLender } from '../warehouse/transaction.ts';
 import type { JobCatalog } from './catalog.ts';
+import { watchLock } from './lock-watch.ts';
+import { POSTGRES_WAIT_FIRST_MS, postgresWaitOf } from './postgres-wait.ts';
 
 /** How long a job whose exclusive lock is taken waits before it is tried again. */
 const LOCK_BUSY_RETRY_MS = 5_000;
 /** Progress reaches Redis at most this often: a page-by-page update would cost a round trip per page. */
 const PROGRESS_INTERVAL_MS = 500;
-/** A job that met a Postgres outage waits 1 s, 2 s, 4 s … while the outage lasts, at most this long. */
-const POSTGRES_WAIT_FIRST_MS = 1_000;
-const POSTGRES_WAIT_MAX_MS = 30_000;
-/** While Postgres is down, `select 1` this often, to log its return and release the waiting jobs at once. */
-const POSTGRES_PROBE_MS = 1_000;
-
 /**
  * Permanent errors fail the job at once: a platform error that says so (documented 400
  * codes, 401) or a configuration error. Anything else (network, database) is retried.
@@ -46,95 +40,6 @@ export interface JobRunner {
   onFinished?: JobFinishedHook;
 }
 
-/**
- * One process's view of a Postgres outage, as its jobs meet it: logged once when it
- * starts and once when it ends; jobs put back delayed, 1 s, 2 s, 4 s … (at most 30 s)
- * while it lasts, without spending a BullMQ attempt; and a `select 1` every second
- * meanwhile, which ends it and releases the waiting jobs as soon as Postgres answers.
- */
-class PostgresWait {
-  readonly outage: OutageLog;
-  private readonly config: Pick<Config, 'DATABASE_URL' | 'REDIS_URL'>;
-  private delaysGiven = 0;
-  /** When the last outage ended: an attempt begun before it failed of that outage, not a new one. */
-  private recoveredAt = 0;
-  private probing = false;
-  private readonly waiting = new Map<string, Job>();
-
-  constructor(config: Pick<Config, 'DATABASE_URL' | 'REDIS_URL'>, log: Logger) {
-    this.config = config;
-    this.outage = new OutageLog('Postgres', log, {
-      target: `${maskUrl(config.DATABASE_URL)} (DATABASE_URL)`,
-      consequence: 'jobs wait and resume when it is back',
-    });
-  }
-
-  /** Postgres failed an attempt begun at `attemptStartedAt`; returns how long its job waits. */
-  failed(error: InfrastructureError, attemptStartedAt: number, lend: PgLender): number {
-    if (attemptStartedAt >= this.recoveredAt) this.outage.down(reasonOf(error));
-    // A straggler of an outage already over retries soon: Postgres answered the probe.
-    if (!this.outage.isDown) return POSTGRES_WAIT_FIRST_MS;
-    this.probe(lend);
-    const delay = Math.min(POSTGRES_WAIT_MAX_MS, POSTGRES_WAIT_FIRST_MS * 2 ** this.delaysGiven);
-    this.delaysGiven += 1;
-    return delay;
-  }
-
-  /** The job waits in the delayed set until its delay ends or Postgres is back, whichever is first. */
-  parked(job: Job): void {
-    if (job.id !== undefined) this.waiting.set(job.id, job);
-  }
-
-  started(job: Job): void {
-    if (job.id !== undefined) this.waiting.delete(job.id);
-  }
-
-  private probe(lend: PgLender): void {
-    if (this.probing) return;
-    this.probing = true;
-    const tick = async (): Promise<void> => {
-      try {
-        await lend((client) => client.query('select 1'));
-      } catch (error) {
-        // Another failure (the pool was closed: the process is stopping) ends the probing.
-        if (toInfrastructureError(error, this.config, 'postgres')) setTimeout(() => void tick(), POSTGRES_PROBE_MS).unref();
-        else this.probing = false;
-        return;
-      }
-      this.probing = false;
-      this.recovered();
-    };
-    setTimeout(() => void tick(), POSTGRES_PROBE_MS).unref();
-  }
-
-  private recovered(): void {
-    this.outage.up();
-    this.delaysGiven = 0;
-    this.recoveredAt = Date.now();
-    const jobs = [...this.waiting.values()];
-    this.waiting.clear();
-    // Their delay may have ended meanwhile (then they are no longer delayed): nothing to do.
-    for (const job of jobs) job.promote().catch(() => undefined);
-  }
-}
-
-/** Per runner, which is per process: every job of the process shares one outage. */
-const postgresWaits = new WeakMap<JobRunner, PostgresWait>();
-
-function postgresWaitOf(runner: JobRunner, config: Config): PostgresWait {
-  let wait = postgresWaits.get(runner);
-  if (!wait) {
-    wait = new PostgresWait(config, runner.log);
-    postgresWaits.set(runner, wait);
-  }
-  return wait;
-}
-
-/** "cannot connect to Postgres at URL (DATABASE_URL): why" → "why": the outage line names the URL itself. */
-function reasonOf(error: InfrastructureError): string {
-  return error.message.replace(/^cannot connect to \S+ at .*? \((DATABASE_URL|REDIS_URL)\): /, '');
-}
-
 const SUMMARY_FIELDS = ['resource', 'mode', 'runId', 'pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'windows', 'windowsResumed', 'note', 'status'];
 
 /** The counts and names of a job's summary worth a log line (never the whole value: it may be large). */
@@ -151,53 +56,6 @@ function payloadResource(payload: unknown): Record<string, unknown> {
   if (typeof payload !== 'object' || payload === null) return {};
   const resource = (payload as Record<string, unknown>).resource;
   return typeof resource === 'string' ? { resource } : {};
-}
-
-/** A job's exclusive lock, watched: see `watchLock`. */
-interface WatchedLock {
-  /** Lends the connection that holds the lock, listening to it for as long as it is lent. */
-  lend: PgLender;
-  /** The job's signal: the worker's shutdown, or the lock's connection failing. */
-  signal: AbortSignal;
-  /** Why the lock's connection failed, once it has. */
-  readonly lost: unknown;
-  /** Stops following the worker's signal (call when the attempt ends). */
-  release(): void;
-}
-
-/**
- * An advisory lock lives on one connection. When that connection dies (a restart, a
- * failover) the lock is gone and another worker may start the same job, so the attempt
- * must stop too: the job's signal aborts, the job stops at its next page (as for a
- * shutdown, keeping its checkpoint and its run) and waits for Postgres like any job
- * whose query failed, even when its other connections were idle and never noticed.
- */
-function watchLock(lend: PgLender, shutdown: AbortSignal): WatchedLock {
-  const abort = new AbortController();
-  const forward = (): void => abort.abort(shutdown.reason);
-  if (shutdown.aborted) forward();
-  else shutdown.addEventListener('abort', forward, { once: true });
-  let lost: unknown;
-  return {
-    lend: (fn) =>
-      lend(async (client) => {
-        const onError = (error: Error): void => {
-          lost ??= error;
-          abort.abort(error);
-        };
-        client.on('error', onError);
-        try {
-          return await fn(client);
-        } finally {
-          client.off('error', onError);
-        }
-      }),
-    signal: abort.signal,
-    get lost() {
-      return lost;
-    },
-    release: () => shutdown.removeEventListener('abort', forward),
-  };
 }
 
 /**

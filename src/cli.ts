@@ -42,6 +42,12 @@ async function main(): Promise<void> {
   }
 }
 
+// `trainsync status | head`: a reader that stops early is not an error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw error;
+});
+
 await main();
 // A one-shot command has closed its connections by now; if a stray handle keeps the
 // loop alive, do not hang a cron job or a CI step over it.

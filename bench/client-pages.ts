@@ -1,13 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { createLogger } from '../src/log.ts';
 import { createPlatformClient } from '../src/platform/client.ts';
 import type { PlatformClient, ResultsQuery } from '../src/platform/types.ts';
+import { startSimulatorChild } from './simulator-child.ts';
 
 /**
  * Results pages per second through the whole platform client (shared Redis budget,
@@ -18,7 +17,6 @@ import type { PlatformClient, ResultsQuery } from '../src/platform/types.ts';
  * Run: node bin/run-ts.js bench/client-pages.ts
  */
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS = 200_000;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -30,19 +28,6 @@ export interface ClientPagesFigures {
   concurrency: number;
   records: number;
   problems: number;
-}
-
-async function startSimulatorChild(): Promise<{ child: ChildProcess; url: string; apiKey: string }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/run-ts.js'), path.join(ROOT, 'src/simulator/child.ts'), JSON.stringify({ sizes: { results: RESULTS } })], {
-    cwd: ROOT,
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout! });
-  const info = await new Promise<{ url: string; apiKey: string }>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`simulator child exited with ${code}`)));
-    lines.once('line', (line) => resolve(JSON.parse(line) as { url: string; apiKey: string }));
-  });
-  return { child, ...info };
 }
 
 async function walk(client: PlatformClient, query: ResultsQuery): Promise<{ pages: number; records: number; problems: number }> {
@@ -70,7 +55,8 @@ async function dropKeys(prefix: string): Promise<void> {
 }
 
 export async function benchClientPages(): Promise<ClientPagesFigures> {
-  const { child, url, apiKey } = await startSimulatorChild();
+  const sim = await startSimulatorChild({ sizes: { results: RESULTS } });
+  const { url, apiKey } = sim;
   const keyPrefix = `bench-${randomUUID()}`;
   const client = createPlatformClient({
     apiUrl: url,
@@ -109,7 +95,7 @@ export async function benchClientPages(): Promise<ClientPagesFigures> {
     };
   } finally {
     await client.close();
-    child.kill('SIGTERM');
+    sim.stop();
     await dropKeys(keyPrefix);
   }
 }

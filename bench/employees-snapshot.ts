@@ -11,7 +11,6 @@
  * Uses its own database on DATABASE_URL's server (default 127.0.0.1) and drops it.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -29,7 +28,7 @@ import type { EmployeeSnapshotCounts } from '../src/warehouse/load-employees.ts'
 import { migrate } from '../src/warehouse/migrator.ts';
 import { createDb, createPool } from '../src/warehouse/pool.ts';
 import { lendFrom } from '../src/warehouse/transaction.ts';
-import { adminQuery } from './admin-query.ts';
+import { createBenchDatabase } from './admin-query.ts';
 
 const DEPARTMENTS = ['Finance', 'Sales', 'Engineering', 'Operations', 'Legal', 'HR', 'Support', 'Marketing'];
 const LOCATIONS = ['London', 'Lisbon', 'Berlin', 'Utrecht', 'Dublin', 'Madrid'];
@@ -140,15 +139,10 @@ function strip({ at: _at, ...counts }: EmployeeSnapshotCounts): Omit<EmployeeSna
 }
 
 export async function benchEmployeesSnapshot(employees = 50_000): Promise<EmployeesSnapshotBench> {
-  const baseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/trainsync';
-  const adminUrl = new URL(baseUrl);
-  adminUrl.pathname = '/postgres';
-  const name = `trainsync_bench_${randomBytes(5).toString('hex')}`;
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
   const dir = await mkdtemp(path.join(tmpdir(), 'trainsync-bench-employees-'));
-  await adminQuery(adminUrl.toString(), `create database ${name}`);
-  const pool = createPool(url.toString(), { max: 2, applicationName: 'trainsync-bench' });
+  const database = await createBenchDatabase();
+  const url = database.url;
+  const pool = createPool(url, { max: 2, applicationName: 'trainsync-bench' });
   try {
     await migrate(pool, createLogger('silent'));
     const lend = lendFrom(pool);
@@ -162,13 +156,13 @@ export async function benchEmployeesSnapshot(employees = 50_000): Promise<Employ
     await seedIdentities(pool, employees);
     await pool.query('vacuum analyze training.employees, training.employee_history, trainsync.identities');
 
-    const measured = await measureInChild(url.toString(), second);
+    const measured = await measureInChild(url, second);
     if (measured.actions === 0) throw new Error('bench: the second feed planned nothing');
     const { rows } = await pool.query<{ n: number }>('select count(*)::int as n from training.employee_history');
     return { employees, changedFraction: 0.02, firstSnapshotMs, firstCounts: strip(firstCounts), ...measured, historyRows: rows[0]!.n };
   } finally {
     await pool.end();
-    await adminQuery(adminUrl.toString(), `drop database if exists ${name} with (force)`);
+    await database.drop();
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -1,12 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { got } from 'got';
 import { Agent, request as undiciRequest } from 'undici';
 import { createLogger } from '../src/log.ts';
 import { createTransport, MAX_SOCKETS } from '../src/platform/http.ts';
 import type { RequestBudget } from '../src/platform/request-budget.ts';
+import { startSimulatorChild } from './simulator-child.ts';
 
 /**
  * The HTTP client's own CPU per results page, got (as trainsync sets it up) beside
@@ -17,7 +16,6 @@ import type { RequestBudget } from '../src/platform/request-budget.ts';
  * Run: node bin/run-ts.js bench/http-clients.ts
  */
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PAGES = 2_000;
 const CONCURRENCY = 6;
 
@@ -26,19 +24,6 @@ export interface HttpClientFigures {
   concurrency: number;
   /** CPU µs of this process per page, and pages per second, for each client. */
   clients: Record<string, { cpuMicrosPerPage: number; pagesPerSecond: number }>;
-}
-
-async function startSimulatorChild(): Promise<{ child: ChildProcess; url: string; apiKey: string }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/run-ts.js'), path.join(ROOT, 'src/simulator/child.ts'), JSON.stringify({ sizes: { results: 50_000 } })], {
-    cwd: ROOT,
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout! });
-  const info = await new Promise<{ url: string; apiKey: string }>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`simulator child exited with ${code}`)));
-    lines.once('line', (line) => resolve(JSON.parse(line) as { url: string; apiKey: string }));
-  });
-  return { child, ...info };
 }
 
 type Fetch = (page: number) => Promise<unknown>;
@@ -61,7 +46,8 @@ async function measure(fetchPage: Fetch): Promise<{ cpuMicrosPerPage: number; pa
 }
 
 export async function benchHttpClients(): Promise<HttpClientFigures> {
-  const { child, url, apiKey } = await startSimulatorChild();
+  const sim = await startSimulatorChild({ sizes: { results: 50_000 } });
+  const { url, apiKey } = sim;
   const base = `${url}/api/v2/`;
   const headers = { authorization: `Bearer ${apiKey}`, accept: 'application/json, text/plain;q=0.9', 'user-agent': 'trainsync' };
   const gotClient = got.extend({
@@ -115,7 +101,7 @@ export async function benchHttpClients(): Promise<HttpClientFigures> {
   } finally {
     transport.close();
     await dispatcher.close();
-    child.kill('SIGTERM');
+    sim.stop();
   }
 }
 

@@ -7,7 +7,7 @@
  *
  * Uses its own database on DATABASE_URL's server (default 127.0.0.1) and drops it.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -22,7 +22,7 @@ import { upsertResults } from '../src/warehouse/load-results.ts';
 import { migrate } from '../src/warehouse/migrator.ts';
 import { createPool } from '../src/warehouse/pool.ts';
 import { lendFrom, withTransaction } from '../src/warehouse/transaction.ts';
-import { adminQuery } from './admin-query.ts';
+import { createBenchDatabase } from './admin-query.ts';
 
 const BATCH = 5_000;
 
@@ -119,14 +119,9 @@ async function upsertAll(pool: pg.Pool, results: readonly Result[]): Promise<{ m
 
 /** Runs the three loads on a database of its own (dropped at the end) and returns the figures. */
 export async function benchWarehouseLoad(rows = 200_000): Promise<WarehouseLoadFigures> {
-  const baseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/trainsync';
-  const adminUrl = new URL(baseUrl);
-  adminUrl.pathname = '/postgres';
-  const name = `trainsync_bench_${randomBytes(5).toString('hex')}`;
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  await adminQuery(adminUrl.toString(), `create database ${name}`);
-  const pool = createPool(url.toString(), { max: 2, applicationName: 'trainsync-bench' });
+  const database = await createBenchDatabase();
+  const url = database.url;
+  const pool = createPool(url, { max: 2, applicationName: 'trainsync-bench' });
   try {
     await migrate(pool, createLogger('silent'));
     const results = syntheticResults(rows);
@@ -162,7 +157,7 @@ export async function benchWarehouseLoad(rows = 200_000): Promise<WarehouseLoadF
     };
   } finally {
     await pool.end();
-    await adminQuery(adminUrl.toString(), `drop database if exists ${name} with (force)`);
+    await database.drop();
   }
 }
 

@@ -89,16 +89,22 @@ function startRateClient(options: Record<string, unknown>): Child {
   return { ready, go: () => child.stdin.write('go\n'), summary };
 }
 
+/** Two processes on one budget, started together; each must finish all its requests. */
+async function twoProcesses(rps: number, perProcess: number, concurrency: number): Promise<Array<{ ms: number }>> {
+  const options = { apiUrl: sim.url, apiKey: sim.apiKey, redisUrl: REDIS_URL, keyPrefix: newPrefix(), requestsPerSecond: rps, count: perProcess, concurrency };
+  const children = [startRateClient(options), startRateClient(options)];
+  await Promise.all(children.map((c) => c.ready));
+  for (const c of children) c.go();
+  const results = await Promise.all(children.map((c) => c.summary));
+  for (const r of results) expect({ code: r.code, done: r.done }, r.output).toEqual({ code: 0, done: perProcess });
+  return results;
+}
+
 describe('request budget', () => {
   it('two processes sharing one Redis never exceed the budget together', async () => {
     const rps = 20;
     const perProcess = 40;
-    const options = { apiUrl: sim.url, apiKey: sim.apiKey, redisUrl: REDIS_URL, keyPrefix: newPrefix(), requestsPerSecond: rps, count: perProcess, concurrency: 4 };
-    const children = [startRateClient(options), startRateClient(options)];
-    await Promise.all(children.map((c) => c.ready));
-    for (const c of children) c.go();
-    const results = await Promise.all(children.map((c) => c.summary));
-    for (const r of results) expect({ code: r.code, done: r.done }, r.output).toEqual({ code: 0, done: perProcess });
+    const results = await twoProcesses(rps, perProcess, 4);
 
     const requests = sim.requests;
     expect(requests).toHaveLength(2 * perProcess);
@@ -114,12 +120,7 @@ describe('request budget', () => {
     const rps = 200;
     expect(grantLeaseMs(rps, 0.05)).toBeGreaterThan(0);
     const perProcess = 250;
-    const options = { apiUrl: sim.url, apiKey: sim.apiKey, redisUrl: REDIS_URL, keyPrefix: newPrefix(), requestsPerSecond: rps, count: perProcess, concurrency: 8 };
-    const children = [startRateClient(options), startRateClient(options)];
-    await Promise.all(children.map((c) => c.ready));
-    for (const c of children) c.go();
-    const results = await Promise.all(children.map((c) => c.summary));
-    for (const r of results) expect({ code: r.code, done: r.done }, r.output).toEqual({ code: 0, done: perProcess });
+    await twoProcesses(rps, perProcess, 8);
 
     const requests = sim.requests;
     expect(requests).toHaveLength(2 * perProcess);

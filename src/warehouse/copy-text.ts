@@ -129,15 +129,3 @@ export async function copyText(client: pg.PoolClient, table: string, columns: re
   await finished(stream);
 }
 
-/** `copyText` of rows given as arrays of values, in a buffer reused from batch to batch. */
-export async function copyRows(
-  client: pg.PoolClient,
-  table: string,
-  columns: readonly string[],
-  rows: Iterable<readonly CopyValue[]>,
-): Promise<void> {
-  const text = takeCopyText();
-  for (const row of rows) text.row(row);
-  await copyText(client, table, columns, text);
-  releaseCopyText(text);
-}

@@ -25,11 +25,6 @@ export async function findIdentityByEmail(db: Db, email: string): Promise<Identi
     .executeTakeFirst();
 }
 
-export async function countIdentities(db: Db): Promise<number> {
-  const row = await db.selectFrom('trainsync.identities').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
 export interface AccountIdentity {
   employeeId: string;
   email: string;
@@ -104,16 +99,6 @@ export async function insertAdoptedIdentities(db: Db, employees: readonly Applie
     inserted += Number(result.numInsertedOrUpdatedRows ?? 0n);
   }
   return inserted;
-}
-
-/** Learns the platform user id of an employee whose id was unknown. */
-export async function setIdentityPlatformUser(db: Db, employeeId: string, platformUserId: string): Promise<void> {
-  await db
-    .updateTable('trainsync.identities')
-    .set({ platform_user_id: platformUserId, version: sql<number>`version + 1`, updated_at: sql<Date>`now()` })
-    .where('employee_id', '=', employeeId)
-    .where('platform_user_id', 'is', null)
-    .execute();
 }
 
 /**

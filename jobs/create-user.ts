@@ -1,4 +1,4 @@
-import type { JobContext } from '../src/context.ts';
+import type { JobContext } from '../src/runtime/context.ts';
 import { isNotOffered, PlatformError } from '../src/platform/errors.ts';
 import type { PlatformUser } from '../src/platform/schemas.ts';
 import { createUserPayloadSchema, PROVISION_ATTEMPTS } from '../src/provisioning/apply/actions.ts';

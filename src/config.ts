@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseLookback } from './lookback.ts';
+import { parseLookback } from './lib/lookback.ts';
 import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './webhooks/signature.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { allJobs } from '../jobs/index.ts';
-import { mapConcurrent } from '../src/map-concurrent.ts';
+import { mapConcurrent } from '../src/lib/map-concurrent.ts';
 import { readAhead } from '../src/platform/read-ahead.ts';
 import { defineJob } from '../src/queue/define-job.ts';
 import { JOB_NAMES, SYNC_QUEUE, type JobName } from '../src/queue/names.ts';

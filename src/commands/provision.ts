@@ -1,6 +1,6 @@
-import { errorMessage } from '../errors.ts';
+import { errorMessage } from '../lib/errors.ts';
 import { InvalidArgumentError, type Command } from 'commander';
-import { createApp } from '../app.ts';
+import { createApp } from '../runtime/app.ts';
 import { requirePlatform } from '../config.ts';
 import { parseMaxDisable } from '../provisioning/plan/limits.ts';
 import type { MaxDisable, PlanMode } from '../provisioning/plan/types.ts';

@@ -1,6 +1,6 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
-import { createApp, type App } from '../app.ts';
+import { createApp, type App } from '../runtime/app.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';
 import { lastRuns, listWatermarks, quarantineCounts } from '../warehouse/sync-state.ts';
 import type { CommandDeps } from './deps.ts';

@@ -1,7 +1,7 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { createApp } from '../app.ts';
+import { createApp } from '../runtime/app.ts';
 import { requirePlatform } from '../config.ts';
 import { SYNC_RESOURCES, type SyncResource } from '../sync/resources.ts';
 import { runSync, SyncConflictError, SyncInterruptedError } from '../sync/run-and-wait.ts';

@@ -1,4 +1,4 @@
-import { errorMessage } from '../errors.ts';
+import { errorMessage } from '../lib/errors.ts';
 import { errorBodySchema } from './schemas.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { JobContext } from '../context.ts';
+import type { JobContext } from '../runtime/context.ts';
 import type { JobName, QueueName } from './names.ts';
 
 export interface JobDefinition<Payload extends z.ZodType = z.ZodType, Summary = unknown> {

@@ -1,10 +1,10 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { z } from 'zod';
-import type { JobContext, JobInfo, ProgressUpdate, Services } from '../context.ts';
+import type { JobContext, JobInfo, ProgressUpdate, Services } from '../runtime/context.ts';
 import { ConfigError } from '../config.ts';
-import { errorMessage } from '../errors.ts';
-import { toInfrastructureError } from '../infra-errors.ts';
-import type { Logger } from '../log.ts';
+import { errorMessage } from '../lib/errors.ts';
+import { toInfrastructureError } from '../lib/infra-errors.ts';
+import type { Logger } from '../runtime/log.ts';
 import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
 import type { JobCatalog } from './catalog.ts';
 import { watchLock } from './lock-watch.ts';

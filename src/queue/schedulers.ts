@@ -1,5 +1,5 @@
 import type { Config } from '../config.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../runtime/log.ts';
 import { defaultJobOptions } from './job-options.ts';
 import type { JobQueue } from './job-queue.ts';
 import { JOB_NAMES, SYNC_QUEUE, type JobName } from './names.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { JobContext } from '../context.ts';
+import type { JobContext } from '../runtime/context.ts';
 import { getCheckpoint, saveCheckpoint, type RunCounts } from '../warehouse/sync-state.ts';
 import { MAX_READS, walkResults } from './results-walk.ts';
 

@@ -1,4 +1,4 @@
-import type { JobContext } from '../context.ts';
+import type { JobContext } from '../runtime/context.ts';
 import { getWatermark, listUnfinishedWindows } from '../warehouse/sync-state.ts';
 import { addDays, parseWindowKey, splitWindows, today, windowKey, type ResultWindow } from './result-windows.ts';
 import type { SyncPayload } from './sync-payload.ts';

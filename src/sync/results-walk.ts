@@ -1,4 +1,4 @@
-import type { JobContext } from '../context.ts';
+import type { JobContext } from '../runtime/context.ts';
 import { readAhead } from '../platform/read-ahead.ts';
 import { normaliseGuid, type Result } from '../platform/schemas.ts';
 import type { Page, RecordProblem, ResultsQuery } from '../platform/types.ts';

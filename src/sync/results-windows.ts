@@ -1,6 +1,6 @@
-import type { JobContext } from '../context.ts';
-import { errorMessage } from '../errors.ts';
-import { mapConcurrent } from '../map-concurrent.ts';
+import type { JobContext } from '../runtime/context.ts';
+import { errorMessage } from '../lib/errors.ts';
+import { mapConcurrent } from '../lib/map-concurrent.ts';
 import { PlatformError } from '../platform/errors.ts';
 import type { Result } from '../platform/schemas.ts';
 import { listCheckpoints, saveCheckpoint, type RunCounts } from '../warehouse/sync-state.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from '../log.ts';
+import type { Logger } from '../runtime/log.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import { SYNC_QUEUE } from '../queue/names.ts';
 import type { JobOutcome } from '../queue/wait-for-jobs.ts';

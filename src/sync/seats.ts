@@ -1,4 +1,4 @@
-import type { JobContext } from '../context.ts';
+import type { JobContext } from '../runtime/context.ts';
 import { PlatformError } from '../platform/errors.ts';
 import { insertSeatUsage, type SeatObservation } from '../warehouse/load-seats.ts';
 import { finishRun } from '../warehouse/sync-state.ts';

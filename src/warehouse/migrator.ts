@@ -1,10 +1,10 @@
-import { errorMessage } from '../errors.ts';
+import { errorMessage } from '../lib/errors.ts';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../runtime/log.ts';
 
 /** `sql/` of this package, wherever the process was started from. */
 export const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));

@@ -1,5 +1,5 @@
-import type { JobContext } from '../context.ts';
-import { errorMessage } from '../errors.ts';
+import type { JobContext } from '../runtime/context.ts';
+import { errorMessage } from '../lib/errors.ts';
 import { PlatformError } from '../platform/errors.ts';
 import type { Result } from '../platform/schemas.ts';
 import type { LoadCounts } from '../warehouse/load-counts.ts';

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Logger } from '../../log.ts';
+import type { Logger } from '../../runtime/log.ts';
 import type { ChainSpec, JobQueue } from '../../queue/job-queue.ts';
 import { PROVISION_QUEUE } from '../../queue/names.ts';
 import type { Database } from '../../warehouse/database.ts';

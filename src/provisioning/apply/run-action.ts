@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
-import type { JobContext } from '../../context.ts';
+import type { JobContext } from '../../runtime/context.ts';
 import { ConfigError } from '../../config.ts';
-import { errorMessage } from '../../errors.ts';
+import { errorMessage } from '../../lib/errors.ts';
 import { isNotOffered, PlatformError } from '../../platform/errors.ts';
 import { beginAttempt, finishAction, recordRetryableError } from './audit.ts';
 import { findIdentity } from './identities.ts';

@@ -21,7 +21,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { errorMessage } from '../../errors.ts';
+import { errorMessage } from '../../lib/errors.ts';
 import { compileDateFormat } from './date-format.ts';
 import { parseFeedEncoding, type FeedEncoding } from './lines.ts';
 import { buildStatusMap, normaliseStatusWord } from './status-words.ts';

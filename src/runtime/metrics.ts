@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
-import type { RequestEvent } from './platform/types.ts';
+import type { RequestEvent } from '../platform/types.ts';
 
 /** Prometheus metrics of one process; a registry per instance keeps tests independent. */
 export interface Metrics {

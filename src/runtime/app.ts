@@ -1,21 +1,21 @@
 import type { Kysely } from 'kysely';
-import type { Config } from './config.ts';
-import { requirePlatform } from './config.ts';
+import type { Config } from '../config.ts';
+import { requirePlatform } from '../config.ts';
 import type { Services } from './context.ts';
 import type { Logger } from './log.ts';
 import { createMetrics, observeJobs, type Metrics } from './metrics.ts';
-import { createPlatformClient, platformClientOptionsFromConfig } from './platform/client.ts';
-import type { PlatformClient } from './platform/types.ts';
-import { createJobCatalog, type JobCatalog } from './queue/catalog.ts';
-import type { AnyJobDefinition } from './queue/define-job.ts';
-import type { RedisMode } from './queue/connection.ts';
-import { createJobQueue, type JobQueue } from './queue/job-queue.ts';
-import { QUEUE_NAMES } from './queue/names.ts';
-import type { Database } from './warehouse/database.ts';
-import { ensureDatabase } from './warehouse/ensure-database.ts';
-import { migrate } from './warehouse/migrator.ts';
-import { createDb, createPool } from './warehouse/pool.ts';
-import { lendFrom, type PgLender } from './warehouse/transaction.ts';
+import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
+import type { PlatformClient } from '../platform/types.ts';
+import { createJobCatalog, type JobCatalog } from '../queue/catalog.ts';
+import type { AnyJobDefinition } from '../queue/define-job.ts';
+import type { RedisMode } from '../queue/connection.ts';
+import { createJobQueue, type JobQueue } from '../queue/job-queue.ts';
+import { QUEUE_NAMES } from '../queue/names.ts';
+import type { Database } from '../warehouse/database.ts';
+import { ensureDatabase } from '../warehouse/ensure-database.ts';
+import { migrate } from '../warehouse/migrator.ts';
+import { createDb, createPool } from '../warehouse/pool.ts';
+import { lendFrom, type PgLender } from '../warehouse/transaction.ts';
 
 /**
  * The long-lived parts one process shares between its commands and jobs. Commands

@@ -1,4 +1,4 @@
-import type { Config } from './config.ts';
+import type { Config } from '../config.ts';
 
 /**
  * Turns "Postgres/Redis is down or misconfigured" into one line an operator can act

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parseLookback } from './lib/lookback.ts';
-import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './webhooks/signature.ts';
+import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
 
 /**
  * The only place environment variables are read. `loadConfig(env)` parses once and

@@ -1,11 +1,15 @@
-import type { Config } from '../config.ts';
-
 /**
  * Turns "Postgres/Redis is down or misconfigured" into one line an operator can act
  * on: which service, which setting, the URL with its password masked, and what to
  * check. Anything that is not a connection or login problem gets `undefined`, so
  * callers rethrow it unchanged.
  */
+
+/** The two connection settings an infrastructure error names (src/config.ts holds them). */
+export interface ConnectionSettings {
+  readonly DATABASE_URL: string;
+  readonly REDIS_URL: string;
+}
 
 export type InfrastructureService = 'postgres' | 'redis';
 
@@ -103,7 +107,7 @@ export function describeRedisError(error: unknown, redisUrl: string): string | u
  */
 export function toInfrastructureError(
   error: unknown,
-  config: Pick<Config, 'DATABASE_URL' | 'REDIS_URL'>,
+  config: ConnectionSettings,
   service: InfrastructureService | undefined = serviceOf(error, config),
 ): InfrastructureError | undefined {
   if (error instanceof InfrastructureError) return error;
@@ -156,7 +160,7 @@ function networkReason(parts: ErrorPart[], setting: string): string | undefined 
   return dropped && `${dropped.message || dropped.code}; is the server up, and is ${setting} right (including TLS)?`;
 }
 
-function serviceOf(error: unknown, config: Pick<Config, 'DATABASE_URL' | 'REDIS_URL'>): InfrastructureService | undefined {
+function serviceOf(error: unknown, config: ConnectionSettings): InfrastructureService | undefined {
   const parts = errorParts(error);
   // pg's DatabaseError carries a `severity`; these messages are pg's own.
   if (parts.some((p) => /^Connection terminated|does not support SSL/.test(p.message)) || hasSeverity(error)) return 'postgres';

@@ -2,7 +2,7 @@ import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { createApp, type App } from '../runtime/app.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';
-import { lastRuns, listWatermarks, quarantineCounts } from '../warehouse/sync-state.ts';
+import { lastRuns, listWatermarks, quarantineCounts } from '../sync/sync-state.ts';
 import type { CommandDeps } from './deps.ts';
 
 /** Extra sections other parts add to `status` (provisioning adds actions needing attention). */

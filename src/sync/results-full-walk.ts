@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { JobContext } from '../runtime/context.ts';
-import { getCheckpoint, saveCheckpoint, type RunCounts } from '../warehouse/sync-state.ts';
+import { getCheckpoint, saveCheckpoint, type RunCounts } from './sync-state.ts';
 import { MAX_READS, walkResults } from './results-walk.ts';
 
 const fullWalkCheckpointSchema = z.object({

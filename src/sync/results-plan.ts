@@ -1,5 +1,5 @@
 import type { JobContext } from '../runtime/context.ts';
-import { getWatermark, listUnfinishedWindows } from '../warehouse/sync-state.ts';
+import { getWatermark, listUnfinishedWindows } from './sync-state.ts';
 import { addDays, parseWindowKey, splitWindows, today, windowKey, type ResultWindow } from './result-windows.ts';
 import type { SyncPayload } from './sync-payload.ts';
 

@@ -3,7 +3,7 @@ import { readAhead } from '../platform/read-ahead.ts';
 import { normaliseGuid, type Result } from '../platform/schemas.ts';
 import type { Page, RecordProblem, ResultsQuery } from '../platform/types.ts';
 import { recordSightings, ResultBatch, upsertResultBatch } from '../warehouse/load-results.ts';
-import { addRunCounts, quarantineRecords, type RunCounts } from '../warehouse/sync-state.ts';
+import { addRunCounts, quarantineRecords, type RunCounts } from './sync-state.ts';
 import { withRetriedTransaction, type Tx } from '../warehouse/transaction.ts';
 import { RESULTS } from './results-plan.ts';
 

@@ -3,7 +3,7 @@ import { errorMessage } from '../lib/errors.ts';
 import { mapConcurrent } from '../lib/map-concurrent.ts';
 import { PlatformError } from '../platform/errors.ts';
 import type { Result } from '../platform/schemas.ts';
-import { listCheckpoints, saveCheckpoint, type RunCounts } from '../warehouse/sync-state.ts';
+import { listCheckpoints, saveCheckpoint, type RunCounts } from './sync-state.ts';
 import { windowKey, windowQuery, type ResultWindow } from './result-windows.ts';
 import { RESULTS } from './results-plan.ts';
 import { MAX_READS, walkResults } from './results-walk.ts';

@@ -1,6 +1,6 @@
 import type { JobContext } from '../runtime/context.ts';
 import { clearSightings, markUnseenResultsRemoved } from '../warehouse/load-results.ts';
-import { countQuarantined, deleteCheckpoints, emptyRunCounts, finishRun, recordUnfinishedWindows, setWatermark } from '../warehouse/sync-state.ts';
+import { countQuarantined, deleteCheckpoints, emptyRunCounts, finishRun, recordUnfinishedWindows, setWatermark } from './sync-state.ts';
 import { withRetriedTransaction } from '../warehouse/transaction.ts';
 import { onDays, windowKey } from './result-windows.ts';
 import { walkAllResults } from './results-full-walk.ts';

@@ -1,4 +1,4 @@
-import type { RunCounts } from '../warehouse/sync-state.ts';
+import type { RunCounts } from './sync-state.ts';
 
 /** What every sync job returns; the CLI prints it and metrics count it. */
 export interface SyncSummary extends RunCounts {

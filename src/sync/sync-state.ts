@@ -8,8 +8,8 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { RecordProblem } from '../platform/types.ts';
-import type { Database, RunStatus } from './database.ts';
-import { jsonbText } from './jsonb-text.ts';
+import type { Database, RunStatus } from '../warehouse/database.ts';
+import { jsonbText } from '../warehouse/jsonb-text.ts';
 
 type Db = Kysely<Database>;
 

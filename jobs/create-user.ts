@@ -8,6 +8,7 @@ import { runAction, type ActionOutcome } from '../src/provisioning/apply/run-act
 import { asRole } from '../src/provisioning/plan/adopt.ts';
 import { defineJob } from '../src/queue/define-job.ts';
 import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
+import { withTransaction } from '../src/warehouse/transaction.ts';
 
 async function lookUp(ctx: JobContext, email: string): Promise<PlatformUser | undefined> {
   try {
@@ -52,9 +53,9 @@ export const createUser = defineJob({
       const account = adopted && user
         ? { email: user.email, firstName: user.firstName, lastName: user.lastName, role: asRole(user.role), organisationIdentifier: user.organisationIdentifier }
         : { email: p.account.email, firstName: p.account.firstName, lastName: p.account.lastName, role: p.account.role, organisationIdentifier: p.account.organisationIdentifier };
-      await ctx.db.transaction().execute(async (trx) => {
-        await upsertAccountIdentity(trx, { employeeId: p.employeeId, platformUserId, active: true, ...account });
-        await finishAction(trx, p.actionId, { status: 'succeeded', after: { platformUserId, adopted } });
+      await withTransaction(ctx.withPgClient, async (tx) => {
+        await upsertAccountIdentity(tx.db, { employeeId: p.employeeId, platformUserId, active: true, ...account });
+        await finishAction(tx.db, p.actionId, { status: 'succeeded', after: { platformUserId, adopted } });
       });
       if (adopted) ctx.log.info({ actionId: p.actionId, platformUserId }, 'the account already existed in this organisation; adopted it');
       return { actionId: p.actionId, status: 'succeeded', platformUserId, adopted };

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import type { Logger } from '../runtime/log.ts';
+import { inTransaction } from './transaction.ts';
 
 /** `sql/` of this package, wherever the process was started from. */
 export const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
@@ -79,17 +80,6 @@ async function readMigrations(dir: string): Promise<SqlFile[]> {
     seen.set(match[1]!, file.name);
   }
   return files;
-}
-
-async function inTransaction(client: pg.PoolClient, fn: () => Promise<void>): Promise<void> {
-  await client.query('begin');
-  try {
-    await fn();
-    await client.query('commit');
-  } catch (error) {
-    await client.query('rollback').catch(() => undefined);
-    throw error;
-  }
 }
 
 /**

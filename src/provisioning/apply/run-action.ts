@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { JobContext } from '../../runtime/context.ts';
 import { ConfigError } from '../../config.ts';
 import { errorMessage } from '../../lib/errors.ts';
@@ -8,6 +8,7 @@ import { findIdentity } from './identities.ts';
 import { PROVISION_ATTEMPTS } from './actions.ts';
 import { SecretError } from './secrets.ts';
 import type { Database } from '../../warehouse/database.ts';
+import { withTransaction } from '../../warehouse/transaction.ts';
 
 /** What a provisioning job returns (BullMQ keeps it in Redis): never a secret. */
 export interface ActionOutcome {
@@ -121,15 +122,15 @@ export function runUserAction(
   ctx: JobContext,
   p: UserActionPayload,
   call: (platformUserId: string) => Promise<void>,
-  record: (trx: Transaction<Database>, platformUserId: string) => Promise<unknown>,
+  record: (db: Kysely<Database>, platformUserId: string) => Promise<unknown>,
 ): Promise<ActionOutcome> {
   return runAction(ctx, p.actionId, async () => {
     const user = await resolveUserId(ctx, p.employeeId, p.email, p.platformUserId);
     if (!user) return needsIdentity(ctx, p.actionId, p.employeeId, p.email);
     await call(user.platformUserId);
-    await ctx.db.transaction().execute(async (trx) => {
-      await record(trx, user.platformUserId);
-      await finishAction(trx, p.actionId, { status: 'succeeded', after: { platformUserId: user.platformUserId } });
+    await withTransaction(ctx.withPgClient, async (tx) => {
+      await record(tx.db, user.platformUserId);
+      await finishAction(tx.db, p.actionId, { status: 'succeeded', after: { platformUserId: user.platformUserId } });
     });
     return { actionId: p.actionId, status: 'succeeded', platformUserId: user.platformUserId };
   });

@@ -1,3 +1,4 @@
+import { TrainsyncError } from './lib/errors.ts';
 import { z } from 'zod';
 import { parseLookback } from './lib/lookback.ts';
 import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
@@ -129,10 +130,10 @@ const envSchema = z.object({
 export type Config = Readonly<z.output<typeof envSchema>>;
 
 /** One error for every bad key, so a person fixes them all in one go. */
-export class ConfigError extends Error {
+export class ConfigError extends TrainsyncError {
   readonly problems: readonly string[];
   constructor(problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`, { code: 'CONFIG', retryable: false });
     this.name = 'ConfigError';
     this.problems = problems;
   }

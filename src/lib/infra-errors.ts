@@ -1,3 +1,5 @@
+import { TrainsyncError } from './errors.ts';
+
 /**
  * Turns "Postgres/Redis is down or misconfigured" into one line an operator can act
  * on: which service, which setting, the URL with its password masked, and what to
@@ -14,11 +16,10 @@ export interface ConnectionSettings {
 export type InfrastructureService = 'postgres' | 'redis';
 
 /** A dependency is unreachable or refuses us; retrying later (or fixing the setting) helps. */
-export class InfrastructureError extends Error {
+export class InfrastructureError extends TrainsyncError {
   readonly service: InfrastructureService;
-  readonly retryable = true;
   constructor(service: InfrastructureService, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(message, { code: `${service.toUpperCase()}_UNAVAILABLE`, retryable: true, cause: options?.cause });
     this.name = 'InfrastructureError';
     this.service = service;
   }

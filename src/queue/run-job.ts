@@ -1,8 +1,7 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { z } from 'zod';
 import type { JobContext, JobInfo, ProgressUpdate, Services } from '../runtime/context.ts';
-import { ConfigError } from '../config.ts';
-import { errorMessage } from '../lib/errors.ts';
+import { classify, errorMessage } from '../lib/errors.ts';
 import { toInfrastructureError } from '../lib/infra-errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
@@ -16,11 +15,11 @@ const LOCK_BUSY_RETRY_MS = 5_000;
 const PROGRESS_INTERVAL_MS = 500;
 /**
  * Permanent errors fail the job at once: a platform error that says so (documented 400
- * codes, 401) or a configuration error. Anything else (network, database) is retried.
+ * codes, 401), a configuration error, a record that fails validation (lib/errors.ts
+ * classify). Anything else (network, database) is retried.
  */
 export function isPermanentError(error: unknown): boolean {
-  if (error instanceof ConfigError) return true;
-  return typeof error === 'object' && error !== null && 'retryable' in error && error.retryable === false;
+  return !classify(error).retryable;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { TrainsyncError } from '../lib/errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import { SYNC_QUEUE } from '../queue/names.ts';
@@ -17,17 +18,20 @@ export interface RunSyncOptions {
 }
 
 /** A sync of a resource is already queued or running with other options: nothing was enqueued. */
-export class SyncConflictError extends Error {
+export class SyncConflictError extends TrainsyncError {
   constructor(message: string) {
-    super(message);
+    super(message, { code: 'SYNC_CONFLICT', retryable: false });
     this.name = 'SyncConflictError';
   }
 }
 
 /** The wait was interrupted (Ctrl-C); the jobs were handed back to the queue. */
-export class SyncInterruptedError extends Error {
+export class SyncInterruptedError extends TrainsyncError {
   constructor() {
-    super('interrupted: the jobs this process was running went back to the queue; the next `trainsync sync` or a worker resumes them from their checkpoints');
+    super('interrupted: the jobs this process was running went back to the queue; the next `trainsync sync` or a worker resumes them from their checkpoints', {
+      code: 'INTERRUPTED',
+      retryable: true,
+    });
     this.name = 'SyncInterruptedError';
   }
 }

@@ -1,4 +1,4 @@
-import { errorMessage } from '../lib/errors.ts';
+import { errorMessage, TrainsyncError } from '../lib/errors.ts';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -31,8 +31,7 @@ export interface MigrateResult {
 }
 
 /** A migration that was applied and has since been edited: refused. */
-export class MigrationChangedError extends Error {
-  readonly code = 'MIGRATION_CHANGED';
+export class MigrationChangedError extends TrainsyncError {
   constructor(
     readonly migration: string,
     readonly appliedChecksum: string,
@@ -41,6 +40,7 @@ export class MigrationChangedError extends Error {
     super(
       `migration ${migration} was already applied with checksum ${appliedChecksum}, but the file now has checksum ` +
         `${fileChecksum}: migrations are append-only: add a new numbered file instead`,
+      { code: 'MIGRATION_CHANGED', retryable: false },
     );
     this.name = 'MigrationChangedError';
   }

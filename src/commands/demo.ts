@@ -7,7 +7,7 @@ import { createApp } from '../runtime/app.ts';
 import { loadConfig } from '../config.ts';
 import type { Logger } from '../runtime/log.ts';
 import { provisionFeed } from '../provisioning/provision-feed.ts';
-import { formatOutcome, formatPlanReport } from '../provisioning/provision-report.ts';
+import { formatOutcome, formatPlanReport } from './provision-report.ts';
 import { SYNC_RESOURCES } from '../sync/resources.ts';
 import { runSync } from '../sync/run-and-wait.ts';
 import { syncPayloadSchema } from '../sync/sync-payload.ts';

@@ -8,7 +8,7 @@ import { runSync, SyncConflictError, SyncInterruptedError } from '../sync/run-an
 import { syncPayloadSchema, type SyncPayload } from '../sync/sync-payload.ts';
 import type { JobOutcome } from '../queue/wait-for-jobs.ts';
 import { withWaitOptions } from '../queue/job-queue.ts';
-import { parseDay } from '../sync/result-windows.ts';
+import { parseDay } from '../sync/results/days.ts';
 import type { CommandDeps } from './deps.ts';
 import { createProgressDisplay } from './progress-display.ts';
 

@@ -1,4 +1,4 @@
-import { RESULTS } from '../sync/results-plan.ts';
+import { RESULTS } from '../sync/results/plan.ts';
 import { listUnfinishedWindows } from '../sync/sync-state.ts';
 import type { StatusSection } from './status.ts';
 

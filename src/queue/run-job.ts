@@ -39,14 +39,17 @@ export interface JobRunner {
   onFinished?: JobFinishedHook;
 }
 
-const SUMMARY_FIELDS = ['resource', 'mode', 'runId', 'pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'windows', 'windowsResumed', 'note', 'status'];
-
-/** The counts and names of a job's summary worth a log line (never the whole value: it may be large). */
-function summaryFields(value: unknown): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return {};
+/**
+ * The fields of a job's summary worth a log line: the numbers and words its declared
+ * summary schema names (never the whole value: it may be large).
+ */
+function summaryFields(value: unknown, schema: z.ZodType | undefined): Record<string, unknown> {
+  if (!(schema instanceof z.ZodObject) || typeof value !== 'object' || value === null) return {};
   const record = value as Record<string, unknown>;
   return Object.fromEntries(
-    SUMMARY_FIELDS.filter((key) => typeof record[key] === 'number' || typeof record[key] === 'string').map((key) => [key, record[key]]),
+    Object.keys(schema.shape)
+      .filter((key) => typeof record[key] === 'number' || typeof record[key] === 'string')
+      .map((key) => [key, record[key]]),
   );
 }
 
@@ -171,6 +174,6 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     lock?.release();
   }
   if (lockBusy) throw await putBack(LOCK_BUSY_RETRY_MS, 'delayed', { lockKey, reason: 'another worker is running this job; trying again shortly' });
-  finish('completed', summaryFields(result), result);
+  finish('completed', summaryFields(result, definition.summary), result);
   return result;
 }

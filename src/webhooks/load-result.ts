@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { JobContext } from '../runtime/context.ts';
 import { classify, errorMessage, TrainsyncError } from '../lib/errors.ts';
 import { InvalidRecordError, PlatformError } from '../platform/errors.ts';
@@ -28,20 +29,24 @@ export class ResultNotReadableYet extends TrainsyncError {
 }
 
 /** A job's summary: row counts (for `trainsync_rows_loaded_total`) and the events it settled (for the webhook metrics). */
-export interface WebhookResultSummary extends LoadCounts {
-  resource: 'results';
-  resultId: string;
-  fetches: number;
+export const webhookResultSummarySchema = z.object({
+  resource: z.literal('results'),
+  resultId: z.string(),
+  fetches: z.number(),
   /**
    * `skipped`: no event waited for the result any more (another job had read it).
    * `quarantined`: the record failed validation; it is in trainsync.quarantine and its
    * events are settled as failed, naming the reason.
    */
-  outcome: WebhookResultOutcome | 'skipped' | 'quarantined';
+  outcome: z.enum(['loaded', 'not-found', 'failed', 'skipped', 'quarantined']),
+  inserted: z.number(),
+  updated: z.number(),
+  unchanged: z.number(),
   /** Records put in trainsync.quarantine (0 or 1). */
-  quarantined: number;
-  webhookEvents: Array<{ type: string; outcome: string; seconds: number }>;
-}
+  quarantined: z.number(),
+  webhookEvents: z.array(z.object({ type: z.string(), outcome: z.string(), seconds: z.number() })),
+});
+export type WebhookResultSummary = z.output<typeof webhookResultSummarySchema>;
 
 function isNotReadable(error: unknown): boolean {
   return error instanceof PlatformError && (error.code === 'RESULT_NOT_FOUND' || error.status === 404);

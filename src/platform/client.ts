@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { requirePlatform, type Config } from '../config.ts';
-import type { Logger } from '../runtime/log.ts';
+import type { Logger } from 'pino';
 import { InvalidRecordError, malformed, PlatformError } from './errors.ts';
 import { checkOrParse, fastCheckFor } from './fast-checks.ts';
 import { apiBase, createTransport, type ApiRequest } from './http.ts';

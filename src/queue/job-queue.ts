@@ -5,7 +5,6 @@ import { RedisConnections, type RedisMode, type RedisStatus } from './connection
 import { addChains, type ChainLink } from './flows.ts';
 import { defaultJobOptions, waitedJobOptions } from './job-options.ts';
 import { QUEUE_NAMES, type QueueName } from './names.ts';
-import type { ScheduledJob } from './schedulers.ts';
 import type { JobRunner } from './run-job.ts';
 import { waitForJobs, type JobOutcome, type WaitOptions } from './wait-for-jobs.ts';
 import { startWorkers, type WorkerHandle } from './worker.ts';
@@ -48,6 +47,14 @@ export interface FailedJob {
   failedReason: string;
   attemptsMade: number;
   finishedAt: string | null;
+}
+
+/** A job that runs on a schedule (src/queue/schedulers.ts derives them from the catalog). */
+export interface ScheduledJob {
+  job: string;
+  queue: QueueName;
+  /** The cron line (UTC): the job's setting when set, else its default. */
+  pattern: string;
 }
 
 /** A job scheduler as Redis holds it. */

@@ -1,15 +1,7 @@
 import type { Config } from '../config.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { JobCatalog } from './catalog.ts';
-import type { JobQueue } from './job-queue.ts';
-import type { QueueName } from './names.ts';
-
-export interface ScheduledJob {
-  job: string;
-  queue: QueueName;
-  /** The cron line (UTC): the job's setting when set, else its default. */
-  pattern: string;
-}
+import type { JobQueue, ScheduledJob } from './job-queue.ts';
 
 /** The jobs of the catalog that declare a schedule, each with the cron line the configuration gives it. */
 export function scheduleTable(catalog: JobCatalog, config: Pick<Config, 'cronLines'>): ScheduledJob[] {

@@ -4,7 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import type { Logger } from '../runtime/log.ts';
+import type { Logger } from 'pino';
 import { inTransaction } from './transaction.ts';
 
 /** `sql/` of this package, wherever the process was started from. */

@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import type { Logger } from '../runtime/log.ts';
+import type { Logger } from 'pino';
 import type { Database } from './database.ts';
 
 const INT8_OID = 20;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { TrainsyncError } from './lib/errors.ts';
 import { parseLookback } from './lib/lookback.ts';
 import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
+import { parseConsoleUsers } from './lib/console-users.ts';
 
 /**
  * The only place environment variables are read. `loadConfig(env)` parses once and
@@ -119,6 +120,24 @@ const envSchema = z.object({
   TRAINSYNC_WEBHOOK_SWEEP_MS: positiveInt('60000').min(1_000, 'at least 1000, e.g. 60000').default(60_000),
   // Processed events are kept this long; longer than the platform's 3 days of retries, so duplicates are still recognised.
   TRAINSYNC_WEBHOOK_RETENTION_DAYS: positiveInt('30').min(4, 'at least 4 (the platform retries for 3 days), e.g. 30').default(30),
+  // The operator console (src/console): off unless at least one user is configured.
+  // Users are `name:role:hash` entries (role viewer or operator; hash from `trainsync console hash-password`), comma-separated.
+  TRAINSYNC_CONSOLE_USERS: z
+    .string()
+    .transform((value, ctx) => {
+      const users = parseConsoleUsers(value);
+      if (typeof users === 'string') {
+        ctx.addIssue({ code: 'custom', message: users });
+        return z.NEVER;
+      }
+      return users;
+    })
+    .optional(),
+  TRAINSYNC_CONSOLE_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9466' }).int().min(0).max(65_535).default(9466),
+  TRAINSYNC_CONSOLE_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1').default('127.0.0.1'),
+  // Behind a TLS-terminating proxy: trust its X-Forwarded-Proto, and mark the cookies Secure.
+  TRAINSYNC_CONSOLE_TRUST_PROXY: z.enum(['true', 'false'], { error: 'true or false' }).transform((v) => v === 'true').default(false),
+  TRAINSYNC_CONSOLE_SESSION_MINUTES: positiveInt('480').max(10_080, 'at most 10080 (a week), e.g. 480').default(480),
 });
 
 /**
@@ -168,7 +187,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       const key = String(issue.path[0] ?? '(environment)');
       if (byKey.has(key)) continue;
       const given = cleaned[key];
-      const shown = given === undefined ? 'missing' : key.includes('KEY') || key.includes('SECRET') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
+      const shown = given === undefined ? 'missing' : key.includes('KEY') || key.includes('SECRET') || key.includes('USERS') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
       byKey.set(key, `${key}: ${shown}; expected ${issue.message}`);
     }
     const problems = [...byKey.values(), ...cronProblems];

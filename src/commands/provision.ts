@@ -106,6 +106,7 @@ Examples:
         if (options.json) process.stdout.write(`${provisionResultJson(result)}\n`);
         else {
           if (result.plan.refused) process.stderr.write(`trainsync: refused, nothing was enqueued: ${result.plan.refused.message}\n`);
+          if (result.heldPlanId !== undefined) process.stderr.write(`trainsync: held as plan #${result.heldPlanId}: an operator can review the people affected and approve or reject it in the console (Provisioning)\n`);
           else if (options.dryRun) process.stdout.write('dry run: nothing was enqueued\n');
           if (result.applied) {
             const skipped = result.applied.skippedEmployees.length;

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import type { CommandDeps } from './deps.ts';
+import { registerConsoleCommand } from './console.ts';
 import { registerDemoCommand } from './demo.ts';
 import { registerFeedCommand } from './feed-check.ts';
 import { registerLoadFeedCommand } from './load-feed.ts';
@@ -41,6 +42,7 @@ Logs go to stderr as JSON (pipe through pino-pretty to read them); results go to
   registerSeatsCommand(program, deps);
   registerReconcileCommand(program, deps);
   registerStatusCommand(program, deps, [unfinishedWindowsSection, provisioningAttentionSection, webhookStatusSection]);
+  registerConsoleCommand(program, deps);
   registerSimulatorCommand(program);
   registerDemoCommand(program, deps);
   return program;

@@ -49,3 +49,6 @@ create table trainsync.console_audit (
 );
 
 create index console_audit_at_idx on trainsync.console_audit (at desc);
+
+-- The console's audit trail lists actions newest first (also filtered by status or day).
+create index provisioning_actions_updated_idx on trainsync.provisioning_actions (updated_at desc, id desc);

@@ -3,7 +3,7 @@ import { isNotOffered, PlatformError } from '../src/platform/errors.ts';
 import type { PlatformUser } from '../src/platform/schemas.ts';
 import { createUserPayloadSchema, PROVISION_ATTEMPTS } from '../src/provisioning/apply/actions.ts';
 import { finishAction } from '../src/provisioning/apply/audit.ts';
-import { upsertAccountIdentity } from '../src/provisioning/apply/identities.ts';
+import { closeMembershipsOfOtherAccounts, upsertAccountIdentity } from '../src/provisioning/apply/identities.ts';
 import { runAction, type ActionOutcome } from '../src/provisioning/apply/run-action.ts';
 import { asRole } from '../src/provisioning/plan/adopt.ts';
 import { defineJob } from '../src/queue/define-job.ts';
@@ -23,7 +23,9 @@ async function lookUp(ctx: JobContext, email: string): Promise<PlatformUser | un
  * (else the feed's platform_user_id). EMAIL_IN_USE_ORG_CONNECTED means the account
  * already exists in this organisation (made by hand, or by an earlier attempt whose
  * record was lost): it is adopted, and given access back if it had none. That makes a
- * retry after a crash between the call and its record harmless.
+ * retry after a crash between the call and its record harmless. An account created
+ * again after a deletion outside trainsync (`recreate`) starts with no recorded groups:
+ * the plan adds the feed's groups after it.
  */
 export const createUser = defineJob({
   name: JOB_NAMES.createUser,
@@ -53,7 +55,8 @@ export const createUser = defineJob({
         ? { email: user.email, firstName: user.firstName, lastName: user.lastName, role: asRole(user.role), organisationIdentifier: user.organisationIdentifier }
         : { email: p.account.email, firstName: p.account.firstName, lastName: p.account.lastName, role: p.account.role, organisationIdentifier: p.account.organisationIdentifier };
       await ctx.db.transaction().execute(async (trx) => {
-        await upsertAccountIdentity(trx, { employeeId: p.employeeId, platformUserId, active: true, ...account });
+        await upsertAccountIdentity(trx, { employeeId: p.employeeId, platformUserId, active: true, ...account, ...(p.recreate ? { resetGroups: true } : {}) });
+        if (p.recreate) await closeMembershipsOfOtherAccounts(trx, p.employeeId, platformUserId);
         await finishAction(trx, p.actionId, { status: 'succeeded', after: { platformUserId, adopted } });
       });
       if (adopted) ctx.log.info({ actionId: p.actionId, platformUserId }, 'the account already existed in this organisation; adopted it');

@@ -68,7 +68,8 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     }
     return platform;
   };
-  const services = (): Services => ({ config, db, withPgClient, platform: getPlatform() });
+  // Called when a job starts, by when `queue` below exists.
+  const services = (): Services => ({ config, db, withPgClient, platform: getPlatform(), actions: queue });
   // Queue counts are read at scrape time, by when `queue` below exists.
   // Skipped while Redis is down, and given up after a moment, so /metrics always answers.
   const metrics = createMetrics(async () => {

@@ -87,6 +87,20 @@ const envSchema = z.object({
   TRAINSYNC_CRON_GROUPS: cronLine.default('0 2 * * *'),
   TRAINSYNC_CRON_USERS: cronLine.default('0 2 * * *'),
   TRAINSYNC_CRON_SEATS: cronLine.default('0 * * * *'),
+  // `reconcile --fix` on a schedule (drift repair without a new feed); unset or empty = off.
+  TRAINSYNC_CRON_RECONCILE_FIX: cronLine.optional(),
+  // Provisioning plans against the platform's accounts: training.users serves when a users
+  // sync finished after trainsync's last provisioning write and started at most this many
+  // minutes ago; otherwise GET users is read. 0 = always read GET users.
+  TRAINSYNC_PLATFORM_FRESHNESS_MINUTES: z.coerce
+    .number({ error: 'a whole number of minutes, e.g. 15' })
+    .int('a whole number of minutes, e.g. 15')
+    .min(0, '0 or more minutes, e.g. 15')
+    .max(1440, 'at most 1440 (a day), e.g. 15')
+    .default(15),
+  // An active employee whose access was removed on the platform outside trainsync:
+  // restore (enable it again, as Entra ID provisioning does) or keep (report only).
+  TRAINSYNC_DRIFT_ACCESS_REMOVED: z.enum(['restore', 'keep'], { error: 'restore or keep' }).default('restore'),
   TRAINSYNC_METRICS_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9464' }).int().min(0).max(65_535).default(9464),
   TRAINSYNC_SHUTDOWN_TIMEOUT_MS: positiveInt('30000').default(30_000),
   TRAINSYNC_FAILED_JOBS_KEPT: positiveInt('1000').default(1000),

@@ -187,7 +187,9 @@ describe('planProvisioning', () => {
     // Disabled, enabled again, and now disabled once more: a new action, not a retry.
     const later = plan([row('E1', { status: 'inactive' })], [applied('E1', { version: 5 })], { mode: 'delta' });
     expect(later.actions[0]!.id).toBe('disable:E1:v5');
-    expect(actionId({ kind: 'create-user', employeeId: 'X', email: 'A@B.com', baseVersion: 9 })).toBe('create-user:a@b.com');
+    expect(actionId({ kind: 'create-user', employeeId: 'X', email: 'A@B.com', baseVersion: 0 })).toBe('create-user:a@b.com');
+    // Creating again an account deleted outside trainsync is a new action, not a retry of the first create.
+    expect(actionId({ kind: 'create-user', employeeId: 'X', email: 'A@B.com', baseVersion: 9 })).toBe('create-user:a@b.com:v9');
   });
 
   it('is plain data: the JSON round-trips and the table lists every kind', () => {

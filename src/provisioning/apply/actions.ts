@@ -29,6 +29,8 @@ export const createUserPayloadSchema = z.object({
     role: z.enum(['USER', 'ADMIN']),
     organisationIdentifier: z.string().min(1),
   }),
+  /** The employee's account was deleted outside trainsync: the groups on record went with it. */
+  recreate: z.boolean().optional(),
 });
 export type CreateUserPayload = z.output<typeof createUserPayloadSchema>;
 
@@ -68,7 +70,7 @@ export function jobForAction(action: PlannedAction, feedHash: string | null): Ac
         role: a.role ?? 'USER',
         organisationIdentifier: a.organisationIdentifier ?? action.employeeId,
       };
-      return { name: JOB_NAMES.createUser, data: createUserPayloadSchema.parse({ ...base, account }) };
+      return { name: JOB_NAMES.createUser, data: createUserPayloadSchema.parse({ ...base, account, ...(action.baseVersion > 0 ? { recreate: true } : {}) }) };
     }
     case 'enable':
     case 'disable':

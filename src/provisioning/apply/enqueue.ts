@@ -7,10 +7,13 @@ import type { Plan } from '../plan/types.ts';
 import { jobForAction, jobIdForAction } from './actions.ts';
 import { auditEntryFor, auditRows, finishAction, openActions, recordQueuedActions, type AuditEntry, type AuditRow } from './audit.ts';
 
+/** The part of the queue that enqueues provisioning actions and waits for them. */
+export type ActionQueue = Pick<JobQueue, 'add' | 'state' | 'remove' | 'failedReason' | 'addChains' | 'processHereIfNoWorker' | 'waitFor'>;
+
 /** What enqueuing and waiting need: the database (audit rows), the queue and a log. */
 export interface ApplyDeps {
   db: Kysely<Database>;
-  queue: JobQueue;
+  queue: ActionQueue;
   log: Logger;
 }
 

@@ -34,12 +34,14 @@ export interface AccountIdentity {
   role: FeedRole | null;
   organisationIdentifier: string | null;
   active: boolean;
+  /** An account created again after a deletion outside trainsync: the recorded groups died with the old one. */
+  resetGroups?: boolean;
 }
 
 /**
  * Records an account that now exists on the platform (created or adopted). An existing
- * row for the employee is overwritten except its groups, and keeps a known platform id
- * when this call learned none.
+ * row for the employee is overwritten except its groups (unless `resetGroups`), and
+ * keeps a known platform id when this call learned none.
  */
 export async function upsertAccountIdentity(db: Db, account: AccountIdentity): Promise<void> {
   await db
@@ -65,6 +67,7 @@ export async function upsertAccountIdentity(db: Db, account: AccountIdentity): P
         role: (eb) => eb.ref('excluded.role'),
         organisation_identifier: (eb) => eb.ref('excluded.organisation_identifier'),
         active: (eb) => eb.ref('excluded.active'),
+        ...(account.resetGroups ? { groups: sql<string[]>`'{}'::uuid[]` } : {}),
         version: sql<number>`trainsync.identities.version + 1`,
         updated_at: sql<Date>`now()`,
       }),
@@ -167,4 +170,18 @@ async function recordGroupMember(db: Db, employeeId: string, groupId: string, me
     .where('user_id', '=', platformUserId)
     .where('removed_at', 'is', null)
     .execute();
+}
+
+/**
+ * After an account was created again: memberships recorded for the employee's earlier
+ * account ended with it (the platform deletes them with the account).
+ */
+export async function closeMembershipsOfOtherAccounts(db: Db, employeeId: string, platformUserId: string | null): Promise<void> {
+  let query = db
+    .updateTable('training.group_members')
+    .set({ removed_at: sql<Date>`now()` })
+    .where('employee_id', '=', employeeId)
+    .where('removed_at', 'is', null);
+  if (platformUserId !== null) query = query.where('user_id', '<>', platformUserId);
+  await query.execute();
 }

@@ -23,5 +23,6 @@ export const JOB_NAMES = {
   changeGroup: 'change-group',
   setAccess: 'set-access',
   loadWebhookResult: 'load-webhook-result',
+  reconcileFix: 'reconcile-fix',
 } as const;
 export type JobName = (typeof JOB_NAMES)[keyof typeof JOB_NAMES];

@@ -2,10 +2,16 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { defaultJobOptions } from './job-options.ts';
 import type { JobQueue } from './job-queue.ts';
-import { JOB_NAMES, SYNC_QUEUE, type JobName } from './names.ts';
+import { JOB_NAMES, PROVISION_QUEUE, SYNC_QUEUE, type JobName, type QueueName } from './names.ts';
 
-/** The scheduled syncs and the cron line each one takes from the configuration. */
+/** The queue a scheduled job runs on: the syncs on `sync`, the drift repair on `provision`. */
+function scheduleQueue(job: JobName): QueueName {
+  return job === JOB_NAMES.reconcileFix ? PROVISION_QUEUE : SYNC_QUEUE;
+}
+
+/** The scheduled jobs and the cron line each one takes from the configuration (reconcile-fix only when set). */
 export function scheduleTable(config: Config): Array<{ job: JobName; pattern: string }> {
+  const optional = config.TRAINSYNC_CRON_RECONCILE_FIX === undefined ? [] : [{ job: JOB_NAMES.reconcileFix, pattern: config.TRAINSYNC_CRON_RECONCILE_FIX }];
   return [
     { job: JOB_NAMES.syncCourses, pattern: config.TRAINSYNC_CRON_COURSES },
     { job: JOB_NAMES.syncFilters, pattern: config.TRAINSYNC_CRON_FILTERS },
@@ -13,6 +19,7 @@ export function scheduleTable(config: Config): Array<{ job: JobName; pattern: st
     { job: JOB_NAMES.syncResults, pattern: config.TRAINSYNC_CRON_RESULTS },
     { job: JOB_NAMES.syncUsers, pattern: config.TRAINSYNC_CRON_USERS },
     { job: JOB_NAMES.syncSeats, pattern: config.TRAINSYNC_CRON_SEATS },
+    ...optional,
   ];
 }
 
@@ -22,9 +29,11 @@ export function scheduleTable(config: Config): Array<{ job: JobName; pattern: st
  */
 export async function registerSchedulers(queue: JobQueue, config: Config, log: Logger): Promise<void> {
   for (const { job, pattern } of scheduleTable(config)) {
-    await queue.queues[SYNC_QUEUE].upsertJobScheduler(job, { pattern, tz: 'UTC' }, { name: job, data: { trigger: 'schedule' }, opts: defaultJobOptions(config) });
+    await queue.queues[scheduleQueue(job)].upsertJobScheduler(job, { pattern, tz: 'UTC' }, { name: job, data: { trigger: 'schedule' }, opts: defaultJobOptions(config) });
     log.info({ job, pattern }, 'schedule registered');
   }
+  // A schedule switched off (TRAINSYNC_CRON_RECONCILE_FIX emptied) must not keep firing from Redis.
+  if (config.TRAINSYNC_CRON_RECONCILE_FIX === undefined) await queue.queues[PROVISION_QUEUE].removeJobScheduler(JOB_NAMES.reconcileFix);
 }
 
 /**
@@ -33,11 +42,14 @@ export async function registerSchedulers(queue: JobQueue, config: Config, log: L
  * Returns how many were missing.
  */
 export async function ensureSchedulers(queue: JobQueue, config: Config, log: Logger): Promise<number> {
-  const present = new Set((await queue.queues[SYNC_QUEUE].getJobSchedulers()).map((scheduler) => scheduler.key));
+  const present = new Set<string>();
+  for (const name of [SYNC_QUEUE, PROVISION_QUEUE] as const) {
+    for (const scheduler of await queue.queues[name].getJobSchedulers()) present.add(scheduler.key);
+  }
   const missing = scheduleTable(config).filter(({ job }) => !present.has(job));
   if (missing.length === 0) return 0;
   for (const { job, pattern } of missing) {
-    await queue.queues[SYNC_QUEUE].upsertJobScheduler(job, { pattern, tz: 'UTC' }, { name: job, data: { trigger: 'schedule' }, opts: defaultJobOptions(config) });
+    await queue.queues[scheduleQueue(job)].upsertJobScheduler(job, { pattern, tz: 'UTC' }, { name: job, data: { trigger: 'schedule' }, opts: defaultJobOptions(config) });
   }
   log.warn({ schedules: missing.map(({ job }) => job) }, 'schedules were missing from Redis (emptied or failed over?); registered them again');
   return missing.length;

@@ -3,7 +3,7 @@ import { isNotOffered, PlatformError } from '../src/platform/errors.ts';
 import type { PlatformUser } from '../src/platform/schemas.ts';
 import { createUserPayloadSchema, PROVISION_ATTEMPTS } from '../src/provisioning/apply/actions.ts';
 import { finishAction } from '../src/provisioning/apply/audit.ts';
-import { closeMembershipsOfOtherAccounts, upsertAccountIdentity } from '../src/provisioning/apply/identities.ts';
+import { closeMembershipsOfOtherAccounts, releasePlatformUserId, upsertAccountIdentity } from '../src/provisioning/apply/identities.ts';
 import { runAction, type ActionOutcome } from '../src/provisioning/apply/run-action.ts';
 import { asRole } from '../src/provisioning/plan/adopt.ts';
 import { defineJob } from '../src/queue/define-job.ts';
@@ -55,6 +55,8 @@ export const createUser = defineJob({
         ? { email: user.email, firstName: user.firstName, lastName: user.lastName, role: asRole(user.role), organisationIdentifier: user.organisationIdentifier }
         : { email: p.account.email, firstName: p.account.firstName, lastName: p.account.lastName, role: p.account.role, organisationIdentifier: p.account.organisationIdentifier };
       await ctx.db.transaction().execute(async (trx) => {
+        const released = platformUserId ? await releasePlatformUserId(trx, platformUserId, p.employeeId) : [];
+        if (released.length > 0) ctx.log.warn({ actionId: p.actionId, platformUserId, released }, 'another identity held this account id (its account is gone); cleared it');
         await upsertAccountIdentity(trx, { employeeId: p.employeeId, platformUserId, active: true, ...account, ...(p.recreate ? { resetGroups: true } : {}) });
         if (p.recreate) await closeMembershipsOfOtherAccounts(trx, p.employeeId, platformUserId);
         await finishAction(trx, p.actionId, { status: 'succeeded', after: { platformUserId, adopted } });

@@ -75,6 +75,23 @@ export async function upsertAccountIdentity(db: Db, account: AccountIdentity): P
     .execute();
 }
 
+/**
+ * The platform just said `platformUserId` is this employee's account: another identity
+ * still holding that id records an account that is gone (deleted, and the id handed out
+ * again). Its id is cleared, so the unique index lets this one take it; that employee's
+ * next action looks its account up again. Returns the employees cleared.
+ */
+export async function releasePlatformUserId(db: Db, platformUserId: string, employeeId: string): Promise<string[]> {
+  const rows = await db
+    .updateTable('trainsync.identities')
+    .set({ platform_user_id: null, version: sql<number>`version + 1`, updated_at: sql<Date>`now()` })
+    .where('platform_user_id', '=', platformUserId)
+    .where('employee_id', '<>', employeeId)
+    .returning('employee_id')
+    .execute();
+  return rows.map((r) => r.employee_id);
+}
+
 /** Identities adopted from the platform's user list before the first plan (see adopt.ts). */
 export async function insertAdoptedIdentities(db: Db, employees: readonly AppliedEmployee[]): Promise<number> {
   let inserted = 0;

@@ -98,6 +98,14 @@ if (want('latency')) {
 if (want('provisioning')) {
   process.stdout.write('\n== provisioning: plan 50,000 employees with 2% changes\n');
   figures.provisioningPlan = await run(['bench/provisioning-plan.ts']);
+  process.stdout.write('\n== provisioning: plan 50,000 employees against the platform as it is now (GET users read included)\n');
+  const platformPlan = lastJson(await run(['bench/provisioning-plan-platform.ts']));
+  figures.provisioningPlanPlatform = platformPlan;
+  check(
+    'provisioning plan with the platform read, 50,000 employees',
+    num(platformPlan.planTimeMs) < 5000,
+    `${(num(platformPlan.planTimeMs) / 1000).toFixed(2)} s (read CPU ${platformPlan.readCpuMs} + plan ${platformPlan.planMs} ms; target < 5 s) beside ${platformPlan.requestSecondsAtDefaultBudget} s of requests at the default budget of 10/s (${platformPlan.requests} requests of GET users; ${platformPlan.repairs} drift repairs among ${platformPlan.actions} actions)`,
+  );
   process.stdout.write('\n== provisioning: apply 2,000 actions at 50 requests/s\n');
   figures.provisioningApply = await run(['bench/provisioning-apply.ts']);
 }

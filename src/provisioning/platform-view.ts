@@ -78,6 +78,11 @@ async function warehouseView(db: Kysely<Database>, asOf: Date): Promise<Platform
   return buildView(rows.map((r) => ({ id: r.user_id, email: r.email, hasAccess: r.has_access })), 'warehouse', asOf, true);
 }
 
+/** Every account through GET users (undefined view when the platform does not offer it), and the requests made. */
+export async function readAccountsFromApi(platform: PlatformClient, signal?: AbortSignal): Promise<{ view: PlatformView | undefined; requests: number }> {
+  return apiView(platform, signal);
+}
+
 async function apiView(platform: PlatformClient, signal: AbortSignal | undefined): Promise<{ view: PlatformView | undefined; requests: number }> {
   const accounts: AccountSource[] = [];
   let requests = 0;

@@ -263,3 +263,43 @@ describe('the guards count repairs', () => {
     expect([leaver, ...leavers].every((r) => !user(r.email).hasAccess)).toBe(true);
   });
 });
+
+describe('a delta feed reads only the accounts it touches', () => {
+  let big: SyncHarness;
+  beforeAll(async () => {
+    big = await createSyncHarness({ simulator: { seed: 12, sizes: { users: 160, groups: 2, courses: 2, results: 5 } } });
+  });
+  afterAll(async () => {
+    await big?.close();
+  });
+
+  it('one GET users?userId= per account when that costs less than every page; a deleted one is seen as gone', async () => {
+    const all = rowsFromState(big.sim.state);
+    const [leaving, deleting] = all.filter((r) => r.status === 'active');
+    leaving!.status = 'terminated';
+    const full = await provisionFeed(provisionDeps(big.app), { file: files.write('big.csv', toCsv(all)), mode: 'full', dryRun: false, force: false });
+    expect(full.plan.refused).toBeUndefined();
+
+    const leaverAccount = findUser(big.sim.state, leaving!.email)!;
+    const deletedAccount = findUser(big.sim.state, deleting!.email)!;
+    const hand = async (method: string, path: string): Promise<void> => {
+      const response = await fetch(`${big.sim.url}/api/v2/${path}`, { method, headers: { authorization: `Bearer ${big.sim.apiKey}` } });
+      expect(response.status).toBe(204);
+    };
+    await hand('PATCH', `users/${leaverAccount.id}/enable`);
+    await hand('PATCH', `users/${deletedAccount.id}/disable`);
+    await hand('DELETE', `users/${deletedAccount.id}`);
+
+    const readsBefore = big.sim.requests.filter((r) => r.route === 'GET /api/v2/users').length;
+    const delta = await provisionFeed(provisionDeps(big.app), { file: files.write('big-delta.csv', toCsv([leaving!, deleting!])), mode: 'delta', dryRun: true, force: false });
+    const reads = big.sim.requests.filter((r) => r.route === 'GET /api/v2/users').slice(readsBefore);
+    // The first page (to learn there are 4), then one lookup per account instead of 3 more pages.
+    expect(delta.platformRequests).toBe(3);
+    expect(reads.map((r) => new URLSearchParams(r.query).get('userId')).sort()).toEqual([null, deletedAccount.id, leaverAccount.id].sort());
+    expect(delta.plan.actions.filter((a) => a.kind !== 'add-to-group').map((a) => [a.kind, a.employeeId])).toEqual([
+      ['disable', leaving!.employee_id],
+      ['create-user', deleting!.employee_id],
+    ]);
+    expect(delta.plan.actions.every((a) => a.repair !== undefined)).toBe(true);
+  });
+});

@@ -15,6 +15,11 @@ import type { PlatformAccount, PlatformView } from './plan/types.ts';
 export interface PlatformViewOptions {
   /** TRAINSYNC_PLATFORM_FRESHNESS_MINUTES; 0 = always GET users. */
   freshnessMinutes: number;
+  /**
+   * The platform ids of the only accounts the plan looks at (a delta feed); when they are
+   * fewer than the pages of GET users, each is read on its own. Undefined = every account.
+   */
+  touchedIds?: readonly string[] | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -78,21 +83,38 @@ async function warehouseView(db: Kysely<Database>, asOf: Date): Promise<Platform
   return buildView(rows.map((r) => ({ id: r.user_id, email: r.email, hasAccess: r.has_access })), 'warehouse', asOf, true);
 }
 
-/** Every account through GET users (undefined view when the platform does not offer it), and the requests made. */
-export async function readAccountsFromApi(platform: PlatformClient, signal?: AbortSignal): Promise<{ view: PlatformView | undefined; requests: number }> {
-  return apiView(platform, signal);
-}
-
-async function apiView(platform: PlatformClient, signal: AbortSignal | undefined): Promise<{ view: PlatformView | undefined; requests: number }> {
+/**
+ * Every account through GET users (undefined view when the platform does not offer it),
+ * and the requests made. With `touchedIds` fewer than the pages left after the first,
+ * each of those accounts is read on its own instead (`GET users?userId=`).
+ */
+export async function readAccountsFromApi(
+  platform: PlatformClient,
+  signal?: AbortSignal,
+  touchedIds?: readonly string[],
+): Promise<{ view: PlatformView | undefined; requests: number }> {
   const accounts: AccountSource[] = [];
   let requests = 0;
   let complete = true;
   const asOf = new Date();
+  const pages = platform.listUsers({}, signal ? { signal } : {})[Symbol.asyncIterator]();
   try {
-    for await (const page of platform.listUsers({}, signal ? { signal } : {})) {
+    for (;;) {
+      const next = await pages.next();
+      if (next.done) break;
+      const page = next.value;
       requests += 1;
       accounts.push(...page.records);
       if (page.problems.length > 0) complete = false;
+      if (requests > 1 || touchedIds === undefined || page.totalEntities === undefined) continue;
+      const pageSize = Math.max(1, page.records.length + page.problems.length);
+      if (touchedIds.length >= Math.ceil(page.totalEntities / pageSize) - 1) continue;
+      const targeted = await readAccountsById(platform, touchedIds, signal);
+      requests += targeted.requests;
+      if (targeted.accounts !== undefined) {
+        await pages.return?.(undefined);
+        return { view: buildView(targeted.accounts, 'api', asOf, true), requests };
+      }
     }
   } catch (error) {
     if (isNotOffered(error)) return { view: undefined, requests: requests + 1 };
@@ -101,11 +123,35 @@ async function apiView(platform: PlatformClient, signal: AbortSignal | undefined
   return { view: buildView(accounts, 'api', asOf, complete), requests };
 }
 
+/**
+ * The given accounts, one `GET users?userId=` each (an unknown id lists nothing: the
+ * account is gone). `accounts` is undefined when the platform ignores the filter (an
+ * older revision answers with other accounts): then only the full listing tells.
+ */
+async function readAccountsById(
+  platform: PlatformClient,
+  ids: readonly string[],
+  signal: AbortSignal | undefined,
+): Promise<{ accounts: AccountSource[] | undefined; requests: number }> {
+  const found: AccountSource[] = [];
+  let requests = 0;
+  for (const id of ids) {
+    const wanted = id.toLowerCase();
+    requests += 1;
+    for await (const page of platform.listUsers({ userId: wanted }, signal ? { signal } : {})) {
+      if (page.problems.length > 0 || page.records.some((u) => u.id.toLowerCase() !== wanted)) return { accounts: undefined, requests };
+      found.push(...page.records);
+      break;
+    }
+  }
+  return { accounts: found, requests };
+}
+
 /** Reads the platform's accounts: training.users when fresh enough (see freshUsersSnapshot), else GET users. */
 export async function readPlatformView(deps: { db: Kysely<Database>; platform: PlatformClient }, options: PlatformViewOptions): Promise<PlatformViewResult> {
   const fresh = await freshUsersSnapshot(deps.db, options.freshnessMinutes);
   if (fresh !== undefined) return { view: await warehouseView(deps.db, fresh), requests: 0 };
-  const { view, requests } = await apiView(deps.platform, options.signal);
+  const { view, requests } = await readAccountsFromApi(deps.platform, options.signal, options.touchedIds);
   if (view === undefined) return { view, requests, note: 'the platform offers no GET users' };
   return { view, requests };
 }

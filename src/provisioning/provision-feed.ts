@@ -15,7 +15,7 @@ import type { ColumnMap, FeedFormat, FeedReadResult, ReadFeedOptions } from './f
 import { snapshotFeed } from './snapshot-feed.ts';
 import { adoptExistingAccounts } from './plan/adopt.ts';
 import { planProvisioning } from './plan/plan.ts';
-import type { AccessRemovedPolicy, MaxDisable, Plan, PlanMode, PlatformView } from './plan/types.ts';
+import type { AccessRemovedPolicy, AppliedEmployee, MaxDisable, Plan, PlanMode, PlatformView } from './plan/types.ts';
 import { loadLeaverSince, readPlatformView, viewFromUsers } from './platform-view.ts';
 
 /** How a plan treats the platform's current state (TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, TRAINSYNC_DRIFT_ACCESS_REMOVED). */
@@ -74,6 +74,15 @@ export interface ProvisionResult {
   employeesError?: string;
 }
 
+/** The platform ids of the applied employees a feed's rows name. */
+function touchedAccounts(rows: FeedReadResult['rows'], applied: readonly AppliedEmployee[]): string[] {
+  const byEmployee = new Map(applied.map((a) => [a.employeeId, a.platformUserId]));
+  return [...new Set(rows.flatMap((r) => {
+    const id = byEmployee.get(r.employeeId);
+    return id ? [id] : [];
+  }))];
+}
+
 /** Every account of the organisation, or undefined when the platform offers no GET users. */
 export async function listAllUsers(platform: PlatformClient): Promise<PlatformUser[] | undefined> {
   const users: PlatformUser[] = [];
@@ -130,7 +139,9 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
           platform = { view: viewFromUsers(users), requests: Math.max(1, Math.ceil(users.length / 50)) };
         }
       } else {
-        platform = await readPlatformView(deps, { freshnessMinutes: drift.freshnessMinutes });
+        // A delta feed looks only at its own rows' accounts; a full one at every applied employee.
+        const touchedIds = options.mode === 'delta' ? touchedAccounts(feed.rows, applied) : undefined;
+        platform = await readPlatformView(deps, { freshnessMinutes: drift.freshnessMinutes, touchedIds });
       }
       seats = await freeSeats(deps.platform);
       leaverSince = await loadLeaverSince(deps.db);

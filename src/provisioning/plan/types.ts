@@ -83,8 +83,9 @@ export interface PlatformView {
   /** Lower-case e-mail → account. */
   byEmail: ReadonlyMap<string, PlatformAccount>;
   /**
-   * Whether every account was read. Only then is an account missing from the view taken
-   * as deleted on the platform (a quarantined record would otherwise look deleted).
+   * Whether every account the plan looks at was read (all of them, or each one a delta
+   * touches). Only then is an account missing from the view taken as deleted on the
+   * platform (a quarantined record would otherwise look deleted).
    */
   complete: boolean;
   /** `api` (GET users, just now) or `warehouse` (training.users, refreshed at `asOf`). */

@@ -7,7 +7,7 @@ import { waitForActions } from '../src/provisioning/apply/enqueue.ts';
 import { provisionFeed, type ProvisionOptions, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
 import { reconcileFix } from '../src/provisioning/reconcile-fix.ts';
 import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
-import { scheduleTable } from '../src/queue/schedulers.ts';
+import { registerSchedulers, scheduleTable } from '../src/queue/schedulers.ts';
 import { findUser, groupMembers, writeCallCount } from '../src/simulator/index.ts';
 import { runCli } from './helpers/cli.ts';
 import { feedDir, rowsFromState, toCsv, type HrRow } from './helpers/hr-feed.ts';
@@ -221,6 +221,12 @@ describe('reconcile --fix: drift repair without a new feed', () => {
     expect(scheduleTable(loadConfig({})).map((s) => s.job)).not.toContain(JOB_NAMES.reconcileFix);
     expect(scheduleTable(loadConfig({ TRAINSYNC_CRON_RECONCILE_FIX: '15 3 * * *' }))).toContainEqual({ job: 'reconcile-fix', pattern: '15 3 * * *' });
     expect(scheduleTable(loadConfig({ TRAINSYNC_CRON_RECONCILE_FIX: '' })).map((s) => s.job)).not.toContain(JOB_NAMES.reconcileFix);
+    // The worker registers it on the provision queue, and removes it once the setting is emptied.
+    const provisionSchedules = async (): Promise<string[]> => (await h.app.queue.queues[PROVISION_QUEUE].getJobSchedulers()).map((s) => s.key);
+    await registerSchedulers(h.app.queue, loadConfig({ ...h.env, TRAINSYNC_CRON_RECONCILE_FIX: '15 3 * * *' }), h.app.log);
+    expect(await provisionSchedules()).toEqual(['reconcile-fix']);
+    await registerSchedulers(h.app.queue, loadConfig({ ...h.env, TRAINSYNC_CRON_RECONCILE_FIX: '' }), h.app.log);
+    expect(await provisionSchedules()).toEqual([]);
 
     const account = user(leaver.email);
     await byHand('PATCH', `users/${account.id}/enable`);

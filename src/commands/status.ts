@@ -58,7 +58,9 @@ export async function collectStatus(app: App, sections: readonly StatusSection[]
       ),
     )
   ).flat();
-  const schedules = (await app.queue.queues.sync.getJobSchedulers()).map((s) => ({
+  // The syncs are scheduled on `sync`, the drift repair (reconcile-fix) on `provision`.
+  const schedulers = [...(await app.queue.queues.sync.getJobSchedulers()), ...(await app.queue.queues.provision.getJobSchedulers())];
+  const schedules = schedulers.map((s) => ({
     id: s.key,
     pattern: s.pattern ?? null,
     next: s.next ? new Date(s.next).toISOString() : null,

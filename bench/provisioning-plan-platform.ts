@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { startSimulatorChild } from './simulator-child.ts';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/runtime/log.ts';
 import { createPlatformClient } from '../src/platform/client.ts';
 import type { FeedRow } from '../src/provisioning/feed/types.ts';
 import { planProvisioning } from '../src/provisioning/plan/plan.ts';

@@ -1,18 +1,8 @@
 import { z } from 'zod';
-import { PermanentActionError } from '../src/provisioning/apply/run-action.ts';
-import { reconcileFix } from '../src/provisioning/reconcile-fix.ts';
+import { TrainsyncError } from '../src/lib/errors.ts';
+import { RECONCILE_FIX_JOB, reconcileFix, reconcileFixSummarySchema, type ReconcileFixSummary } from '../src/provisioning/reconcile-fix.ts';
 import { defineJob } from '../src/queue/define-job.ts';
-import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
-
-export const reconcileFixPayloadSchema = z.object({ trigger: z.enum(['schedule', 'cli']).default('schedule') });
-
-export interface ReconcileFixSummary {
-  employees: number;
-  actions: number;
-  repairs: number;
-  enqueued: number;
-  platformRequests: number;
-}
+import { PROVISION_QUEUE } from '../src/queue/names.ts';
 
 /**
  * `reconcile --fix` on the worker's schedule (TRAINSYNC_CRON_RECONCILE_FIX, off by
@@ -21,10 +11,12 @@ export interface ReconcileFixSummary {
  * the guards refuse fails the job (visible in `status`) and enqueues nothing.
  */
 export const reconcileFixJob = defineJob({
-  name: JOB_NAMES.reconcileFix,
+  name: RECONCILE_FIX_JOB,
   queue: PROVISION_QUEUE,
-  payload: reconcileFixPayloadSchema,
-  exclusive: () => JOB_NAMES.reconcileFix,
+  payload: z.object({ trigger: z.enum(['schedule', 'cli']).default('schedule') }),
+  summary: reconcileFixSummarySchema,
+  schedule: { setting: 'TRAINSYNC_CRON_RECONCILE_FIX', default: null },
+  exclusive: () => RECONCILE_FIX_JOB,
   attempts: 3,
   run: async (_payload, ctx): Promise<ReconcileFixSummary> => {
     const result = await reconcileFix(
@@ -40,9 +32,12 @@ export const reconcileFixJob = defineJob({
     );
     const { plan } = result;
     if (plan.refused !== undefined) {
-      throw new PermanentActionError(`PLAN_REFUSED_${plan.refused.reason.toUpperCase().replace(/-/g, '_')}`, `scheduled reconcile --fix refused: ${plan.refused.message}`);
+      throw new TrainsyncError(`scheduled reconcile --fix refused, nothing was enqueued: ${plan.refused.message}`, {
+        code: `PLAN_REFUSED_${plan.refused.reason.toUpperCase().replace(/-/g, '_')}`,
+        retryable: false,
+      });
     }
-    const summary = {
+    const summary: ReconcileFixSummary = {
       employees: result.employees,
       actions: plan.actions.length,
       repairs: plan.repairs,

@@ -5,8 +5,8 @@ import { loadConfig } from '../src/config.ts';
 import { openActions } from '../src/provisioning/apply/audit.ts';
 import { waitForActions } from '../src/provisioning/apply/enqueue.ts';
 import { provisionFeed, type ProvisionOptions, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
-import { reconcileFix } from '../src/provisioning/reconcile-fix.ts';
-import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
+import { RECONCILE_FIX_JOB, reconcileFix } from '../src/provisioning/reconcile-fix.ts';
+import { PROVISION_QUEUE } from '../src/queue/names.ts';
 import { registerSchedulers, scheduleTable } from '../src/queue/schedulers.ts';
 import { findUser, groupMembers, writeCallCount } from '../src/simulator/index.ts';
 import { runCli } from './helpers/cli.ts';
@@ -218,21 +218,22 @@ describe('reconcile --fix: drift repair without a new feed', () => {
   });
 
   it('runs as the reconcile-fix job of the worker; its schedule is off unless TRAINSYNC_CRON_RECONCILE_FIX is set', async () => {
-    expect(scheduleTable(loadConfig({})).map((s) => s.job)).not.toContain(JOB_NAMES.reconcileFix);
-    expect(scheduleTable(loadConfig({ TRAINSYNC_CRON_RECONCILE_FIX: '15 3 * * *' }))).toContainEqual({ job: 'reconcile-fix', pattern: '15 3 * * *' });
-    expect(scheduleTable(loadConfig({ TRAINSYNC_CRON_RECONCILE_FIX: '' })).map((s) => s.job)).not.toContain(JOB_NAMES.reconcileFix);
-    // The worker registers it on the provision queue, and removes it once the setting is emptied.
-    const provisionSchedules = async (): Promise<string[]> => (await h.app.queue.queues[PROVISION_QUEUE].getJobSchedulers()).map((s) => s.key);
+    const { catalog } = h.app.queue;
+    expect(scheduleTable(catalog, loadConfig({})).map((s) => s.job)).not.toContain(RECONCILE_FIX_JOB);
+    expect(scheduleTable(catalog, loadConfig({ TRAINSYNC_CRON_RECONCILE_FIX: '15 3 * * *' }))).toContainEqual({ job: 'reconcile-fix', queue: 'provision', pattern: '15 3 * * *' });
+    expect(scheduleTable(catalog, loadConfig({ TRAINSYNC_CRON_RECONCILE_FIX: '' })).map((s) => s.job)).not.toContain(RECONCILE_FIX_JOB);
+    // The worker registers it, and removes it once the setting is emptied.
+    const registered = async (): Promise<unknown[]> => (await h.app.queue.schedules()).filter((s) => s.id === RECONCILE_FIX_JOB).map((s) => s.pattern);
     await registerSchedulers(h.app.queue, loadConfig({ ...h.env, TRAINSYNC_CRON_RECONCILE_FIX: '15 3 * * *' }), h.app.log);
-    expect(await provisionSchedules()).toEqual(['reconcile-fix']);
+    expect(await registered()).toEqual(['15 3 * * *']);
     await registerSchedulers(h.app.queue, loadConfig({ ...h.env, TRAINSYNC_CRON_RECONCILE_FIX: '' }), h.app.log);
-    expect(await provisionSchedules()).toEqual([]);
+    expect(await registered()).toEqual([]);
 
     const account = user(leaver.email);
     await byHand('PATCH', `users/${account.id}/enable`);
     const worker = await h.app.queue.startWorkers([PROVISION_QUEUE]);
     try {
-      const job = await h.app.queue.add(JOB_NAMES.reconcileFix, reconcileFixJob.payload.parse({ trigger: 'schedule' }), { waited: true });
+      const job = await h.app.queue.add(RECONCILE_FIX_JOB, reconcileFixJob.payload.parse({ trigger: 'schedule' }), { waited: true });
       const [outcome] = await h.app.queue.waitFor(PROVISION_QUEUE, [job.id]);
       expect(outcome).toMatchObject({ status: 'completed', result: { repairs: 1, enqueued: 1 } });
       const open = await openActions(h.app.db);

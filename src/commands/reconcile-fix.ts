@@ -1,8 +1,8 @@
-import { createApp } from '../app.ts';
+import { createApp } from '../runtime/app.ts';
 import { requirePlatform } from '../config.ts';
 import type { MaxDisable } from '../provisioning/plan/types.ts';
-import { formatPlanTable } from '../provisioning/plan/format.ts';
-import { formatOutcome, PROVISION_EXIT } from '../provisioning/provision-report.ts';
+import { formatPlanTable } from './plan-format.ts';
+import { formatOutcome, PROVISION_EXIT } from './provision-report.ts';
 import { reconcileFix, RECONCILE_SOURCE, type ReconcileFixResult } from '../provisioning/reconcile-fix.ts';
 import type { CommandDeps } from './deps.ts';
 import { provisionDeps } from './provision-deps.ts';

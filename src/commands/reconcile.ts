@@ -1,9 +1,9 @@
 import Table from 'cli-table3';
 import { InvalidArgumentError, type Command } from 'commander';
-import { errorMessage } from '../errors.ts';
+import { errorMessage } from '../lib/errors.ts';
 import { parseMaxDisable } from '../provisioning/plan/limits.ts';
 import type { MaxDisable } from '../provisioning/plan/types.ts';
-import { toInfrastructureError } from '../infra-errors.ts';
+import { toInfrastructureError } from '../lib/infra-errors.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate } from '../warehouse/migrator.ts';
 import { createDb, createPool } from '../warehouse/pool.ts';

@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { z } from 'zod';
 import { withAdvisoryLock } from '../warehouse/advisory-lock.ts';
 import type { Database } from '../warehouse/database.ts';
 import { loadAppliedEmployees } from './apply/applied-state.ts';
@@ -42,6 +43,19 @@ export interface ReconcileFixResult {
   /** Set when the plan was enqueued (not a dry run, not refused). */
   applied?: ApplyResult;
 }
+
+/** The worker's job that runs `reconcile --fix` on a schedule (jobs/reconcile-fix.ts). */
+export const RECONCILE_FIX_JOB = 'reconcile-fix';
+
+/** What the scheduled job returns. */
+export const reconcileFixSummarySchema = z.object({
+  employees: z.number(),
+  actions: z.number(),
+  repairs: z.number(),
+  enqueued: z.number(),
+  platformRequests: z.number(),
+});
+export type ReconcileFixSummary = z.output<typeof reconcileFixSummarySchema>;
 
 /** The snapshot where `reconcile --fix` plans from. */
 export const RECONCILE_SOURCE = 'training.employees';

@@ -1,39 +1,33 @@
 import type { Config } from '../config.ts';
-import type { Logger } from '../log.ts';
-import { defaultJobOptions } from './job-options.ts';
-import type { JobQueue } from './job-queue.ts';
-import { JOB_NAMES, PROVISION_QUEUE, SYNC_QUEUE, type JobName, type QueueName } from './names.ts';
+import type { Logger } from '../runtime/log.ts';
+import type { JobCatalog } from './catalog.ts';
+import type { AnyJobDefinition } from './define-job.ts';
+import type { JobQueue, ScheduledJob } from './job-queue.ts';
 
-/** The queue a scheduled job runs on: the syncs on `sync`, the drift repair on `provision`. */
-function scheduleQueue(job: JobName): QueueName {
-  return job === JOB_NAMES.reconcileFix ? PROVISION_QUEUE : SYNC_QUEUE;
+/** The jobs of the catalog that declare a schedule, each with the cron line the configuration gives it (none when it is off). */
+export function scheduleTable(catalog: JobCatalog, config: Pick<Config, 'cronLines'>): ScheduledJob[] {
+  return [...catalog.values()].flatMap((definition) => {
+    const pattern = definition.schedule ? (config.cronLines[definition.schedule.setting] ?? definition.schedule.default) : null;
+    return pattern === null ? [] : [{ job: definition.name, queue: definition.queue, pattern }];
+  });
 }
 
-/** The scheduled jobs and the cron line each one takes from the configuration (reconcile-fix only when set). */
-export function scheduleTable(config: Config): Array<{ job: JobName; pattern: string }> {
-  const optional = config.TRAINSYNC_CRON_RECONCILE_FIX === undefined ? [] : [{ job: JOB_NAMES.reconcileFix, pattern: config.TRAINSYNC_CRON_RECONCILE_FIX }];
-  return [
-    { job: JOB_NAMES.syncCourses, pattern: config.TRAINSYNC_CRON_COURSES },
-    { job: JOB_NAMES.syncFilters, pattern: config.TRAINSYNC_CRON_FILTERS },
-    { job: JOB_NAMES.syncGroups, pattern: config.TRAINSYNC_CRON_GROUPS },
-    { job: JOB_NAMES.syncResults, pattern: config.TRAINSYNC_CRON_RESULTS },
-    { job: JOB_NAMES.syncUsers, pattern: config.TRAINSYNC_CRON_USERS },
-    { job: JOB_NAMES.syncSeats, pattern: config.TRAINSYNC_CRON_SEATS },
-    ...optional,
-  ];
+/** Jobs with a schedule that is off (no default, variable unset or empty). */
+function switchedOff(catalog: JobCatalog, config: Pick<Config, 'cronLines'>): AnyJobDefinition[] {
+  return [...catalog.values()].filter((d) => d.schedule !== undefined && (config.cronLines[d.schedule.setting] ?? d.schedule.default) === null);
 }
 
 /**
- * Upserts one job scheduler per sync. Scheduler ids are fixed, so any number of
- * workers registering at once leave one scheduler each, and each tick makes one job.
+ * Upserts one job scheduler per scheduled job. Scheduler ids are fixed, so any number
+ * of workers registering at once leave one scheduler each, and each tick makes one job.
  */
 export async function registerSchedulers(queue: JobQueue, config: Config, log: Logger): Promise<void> {
-  for (const { job, pattern } of scheduleTable(config)) {
-    await queue.queues[scheduleQueue(job)].upsertJobScheduler(job, { pattern, tz: 'UTC' }, { name: job, data: { trigger: 'schedule' }, opts: defaultJobOptions(config) });
-    log.info({ job, pattern }, 'schedule registered');
+  for (const scheduled of scheduleTable(queue.catalog, config)) {
+    await queue.upsertSchedule(scheduled);
+    log.info({ job: scheduled.job, pattern: scheduled.pattern }, 'schedule registered');
   }
-  // A schedule switched off (TRAINSYNC_CRON_RECONCILE_FIX emptied) must not keep firing from Redis.
-  if (config.TRAINSYNC_CRON_RECONCILE_FIX === undefined) await queue.queues[PROVISION_QUEUE].removeJobScheduler(JOB_NAMES.reconcileFix);
+  // A schedule switched off (its variable emptied) must not keep firing from Redis.
+  for (const definition of switchedOff(queue.catalog, config)) await queue.removeSchedule(definition.name, definition.queue);
 }
 
 /**
@@ -42,15 +36,10 @@ export async function registerSchedulers(queue: JobQueue, config: Config, log: L
  * Returns how many were missing.
  */
 export async function ensureSchedulers(queue: JobQueue, config: Config, log: Logger): Promise<number> {
-  const present = new Set<string>();
-  for (const name of [SYNC_QUEUE, PROVISION_QUEUE] as const) {
-    for (const scheduler of await queue.queues[name].getJobSchedulers()) present.add(scheduler.key);
-  }
-  const missing = scheduleTable(config).filter(({ job }) => !present.has(job));
+  const present = new Set((await queue.schedules()).map((schedule) => schedule.id));
+  const missing = scheduleTable(queue.catalog, config).filter(({ job }) => !present.has(job));
   if (missing.length === 0) return 0;
-  for (const { job, pattern } of missing) {
-    await queue.queues[scheduleQueue(job)].upsertJobScheduler(job, { pattern, tz: 'UTC' }, { name: job, data: { trigger: 'schedule' }, opts: defaultJobOptions(config) });
-  }
+  for (const scheduled of missing) await queue.upsertSchedule(scheduled);
   log.warn({ schedules: missing.map(({ job }) => job) }, 'schedules were missing from Redis (emptied or failed over?); registered them again');
   return missing.length;
 }

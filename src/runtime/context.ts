@@ -15,7 +15,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Logger } from './log.ts';
 import type { PlatformClient } from '../platform/types.ts';
-import type { ActionQueue } from '../provisioning/apply/enqueue.ts';
+import type { ActionQueue } from '../queue/action-queue.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
 

@@ -1,15 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from '../../runtime/log.ts';
-import type { ChainSpec, JobQueue } from '../../queue/job-queue.ts';
+import type { ActionQueue, ChainSpec } from '../../queue/action-queue.ts';
 import { PROVISION_QUEUE } from '../../queue/names.ts';
 import { processAndWait } from '../../queue/process-and-wait.ts';
 import type { Database } from '../../warehouse/database.ts';
 import type { Plan } from '../plan/types.ts';
 import { jobForAction, jobIdForAction } from './actions.ts';
 import { auditEntryFor, auditRows, finishAction, openActions, recordQueuedActions, type AuditEntry, type AuditRow } from './audit.ts';
-
-/** The part of the queue that enqueues provisioning actions and waits for them. */
-export type ActionQueue = Pick<JobQueue, 'add' | 'state' | 'remove' | 'failedReason' | 'addChains' | 'processHereIfNoWorker' | 'waitFor'>;
 
 /** What enqueuing and waiting need: the database (audit rows), the queue and a log. */
 export interface ApplyDeps {

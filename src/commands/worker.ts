@@ -61,8 +61,15 @@ only when TRAINSYNC_WEBHOOK_SECRET is set; see README, "Near-real-time results".
       stopWatching();
       // No new events first: one refused meanwhile is delivered again by the platform.
       await webhooks?.close();
-      await worker.close();
+      const { forced } = await worker.close();
       await health.close();
+      if (forced) {
+        // A job stuck inside a statement keeps its pooled connection, so closing the pool would
+        // wait for it forever; the CLI exits shortly after the command returns (src/cli.ts),
+        // which ends that connection, and the job's BullMQ lock expires for another worker.
+        void app.close().catch(() => undefined);
+        return;
+      }
       await app.close();
     });
 }

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given: simulator client http warehouse sync startup latency provisioning webhooks employees
+ *   npm run bench -- sync         # only the names given: simulator client http warehouse sync startup latency provisioning webhooks employees timings
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -120,6 +120,23 @@ if (want('webhooks')) {
   check('webhook delivery-to-row p50', num(steady.p50Ms) < 2000, `p50 ${steady.p50Ms} ms, p99 ${steady.p99Ms} ms (target p50 < 2000 ms)`);
   check('webhook requests over budget', num(steady.maxInAnySecond) <= 10 && num(burst.maxInAnySecond) <= 10, `max ${steady.maxInAnySecond} / ${burst.maxInAnySecond} in any sliding second (budget 10)`);
   verdicts.push(`INFO  webhook burst drain: ${burst.drainSeconds} s for ${burst.events} events vs ${burst.idealSeconds} s = 1,000 ÷ budget (${burst.ratio}×)`);
+}
+
+if (want('timings')) {
+  process.stdout.write('\n== the durations the tests do not assert: Redis outage answers, the shared budget, SIGTERM to exit\n');
+  const timings = lastJson(await run(['bench/test-timings.ts']));
+  figures.timings = timings;
+  const outage = timings.redisOutage as Record<string, number>;
+  const budget = timings.budget as { at20: Record<string, number>; at200: Record<string, number>; duringPause: number };
+  const stop = timings.shutdown as Record<string, number>;
+  check('/healthz with Redis down', num(outage.healthzMs) < 1000, `${outage.healthzMs} ms (target < 1000)`);
+  check('/metrics with Redis down', num(outage.metricsMs) < 2000, `${outage.metricsMs} ms (target < 2000)`);
+  check('status with Redis down', num(outage.statusExitMs) < 10_000, `exits after ${outage.statusExitMs} ms (TRAINSYNC_REDIS_TIMEOUT_MS=3000; target < 10000)`);
+  check('waiting sync with Redis down', num(outage.waitingSyncExitAfterStopMs) < 15_000, `exits ${outage.waitingSyncExitAfterStopMs} ms after the stop (TRAINSYNC_REDIS_TIMEOUT_MS=4000; target < 15000)`);
+  check('shared budget used at 200/s', num(budget.at200.spanMs) < 1.5 * num(budget.at200.idealMs), `500 requests over ${budget.at200.spanMs} ms, ideal ${budget.at200.idealMs} ms (target < 1.5 × ideal)`);
+  check('requests during a Retry-After pause', num(budget.duringPause) === 0, `${budget.duringPause} landed 60 ms to 1 s after a 429 (target 0)`);
+  check('worker SIGTERM to exit mid-sync', num(stop.sigtermToExitMs) < 10_000, `${stop.sigtermToExitMs} ms, exit ${stop.exitCode} (target < 10000)`);
+  verdicts.push(`INFO  shared budget at 20/s: 80 requests over ${budget.at20.spanMs} ms, ideal ${budget.at20.idealMs} ms`);
 }
 
 process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);

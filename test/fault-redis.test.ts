@@ -6,10 +6,7 @@
  * /healthz, /metrics and the commands answer during the outage is measured by
  * `npm run bench -- timings` (bench/test-timings.ts).
  */
-import { spawn } from 'node:child_process';
 import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,32 +14,13 @@ import { loadConfig } from '../src/config.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';
 import { scheduleTable } from '../src/queue/schedulers.ts';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
-import { runCli, type CliRun } from './helpers/cli.ts';
+import { runCli, startCli } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { freePort, startOwnRedis, type OwnRedis } from './helpers/own-services.ts';
 import { startWorkerProcess, waitFor, type WorkerProcess } from './helpers/worker-process.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** Generous: an answer, however slow on a busy machine, is what counts; a hang fails. */
 const ANSWER_TIMEOUT_MS = 15_000;
-
-/** `trainsync <args>` in the background. */
-function startCli(args: readonly string[], env: Record<string, string>): { done: Promise<CliRun>; output(): string } {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/trainsync.js'), ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const done = new Promise<CliRun>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-  return { done, output: () => stdout + stderr };
-}
 
 /** A person's lines: everything on stderr but JSON log records and progress lines. */
 function messageLines(stderr: string): string[] {

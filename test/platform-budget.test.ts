@@ -1,13 +1,11 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.ts';
 import { createPlatformClient } from '../src/platform/client.ts';
 import { budgetKeyPrefix, budgetShape, createRequestBudget, grantLeaseMs } from '../src/platform/request-budget.ts';
 import { maxInWindow, NO_FAULTS, startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
+import { runRateClients, type RateClientSummary } from './helpers/rate-clients.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 
 /**
@@ -15,7 +13,6 @@ import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
  * it in any sliding second, a 429 pauses everyone, and lost Redis state is rebuilt.
  */
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const logLines: string[] = [];
 const log = createLogger(
   'info',
@@ -50,61 +47,9 @@ beforeEach(() => {
   sim.resetRequests();
 });
 
-interface RateClientSummary {
-  done: number;
-  /** Epoch ms when the process began its requests and when it finished them. */
-  startedAt: number;
-  endedAt: number;
-  code: number | null;
-  output: string;
-}
-
-interface Child {
-  ready: Promise<void>;
-  go(): void;
-  summary: Promise<RateClientSummary>;
-}
-
-function startRateClient(options: Record<string, unknown>): Child {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/run-ts.js'), 'test/fixtures/rate-client.ts', JSON.stringify(options)], {
-    cwd: ROOT,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  let markReady: () => void = () => undefined;
-  const ready = new Promise<void>((resolve) => {
-    markReady = resolve;
-  });
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString('utf8');
-    if (stdout.includes('ready\n')) markReady();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString('utf8');
-  });
-  const summary = new Promise<RateClientSummary>((resolve) => {
-    child.on('exit', (code) => {
-      const last = stdout.trim().split('\n').at(-1) ?? '{}';
-      let parsed: { done?: number; startedAt?: number; endedAt?: number } = {};
-      try {
-        parsed = JSON.parse(last) as typeof parsed;
-      } catch {
-        // Reported through `output` below.
-      }
-      resolve({ done: parsed.done ?? -1, startedAt: parsed.startedAt ?? Number.NaN, endedAt: parsed.endedAt ?? Number.NaN, code, output: stdout + stderr });
-    });
-  });
-  return { ready, go: () => child.stdin.write('go\n'), summary };
-}
-
 /** Two processes on one budget, started together; each must finish all its requests. */
 async function twoProcesses(rps: number, perProcess: number, concurrency: number): Promise<RateClientSummary[]> {
-  const options = { apiUrl: sim.url, apiKey: sim.apiKey, redisUrl: REDIS_URL, keyPrefix: newPrefix(), requestsPerSecond: rps, count: perProcess, concurrency };
-  const children = [startRateClient(options), startRateClient(options)];
-  await Promise.all(children.map((c) => c.ready));
-  for (const c of children) c.go();
-  const results = await Promise.all(children.map((c) => c.summary));
+  const results = await runRateClients(2, { apiUrl: sim.url, apiKey: sim.apiKey, redisUrl: REDIS_URL, keyPrefix: newPrefix(), requestsPerSecond: rps, count: perProcess, concurrency });
   for (const r of results) expect({ code: r.code, done: r.done }, r.output).toEqual({ code: 0, done: perProcess });
   // They really competed: each began before the other had finished.
   const [a, b] = results as [RateClientSummary, RateClientSummary];

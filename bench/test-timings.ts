@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/runtime/log.ts';
 import { createPlatformClient } from '../src/platform/client.ts';
 import { defaultJobOptions } from '../src/queue/job-options.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/runtime/log.ts';
 import { createPlatformClient } from '../src/platform/client.ts';
 import { PlatformError } from '../src/platform/errors.ts';
 import type { PlatformClient } from '../src/platform/types.ts';

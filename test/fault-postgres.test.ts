@@ -148,12 +148,11 @@ describe('the worker through Postgres outages', () => {
 
     const health = pollHealth();
     await outage(health);
-    // Polled until it says healthy again after the outage.
+    // Polled until it has said healthy a few times after the outage.
     const afterOutage = health.count();
-    await waitFor(async () => (health.since(afterOutage).includes(200) ? true : undefined), 30_000, '/healthz to be healthy again');
+    await waitFor(async () => (health.since(afterOutage).filter((status) => status === 200).length >= 5 ? true : undefined), 30_000, '/healthz to be healthy again');
     const statuses = await health.stop();
     // /healthz answered throughout: healthy, or 503 while Postgres was away.
-    expect(statuses.length).toBeGreaterThan(10);
     expect(statuses.filter((status) => status !== 200 && status !== 503)).toEqual([]);
 
     const summary = (await job.waitUntilFinished(events, 60_000)) as Record<string, unknown>;

@@ -9,6 +9,7 @@ import { runCli, startCli } from '../test/helpers/cli.ts';
 import { createTestDatabase } from '../test/helpers/db.ts';
 import { freePort, startOwnRedis } from '../test/helpers/own-services.ts';
 import { runRateClients } from '../test/helpers/rate-clients.ts';
+import { OUTAGE_SIMULATOR, outageEnv } from '../test/helpers/redis-outage.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from '../test/helpers/redis.ts';
 import { createSyncHarness } from '../test/helpers/sync-harness.ts';
 import { startWorkerProcess, waitFor } from '../test/helpers/worker-process.ts';
@@ -53,23 +54,11 @@ async function redisOutage(): Promise<RedisOutageFigures> {
   const [redis, database, sim, metricsPort] = await Promise.all([
     startOwnRedis(),
     createTestDatabase(),
-    startSimulator({ seed: 11, sizes: { results: 4_000, resultsFrom: '2024-01-01', resultsTo: '2024-12-31' }, faults: { latencyMs: 60 } }),
+    startSimulator(OUTAGE_SIMULATOR),
     freePort(),
   ]);
   const prefix = `bench-timings-${process.pid}`;
-  const env: Record<string, string> = {
-    TRAINSYNC_API_URL: sim.url,
-    TRAINSYNC_API_KEY: sim.apiKey,
-    DATABASE_URL: database.url,
-    REDIS_URL: redis.url,
-    TRAINSYNC_QUEUE_PREFIX: prefix,
-    TRAINSYNC_REQUESTS_PER_SECOND: '2000',
-    TRAINSYNC_RETRY_MAX_DELAY_MS: '200',
-    TRAINSYNC_RESULTS_CONCURRENCY: '1',
-    TRAINSYNC_METRICS_PORT: '0',
-    LOG_LEVEL: 'info',
-    LOG_FORMAT: 'json',
-  };
+  const env = outageEnv({ apiUrl: sim.url, apiKey: sim.apiKey, databaseUrl: database.url, redisUrl: redis.url, prefix });
   const probe = new Redis(redis.url, { maxRetriesPerRequest: null, retryStrategy: () => 200 });
   probe.on('error', () => undefined);
   const queue = new Queue(SYNC_QUEUE, { connection: probe, prefix });

@@ -5,20 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_NAMES } from '../src/queue/names.ts';
 import { SQL_DIR } from '../src/warehouse/migrator.ts';
 import { runCli } from './helpers/cli.ts';
-import { ADMIN_URL, databaseUrl } from './helpers/db.ts';
+import { databaseUrl, withAdmin } from './helpers/db.ts';
 import { createSyncHarness, summaryOf, type SyncHarness } from './helpers/sync-harness.ts';
 
 /** `trainsync migrate` and a successful `trainsync status`, run as a person runs them (child processes). */
-
-async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  try {
-    return await fn(admin);
-  } finally {
-    await admin.end();
-  }
-}
 
 describe('trainsync migrate', () => {
   // Named like createTestDatabase's, so a crashed run's leftover is dropped by the next setup.

@@ -19,6 +19,7 @@ import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts
 import { runCli, startCli } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { freePort, startOwnRedis, type OwnRedis } from './helpers/own-services.ts';
+import { OUTAGE_SIMULATOR, outageEnv } from './helpers/redis-outage.ts';
 import { startWorkerProcess, waitFor, type WorkerProcess } from './helpers/worker-process.ts';
 
 /** Generous: an answer, however slow on a busy machine, is what counts; a hang fails. */
@@ -53,24 +54,10 @@ describe('Redis stops and comes back empty', () => {
     [redis, database, sim, metricsPort] = await Promise.all([
       startOwnRedis(),
       createTestDatabase(),
-      // Slow pages, one window at a time: the results sync is still running when Redis stops.
-      startSimulator({ seed: 11, sizes: { results: 4_000, resultsFrom: '2024-01-01', resultsTo: '2024-12-31' }, faults: { latencyMs: 60 } }),
+      startSimulator(OUTAGE_SIMULATOR),
       freePort(),
     ]);
-    env = {
-      TRAINSYNC_API_URL: sim.url,
-      TRAINSYNC_API_KEY: sim.apiKey,
-      DATABASE_URL: database.url,
-      REDIS_URL: redis.url,
-      TRAINSYNC_QUEUE_PREFIX: prefix,
-      TRAINSYNC_REQUESTS_PER_SECOND: '2000',
-      TRAINSYNC_RETRY_MAX_DELAY_MS: '200',
-      TRAINSYNC_RESULTS_CONCURRENCY: '1',
-      TRAINSYNC_METRICS_PORT: '0',
-      TRAINSYNC_SHUTDOWN_TIMEOUT_MS: '3000',
-      LOG_LEVEL: 'info',
-      LOG_FORMAT: 'json',
-    };
+    env = outageEnv({ apiUrl: sim.url, apiKey: sim.apiKey, databaseUrl: database.url, redisUrl: redis.url, prefix });
     probe = new Redis(redis.url, { maxRetriesPerRequest: null, retryStrategy: () => 200 });
     probe.on('error', () => undefined);
     queue = new Queue(SYNC_QUEUE, { connection: probe, prefix });

@@ -1,10 +1,9 @@
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/runtime/log.ts';
 import { createPlatformClient } from '../src/platform/client.ts';
 import { PlatformError } from '../src/platform/errors.ts';
 import type { PlatformClient } from '../src/platform/types.ts';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
+import { capturingLogger } from './helpers/log-capture.ts';
 import { startOwnRedis, type OwnRedis } from './helpers/own-services.ts';
 import { testPrefix } from './helpers/redis.ts';
 import { waitFor } from './helpers/worker-process.ts';
@@ -20,19 +19,13 @@ describe('the request budget while Redis is down', () => {
   let redis: OwnRedis;
   let sim: RunningSimulator;
   let client: PlatformClient;
-  const logLines: string[] = [];
+  let logLines: string[] = [];
 
   beforeAll(async () => {
     [redis, sim] = await Promise.all([startOwnRedis(), startSimulator({ seed: 5, sizes: { results: 0, users: 10 } })]);
-    const log = createLogger(
-      'debug',
-      new Writable({
-        write(chunk: Buffer, _encoding, callback) {
-          logLines.push(chunk.toString('utf8'));
-          callback();
-        },
-      }),
-    );
+    const captured = capturingLogger('debug');
+    const log = captured.log;
+    logLines = captured.lines;
     client = createPlatformClient({ apiUrl: sim.url, apiKey: sim.apiKey, log, redisUrl: redis.url, keyPrefix: testPrefix(), requestsPerSecond: 100, retries: 2, retryBaseDelayMs: 5, retryMaxDelayMs: 50 });
   });
 

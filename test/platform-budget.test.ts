@@ -1,10 +1,9 @@
-import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/runtime/log.ts';
 import { createPlatformClient } from '../src/platform/client.ts';
 import { budgetKeyPrefix, budgetShape, createRequestBudget, grantLeaseMs } from '../src/platform/request-budget.ts';
 import { maxInWindow, NO_FAULTS, startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
+import { capturingLogger } from './helpers/log-capture.ts';
 import { runRateClients, type RateClientSummary } from './helpers/rate-clients.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 
@@ -13,16 +12,7 @@ import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
  * it in any sliding second, a 429 pauses everyone, and lost Redis state is rebuilt.
  */
 
-const logLines: string[] = [];
-const log = createLogger(
-  'info',
-  new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      logLines.push(chunk.toString('utf8'));
-      callback();
-    },
-  }),
-);
+const { log, lines: logLines } = capturingLogger('info');
 
 let sim: RunningSimulator;
 const prefixes: string[] = [];

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/runtime/log.ts';
 import { createPlatformClient, type PlatformClientOptions } from '../src/platform/client.ts';
 import { PlatformError } from '../src/platform/errors.ts';
 import type { Page, PlatformClient, RequestEvent } from '../src/platform/types.ts';
@@ -17,6 +15,7 @@ import {
   userAccount,
   type RunningSimulator,
 } from '../src/simulator/index.ts';
+import { capturingLogger } from './helpers/log-capture.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 
 /**
@@ -25,16 +24,7 @@ import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
  */
 
 const PASSWORD = 'Correct-Horse-42';
-const logLines: string[] = [];
-const log = createLogger(
-  'debug',
-  new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      logLines.push(chunk.toString('utf8'));
-      callback();
-    },
-  }),
-);
+const { log, lines: logLines } = capturingLogger('debug');
 
 let sim: RunningSimulator;
 let prefix: string;

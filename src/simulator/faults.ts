@@ -12,8 +12,22 @@ export interface SimulatorFaults {
   serverErrorEvery: number;
   /** Every Nth result (by creation order, so always the same records) is served malformed in list pages (0 = off). */
   malformedResultEvery: number;
-  /** After every Nth results page served, a new result dated inside that query's range appears (0 = off). */
+  /**
+   * Arrivals: after every Nth results page served, `driftCount` new results appear at the
+   * newest end of that query's listing, where new completions land on a list ordered
+   * oldest first: dated after every result of a dated range (inside it), or, in an
+   * undated listing, as just-started results after the incomplete ones (0 = off).
+   */
   driftEvery: number;
+  /** New results per arrival (default 1). */
+  driftCount: number;
+  /**
+   * Removal while paging: after every Nth results page served, one result of that
+   * query's listing on a page already served is deleted, so every later result shifts
+   * back by one and the first result of the next page moves onto a page the client has
+   * read (0 = off).
+   */
+  removeEvery: number;
   /** "Next Page" hrefs name http://evil.invalid:<port> instead of this host. */
   foreignNextLink: boolean;
   /** "Next Page" hrefs keep only ?page=N. */
@@ -27,6 +41,8 @@ export const NO_FAULTS: Readonly<SimulatorFaults> = Object.freeze({
   serverErrorEvery: 0,
   malformedResultEvery: 0,
   driftEvery: 0,
+  driftCount: 1,
+  removeEvery: 0,
   foreignNextLink: false,
   dropFiltersInNextLink: false,
 });
@@ -42,6 +58,8 @@ export const faultsPatchSchema = z
     serverErrorEvery: count,
     malformedResultEvery: count,
     driftEvery: count,
+    driftCount: count.min(1).max(1_000),
+    removeEvery: count,
     foreignNextLink: z.boolean(),
     dropFiltersInNextLink: z.boolean(),
   })

@@ -1,6 +1,6 @@
-import { dateRange, parseBound, selectResults } from './results-query.ts';
+import { dateRange, parseBound, selectResults, type DateRange } from './results-query.ts';
 import type { ApiResult, ApiUser } from './state.ts';
-import { addResult, findGroup, getResult, metaOf, resultJson, seatsInUse } from './state.ts';
+import { addResult, findGroup, getResult, metaOf, removeResult, resultJson, seatsInUse } from './state.ts';
 import type { FieldProblem, Reply, RouteRequest } from './reply.ts';
 import { apiError, envelopeJson, invalidModel, isGuid, json, rawJson, readPage } from './reply.ts';
 import type { Runtime } from './runtime.ts';
@@ -100,18 +100,43 @@ export function getResults(rt: Runtime, req: RouteRequest): Reply {
   const reply = rawJson(envelopeJson(entities, page, selection.total, links));
 
   rt.resultsPagesServed++;
-  if (rt.faults.driftEvery > 0 && rt.resultsPagesServed % rt.faults.driftEvery === 0) insertDrift(rt, range.lo, range.hi, filters);
+  const served = rt.resultsPagesServed;
+  if (rt.faults.removeEvery > 0 && served % rt.faults.removeEvery === 0) removeServed(rt, range, filters, Math.min(from + PAGE_SIZE, selection.total));
+  if (rt.faults.driftEvery > 0 && served % rt.faults.driftEvery === 0) {
+    for (let i = 0; i < rt.faults.driftCount; i++) insertArrival(rt, range, filters);
+  }
   return reply;
 }
 
-/** A new completion dated strictly inside the query's range and matching its filters. */
-function insertDrift(rt: Runtime, lo: number | undefined, hi: number | undefined, filters: string[]): void {
+/** Removal while paging: deletes one of the first `served` results of the query's listing. */
+function removeServed(rt: Runtime, range: DateRange, filters: string[], served: number): void {
+  if (served <= 0) return;
+  const selection = selectResults(rt.state, range, filters);
+  const index = Math.floor(rt.state.prng.next() * Math.min(served, selection.total));
+  const victim = selection.slice(index, index + 1)[0];
+  if (victim) removeResult(rt.state, victim.id);
+}
+
+/**
+ * An arrival at the newest end of the query's listing (see SimulatorFaults.driftEvery):
+ * dated after the newest result of a dated range, or a just-started result of an
+ * undated listing; matching the query's filters either way.
+ */
+function insertArrival(rt: Runtime, range: DateRange, filters: string[]): void {
   const { state } = rt;
   const rng = state.prng;
-  const low = (lo ?? Date.parse(`${state.resultsFrom}T00:00:00.000Z`)) + 1;
-  const high = (hi ?? Date.parse(`${state.resultsTo}T00:00:00.000Z`) + 86_400_000) - 1;
-  if (high < low || state.users.length === 0 || state.courses.length === 0) return;
-  const t = low + Math.floor(rng.next() * (high - low + 1));
+  if (state.users.length === 0 || state.courses.length === 0) return;
+  const bounded = range.lo !== undefined || range.hi !== undefined;
+  let dateCompleted: string | null = null;
+  if (bounded) {
+    const selection = selectResults(state, range, filters);
+    const newest = selection.total > 0 ? selection.slice(selection.total - 1, selection.total)[0] : undefined;
+    const newestT = newest ? metaOf(state, newest).t : null;
+    const low = Math.max((range.lo ?? Date.parse(`${state.resultsFrom}T00:00:00.000Z`)) + 1, newestT === null ? -Infinity : newestT + 1);
+    const high = (range.hi ?? Date.parse(`${state.resultsTo}T00:00:00.000Z`) + 86_400_000) - 1;
+    if (high < low) return;
+    dateCompleted = new Date(low + Math.floor(rng.next() * Math.min(high - low + 1, 60_000))).toISOString();
+  }
   let user: ApiUser = rng.pick(state.users);
   const resultFilters: string[] = [];
   const first = filters[0]?.toLowerCase();
@@ -126,9 +151,9 @@ function insertDrift(rt: Runtime, lo: number | undefined, hi: number | undefined
   addResult(state, {
     userId: user.id,
     courseId: course.id,
-    dateCompleted: new Date(t).toISOString(),
-    isComplete: true,
-    score: rng.int(0, 100),
+    dateCompleted,
+    isComplete: dateCompleted !== null,
+    score: dateCompleted === null ? null : rng.int(0, 100),
     maximumScore: 100,
     passRate: course.passRate,
     resultFilters,

@@ -8,6 +8,8 @@ export interface Metrics {
   rowsLoaded: Counter<'table' | 'outcome'>;
   apiRequests: Counter<'method' | 'status'>;
   apiDuration: Histogram<'method'>;
+  /** Platform requests per finished sync run, by resource (from the run's summary). */
+  runRequests: Histogram<'resource'>;
   jobDuration: Histogram<'job' | 'outcome'>;
   queueJobs: Gauge<'queue' | 'state'>;
   /** 1 when the dependency answered the health check of this scrape, 0 when not (set by the health server). */
@@ -43,6 +45,13 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     help: 'Platform API request duration.',
     labelNames: ['method'] as const,
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const runRequests = new Histogram({
+    name: 'trainsync_run_requests',
+    help: 'Platform requests per finished sync run (every HTTP attempt: retries and pages read again included), by resource.',
+    labelNames: ['resource'] as const,
+    buckets: [1, 10, 50, 100, 500, 1_000, 5_000, 20_000, 100_000],
     registers: [registry],
   });
   const jobDuration = new Histogram({
@@ -103,6 +112,7 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     rowsLoaded,
     apiRequests,
     apiDuration,
+    runRequests,
     jobDuration,
     queueJobs,
     dependencyUp,
@@ -124,6 +134,7 @@ const rowCountsSchema = z.looseObject({
   unchanged: z.number().optional(),
   quarantined: z.number().optional(),
   removed: z.number().optional(),
+  requests: z.number().optional(),
 });
 
 const webhookEventsSchema = z.object({
@@ -145,5 +156,6 @@ export function observeJobs(metrics: Metrics): (name: string, outcome: string, s
       const value = summary.data[key];
       if (value) metrics.rowsLoaded.inc({ table: summary.data.resource, outcome: key }, value);
     }
+    if (summary.data.requests !== undefined) metrics.runRequests.observe({ resource: summary.data.resource }, summary.data.requests);
   };
 }

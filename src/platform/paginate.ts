@@ -33,6 +33,8 @@ export interface PaginateOptions<T> {
   origin: string;
   log: Logger;
   startPage?: number | undefined;
+  /** The last page to read (a re-read of a page range); default: to the end of the list. */
+  endPage?: number | undefined;
   signal?: AbortSignal | undefined;
   /**
    * How many following pages to request while the current one is validated and used,
@@ -124,7 +126,8 @@ export async function* paginate<T>(options: PaginateOptions<T>): AsyncGenerator<
     }
     return pending;
   };
-  const canExist = (n: number): boolean => largestTotal !== undefined && largestPageSize > 0 && (n - 1) * largestPageSize < largestTotal;
+  const canExist = (n: number): boolean =>
+    largestTotal !== undefined && largestPageSize > 0 && (n - 1) * largestPageSize < largestTotal && (options.endPage === undefined || n <= options.endPage);
 
   while (pageNo !== undefined) {
     if (options.signal?.aborted) throw new PlatformError(`paging through ${resource} was aborted`, { code: 'ABORTED', retryable: true, cause: options.signal.reason });
@@ -153,7 +156,9 @@ export async function* paginate<T>(options: PaginateOptions<T>): AsyncGenerator<
     yield { page: pageNo, totalEntities: envelope.totalEntities, records, problems };
 
     const linked = nextPageFromLinks(envelope.links, { origin: options.origin, resource, log });
-    if (linked !== undefined) {
+    if (options.endPage !== undefined && pageNo >= options.endPage) {
+      pageNo = undefined;
+    } else if (linked !== undefined) {
       // An empty page that still links onwards is treated as the end, not trusted.
       if (count === 0) {
         log.warn({ resource, page: pageNo, next: linked }, 'an empty page links to another page; stopping');

@@ -44,8 +44,8 @@ export interface UserQuery {
 /** Every endpoint trainsync uses. Lists are async iterators of validated pages. */
 export interface PlatformClient {
   listCourses(query?: CourseQuery, options?: { signal?: AbortSignal }): AsyncIterable<Page<Course>>;
-  /** `prefetch`: following pages requested ahead while one is used (see paginate.ts). */
-  listResults(query?: ResultsQuery, options?: { signal?: AbortSignal; startPage?: number; prefetch?: number }): AsyncIterable<Page<Result>>;
+  /** `prefetch`: following pages requested ahead while one is used; `endPage`: the last page to read (see paginate.ts). */
+  listResults(query?: ResultsQuery, options?: { signal?: AbortSignal; startPage?: number; endPage?: number; prefetch?: number }): AsyncIterable<Page<Result>>;
   getResult(resultId: string): Promise<Result>;
   listFilters(options?: { signal?: AbortSignal }): AsyncIterable<Page<ReportingFilter>>;
   /** GET groups (vendor only) with the courses each assigns; a platform without it answers 404. */

@@ -28,6 +28,8 @@ export interface SimulatorFaults {
    * read (0 = off).
    */
   removeEvery: number;
+  /** Removals in all before the removal fault stops (0 = no limit). */
+  removeLimit: number;
   /** "Next Page" hrefs name http://evil.invalid:<port> instead of this host. */
   foreignNextLink: boolean;
   /** "Next Page" hrefs keep only ?page=N. */
@@ -43,6 +45,7 @@ export const NO_FAULTS: Readonly<SimulatorFaults> = Object.freeze({
   driftEvery: 0,
   driftCount: 1,
   removeEvery: 0,
+  removeLimit: 0,
   foreignNextLink: false,
   dropFiltersInNextLink: false,
 });
@@ -60,6 +63,7 @@ export const faultsPatchSchema = z
     driftEvery: count,
     driftCount: count.min(1).max(1_000),
     removeEvery: count,
+    removeLimit: count,
     foreignNextLink: z.boolean(),
     dropFiltersInNextLink: z.boolean(),
   })

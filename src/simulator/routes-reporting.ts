@@ -101,7 +101,8 @@ export function getResults(rt: Runtime, req: RouteRequest): Reply {
 
   rt.resultsPagesServed++;
   const served = rt.resultsPagesServed;
-  if (rt.faults.removeEvery > 0 && served % rt.faults.removeEvery === 0) removeServed(rt, range, filters, Math.min(from + PAGE_SIZE, selection.total));
+  const removing = rt.faults.removeEvery > 0 && (rt.faults.removeLimit === 0 || rt.resultsRemoved < rt.faults.removeLimit);
+  if (removing && served % rt.faults.removeEvery === 0) removeServed(rt, range, filters, Math.min(from + PAGE_SIZE, selection.total));
   if (rt.faults.driftEvery > 0 && served % rt.faults.driftEvery === 0) {
     for (let i = 0; i < rt.faults.driftCount; i++) insertArrival(rt, range, filters);
   }
@@ -114,7 +115,7 @@ function removeServed(rt: Runtime, range: DateRange, filters: string[], served: 
   const selection = selectResults(rt.state, range, filters);
   const index = Math.floor(rt.state.prng.next() * Math.min(served, selection.total));
   const victim = selection.slice(index, index + 1)[0];
-  if (victim) removeResult(rt.state, victim.id);
+  if (victim && removeResult(rt.state, victim.id)) rt.resultsRemoved++;
 }
 
 /**

@@ -116,10 +116,15 @@ export async function* paginate<T>(options: PaginateOptions<T>): AsyncGenerator<
   const prefetch = Math.max(0, Math.floor(options.prefetch ?? 0));
   let linksAreSequential = true;
   const inFlight = new Map<number, Promise<Envelope>>();
+  const received = new Map<number, number>();
+  let responses = 0;
   const request = (n: number): Promise<Envelope> => {
     let pending = inFlight.get(n);
     if (pending === undefined) {
-      pending = options.fetchPage(n);
+      pending = options.fetchPage(n).then((envelope) => {
+        received.set(n, ++responses);
+        return envelope;
+      });
       // A page fetched ahead may never be used; its failure must not go unhandled.
       pending.catch(() => undefined);
       inFlight.set(n, pending);
@@ -153,7 +158,9 @@ export async function* paginate<T>(options: PaginateOptions<T>): AsyncGenerator<
 
     const { records, problems } = validateEntities(resource, pageNo, envelope.entities, options.schema);
     if (problems.length > 0) log.warn({ resource, page: pageNo, problems: problems.length }, 'records failed validation and were set aside');
-    yield { page: pageNo, totalEntities: envelope.totalEntities, records, problems };
+    const order = received.get(pageNo);
+    received.delete(pageNo);
+    yield { page: pageNo, totalEntities: envelope.totalEntities, ...(order === undefined ? {} : { received: order }), records, problems };
 
     const linked = nextPageFromLinks(envelope.links, { origin: options.origin, resource, log });
     if (options.endPage !== undefined && pageNo >= options.endPage) {

@@ -18,6 +18,12 @@ export interface Page<T> {
   page: number;
   /** What the platform says the whole query holds; undefined when it does not say. */
   totalEntities: number | undefined;
+  /**
+   * The order this page's response arrived in among the pages of one walk (1, 2, …):
+   * pages fetched ahead can arrive out of page order, and a total that changed between
+   * them is only read right in arrival order.
+   */
+  received?: number;
   records: T[];
   problems: RecordProblem[];
 }

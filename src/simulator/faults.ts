@@ -13,16 +13,17 @@ export interface SimulatorFaults {
   /** Every Nth result (by creation order, so always the same records) is served malformed in list pages (0 = off). */
   malformedResultEvery: number;
   /**
-   * Arrivals: after every Nth results page served, `driftCount` new results appear at the
-   * newest end of that query's listing, where new completions land on a list ordered
-   * oldest first: dated after every result of a dated range (inside it), or, in an
-   * undated listing, as just-started results after the incomplete ones (0 = off).
+   * Arrivals: before every Nth results page is served (pages past the end do not count),
+   * `driftCount` new results appear at the newest end of the listing, where new
+   * completions land on a list ordered oldest first: dated after every other result
+   * (listed last by every dated query whose range reaches them), or, while an undated
+   * query pages, as just-started results after the incomplete ones (0 = off).
    */
   driftEvery: number;
   /** New results per arrival (default 1). */
   driftCount: number;
   /**
-   * Removal while paging: after every Nth results page served, one result of that
+   * Removal while paging: after every Nth results page served (as for arrivals), one result of that
    * query's listing on a page already served is deleted, so every later result shifts
    * back by one and the first result of the next page moves onto a page the client has
    * read (0 = off).

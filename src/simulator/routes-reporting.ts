@@ -85,8 +85,15 @@ export function getResults(rt: Runtime, req: RouteRequest): Reply {
   if (problems.length > 0) return invalidModel(problems);
 
   const range = dateRange(start, end, rt.state.dateBounds);
+  // A page beyond the end (asked for ahead) is not a page of results: it moves no fault on.
+  const pageFrom = (page - 1) * PAGE_SIZE;
+  const served = pageFrom < selectResults(rt.state, range, filters).total ? ++rt.resultsPagesServed : 0;
+  // Arrivals come between the client's requests, so a page always shows those before it.
+  if (served > 0 && rt.faults.driftEvery > 0 && served % rt.faults.driftEvery === 0) {
+    for (let i = 0; i < rt.faults.driftCount; i++) insertArrival(rt, range, filters);
+  }
   const selection = selectResults(rt.state, range, filters);
-  const from = (page - 1) * PAGE_SIZE;
+  const from = pageFrom;
   const items = from >= selection.total ? [] : selection.slice(from, from + PAGE_SIZE);
   const every = rt.faults.malformedResultEvery;
   const entities = items.map((r) => {
@@ -99,13 +106,8 @@ export function getResults(rt: Runtime, req: RouteRequest): Reply {
   const links = from + PAGE_SIZE < selection.total ? [{ type: 'Next Page', href: nextHref(rt, req, '/api/v2/results', page + 1), method: 'GET' }] : [];
   const reply = rawJson(envelopeJson(entities, page, selection.total, links));
 
-  rt.resultsPagesServed++;
-  const served = rt.resultsPagesServed;
   const removing = rt.faults.removeEvery > 0 && (rt.faults.removeLimit === 0 || rt.resultsRemoved < rt.faults.removeLimit);
-  if (removing && served % rt.faults.removeEvery === 0) removeServed(rt, range, filters, Math.min(from + PAGE_SIZE, selection.total));
-  if (rt.faults.driftEvery > 0 && served % rt.faults.driftEvery === 0) {
-    for (let i = 0; i < rt.faults.driftCount; i++) insertArrival(rt, range, filters);
-  }
+  if (removing && served > 0 && served % rt.faults.removeEvery === 0) removeServed(rt, range, filters, Math.min(from + PAGE_SIZE, selection.total));
   return reply;
 }
 
@@ -119,9 +121,10 @@ function removeServed(rt: Runtime, range: DateRange, filters: string[], served: 
 }
 
 /**
- * An arrival at the newest end of the query's listing (see SimulatorFaults.driftEvery):
- * dated after the newest result of a dated range, or a just-started result of an
- * undated listing; matching the query's filters either way.
+ * An arrival at the newest end of the listing (see SimulatorFaults.driftEvery): a
+ * completion dated after every other (the queries whose range reaches it list it
+ * last), or, while an undated query pages, a just-started result (listed last);
+ * matching the query's filters either way.
  */
 function insertArrival(rt: Runtime, range: DateRange, filters: string[]): void {
   const { state } = rt;
@@ -130,13 +133,10 @@ function insertArrival(rt: Runtime, range: DateRange, filters: string[]): void {
   const bounded = range.lo !== undefined || range.hi !== undefined;
   let dateCompleted: string | null = null;
   if (bounded) {
-    const selection = selectResults(state, range, filters);
-    const newest = selection.total > 0 ? selection.slice(selection.total - 1, selection.total)[0] : undefined;
-    const newestT = newest ? metaOf(state, newest).t : null;
-    const low = Math.max((range.lo ?? Date.parse(`${state.resultsFrom}T00:00:00.000Z`)) + 1, newestT === null ? -Infinity : newestT + 1);
-    const high = (range.hi ?? Date.parse(`${state.resultsTo}T00:00:00.000Z`) + 86_400_000) - 1;
-    if (high < low) return;
-    dateCompleted = new Date(low + Math.floor(rng.next() * Math.min(high - low + 1, 60_000))).toISOString();
+    // A completion now: after the newest of all, seen by the queries whose range reaches it.
+    const newest = state.results[state.results.length - 1];
+    const newestT = newest ? metaOf(state, newest).t! : Date.parse(`${state.resultsTo}T12:00:00.000Z`);
+    dateCompleted = new Date(newestT + 1 + Math.floor(rng.next() * 60_000)).toISOString();
   }
   let user: ApiUser = rng.pick(state.users);
   const resultFilters: string[] = [];

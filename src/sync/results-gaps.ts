@@ -38,20 +38,16 @@ export function unionGap(a: WalkGap, b: WalkGap): WalkGap {
   return { reason: b.reason, from: Math.min(a.from, b.from), to: a.to === undefined || b.to === undefined ? undefined : Math.max(a.to, b.to) };
 }
 
-interface Fall {
-  page: number;
-  /** Results removed before this fall was seen, all falls counted. */
-  droppedBefore: number;
-}
-
 /** Watches one paged read; feed it every page in page order. */
 export class GapWatch {
-  private previousTotal: number | undefined;
   private lastTotal: number | undefined;
   private pageSize = 0;
   private distinct = 0;
-  private dropped = 0;
-  private readonly falls: Fall[] = [];
+  /** totalEntities by the order the page's response arrived in (index 0: what was expected before). */
+  private readonly timeline: Array<number | undefined> = [];
+  /** The arrival order of each page read. */
+  private readonly arrivalOfPage = new Map<number, number>();
+  private arrivals = 0;
   private readonly recent: Array<Set<string>> = [];
 
   constructor(
@@ -60,20 +56,21 @@ export class GapWatch {
     /** A gap found before a restart (from the checkpoint): still to be read again. */
     private readonly known: WalkGap | undefined = undefined,
   ) {
-    this.previousTotal = expectedTotal;
+    this.timeline[0] = expectedTotal;
   }
 
-  /** One page: its number, its totalEntities, and the id of each of its records (undefined when unreadable). */
-  page(page: number, total: number | undefined, ids: ReadonlyArray<string | undefined>): void {
+  /**
+   * One page, in page order: its number, the order its response arrived in (pages read
+   * ahead may arrive out of page order; default: in page order), its totalEntities, and
+   * the id of each of its records (undefined when unreadable).
+   */
+  page(page: number, received: number | undefined, total: number | undefined, ids: ReadonlyArray<string | undefined>): void {
     this.pageSize = Math.max(this.pageSize, ids.length);
-    if (total !== undefined) {
-      if (this.previousTotal !== undefined && total < this.previousTotal) {
-        this.falls.push({ page, droppedBefore: this.dropped });
-        this.dropped += this.previousTotal - total;
-      }
-      this.previousTotal = total;
-      this.lastTotal = total;
-    }
+    this.arrivals = Math.max(this.arrivals + 1, received ?? 0);
+    const arrival = received ?? this.arrivals;
+    this.arrivalOfPage.set(page, arrival);
+    this.timeline[arrival] = total;
+    if (total !== undefined) this.lastTotal = total;
     const seen = new Set<string>();
     for (const id of ids) {
       if (id === undefined) {
@@ -114,21 +111,39 @@ export class GapWatch {
     return this.lastTotal;
   }
 
+  /**
+   * Falls of the total in the order responses arrived (arrivals only raise it, so pages
+   * read ahead and answered out of order are no fall). A page answered after a fall
+   * whose page before was answered before it is where results moved back across.
+   */
   private fallenRange(): WalkGap | undefined {
-    if (this.falls.length === 0) return undefined;
+    const falls: Array<{ at: number; drop: number }> = [];
+    let previous: number | undefined;
+    for (let at = 0; at < this.timeline.length; at++) {
+      const total = this.timeline[at];
+      if (total === undefined) continue;
+      if (previous !== undefined && total < previous) falls.push({ at, drop: previous - total });
+      previous = total;
+    }
+    if (falls.length === 0) return undefined;
     const size = Math.max(this.pageSize, 1);
+    let dropped = 0;
     let from = Infinity;
     let to = 0;
-    for (const fall of this.falls) {
-      // Results that moved back across this fall, further back by every removal since.
-      from = Math.min(from, fall.page - Math.ceil((this.dropped - fall.droppedBefore) / size));
-      // The page of the fall too: pages fetched ahead may have been served out of order.
-      to = Math.max(to, fall.page);
+    // Latest first, so `dropped` holds this fall's removals and every later one's.
+    for (const fall of falls.reverse()) {
+      dropped += fall.drop;
+      for (const [page, arrival] of this.arrivalOfPage) {
+        // Pages before the read began were answered before any fall it sees.
+        const before = page === this.startPage ? 0 : this.arrivalOfPage.get(page - 1);
+        if (before === undefined || before >= fall.at || arrival < fall.at) continue;
+        // Results that moved back onto the page before, further back by every removal since.
+        from = Math.min(from, page - Math.ceil(dropped / size));
+        // The page itself too: a response may arrive in another order than it was served.
+        to = Math.max(to, page);
+      }
     }
-    return {
-      reason: `${this.dropped} result(s) removed while paged (totalEntities fell at page ${this.falls[0]!.page})`,
-      from: Math.max(1, from),
-      to,
-    };
+    if (to === 0) return undefined;
+    return { reason: `${dropped} result(s) removed while paged (totalEntities fell)`, from: Math.max(1, from), to };
   }
 }

@@ -116,13 +116,14 @@ export async function* paginate<T>(options: PaginateOptions<T>): AsyncGenerator<
   const prefetch = Math.max(0, Math.floor(options.prefetch ?? 0));
   let linksAreSequential = true;
   const inFlight = new Map<number, Promise<Envelope>>();
-  const received = new Map<number, number>();
-  let responses = 0;
+  const timings = new Map<number, { sent: number; received: number }>();
+  let clock = 0;
   const request = (n: number): Promise<Envelope> => {
     let pending = inFlight.get(n);
     if (pending === undefined) {
+      const sent = ++clock;
       pending = options.fetchPage(n).then((envelope) => {
-        received.set(n, ++responses);
+        timings.set(n, { sent, received: ++clock });
         return envelope;
       });
       // A page fetched ahead may never be used; its failure must not go unhandled.
@@ -158,9 +159,9 @@ export async function* paginate<T>(options: PaginateOptions<T>): AsyncGenerator<
 
     const { records, problems } = validateEntities(resource, pageNo, envelope.entities, options.schema);
     if (problems.length > 0) log.warn({ resource, page: pageNo, problems: problems.length }, 'records failed validation and were set aside');
-    const order = received.get(pageNo);
-    received.delete(pageNo);
-    yield { page: pageNo, totalEntities: envelope.totalEntities, ...(order === undefined ? {} : { received: order }), records, problems };
+    const timing = timings.get(pageNo);
+    timings.delete(pageNo);
+    yield { page: pageNo, totalEntities: envelope.totalEntities, ...(timing === undefined ? {} : { timing }), records, problems };
 
     const linked = nextPageFromLinks(envelope.links, { origin: options.origin, resource, log });
     if (options.endPage !== undefined && pageNo >= options.endPage) {

@@ -19,11 +19,12 @@ export interface Page<T> {
   /** What the platform says the whole query holds; undefined when it does not say. */
   totalEntities: number | undefined;
   /**
-   * The order this page's response arrived in among the pages of one walk (1, 2, …):
-   * pages fetched ahead can arrive out of page order, and a total that changed between
-   * them is only read right in arrival order.
+   * When, on one clock per walk that ticks at every request and every response, this
+   * page was asked for and its response arrived. A page asked for after another's
+   * response arrived was served after it; pages read ahead are in flight together and
+   * may be served in any order.
    */
-  received?: number;
+  timing?: { sent: number; received: number };
   records: T[];
   problems: RecordProblem[];
 }

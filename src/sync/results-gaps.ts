@@ -38,51 +38,104 @@ export function unionGap(a: WalkGap, b: WalkGap): WalkGap {
   return { reason: b.reason, from: Math.min(a.from, b.from), to: a.to === undefined || b.to === undefined ? undefined : Math.max(a.to, b.to) };
 }
 
-/** Watches one paged read; feed it every page in page order. */
+/** How far back (in pages read) the watch looks for the page answered last before another was asked for. */
+const IN_FLIGHT_LOOKBACK = 64;
+
+interface PageSeen {
+  page: number;
+  received: number;
+  total: number | undefined;
+}
+
+interface Fall {
+  /** When the page the fall showed against was answered. */
+  knownAt: number;
+  /** The lowest page that may have been served after the removal. */
+  firstNew: number;
+  /** The page whose total showed the fall. */
+  page: number;
+  drop: number;
+}
+
+/** When a page was asked for and answered; see Page.timing. */
+export interface PageTiming {
+  sent: number;
+  received: number;
+}
+
+/**
+ * Watches one paged read; feed it every page in page order. A fall counts only against
+ * the page answered last before the falling page was asked for: that one was surely
+ * served first, and as arrivals only raise the total, a lower total then means a removal
+ * (pages read ahead, answered in another order, are never compared with each other).
+ */
 export class GapWatch {
   private lastTotal: number | undefined;
   private pageSize = 0;
   private distinct = 0;
-  /** totalEntities by the order the page's response arrived in (index 0: what was expected before). */
-  private readonly timeline: Array<number | undefined> = [];
-  /** The arrival order of each page read. */
-  private readonly arrivalOfPage = new Map<number, number>();
-  private arrivals = 0;
+  private clock = 0;
+  private readonly seen: PageSeen[] = [];
+  private readonly falls: Fall[] = [];
   private readonly recent: Array<Set<string>> = [];
 
   constructor(
     private readonly startPage: number,
-    expectedTotal: number | undefined,
+    /** The total a resumed read, or a read of some pages again, last knew. */
+    private readonly expectedTotal: number | undefined,
     /** A gap found before a restart (from the checkpoint): still to be read again. */
     private readonly known: WalkGap | undefined = undefined,
-  ) {
-    this.timeline[0] = expectedTotal;
-  }
+  ) {}
 
   /**
-   * One page, in page order: its number, the order its response arrived in (pages read
-   * ahead may arrive out of page order; default: in page order), its totalEntities, and
-   * the id of each of its records (undefined when unreadable).
+   * One page, in page order: its number, when it was asked for and answered (default:
+   * one after another), its totalEntities, and the id of each of its records (undefined
+   * when unreadable).
    */
-  page(page: number, received: number | undefined, total: number | undefined, ids: ReadonlyArray<string | undefined>): void {
+  page(page: number, timing: PageTiming | undefined, total: number | undefined, ids: ReadonlyArray<string | undefined>): void {
     this.pageSize = Math.max(this.pageSize, ids.length);
-    this.arrivals = Math.max(this.arrivals + 1, received ?? 0);
-    const arrival = received ?? this.arrivals;
-    this.arrivalOfPage.set(page, arrival);
-    this.timeline[arrival] = total;
-    if (total !== undefined) this.lastTotal = total;
-    const seen = new Set<string>();
+    const { sent, received } = timing ?? { sent: this.clock + 1, received: this.clock + 2 };
+    this.clock = Math.max(this.clock, received);
+    if (total !== undefined) {
+      // The page answered last before this one was asked for, and the pages answered after it.
+      let known: PageSeen | undefined;
+      let firstNew = page;
+      const lookback = Math.max(0, this.seen.length - IN_FLIGHT_LOOKBACK);
+      for (let i = this.seen.length - 1; i >= lookback; i--) {
+        const earlier = this.seen[i]!;
+        if (earlier.received < sent && earlier.total !== undefined && (!known || earlier.received > known.received)) known = earlier;
+      }
+      const knownTotal = known ? known.total : this.expectedTotal;
+      const knownAt = known ? known.received : 0;
+      for (let i = this.seen.length - 1; i >= lookback; i--) if (this.seen[i]!.received > knownAt) firstNew = Math.min(firstNew, this.seen[i]!.page);
+      if (knownTotal !== undefined && total < knownTotal) this.recordFall({ knownAt, firstNew, page, drop: knownTotal - total });
+      this.lastTotal = total;
+    }
+    this.seen.push({ page, received, total });
+    if (this.seen.length > IN_FLIGHT_LOOKBACK * 2) this.seen.splice(0, IN_FLIGHT_LOOKBACK);
+    const fresh = new Set<string>();
     for (const id of ids) {
       if (id === undefined) {
         // Cannot be matched with another sighting: counted as one more result.
         this.distinct += 1;
-      } else if (!seen.has(id) && !this.recent.some((page) => page.has(id))) {
-        seen.add(id);
+      } else if (!fresh.has(id) && !this.recent.some((earlier) => earlier.has(id))) {
+        fresh.add(id);
         this.distinct += 1;
       }
     }
-    this.recent.push(seen);
+    this.recent.push(fresh);
     if (this.recent.length > RECENT_PAGES) this.recent.shift();
+  }
+
+  /** Pages in flight together that show the same fall against the same page are one fall. */
+  private recordFall(fall: Fall): void {
+    const same = this.falls.find((f) => f.knownAt === fall.knownAt);
+    if (!same) {
+      this.falls.push(fall);
+      return;
+    }
+    same.drop = Math.max(same.drop, fall.drop);
+    same.firstNew = Math.min(same.firstNew, fall.firstNew);
+    same.page = Math.max(same.page, fall.page);
   }
 
   /** The gap seen so far (for a checkpoint), without the end-of-list check. */
@@ -112,38 +165,23 @@ export class GapWatch {
   }
 
   /**
-   * Falls of the total in the order responses arrived (arrivals only raise it, so pages
-   * read ahead and answered out of order are no fall). A page answered after a fall
-   * whose page before was answered before it is where results moved back across.
+   * Results that moved back across a removal sit at the end of the page before the first
+   * page served after it, or further back by every removal since: from there to the
+   * page that showed the fall.
    */
   private fallenRange(): WalkGap | undefined {
-    const falls: Array<{ at: number; drop: number }> = [];
-    let previous: number | undefined;
-    for (let at = 0; at < this.timeline.length; at++) {
-      const total = this.timeline[at];
-      if (total === undefined) continue;
-      if (previous !== undefined && total < previous) falls.push({ at, drop: previous - total });
-      previous = total;
-    }
-    if (falls.length === 0) return undefined;
+    if (this.falls.length === 0) return undefined;
     const size = Math.max(this.pageSize, 1);
     let dropped = 0;
     let from = Infinity;
     let to = 0;
     // Latest first, so `dropped` holds this fall's removals and every later one's.
-    for (const fall of falls.reverse()) {
+    for (let i = this.falls.length - 1; i >= 0; i--) {
+      const fall = this.falls[i]!;
       dropped += fall.drop;
-      for (const [page, arrival] of this.arrivalOfPage) {
-        // Pages before the read began were answered before any fall it sees.
-        const before = page === this.startPage ? 0 : this.arrivalOfPage.get(page - 1);
-        if (before === undefined || before >= fall.at || arrival < fall.at) continue;
-        // Results that moved back onto the page before, further back by every removal since.
-        from = Math.min(from, page - Math.ceil(dropped / size));
-        // The page itself too: a response may arrive in another order than it was served.
-        to = Math.max(to, page);
-      }
+      from = Math.min(from, fall.firstNew - Math.ceil(dropped / size));
+      to = Math.max(to, fall.page);
     }
-    if (to === 0) return undefined;
     return { reason: `${dropped} result(s) removed while paged (totalEntities fell)`, from: Math.max(1, from), to };
   }
 }

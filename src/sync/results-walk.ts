@@ -114,7 +114,7 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
       counts.pages += 1;
       pagesInBatch += 1;
       lastPage = page.page;
-      watch.page(page.page, page.received, page.totalEntities, pageIds(page));
+      watch.page(page.page, page.timing, page.totalEntities, pageIds(page));
       for (const record of page.records) if (!keep || keep(record)) rows.add(record);
       for (const problem of page.problems) problems.push(problem);
       if (rows.size >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);

@@ -45,7 +45,9 @@ describe('results sync under arrivals and removals while paging', () => {
   it('`sync all --since` under arrivals exits 0, equals the simulator on its days, and reads no window twice', async () => {
     h = await createSyncHarness({
       simulator: { sizes: { results: 1_500, resultsFrom: '2024-01-01', resultsTo: '2024-03-31' } },
-      env: { TRAINSYNC_RESULTS_WINDOW_DAYS: '45' },
+      // One window at a time, oldest first: every arrival (dated now, so in the newest
+      // windows) comes before or while its window is paged, none after the run read it.
+      env: { TRAINSYNC_RESULTS_WINDOW_DAYS: '45', TRAINSYNC_RESULTS_CONCURRENCY: '1' },
     });
     // 3 new results at the newest end of the list being paged, every 3 pages.
     h.sim.setFaults({ driftEvery: 3, driftCount: 3 });

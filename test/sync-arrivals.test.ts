@@ -74,6 +74,7 @@ describe('results sync under arrivals and removals while paging', () => {
 
   it('`sync results --full` under arrivals ends ok, equals the simulator, walks once, and counts its requests', async () => {
     h = await createSyncHarness({ simulator: { sizes: { results: 1_200 } } });
+    let requests = 0;
     for (const label of ['first load', 'full walk']) {
       h.sim.setFaults({ driftEvery: 3, driftCount: 3 });
       const requestsBefore = h.sim.requests.length;
@@ -89,7 +90,12 @@ describe('results sync under arrivals and removals while paging', () => {
       expect(pages.length, label).toBeLessThanOrEqual(listPages(h.sim, '') + 4);
       // Requests per run: every request this run sent, as the simulator saw them.
       expect(summary.requests, label).toBe(h.sim.requests.length - requestsBefore);
+      requests += summary.requests;
     }
+    // /metrics: requests per run, one observation per run.
+    const metrics = await h.app.metrics.registry.getSingleMetricAsString('trainsync_run_requests');
+    expect(metrics).toContain('trainsync_run_requests_count{resource="results"} 2');
+    expect(metrics).toContain(`trainsync_run_requests_sum{resource="results"} ${requests}`);
     const status = await runCli(['status', '--json'], h.env);
     expect(status.code).toBe(0);
     const report = JSON.parse(status.stdout) as { runs: Array<{ resource: string; requests: number; pages: number }> };

@@ -90,7 +90,7 @@ describe('results sync under arrivals and removals while paging', () => {
       expect(pages.length, label).toBeLessThanOrEqual(listPages(h.sim, '') + 4);
       // Requests per run: every request this run sent, as the simulator saw them.
       expect(summary.requests, label).toBe(h.sim.requests.length - requestsBefore);
-      requests += summary.requests;
+      requests += Number(summary.requests);
     }
     // /metrics: requests per run, one observation per run.
     const metrics = await h.app.metrics.registry.getSingleMetricAsString('trainsync_run_requests');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GapWatch, unionGap, type PageTiming } from '../src/sync/results-gaps.ts';
+import { GapWatch, unionGap, type PageTiming } from '../src/sync/results/gaps.ts';
 
 /** The n-th page of a read page by page: asked for after the one before was answered. */
 const inTurn = (n: number): PageTiming => ({ sent: 2 * n - 1, received: 2 * n });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { allResults, queryResults, type RunningSimulator } from '../src/simulator/index.ts';
-import { addDays, today } from '../src/sync/result-windows.ts';
+import { addDays, today } from '../src/sync/results/days.ts';
 import { runCli } from './helpers/cli.ts';
 import { createSyncHarness, summaryOf, type SyncHarness } from './helpers/sync-harness.ts';
 import { simulatorResults, warehouseResults, type ComparableResult } from './helpers/warehouse-compare.ts';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { JobContext } from '../context.ts';
-import { getCheckpoint, saveCheckpoint, type RunCounts } from '../warehouse/sync-state.ts';
-import { unionGap, type WalkGap } from './results-gaps.ts';
-import { MAX_READS, walkResults } from './results-walk.ts';
+import type { JobContext } from '../../runtime/context.ts';
+import { getCheckpoint, saveCheckpoint, type RunCounts } from '../sync-state.ts';
+import { unionGap, type WalkGap } from './gaps.ts';
+import { MAX_READS, walkResults } from './walk.ts';
 
 const gapSchema = z.object({ reason: z.string(), from: z.number().int().min(1), to: z.number().int().min(1).nullable() });
 
@@ -31,7 +31,7 @@ export interface FullWalk {
  * Walks every page without dates (undated results included), checkpointing the next
  * page with each batch, and records sightings so vanished results can be marked removed.
  * Results arriving while it pages need nothing more. A possible gap (a result removed
- * behind the walk, see results-gaps.ts) is closed by reading only the pages it names
+ * behind the walk, see gaps.ts) is closed by reading only the pages it names
  * again, up to MAX_READS reads in all; the gap is checkpointed, so a restart goes on.
  */
 export async function walkAllResults(ctx: JobContext, scope: string, runId: number, counts: RunCounts): Promise<FullWalk> {

@@ -1,14 +1,14 @@
-import type { JobContext } from '../context.ts';
-import { clearSightings, markUnseenResultsRemoved } from '../warehouse/load-results.ts';
-import { countQuarantined, deleteCheckpoints, emptyRunCounts, finishRun, recordUnfinishedWindows, setWatermark } from '../warehouse/sync-state.ts';
-import { withRetriedTransaction } from '../warehouse/transaction.ts';
-import { onDays, windowKey } from './result-windows.ts';
-import { walkAllResults } from './results-full-walk.ts';
-import { FULL_WALK, planResultsRun, RESULTS } from './results-plan.ts';
-import { readWindows, type UnfinishedRead } from './results-windows.ts';
-import { withRun } from './run.ts';
-import type { SyncSummary } from './summary.ts';
-import type { SyncPayload } from './sync-payload.ts';
+import type { JobContext } from '../../runtime/context.ts';
+import { clearSightings, markUnseenResultsRemoved } from '../../warehouse/load-results.ts';
+import { countQuarantined, deleteCheckpoints, emptyRunCounts, finishRun, recordUnfinishedWindows, setWatermark } from '../sync-state.ts';
+import { withRetriedTransaction } from '../../warehouse/transaction.ts';
+import { onDays, windowKey } from './days.ts';
+import { walkAllResults } from './full-walk.ts';
+import { FULL_WALK, planResultsRun, RESULTS } from './plan.ts';
+import { readWindows, type UnfinishedRead } from './windows.ts';
+import { withRun } from '../run.ts';
+import type { SyncSummary } from '../summary.ts';
+import type { SyncPayload } from '../sync-payload.ts';
 
 /** The note of a run that could not read everything it meant to. */
 function incompleteNote(unfinished: readonly UnfinishedRead[]): string {
@@ -26,7 +26,7 @@ function incompleteNote(unfinished: readonly UnfinishedRead[]): string {
  * Checkpoints are scoped to the BullMQ job: its retries and a restart after a crash
  * resume them; a new job starts a fresh plan (idempotent, so never wrong). Results
  * arriving while it pages are no reason to read anything again; a possible gap (a
- * result removed behind the reader, results-gaps.ts) is closed by reading the affected
+ * result removed behind the reader, gaps.ts) is closed by reading the affected
  * window or pages again. A run that still has a gap, or whose page failed for good,
  * ends `incomplete`, and what it missed is remembered in `trainsync.unfinished_windows`
  * for the next plain run.

@@ -1,12 +1,12 @@
-import type { JobContext } from '../context.ts';
-import { readAhead } from '../platform/read-ahead.ts';
-import { normaliseGuid, type Result } from '../platform/schemas.ts';
-import type { Page, RecordProblem, ResultsQuery } from '../platform/types.ts';
-import { recordSightings, ResultBatch, upsertResultBatch } from '../warehouse/load-results.ts';
-import { addRunCounts, quarantineRecords, type RunCounts } from '../warehouse/sync-state.ts';
-import { withRetriedTransaction, type Tx } from '../warehouse/transaction.ts';
-import { GapWatch, type WalkGap } from './results-gaps.ts';
-import { RESULTS } from './results-plan.ts';
+import type { JobContext } from '../../runtime/context.ts';
+import { readAhead } from '../../platform/read-ahead.ts';
+import { normaliseGuid, type Result } from '../../platform/schemas.ts';
+import type { Page, RecordProblem, ResultsQuery } from '../../platform/types.ts';
+import { recordSightings, ResultBatch, upsertResultBatch } from '../../warehouse/load-results.ts';
+import { addRunCounts, quarantineRecords, type RunCounts } from '../sync-state.ts';
+import { withRetriedTransaction, type Tx } from '../../warehouse/transaction.ts';
+import { GapWatch, type WalkGap } from './gaps.ts';
+import { RESULTS } from './plan.ts';
 
 /** A window, or the pages of the full walk, that may have a gap is read this many times at most. */
 export const MAX_READS = 3;
@@ -14,7 +14,7 @@ export const MAX_READS = 3;
 export interface WalkPosition {
   nextPage: number;
   done: boolean;
-  /** A possible gap seen so far (at `done`: of the whole read; see results-gaps.ts). */
+  /** A possible gap seen so far (at `done`: of the whole read; see gaps.ts). */
   gap: WalkGap | undefined;
   total: number | undefined;
 }
@@ -47,7 +47,7 @@ export interface WalkOptions {
 /**
  * One paged walk of a query: batches rows into transactions, each of which also
  * commits `onBatch`'s checkpoint for the position reached, and reports a possible gap
- * (results-gaps.ts): only a removal behind the reader, or ids that do not account for
+ * (gaps.ts): only a removal behind the reader, or ids that do not account for
  * the total, make one; results arriving while it pages do not.
  */
 export async function walkResults(ctx: JobContext, options: WalkOptions): Promise<WalkReport> {

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given: simulator client http warehouse sync startup latency provisioning webhooks employees timings
+ *   npm run bench -- sync         # only the names given: simulator client http warehouse sync startup latency provisioning webhooks employees drift timings
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -137,6 +137,21 @@ if (want('timings')) {
   check('requests during a Retry-After pause', num(budget.duringPause) === 0, `${budget.duringPause} landed 60 ms to 1 s after a 429 (target 0)`);
   check('worker SIGTERM to exit mid-sync', num(stop.sigtermToExitMs) < 10_000, `${stop.sigtermToExitMs} ms, exit ${stop.exitCode} (target < 10000)`);
   verdicts.push(`INFO  shared budget at 20/s: 80 requests over ${budget.at20.spanMs} ms, ideal ${budget.at20.idealMs} ms`);
+}
+
+if (want('drift')) {
+  process.stdout.write('\n== drift: first load and full walk of 100,000 results, quiet and with 3 new results every 3 pages\n');
+  const drift = lastJson(await run(['bench/results-drift.ts', JSON.stringify({ results: 100_000 })]));
+  figures.drift = drift;
+  const runs = drift.arrivalsRuns as Record<'firstLoad' | 'fullWalk', { exit: number; pages: number; missing: number }>;
+  const quiet = drift.quiet as Record<'firstLoad' | 'fullWalk', { pages: number }>;
+  const ratios = drift.pagesRatio as Record<'firstLoad' | 'fullWalk', number>;
+  for (const run of ['firstLoad', 'fullWalk'] as const) {
+    const label = run === 'firstLoad' ? 'first load' : 'full walk';
+    check(`${label} under arrivals: exit status`, runs[run].exit === 0, `exit ${runs[run].exit} (target 0)`);
+    check(`${label} under arrivals: pages read`, ratios[run] <= 1.1, `${runs[run].pages} vs ${quiet[run].pages} quiet = ${ratios[run]}× (target ≤ 1.1×)`);
+    check(`${label} under arrivals: rows missing`, runs[run].missing === 0, `${runs[run].missing} (target 0)`);
+  }
 }
 
 process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);

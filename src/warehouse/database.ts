@@ -11,6 +11,7 @@ import type { EmployeeTables } from './employee-tables.ts';
 import type { GroupTables } from './group-tables.ts';
 import type { ProvisioningTables } from './provisioning-tables.ts';
 import type { WebhookTables } from './webhook-tables.ts';
+import type { ScimTables } from '../scim/tables.ts';
 
 /** timestamptz: a Date on read; a Date or an ISO string on write. */
 export type Instant = ColumnType<Date, Date | string, Date | string>;
@@ -197,7 +198,7 @@ export interface SchemaMigrationsTable {
   applied_at: GeneratedInstant;
 }
 
-export interface Database extends ProvisioningTables, GroupTables, WebhookTables, EmployeeTables {
+export interface Database extends ProvisioningTables, GroupTables, WebhookTables, EmployeeTables, ScimTables {
   'training.courses': CoursesTable;
   'training.course_categories': CourseCategoriesTable;
   'training.results': ResultsTable;

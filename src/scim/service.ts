@@ -1,0 +1,79 @@
+import type { Kysely } from 'kysely';
+import type { Config } from '../config.ts';
+import { errorMessage } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { JobQueue } from '../queue/job-queue.ts';
+import type { Database } from '../warehouse/database.ts';
+import type { PgLender } from '../warehouse/transaction.ts';
+import { planUsers } from './batch.ts';
+import { createBatcher } from './batcher.ts';
+import { startScimServer } from './server.ts';
+import { pendingUsers } from './store.ts';
+
+export interface ScimServiceDeps {
+  config: Config;
+  db: Kysely<Database>;
+  withPgClient: PgLender;
+  queue: JobQueue;
+  log: Logger;
+}
+
+export interface ScimService {
+  port: number;
+  /** Resolves once every change submitted so far is planned (tests, shutdown). */
+  idle(): Promise<void>;
+  /** Stops taking requests (those in flight finish), then the sweep. */
+  close(): Promise<void>;
+}
+
+/** Users planned per batch at most. */
+const MAX_BATCH = 500;
+
+/**
+ * What `worker` runs for SCIM: the endpoint on TRAINSYNC_SCIM_PORT, the group commit of
+ * its changes, and the sweep that plans Users left pending (an employee busy with
+ * earlier jobs, a crash between the write and the plan). Off (undefined) unless a token
+ * is configured (TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE).
+ */
+export async function startScimService(deps: ScimServiceDeps): Promise<ScimService | undefined> {
+  const { config, log } = deps;
+  const token = config.TRAINSYNC_SCIM_TOKEN ?? config.TRAINSYNC_SCIM_TOKEN_FILE;
+  if (token === undefined) {
+    log.debug('SCIM endpoint off: neither TRAINSYNC_SCIM_TOKEN nor TRAINSYNC_SCIM_TOKEN_FILE is set');
+    return undefined;
+  }
+  const changeDeps = { db: deps.db, withPgClient: deps.withPgClient, queue: deps.queue, log, config };
+  const batcher = createBatcher<string>(async (ids) => void (await planUsers(changeDeps, ids)), (id) => id, MAX_BATCH);
+  const server = await startScimServer({
+    port: config.TRAINSYNC_SCIM_PORT,
+    host: config.TRAINSYNC_SCIM_HOST,
+    token,
+    maxBodyBytes: config.TRAINSYNC_SCIM_MAX_BODY_BYTES,
+    context: { db: deps.db, submit: (id) => batcher.submit(id) },
+    log,
+  });
+
+  let sweeping: Promise<void> | undefined;
+  const sweep = async (): Promise<void> => {
+    const rows = await pendingUsers(deps.db, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH);
+    await Promise.all(rows.map((r) => batcher.submit(r.scim_id)));
+  };
+  const timer = setInterval(() => {
+    if (sweeping) return;
+    sweeping = sweep()
+      .catch((error: unknown) => log.warn({ err: error }, `SCIM sweep failed (${errorMessage(error)}); tried again in ${config.TRAINSYNC_SCIM_SWEEP_MS} ms`))
+      .finally(() => (sweeping = undefined));
+  }, config.TRAINSYNC_SCIM_SWEEP_MS);
+  timer.unref();
+
+  return {
+    port: server.port,
+    idle: () => batcher.idle(),
+    async close() {
+      await server.close();
+      clearInterval(timer);
+      await sweeping;
+      await batcher.idle();
+    },
+  };
+}

@@ -5,6 +5,7 @@ import type { Logger } from '../log.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
+import { fillNewAccounts } from './accounts.ts';
 import { planUsers } from './batch.ts';
 import { createBatcher } from './batcher.ts';
 import { startScimServer } from './server.ts';
@@ -57,6 +58,7 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
   const sweep = async (): Promise<void> => {
     const rows = await pendingUsers(deps.db, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH);
     await Promise.all(rows.map((r) => batcher.submit(r.scim_id)));
+    await fillNewAccounts(deps.withPgClient);
   };
   const timer = setInterval(() => {
     if (sweeping) return;

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given: simulator client http warehouse sync startup latency provisioning webhooks employees
+ *   npm run bench -- sync         # only the names given: simulator client http warehouse sync startup latency provisioning webhooks employees scim
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -120,6 +120,15 @@ if (want('webhooks')) {
   check('webhook delivery-to-row p50', num(steady.p50Ms) < 2000, `p50 ${steady.p50Ms} ms, p99 ${steady.p99Ms} ms (target p50 < 2000 ms)`);
   check('webhook requests over budget', num(steady.maxInAnySecond) <= 10 && num(burst.maxInAnySecond) <= 10, `max ${steady.maxInAnySecond} / ${burst.maxInAnySecond} in any sliding second (budget 10)`);
   verdicts.push(`INFO  webhook burst drain: ${burst.drainSeconds} s for ${burst.events} events vs ${burst.idealSeconds} s = 1,000 ÷ budget (${burst.ratio}×)`);
+}
+
+if (want('scim')) {
+  process.stdout.write('\n== SCIM: 1,000 creates at once, default budget of 10 requests/s\n');
+  const scim = lastJson(await run(['bench/scim.ts']));
+  figures.scim = scim;
+  check('SCIM creates on the platform', num(scim.allExistSeconds) <= num(scim.targetSeconds), `all ${scim.users} exist after ${scim.allExistSeconds} s (target ≤ 1.1 × ${scim.users} ÷ ${scim.budget} = ${scim.targetSeconds} s)`);
+  check('SCIM response p95', num(scim.responseP95Ms) < 100, `p95 ${scim.responseP95Ms} ms, p50 ${scim.responseP50Ms} ms, max ${scim.responseMaxMs} ms (target p95 < 100 ms)`);
+  check('SCIM platform requests over budget', num(scim.maxInAnySecond) <= num(scim.budget), `max ${scim.maxInAnySecond} in any sliding second (budget ${scim.budget}); ${scim.platformRequests} requests in all`);
 }
 
 process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);

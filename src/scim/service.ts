@@ -44,20 +44,32 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
     return undefined;
   }
   const changeDeps = { db: deps.db, withPgClient: deps.withPgClient, queue: deps.queue, log, config };
+  // Users submitted and not yet planned: the sweep leaves them to the batch they wait for.
+  const inFlight = new Map<string, number>();
   const batcher = createBatcher<string>(async (ids) => void (await planUsers(changeDeps, ids)), (id) => id, MAX_BATCH);
+  const submit = async (scimId: string): Promise<void> => {
+    inFlight.set(scimId, (inFlight.get(scimId) ?? 0) + 1);
+    try {
+      await batcher.submit(scimId);
+    } finally {
+      const left = inFlight.get(scimId)! - 1;
+      if (left === 0) inFlight.delete(scimId);
+      else inFlight.set(scimId, left);
+    }
+  };
   const server = await startScimServer({
     port: config.TRAINSYNC_SCIM_PORT,
     host: config.TRAINSYNC_SCIM_HOST,
     token,
     maxBodyBytes: config.TRAINSYNC_SCIM_MAX_BODY_BYTES,
-    context: { db: deps.db, submit: (id) => batcher.submit(id) },
+    context: { db: deps.db, submit },
     log,
   });
 
   let sweeping: Promise<void> | undefined;
   const sweep = async (): Promise<void> => {
     const rows = await pendingUsers(deps.db, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH);
-    await Promise.all(rows.map((r) => batcher.submit(r.scim_id)));
+    await Promise.all(rows.filter((r) => !inFlight.has(r.scim_id)).map((r) => submit(r.scim_id)));
     await fillNewAccounts(deps.withPgClient);
   };
   const timer = setInterval(() => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findUser, ORG_EMAIL_DOMAIN, writeCallCount } from '../src/simulator/index.ts';
 import { runCli } from './helpers/cli.ts';
 import { createScimHarness, type ScimHarness } from './helpers/scim-harness.ts';
+import { waitFor } from './helpers/worker-process.ts';
 
 /**
  * The deactivation guard: past the feed's disable threshold (default the larger of 5 and
@@ -37,6 +38,16 @@ describe('SCIM deactivation guard', () => {
     ids.push(...created.map((c) => c.json.id as string));
     await h.settled();
     expect(Array.from({ length: COUNT }, (_, i) => findUser(h.sim.state, email(i))?.hasAccess)).toEqual(Array(COUNT).fill(true));
+    // One request per create: the ids are learned afterwards in one paged pass, not by a lookup each.
+    const identities = await waitFor(async () => {
+      const rows = await h.app.db.selectFrom('trainsync.identities').select(['email', 'platform_user_id']).execute();
+      return rows.length === COUNT && rows.every((r) => r.platform_user_id !== null) ? rows : undefined;
+    }, 10_000, 'the platform ids of the created accounts');
+    for (const row of identities) expect(row.platform_user_id).toBe(findUser(h.sim.state, row.email)!.id);
+    const users = h.sim.requests.filter((r) => r.route === 'GET /api/v2/users');
+    expect(users.filter((r) => r.query.includes('email='))).toEqual([]);
+    expect(users.length).toBeLessThanOrEqual(2);
+    expect(h.sim.requests.filter((r) => r.route === 'POST /api/v2/users')).toHaveLength(COUNT);
 
     const answers = await Promise.all(ids.map((id) => h.request('PATCH', `/Users/${id}`, deactivate)));
     // Every answer states the intended state, held or not.

@@ -47,7 +47,7 @@ TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE is set; see README, "SCIM (ide
       // workers: events are stored (and acknowledged) even while Redis is unreachable.
       const webhooks = await startWebhookService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, metrics: app.metrics, log });
       // Off unless TRAINSYNC_SCIM_TOKEN(_FILE) is set (README, "SCIM (identity providers)").
-      const scim = await startScimService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log });
+      const scim = await startScimService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, platform: app.platform, log });
       const worker = await app.queue.startWorkers(queues);
       let stopWatching = (): void => undefined;
       if (options.schedules && queues.includes(SYNC_QUEUE)) {

@@ -14,7 +14,7 @@ export function changeOf(row: ScimUserRow): ScimChange {
  * over a deleted one of the same employee, whose disable is then moot), and applies them.
  */
 export async function planUsers(deps: ChangeDeps & { db: Kysely<Database> }, scimIds: readonly string[], options: ChangeOptions = {}): Promise<ChangeOutcome> {
-  if (scimIds.length === 0) return { enqueued: [], pending: [], held: [] };
+  if (scimIds.length === 0) return { enqueued: [], pending: [], held: [], deferredCreates: 0 };
   const rows = await deps.db.selectFrom('trainsync.scim_users').selectAll().where('scim_id', 'in', scimIds).execute();
   const deletedEmployees = rows.filter((r) => r.deleted_at !== null).map((r) => r.employee_id);
   const liveElsewhere = new Set(

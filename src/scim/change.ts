@@ -56,11 +56,13 @@ export interface ChangeOutcome {
   pending: string[];
   /** Employees whose disable the guard held. */
   held: string[];
+  /** Creates queued without their id lookup: a resolve pass is due once they have run. */
+  deferredCreates: number;
 }
 
 /** Snapshots, plans and enqueues a batch of changes (one per employee). */
 export async function applyScimChanges(deps: ChangeDeps, changes: readonly ScimChange[], options: ChangeOptions = {}): Promise<ChangeOutcome> {
-  if (changes.length === 0) return { enqueued: [], pending: [], held: [] };
+  if (changes.length === 0) return { enqueued: [], pending: [], held: [], deferredCreates: 0 };
   await snapshotEmployees(deps.withPgClient, { rows: changes.map((c) => c.row), mode: 'delta' });
   return withAdvisoryLock(deps.withPgClient, PROVISION_LOCK, () => planAndEnqueue(deps, changes, options));
 }
@@ -101,6 +103,7 @@ async function planAndEnqueue(deps: ChangeDeps, changes: readonly ScimChange[], 
   const chains: ChainSpec[] = [];
   const entries: AuditEntry[] = [];
   const enqueued: string[] = [];
+  let deferredCreates = 0;
   for (const [employeeId, actions] of Object.entries(plan.byEmployee)) {
     if (held.has(employeeId)) continue;
     // A job of the same id still queued (an earlier request's): wait for it, add nothing beside it.
@@ -112,7 +115,10 @@ async function planAndEnqueue(deps: ChangeDeps, changes: readonly ScimChange[], 
     for (const action of actions) {
       if (stateOf.get(action.id) !== 'unknown') await queue.remove(PROVISION_QUEUE, jobIdForAction(action.id));
       const job = jobForAction(action, SCIM_AUDIT_MARK);
-      node = { name: job.name, data: job.data, jobId: jobIdForAction(action.id), ...(node ? { after: node } : {}) };
+      // The id is learned in bulk after the burst (resolve-ids.ts): one request per create, not two.
+      const data = action.kind === 'create-user' ? { ...job.data, lookUp: 'later' } : job.data;
+      if (action.kind === 'create-user') deferredCreates += 1;
+      node = { name: job.name, data, jobId: jobIdForAction(action.id), ...(node ? { after: node } : {}) };
       entries.push(auditEntryFor(action, SCIM_AUDIT_MARK));
       enqueued.push(action.id);
     }
@@ -124,5 +130,5 @@ async function planAndEnqueue(deps: ChangeDeps, changes: readonly ScimChange[], 
   const planned = changes.filter((c) => !pending.has(c.row.employeeId));
   await markPlanned(db, planned.map((c) => ({ scimId: c.scimId, version: c.version })));
   if (enqueued.length > 0 || pending.size > 0) log.debug({ changes: changes.length, enqueued: enqueued.length, pending: pending.size, held: held.size }, 'SCIM changes planned');
-  return { enqueued, pending: [...pending], held: [...held] };
+  return { enqueued, pending: [...pending], held: [...held], deferredCreates };
 }

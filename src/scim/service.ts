@@ -2,13 +2,16 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import type { PlatformClient } from '../platform/types.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
+import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
 import { fillNewAccounts } from './accounts.ts';
 import { planUsers } from './batch.ts';
 import { createBatcher } from './batcher.ts';
 import { startScimServer } from './server.ts';
+import { resolveDeferredIds } from './resolve-ids.ts';
 import { pendingUsers } from './store.ts';
 
 export interface ScimServiceDeps {
@@ -16,6 +19,8 @@ export interface ScimServiceDeps {
   db: Kysely<Database>;
   withPgClient: PgLender;
   queue: JobQueue;
+  /** The platform client (built on first use): only the resolve pass of deferred ids calls it. */
+  platform: () => PlatformClient;
   log: Logger;
 }
 
@@ -29,6 +34,10 @@ export interface ScimService {
 
 /** Users planned per batch at most. */
 const MAX_BATCH = 500;
+/** How often a worker looks for deferred ids anyway (creates another worker queued). */
+const RESOLVE_EVERY_MS = 60_000;
+/** One resolve pass at a time, across workers. */
+const RESOLVE_LOCK = 'trainsync:scim-resolve-ids';
 
 /**
  * What `worker` runs for SCIM: the endpoint on TRAINSYNC_SCIM_PORT, the group commit of
@@ -46,7 +55,17 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
   const changeDeps = { db: deps.db, withPgClient: deps.withPgClient, queue: deps.queue, log, config };
   // Users submitted and not yet planned: the sweep leaves them to the batch they wait for.
   const inFlight = new Map<string, number>();
-  const batcher = createBatcher<string>(async (ids) => void (await planUsers(changeDeps, ids)), (id) => id, MAX_BATCH);
+  // Set when creates were queued without their id lookup (and at start, and once a minute, for other workers' creates).
+  let resolveDue = true;
+  let lastResolve = Date.now();
+  const batcher = createBatcher<string>(
+    async (ids) => {
+      const outcome = await planUsers(changeDeps, ids);
+      if (outcome.deferredCreates > 0) resolveDue = true;
+    },
+    (id) => id,
+    MAX_BATCH,
+  );
   const submit = async (scimId: string): Promise<void> => {
     inFlight.set(scimId, (inFlight.get(scimId) ?? 0) + 1);
     try {
@@ -70,6 +89,12 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
   const sweep = async (): Promise<void> => {
     const rows = await pendingUsers(deps.db, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH);
     await Promise.all(rows.filter((r) => !inFlight.has(r.scim_id)).map((r) => submit(r.scim_id)));
+    if (resolveDue || Date.now() - lastResolve > RESOLVE_EVERY_MS) {
+      lastResolve = Date.now();
+      const pass = await tryAdvisoryLock(deps.withPgClient, RESOLVE_LOCK, () => resolveDeferredIds({ db: deps.db, platform: deps.platform(), log }));
+      // Queued creates still to run: tried again at the next sweep.
+      if (pass.acquired) resolveDue = !pass.value.ran && pass.value.reason === 'creates-queued';
+    }
     await fillNewAccounts(deps.withPgClient);
   };
   const timer = setInterval(() => {

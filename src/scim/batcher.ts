@@ -17,13 +17,18 @@ interface Entry<T> {
   reject: (error: unknown) => void;
 }
 
-export function createBatcher<T>(run: (items: T[]) => Promise<void>, keyOf: (item: T) => string, maxBatch: number): Batcher<T> {
+/**
+ * `concurrency` batches may run at once (one snapshotting while another plans: each step
+ * has its own lock); an employee is never in two at once.
+ */
+export function createBatcher<T>(run: (items: T[]) => Promise<void>, keyOf: (item: T) => string, maxBatch: number, concurrency = 2): Batcher<T> {
   let waiting: Entry<T>[] = [];
-  let running: Promise<void> | undefined;
+  const running = new Set<Promise<void>>();
+  const busyKeys = new Set<string>();
 
   const nextBatch = (): Entry<T>[] => {
     const batch: Entry<T>[] = [];
-    const keys = new Set<string>();
+    const keys = new Set<string>(busyKeys);
     const rest: Entry<T>[] = [];
     for (const entry of waiting) {
       const key = keyOf(entry.item);
@@ -40,25 +45,30 @@ export function createBatcher<T>(run: (items: T[]) => Promise<void>, keyOf: (ite
     return batch;
   };
 
-  const drain = async (): Promise<void> => {
-    while (waiting.length > 0) {
-      const batch = nextBatch();
-      try {
-        await run(batch.map((e) => e.item));
-        for (const e of batch) e.resolve();
-      } catch (error) {
-        for (const e of batch) e.reject(error);
-      }
+  const runBatch = async (batch: Entry<T>[]): Promise<void> => {
+    const keys = batch.map((e) => keyOf(e.item));
+    for (const key of keys) busyKeys.add(key);
+    try {
+      await run(batch.map((e) => e.item));
+      for (const e of batch) e.resolve();
+    } catch (error) {
+      for (const e of batch) e.reject(error);
+    } finally {
+      for (const key of keys) busyKeys.delete(key);
     }
   };
 
   const start = (): void => {
-    if (running) return;
-    running = drain().finally(() => {
-      running = undefined;
-      // Items submitted in the instant between the last check and now.
-      if (waiting.length > 0) start();
-    });
+    while (running.size < concurrency && waiting.length > 0) {
+      const batch = nextBatch();
+      // Everything waiting belongs to an employee already in a running batch.
+      if (batch.length === 0) return;
+      const done: Promise<void> = runBatch(batch).finally(() => {
+        running.delete(done);
+        start();
+      });
+      running.add(done);
+    }
   };
 
   return {
@@ -69,7 +79,7 @@ export function createBatcher<T>(run: (items: T[]) => Promise<void>, keyOf: (ite
       });
     },
     async idle() {
-      while (running) await running;
+      while (running.size > 0) await Promise.all(running);
     },
   };
 }

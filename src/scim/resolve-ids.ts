@@ -23,7 +23,7 @@ export interface ResolveDeps {
   log: Logger;
 }
 
-export type ResolveOutcome = { ran: false; reason: 'none' | 'creates-queued' } | { ran: true; tried: number; found: number; requests: 'paged' | 'one-by-one' };
+export type ResolveOutcome = { ran: false; reason: 'none' | 'creates-queued' } | { ran: true; tried: number; found: number; requests: 'paged' | 'one-by-one'; createsQueued: boolean };
 
 export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutcome> {
   const { db, platform } = deps;
@@ -85,5 +85,5 @@ export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutc
       from trainsync.identities i
      where a.action_id = any(${waiting.map((w) => w.action_id)}::text[]) and i.employee_id = a.employee_id`.execute(db);
   deps.log.info({ tried: waiting.length, found: found.size, paged }, 'platform ids of SCIM-created accounts resolved');
-  return { ran: true, tried: waiting.length, found: found.size, requests: paged ? 'paged' : 'one-by-one' };
+  return { ran: true, tried: waiting.length, found: found.size, requests: paged ? 'paged' : 'one-by-one', createsQueued: open > 0 };
 }

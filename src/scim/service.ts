@@ -56,12 +56,14 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
   // Users submitted and not yet planned: the sweep leaves them to the batch they wait for.
   const inFlight = new Map<string, number>();
   // Set when creates were queued without their id lookup (and at start, and once a minute, for other workers' creates).
-  let resolveDue = true;
+  // Generations, not a flag: a batch that queues creates while a pass runs makes another pass due.
+  let deferredGeneration = 1;
+  let resolvedGeneration = 0;
   let lastResolve = Date.now();
   const batcher = createBatcher<string>(
     async (ids) => {
       const outcome = await planUsers(changeDeps, ids);
-      if (outcome.deferredCreates > 0) resolveDue = true;
+      if (outcome.deferredCreates > 0) deferredGeneration += 1;
     },
     (id) => id,
     MAX_BATCH,
@@ -89,11 +91,12 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
   const sweep = async (): Promise<void> => {
     const rows = await pendingUsers(deps.db, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH);
     await Promise.all(rows.filter((r) => !inFlight.has(r.scim_id)).map((r) => submit(r.scim_id)));
-    if (resolveDue || Date.now() - lastResolve > RESOLVE_EVERY_MS) {
+    if (deferredGeneration > resolvedGeneration || Date.now() - lastResolve > RESOLVE_EVERY_MS) {
       lastResolve = Date.now();
+      const generation = deferredGeneration;
       const pass = await tryAdvisoryLock(deps.withPgClient, RESOLVE_LOCK, () => resolveDeferredIds({ db: deps.db, platform: deps.platform(), log }));
       // Queued creates still to run: tried again at the next sweep.
-      if (pass.acquired) resolveDue = !pass.value.ran && pass.value.reason === 'creates-queued';
+      if (pass.acquired && (pass.value.ran ? !pass.value.createsQueued : pass.value.reason === 'none')) resolvedGeneration = Math.max(resolvedGeneration, generation);
     }
     await fillNewAccounts(deps.withPgClient);
   };

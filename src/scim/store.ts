@@ -58,16 +58,10 @@ async function employeeIdFor(db: Db, user: ScimUserResource, scimId: string): Pr
   return known?.employee_id ?? mintedEmployeeId(scimId);
 }
 
-/** Inserts a new User (pending); 409 when its userName or employee id is taken by another live User. */
+/** Inserts a new User (pending); 409 when its userName or employee id is taken by another live User. One statement in the usual case. */
 export async function insertUser(db: Kysely<Database>, user: ScimUserResource): Promise<ScimUserRow> {
   const scimId = randomUUID();
   const employeeId = await employeeIdFor(db, user, scimId);
-  const taken = await live(db)
-    .where((eb) => eb.or([eb(sql<string>`lower(user_name)`, '=', user.userName.toLowerCase()), eb('employee_id', '=', employeeId)]))
-    .executeTakeFirst();
-  if (taken) throw takenError(taken, user, employeeId);
-  // An employee provisioned before (a feed): SCIM starts from the groups it has.
-  const identity = await db.selectFrom('trainsync.identities').select('groups').where('employee_id', '=', employeeId).executeTakeFirst();
   try {
     return await db
       .insertInto('trainsync.scim_users')
@@ -78,13 +72,17 @@ export async function insertUser(db: Kysely<Database>, user: ScimUserResource): 
         external_id: typeof user.externalId === 'string' ? user.externalId : null,
         active: user.active,
         resource: JSON.stringify(user),
-        groups: identity?.groups ?? [],
+        // An employee provisioned before (a feed): SCIM starts from the groups it has.
+        groups: sql<string[]>`coalesce((select i.groups from trainsync.identities i where i.employee_id = ${employeeId}), '{}')`,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
   } catch (error) {
-    if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw conflict(`userName ${user.userName} or employee ${employeeId} was just created by another request`);
-    throw error;
+    if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
+    const taken = await live(db)
+      .where((eb) => eb.or([eb(sql<string>`lower(user_name)`, '=', user.userName.toLowerCase()), eb('employee_id', '=', employeeId)]))
+      .executeTakeFirst();
+    throw taken ? takenError(taken, user, employeeId) : conflict(`userName ${user.userName} or employee ${employeeId} was taken by another request at the same time`);
   }
 }
 

@@ -8,18 +8,16 @@
  * Run: node bin/run-ts.js bench/scim.ts            (about two minutes at 10 requests/s)
  *      node bin/run-ts.js bench/scim.ts '{"users":100}'   (a quick look)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
 import { z } from 'zod';
 import { freePort } from '../test/helpers/own-services.ts';
 import { createBenchDatabase } from './admin-query.ts';
 import { startSimulatorChild } from './simulator-child.ts';
+import { startWorkerChild } from './worker-child.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** The default of TRAINSYNC_REQUESTS_PER_SECOND (the worker is started without it). */
 const BUDGET = 10;
 const EXISTING_USERS = 20;
@@ -46,17 +44,6 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 }
 
-function startWorker(env: Record<string, string>): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/trainsync.js'), 'worker', '--no-schedules'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let text = '';
-  child.stderr!.on('data', (chunk: Buffer) => (text = (text + chunk.toString('utf8')).slice(-20_000)));
-  return { child, output: () => text };
-}
-
 const stateSchema = z.object({ users: z.number() });
 const summarySchema = z.object({ total: z.number(), maxInAnyWindow: z.number(), byRoute: z.record(z.string(), z.number()) });
 
@@ -67,7 +54,7 @@ export async function benchScim(options: { users?: number } = {}): Promise<ScimB
   const prefix = `bench-${randomBytes(4).toString('hex')}`;
   const token = randomBytes(32).toString('hex');
   const port = await freePort();
-  const worker = startWorker({
+  const worker = startWorkerChild({
     TRAINSYNC_API_URL: sim.url,
     TRAINSYNC_API_KEY: sim.apiKey,
     DATABASE_URL: database.url,

@@ -14,8 +14,8 @@ import type { Database } from '../warehouse/database.ts';
  */
 
 const PAGE_SIZE = 50;
-/** A pass waits for queued creates to finish, but not longer than this. */
-const MAX_WAIT_MS = 60_000;
+/** A pass waits for queued creates to finish (a burst at the budget: 1,000 in ~100 s), but not longer than this. */
+const MAX_WAIT_MS = 300_000;
 
 export interface ResolveDeps {
   db: Kysely<Database>;

@@ -1,6 +1,6 @@
 import Table from 'cli-table3';
 import { InvalidArgumentError, type Command } from 'commander';
-import { createApp } from '../app.ts';
+import { createApp } from '../runtime/app.ts';
 import { dropHeld, heldActions, HeldActionNotFound, releaseHeld, type HeldAction } from '../scim/held.ts';
 import type { CommandDeps } from './deps.ts';
 import type { StatusSection } from './status.ts';

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Config } from '../config.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../runtime/log.ts';
 import { jobForAction, jobIdForAction } from '../provisioning/apply/actions.ts';
 import { toAppliedEmployee } from '../provisioning/apply/applied-state.ts';
 import { auditEntryFor, recordQueuedActions, type AuditEntry } from '../provisioning/apply/audit.ts';

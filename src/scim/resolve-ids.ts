@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../runtime/log.ts';
 import { isNotOffered } from '../platform/errors.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import type { Database } from '../warehouse/database.ts';

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../runtime/log.ts';
 import { bearerMatcher } from './auth.ts';
 import { LIST_SCHEMA, resourceTypes, schemas, serviceProviderConfig } from './discovery.ts';
 import { errorBody, notFound, ScimError } from './errors.ts';

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
-import { errorMessage } from '../errors.ts';
-import type { Logger } from '../log.ts';
+import { errorMessage } from '../lib/errors.ts';
+import type { Logger } from '../runtime/log.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';

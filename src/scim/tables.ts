@@ -3,9 +3,7 @@
  * (sql/migrations/0008_scim.sql is the source of truth; written by src/scim).
  */
 import type { ColumnType, Generated } from 'kysely';
-
-type DefaultInstant = ColumnType<Date, Date | string | undefined, Date | string>;
-type NullableInstant = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+import type { GeneratedInstant as DefaultInstant, NullableInstant } from '../warehouse/column-types.ts';
 
 export interface ScimUsersTable {
   scim_id: string;

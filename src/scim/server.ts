@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenInbound } from '../lib/inbound-server.ts';
 import type { Logger } from '../runtime/log.ts';
 import { bearerMatcher } from './auth.ts';
 import { LIST_SCHEMA, resourceTypes, schemas, serviceProviderConfig } from './discovery.ts';
@@ -112,7 +112,7 @@ export async function startScimServer(options: ScimServerOptions): Promise<ScimS
   const { log } = options;
   const authorised = bearerMatcher(options.token);
 
-  const server = http.createServer((req, res) => {
+  const handler: http.RequestListener = (req, res) => {
     const reply = (answer: ScimAnswer): void => {
       if (answer.body === undefined) {
         res.writeHead(answer.status, { ...answer.headers });
@@ -153,29 +153,8 @@ export async function startScimServer(options: ScimServerOptions): Promise<ScimS
         else res.destroy();
       },
     );
-  });
-  server.requestTimeout = 30_000;
-  server.headersTimeout = 10_000;
-  server.on('clientError', (_error, socket) => socket.destroy());
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  log.info({ port, host: options.host, path: SCIM_PATH }, 'SCIM endpoint listening');
-  return {
-    port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        const force = setTimeout(() => server.closeAllConnections(), 5_000);
-        server.close(() => {
-          clearTimeout(force);
-          resolve();
-        });
-        server.closeIdleConnections();
-      }),
   };
+  const server = await listenInbound(handler, { port: options.port, host: options.host });
+  log.info({ port: server.port, host: options.host, path: SCIM_PATH }, 'SCIM endpoint listening');
+  return server;
 }

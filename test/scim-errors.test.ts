@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { ORG_EMAIL_DOMAIN } from '../src/simulator/index.ts';
@@ -88,5 +91,12 @@ describe('SCIM refusals', () => {
     expect(() => loadConfig({ TRAINSYNC_SCIM_TOKEN: 'too-short-secret' })).toThrow(/TRAINSYNC_SCIM_TOKEN: set but invalid; expected at least 20 characters/);
     expect(() => loadConfig({ TRAINSYNC_SCIM_TOKEN: 'too-short-secret' })).not.toThrow(/too-short-secret/);
     expect(() => loadConfig({ TRAINSYNC_SCIM_TOKEN_FILE: '/nonexistent/scim-token' })).toThrow(/TRAINSYNC_SCIM_TOKEN_FILE: set but invalid; expected a readable file/);
+    const dir = mkdtempSync(join(tmpdir(), 'scim-token-'));
+    try {
+      writeFileSync(join(dir, 'token'), `${h.token}\n`);
+      expect(loadConfig({ TRAINSYNC_SCIM_TOKEN_FILE: join(dir, 'token') }).TRAINSYNC_SCIM_TOKEN_FILE?.toString()).toBe(h.token);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -12,6 +12,9 @@ import { waitFor } from './worker-process.ts';
  * `worker` starts it and a worker on the provision queue, all in this process; groups
  * are synced first so /Groups can map them.
  */
+/** A SCIM response body as the tests read it (a resource, a list or an error): loosely typed, the tests index into many shapes. */
+type ScimJson = any;
+
 export interface ScimHarness extends SyncHarness {
   token: string;
   service: ScimService;
@@ -20,7 +23,7 @@ export interface ScimHarness extends SyncHarness {
   base: string;
   /** Every request and response so far, as text (for the closing note). */
   transcript: string[];
-  request(method: string, path: string, body?: unknown, options?: { token?: string | null; raw?: string }): Promise<{ status: number; json: any }>;
+  request(method: string, path: string, body?: unknown, options?: { token?: string | null; raw?: string }): Promise<{ status: number; json: ScimJson }>;
   /** Waits until every SCIM change is planned and every provisioning action it queued has finished. */
   settled(): Promise<void>;
 }
@@ -57,7 +60,7 @@ export async function createScimHarness(options: ScimHarnessOptions = {}): Promi
       const text = opts.raw ?? (body === undefined ? undefined : JSON.stringify(body));
       const response = await fetch(`${base}${path}`, { method, headers, ...(text === undefined ? {} : { body: text }) });
       const answer = await response.text();
-      let json: any = answer;
+      let json: ScimJson = answer;
       try {
         json = answer === '' ? undefined : JSON.parse(answer);
       } catch {

@@ -91,14 +91,16 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
   const sweep = async (): Promise<void> => {
     const rows = await pendingUsers(deps.db, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH);
     await Promise.all(rows.filter((r) => !inFlight.has(r.scim_id)).map((r) => submit(r.scim_id)));
-    if (deferredGeneration > resolvedGeneration || Date.now() - lastResolve > RESOLVE_EVERY_MS) {
+    const periodic = Date.now() - lastResolve > RESOLVE_EVERY_MS;
+    if (deferredGeneration > resolvedGeneration || periodic) {
       lastResolve = Date.now();
       const generation = deferredGeneration;
       const pass = await tryAdvisoryLock(deps.withPgClient, RESOLVE_LOCK, () => resolveDeferredIds({ db: deps.db, platform: deps.platform(), log }));
       // Queued creates still to run: tried again at the next sweep.
       if (pass.acquired && (pass.value.ran ? !pass.value.createsQueued : pass.value.reason === 'none')) resolvedGeneration = Math.max(resolvedGeneration, generation);
+      // Ids just learned (or learned meanwhile by a later action's own lookup) reach the employee rows.
+      if (periodic || (pass.acquired && pass.value.ran && pass.value.found > 0)) await fillNewAccounts(deps.withPgClient);
     }
-    await fillNewAccounts(deps.withPgClient);
   };
   const timer = setInterval(() => {
     if (sweeping) return;

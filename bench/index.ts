@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given: simulator client http warehouse sync startup latency provisioning webhooks employees scim
+ *   npm run bench -- sync         # only the names given: simulator client http warehouse sync startup latency provisioning webhooks employees drift scim
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -120,6 +120,21 @@ if (want('webhooks')) {
   check('webhook delivery-to-row p50', num(steady.p50Ms) < 2000, `p50 ${steady.p50Ms} ms, p99 ${steady.p99Ms} ms (target p50 < 2000 ms)`);
   check('webhook requests over budget', num(steady.maxInAnySecond) <= 10 && num(burst.maxInAnySecond) <= 10, `max ${steady.maxInAnySecond} / ${burst.maxInAnySecond} in any sliding second (budget 10)`);
   verdicts.push(`INFO  webhook burst drain: ${burst.drainSeconds} s for ${burst.events} events vs ${burst.idealSeconds} s = 1,000 ÷ budget (${burst.ratio}×)`);
+}
+
+if (want('drift')) {
+  process.stdout.write('\n== drift: first load and full walk of 100,000 results, quiet and with 3 new results every 3 pages\n');
+  const drift = lastJson(await run(['bench/results-drift.ts', JSON.stringify({ results: 100_000 })]));
+  figures.drift = drift;
+  const runs = drift.arrivalsRuns as Record<'firstLoad' | 'fullWalk', { exit: number; pages: number; missing: number }>;
+  const quiet = drift.quiet as Record<'firstLoad' | 'fullWalk', { pages: number }>;
+  const ratios = drift.pagesRatio as Record<'firstLoad' | 'fullWalk', number>;
+  for (const run of ['firstLoad', 'fullWalk'] as const) {
+    const label = run === 'firstLoad' ? 'first load' : 'full walk';
+    check(`${label} under arrivals: exit status`, runs[run].exit === 0, `exit ${runs[run].exit} (target 0)`);
+    check(`${label} under arrivals: pages read`, ratios[run] <= 1.1, `${runs[run].pages} vs ${quiet[run].pages} quiet = ${ratios[run]}× (target ≤ 1.1×)`);
+    check(`${label} under arrivals: rows missing`, runs[run].missing === 0, `${runs[run].missing} (target 0)`);
+  }
 }
 
 if (want('scim')) {

@@ -61,9 +61,9 @@ describe('trainsync sync (the command)', () => {
   });
 
   it('exits 3 and says INCOMPLETE when a run could not read everything; the next run exits 0', async () => {
-    h.sim.setFaults({ driftEvery: 1 });
+    h.sim.setFaults({ removeEvery: 1 });
     const incomplete = await runCli(['sync', 'results', '--full'], h.env);
-    h.sim.setFaults({ driftEvery: 0 });
+    h.sim.setFaults({ removeEvery: 0 });
     expect(incomplete.code).toBe(3);
     expect(incomplete.stdout).toMatch(/results\s*│\s*INCOMPLETE/);
     expect(incomplete.stdout).toContain('the next run reads them again');

@@ -136,6 +136,7 @@ export interface RunsTable {
   unchanged: ColumnType<number, number | undefined, number>;
   quarantined: ColumnType<number, number | undefined, number>;
   removed: ColumnType<number, number | undefined, number>;
+  requests: ColumnType<number, number | undefined, number>;
   error: string | null;
   note: string | null;
 }

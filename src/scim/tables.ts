@@ -1,6 +1,6 @@
 /**
  * kysely row types of the SCIM tables in schema `trainsync`
- * (sql/migrations/0008_scim.sql is the source of truth; written by src/scim).
+ * (sql/migrations/0010_scim.sql is the source of truth; written by src/scim).
  */
 import type { ColumnType, Generated } from 'kysely';
 import type { GeneratedInstant as DefaultInstant, NullableInstant } from '../warehouse/column-types.ts';

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given: simulator client http warehouse sync startup latency provisioning webhooks employees drift timings
+ *   npm run bench -- sync         # only the names given: simulator client http warehouse sync startup latency provisioning webhooks employees drift timings scim
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -152,6 +152,15 @@ if (want('drift')) {
     check(`${label} under arrivals: pages read`, ratios[run] <= 1.1, `${runs[run].pages} vs ${quiet[run].pages} quiet = ${ratios[run]}× (target ≤ 1.1×)`);
     check(`${label} under arrivals: rows missing`, runs[run].missing === 0, `${runs[run].missing} (target 0)`);
   }
+}
+
+if (want('scim')) {
+  process.stdout.write('\n== SCIM: 1,000 creates at once, default budget of 10 requests/s\n');
+  const scim = lastJson(await run(['bench/scim.ts']));
+  figures.scim = scim;
+  check('SCIM creates on the platform', num(scim.allExistSeconds) <= num(scim.targetSeconds), `all ${scim.users} exist after ${scim.allExistSeconds} s (target ≤ 1.1 × ${scim.users} ÷ ${scim.budget} = ${scim.targetSeconds} s)`);
+  check('SCIM response p95', num(scim.responseP95Ms) < 100, `p95 ${scim.responseP95Ms} ms, p50 ${scim.responseP50Ms} ms, max ${scim.responseMaxMs} ms (target p95 < 100 ms)`);
+  check('SCIM platform requests over budget', num(scim.maxInAnySecond) <= num(scim.budget), `max ${scim.maxInAnySecond} in any sliding second (budget ${scim.budget}); ${scim.platformRequests} requests in all`);
 }
 
 process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);

@@ -34,7 +34,7 @@ export interface ProvisionDeps extends ApplyDeps {
   drift?: DriftSettings | undefined;
 }
 
-/** Serialises plan-and-enqueue between provisioning runs and `reconcile --fix` (any process, one database). */
+/** Serialises plan-and-enqueue between provisioning runs, `reconcile --fix` and SCIM changes (any process, one database). */
 export const PROVISION_LOCK = 'trainsync:provision';
 
 export interface ProvisionOptions {

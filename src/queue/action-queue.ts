@@ -56,5 +56,5 @@ export interface ActionQueue {
    * The CLI's worker rule: when no worker process is connected to the queue, this
    * process works it until the returned handle is closed. Undefined when one is.
    */
-  processHereIfNoWorker(queue: QueueName): Promise<{ close(): Promise<void> } | undefined>;
+  processHereIfNoWorker(queue: QueueName): Promise<{ close(): Promise<unknown> } | undefined>;
 }

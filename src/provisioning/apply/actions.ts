@@ -30,6 +30,12 @@ export const createUserPayloadSchema = z.object({
   }),
   /** The employee's account was deleted outside trainsync: the groups on record went with it. */
   recreate: z.boolean().optional(),
+  /**
+   * `now`: GET users?email= right after the POST, for the id (POST users returns none).
+   * `later`: no lookup; the id is resolved in bulk afterwards (a SCIM burst: one page of 50
+   * instead of 50 lookups; src/scim/resolve-ids.ts). Later actions look it up themselves.
+   */
+  lookUp: z.enum(['now', 'later']).default('now'),
 });
 export type CreateUserPayload = z.output<typeof createUserPayloadSchema>;
 

@@ -37,7 +37,8 @@ describe('trainsync demo', () => {
   it('syncs, provisions the sample feed, reports; a second run against a fresh simulator repairs the drift and reconciles to 0', async () => {
     const first = await demo();
     expect(process.exitCode ?? 0).toBe(0);
-    expect(first).toMatch(/│ results\s+│ ok\s+│ 60\s+│ 3000 /);
+    // pages, requests, inserted
+    expect(first).toMatch(/│ results\s+│ ok\s+│ 60\s+│ 60\s+│ 3000 /);
     expect(first).toMatch(/first run: 300 of 300 existing accounts match feed rows/);
     expect(first).toMatch(/│ create-user\s+│ 5 /);
     expect(first).toMatch(/│ disable\s+│ 3 /);

@@ -201,6 +201,11 @@ describe('reconcile --fix: drift repair without a new feed', () => {
     const none = await runCli(['reconcile', '--fix'], h.env);
     expect(none.code).toBe(0);
     expect(none.stdout).toMatch(/No drift: nothing to repair/);
+
+    // --dry-run belongs to --fix: alone it is a usage error, and nothing runs.
+    const usage = await runCli(['reconcile', '--dry-run'], h.env);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('--dry-run only go with --fix');
   });
 
   it('--reassert-groups adds back a membership removed by hand (the API cannot read memberships)', async () => {

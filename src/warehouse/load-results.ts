@@ -92,11 +92,11 @@ const UPSERT = `
 /**
  * Replaces each staged result's answers, and marks updated the results whose only change
  * was their answers (the upsert skipped them as unchanged). Only results that existed
- * before this batch can have answers to delete; naming them in an array lets the planner
- * probe the index instead of scanning it. $1: the load's instant; with sightings, $2: the run.
+ * before this batch can have answers to delete or be "answers only"; naming them in
+ * arrays lets the planner probe the indexes instead of scanning a table (a hash join
+ * over all of `training.results` per batch made a first load quadratic). $1: the load's instant.
  */
-function replaceAnswers(trackSightings: boolean): string {
-  return `
+const REPLACE_ANSWERS = `
   with ${LATEST}, deleted as (
     delete from training.result_filter_answers a
     using latest s
@@ -113,20 +113,19 @@ function replaceAnswers(trackSightings: boolean): string {
     returning result_id
   ), answers_only as (
     update training.results r set updated_at = $1::timestamptz, last_seen_at = $1::timestamptz
-    where r.result_id in (select result_id from deleted union select result_id from added)
-      and not exists (select 1 from ${WRITTEN} w where w.result_id = r.result_id)
+    where r.result_id = any (array(
+        select result_id from deleted union select result_id from added
+        except select result_id from ${WRITTEN}
+      ))
     returning 1
-  )${
-    trackSightings
-      ? `, sighted as (
-    insert into trainsync.result_sightings (run_id, result_id) select $2, result_id from latest
-  )`
-      : ''
-  }
+  )
   select count(*)::int as answers_only from answers_only`;
-}
-const REPLACE_ANSWERS = replaceAnswers(false);
-const REPLACE_ANSWERS_AND_SIGHT = replaceAnswers(true);
+
+/** Every staged id, once, as seen by run $1 (full mode), for markUnseenResultsRemoved. */
+const SIGHT = `insert into trainsync.result_sightings (run_id, result_id) select distinct $1::bigint, result_id from ${STAGE}`;
+
+/** The parts of a batch's write, for `npm run bench -- writepath`. */
+export type WritePhase = 'stage' | 'upsert' | 'answers' | 'sightings';
 
 export interface UpsertResultsOptions {
   /** The instant of this load: first_seen_at / last_seen_at / updated_at of rows it writes. */
@@ -135,6 +134,8 @@ export interface UpsertResultsOptions {
   runId?: number;
   /** Full mode: record every id seen, for markUnseenResultsRemoved at the run's end. */
   trackSightings?: boolean;
+  /** Told how long each part of the write took (profiling). */
+  onPhase?: (phase: WritePhase, ms: number) => void;
 }
 
 /** The fields of a record this version does not know, or null when there are none. */
@@ -207,15 +208,28 @@ export class ResultBatch {
 export async function upsertResultBatch(client: pg.PoolClient, batch: ResultBatch, options: UpsertResultsOptions): Promise<LoadCounts> {
   if (options.trackSightings && options.runId === undefined) throw new Error('upsertResults: trackSightings needs a runId');
   if (batch.size === 0) return { inserted: 0, updated: 0, unchanged: 0 };
+  const onPhase = options.onPhase;
+  let mark = onPhase ? performance.now() : 0;
+  const lap = (phase: WritePhase): void => {
+    if (!onPhase) return;
+    const now = performance.now();
+    onPhase(phase, now - mark);
+    mark = now;
+  };
   await client.query(PREPARE_STAGE);
   await batch.stage(client);
-  // Two statements, two one-row answers: no row per result comes back to this process.
+  lap('stage');
+  // Each statement answers one row: no row per result comes back to this process.
   const upserted = await client.query<{ distinct_ids: number; written: number; inserted: number }>(UPSERT, [options.seenAt]);
   const { distinct_ids: distinct, written, inserted } = upserted.rows[0]!;
-  const replaced = options.trackSightings
-    ? await client.query<{ answers_only: number }>(REPLACE_ANSWERS_AND_SIGHT, [options.seenAt, options.runId])
-    : await client.query<{ answers_only: number }>(REPLACE_ANSWERS, [options.seenAt]);
+  lap('upsert');
+  const replaced = await client.query<{ answers_only: number }>(REPLACE_ANSWERS, [options.seenAt]);
   const answersOnly = replaced.rows[0]!.answers_only;
+  lap('answers');
+  if (options.trackSightings) {
+    await client.query(SIGHT, [options.runId]);
+    lap('sightings');
+  }
 
   const updated = written - inserted + answersOnly;
   return { inserted, updated, unchanged: distinct - inserted - updated };
@@ -265,4 +279,18 @@ export async function markUnseenResultsRemoved(client: pg.PoolClient, runId: num
   );
   await client.query('delete from trainsync.result_sightings where run_id = $1', [runId]);
   return rowCount ?? 0;
+}
+
+/**
+ * `EXPLAIN (ANALYZE, BUFFERS)` of a batch's upsert and answers statements, run inside
+ * the caller's transaction (roll it back afterwards): the plans of the write path.
+ */
+export async function explainResultBatch(client: pg.PoolClient, batch: ResultBatch, seenAt: Date): Promise<{ upsert: string; answers: string }> {
+  await client.query(PREPARE_STAGE);
+  await batch.stage(client);
+  const explain = async (text: string): Promise<string> => {
+    const plan = await client.query<{ 'QUERY PLAN': string }>(`explain (analyze, buffers) ${text}`, [seenAt]);
+    return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
+  };
+  return { upsert: await explain(UPSERT), answers: await explain(REPLACE_ANSWERS) };
 }

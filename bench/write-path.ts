@@ -1,0 +1,95 @@
+/**
+ * Where a results batch's write goes: per batch of a full walk's write (the rows, their
+ * answers, the sightings, the run's counts and the checkpoint, one transaction), the
+ * milliseconds of each part, for a first load into empty tables and a reload with 10%
+ * changed; and `EXPLAIN (ANALYZE, BUFFERS)` of one batch's upsert and answers.
+ *
+ *   node bin/run-ts.js bench/write-path.ts '{"rows":100000,"batchRows":2000}'
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { createLogger } from '../src/log.ts';
+import type { Result } from '../src/platform/schemas.ts';
+import { explainResultBatch, ResultBatch, upsertResultBatch, type WritePhase } from '../src/warehouse/load-results.ts';
+import { migrate } from '../src/warehouse/migrator.ts';
+import { createPool } from '../src/warehouse/pool.ts';
+import { addRunCounts, saveCheckpoint } from '../src/warehouse/sync-state.ts';
+import { kyselyOn, lendFrom } from '../src/warehouse/transaction.ts';
+import { createBenchDatabase } from './admin-query.ts';
+import { syntheticResults } from './warehouse-load.ts';
+
+const args = z
+  .object({ rows: z.number().int().positive().default(100_000), batchRows: z.number().int().positive().default(2_000), synchronousCommit: z.boolean().default(true), sightings: z.boolean().default(true) })
+  .parse(JSON.parse(process.argv[2] ?? '{}'));
+
+type Phase = WritePhase | 'counts+checkpoint' | 'commit';
+const PHASES: Phase[] = ['stage', 'upsert', 'answers', 'sightings', 'counts+checkpoint', 'commit'];
+
+const database = await createBenchDatabase();
+const pool = createPool(database.url, { max: 2, applicationName: 'trainsync-bench' });
+try {
+  await migrate(pool, createLogger('silent'));
+  const { rows: [run] } = await pool.query<{ id: number }>(`insert into trainsync.runs (resource, mode, status) values ('results', 'full', 'running') returning id`);
+  const runId = run!.id;
+  const lend = lendFrom(pool);
+
+  const load = async (results: readonly Result[]): Promise<Record<string, number>> => {
+    const totals = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<Phase, number>;
+    const started = performance.now();
+    for (let i = 0; i < results.length; i += args.batchRows) {
+      const batch = new ResultBatch();
+      for (const r of results.slice(i, i + args.batchRows)) batch.add(r);
+      let mark = 0;
+      await lend(async (client) => {
+        await client.query('begin');
+        if (!args.synchronousCommit) await client.query('set local synchronous_commit = off');
+        const loaded = await upsertResultBatch(client, batch, { seenAt: new Date(), runId, trackSightings: args.sightings, onPhase: (phase, ms) => (totals[phase] += ms) });
+        mark = performance.now();
+        const db = kyselyOn(client);
+        await addRunCounts(db, runId, { pages: 40, ...loaded });
+        await saveCheckpoint(db, 'bench:full', { nextPage: i / 50 + 1, total: results.length, drifted: false }, runId);
+        totals['counts+checkpoint'] += performance.now() - mark;
+        mark = performance.now();
+        await client.query('commit');
+        totals.commit += performance.now() - mark;
+      });
+      batch.release();
+    }
+    const ms = performance.now() - started;
+    const batches = Math.ceil(results.length / args.batchRows);
+    return {
+      rowsPerSecond: Math.round((results.length / ms) * 1000),
+      ...Object.fromEntries(PHASES.map((p) => [`${p}MsPerBatch`, Number((totals[p] / batches).toFixed(2))])),
+    };
+  };
+
+  const results = syntheticResults(args.rows);
+  const first = await load(results);
+  await pool.query('delete from trainsync.result_sightings');
+  await pool.query('vacuum analyze training.results, training.result_filter_answers');
+  const changed = results.map((r, i) => (i % 10 === 0 ? { ...r, score: (r.score ?? 0) + 1, resultFilters: [r.resultFilters[0]!, randomUUID()] } : r));
+  const reload = await load(changed);
+
+  const client = await pool.connect();
+  let plans: { upsert: string; answers: string };
+  try {
+    const batch = new ResultBatch();
+    for (const r of changed.slice(0, args.batchRows).map((r, i) => (i % 10 === 1 ? { ...r, score: (r.score ?? 0) + 1 } : r))) batch.add(r);
+    await client.query('begin');
+    plans = await explainResultBatch(client, batch, new Date());
+    await client.query('rollback');
+    const fresh = new ResultBatch();
+    for (const r of syntheticResults(args.batchRows)) fresh.add(r);
+    await client.query('begin');
+    const freshPlans = await explainResultBatch(client, fresh, new Date());
+    await client.query('rollback');
+    process.stderr.write(`\n-- upsert of one batch of ${args.batchRows} new results\n${freshPlans.upsert}\n\n-- answers\n${freshPlans.answers}\n\n`);
+  } finally {
+    client.release();
+  }
+  process.stderr.write(`\n-- upsert of one batch of ${args.batchRows} (reload, 10% changed)\n${plans.upsert}\n\n-- answers\n${plans.answers}\n\n`);
+  process.stdout.write(`${JSON.stringify({ ...args, firstLoad: first, reload10PercentChanged: reload })}\n`);
+} finally {
+  await pool.end();
+  await database.drop();
+}

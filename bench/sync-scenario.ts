@@ -32,6 +32,7 @@ const argsSchema = z.object({
   copy: z.boolean().default(false),
   mode: z.enum(['full', 'windows']).default('full'),
   batchRows: z.number().int().positive().optional(),
+  writers: z.number().int().positive().optional(),
   /** Run the careful peer (bench/careful-peer.ts) after each of trainsync's loads. */
   peer: z.boolean().default(false),
 });
@@ -102,6 +103,7 @@ try {
     TRAINSYNC_REQUESTS_PER_SECOND: String(args.requestsPerSecond),
     TRAINSYNC_RESULTS_WINDOW_DAYS: '31',
     ...(args.batchRows ? { TRAINSYNC_BATCH_ROWS: String(args.batchRows) } : {}),
+    ...(args.writers ? { TRAINSYNC_RESULTS_WRITERS: String(args.writers) } : {}),
     TRAINSYNC_METRICS_PORT: '0',
     LOG_LEVEL: 'warn',
   });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { JobContext } from '../context.ts';
+import { resultsTableEmpty } from '../warehouse/load-results.ts';
 import { getCheckpoint, saveCheckpoint, type RunCounts } from '../warehouse/sync-state.ts';
 import { MAX_READS, walkResults } from './results-walk.ts';
 
@@ -7,6 +8,7 @@ const fullWalkCheckpointSchema = z.object({
   nextPage: z.union([z.number(), z.literal('done')]).optional(),
   total: z.number().nullable().optional(),
   drifted: z.boolean().optional(),
+  firstLoad: z.boolean().optional(),
 });
 
 export interface FullWalk {
@@ -14,17 +16,26 @@ export interface FullWalk {
   resumed: number;
   /** Set when the results kept changing for every walk allowed: some may have shifted past us. */
   unfinished?: string;
+  /**
+   * The walk began on an empty `training.results`: nothing existed before it, so nothing
+   * can have vanished, and it recorded no sightings; the removal pass is skipped.
+   */
+  firstLoad: boolean;
 }
 
 /**
  * Walks every page without dates (undated results included), checkpointing the next
- * page with each batch, and records sightings so vanished results can be marked removed.
+ * page with each batch, and records sightings so vanished results can be marked removed
+ * (unless the walk is a first load: see `FullWalk.firstLoad`). Whether it is, is decided
+ * once, before its first batch, and kept in its checkpoint, so a resumed walk (whose
+ * table is no longer empty) goes on as it began.
  */
 export async function walkAllResults(ctx: JobContext, scope: string, runId: number, counts: RunCounts): Promise<FullWalk> {
   const key = `${scope}:full`;
   const saved = (await getCheckpoint(ctx.db, key, fullWalkCheckpointSchema.catch({}))) ?? {};
   // Walked to the end before a crash; only the finish was left.
-  if (saved.nextPage === 'done') return { resumed: 1, ...(saved.drifted ? { unfinished: `still changing after ${MAX_READS} walks` } : {}) };
+  const firstLoad = saved.firstLoad ?? (saved.nextPage === undefined && (await resultsTableEmpty(ctx.db)));
+  if (saved.nextPage === 'done') return { resumed: 1, firstLoad, ...(saved.drifted ? { unfinished: `still changing after ${MAX_READS} walks` } : {}) };
   let startPage = saved.nextPage ?? 1;
   let expectedTotal = saved.total ?? undefined;
   const resumed = startPage > 1 ? 1 : 0;
@@ -35,16 +46,17 @@ export async function walkAllResults(ctx: JobContext, scope: string, runId: numb
       startPage,
       expectedTotal,
       counts,
-      trackSightings: true,
+      // Sightings serve only the removal pass, which a first load skips.
+      trackSightings: !firstLoad,
       onBatch: (tx, position) =>
-        saveCheckpoint(tx.db, key, { nextPage: position.done ? 'done' : position.nextPage, total: position.total ?? null, drifted: position.drifted }, runId),
+        saveCheckpoint(tx.db, key, { nextPage: position.done ? 'done' : position.nextPage, total: position.total ?? null, drifted: position.drifted, firstLoad }, runId),
     });
     // The list changed while paged (or since the walk was interrupted): rows may have
     // shifted between pages, so one more walk from page 1 sees every row that exists.
-    if (!drifted) return { resumed };
+    if (!drifted) return { resumed, firstLoad };
     if (read >= MAX_READS) {
       ctx.log.warn({ reads: read }, 'results kept changing while paged; the run ends incomplete and the next run walks them again');
-      return { resumed, unfinished: `still changing after ${MAX_READS} walks` };
+      return { resumed, firstLoad, unfinished: `still changing after ${MAX_READS} walks` };
     }
     ctx.log.info({ read, resumedAtPage: startPage }, 'results changed while paged; reading all of them once more');
     startPage = 1;

@@ -1,4 +1,6 @@
+import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
+import type { Database } from './database.ts';
 import type { Result } from '../platform/schemas.ts';
 import { copyField, copyText, releaseCopyText, takeCopyText, type CopyText } from './copy-text.ts';
 import { jsonbText } from './jsonb-text.ts';
@@ -254,6 +256,12 @@ export async function recordSightings(client: pg.PoolClient, runId: number, resu
     runId,
     resultIds,
   ]);
+}
+
+/** Whether `training.results` holds no row at all (a first load, which needs no sightings). */
+export async function resultsTableEmpty(db: Kysely<Database>): Promise<boolean> {
+  const { rows } = await sql<{ empty: boolean }>`select not exists (select 1 from training.results) as empty`.execute(db);
+  return rows[0]!.empty;
 }
 
 /** Forgets a run's sightings without marking anything (a walk that did not finish). */

@@ -7,6 +7,7 @@
  *   node bin/run-ts.js bench/write-path.ts '{"rows":100000,"batchRows":2000}'
  */
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { createLogger } from '../src/log.ts';
 import type { Result } from '../src/platform/schemas.ts';
@@ -33,7 +34,21 @@ try {
   const runId = run!.id;
   const lend = lendFrom(pool);
 
+  // Postgres' own CPU for the load (its backends for this database, same host): a figure
+  // that other processes on the machine disturb far less than elapsed time.
+  const backendCpuMs = async (): Promise<Map<number, number>> => {
+    const { rows } = await pool.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database()');
+    const cpu = new Map<number, number>();
+    for (const { pid } of rows) {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+      if (!stat) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      cpu.set(pid, ((Number(fields[11]) + Number(fields[12])) * 1000) / 100);
+    }
+    return cpu;
+  };
   const load = async (results: readonly Result[]): Promise<Record<string, number>> => {
+    const cpuBefore = await backendCpuMs();
     const totals = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<Phase, number>;
     const started = performance.now();
     for (let i = 0; i < results.length; i += args.batchRows) {
@@ -56,9 +71,12 @@ try {
       batch.release();
     }
     const ms = performance.now() - started;
+    let serverCpuMs = 0;
+    for (const [pid, after] of await backendCpuMs()) serverCpuMs += after - (cpuBefore.get(pid) ?? 0);
     const batches = Math.ceil(results.length / args.batchRows);
     return {
       rowsPerSecond: Math.round((results.length / ms) * 1000),
+      postgresCpuMicrosPerRow: Number(((serverCpuMs * 1000) / results.length).toFixed(1)),
       ...Object.fromEntries(PHASES.map((p) => [`${p}MsPerBatch`, Number((totals[p] / batches).toFixed(2))])),
     };
   };

@@ -94,23 +94,35 @@ const UPSERT = `
 /**
  * Replaces each staged result's answers, and marks updated the results whose only change
  * was their answers (the upsert skipped them as unchanged). Only results that existed
- * before this batch can have answers to delete or be "answers only"; naming them in
- * arrays lets the planner probe the indexes instead of scanning a table (a hash join
- * over all of `training.results` per batch made a first load quadratic). $1: the load's instant.
+ * before this batch can have answers to delete or be "answers only", and of those only
+ * the ones whose stored answers differ from the listed ones are touched: on a reload
+ * most are unchanged, and comparing them costs one index scan each, where deleting
+ * nothing and inserting every answer again (each a conflict) cost two. Ids go to the
+ * planner as arrays, so it probes the indexes instead of scanning a table (a hash join
+ * over all of `training.results` per batch made a first load quadratic).
+ * $1: the load's instant.
  */
 const REPLACE_ANSWERS = `
-  with ${LATEST}, deleted as (
+  with ${LATEST}, existing as materialized (
+    select e.result_id, e.answer_ids from latest e
+    where not exists (select 1 from ${WRITTEN} w where w.result_id = e.result_id and w.inserted)
+  ), changed as materialized (
+    select e.result_id, e.answer_ids from existing e
+    where e.answer_ids is distinct from array(
+      select a.answer_id from training.result_filter_answers a where a.result_id = e.result_id order by a.answer_id
+    )
+  ), deleted as (
     delete from training.result_filter_answers a
-    using latest s
-    where a.result_id = any (array(
-        select e.result_id from latest e
-        where not exists (select 1 from ${WRITTEN} w where w.result_id = e.result_id and w.inserted)
-      ))
+    using changed s
+    where a.result_id = any (array(select result_id from changed))
       and s.result_id = a.result_id and a.answer_id <> all (s.answer_ids)
     returning a.result_id
   ), added as (
     insert into training.result_filter_answers (result_id, answer_id)
     select s.result_id, unnest(s.answer_ids) from latest s
+    where not exists (select 1 from existing e where e.result_id = s.result_id)
+    union all
+    select s.result_id, unnest(s.answer_ids) from changed s
     on conflict do nothing
     returning result_id
   ), answers_only as (

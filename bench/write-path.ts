@@ -20,7 +20,7 @@ import { createBenchDatabase } from './admin-query.ts';
 import { syntheticResults } from './warehouse-load.ts';
 
 const args = z
-  .object({ rows: z.number().int().positive().default(100_000), batchRows: z.number().int().positive().default(2_000), synchronousCommit: z.boolean().default(true), sightings: z.boolean().default(true) })
+  .object({ rows: z.number().int().positive().default(100_000), batchRows: z.number().int().positive().default(2_000), synchronousCommit: z.boolean().default(true), sightings: z.boolean().default(true), fresh: z.boolean().default(false) })
   .parse(JSON.parse(process.argv[2] ?? '{}'));
 
 type Phase = WritePhase | 'counts+checkpoint' | 'commit';
@@ -47,7 +47,7 @@ try {
     }
     return cpu;
   };
-  const load = async (results: readonly Result[]): Promise<Record<string, number>> => {
+  const load = async (results: readonly Result[], fresh: boolean): Promise<Record<string, number>> => {
     const cpuBefore = await backendCpuMs();
     const totals = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<Phase, number>;
     const started = performance.now();
@@ -58,7 +58,7 @@ try {
       await lend(async (client) => {
         await client.query('begin');
         if (!args.synchronousCommit) await client.query('set local synchronous_commit = off');
-        const loaded = await upsertResultBatch(client, batch, { seenAt: new Date(), runId, trackSightings: args.sightings, onPhase: (phase, ms) => (totals[phase] += ms) });
+        const loaded = await upsertResultBatch(client, batch, { seenAt: new Date(), runId, trackSightings: args.sightings, fresh, onPhase: (phase, ms) => (totals[phase] += ms) });
         mark = performance.now();
         const db = kyselyOn(client);
         await addRunCounts(db, runId, { pages: 40, ...loaded });
@@ -82,11 +82,11 @@ try {
   };
 
   const results = syntheticResults(args.rows);
-  const first = await load(results);
+  const first = await load(results, args.fresh);
   await pool.query('delete from trainsync.result_sightings');
   await pool.query('vacuum analyze training.results, training.result_filter_answers');
   const changed = results.map((r, i) => (i % 10 === 0 ? { ...r, score: (r.score ?? 0) + 1, resultFilters: [r.resultFilters[0]!, randomUUID()] } : r));
-  const reload = await load(changed);
+  const reload = await load(changed, false);
 
   const client = await pool.connect();
   let plans: { upsert: string; answers: string };

@@ -48,6 +48,7 @@ export async function walkAllResults(ctx: JobContext, scope: string, runId: numb
       counts,
       // Sightings serve only the removal pass, which a first load skips.
       trackSightings: !firstLoad,
+      firstLoad,
       onBatch: (tx, position) =>
         saveCheckpoint(tx.db, key, { nextPage: position.done ? 'done' : position.nextPage, total: position.total ?? null, drifted: position.drifted, firstLoad }, runId),
     });

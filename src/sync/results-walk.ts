@@ -29,6 +29,8 @@ export interface WalkOptions {
   onBatch(tx: Tx, position: WalkPosition): Promise<void>;
   /** Full mode: record every id seen, so vanished results can be marked removed. */
   trackSightings?: boolean;
+  /** A first load into an empty table: rows are written by plain inserts while none exists (see `fresh`). */
+  firstLoad?: boolean;
   /** Stores only the results this accepts (a backfill's days); the rest are read, not stored. */
   keep?: (result: Result) => boolean;
 }
@@ -39,7 +41,7 @@ export interface WalkOptions {
  * `totalEntities` changed during the walk, or differs from what a resumed walk expected.
  */
 export async function walkResults(ctx: JobContext, options: WalkOptions): Promise<{ drifted: boolean }> {
-  const { runId, counts, trackSightings = false, keep } = options;
+  const { runId, counts, trackSightings = false, firstLoad = false, keep } = options;
   let total = options.expectedTotal;
   let drifted = false;
   // Rows go into their batch's COPY text as each page arrives (see ResultBatch).
@@ -57,7 +59,7 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
     // Counted after commit: a deadlock retry runs the transaction again.
     const outcome = await order.run(
       async (tx) => {
-        const loaded = batch.size > 0 ? await upsertResultBatch(tx.client, batch, { seenAt: new Date(), runId, trackSightings }) : undefined;
+        const loaded = batch.size > 0 ? await upsertResultBatch(tx.client, batch, { seenAt: new Date(), runId, trackSightings, fresh: firstLoad }) : undefined;
         let quarantined = 0;
         if (batchProblems.length > 0) {
           quarantined = await quarantineRecords(tx.db, runId, batchProblems);

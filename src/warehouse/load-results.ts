@@ -135,6 +135,18 @@ const REPLACE_ANSWERS = `
   )
   select count(*)::int as answers_only from answers_only`;
 
+/**
+ * A first load's statements: every staged row is new, so plain INSERTs (no conflict
+ * arbitration, no dedup, no answers to compare). Run under a savepoint: an id already
+ * stored, or staged twice (pages shifted while paged), fails them with a unique
+ * violation, and the batch is written again by the upsert. $1: the load's instant.
+ */
+const INSERT_NEW = `
+  insert into training.results (result_id, ${DATA_COLUMNS.join(', ')}, first_seen_at, last_seen_at, updated_at)
+  select result_id, ${DATA_COLUMNS.join(', ')}, $1::timestamptz, $1::timestamptz, $1::timestamptz from ${STAGE} order by result_id`;
+const INSERT_NEW_ANSWERS = `insert into training.result_filter_answers (result_id, answer_id) select result_id, unnest(answer_ids) from ${STAGE}`;
+const UNIQUE_VIOLATION = '23505';
+
 /** Every staged id, once, as seen by run $1 (full mode), for markUnseenResultsRemoved. */
 const SIGHT = `insert into trainsync.result_sightings (run_id, result_id) select distinct $1::bigint, result_id from ${STAGE}`;
 
@@ -148,6 +160,11 @@ export interface UpsertResultsOptions {
   runId?: number;
   /** Full mode: record every id seen, for markUnseenResultsRemoved at the run's end. */
   trackSightings?: boolean;
+  /**
+   * The rows are most likely all new (a first load into an empty table): try plain
+   * INSERTs first, and fall back to the upsert when an id turns out to exist.
+   */
+  fresh?: boolean;
   /** Told how long each part of the write took (profiling). */
   onPhase?: (phase: WritePhase, ms: number) => void;
 }
@@ -233,6 +250,16 @@ export async function upsertResultBatch(client: pg.PoolClient, batch: ResultBatc
   await client.query(PREPARE_STAGE);
   await batch.stage(client);
   lap('stage');
+  if (options.fresh) {
+    const inserted = await insertNewResults(client, options.seenAt, lap);
+    if (inserted !== undefined) {
+      if (options.trackSightings) {
+        await client.query(SIGHT, [options.runId]);
+        lap('sightings');
+      }
+      return { inserted, updated: 0, unchanged: 0 };
+    }
+  }
   // Each statement answers one row: no row per result comes back to this process.
   const upserted = await client.query<{ distinct_ids: number; written: number; inserted: number }>(UPSERT, [options.seenAt]);
   const { distinct_ids: distinct, written, inserted } = upserted.rows[0]!;
@@ -247,6 +274,23 @@ export async function upsertResultBatch(client: pg.PoolClient, batch: ResultBatc
 
   const updated = written - inserted + answersOnly;
   return { inserted, updated, unchanged: distinct - inserted - updated };
+}
+
+/** The staged rows by plain INSERTs, or undefined (and nothing written) when one of them exists already. */
+async function insertNewResults(client: pg.PoolClient, seenAt: Date, lap: (phase: WritePhase) => void): Promise<number | undefined> {
+  await client.query('savepoint trainsync_new_results');
+  try {
+    const { rowCount } = await client.query(INSERT_NEW, [seenAt]);
+    lap('upsert');
+    await client.query(INSERT_NEW_ANSWERS);
+    lap('answers');
+    await client.query('release savepoint trainsync_new_results');
+    return rowCount ?? 0;
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== UNIQUE_VIOLATION) throw error;
+    await client.query('rollback to savepoint trainsync_new_results');
+    return undefined;
+  }
 }
 
 /** `upsertResultBatch` of an array of results (webhooks, tests, benchmarks). */

@@ -53,8 +53,14 @@ if (want('http')) {
   verdicts.push(`INFO  HTTP client CPU per page of 50: got ${clients.got?.cpuMicrosPerPage} µs, undici ${clients.undici?.cpuMicrosPerPage} µs, trainsync's transport over got ${clients['trainsync transport (got)']?.cpuMicrosPerPage} µs`);
 }
 if (want('writepath')) {
-  process.stdout.write('\n== write path: ms per batch of 2,000 results by part, and EXPLAIN (ANALYZE, BUFFERS) of the upsert (stderr)\n');
-  figures.writePath = lastJson(await run(['bench/write-path.ts', JSON.stringify({ rows: 200_000 })]));
+  process.stdout.write('\n== write path, 200,000 results: ms per batch of 2,000 by part and Postgres CPU per row, as before issue 18 and now; EXPLAIN (ANALYZE, BUFFERS) of the upsert on stderr\n');
+  const before = lastJson(await run(['bench/write-path.ts', JSON.stringify({ rows: 200_000, firstLoadPath: false, synchronousCommit: true })]));
+  const now = lastJson(await run(['bench/write-path.ts', JSON.stringify({ rows: 200_000 })]));
+  figures.writePath = { before, now };
+  const pgCpu = (f: Record<string, unknown>, load: string): number => num((f[load] as Record<string, unknown>).postgresCpuMicrosPerRow);
+  verdicts.push(
+    `INFO  Postgres CPU per result written: first load ${pgCpu(before, 'firstLoad')} → ${pgCpu(now, 'firstLoad')} µs, reload 10% changed ${pgCpu(before, 'reload10PercentChanged')} → ${pgCpu(now, 'reload10PercentChanged')} µs (upsert + sightings, synchronous_commit on → first-load path, off)`,
+  );
 }
 if (want('warehouse')) {
   process.stdout.write('\n== warehouse load methods (200,000 results)\n');

@@ -1,10 +1,11 @@
 /**
  * Where a results batch's write goes: per batch of a full walk's write (the rows, their
  * answers, the sightings, the run's counts and the checkpoint, one transaction), the
- * milliseconds of each part, for a first load into empty tables and a reload with 10%
- * changed; and `EXPLAIN (ANALYZE, BUFFERS)` of one batch's upsert and answers.
+ * milliseconds of each part and Postgres' CPU per row, for a first load into empty
+ * tables and a full reload with 10% changed (the upsert, with sightings); and
+ * `EXPLAIN (ANALYZE, BUFFERS)` of one batch's upsert and answers (on stderr).
  *
- *   node bin/run-ts.js bench/write-path.ts '{"rows":100000,"batchRows":2000}'
+ *   node bin/run-ts.js bench/write-path.ts '{"rows":100000,"batchRows":2000,"firstLoadPath":true,"synchronousCommit":false}'
  */
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -20,7 +21,13 @@ import { createBenchDatabase } from './admin-query.ts';
 import { syntheticResults } from './warehouse-load.ts';
 
 const args = z
-  .object({ rows: z.number().int().positive().default(100_000), batchRows: z.number().int().positive().default(2_000), synchronousCommit: z.boolean().default(true), sightings: z.boolean().default(true), fresh: z.boolean().default(false) })
+  .object({
+    rows: z.number().int().positive().default(100_000),
+    batchRows: z.number().int().positive().default(2_000),
+    synchronousCommit: z.boolean().default(false),
+    /** The first load as trainsync writes one now: plain inserts, no sightings. False: the upsert with sightings, as before issue 18. */
+    firstLoadPath: z.boolean().default(true),
+  })
   .parse(JSON.parse(process.argv[2] ?? '{}'));
 
 type Phase = WritePhase | 'counts+checkpoint' | 'commit';
@@ -47,7 +54,7 @@ try {
     }
     return cpu;
   };
-  const load = async (results: readonly Result[], fresh: boolean): Promise<Record<string, number>> => {
+  const load = async (results: readonly Result[], firstLoad: boolean): Promise<Record<string, number>> => {
     const cpuBefore = await backendCpuMs();
     const totals = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<Phase, number>;
     const started = performance.now();
@@ -58,7 +65,7 @@ try {
       await lend(async (client) => {
         await client.query('begin');
         if (!args.synchronousCommit) await client.query('set local synchronous_commit = off');
-        const loaded = await upsertResultBatch(client, batch, { seenAt: new Date(), runId, trackSightings: args.sightings, fresh, onPhase: (phase, ms) => (totals[phase] += ms) });
+        const loaded = await upsertResultBatch(client, batch, { seenAt: new Date(), runId, trackSightings: !firstLoad, fresh: firstLoad, onPhase: (phase, ms) => (totals[phase] += ms) });
         mark = performance.now();
         const db = kyselyOn(client);
         await addRunCounts(db, runId, { pages: 40, ...loaded });
@@ -82,7 +89,7 @@ try {
   };
 
   const results = syntheticResults(args.rows);
-  const first = await load(results, args.fresh);
+  const first = await load(results, args.firstLoadPath);
   await pool.query('delete from trainsync.result_sightings');
   await pool.query('vacuum analyze training.results, training.result_filter_answers');
   const changed = results.map((r, i) => (i % 10 === 0 ? { ...r, score: (r.score ?? 0) + 1, resultFilters: [r.resultFilters[0]!, randomUUID()] } : r));

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given: simulator client http writepath warehouse sync startup latency provisioning webhooks employees
+ *   npm run bench -- sync         # only the names given: simulator client http writepath warehouse sync startup latency provisioning webhooks employees drift
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -53,13 +53,13 @@ if (want('http')) {
   verdicts.push(`INFO  HTTP client CPU per page of 50: got ${clients.got?.cpuMicrosPerPage} µs, undici ${clients.undici?.cpuMicrosPerPage} µs, trainsync's transport over got ${clients['trainsync transport (got)']?.cpuMicrosPerPage} µs`);
 }
 if (want('writepath')) {
-  process.stdout.write('\n== write path, 200,000 results: ms per batch of 2,000 by part and Postgres CPU per row, as before issue 18 and now; EXPLAIN (ANALYZE, BUFFERS) of the upsert on stderr\n');
+  process.stdout.write('\n== write path, 200,000 results: ms per batch of 5,000 by part and Postgres CPU per row, the upsert path with sightings and synchronous_commit on (how a first load was written) and the first-load path; EXPLAIN (ANALYZE, BUFFERS) of the upsert on stderr\n');
   const before = lastJson(await run(['bench/write-path.ts', JSON.stringify({ rows: 200_000, firstLoadPath: false, synchronousCommit: true })]));
   const now = lastJson(await run(['bench/write-path.ts', JSON.stringify({ rows: 200_000 })]));
   figures.writePath = { before, now };
   const pgCpu = (f: Record<string, unknown>, load: string): number => num((f[load] as Record<string, unknown>).postgresCpuMicrosPerRow);
   verdicts.push(
-    `INFO  Postgres CPU per result written: first load ${pgCpu(before, 'firstLoad')} → ${pgCpu(now, 'firstLoad')} µs, reload 10% changed ${pgCpu(before, 'reload10PercentChanged')} → ${pgCpu(now, 'reload10PercentChanged')} µs (upsert + sightings, synchronous_commit on → first-load path, off)`,
+    `INFO  Postgres CPU per result written: first load ${pgCpu(before, 'firstLoad')} → ${pgCpu(now, 'firstLoad')} µs, reload 10% changed ${pgCpu(before, 'reload10PercentChanged')} → ${pgCpu(now, 'reload10PercentChanged')} µs (the upsert with sightings, synchronous_commit on → plain inserts, no sightings, off; the reload is the upsert with sightings both times)`,
   );
 }
 if (want('warehouse')) {
@@ -136,6 +136,21 @@ if (want('webhooks')) {
   check('webhook delivery-to-row p50', num(steady.p50Ms) < 2000, `p50 ${steady.p50Ms} ms, p99 ${steady.p99Ms} ms (target p50 < 2000 ms)`);
   check('webhook requests over budget', num(steady.maxInAnySecond) <= 10 && num(burst.maxInAnySecond) <= 10, `max ${steady.maxInAnySecond} / ${burst.maxInAnySecond} in any sliding second (budget 10)`);
   verdicts.push(`INFO  webhook burst drain: ${burst.drainSeconds} s for ${burst.events} events vs ${burst.idealSeconds} s = 1,000 ÷ budget (${burst.ratio}×)`);
+}
+
+if (want('drift')) {
+  process.stdout.write('\n== drift: first load and full walk of 100,000 results, quiet and with 3 new results every 3 pages\n');
+  const drift = lastJson(await run(['bench/results-drift.ts', JSON.stringify({ results: 100_000 })]));
+  figures.drift = drift;
+  const runs = drift.arrivalsRuns as Record<'firstLoad' | 'fullWalk', { exit: number; pages: number; missing: number }>;
+  const quiet = drift.quiet as Record<'firstLoad' | 'fullWalk', { pages: number }>;
+  const ratios = drift.pagesRatio as Record<'firstLoad' | 'fullWalk', number>;
+  for (const run of ['firstLoad', 'fullWalk'] as const) {
+    const label = run === 'firstLoad' ? 'first load' : 'full walk';
+    check(`${label} under arrivals: exit status`, runs[run].exit === 0, `exit ${runs[run].exit} (target 0)`);
+    check(`${label} under arrivals: pages read`, ratios[run] <= 1.1, `${runs[run].pages} vs ${quiet[run].pages} quiet = ${ratios[run]}× (target ≤ 1.1×)`);
+    check(`${label} under arrivals: rows missing`, runs[run].missing === 0, `${runs[run].missing} (target 0)`);
+  }
 }
 
 process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);

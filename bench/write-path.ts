@@ -10,12 +10,12 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/runtime/log.ts';
 import type { Result } from '../src/platform/schemas.ts';
 import { explainResultBatch, ResultBatch, upsertResultBatch, type WritePhase } from '../src/warehouse/load-results.ts';
 import { migrate } from '../src/warehouse/migrator.ts';
 import { createPool } from '../src/warehouse/pool.ts';
-import { addRunCounts, saveCheckpoint } from '../src/warehouse/sync-state.ts';
+import { addRunCounts, saveCheckpoint } from '../src/sync/sync-state.ts';
 import { kyselyOn, lendFrom } from '../src/warehouse/transaction.ts';
 import { createBenchDatabase } from './admin-query.ts';
 import { syntheticResults } from './warehouse-load.ts';
@@ -23,7 +23,7 @@ import { syntheticResults } from './warehouse-load.ts';
 const args = z
   .object({
     rows: z.number().int().positive().default(100_000),
-    batchRows: z.number().int().positive().default(2_000),
+    batchRows: z.number().int().positive().default(5_000),
     synchronousCommit: z.boolean().default(false),
     /** The first load as trainsync writes one now: plain inserts, no sightings. False: the upsert with sightings, as before issue 18. */
     firstLoadPath: z.boolean().default(true),

@@ -2,13 +2,13 @@
  * The composition root: wires config, logging and the jobs of jobs/ into the
  * commands. The only file of src/ that imports jobs/.
  */
-import { errorMessage } from './errors.ts';
+import { errorMessage } from './lib/errors.ts';
 import { CommanderError } from 'commander';
 import { allJobs } from '../jobs/index.ts';
 import { buildProgram } from './commands/program.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
-import { toInfrastructureError } from './infra-errors.ts';
-import { createLogger } from './log.ts';
+import { toInfrastructureError } from './lib/infra-errors.ts';
+import { createLogger } from './runtime/log.ts';
 
 /** The configuration, or undefined when it cannot be read (its error is reported already). */
 function configOrNothing(): Config | undefined {

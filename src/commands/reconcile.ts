@@ -1,6 +1,6 @@
 import Table from 'cli-table3';
 import { InvalidArgumentError, type Command } from 'commander';
-import { toInfrastructureError } from '../infra-errors.ts';
+import { toInfrastructureError } from '../lib/infra-errors.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate } from '../warehouse/migrator.ts';
 import { createDb, createPool } from '../warehouse/pool.ts';

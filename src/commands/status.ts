@@ -1,8 +1,8 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
-import { createApp, type App } from '../app.ts';
+import { createApp, type App } from '../runtime/app.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';
-import { lastRuns, listWatermarks, quarantineCounts } from '../warehouse/sync-state.ts';
+import { lastRuns, listWatermarks, quarantineCounts } from '../sync/sync-state.ts';
 import type { CommandDeps } from './deps.ts';
 
 /** Extra sections other parts add to `status` (provisioning adds actions needing attention). */
@@ -37,32 +37,9 @@ export interface StatusReport {
 }
 
 export async function collectStatus(app: App, sections: readonly StatusSection[] = []): Promise<StatusReport> {
-  const queues = await Promise.all(
-    QUEUE_NAMES.map(async (name) => {
-      const queue = app.queue.queues[name];
-      const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'waiting-children');
-      return { queue: name, workers: await queue.getWorkersCount(), counts };
-    }),
-  );
-  const failedJobs = (
-    await Promise.all(
-      QUEUE_NAMES.map(async (name) =>
-        (await app.queue.queues[name].getFailed(0, 19)).map((job) => ({
-          queue: name,
-          id: String(job.id),
-          name: job.name,
-          failedReason: job.failedReason,
-          attemptsMade: job.attemptsMade,
-          finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
-        })),
-      ),
-    )
-  ).flat();
-  const schedules = (await app.queue.queues.sync.getJobSchedulers()).map((s) => ({
-    id: s.key,
-    pattern: s.pattern ?? null,
-    next: s.next ? new Date(s.next).toISOString() : null,
-  }));
+  const queues = await Promise.all(QUEUE_NAMES.map(async (name) => ({ queue: name, workers: await app.queue.workers(name), counts: await app.queue.counts(name) })));
+  const failedJobs = (await Promise.all(QUEUE_NAMES.map(async (name) => (await app.queue.failedJobs(name, 20)).map((job) => ({ queue: name, ...job }))))).flat();
+  const schedules = await app.queue.schedules();
   return {
     queues,
     runs: await lastRuns(app.db),
@@ -88,8 +65,8 @@ export function renderStatus(report: StatusReport): string {
     report.runs.length === 0
       ? '(no runs yet: try `trainsync sync`)'
       : table(
-          ['resource', 'status', 'mode', 'started', 'finished', 'pages', 'ins', 'upd', 'same', 'quar', 'rem', 'note / error'],
-          report.runs.map((r) => [r.resource, r.status, r.mode, r.startedAt, r.finishedAt, r.pages, r.inserted, r.updated, r.unchanged, r.quarantined, r.removed, r.error ?? r.note]),
+          ['resource', 'status', 'mode', 'started', 'finished', 'pages', 'req', 'ins', 'upd', 'same', 'quar', 'rem', 'note / error'],
+          report.runs.map((r) => [r.resource, r.status, r.mode, r.startedAt, r.finishedAt, r.pages, r.requests, r.inserted, r.updated, r.unchanged, r.quarantined, r.removed, r.error ?? r.note]),
         ),
     'Watermarks',
     report.watermarks.length === 0 ? '(none)' : table(['resource', 'value', 'updated'], report.watermarks.map((w) => [w.resource, w.value, w.updatedAt])),

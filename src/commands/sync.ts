@@ -1,14 +1,14 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
-import { z } from 'zod';
-import { createApp } from '../app.ts';
+import { createApp } from '../runtime/app.ts';
 import { requirePlatform } from '../config.ts';
-import { SYNC_RESOURCES, type SyncResource } from '../sync/resources.ts';
+import { syncResources, type SyncResource } from '../sync/resources.ts';
+import { syncSummarySchema } from '../sync/summary.ts';
 import { runSync, SyncConflictError, SyncInterruptedError } from '../sync/run-and-wait.ts';
 import { syncPayloadSchema, type SyncPayload } from '../sync/sync-payload.ts';
 import type { JobOutcome } from '../queue/wait-for-jobs.ts';
 import { withWaitOptions } from '../queue/job-queue.ts';
-import { parseDay } from '../sync/result-windows.ts';
+import { parseDay } from '../sync/results/days.ts';
 import type { CommandDeps } from './deps.ts';
 import { createProgressDisplay } from './progress-display.ts';
 
@@ -16,10 +16,11 @@ import { createProgressDisplay } from './progress-display.ts';
 export const SYNC_EXIT = { ok: 0, failed: 1, refused: 2, incomplete: 3, interrupted: 130 } as const;
 
 export function registerSyncCommand(program: Command, deps: CommandDeps): void {
+  const known = syncResources(deps.jobs);
   program
     .command('sync')
     .description('Enqueue sync jobs and wait for them, printing a summary per resource. Processes the jobs itself when no worker is connected.')
-    .argument('[resources...]', `any of ${SYNC_RESOURCES.join(', ')}, or all`, ['all'])
+    .argument('[resources...]', `any of ${known.join(', ')}, or all`, ['all'])
     .option('--since <YYYY-MM-DD>', 'results: backfill from this date (inclusive); leaves the watermark alone')
     .option('--until <YYYY-MM-DD>', 'results: backfill up to this date (inclusive); default today')
     .option('--full', 'results: read every result and mark those the platform no longer returns as removed')
@@ -37,7 +38,7 @@ ended incomplete (some windows could not be read to the end; the next run reads 
 130 interrupted (Ctrl-C: jobs this process ran go back to the queue and resume later).`,
     )
     .action(async (resourceArgs: string[], options: { since?: string; until?: string; full?: boolean; json?: boolean }) => {
-      const resources = parseResources(resourceArgs);
+      const resources = parseResources(resourceArgs, known);
       const payload = parseSyncOptions(options);
       const config = deps.loadConfig();
       // Before anything touches Postgres or Redis: the jobs cannot run without the platform.
@@ -72,14 +73,14 @@ ended incomplete (some windows could not be read to the end; the next run reads 
     });
 }
 
-function parseResources(args: string[]): SyncResource[] {
+function parseResources(args: string[], known: readonly SyncResource[]): SyncResource[] {
   const wanted = new Set<SyncResource>();
   for (const arg of args) {
-    if (arg === 'all') SYNC_RESOURCES.forEach((r) => wanted.add(r));
-    else if ((SYNC_RESOURCES as readonly string[]).includes(arg)) wanted.add(arg as SyncResource);
-    else throw new Error(`Unknown resource "${arg}": use ${SYNC_RESOURCES.join(', ')} or all.`);
+    if (arg === 'all') known.forEach((r) => wanted.add(r));
+    else if (known.includes(arg)) wanted.add(arg);
+    else throw new Error(`Unknown resource "${arg}": use ${known.join(', ')} or all.`);
   }
-  return SYNC_RESOURCES.filter((r) => wanted.has(r));
+  return known.filter((r) => wanted.has(r));
 }
 
 function parseSyncOptions(options: { since?: string; until?: string; full?: boolean }): SyncPayload {
@@ -100,38 +101,25 @@ function parseSyncOptions(options: { since?: string; until?: string; full?: bool
   return syncPayloadSchema.parse({ trigger: 'cli', since: options.since, until: options.until, full: options.full ?? false });
 }
 
-const summaryRowSchema = z.looseObject({
-  resource: z.string(),
-  status: z.string().optional(),
-  pages: z.number(),
-  inserted: z.number(),
-  updated: z.number(),
-  unchanged: z.number(),
-  quarantined: z.number(),
-  removed: z.number(),
-  durationMs: z.number(),
-  note: z.string().optional(),
-});
-
 /** 1 when a job failed, else 3 when a run ended incomplete, else 0. */
 export function syncExitCode(outcomes: readonly JobOutcome[]): number {
   if (outcomes.some((outcome) => outcome.status === 'failed')) return SYNC_EXIT.failed;
-  const incomplete = outcomes.some((outcome) => summaryRowSchema.safeParse(outcome.result).data?.status === 'incomplete');
+  const incomplete = outcomes.some((outcome) => syncSummarySchema.safeParse(outcome.result).data?.status === 'incomplete');
   return incomplete ? SYNC_EXIT.incomplete : SYNC_EXIT.ok;
 }
 
 export function renderSummary(outcomes: readonly JobOutcome[]): string {
   const table = new Table({
-    head: ['resource', 'status', 'pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'seconds', 'note'],
+    head: ['resource', 'status', 'pages', 'requests', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'seconds', 'note'],
     style: { head: [], border: [], compact: true },
   });
   for (const outcome of outcomes) {
-    const summary = summaryRowSchema.safeParse(outcome.result);
+    const summary = syncSummarySchema.safeParse(outcome.result);
     if (outcome.status === 'completed' && summary.success) {
       const s = summary.data;
-      table.push([s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), s.note ?? '']);
+      table.push([s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.requests ?? '', s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), s.note ?? '']);
     } else {
-      table.push([outcome.name.replace(/^sync-/, ''), outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', 'see below']);
+      table.push([outcome.name.replace(/^sync-/, ''), outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', '', 'see below']);
     }
   }
   const failures = outcomes.filter((o) => o.status === 'failed').map((o) => `${o.name} failed: ${o.error ?? 'unknown reason'}`);

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { requirePlatform, type Config } from '../config.ts';
-import type { Logger } from '../log.ts';
-import { malformed, PlatformError } from './errors.ts';
+import type { Logger } from 'pino';
+import { InvalidRecordError, malformed, PlatformError } from './errors.ts';
 import { checkOrParse, fastCheckFor } from './fast-checks.ts';
 import { apiBase, createTransport, type ApiRequest } from './http.ts';
 import { parseLoginUrl } from './login-url.ts';
@@ -88,6 +88,24 @@ function jsonOf<T>(schema: z.ZodType<T>, method: string, path: string): (body: s
   };
 }
 
+/**
+ * One record read by id: a body that is not JSON is a retryable MALFORMED_RESPONSE, but
+ * JSON that fails `schema` is the record itself being invalid: an InvalidRecordError
+ * (permanent, quarantined by the caller), since reading it again returns the same record.
+ */
+function recordOf<T>(schema: z.ZodType<T>, method: string, path: string): (body: string, status: number) => T {
+  const check = fastCheckFor(schema);
+  return (body, status) => {
+    const raw = parseJsonBody(body, method, path);
+    const parsed = checkOrParse(schema, check, raw);
+    if (!parsed.success) {
+      const problem = describeIssues(parsed.error);
+      throw new InvalidRecordError(`${method} ${path} returned a record that fails validation: ${problem}`, raw, problem, status);
+    }
+    return parsed.data;
+  };
+}
+
 /** Writes answer 204 with no body; anything they do send is ignored. */
 const ignoreBody = (): void => undefined;
 
@@ -136,7 +154,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     schema: z.ZodType<T>,
     query: URLSearchParams,
     mode: 'links' | 'count',
-    listOptions: { signal?: AbortSignal | undefined; startPage?: number | undefined; prefetch?: number | undefined } = {},
+    listOptions: { signal?: AbortSignal | undefined; startPage?: number | undefined; endPage?: number | undefined; prefetch?: number | undefined } = {},
   ): AsyncIterable<Page<T>> {
     const parseEnvelope = jsonOf<Envelope>(envelopeSchema, 'GET', `/api/v2/${path}`);
     return paginate({
@@ -146,6 +164,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
       origin,
       log,
       startPage: listOptions.startPage,
+      endPage: listOptions.endPage,
       signal: listOptions.signal,
       prefetch: listOptions.prefetch,
       fetchPage: (page) => {
@@ -176,7 +195,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
 
     getResult(resultId) {
       const path = `results/${seg(resultId)}`;
-      return send({ method: 'GET', path, parse: jsonOf(resultSchema, 'GET', `/api/v2/${path}`) });
+      return send({ method: 'GET', path, parse: recordOf(resultSchema, 'GET', `/api/v2/${path}`) });
     },
 
     listFilters(listOptions = {}) {

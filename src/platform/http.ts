@@ -1,11 +1,12 @@
-import { errorMessage } from '../errors.ts';
+import { errorMessage } from '../lib/errors.ts';
 import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import { got, type Got, type OptionsInit, type Response } from 'got';
-import type { Logger } from '../log.ts';
+import type { Logger } from 'pino';
 import { classifyResponse, classifyTransportError, PlatformError } from './errors.ts';
 import type { RequestBudget } from './request-budget.ts';
+import { tallyRequest } from './request-tally.ts';
 import { parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.ts';
 import type { RequestEvent } from './types.ts';
 
@@ -121,6 +122,7 @@ export function createTransport(options: TransportOptions): Transport {
     const started = performance.now();
     let status: number | undefined;
     let code: string | undefined;
+    tallyRequest();
     try {
       let response: Response<string>;
       try {

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
-import type { RequestEvent } from './platform/types.ts';
+import type { RequestEvent } from '../platform/types.ts';
+import type { JobCatalog } from '../queue/catalog.ts';
 
 /** Prometheus metrics of one process; a registry per instance keeps tests independent. */
 export interface Metrics {
@@ -8,6 +9,8 @@ export interface Metrics {
   rowsLoaded: Counter<'table' | 'outcome'>;
   apiRequests: Counter<'method' | 'status'>;
   apiDuration: Histogram<'method'>;
+  /** Platform requests per finished sync run, by resource (from the run's summary). */
+  runRequests: Histogram<'resource'>;
   jobDuration: Histogram<'job' | 'outcome'>;
   queueJobs: Gauge<'queue' | 'state'>;
   /** 1 when the dependency answered the health check of this scrape, 0 when not (set by the health server). */
@@ -43,6 +46,13 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     help: 'Platform API request duration.',
     labelNames: ['method'] as const,
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const runRequests = new Histogram({
+    name: 'trainsync_run_requests',
+    help: 'Platform requests per finished sync run (every HTTP attempt: retries and pages read again included), by resource.',
+    labelNames: ['resource'] as const,
+    buckets: [1, 10, 50, 100, 500, 1_000, 5_000, 20_000, 100_000],
     registers: [registry],
   });
   const jobDuration = new Histogram({
@@ -103,6 +113,7 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     rowsLoaded,
     apiRequests,
     apiDuration,
+    runRequests,
     jobDuration,
     queueJobs,
     dependencyUp,
@@ -117,21 +128,22 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
   };
 }
 
-const rowCountsSchema = z.looseObject({
-  resource: z.string(),
-  inserted: z.number().optional(),
-  updated: z.number().optional(),
-  unchanged: z.number().optional(),
-  quarantined: z.number().optional(),
-  removed: z.number().optional(),
-});
+/** What a load does to rows: the `outcome` label of trainsync_rows_loaded_total. */
+const ROW_OUTCOMES = ['inserted', 'updated', 'unchanged', 'quarantined', 'removed'] as const;
+
+const rowCountsSchema = z.looseObject(Object.fromEntries(ROW_OUTCOMES.map((key) => [key, z.number().optional()])) as Record<(typeof ROW_OUTCOMES)[number], z.ZodOptional<z.ZodNumber>>);
+
+const runRequestsSchema = z.looseObject({ requests: z.number() });
 
 const webhookEventsSchema = z.object({
   webhookEvents: z.array(z.object({ type: z.string(), outcome: z.string(), seconds: z.number() })),
 });
 
-/** The worker's `onFinished` hook: job durations, rows by table and outcome from sync summaries, webhook events settled. */
-export function observeJobs(metrics: Metrics): (name: string, outcome: string, seconds: number, result?: unknown) => void {
+/**
+ * The worker's `onFinished` hook: job durations, webhook events settled, and rows by
+ * table and outcome for every job that declares a resource in the catalog.
+ */
+export function observeJobs(metrics: Metrics, catalog: JobCatalog): (name: string, outcome: string, seconds: number, result?: unknown) => void {
   return (name, outcome, seconds, result) => {
     metrics.jobDuration.observe({ job: name, outcome }, seconds);
     const settled = webhookEventsSchema.safeParse(result);
@@ -139,11 +151,14 @@ export function observeJobs(metrics: Metrics): (name: string, outcome: string, s
       metrics.webhookProcessed.inc({ type: event.type, outcome: event.outcome });
       if (event.outcome === 'loaded') metrics.webhookDelivery.observe({ type: event.type }, event.seconds);
     }
-    const summary = rowCountsSchema.safeParse(result);
-    if (!summary.success) return;
-    for (const key of ['inserted', 'updated', 'unchanged', 'quarantined', 'removed'] as const) {
-      const value = summary.data[key];
-      if (value) metrics.rowsLoaded.inc({ table: summary.data.resource, outcome: key }, value);
+    const table = catalog.get(name)?.resource;
+    const counts = rowCountsSchema.safeParse(result);
+    if (table === undefined || !counts.success) return;
+    for (const key of ROW_OUTCOMES) {
+      const value = counts.data[key];
+      if (value) metrics.rowsLoaded.inc({ table, outcome: key }, value);
     }
+    const requests = runRequestsSchema.safeParse(result);
+    if (requests.success) metrics.runRequests.observe({ resource: table }, requests.data.requests);
   };
 }

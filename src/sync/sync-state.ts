@@ -8,19 +8,19 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { RecordProblem } from '../platform/types.ts';
-import type { Database, RunStatus } from './database.ts';
-import { jsonbText } from './jsonb-text.ts';
+import type { Database, RunStatus } from '../warehouse/database.ts';
+import { jsonbText } from '../warehouse/jsonb-text.ts';
 
 type Db = Kysely<Database>;
 
-const COUNTER_NAMES = ['pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed'] as const;
+const COUNTER_NAMES = ['pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'requests'] as const;
 
 /** Counters of a run. */
 export type RunCounts = Record<(typeof COUNTER_NAMES)[number], number>;
 
 /** Zero counts, to sum into. */
 export function emptyRunCounts(): RunCounts {
-  return { pages: 0, inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0 };
+  return { pages: 0, inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0, requests: 0 };
 }
 
 export interface StartRunInput {
@@ -146,12 +146,15 @@ export async function listWatermarks(db: Db): Promise<Array<{ resource: string; 
   return rows.map((w) => ({ resource: w.resource, value: w.value, updatedAt: w.updated_at }));
 }
 
+/** A record that failed validation; `page` is null when it was not read from a list (a webhook's GET results/{id}). */
+export type QuarantinedRecord = Pick<RecordProblem, 'resource' | 'raw' | 'message'> & { page: number | null };
+
 /**
  * Stores records that failed validation. The same raw record (same resource) seen
  * again refreshes its row (run, message, last_seen_at, times_seen) rather than adding
  * one. Returns the number of distinct records stored by this call.
  */
-export async function quarantineRecords(db: Db, runId: number | null, problems: readonly RecordProblem[]): Promise<number> {
+export async function quarantineRecords(db: Db, runId: number | null, problems: readonly QuarantinedRecord[]): Promise<number> {
   if (problems.length === 0) return 0;
   const rows = problems.map((p, n) => ({ n, resource: p.resource, raw: p.raw === undefined ? null : p.raw, message: p.message, page: p.page }));
   // One statement cannot touch the same row twice: keep the last problem per record.
@@ -205,6 +208,7 @@ export async function lastRuns(db: Db): Promise<RunSummary[]> {
     unchanged: r.unchanged,
     quarantined: r.quarantined,
     removed: r.removed,
+    requests: r.requests,
     error: r.error,
     note: r.note,
   }));

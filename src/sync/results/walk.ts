@@ -1,20 +1,28 @@
-import type { JobContext } from '../context.ts';
-import { readAhead } from '../platform/read-ahead.ts';
-import { normaliseGuid, type Result } from '../platform/schemas.ts';
-import type { Page, RecordProblem, ResultsQuery } from '../platform/types.ts';
-import { recordSightings, ResultBatch, upsertResultBatch } from '../warehouse/load-results.ts';
-import { addRunCounts, quarantineRecords, type RunCounts } from '../warehouse/sync-state.ts';
-import { CommitOrder } from '../warehouse/commit-order.ts';
-import type { Tx } from '../warehouse/transaction.ts';
-import { RESULTS } from './results-plan.ts';
+import type { JobContext } from '../../runtime/context.ts';
+import { readAhead } from '../../platform/read-ahead.ts';
+import { normaliseGuid, type Result } from '../../platform/schemas.ts';
+import type { Page, RecordProblem, ResultsQuery } from '../../platform/types.ts';
+import { recordSightings, ResultBatch, upsertResultBatch } from '../../warehouse/load-results.ts';
+import { addRunCounts, quarantineRecords, type RunCounts } from '../sync-state.ts';
+import { CommitOrder } from '../../warehouse/commit-order.ts';
+import type { Tx } from '../../warehouse/transaction.ts';
+import { GapWatch, type WalkGap } from './gaps.ts';
+import { RESULTS } from './plan.ts';
 
-/** A window (or the full walk) whose total changes while paged is read again, this many times at most. */
+/** A window, or the pages of the full walk, that may have a gap is read this many times at most. */
 export const MAX_READS = 3;
 
 export interface WalkPosition {
   nextPage: number;
   done: boolean;
-  drifted: boolean;
+  /** A possible gap seen so far (at `done`: of the whole read; see gaps.ts). */
+  gap: WalkGap | undefined;
+  total: number | undefined;
+}
+
+export interface WalkReport {
+  gap: WalkGap | undefined;
+  /** The last totalEntities seen. */
   total: number | undefined;
 }
 
@@ -22,7 +30,11 @@ export interface WalkOptions {
   runId: number;
   query: ResultsQuery;
   startPage: number;
+  /** The last page to read (a re-read of a page range); default: to the end of the list. */
+  endPage?: number | undefined;
   expectedTotal?: number | undefined;
+  /** A gap found before a restart (from the checkpoint), still to be read again. */
+  knownGap?: WalkGap | undefined;
   /** Counts of this attempt, for progress; the run's totals are recorded with each batch. */
   counts: RunCounts;
   /** Writes the checkpoint for the position reached, in the batch's own transaction. */
@@ -37,13 +49,14 @@ export interface WalkOptions {
 
 /**
  * One paged walk of a query: batches rows into transactions, each of which also
- * commits `onBatch`'s checkpoint for the position reached. Drift means
- * `totalEntities` changed during the walk, or differs from what a resumed walk expected.
+ * commits `onBatch`'s checkpoint for the position reached, and reports a possible gap
+ * (gaps.ts): only a removal behind the reader, or ids that do not account for
+ * the total, make one; results arriving while it pages do not.
  */
-export async function walkResults(ctx: JobContext, options: WalkOptions): Promise<{ drifted: boolean }> {
+export async function walkResults(ctx: JobContext, options: WalkOptions): Promise<WalkReport> {
   const { runId, counts, trackSightings = false, firstLoad = false, keep } = options;
-  let total = options.expectedTotal;
-  let drifted = false;
+  const watch = new GapWatch(options.startPage, options.expectedTotal, options.knownGap);
+  let finalGap: WalkGap | undefined;
   // Rows go into their batch's COPY text as each page arrives (see ResultBatch).
   let rows = new ResultBatch();
   let problems: RecordProblem[] = [];
@@ -85,7 +98,7 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
     counts.quarantined += outcome.quarantined;
   };
   const flush = async (done: boolean): Promise<void> => {
-    const position: WalkPosition = { nextPage: lastPage + 1, done, drifted, total };
+    const position: WalkPosition = { nextPage: lastPage + 1, done, gap: done ? finalGap : watch.soFar(), total: watch.total };
     const batch = rows;
     const batchProblems = problems;
     const pages = pagesInBatch;
@@ -110,26 +123,39 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
     }
   };
   // The full walk is one sequence of pages: ask for a few ahead (windows are concurrent already).
-  const prefetch = trackSightings ? ctx.config.TRAINSYNC_RESULTS_CONCURRENCY : 1;
-  const pages: AsyncIterable<Page<Result>> = ctx.platform.listResults(options.query, { signal: ctx.signal, startPage: options.startPage, prefetch });
+  const { endPage } = options;
+  const prefetch = Math.min(trackSightings ? ctx.config.TRAINSYNC_RESULTS_CONCURRENCY : 1, endPage === undefined ? Infinity : endPage - options.startPage);
+  const pages: AsyncIterable<Page<Result>> = ctx.platform.listResults(options.query, {
+    signal: ctx.signal,
+    startPage: options.startPage,
+    prefetch,
+    ...(endPage === undefined ? {} : { endPage }),
+  });
   try {
-    for await (const page of readAhead(pages, 2)) {
+    for await (const page of readAhead(pages, endPage === undefined ? 2 : 1)) {
       counts.pages += 1;
       pagesInBatch += 1;
       lastPage = page.page;
-      if (total === undefined) total = page.totalEntities;
-      else if (page.totalEntities !== total) drifted = true;
+      watch.page(page.page, page.timing, page.totalEntities, pageIds(page));
       for (const record of page.records) if (!keep || keep(record)) rows.add(record);
       for (const problem of page.problems) problems.push(problem);
       if (rows.size >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);
       ctx.progress({ resource: RESULTS, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.size });
     }
+    finalGap = watch.end(endPage === undefined);
     await flush(true);
   } finally {
     // Never leave a write running behind a failed walk.
     await Promise.allSettled(writing);
   }
-  return { drifted };
+  return { gap: finalGap, total: watch.total };
+}
+
+/** The id of each record of a page, valid or not (undefined when unreadable). */
+function pageIds(page: Page<Result>): Array<string | undefined> {
+  const ids: Array<string | undefined> = page.records.map((record) => record.id);
+  for (const problem of page.problems) ids.push(problemIds([problem])[0]);
+  return ids;
 }
 
 function problemIds(problems: readonly RecordProblem[]): string[] {

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given: simulator client http writepath warehouse sync startup latency provisioning webhooks employees drift
+ *   npm run bench -- sync         # only the names given: simulator client http writepath warehouse sync startup latency provisioning webhooks employees drift timings scim
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -138,6 +138,23 @@ if (want('webhooks')) {
   verdicts.push(`INFO  webhook burst drain: ${burst.drainSeconds} s for ${burst.events} events vs ${burst.idealSeconds} s = 1,000 ÷ budget (${burst.ratio}×)`);
 }
 
+if (want('timings')) {
+  process.stdout.write('\n== the durations the tests do not assert: Redis outage answers, the shared budget, SIGTERM to exit\n');
+  const timings = lastJson(await run(['bench/test-timings.ts']));
+  figures.timings = timings;
+  const outage = timings.redisOutage as Record<string, number>;
+  const budget = timings.budget as { at20: Record<string, number>; at200: Record<string, number>; duringPause: number };
+  const stop = timings.shutdown as Record<string, number>;
+  check('/healthz with Redis down', num(outage.healthzMs) < 1000, `${outage.healthzMs} ms (target < 1000)`);
+  check('/metrics with Redis down', num(outage.metricsMs) < 2000, `${outage.metricsMs} ms (target < 2000)`);
+  check('status with Redis down', num(outage.statusExitMs) < 10_000, `exits after ${outage.statusExitMs} ms (TRAINSYNC_REDIS_TIMEOUT_MS=3000; target < 10000)`);
+  check('waiting sync with Redis down', num(outage.waitingSyncExitAfterStopMs) < 15_000, `exits ${outage.waitingSyncExitAfterStopMs} ms after the stop (TRAINSYNC_REDIS_TIMEOUT_MS=4000; target < 15000)`);
+  check('shared budget used at 200/s', num(budget.at200.spanMs) < 1.5 * num(budget.at200.idealMs), `500 requests over ${budget.at200.spanMs} ms, ideal ${budget.at200.idealMs} ms (target < 1.5 × ideal)`);
+  check('requests during a Retry-After pause', num(budget.duringPause) === 0, `${budget.duringPause} landed 60 ms to 1 s after a 429 (target 0)`);
+  check('worker SIGTERM to exit mid-sync', num(stop.sigtermToExitMs) < 10_000, `${stop.sigtermToExitMs} ms, exit ${stop.exitCode} (target < 10000)`);
+  verdicts.push(`INFO  shared budget at 20/s: 80 requests over ${budget.at20.spanMs} ms, ideal ${budget.at20.idealMs} ms`);
+}
+
 if (want('drift')) {
   process.stdout.write('\n== drift: first load and full walk of 100,000 results, quiet and with 3 new results every 3 pages\n');
   const drift = lastJson(await run(['bench/results-drift.ts', JSON.stringify({ results: 100_000 })]));
@@ -151,6 +168,15 @@ if (want('drift')) {
     check(`${label} under arrivals: pages read`, ratios[run] <= 1.1, `${runs[run].pages} vs ${quiet[run].pages} quiet = ${ratios[run]}× (target ≤ 1.1×)`);
     check(`${label} under arrivals: rows missing`, runs[run].missing === 0, `${runs[run].missing} (target 0)`);
   }
+}
+
+if (want('scim')) {
+  process.stdout.write('\n== SCIM: 1,000 creates at once, default budget of 10 requests/s\n');
+  const scim = lastJson(await run(['bench/scim.ts']));
+  figures.scim = scim;
+  check('SCIM creates on the platform', num(scim.allExistSeconds) <= num(scim.targetSeconds), `all ${scim.users} exist after ${scim.allExistSeconds} s (target ≤ 1.1 × ${scim.users} ÷ ${scim.budget} = ${scim.targetSeconds} s)`);
+  check('SCIM response p95', num(scim.responseP95Ms) < 100, `p95 ${scim.responseP95Ms} ms, p50 ${scim.responseP50Ms} ms, max ${scim.responseMaxMs} ms (target p95 < 100 ms)`);
+  check('SCIM platform requests over budget', num(scim.maxInAnySecond) <= num(scim.budget), `max ${scim.maxInAnySecond} in any sliding second (budget ${scim.budget}); ${scim.platformRequests} requests in all`);
 }
 
 process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);

@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { TrainsyncError } from './lib/errors.ts';
 import { parseLookback } from './lib/lookback.ts';
 import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
+import { parseMaxDisable } from './provisioning/plan/limits.ts';
 
 /**
  * The only place environment variables are read. `loadConfig(env)` parses once and
@@ -30,6 +32,14 @@ const secretKey = z
     }
     return bytes;
   });
+
+/** A bearer token for SCIM: long enough not to be guessed; compared in constant time (src/scim/auth.ts). */
+const scimToken = z
+  .string()
+  .trim()
+  .min(20, 'at least 20 characters, e.g. the output of `openssl rand -hex 32`')
+  .regex(/^[\x21-\x7e]+$/, 'printable characters without spaces, e.g. the output of `openssl rand -hex 32`')
+  .transform((value) => Buffer.from(value, 'utf8'));
 
 const envSchema = z.object({
   TRAINSYNC_API_URL: z
@@ -121,6 +131,47 @@ const envSchema = z.object({
   TRAINSYNC_WEBHOOK_SWEEP_MS: positiveInt('60000').min(1_000, 'at least 1000, e.g. 60000').default(60_000),
   // Processed events are kept this long; longer than the platform's 3 days of retries, so duplicates are still recognised.
   TRAINSYNC_WEBHOOK_RETENTION_DAYS: positiveInt('30').min(4, 'at least 4 (the platform retries for 3 days), e.g. 30').default(30),
+  // SCIM 2.0 (src/scim): served by `worker` only when a bearer token is configured, by
+  // value (TRAINSYNC_SCIM_TOKEN) or by reference to a file (TRAINSYNC_SCIM_TOKEN_FILE).
+  TRAINSYNC_SCIM_TOKEN: scimToken.optional(),
+  TRAINSYNC_SCIM_TOKEN_FILE: z
+    .string()
+    .trim()
+    .min(1)
+    .transform((path, ctx) => {
+      let text: string;
+      try {
+        text = readFileSync(path, 'utf8');
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: `a readable file holding the SCIM bearer token (${(error as NodeJS.ErrnoException).code ?? 'unreadable'}: ${path})` });
+        return z.NEVER;
+      }
+      const parsed = scimToken.safeParse(text);
+      if (!parsed.success) {
+        ctx.addIssue({ code: 'custom', message: `a file whose content is ${parsed.error.issues[0]?.message ?? 'a token'}` });
+        return z.NEVER;
+      }
+      return parsed.data;
+    })
+    .optional(),
+  TRAINSYNC_SCIM_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9466' }).int().min(0).max(65_535).default(9466),
+  TRAINSYNC_SCIM_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1 or 0.0.0.0').default('0.0.0.0'),
+  TRAINSYNC_SCIM_MAX_BODY_BYTES: positiveInt('262144').min(1_024, 'at least 1024, e.g. 262144').default(262_144),
+  // Deactivations via SCIM allowed per sliding hour before the guard holds the rest; unset:
+  // the feed's default threshold (the larger of 5 and 10% of the active employees).
+  TRAINSYNC_SCIM_MAX_DISABLE: z
+    .string()
+    .transform((value, ctx) => {
+      try {
+        return parseMaxDisable(value);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'a number of employees (e.g. 25) or a percentage of the active ones (e.g. 10%)' });
+        return z.NEVER;
+      }
+    })
+    .optional(),
+  // How often the worker plans SCIM changes left pending (an employee busy with earlier jobs, a crash).
+  TRAINSYNC_SCIM_SWEEP_MS: positiveInt('1000').min(100, 'at least 100, e.g. 1000').default(1_000),
 });
 
 /**
@@ -170,7 +221,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       const key = String(issue.path[0] ?? '(environment)');
       if (byKey.has(key)) continue;
       const given = cleaned[key];
-      const shown = given === undefined ? 'missing' : key.includes('KEY') || key.includes('SECRET') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
+      const shown = given === undefined ? 'missing' : key.includes('KEY') || key.includes('SECRET') || key.includes('TOKEN') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
       byKey.set(key, `${key}: ${shown}; expected ${issue.message}`);
     }
     const problems = [...byKey.values(), ...cronProblems];

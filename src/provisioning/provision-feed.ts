@@ -23,8 +23,8 @@ export interface ProvisionDeps extends ApplyDeps {
   withPgClient: PgLender;
 }
 
-/** Serialises plan-and-enqueue between provisioning runs (any process, one database). */
-const PROVISION_LOCK = 'trainsync:provision';
+/** Serialises plan-and-enqueue between provisioning runs and SCIM changes (any process, one database). */
+export const PROVISION_LOCK = 'trainsync:provision';
 
 export interface ProvisionOptions {
   file: string;

@@ -28,6 +28,12 @@ export const createUserPayloadSchema = z.object({
     role: z.enum(['USER', 'ADMIN']),
     organisationIdentifier: z.string().min(1),
   }),
+  /**
+   * `now`: GET users?email= right after the POST, for the id (POST users returns none).
+   * `later`: no lookup; the id is resolved in bulk afterwards (a SCIM burst: one page of 50
+   * instead of 50 lookups; src/scim/resolve-ids.ts). Later actions look it up themselves.
+   */
+  lookUp: z.enum(['now', 'later']).default('now'),
 });
 export type CreateUserPayload = z.output<typeof createUserPayloadSchema>;
 

@@ -181,9 +181,12 @@ export async function auditRows(db: Db, actionIds: readonly string[]): Promise<A
   return actionIds.flatMap((id) => byId.get(id) ?? []);
 }
 
-/** Actions still `queued` (or `planned`): their jobs may be waiting or running. */
-export async function openActions(db: Db): Promise<AuditRow[]> {
-  const rows = await db.selectFrom('trainsync.provisioning_actions').select(AUDIT_COLUMNS).where('status', 'in', ['planned', 'queued']).execute();
+/** Actions still `queued` (or `planned`): their jobs may be waiting or running. Of the given employees only, when given. */
+export async function openActions(db: Db, employeeIds?: readonly string[]): Promise<AuditRow[]> {
+  if (employeeIds?.length === 0) return [];
+  let query = db.selectFrom('trainsync.provisioning_actions').select(AUDIT_COLUMNS).where('status', 'in', ['planned', 'queued']);
+  if (employeeIds !== undefined) query = query.where('employee_id', 'in', employeeIds);
+  const rows = await query.execute();
   return rows.map(toAuditRow);
 }
 

@@ -19,7 +19,8 @@ async function lookUp(ctx: JobContext, email: string): Promise<PlatformUser | un
 
 /**
  * The create-user job's engine: a joiner's account. POST users returns no id, so the
- * id is learned by GET users?email= (else the feed's platform_user_id). EMAIL_IN_USE_ORG_CONNECTED means the account
+ * id is learned by GET users?email= (else the feed's platform_user_id), or later in bulk
+ * (`lookUp: 'later'`). EMAIL_IN_USE_ORG_CONNECTED means the account
  * already exists in this organisation (made by hand, or by an earlier attempt whose
  * record was lost): it is adopted, and given access back if it had none. That makes a
  * retry after a crash between the call and its record harmless.
@@ -39,7 +40,8 @@ export function createUserAction(ctx: JobContext, p: CreateUserPayload): Promise
       if (!(error instanceof PlatformError && error.code === 'EMAIL_IN_USE_ORG_CONNECTED')) throw error;
       adopted = true;
     }
-    const user = await lookUp(ctx, p.account.email);
+    // Deferred (a SCIM burst): the id is learned by one bulk pass afterwards (src/scim/resolve-ids.ts).
+    const user = p.lookUp === 'later' && !adopted ? undefined : await lookUp(ctx, p.account.email);
     const platformUserId = user?.id ?? p.platformUserId;
     if (adopted && user && !user.hasAccess) await ctx.platform.enableUser(user.id);
     // An adopted account keeps its own names: the next plan reports any difference.
@@ -48,7 +50,7 @@ export function createUserAction(ctx: JobContext, p: CreateUserPayload): Promise
       : { email: p.account.email, firstName: p.account.firstName, lastName: p.account.lastName, role: p.account.role, organisationIdentifier: p.account.organisationIdentifier };
     await withTransaction(ctx.withPgClient, async (tx) => {
       await upsertAccountIdentity(tx.db, { employeeId: p.employeeId, platformUserId, active: true, ...account });
-      await finishAction(tx.db, p.actionId, { status: 'succeeded', after: { platformUserId, adopted } });
+      await finishAction(tx.db, p.actionId, { status: 'succeeded', after: { platformUserId, adopted, ...(p.lookUp === 'later' ? { lookUp: 'later' } : {}) } });
     });
     if (adopted) ctx.log.info({ actionId: p.actionId, platformUserId }, 'the account already existed in this organisation; adopted it');
     return { actionId: p.actionId, status: 'succeeded', platformUserId, adopted };

@@ -42,10 +42,13 @@ export interface EnqueueResult {
   skippedEmployees: string[];
 }
 
-/** Settles audit rows left `queued`/`planned` whose job is gone or ended without a record; returns the live ones. */
-async function liveOpenActions(deps: ApplyDeps): Promise<AuditRow[]> {
+/**
+ * Settles audit rows left `queued`/`planned` whose job is gone or ended without a record;
+ * returns the live ones (of the given employees only, when given: SCIM plans a few at a time).
+ */
+export async function liveOpenActions(deps: Pick<ApplyDeps, 'db' | 'queue'>, employeeIds?: readonly string[]): Promise<AuditRow[]> {
   const live: AuditRow[] = [];
-  for (const row of await openActions(deps.db)) {
+  for (const row of await openActions(deps.db, employeeIds)) {
     const jobId = jobIdForAction(row.actionId);
     const state = await deps.queue.state(PROVISION_QUEUE, jobId);
     if (state === 'unknown') {

@@ -109,7 +109,9 @@ const envSchema = z.object({
   TRAINSYNC_FAILED_JOBS_KEPT: positiveInt('1000').default(1000),
   TRAINSYNC_JOB_LOCK_MS: positiveInt('60000').default(60_000),
   TRAINSYNC_STALLED_INTERVAL_MS: positiveInt('30000').default(30_000),
-  TRAINSYNC_BATCH_ROWS: positiveInt('2000').default(2_000),
+  TRAINSYNC_BATCH_ROWS: positiveInt('5000').default(5_000),
+  // Batches of one walk written at once, each on a connection of its own (they commit in order).
+  TRAINSYNC_RESULTS_WRITERS: positiveInt('2').max(8, 'at most 8, e.g. 2').default(2),
   // How long a one-shot command (sync, status, provision…) waits for an unreachable
   // Redis before it gives up with one line naming REDIS_URL; at most a minute, so a
   // cron job or CI step never hangs on it. The worker never gives up.

@@ -61,7 +61,7 @@ const QUEUE_COUNTS_TIMEOUT_MS = 800;
 export async function createApp(config: Config, log: Logger, options: CreateAppOptions): Promise<App> {
   const catalog = createJobCatalog(options.jobs, ENQUEUED_BY_NAME);
   await ensureDatabase(config.DATABASE_URL, log);
-  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY + 4), log });
+  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY * config.TRAINSYNC_RESULTS_WRITERS + 4), log });
   if (options.migrate) await migrate(pool, log);
   const db = createDb(pool);
   const withPgClient = lendFrom(pool);

@@ -10,6 +10,7 @@ import { registerPasswordCommand } from './password.ts';
 import { registerProvisionCommand } from './provision.ts';
 import { registerReconcileCommand } from './reconcile.ts';
 import { provisioningAttentionSection } from './provisioning-status.ts';
+import { registerScimCommand, scimHeldSection } from './scim-held.ts';
 import { registerSeatsCommand } from './seats.ts';
 import { registerSimulatorCommand } from './simulator.ts';
 import { registerStatusCommand } from './status.ts';
@@ -41,7 +42,8 @@ Logs go to stderr as JSON (pipe through pino-pretty to read them); results go to
   registerLoginUrlCommand(program, deps);
   registerSeatsCommand(program, deps);
   registerReconcileCommand(program, deps);
-  registerStatusCommand(program, deps, [unfinishedWindowsSection, provisioningAttentionSection, webhookStatusSection]);
+  registerStatusCommand(program, deps, [unfinishedWindowsSection, provisioningAttentionSection, webhookStatusSection, scimHeldSection]);
+  registerScimCommand(program, deps);
   registerConsoleCommand(program, deps);
   registerSimulatorCommand(program);
   registerDemoCommand(program, deps);

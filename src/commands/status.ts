@@ -65,8 +65,8 @@ export function renderStatus(report: StatusReport): string {
     report.runs.length === 0
       ? '(no runs yet: try `trainsync sync`)'
       : table(
-          ['resource', 'status', 'mode', 'started', 'finished', 'pages', 'ins', 'upd', 'same', 'quar', 'rem', 'note / error'],
-          report.runs.map((r) => [r.resource, r.status, r.mode, r.startedAt, r.finishedAt, r.pages, r.inserted, r.updated, r.unchanged, r.quarantined, r.removed, r.error ?? r.note]),
+          ['resource', 'status', 'mode', 'started', 'finished', 'pages', 'req', 'ins', 'upd', 'same', 'quar', 'rem', 'note / error'],
+          report.runs.map((r) => [r.resource, r.status, r.mode, r.startedAt, r.finishedAt, r.pages, r.requests, r.inserted, r.updated, r.unchanged, r.quarantined, r.removed, r.error ?? r.note]),
         ),
     'Watermarks',
     report.watermarks.length === 0 ? '(none)' : table(['resource', 'value', 'updated'], report.watermarks.map((w) => [w.resource, w.value, w.updatedAt])),

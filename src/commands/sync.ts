@@ -110,16 +110,16 @@ export function syncExitCode(outcomes: readonly JobOutcome[]): number {
 
 export function renderSummary(outcomes: readonly JobOutcome[]): string {
   const table = new Table({
-    head: ['resource', 'status', 'pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'seconds', 'note'],
+    head: ['resource', 'status', 'pages', 'requests', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'seconds', 'note'],
     style: { head: [], border: [], compact: true },
   });
   for (const outcome of outcomes) {
     const summary = syncSummarySchema.safeParse(outcome.result);
     if (outcome.status === 'completed' && summary.success) {
       const s = summary.data;
-      table.push([s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), s.note ?? '']);
+      table.push([s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.requests ?? '', s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), s.note ?? '']);
     } else {
-      table.push([outcome.name.replace(/^sync-/, ''), outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', 'see below']);
+      table.push([outcome.name.replace(/^sync-/, ''), outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', '', 'see below']);
     }
   }
   const failures = outcomes.filter((o) => o.status === 'failed').map((o) => `${o.name} failed: ${o.error ?? 'unknown reason'}`);

@@ -9,10 +9,10 @@ document.addEventListener('DOMContentLoaded', function () {
   document.querySelectorAll('[data-chart]').forEach(function (el) {
     var spec = JSON.parse(el.getAttribute('data-chart'));
     var series = [{}].concat(spec.labels.map(function (label, i) {
-      return { label: label, stroke: palette[i % palette.length], width: 2, scale: i === 0 ? 'y' : (spec.labels.length === 2 ? 'y2' : 'y') };
+      return { label: label, stroke: palette[i % palette.length], width: 2, scale: spec.dual && i > 0 ? 'y2' : 'y' };
     }));
     var axes = [{}, { scale: 'y' }];
-    if (spec.labels.length === 2) axes.push({ scale: 'y2', side: 1 });
+    if (spec.dual) axes.push({ scale: 'y2', side: 1 });
     var opts = { width: Math.min(el.clientWidth || 900, 1100), height: 260, series: series, axes: axes,
       scales: { x: { time: spec.x.length > 0 && spec.x[0] > 1e8 } } };
     new uPlot(opts, [spec.x].concat(spec.ys), el);

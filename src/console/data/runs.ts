@@ -12,6 +12,8 @@ export interface RunRow {
   finished_at: Date | null;
   seconds: number | null;
   rows: number;
+  /** HTTP requests to the platform (every attempt; 0 for runs before they were counted). */
+  requests: number;
   pages: number;
   inserted: number;
   updated: number;
@@ -24,7 +26,7 @@ export interface RunRow {
 
 const RUN_COLUMNS = sql`id, resource, mode, status, started_at, finished_at,
   extract(epoch from (finished_at - started_at))::float8 as seconds,
-  (inserted + updated + unchanged)::int as rows, pages, inserted, updated, unchanged, quarantined, removed, error, note`;
+  (inserted + updated + unchanged)::int as rows, requests, pages, inserted, updated, unchanged, quarantined, removed, error, note`;
 
 export interface RunFilter {
   resource?: string | undefined;
@@ -57,11 +59,11 @@ export async function resourcesWithRuns(db: Db): Promise<string[]> {
 }
 
 /** The last `limit` finished runs of a resource, oldest first: the chart's points. */
-export async function runSeries(db: Db, resource: string, limit = 200): Promise<Array<{ t: number; seconds: number; rows: number }>> {
-  const { rows } = await sql<{ t: number; seconds: number; rows: number }>`
+export async function runSeries(db: Db, resource: string, limit = 200): Promise<Array<{ t: number; seconds: number; rows: number; requests: number }>> {
+  const { rows } = await sql<{ t: number; seconds: number; rows: number; requests: number }>`
     select * from (
       select extract(epoch from started_at)::float8 as t, extract(epoch from (finished_at - started_at))::float8 as seconds,
-             (inserted + updated + unchanged)::int as rows
+             (inserted + updated + unchanged)::int as rows, requests
         from trainsync.runs where resource = ${resource} and finished_at is not null
        order by started_at desc limit ${limit}) last order by t`.execute(db);
   return rows;

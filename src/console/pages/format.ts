@@ -10,6 +10,7 @@ export function statusBadge(status: string): SafeHtml {
 }
 
 /** Data for a chart, handed to /assets/charts.js in a data attribute (never an inline script). */
-export function chart(id: string, series: { labels: string[]; x: number[]; ys: number[][] }): SafeHtml {
+/** `dual`: the first series on the left axis (e.g. seconds), the others on a right one (counts). */
+export function chart(id: string, series: { labels: string[]; x: number[]; ys: number[][]; dual?: boolean }): SafeHtml {
   return html`<div class="chart" id="${id}" data-chart="${JSON.stringify(series)}"></div>`;
 }

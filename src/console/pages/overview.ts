@@ -26,10 +26,10 @@ ${d.attention.length > 0 ? html`<table><tr><th>employee</th><th>e-mail</th><th>a
     html`<tr><td>${a.employee_id}</td><td>${a.email}</td><td>${a.kind}</td><td>${statusBadge(a.status)}</td><td>${a.error_code ?? ''}</td></tr>`)}</table>` : ''}
 </section>
 <section><h2>Last run per resource</h2>
-<table id="last-runs"><tr><th>resource</th><th>status</th><th>started</th><th>rows</th><th>pages</th><th>duration</th><th>quarantined</th><th>next scheduled</th></tr>
+<table id="last-runs"><tr><th>resource</th><th>status</th><th>started</th><th>rows</th><th>requests</th><th>duration</th><th>quarantined</th><th>next scheduled</th></tr>
 ${d.runs.map((r) => {
   const next = d.schedules.find((s) => s.id === `sync-${r.resource}`);
-  return html`<tr><td><a href="/runs?resource=${r.resource}">${r.resource}</a></td><td>${statusBadge(r.status)}</td><td><a href="/runs/${r.id}">${r.started_at}</a></td><td>${r.rows}</td><td>${r.pages}</td><td>${seconds(r.seconds)}</td><td>${r.quarantined}</td><td>${next?.next ?? '—'}</td></tr>`;
+  return html`<tr><td><a href="/runs?resource=${r.resource}">${r.resource}</a></td><td>${statusBadge(r.status)}</td><td><a href="/runs/${r.id}">${r.started_at}</a></td><td>${r.rows}</td><td>${r.requests}</td><td>${seconds(r.seconds)}</td><td>${r.quarantined}</td><td>${next?.next ?? '—'}</td></tr>`;
 })}
 </table>
 ${d.runs.length === 0 ? html`<p>No run yet.</p>` : ''}

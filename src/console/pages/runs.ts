@@ -12,7 +12,7 @@ export function runsBody(d: {
   resources: string[];
   resource: string | undefined;
   status: string | undefined;
-  series: Array<{ t: number; seconds: number; rows: number }> | undefined;
+  series: Array<{ t: number; seconds: number; rows: number; requests: number }> | undefined;
 }): SafeHtml {
   return html`
 <form method="get" action="/runs" class="filters">
@@ -20,10 +20,10 @@ export function runsBody(d: {
 <label>status <select name="status"><option value="">all</option>${RUN_STATUSES.map((s) => html`<option value="${s}" ${s === d.status ? html`selected` : ''}>${s}</option>`)}</select></label>
 <button type="submit">Filter</button></form>
 ${d.series && d.series.length > 0
-    ? html`<h2>${d.resource}: duration and rows over time</h2>${chart('runs-chart', { labels: ['duration (s)', 'rows'], x: d.series.map((p) => p.t), ys: [d.series.map((p) => p.seconds), d.series.map((p) => p.rows)] })}`
+    ? html`<h2>${d.resource}: duration, rows and requests over time</h2>${chart('runs-chart', { labels: ['duration (s)', 'rows', 'requests'], x: d.series.map((p) => p.t), ys: [d.series.map((p) => p.seconds), d.series.map((p) => p.rows), d.series.map((p) => p.requests)], dual: true })}`
     : d.resource ? '' : html`<p>Pick a resource to chart its duration and rows over time.</p>`}
-<table id="runs"><tr><th>run</th><th>resource</th><th>mode</th><th>status</th><th>started</th><th>duration</th><th>rows</th><th>inserted</th><th>updated</th><th>quarantined</th><th>removed</th></tr>
-${d.runs.map((r) => html`<tr><td><a href="/runs/${r.id}">#${r.id}</a></td><td>${r.resource}</td><td>${r.mode ?? ''}</td><td>${statusBadge(r.status)}</td><td>${r.started_at}</td><td>${seconds(r.seconds)}</td><td>${r.rows}</td><td>${r.inserted}</td><td>${r.updated}</td><td>${r.quarantined}</td><td>${r.removed}</td></tr>`)}
+<table id="runs"><tr><th>run</th><th>resource</th><th>mode</th><th>status</th><th>started</th><th>duration</th><th>rows</th><th>requests</th><th>inserted</th><th>updated</th><th>quarantined</th><th>removed</th></tr>
+${d.runs.map((r) => html`<tr><td><a href="/runs/${r.id}">#${r.id}</a></td><td>${r.resource}</td><td>${r.mode ?? ''}</td><td>${statusBadge(r.status)}</td><td>${r.started_at}</td><td>${seconds(r.seconds)}</td><td>${r.rows}</td><td>${r.requests}</td><td>${r.inserted}</td><td>${r.updated}</td><td>${r.quarantined}</td><td>${r.removed}</td></tr>`)}
 </table>
 ${pager('/runs', d.page, d.hasMore, { resource: d.resource, status: d.status })}`;
 }
@@ -33,7 +33,7 @@ export function runBody(run: RunRow, quarantined: QuarantinedRow[], windows: Arr
 <dl class="counts">
 <dt>resource</dt><dd>${run.resource}</dd><dt>status</dt><dd>${statusBadge(run.status)}</dd><dt>mode</dt><dd>${run.mode ?? ''}</dd>
 <dt>started</dt><dd>${run.started_at}</dd><dt>finished</dt><dd>${run.finished_at ?? '—'}</dd><dt>duration</dt><dd>${seconds(run.seconds)}</dd>
-<dt>pages</dt><dd>${run.pages}</dd><dt>inserted</dt><dd>${run.inserted}</dd><dt>updated</dt><dd>${run.updated}</dd><dt>unchanged</dt><dd>${run.unchanged}</dd>
+<dt>pages</dt><dd>${run.pages}</dd><dt>requests</dt><dd>${run.requests}</dd><dt>inserted</dt><dd>${run.inserted}</dd><dt>updated</dt><dd>${run.updated}</dd><dt>unchanged</dt><dd>${run.unchanged}</dd>
 <dt>quarantined</dt><dd>${run.quarantined}</dd><dt>removed</dt><dd>${run.removed}</dd>
 ${run.error ? html`<dt>error</dt><dd>${run.error}</dd>` : ''}${run.note ? html`<dt>note</dt><dd>${run.note}</dd>` : ''}
 </dl>

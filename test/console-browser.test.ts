@@ -134,6 +134,14 @@ describe('the operator console in a browser', () => {
     await page.click('#login button[type=submit]');
     expect(await page.locator('.error').innerText()).toMatch(/Wrong user name or password/);
     expect((await context.cookies()).some((c) => c.name === 'trainsync_console')).toBe(false);
+    // Guessing is rate-limited per address and user name: the sixth attempt in a minute gets 429.
+    const token = await csrfOf(page);
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const attempt = await context.request.post(`${base}/login`, { form: { _csrf: token, username: 'mallory', password: `guess-${i}` }, maxRedirects: 0 });
+      statuses.push(attempt.status());
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
     await context.close();
   });
 
@@ -160,6 +168,10 @@ describe('the operator console in a browser', () => {
     const row = await sql<{ status: string }>`select status from trainsync.held_plans where id = ${held.id}`.execute(h.app.db);
     expect(row.rows[0]!.status).toBe('held');
     expect(accessSnapshot(h.sim.state)).toEqual(before);
+    // bull-board's actions too: a viewer reads the queues, and cannot change them.
+    expect((await viewer.context.request.get(`${base}/queues/api/queues`)).status()).toBe(200);
+    const pause = await viewer.context.request.put(`${base}/queues/api/queues/provision/pause`, { headers: { 'sec-fetch-site': 'same-origin' }, maxRedirects: 0 });
+    expect(pause.status()).toBe(403);
   });
 
   it('a rejected plan changes nothing', async () => {

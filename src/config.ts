@@ -42,6 +42,17 @@ const scimToken = z
   .regex(/^[\x21-\x7e]+$/, 'printable characters without spaces, e.g. the output of `openssl rand -hex 32`')
   .transform((value) => Buffer.from(value, 'utf8'));
 
+/** A value read by a parser that returns the value, or the problem in words. */
+const parsedBy = <T>(parse: (value: string) => T | string) =>
+  z.string().transform((value, ctx) => {
+    const parsed = parse(value);
+    if (typeof parsed === 'string') {
+      ctx.addIssue({ code: 'custom', message: parsed });
+      return z.NEVER;
+    }
+    return parsed;
+  });
+
 const envSchema = z.object({
   TRAINSYNC_API_URL: z
     .url({ error: 'an http(s) URL of the platform, e.g. https://training.example.com' })
@@ -121,17 +132,7 @@ const envSchema = z.object({
   // failed-over Redis loses them) and registers missing ones again.
   TRAINSYNC_SCHEDULE_CHECK_MS: positiveInt('60000').min(1_000, 'at least 1000, e.g. 60000').default(60_000),
   // Webhooks (src/webhooks): the receiver runs in `worker` only when a secret is set.
-  TRAINSYNC_WEBHOOK_SECRET: z
-    .string()
-    .transform((value, ctx) => {
-      const keys = parseWebhookSecrets(value);
-      if (typeof keys === 'string') {
-        ctx.addIssue({ code: 'custom', message: keys });
-        return z.NEVER;
-      }
-      return keys;
-    })
-    .optional(),
+  TRAINSYNC_WEBHOOK_SECRET: parsedBy(parseWebhookSecrets).optional(),
   TRAINSYNC_WEBHOOK_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9465' }).int().min(0).max(65_535).default(9465),
   TRAINSYNC_WEBHOOK_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1 or 0.0.0.0').default('0.0.0.0'),
   TRAINSYNC_WEBHOOK_SIGNATURE_HEADER: z
@@ -146,17 +147,7 @@ const envSchema = z.object({
   TRAINSYNC_WEBHOOK_RETENTION_DAYS: positiveInt('30').min(4, 'at least 4 (the platform retries for 3 days), e.g. 30').default(30),
   // The operator console (src/console): off unless at least one user is configured.
   // Users are `name:role:hash` entries (role viewer or operator; hash from `trainsync console hash-password`), comma-separated.
-  TRAINSYNC_CONSOLE_USERS: z
-    .string()
-    .transform((value, ctx) => {
-      const users = parseConsoleUsers(value);
-      if (typeof users === 'string') {
-        ctx.addIssue({ code: 'custom', message: users });
-        return z.NEVER;
-      }
-      return users;
-    })
-    .optional(),
+  TRAINSYNC_CONSOLE_USERS: parsedBy(parseConsoleUsers).optional(),
   TRAINSYNC_CONSOLE_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9467' }).int().min(0).max(65_535).default(9467),
   TRAINSYNC_CONSOLE_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1').default('127.0.0.1'),
   // Behind a TLS-terminating proxy: trust its X-Forwarded-Proto, and mark the cookies Secure.

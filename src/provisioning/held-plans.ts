@@ -83,53 +83,22 @@ export async function supersedeHeldPlans(db: Db): Promise<void> {
   await sql`update trainsync.held_plans set status = 'superseded', decided_at = now() where status = 'held'`.execute(db);
 }
 
-interface SummaryRow {
-  id: number;
-  file: string;
-  mode: 'full' | 'delta';
-  reason: string;
-  message: string;
-  disables: number;
-  action_count: number;
-  status: HeldPlanStatus;
-  decided_by: string | null;
-  decided_role: string | null;
-  decided_at: Date | null;
-  created_at: Date;
-}
-
-function toSummary(r: SummaryRow): HeldPlanSummary {
-  return {
-    id: r.id,
-    file: r.file,
-    mode: r.mode,
-    reason: r.reason,
-    message: r.message,
-    disables: r.disables,
-    actionCount: r.action_count,
-    status: r.status,
-    decidedBy: r.decided_by,
-    decidedRole: r.decided_role,
-    decidedAt: r.decided_at,
-    createdAt: r.created_at,
-  };
-}
-
-const SUMMARY_COLUMNS = sql`id, file, mode, reason, message, disables, jsonb_array_length(actions) as action_count, status, decided_by, decided_role, decided_at, created_at`;
+const SUMMARY_COLUMNS = sql`id, file, mode, reason, message, disables, jsonb_array_length(actions) as "actionCount", status,
+  decided_by as "decidedBy", decided_role as "decidedRole", decided_at as "decidedAt", created_at as "createdAt"`;
 
 /** Held plans, newest first; `onlyHeld` for those waiting on a person. */
 export async function listHeldPlans(db: Db, options: { onlyHeld?: boolean; limit?: number } = {}): Promise<HeldPlanSummary[]> {
   const where = options.onlyHeld ? sql`where status = 'held'` : sql``;
-  const rows = await sql<SummaryRow>`select ${SUMMARY_COLUMNS} from trainsync.held_plans ${where} order by id desc limit ${options.limit ?? 50}`.execute(db);
-  return rows.rows.map(toSummary);
+  const rows = await sql<HeldPlanSummary>`select ${SUMMARY_COLUMNS} from trainsync.held_plans ${where} order by id desc limit ${options.limit ?? 50}`.execute(db);
+  return rows.rows;
 }
 
 export async function getHeldPlan(db: Db, id: number): Promise<HeldPlan | undefined> {
-  const rows = await sql<SummaryRow & { feed_hash: string; actions: unknown; people: unknown }>`
-    select ${SUMMARY_COLUMNS}, feed_hash, actions, people from trainsync.held_plans where id = ${id}`.execute(db);
+  const rows = await sql<HeldPlanSummary & { feedHash: string; actions: unknown; people: unknown }>`
+    select ${SUMMARY_COLUMNS}, feed_hash as "feedHash", actions, people from trainsync.held_plans where id = ${id}`.execute(db);
   const r = rows.rows[0];
   if (!r) return undefined;
-  return { ...toSummary(r), feedHash: r.feed_hash, actions: z.array(plannedActionSchema).parse(r.actions) as PlannedAction[], people: peopleSchema.parse(r.people) };
+  return { ...r, actions: z.array(plannedActionSchema).parse(r.actions) as PlannedAction[], people: peopleSchema.parse(r.people) };
 }
 
 /** Settles a held plan; false when it was no longer held (decided, or superseded, meanwhile). */

@@ -202,6 +202,9 @@ describe('the operator console in a browser', () => {
     await vi.waitFor(() => {
       for (const email of held.emails) expect(findUser(h.sim.state, email)!.hasAccess).toBe(false);
     }, { timeout: 30_000, interval: 100 });
+    // The feed is snapshotted as `provision --force` would: training.employees shows them inactive.
+    const employees = await sql<{ status: string }>`select status from training.employees where email = any(${held.emails.map((e) => e.toLowerCase())})`.execute(h.app.db);
+    expect(employees.rows.map((r) => r.status)).toEqual(held.emails.map(() => 'inactive'));
     const audit = await sql<{ username: string; role: string; action: string }>`select username, role, action from trainsync.console_audit where target = ${`plan #${held.id}`}`.execute(h.app.db);
     expect(audit.rows).toEqual([{ username: 'olga', role: 'operator', action: 'approve-held-plan' }]);
     // Decided once: a second approval is refused.

@@ -16,6 +16,9 @@ create table trainsync.held_plans (
   -- One entry per employee the plan touches: employee id, e-mail, the kinds of change.
   people       jsonb not null,
   disables     integer not null,
+  -- The feed's valid rows and its rejected keys: approving snapshots them into training.employees,
+  -- as `provision --force` would (so `reconcile --fix` plans from the feed that was applied).
+  feed         jsonb not null,
   status       text not null default 'held' check (status in ('held', 'approved', 'rejected', 'superseded')),
   decided_by   text,
   decided_role text,

@@ -1,4 +1,6 @@
+import { errorMessage } from '../lib/errors.ts';
 import { withAdvisoryLock } from '../warehouse/advisory-lock.ts';
+import { snapshotEmployees } from '../warehouse/load-employees.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
 import { enqueuePlan, type ApplyDeps, type EnqueueResult } from './apply/enqueue.ts';
 import { decideHeldPlan, getHeldPlan, planOfActions } from './held-plans.ts';
@@ -9,12 +11,13 @@ export interface Decider {
   role: string;
 }
 
-export type HeldPlanDecision = { ok: true; enqueued?: EnqueueResult } | { ok: false; reason: string };
+export type HeldPlanDecision = { ok: true; enqueued?: EnqueueResult; snapshotError?: string } | { ok: false; reason: string };
 
 /**
  * Approves a held plan: its actions are enqueued exactly as `provision --force` would
  * enqueue them (the same chains, ids and audit rows), under the provisioning lock so no
- * feed is planned meanwhile. Workers apply them; the audit trail records each outcome.
+ * feed is planned meanwhile, and the feed is snapshotted into training.employees as that
+ * run would have done. Workers apply the actions; the audit trail records each outcome.
  */
 export async function approveHeldPlan(deps: ApplyDeps & { withPgClient: PgLender }, id: number, decider: Decider): Promise<HeldPlanDecision> {
   return withAdvisoryLock(deps.withPgClient, PROVISION_LOCK, async () => {
@@ -24,7 +27,20 @@ export async function approveHeldPlan(deps: ApplyDeps & { withPgClient: PgLender
     if (!(await decideHeldPlan(deps.db, id, { status: 'approved', ...decider }))) return { ok: false, reason: `plan #${id} was decided meanwhile` };
     const enqueued = await enqueuePlan(deps, planOfActions(plan.actions), plan.feedHash);
     deps.log.info({ plan: id, by: decider.by, role: decider.role, enqueued: enqueued.enqueued.length }, 'held plan approved');
-    return { ok: true, enqueued };
+    // The warehouse's copy of the feed; a failure here must not abandon the actions just enqueued.
+    const snapshotError = await snapshotEmployees(deps.withPgClient, {
+      rows: plan.feed.rows,
+      mode: plan.mode,
+      keepEmployeeIds: new Set(plan.feed.keepEmployeeIds),
+      keepEmails: new Set(plan.feed.keepEmails),
+    }).then(
+      () => undefined,
+      (error: unknown) => {
+        deps.log.warn({ err: error, plan: id }, 'employee snapshot of an approved plan failed');
+        return errorMessage(error);
+      },
+    );
+    return { ok: true, enqueued, ...(snapshotError ? { snapshotError } : {}) };
   });
 }
 

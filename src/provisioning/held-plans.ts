@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../warehouse/database.ts';
+import type { FeedReadResult, FeedRow } from './feed/types.ts';
 import { ACTION_KINDS, type Plan, type PlannedAction } from './plan/types.ts';
 
 /**
@@ -34,14 +35,23 @@ export interface HeldPlanSummary {
   createdAt: Date;
 }
 
+/** What approving snapshots into training.employees: the feed's valid rows and the keys of its rejected ones. */
+export interface HeldFeed {
+  rows: FeedRow[];
+  keepEmployeeIds: string[];
+  keepEmails: string[];
+}
+
 export interface HeldPlan extends HeldPlanSummary {
   feedHash: string;
   actions: PlannedAction[];
   people: HeldPerson[];
+  feed: HeldFeed;
 }
 
 const actionState = z.record(z.string(), z.union([z.boolean(), z.string()]));
-const plannedActionSchema = z.object({
+// Loose: fields the planner adds (e.g. a drift repair's reason) survive the round trip.
+const plannedActionSchema = z.looseObject({
   id: z.string().min(1),
   kind: z.enum(ACTION_KINDS),
   employeeId: z.string().min(1),
@@ -52,6 +62,26 @@ const plannedActionSchema = z.object({
   baseVersion: z.number().int(),
   before: actionState.nullable(),
   after: actionState,
+});
+const heldFeedSchema = z.object({
+  rows: z.array(
+    z.object({
+      line: z.number(),
+      employeeId: z.string(),
+      email: z.string(),
+      emailDisplay: z.string(),
+      firstName: z.string().nullable(),
+      lastName: z.string().nullable(),
+      status: z.enum(['active', 'inactive']),
+      groups: z.array(z.string()),
+      role: z.enum(['USER', 'ADMIN']),
+      organisationIdentifier: z.string(),
+      platformUserId: z.string().optional(),
+      attributes: z.record(z.string(), z.json()).optional(),
+    }),
+  ),
+  keepEmployeeIds: z.array(z.string()),
+  keepEmails: z.array(z.string()),
 });
 const peopleSchema = z.array(z.object({ employeeId: z.string(), email: z.string(), kinds: z.array(z.string()) }));
 
@@ -64,15 +94,16 @@ function peopleOf(plan: Plan): HeldPerson[] {
 }
 
 /** Stores a refused plan (superseding any older one still held); returns its id. */
-export async function holdPlan(db: Db, plan: Plan, feed: { hash: string; file: string }): Promise<number> {
+export async function holdPlan(db: Db, plan: Plan, feed: Pick<FeedReadResult, 'hash' | 'rows' | 'invalidEmployeeIds' | 'invalidEmails'> & { file: string }): Promise<number> {
   if (!plan.refused) throw new Error('holdPlan: the plan was not refused');
   const refused = plan.refused;
+  const held: HeldFeed = { rows: feed.rows, keepEmployeeIds: [...feed.invalidEmployeeIds], keepEmails: [...feed.invalidEmails] };
   return db.transaction().execute(async (tx) => {
     await supersedeHeldPlans(tx);
     const row = await sql<{ id: number }>`
-      insert into trainsync.held_plans (feed_hash, file, mode, reason, message, actions, people, disables)
+      insert into trainsync.held_plans (feed_hash, file, mode, reason, message, actions, people, disables, feed)
       values (${feed.hash}, ${feed.file}, ${plan.mode}, ${refused.reason}, ${refused.message},
-              ${JSON.stringify(plan.actions)}::jsonb, ${JSON.stringify(peopleOf(plan))}::jsonb, ${plan.counts.disable})
+              ${JSON.stringify(plan.actions)}::jsonb, ${JSON.stringify(peopleOf(plan))}::jsonb, ${plan.counts.disable}, ${JSON.stringify(held)}::jsonb)
       returning id`.execute(tx);
     return row.rows[0]!.id;
   });
@@ -94,11 +125,16 @@ export async function listHeldPlans(db: Db, options: { onlyHeld?: boolean; limit
 }
 
 export async function getHeldPlan(db: Db, id: number): Promise<HeldPlan | undefined> {
-  const rows = await sql<HeldPlanSummary & { feedHash: string; actions: unknown; people: unknown }>`
-    select ${SUMMARY_COLUMNS}, feed_hash as "feedHash", actions, people from trainsync.held_plans where id = ${id}`.execute(db);
+  const rows = await sql<HeldPlanSummary & { feedHash: string; actions: unknown; people: unknown; feed: unknown }>`
+    select ${SUMMARY_COLUMNS}, feed_hash as "feedHash", actions, people, feed from trainsync.held_plans where id = ${id}`.execute(db);
   const r = rows.rows[0];
   if (!r) return undefined;
-  return { ...r, actions: z.array(plannedActionSchema).parse(r.actions) as PlannedAction[], people: peopleSchema.parse(r.people) };
+  return {
+    ...r,
+    actions: z.array(plannedActionSchema).parse(r.actions) as PlannedAction[],
+    people: peopleSchema.parse(r.people),
+    feed: heldFeedSchema.parse(r.feed) as HeldFeed,
+  };
 }
 
 /** Settles a held plan; false when it was no longer held (decided, or superseded, meanwhile). */

@@ -17,6 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import { allJobs } from '../jobs/index.ts';
 import { loadConfig } from '../src/config.ts';
+import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { startConsole } from '../src/console/server.ts';
 import { hashConsolePassword } from '../src/lib/console-users.ts';
 import { createApp } from '../src/runtime/app.ts';
@@ -59,7 +60,7 @@ try {
   for (let i = 0; i < 20; i++) await (await fetch(`http://127.0.0.1:${(dummy.address() as AddressInfo).port}/`)).text();
   dummy.close();
   const rssBefore = rssMb();
-  const server = (await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: async () => ({}) }))!;
+  const server = (await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: async () => ({}), repair: () => provisionDeps(app) }))!;
   const rssStarted = rssMb();
   const base = `http://127.0.0.1:${server.port}`;
   const loginPage = await fetch(`${base}/login`);

@@ -103,7 +103,7 @@ beforeAll(async () => {
   h.sim.setFaults({ malformedResultEvery: 7 });
   await h.sync(['courses', 'users', 'results']);
   h.sim.setFaults({ malformedResultEvery: 0 });
-  server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}) }))!;
+  server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: () => provisionDeps(h.app) }))!;
   base = `http://127.0.0.1:${server.port}`;
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -250,8 +250,27 @@ describe('the operator console in a browser', () => {
     await operator.page.waitForSelector('#runs-chart .uplot');
   });
 
+  it('drift repair: a dry run shows the repair and changes nothing; an operator applies it', async () => {
+    const snapshot = await sql<{ email: string }>`
+      select e.email from training.employees e join trainsync.identities i using (employee_id)
+       where e.status = 'active' and e.removed_at is null and i.active order by e.employee_id limit 1`.execute(h.app.db);
+    const email = snapshot.rows[0]!.email;
+    const account = findUser(h.sim.state, email)!;
+    account.hasAccess = false; // removed by hand on the platform
+
+    expect(await visit(operator.page, '/people/repair')).toBe(200);
+    const row = operator.page.locator('#repair-actions tr', { hasText: email });
+    expect(await row.innerText()).toMatch(/enable/);
+    expect(findUser(h.sim.state, email)!.hasAccess).toBe(false);
+    await operator.page.click('#apply-repair');
+    expect(await operator.page.locator('#outcome').innerText()).toMatch(/Repair applied: \d+ actions enqueued/);
+    await vi.waitFor(() => expect(findUser(h.sim.state, email)!.hasAccess).toBe(true), { timeout: 30_000, interval: 100 });
+    const audit = await sql<{ username: string; role: string }>`select username, role from trainsync.console_audit where action = 'reconcile-fix'`.execute(h.app.db);
+    expect(audit.rows).toEqual([{ username: 'olga', role: 'operator' }]);
+  });
+
   it('no secret on any page: API key, webhook secret, password hashes, passwords, the session token', async () => {
-    for (const url of ['/', '/runs', '/provisioning', '/people', '/people?by=department', '/webhooks', '/queues']) expect(await visit(operator.page, url)).toBe(200);
+    for (const url of ['/', '/runs', '/provisioning', '/people', '/people?by=department', '/people/repair', '/webhooks', '/queues']) expect(await visit(operator.page, url)).toBe(200);
     const token = (await operator.context.cookies()).find((c) => c.name === 'trainsync_console')!.value;
     const secrets = [h.sim.apiKey, WEBHOOK_SECRET, Buffer.from(WEBHOOK_SECRET, 'base64').toString('utf8'), OPERATOR.password, VIEWER.password, token, ...hashes, ...hashes.map((x) => x.split('$')[5]!)];
     expect(pagesSeen.size).toBeGreaterThanOrEqual(9);

@@ -5,6 +5,7 @@ import { hashConsolePassword } from '../lib/console-users.ts';
 import { createApp } from '../runtime/app.ts';
 import { CHECK_TIMEOUT_MS, runHealthChecks } from '../runtime/health-server.ts';
 import type { CommandDeps } from './deps.ts';
+import { provisionDeps } from './provision-deps.ts';
 import { readSecret } from './read-secret.ts';
 
 export function registerConsoleCommand(program: Command, deps: CommandDeps): void {
@@ -34,6 +35,7 @@ Approved plans and retried actions are applied by a running worker. See README, 
         withPgClient: app.withPgClient,
         queue: app.queue,
         log,
+        repair: () => provisionDeps(app),
         health: () => runHealthChecks({ postgres: () => sql`select 1`.execute(app.db), redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }) }),
       });
       process.stdout.write(`console: http://${config.TRAINSYNC_CONSOLE_HOST}:${server!.port}/\n`);

@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { approveHeldPlan, rejectHeldPlan } from '../provisioning/approve-held-plan.ts';
 import { getHeldPlan, listHeldPlans } from '../provisioning/held-plans.ts';
 import { retryFailedAction } from '../provisioning/retry-action.ts';
+import { reconcileFix } from '../provisioning/reconcile-fix.ts';
+import { repairBody } from './pages/repair.ts';
 import { reconciliationReport } from '../warehouse/reconciliation.ts';
 import { webhookBacklog } from '../webhooks/store.ts';
 import { assignmentStatusBy, parseGroupBy } from './data/people.ts';
@@ -127,6 +129,20 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const by = parseGroupBy(listQuery.parse(request.query).by);
     const [report, statuses] = await Promise.all([reconciliationReport(db, 5), assignmentStatusBy(db, by)]);
     return send(reply, page('People', viewerOf(request, reply), peopleBody(report, by, statuses), { chart: true }));
+  });
+
+  server.get('/people/repair', async (request, reply) => {
+    const result = await reconcileFix(deps.repair(), { dryRun: true, force: false, wait: false });
+    const viewer = viewerOf(request, reply);
+    return send(reply, page('Drift repair: dry run', viewer, repairBody(viewer, result.plan, result.employees)));
+  });
+
+  server.post('/people/repair', changeHooks, async (request, reply) => {
+    const result = await reconcileFix(deps.repair(), { dryRun: false, force: false, wait: false });
+    const enqueued = result.applied?.enqueued.length ?? 0;
+    if (result.applied) await audit(request, 'reconcile-fix', 'training.employees', { enqueued, repairs: result.plan.repairs });
+    const message = result.plan.refused ? `Refused, nothing enqueued: ${result.plan.refused.message}` : `Repair applied: ${enqueued} actions enqueued (${result.plan.repairs} repairs); the workers apply them.`;
+    return outcomePage(request, reply, 'Drift repair', message, '/people/repair', result.plan.refused === undefined);
   });
 
   server.get('/webhooks', async (request, reply) => {

@@ -10,6 +10,7 @@ import type { Config } from '../config.ts';
 import type { ConsoleUser } from '../lib/console-users.ts';
 import { verifyConsolePassword } from '../lib/console-users.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
+import type { ProvisionDeps } from '../provisioning/provision-feed.ts';
 import { mountQueueBoard } from '../queue/board.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { Database } from '../warehouse/database.ts';
@@ -29,6 +30,8 @@ export interface ConsoleDeps {
   log: Logger;
   /** Dependency checks for the Overview (postgres, redis): the failures by name. */
   health: () => Promise<Record<string, string>>;
+  /** What drift repair (`reconcile --fix`) needs, the platform included; built on first use. */
+  repair: () => ProvisionDeps;
 }
 
 export interface ConsoleServer {

@@ -12,7 +12,8 @@ export function peopleBody(report: ReconciliationReport, by: GroupBy, statuses: 
 <section><h2>Reconciliation: HR against the platform</h2>
 <table id="reconciliation"><tr><th>discrepancy</th><th>count</th><th>examples</th></tr>
 ${Object.entries(report.counts).map(([kind, n]) => html`<tr><td>${kind}</td><td>${n}</td><td>${report.examples[kind as keyof typeof report.examples].map((e) => html`<div>${e.employee_id ?? ''} ${e.email ?? ''}: ${e.detail}</div>`)}</td></tr>`)}
-</table></section>
+</table>
+<p><a href="/people/repair" id="repair-link">Drift repair (reconcile --fix): dry run first</a></p></section>
 <section><h2>Assignment status by ${by}</h2>
 <p>Group by: <a href="/people?by=course">course</a> · <a href="/people?by=department">department</a> · <a href="/people?by=location">location</a></p>
 ${groups.length === 0 ? html`<p>No assignments yet (sync groups and results after provisioning).</p>` : html`

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseIsoDay } from './lib/calendar-day.ts';
 import { parseLookback } from './lookback.ts';
 import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './webhooks/signature.ts';
 
@@ -75,7 +76,7 @@ const envSchema = z.object({
   TRAINSYNC_RESULTS_WINDOW_DAYS: positiveInt('7').default(7),
   TRAINSYNC_RESULTS_EPOCH: z
     .string()
-    .regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD, e.g. 2015-01-01')
+    .refine((value) => parseIsoDay(value) === value, 'a date that exists, as YYYY-MM-DD, e.g. 2015-01-01')
     .default('2015-01-01'),
   TRAINSYNC_HTTP_TIMEOUT_MS: positiveInt('30000').default(30_000),
   TRAINSYNC_CONNECT_TIMEOUT_MS: positiveInt('5000').default(5_000),
@@ -126,7 +127,12 @@ const envSchema = z.object({
   TRAINSYNC_WEBHOOK_RETENTION_DAYS: positiveInt('30').min(4, 'at least 4 (the platform retries for 3 days), e.g. 30').default(30),
 });
 
-export type Config = Readonly<z.output<typeof envSchema>>;
+export type Config = Readonly<
+  z.output<typeof envSchema> & {
+    /** LOG_LEVEL was set (not the default): on a terminal it then rules over the CLI's quiet default and -v. */
+    LOG_LEVEL_GIVEN?: boolean;
+  }
+>;
 
 /** One error for every bad key, so a person fixes them all in one go. */
 export class ConfigError extends Error {
@@ -160,7 +166,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const problems = [...byKey.values()];
     throw new ConfigError(problems);
   }
-  return Object.freeze(parsed.data);
+  return Object.freeze({ ...parsed.data, LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined });
 }
 
 /** The platform origin and key, or a ConfigError saying which to set. */

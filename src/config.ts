@@ -1,3 +1,4 @@
+import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import { parseIsoDay } from './lib/calendar-day.ts';
 import { parseLookback } from './lookback.ts';
@@ -11,7 +12,15 @@ import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './webhooks/signat
 const cronLine = z
   .string()
   .trim()
-  .regex(/^(\S+\s+){4,5}\S+$/, 'a cron line of 5 or 6 fields, e.g. "0 2 * * *"');
+  .regex(/^(\S+\s+){4,5}\S+$/, 'a cron line of 5 or 6 fields, e.g. "0 2 * * *"')
+  // BullMQ's own parser, here: a bad field is refused before anything starts, naming the variable.
+  .superRefine((value, ctx) => {
+    try {
+      CronExpressionParser.parse(value, { tz: 'UTC' });
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: `a valid cron line (${error instanceof Error ? error.message : String(error)}), e.g. "0 2 * * *"` });
+    }
+  });
 
 const positiveInt = (example: string) =>
   z.coerce.number({ error: `a whole number, e.g. ${example}` }).int(`a whole number, e.g. ${example}`).positive(`a number above 0, e.g. ${example}`);

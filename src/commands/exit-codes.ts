@@ -1,5 +1,6 @@
 import { CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError } from '../config.ts';
+import { NotMigratedError } from '../warehouse/migrator.ts';
 
 /** The exit codes of every command (README, "Exit codes"). */
 export const EXIT = { ok: 0, failed: 1, refused: 2, incomplete: 3, interrupted: 130 } as const;
@@ -37,7 +38,7 @@ export function exitCodeFor(error: unknown): ExitCode {
     // --help and --version end through here too, with code 0.
     return error.exitCode === 0 ? EXIT.ok : EXIT.refused;
   }
-  if (error instanceof UsageError || error instanceof RefusedError || error instanceof ConfigError || error instanceof InvalidArgumentError) return EXIT.refused;
+  if (error instanceof UsageError || error instanceof RefusedError || error instanceof ConfigError || error instanceof NotMigratedError || error instanceof InvalidArgumentError) return EXIT.refused;
   return EXIT.failed;
 }
 

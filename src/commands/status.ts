@@ -16,7 +16,7 @@ export function registerStatusCommand(program: Command, deps: CommandDeps, secti
     .action(async (options: { json?: boolean }) => {
       const config = deps.loadConfig();
       const log = deps.createLogger(config);
-      const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
+      const app = await createApp(config, log, { jobs: deps.jobs, readOnly: true });
       try {
         const report = await collectStatus(app, sections);
         process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : renderStatus(report));

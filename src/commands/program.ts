@@ -1,7 +1,9 @@
 import { Command } from 'commander';
 import type { CommandDeps } from './deps.ts';
 import { EXIT_CODE_HELP } from './exit-codes.ts';
+import { registerCancelCommand } from './cancel.ts';
 import { registerDemoCommand } from './demo.ts';
+import { registerDoctorCommand } from './doctor.ts';
 import { registerFeedCommand } from './feed-check.ts';
 import { registerLoadFeedCommand } from './load-feed.ts';
 import { registerLoginUrlCommand } from './login-url.ts';
@@ -50,6 +52,8 @@ Otherwise (a pipe, a file, a service): one JSON object per line (LOG_FORMAT over
   registerSeatsCommand(program, deps);
   registerReconcileCommand(program, deps);
   registerStatusCommand(program, deps, [unfinishedWindowsSection, provisioningAttentionSection, webhookStatusSection]);
+  registerCancelCommand(program, deps);
+  registerDoctorCommand(program, deps);
   registerSimulatorCommand(program);
   registerDemoCommand(program, deps);
   return program;

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { createApp } from '../app.ts';
+import { cancelRunsOfJob } from '../warehouse/sync-state.ts';
 import { requirePlatform } from '../config.ts';
 import { SYNC_RESOURCES, type SyncResource } from '../sync/resources.ts';
 import { runSync, SyncConflictError, SyncInterruptedError } from '../sync/run-and-wait.ts';
@@ -55,7 +56,7 @@ again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.
         try {
           // A job making no progress for a while gets one line saying what it waits for.
           const queue = withWaitOptions(app.queue, { onStall: (line) => stderrTerminal.writeLine(line) });
-          outcomes = await runSync({ queue, log: app.log }, resources, payload, { onProgress: (jobId, progress) => display.update(jobId, progress), signal: interrupt.signal });
+          outcomes = await runSync({ queue, log: app.log, cancelRuns: (jobId, reason) => cancelRunsOfJob(app.db, jobId, reason) }, resources, payload, { onProgress: (jobId, progress) => display.update(jobId, progress), signal: interrupt.signal });
           for (const outcome of outcomes) display.finish(outcome.jobId, outcomeWord(outcome));
         } finally {
           display.stop();

@@ -4,6 +4,7 @@ import { lookupJob } from './catalog.ts';
 import { RedisConnections, type RedisMode, type RedisStatus } from './connection.ts';
 import { addChains, type ChainLink } from './flows.ts';
 import { defaultJobOptions, waitedJobOptions } from './job-options.ts';
+import { activeHolder, removeOrphanOrQueued, requeueOrphan, type ActiveHolder } from './orphans.ts';
 import { QUEUE_NAMES, type JobName, type QueueName } from './names.ts';
 import type { JobRunner } from './run-job.ts';
 import { waitForJobs, type JobOutcome, type WaitOptions } from './wait-for-jobs.ts';
@@ -37,6 +38,17 @@ export interface ChainSpec {
 
 export type JobState = Awaited<ReturnType<Queue['getJobState']>>;
 
+/** A job as `status`, `cancel` and `sync` look at it. */
+export interface FoundJob {
+  id: string;
+  name: string;
+  queue: QueueName;
+  data: unknown;
+  state: JobState;
+  /** For an active job: whether its worker is gone, and which worker took it. */
+  holder?: ActiveHolder;
+}
+
 /** How long close() waits for the queues before it drops the connection (an unreachable Redis never answers). */
 const CLOSE_TIMEOUT_MS = 2_000;
 
@@ -58,8 +70,14 @@ export interface JobQueue {
   state(queue: QueueName, jobId: string): Promise<JobState>;
   /** Why a failed job failed (undefined when it is not there or did not fail). */
   failedReason(queue: QueueName, jobId: string): Promise<string | undefined>;
-  /** The job a deduplication id points at while it is queued or running, if any. */
-  deduplicated(queue: QueueName, dedupeId: string): Promise<{ id: string; data: unknown; state: JobState } | undefined>;
+  /** The job a deduplication id points at while it is queued or running, if any (with its holder when active). */
+  deduplicated(queue: QueueName, dedupeId: string): Promise<FoundJob | undefined>;
+  /** A job by id, in whichever queue holds it. */
+  find(jobId: string): Promise<FoundJob | undefined>;
+  /** Puts an orphaned active job back in its queue under its own id: the next worker resumes it. */
+  takeOver(job: FoundJob): Promise<void>;
+  /** Removes a queued or orphaned job for good; false when it could not be (it is locked again). */
+  cancel(job: FoundJob): Promise<boolean>;
   /** Removes a finished job so its id can be added again. */
   remove(queue: QueueName, jobId: string): Promise<void>;
   /**
@@ -116,6 +134,14 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     };
   };
 
+  const describe = async (queue: QueueName, jobId: string): Promise<FoundJob | undefined> => {
+    const job = (await queues[queue].getJob(jobId)) as Job | undefined;
+    if (!job?.id) return undefined;
+    const state = await job.getState();
+    const holder = state === 'active' ? await activeHolder(connection, queues[queue], job, config.TRAINSYNC_QUEUE_PREFIX) : undefined;
+    return { id: job.id, name: job.name, queue, data: job.data, state, ...(holder ? { holder } : {}) };
+  };
+
   return {
     queues,
     redis,
@@ -133,10 +159,23 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     failedReason: async (queue, jobId) => (await queues[queue].getJob(jobId))?.failedReason || undefined,
     async deduplicated(queue, dedupeId) {
       const id = await queues[queue].getDeduplicationJobId(dedupeId);
-      const job = id ? await queues[queue].getJob(id) : undefined;
-      if (!job?.id) return undefined;
-      const state = await job.getState();
-      return state === 'completed' || state === 'failed' ? undefined : { id: job.id, data: job.data, state };
+      const found = id ? await describe(queue, id) : undefined;
+      return found && found.state !== 'completed' && found.state !== 'failed' ? found : undefined;
+    },
+    async find(jobId) {
+      for (const name of QUEUE_NAMES) {
+        const found = await describe(name, jobId);
+        if (found) return found;
+      }
+      return undefined;
+    },
+    async takeOver(found) {
+      const job = await queues[found.queue].getJob(found.id);
+      if (job) await requeueOrphan(connection, queues[found.queue], job, config.TRAINSYNC_QUEUE_PREFIX);
+    },
+    async cancel(found) {
+      const job = await queues[found.queue].getJob(found.id);
+      return job ? removeOrphanOrQueued(connection, queues[found.queue], job, config.TRAINSYNC_QUEUE_PREFIX) : true;
     },
     async remove(queue, jobId) {
       await queues[queue].remove(jobId, { removeChildren: false });

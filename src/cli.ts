@@ -10,7 +10,7 @@ import { buildProgram } from './commands/program.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { toInfrastructureError } from './infra-errors.ts';
 import { createLogger, logFormatFor, type Logger } from './log.ts';
-import { stderrTerminal } from './commands/terminal.ts';
+import { fitWidth, stderrTerminal } from './commands/terminal.ts';
 
 /** The configuration, or undefined when it cannot be read (its error is reported already). */
 function configOrNothing(): Config | undefined {
@@ -45,7 +45,9 @@ async function main(): Promise<void> {
     await program.parseAsync(process.argv);
     // The reason for a non-zero exit, last, in one line: never scrolled away by the output.
     const reason = exitReason();
-    if (reason !== undefined && process.exitCode !== undefined && process.exitCode !== 0) process.stderr.write(`trainsync: ${reason}\n`);
+    // On a terminal it is cut to the width (the whole message is above); elsewhere it is whole.
+    const line = `trainsync: ${reason}`;
+    if (reason !== undefined && process.exitCode !== undefined && process.exitCode !== 0) process.stderr.write(`${stderrTerminal.isTty ? fitWidth(line, stderrTerminal.columns - 1) : line}\n`);
   } catch (error) {
     // Commander has printed its own message (unknown option, bad value); the code is the table's.
     process.exitCode = exitCodeFor(error);

@@ -30,7 +30,8 @@ const number = new Intl.NumberFormat('en');
 /** One progress line, at most `width` characters: resource, bar (when there is a total), counts, state. */
 export function progressLine(p: Progress, state: string, width: number): string {
   const total = p.windowsTotal ?? p.total;
-  const done = p.windowsDone ?? p.done ?? 0;
+  // A finished line never reads "0/1": done means every window or action went through.
+  const done = state === 'done' && total !== undefined ? total : (p.windowsDone ?? p.done ?? 0);
   const parts = [` ${p.resource.padEnd(14)}`];
   if (total !== undefined && total > 0) {
     const filled = state === 'done' ? BAR_WIDTH : Math.min(BAR_WIDTH, Math.round((done / total) * BAR_WIDTH));
@@ -50,21 +51,29 @@ export function progressLine(p: Progress, state: string, width: number): string 
 export function createProgressDisplay(terminal: Terminal = stderrTerminal, stream: NodeJS.WriteStream = process.stderr): ProgressDisplay {
   if (terminal.isTty) {
     const width = (): number => Math.max(20, terminal.columns - 1);
-    const multibar = new cliProgress.MultiBar({
-      stream,
-      clearOnComplete: false,
-      hideCursor: true,
-      gracefulExit: false,
-      // Our own line, cut to the width: the terminal never wraps a progress line.
-      format: (_options, _params, payload: { line?: string }) => payload.line ?? '',
-    });
-    const detach = terminal.attach({ log: (text) => multibar.log(text) });
+    // Made at the first update: a command with nothing to show leaves no trace on the screen.
+    let multibar: cliProgress.MultiBar | undefined;
+    let detach = (): void => undefined;
+    const bars = (): cliProgress.MultiBar => {
+      if (multibar) return multibar;
+      const created = new cliProgress.MultiBar({
+        stream,
+        clearOnComplete: false,
+        hideCursor: true,
+        gracefulExit: false,
+        // Our own line, cut to the width: the terminal never wraps a progress line.
+        format: (_options, _params, payload: { line?: string }) => payload.line ?? '',
+      });
+      detach = terminal.attach({ log: (text) => created.log(text) });
+      multibar = created;
+      return created;
+    };
     const lines = new Map<string, { bar: cliProgress.SingleBar; last: Progress; state: string }>();
     const render = (key: string, last: Progress, state: string): void => {
       let entry = lines.get(key);
       const line = progressLine(last, state, width());
       if (!entry) {
-        entry = { bar: multibar.create(1, 0, { line }), last, state };
+        entry = { bar: bars().create(1, 0, { line }), last, state };
         lines.set(key, entry);
       }
       entry.last = last;
@@ -84,6 +93,7 @@ export function createProgressDisplay(terminal: Terminal = stderrTerminal, strea
       stop() {
         if (stopped) return;
         stopped = true;
+        if (!multibar) return;
         multibar.update();
         multibar.stop();
         detach();

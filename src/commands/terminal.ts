@@ -1,3 +1,5 @@
+import { Writable } from 'node:stream';
+
 /**
  * stderr as a person sees it. While a progress display is live, every line (log records,
  * warnings) is written above its progress lines through it, never across them; otherwise
@@ -15,8 +17,8 @@ export interface Terminal {
   writeLine(text: string): void;
   /** Routes lines through `sink` until the returned function is called. */
   attach(sink: LineSink): () => void;
-  /** A pino destination whose lines go through writeLine. */
-  readonly logDestination: { write(chunk: string): void };
+  /** A pino destination whose lines go through writeLine (a stream: pino-pretty listens to it). */
+  readonly logDestination: Writable;
 }
 
 export function createTerminal(stream: NodeJS.WriteStream = process.stderr): Terminal {
@@ -39,17 +41,19 @@ export function createTerminal(stream: NodeJS.WriteStream = process.stderr): Ter
         if (sink === next) sink = undefined;
       };
     },
-    logDestination: {
-      write(chunk: string) {
-        pending += chunk;
+    logDestination: new Writable({
+      decodeStrings: false,
+      write(chunk: string | Buffer, _encoding, callback) {
+        pending += String(chunk);
         let at = pending.indexOf('\n');
         while (at >= 0) {
           writeLine(pending.slice(0, at + 1));
           pending = pending.slice(at + 1);
           at = pending.indexOf('\n');
         }
+        callback();
       },
-    },
+    }),
   };
 }
 
@@ -59,4 +63,28 @@ export const stderrTerminal: Terminal = createTerminal(process.stderr);
 /** Cuts `text` to `width` visible characters (an ellipsis marks the cut). */
 export function fitWidth(text: string, width: number): string {
   return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`;
+}
+
+/**
+ * Sentences longer than `width` wrapped at spaces, continued with a two-space indent, so a
+ * terminal never cuts a word; lines of a drawn table (box characters) are left alone.
+ */
+export function wrapLines(text: string, width: number): string {
+  return text
+    .split('\n')
+    .flatMap((line) => {
+      if (line.length <= width || /^[│┌├└]/.test(line)) return [line];
+      const out: string[] = [];
+      let current = '';
+      for (const word of line.split(' ')) {
+        const next = current === '' ? word : `${current} ${word}`;
+        if (next.length > width && current.trim() !== '') {
+          out.push(current);
+          current = `  ${word}`;
+        } else current = next;
+      }
+      if (current !== '') out.push(current);
+      return out;
+    })
+    .join('\n');
 }

@@ -3,8 +3,13 @@ import Table from 'cli-table3';
 /** The widest a table printed for a person may be (--json carries everything). */
 export const TABLE_WIDTH = 100;
 
+/** TABLE_WIDTH, or the terminal's width when stdout is a narrower terminal. */
+export function tableWidth(): number {
+  return process.stdout.isTTY && process.stdout.columns ? Math.min(TABLE_WIDTH, process.stdout.columns) : TABLE_WIDTH;
+}
+
 export interface FitTableOptions {
-  /** Columns that give way (wrapped) when the table is too wide; default the last. */
+  /** Columns that give way (wrapped) when the table is too wide, the last named first; default the last column. */
   flex?: readonly number[];
   width?: number;
 }
@@ -16,7 +21,7 @@ const text = (cell: unknown): string => (cell instanceof Date ? cell.toISOString
  * their cells wrapped, the others keep their natural width.
  */
 export function fitTable(head: readonly string[], rows: ReadonlyArray<readonly unknown[]>, options: FitTableOptions = {}): string {
-  const width = options.width ?? TABLE_WIDTH;
+  const width = options.width ?? tableWidth();
   const cells = rows.map((row) => row.map(text));
   // cli-table3 pads each cell by one space on each side, and draws one border per column plus one.
   const natural = head.map((h, i) => Math.max(h.length, ...cells.map((row) => (row[i] ?? '').length)) + 2);
@@ -24,12 +29,11 @@ export function fitTable(head: readonly string[], rows: ReadonlyArray<readonly u
   const flex = options.flex ?? [head.length - 1];
   const colWidths = [...natural];
   let excess = natural.reduce((a, b) => a + b, 0) + borders - width;
-  // Narrow the widest flexible column first, down to 8, until the table fits.
-  while (excess > 0) {
-    const widest = flex.filter((i) => colWidths[i]! > 8).sort((a, b) => colWidths[b]! - colWidths[a]!)[0];
-    if (widest === undefined) break;
-    const cut = Math.min(excess, colWidths[widest]! - 8);
-    colWidths[widest]! -= cut;
+  // Narrow the flexible columns, the last named first, each down to 8, until the table fits.
+  for (const i of [...flex].reverse()) {
+    if (excess <= 0) break;
+    const cut = Math.max(0, Math.min(excess, colWidths[i]! - 8));
+    colWidths[i]! -= cut;
     excess -= cut;
   }
   const table = new Table({ head: [...head], colWidths, wordWrap: true, wrapOnWordBoundary: true, style: { head: [], border: [], compact: true } });

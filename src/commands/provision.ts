@@ -11,7 +11,7 @@ import { formatOutcome, formatPlanReport, provisionExitCode, provisionResultJson
 import { formatSnapshotCounts } from '../provisioning/snapshot-feed.ts';
 import { provisionDeps } from './provision-deps.ts';
 import { exitWith, UsageError, type ExitCode } from './exit-codes.ts';
-import { TABLE_WIDTH } from './fit-table.ts';
+import { tableWidth } from './fit-table.ts';
 import { formatWholePlan } from './plan-listing.ts';
 import { createProgressDisplay } from './progress-display.ts';
 import { wrapLines } from './terminal.ts';
@@ -104,7 +104,7 @@ Examples:
       if (reading === undefined) return;
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
-      const width = Math.min(TABLE_WIDTH, process.stdout.isTTY ? process.stdout.columns || TABLE_WIDTH : TABLE_WIDTH);
+      const width = tableWidth();
       const display = options.json ? undefined : createProgressDisplay();
       try {
         const result = await provisionFeed(provisionDeps(app), {

@@ -106,6 +106,12 @@ export async function collectStatus(app: App, sections: readonly StatusSection[]
   };
 }
 
+/** HH:MM (UTC) for today, else the day. */
+function shortTime(at: Date): string {
+  const iso = at.toISOString();
+  return iso.slice(0, 10) === new Date().toISOString().slice(0, 10) ? iso.slice(11, 16) : iso.slice(0, 10);
+}
+
 function holderWord(holder: ActiveHolder): string {
   return holder.orphaned ? `orphaned (worker ${holder.worker ?? 'unknown'} gone)` : `running (worker ${holder.worker ?? 'unknown'})`;
 }
@@ -123,9 +129,10 @@ export function renderStatus(report: StatusReport): string {
     report.runs.length === 0
       ? '(no runs yet: try `trainsync sync`)'
       : table(
-          ['resource', 'status', 'mode', 'started', 'finished', 'pages', 'ins', 'upd', 'same', 'quar', 'rem', 'note / error'],
-          report.runs.map((r) => [r.resource, r.status, r.mode, r.startedAt, r.finishedAt, r.pages, r.inserted, r.updated, r.unchanged, r.quarantined, r.removed, r.error ?? r.note]),
-          [1, 3, 4, 11],
+          // Narrow enough for 80 columns: the mode, start and exact times are in --json.
+          ['resource', 'status', 'ended', 'pages', 'new', 'upd', 'same', 'quar', 'rem', 'note / error'],
+          report.runs.map((r) => [r.resource, r.status, shortTime(r.finishedAt ?? r.startedAt), r.pages, r.inserted, r.updated, r.unchanged, r.quarantined, r.removed, r.error ?? r.note]),
+          [1, 9],
         ),
     'Jobs taken by a worker',
     report.activeJobs.length === 0 ? '(none)' : table(['queue', 'job', 'id', 'state'], report.activeJobs.map((j) => [j.queue, j.name, j.id, j.state])),

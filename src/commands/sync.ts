@@ -148,6 +148,6 @@ export function renderSummary(outcomes: readonly JobOutcome[]): string {
     }
   }
   const failures = outcomes.filter((o) => o.status === 'failed').map((o) => `${o.name} failed: ${o.error ?? 'unknown reason'}`);
-  const head = ['resource', 'status', 'pages', 'inserted', 'updated', 'same', 'quarant.', 'removed', 'sec', 'note'];
+  const head = ['resource', 'status', 'pages', 'inserted', 'updated', 'same', 'quar', 'removed', 'sec', 'note'];
   return `${[fitTable(head, rows), ...failures].join('\n')}\n`;
 }

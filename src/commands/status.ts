@@ -130,8 +130,8 @@ export function renderStatus(report: StatusReport): string {
       ? '(no runs yet: try `trainsync sync`)'
       : table(
           // Narrow enough for 80 columns: the mode, start and exact times are in --json.
-          ['resource', 'status', 'ended', 'pages', 'new', 'upd', 'same', 'quar', 'rem', 'note / error'],
-          report.runs.map((r) => [r.resource, r.status, shortTime(r.finishedAt ?? r.startedAt), r.pages, r.inserted, r.updated, r.unchanged, r.quarantined, r.removed, r.error ?? r.note]),
+          ['resource', 'status', 'ended', 'pages', 'new', 'upd', 'same', 'quar', 'rem', 'note'],
+          report.runs.map((r) => [r.resource, r.status === 'succeeded' ? 'ok' : r.status, shortTime(r.finishedAt ?? r.startedAt), r.pages, r.inserted, r.updated, r.unchanged, r.quarantined, r.removed, r.error ?? r.note]),
           [1, 9],
         ),
     'Jobs taken by a worker',

@@ -106,6 +106,8 @@ Examples:
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       const width = tableWidth();
       const display = options.json ? undefined : createProgressDisplay();
+      // Sentences wrap at the width; tables are drawn to fit it.
+      const say = (text: string): void => void process.stdout.write(`${wrapLines(text, width)}\n`);
       try {
         const result = await provisionFeed(provisionDeps(app), {
           file,
@@ -137,13 +139,13 @@ Examples:
         else {
           if (result.plan.refused) {
             // Said last, by the exit reason.
-          } else if (options.dryRun) process.stdout.write('dry run: nothing was enqueued\n');
+          } else if (options.dryRun) say('dry run: nothing was enqueued');
           if (result.applied) {
             const skipped = result.applied.skippedEmployees.length;
-            if (skipped > 0) process.stdout.write(`${skipped} employees still have actions queued from an earlier run; waited for those and left them alone this run\n`);
-            process.stdout.write(`${formatOutcome(result.applied.audit)}\n`);
+            if (skipped > 0) say(`${skipped} employees still have actions queued from an earlier run; waited for those and left them alone this run`);
+            say(formatOutcome(result.applied.audit));
           }
-          if (result.employees) process.stdout.write(`warehouse ${formatSnapshotCounts(result.employees)}\n`);
+          if (result.employees) say(`warehouse ${formatSnapshotCounts(result.employees)}`);
           if (result.employeesError) process.stderr.write(`trainsync: the employee snapshot failed (the actions were applied): ${result.employeesError}\n`);
         }
         exitWith(provisionExitCode(result) as ExitCode, provisionExitReason(result));

@@ -17,8 +17,9 @@ function examples(items: readonly { email: string; groupId?: string }[], width =
  * refusal. No colour codes, so it reads the same in a log file.
  */
 export function formatPlanTable(plan: Plan, options: { width?: number } = {}): string {
-  // The examples column takes what the first two leave of `width` (borders and padding: 10).
-  const exampleWidth = options.width === undefined ? Infinity : Math.max(20, options.width - 25 - 7 - 10);
+  // The examples column takes what the first two (25 and 7 wide) leave of `width`, less
+  // 4 borders and its own padding of 2, and one column to spare.
+  const exampleWidth = options.width === undefined ? Infinity : Math.max(20, options.width - 25 - 7 - 4 - 2 - 1);
   const table = new Table({ head: ['action', 'count', 'examples'], style: { head: [], border: [], compact: true }, wordWrap: false });
   for (const kind of ACTION_KINDS) {
     const items = plan.actions.filter((a) => a.kind === kind);

@@ -28,8 +28,11 @@ export function runInTerminal(args: readonly string[], env: Record<string, strin
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let raw = '';
-    child.stdout.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')));
+    // Decoded as a stream: a box character split across two chunks stays one character.
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => (raw += chunk));
+    child.stderr.on('data', (chunk: string) => (raw += chunk));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, raw, screen: renderScreen(raw) }));
   });

@@ -64,7 +64,8 @@ export async function checkPostgres(config: Config): Promise<{ results: CheckRes
     const pending = await pendingMigrations(pool);
     const migrated = pending !== 'no-database' && pending.length === 0;
     if (pending === 'no-database' || pending.length > 0) {
-      const list = pending === 'no-database' ? 'all' : `${pending.length} (${pending.join(', ')})`;
+      const names = pending === 'no-database' ? [] : pending.length > 3 ? [pending[0], '…', pending.at(-1)] : pending;
+      const list = pending === 'no-database' ? 'all' : `${pending.length} (${names.join(pending.length > 3 ? ' ' : ', ')})`;
       results.push(fail('migrations', `${list} not applied`, 'run `trainsync migrate` first', true));
     } else results.push(ok('migrations', 'every migration applied'));
     const { rows } = await pool.query<{ present: boolean }>("select exists (select 1 from pg_roles where rolname = 'trainsync_reader') as present");

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/runtime/log.ts';
 import { readFeed } from '../src/provisioning/feed/read.ts';
 import { loadAppliedEmployees } from '../src/provisioning/apply/applied-state.ts';
 import { planProvisioning } from '../src/provisioning/plan/plan.ts';

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { got } from 'got';
 import { Agent, request as undiciRequest } from 'undici';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/runtime/log.ts';
 import { createTransport, MAX_SOCKETS } from '../src/platform/http.ts';
 import type { RequestBudget } from '../src/platform/request-budget.ts';
 import { startSimulatorChild } from './simulator-child.ts';

@@ -14,7 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/runtime/log.ts';
 import type { Result } from '../src/platform/schemas.ts';
 import { copyLines, type CopyValue } from '../src/warehouse/copy-text.ts';
 import type { LoadCounts } from '../src/warehouse/load-counts.ts';

@@ -1,8 +1,8 @@
-import { changeGroupPayloadSchema, PROVISION_ATTEMPTS } from '../src/provisioning/apply/actions.ts';
+import { changeGroupPayloadSchema, PROVISION_ATTEMPTS, PROVISION_JOBS } from '../src/provisioning/apply/actions.ts';
 import { setIdentityGroup } from '../src/provisioning/apply/identities.ts';
 import { runUserAction } from '../src/provisioning/apply/run-action.ts';
 import { defineJob } from '../src/queue/define-job.ts';
-import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
+import { PROVISION_QUEUE } from '../src/queue/names.ts';
 
 /**
  * Adds a member to a group or removes one, then records the identity's groups and the
@@ -10,7 +10,7 @@ import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
  * repeating one is harmless.
  */
 export const changeGroup = defineJob({
-  name: JOB_NAMES.changeGroup,
+  name: PROVISION_JOBS.changeGroup,
   queue: PROVISION_QUEUE,
   payload: changeGroupPayloadSchema,
   attempts: PROVISION_ATTEMPTS,
@@ -19,6 +19,6 @@ export const changeGroup = defineJob({
       ctx,
       p,
       (userId) => (p.member ? ctx.platform.addToGroup(p.groupId, userId) : ctx.platform.removeFromGroup(p.groupId, userId)),
-      (trx, userId) => setIdentityGroup(trx, p.employeeId, p.groupId, p.member, userId),
+      (db, userId) => setIdentityGroup(db, p.employeeId, p.groupId, p.member, userId),
     ),
 });

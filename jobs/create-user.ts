@@ -1,62 +1,13 @@
-import type { JobContext } from '../src/context.ts';
-import { isNotOffered, PlatformError } from '../src/platform/errors.ts';
-import type { PlatformUser } from '../src/platform/schemas.ts';
-import { createUserPayloadSchema, PROVISION_ATTEMPTS } from '../src/provisioning/apply/actions.ts';
-import { finishAction } from '../src/provisioning/apply/audit.ts';
-import { upsertAccountIdentity } from '../src/provisioning/apply/identities.ts';
-import { runAction, type ActionOutcome } from '../src/provisioning/apply/run-action.ts';
-import { asRole } from '../src/provisioning/plan/adopt.ts';
+import { createUserPayloadSchema, PROVISION_ATTEMPTS, PROVISION_JOBS } from '../src/provisioning/apply/actions.ts';
+import { createUserAction } from '../src/provisioning/apply/create-user.ts';
 import { defineJob } from '../src/queue/define-job.ts';
-import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
+import { PROVISION_QUEUE } from '../src/queue/names.ts';
 
-async function lookUp(ctx: JobContext, email: string): Promise<PlatformUser | undefined> {
-  try {
-    return await ctx.platform.findUserByEmail(email);
-  } catch (error) {
-    if (isNotOffered(error)) return undefined;
-    throw error;
-  }
-}
-
-/**
- * A joiner's account. POST users returns no id, so the id is learned by GET users?email=
- * (else the feed's platform_user_id). EMAIL_IN_USE_ORG_CONNECTED means the account
- * already exists in this organisation (made by hand, or by an earlier attempt whose
- * record was lost): it is adopted, and given access back if it had none. That makes a
- * retry after a crash between the call and its record harmless.
- */
+/** A joiner's account; adopts one already there (EMAIL_IN_USE_ORG_CONNECTED). The engine is src/provisioning/apply/create-user.ts. */
 export const createUser = defineJob({
-  name: JOB_NAMES.createUser,
+  name: PROVISION_JOBS.createUser,
   queue: PROVISION_QUEUE,
   payload: createUserPayloadSchema,
   attempts: PROVISION_ATTEMPTS,
-  run: (p, ctx): Promise<ActionOutcome> =>
-    runAction(ctx, p.actionId, async () => {
-      let adopted = false;
-      try {
-        await ctx.platform.createUser({
-          email: p.account.email,
-          firstName: p.account.firstName,
-          lastName: p.account.lastName,
-          role: p.account.role,
-          organisationIdentifier: p.account.organisationIdentifier,
-        });
-      } catch (error) {
-        if (!(error instanceof PlatformError && error.code === 'EMAIL_IN_USE_ORG_CONNECTED')) throw error;
-        adopted = true;
-      }
-      const user = await lookUp(ctx, p.account.email);
-      const platformUserId = user?.id ?? p.platformUserId;
-      if (adopted && user && !user.hasAccess) await ctx.platform.enableUser(user.id);
-      // An adopted account keeps its own names: the next plan reports any difference.
-      const account = adopted && user
-        ? { email: user.email, firstName: user.firstName, lastName: user.lastName, role: asRole(user.role), organisationIdentifier: user.organisationIdentifier }
-        : { email: p.account.email, firstName: p.account.firstName, lastName: p.account.lastName, role: p.account.role, organisationIdentifier: p.account.organisationIdentifier };
-      await ctx.db.transaction().execute(async (trx) => {
-        await upsertAccountIdentity(trx, { employeeId: p.employeeId, platformUserId, active: true, ...account });
-        await finishAction(trx, p.actionId, { status: 'succeeded', after: { platformUserId, adopted } });
-      });
-      if (adopted) ctx.log.info({ actionId: p.actionId, platformUserId }, 'the account already existed in this organisation; adopted it');
-      return { actionId: p.actionId, status: 'succeeded', platformUserId, adopted };
-    }),
+  run: (p, ctx) => createUserAction(ctx, p),
 });

@@ -13,12 +13,13 @@ import { syncUsers } from './sync-users.ts';
 
 /** Every job the worker knows; the registry refuses duplicates and nameless entries. */
 export const allJobs: readonly AnyJobDefinition[] = [
+  // Sync jobs in the order `sync all` runs them.
   syncCourses,
   syncFilters,
   syncGroups,
+  syncUsers,
   syncResults,
   syncSeats,
-  syncUsers,
   createUser,
   setPassword,
   changeGroup,

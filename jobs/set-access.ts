@@ -1,8 +1,8 @@
-import { PROVISION_ATTEMPTS, setAccessPayloadSchema } from '../src/provisioning/apply/actions.ts';
+import { PROVISION_ATTEMPTS, PROVISION_JOBS, setAccessPayloadSchema } from '../src/provisioning/apply/actions.ts';
 import { setIdentityActive } from '../src/provisioning/apply/identities.ts';
 import { runUserAction } from '../src/provisioning/apply/run-action.ts';
 import { defineJob } from '../src/queue/define-job.ts';
-import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
+import { PROVISION_QUEUE } from '../src/queue/names.ts';
 
 /**
  * Disables a leaver or enables a returner: POST users/{id}/disable or /enable, then the
@@ -11,7 +11,7 @@ import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
  * nothing harmful.
  */
 export const setAccess = defineJob({
-  name: JOB_NAMES.setAccess,
+  name: PROVISION_JOBS.setAccess,
   queue: PROVISION_QUEUE,
   payload: setAccessPayloadSchema,
   attempts: PROVISION_ATTEMPTS,
@@ -20,6 +20,6 @@ export const setAccess = defineJob({
       ctx,
       p,
       (userId) => (p.active ? ctx.platform.enableUser(userId) : ctx.platform.disableUser(userId)),
-      (trx, userId) => setIdentityActive(trx, p.employeeId, p.active, userId),
+      (db, userId) => setIdentityActive(db, p.employeeId, p.active, userId),
     ),
 });

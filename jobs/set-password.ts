@@ -1,10 +1,10 @@
 import { requireSecretKey } from '../src/config.ts';
-import { PROVISION_ATTEMPTS, setPasswordPayloadSchema } from '../src/provisioning/apply/actions.ts';
+import { PROVISION_ATTEMPTS, PROVISION_JOBS, setPasswordPayloadSchema } from '../src/provisioning/apply/actions.ts';
 import { finishAction } from '../src/provisioning/apply/audit.ts';
 import { runAction } from '../src/provisioning/apply/run-action.ts';
 import { decryptSecret } from '../src/provisioning/apply/secrets.ts';
 import { defineJob } from '../src/queue/define-job.ts';
-import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
+import { PROVISION_QUEUE } from '../src/queue/names.ts';
 
 /**
  * Sets a password. The payload holds it encrypted (AES-256-GCM, bound to the e-mail);
@@ -12,7 +12,7 @@ import { JOB_NAMES, PROVISION_QUEUE } from '../src/queue/names.ts';
  * audit row, return value or error message.
  */
 export const setPassword = defineJob({
-  name: JOB_NAMES.setPassword,
+  name: PROVISION_JOBS.setPassword,
   queue: PROVISION_QUEUE,
   payload: setPasswordPayloadSchema,
   attempts: PROVISION_ATTEMPTS,

@@ -1,15 +1,11 @@
-import { defineJob } from '../src/queue/define-job.ts';
-import { JOB_NAMES, SYNC_QUEUE } from '../src/queue/names.ts';
 import { syncSnapshot } from '../src/sync/snapshot.ts';
-import { syncPayloadSchema } from '../src/sync/sync-payload.ts';
+import { defineSyncJob } from '../src/sync/sync-job.ts';
 import { markMissingCourses, upsertCourses } from '../src/warehouse/load-courses.ts';
 
 /** Courses and their categories: a full snapshot each run; vanished courses get removed_at. */
-export const syncCourses = defineJob({
-  name: JOB_NAMES.syncCourses,
-  queue: SYNC_QUEUE,
-  payload: syncPayloadSchema,
-  exclusive: () => JOB_NAMES.syncCourses,
+export const syncCourses = defineSyncJob({
+  resource: 'courses',
+  cron: '0 2 * * *',
   run: (_payload, ctx) =>
     syncSnapshot(ctx, {
       resource: 'courses',

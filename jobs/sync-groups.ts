@@ -1,7 +1,5 @@
-import { defineJob } from '../src/queue/define-job.ts';
-import { JOB_NAMES, SYNC_QUEUE } from '../src/queue/names.ts';
 import { syncSnapshot } from '../src/sync/snapshot.ts';
-import { syncPayloadSchema } from '../src/sync/sync-payload.ts';
+import { defineSyncJob } from '../src/sync/sync-job.ts';
 import { markMissingGroups, upsertGroups } from '../src/warehouse/load-groups.ts';
 
 /**
@@ -9,11 +7,9 @@ import { markMissingGroups, upsertGroups } from '../src/warehouse/load-groups.ts
  * vanished groups get removed_at. A platform without the endpoint records "not
  * available" and the job succeeds.
  */
-export const syncGroups = defineJob({
-  name: JOB_NAMES.syncGroups,
-  queue: SYNC_QUEUE,
-  payload: syncPayloadSchema,
-  exclusive: () => JOB_NAMES.syncGroups,
+export const syncGroups = defineSyncJob({
+  resource: 'groups',
+  cron: '0 2 * * *',
   run: (_payload, ctx) =>
     syncSnapshot(ctx, {
       resource: 'groups',

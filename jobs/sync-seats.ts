@@ -1,13 +1,9 @@
-import { defineJob } from '../src/queue/define-job.ts';
-import { JOB_NAMES, SYNC_QUEUE } from '../src/queue/names.ts';
 import { syncSeatUsage } from '../src/sync/seats.ts';
-import { syncPayloadSchema } from '../src/sync/sync-payload.ts';
+import { defineSyncJob } from '../src/sync/sync-job.ts';
 
 /** Seats in use and in total, one row per run; "not applicable" without an unlimited plan. */
-export const syncSeats = defineJob({
-  name: JOB_NAMES.syncSeats,
-  queue: SYNC_QUEUE,
-  payload: syncPayloadSchema,
-  exclusive: () => JOB_NAMES.syncSeats,
+export const syncSeats = defineSyncJob({
+  resource: 'seats',
+  cron: '0 * * * *',
   run: (_payload, ctx) => syncSeatUsage(ctx),
 });

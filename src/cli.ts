@@ -2,14 +2,14 @@
  * The composition root: wires config, logging and the jobs of jobs/ into the
  * commands. The only file of src/ that imports jobs/.
  */
-import { errorMessage } from './errors.ts';
+import { errorMessage } from './lib/errors.ts';
 import { CommanderError, type Command } from 'commander';
 import { allJobs } from '../jobs/index.ts';
 import { exitCodeFor, exitReason } from './commands/exit-codes.ts';
 import { buildProgram } from './commands/program.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
-import { toInfrastructureError } from './infra-errors.ts';
-import { createLogger, logFormatFor, type Logger } from './log.ts';
+import { toInfrastructureError } from './lib/infra-errors.ts';
+import { createLogger, logFormatFor, type Logger } from './runtime/log.ts';
 import { fitWidth, stderrTerminal } from './commands/terminal.ts';
 
 /** The configuration, or undefined when it cannot be read (its error is reported already). */

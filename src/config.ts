@@ -1,8 +1,9 @@
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import { parseIsoDay } from './lib/calendar-day.ts';
-import { parseLookback } from './lookback.ts';
-import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './webhooks/signature.ts';
+import { TrainsyncError } from './lib/errors.ts';
+import { parseLookback } from './lib/lookback.ts';
+import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
 
 /**
  * The only place environment variables are read. `loadConfig(env)` parses once and
@@ -91,12 +92,6 @@ const envSchema = z.object({
   TRAINSYNC_CONNECT_TIMEOUT_MS: positiveInt('5000').default(5_000),
   TRAINSYNC_HTTP_RETRIES: z.coerce.number({ error: 'a whole number, e.g. 6' }).int().min(0).max(20).default(6),
   TRAINSYNC_RETRY_MAX_DELAY_MS: positiveInt('60000').default(60_000),
-  TRAINSYNC_CRON_RESULTS: cronLine.default('0 2 * * *'),
-  TRAINSYNC_CRON_COURSES: cronLine.default('0 2 * * *'),
-  TRAINSYNC_CRON_FILTERS: cronLine.default('0 2 * * *'),
-  TRAINSYNC_CRON_GROUPS: cronLine.default('0 2 * * *'),
-  TRAINSYNC_CRON_USERS: cronLine.default('0 2 * * *'),
-  TRAINSYNC_CRON_SEATS: cronLine.default('0 * * * *'),
   TRAINSYNC_METRICS_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9464' }).int().min(0).max(65_535).default(9464),
   TRAINSYNC_SHUTDOWN_TIMEOUT_MS: positiveInt('30000').default(30_000),
   TRAINSYNC_FAILED_JOBS_KEPT: positiveInt('1000').default(1000),
@@ -136,18 +131,26 @@ const envSchema = z.object({
   TRAINSYNC_WEBHOOK_RETENTION_DAYS: positiveInt('30').min(4, 'at least 4 (the platform retries for 3 days), e.g. 30').default(30),
 });
 
+/**
+ * Schedules: `TRAINSYNC_CRON_<NAME>` for any job that declares that setting (a sync job's
+ * is TRAINSYNC_CRON_<RESOURCE>, e.g. TRAINSYNC_CRON_RESULTS); the job holds the default.
+ */
+const CRON_PREFIX = 'TRAINSYNC_CRON_';
+
 export type Config = Readonly<
   z.output<typeof envSchema> & {
+    /** Every `TRAINSYNC_CRON_*` line set, by variable name (src/queue/schedulers.ts reads it). */
+    cronLines: Readonly<Record<string, string>>;
     /** LOG_LEVEL was set (not the default): on a terminal it then rules over the CLI's quiet default and -v. */
     LOG_LEVEL_GIVEN?: boolean;
   }
 >;
 
 /** One error for every bad key, so a person fixes them all in one go. */
-export class ConfigError extends Error {
+export class ConfigError extends TrainsyncError {
   readonly problems: readonly string[];
   constructor(problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`, { code: 'CONFIG', retryable: false });
     this.name = 'ConfigError';
     this.problems = problems;
   }
@@ -162,20 +165,28 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if (value !== undefined && value !== '') cleaned[key] = value;
   }
   const parsed = envSchema.safeParse(cleaned);
-  if (!parsed.success) {
+  const cronLines: Record<string, string> = {};
+  const cronProblems: string[] = [];
+  for (const [key, value] of Object.entries(env)) {
+    if (!key.startsWith(CRON_PREFIX) || value === undefined || value === '') continue;
+    const line = cronLine.safeParse(value);
+    if (line.success) cronLines[key] = line.data;
+    else cronProblems.push(`${key}: got ${JSON.stringify(value)}; expected ${line.error.issues[0]?.message ?? 'a cron line'}`);
+  }
+  if (!parsed.success || cronProblems.length > 0) {
     // One line per key: a value can fail several checks, the first one says enough.
     const byKey = new Map<string, string>();
-    for (const issue of parsed.error.issues) {
+    for (const issue of parsed.error?.issues ?? []) {
       const key = String(issue.path[0] ?? '(environment)');
       if (byKey.has(key)) continue;
       const given = cleaned[key];
       const shown = given === undefined ? 'missing' : key.includes('KEY') || key.includes('SECRET') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
       byKey.set(key, `${key}: ${shown}; expected ${issue.message}`);
     }
-    const problems = [...byKey.values()];
+    const problems = [...byKey.values(), ...cronProblems];
     throw new ConfigError(problems);
   }
-  return Object.freeze({ ...parsed.data, LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined });
+  return Object.freeze({ ...parsed.data, cronLines: Object.freeze(cronLines), LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined });
 }
 
 /** The platform origin and key, or a ConfigError saying which to set. */

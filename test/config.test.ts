@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, requirePlatform, requireSecretKey } from '../src/config.ts';
-import { parseLookback } from '../src/lookback.ts';
+import { parseLookback } from '../src/lib/lookback.ts';
 
 describe('config', () => {
   it('applies the contract defaults and freezes the result', () => {
@@ -10,8 +10,13 @@ describe('config', () => {
     expect(config.TRAINSYNC_REQUESTS_PER_SECOND).toBe(10);
     expect(config.LOG_LEVEL).toBe('info');
     expect(config.TRAINSYNC_RESULTS_LOOKBACK).toBe(7);
-    expect(config.TRAINSYNC_CRON_SEATS).toBe('0 * * * *');
+    expect(config.cronLines).toEqual({});
     expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('keeps every TRAINSYNC_CRON_* line set, and refuses one that is not a cron line', () => {
+    expect(loadConfig({ TRAINSYNC_CRON_SEATS: ' */5 * * * * ', TRAINSYNC_CRON_RESULTS: '' }).cronLines).toEqual({ TRAINSYNC_CRON_SEATS: '*/5 * * * *' });
+    expect(() => loadConfig({ TRAINSYNC_CRON_DUMMY: 'hourly' })).toThrow(/TRAINSYNC_CRON_DUMMY: got "hourly"; expected a cron line of 5 or 6 fields/);
   });
 
   it('lists every bad key in one message, with what each should look like', () => {

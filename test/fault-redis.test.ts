@@ -10,7 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allJobs } from '../jobs/index.ts';
 import { loadConfig } from '../src/config.ts';
+import { createJobCatalog } from '../src/queue/catalog.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';
 import { scheduleTable } from '../src/queue/schedulers.ts';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
@@ -182,7 +184,7 @@ describe('Redis stops for 30 s and comes back empty', () => {
     expect(stoppedAt).toBeGreaterThan(0);
     await redis.start();
     const backAt = Date.now();
-    const expected = scheduleTable(loadConfig(env)).map((s) => s.job).sort();
+    const expected = scheduleTable(createJobCatalog(allJobs), loadConfig(env)).map((s) => s.job).sort();
     const schedulers = await waitFor(async () => {
       const found = await queue.getJobSchedulers();
       return found.length >= expected.length ? found : undefined;

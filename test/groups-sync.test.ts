@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { allJobs } from '../jobs/index.ts';
 import { loadConfig } from '../src/config.ts';
+import { createJobCatalog } from '../src/queue/catalog.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
 import { scheduleTable } from '../src/queue/schedulers.ts';
 import { addGroup, findUser, groupMembers, ORG_EMAIL_DOMAIN, PAGE_SIZE, removeGroup, updateCourse, updateGroup, type SimulatorState } from '../src/simulator/index.ts';
-import { SYNC_RESOURCES, syncJobName } from '../src/sync/resources.ts';
+import { syncJobName, syncResources } from '../src/sync/resources.ts';
 import { feedDir, rowsFromState, toCsv, type HrRow } from './helpers/hr-feed.ts';
 import { createSyncHarness, summaryOf, type SyncHarness } from './helpers/sync-harness.ts';
 import type pg from 'pg';
@@ -52,11 +54,11 @@ describe('sync groups: the warehouse equals GET groups', () => {
   });
 
   it('is part of `sync all` (after filters, before users) and of the nightly schedule', () => {
-    expect(SYNC_RESOURCES).toEqual(['courses', 'filters', 'groups', 'users', 'results', 'seats']);
-    expect(syncJobName('groups')).toBe('sync-groups');
-    const config = loadConfig({});
-    expect(config.TRAINSYNC_CRON_GROUPS).toBe('0 2 * * *');
-    expect(scheduleTable(loadConfig({ TRAINSYNC_CRON_GROUPS: '30 3 * * *' }))).toContainEqual({ job: 'sync-groups', pattern: '30 3 * * *' });
+    expect(syncResources(allJobs)).toEqual(['courses', 'filters', 'groups', 'users', 'results', 'seats']);
+    expect(syncJobName(allJobs, 'groups')).toBe('sync-groups');
+    const catalog = createJobCatalog(allJobs);
+    expect(scheduleTable(catalog, loadConfig({}))).toContainEqual({ job: 'sync-groups', queue: 'sync', pattern: '0 2 * * *' });
+    expect(scheduleTable(catalog, loadConfig({ TRAINSYNC_CRON_GROUPS: '30 3 * * *' }))).toContainEqual({ job: 'sync-groups', queue: 'sync', pattern: '30 3 * * *' });
   });
 
   it('a first sync reads every page and stores every group with its courses', async () => {

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { describeDatabaseError, describeRedisError, InfrastructureError, maskUrl, toInfrastructureError } from '../src/infra-errors.ts';
+import { describeDatabaseError, describeRedisError, InfrastructureError, maskUrl, toInfrastructureError } from '../src/lib/infra-errors.ts';
 import { freePort } from './helpers/own-services.ts';
 
 // The same servers the global setup checks; these tests only connect, never write.

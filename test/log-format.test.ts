@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { createLogger, logFormatFor } from '../src/log.ts';
+import { createLogger, logFormatFor } from '../src/runtime/log.ts';
 
 /** A destination that keeps every line; both formats write synchronously, so no waiting is needed. */
 function sink(): { stream: Writable; lines: () => string[] } {

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/runtime/log.ts';
 import { createPlatformClient, type PlatformClientOptions } from '../src/platform/client.ts';
 import { PlatformError } from '../src/platform/errors.ts';
 import type { Page, PlatformClient, RequestEvent } from '../src/platform/types.ts';

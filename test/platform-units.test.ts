@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
-import { createLogger, type Logger } from '../src/log.ts';
+import { createLogger, type Logger } from '../src/runtime/log.ts';
 import { platformClientOptionsFromConfig } from '../src/platform/client.ts';
 import { classifyResponse, classifyTransportError, DOCUMENTED_CODES, isRetryable, PlatformError } from '../src/platform/errors.ts';
 import { apiBase } from '../src/platform/http.ts';

@@ -4,7 +4,7 @@ import { provisioningAttentionSection } from '../src/commands/provisioning-statu
 import { enqueuePlan, waitForActions } from '../src/provisioning/apply/enqueue.ts';
 import { auditRows } from '../src/provisioning/apply/audit.ts';
 import { provisionFeed, type ProvisionOptions, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
-import { provisionExitCode } from '../src/provisioning/provision-report.ts';
+import { provisionExitCode } from '../src/commands/provision-report.ts';
 import { FOREIGN_EMAIL_DOMAIN, findUser, groupMembers, ORG_EMAIL_DOMAIN, writeCallCount } from '../src/simulator/index.ts';
 import { accessSnapshot, feedDir, rowsFromState, toCsv, type HrRow } from './helpers/hr-feed.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addDays, splitWindows, windowKey, windowQuery } from '../src/sync/result-windows.ts';
+import { addDays, splitWindows, windowKey, windowQuery } from '../src/sync/results/days.ts';
 
 describe('result windows', () => {
   it('splits a range into windows that cover every day exactly once', () => {

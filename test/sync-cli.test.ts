@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JOB_NAMES, SYNC_QUEUE } from '../src/queue/names.ts';
+import { SYNC_QUEUE } from '../src/queue/names.ts';
 import { runCli } from './helpers/cli.ts';
 import { ADMIN_URL, databaseUrl } from './helpers/db.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
@@ -51,7 +51,7 @@ describe('trainsync sync (the command)', () => {
   });
 
   it('refuses with exit 2 a sync whose resource is already queued with other options', async () => {
-    const queued = await h.app.queue.add(JOB_NAMES.syncResults, { trigger: 'schedule', full: true }, { dedupeId: JOB_NAMES.syncResults });
+    const queued = await h.app.queue.add('sync-results', { trigger: 'schedule', full: true }, { dedupeId: 'sync-results' });
     try {
       const run = await runCli(['sync', 'results', '--since', '2024-01-01', '--until', '2024-01-31'], h.env);
       expect(run.code).toBe(2);
@@ -93,7 +93,7 @@ describe('trainsync sync (the command)', () => {
     child.kill('SIGINT');
     expect(await exited).toBe(130);
     expect(stderr).toContain('interrupted: the jobs this process was running went back to the queue');
-    const jobId = await h.app.queue.queues[SYNC_QUEUE].getDeduplicationJobId(JOB_NAMES.syncResults);
+    const jobId = await h.app.queue.queues[SYNC_QUEUE].getDeduplicationJobId('sync-results');
     expect(jobId).toBeTruthy();
     // Handed back, not left active without a lock.
     expect(['delayed', 'waiting', 'prioritized']).toContain(await h.app.queue.state(SYNC_QUEUE, jobId!));

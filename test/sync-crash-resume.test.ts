@@ -2,7 +2,7 @@ import { QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultJobOptions } from '../src/queue/job-options.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';
-import { addDays } from '../src/sync/result-windows.ts';
+import { addDays } from '../src/sync/results/days.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
 import { simulatorResults, warehouseResults } from './helpers/warehouse-compare.ts';
 import { startWorkerProcess, waitFor, type WorkerProcess } from './helpers/worker-process.ts';

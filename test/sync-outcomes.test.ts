@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { allResults } from '../src/simulator/index.ts';
-import { JOB_NAMES, SYNC_QUEUE } from '../src/queue/names.ts';
+import { SYNC_QUEUE } from '../src/queue/names.ts';
 import { runSync, SyncConflictError } from '../src/sync/run-and-wait.ts';
 import { syncPayloadSchema } from '../src/sync/sync-payload.ts';
 import { createSyncHarness, summaryOf, type SyncHarness } from './helpers/sync-harness.ts';
@@ -81,7 +81,7 @@ describe('sync outcomes', () => {
 
   it('a second sync with other options is refused, naming the one queued; the same options join it', async () => {
     h = await createSyncHarness({ simulator: { sizes: { results: 50 } } });
-    const queued = await h.app.queue.add(JOB_NAMES.syncResults, { trigger: 'schedule', since: '2024-01-01', until: '2024-01-31' }, { dedupeId: JOB_NAMES.syncResults });
+    const queued = await h.app.queue.add('sync-results', { trigger: 'schedule', since: '2024-01-01', until: '2024-01-31' }, { dedupeId: 'sync-results' });
     await expect(runSync(h.app, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }))).rejects.toThrow(SyncConflictError);
     await expect(runSync(h.app, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }))).rejects.toThrow(
       `sync-results is already waiting (job ${queued.id}) with --since 2024-01-01 --until 2024-01-31; this request (--full) was not enqueued`,

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/runtime/log.ts';
 import { ensureDatabase } from '../src/warehouse/ensure-database.ts';
 import { migrate, MigrationChangedError, SQL_DIR } from '../src/warehouse/migrator.ts';
 import { createPool } from '../src/warehouse/pool.ts';

@@ -14,7 +14,7 @@ import {
   saveCheckpoint,
   setWatermark,
   startRun,
-} from '../src/warehouse/sync-state.ts';
+} from '../src/sync/sync-state.ts';
 import { withTransaction } from '../src/warehouse/transaction.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookStatusSection } from '../src/commands/webhook-status.ts';
 import { addResult, getResult, updateResult } from '../src/simulator/index.ts';
+import { metaOf } from '../src/simulator/state.ts';
+import type { Completion } from '../src/simulator/webhooks.ts';
 import { loadWebhookResult, WEBHOOK_RESULT_ATTEMPTS } from '../src/webhooks/load-result.ts';
 import { createWebhookHarness, type WebhookHarness } from './helpers/webhook-harness.ts';
 import { waitFor } from './helpers/worker-process.ts';
@@ -118,6 +120,40 @@ describe('processing webhook events', () => {
     await h.sim.webhooks.idle();
     expect(fetchesOf(completion!.resultId)).toHaveLength(1);
     expect(await row(completion!.resultId)).toMatchObject({ score: 7 });
+  });
+
+  it('a malformed result named by a webhook is quarantined once, after at most two reads', async () => {
+    const bad = addResult(h.sim.state, {});
+    // The fault spoils every result whose creation number divides evenly: this one, and none made after it here.
+    h.sim.setFaults({ malformedResultEvery: metaOf(h.sim.state, bad).seq });
+    let completion: Completion | undefined;
+    try {
+      [completion] = h.sim.webhooks.completeCourse({ resultId: bad.id });
+      expect(await h.outcomeOf(completion!.eventIds[0]!)).toBe('failed');
+      await h.sim.webhooks.idle();
+    } finally {
+      h.sim.setFaults({ malformedResultEvery: 0 });
+    }
+    const reads = fetchesOf(bad.id);
+    expect(reads.length).toBeGreaterThanOrEqual(1);
+    expect(reads.length).toBeLessThanOrEqual(2);
+
+    const quarantined = await h.database.pool.query(
+      "select raw, message, times_seen, run_id from trainsync.quarantine where resource = 'results' and raw->>'userId' = $1 and raw->>'courseId' = $2",
+      [bad.userId, bad.courseId],
+    );
+    expect(quarantined.rows).toHaveLength(1);
+    expect(quarantined.rows[0]).toMatchObject({ times_seen: 1, run_id: null });
+    expect(quarantined.rows[0].message).toMatch(/^(id|score): /);
+    expect(quarantined.rows[0].raw).toMatchObject({ userId: bad.userId, courseId: bad.courseId });
+
+    const events = await h.database.pool.query('select outcome, error, processed_at from trainsync.webhook_events where event_id = any($1)', [completion!.eventIds.map((id) => id.toLowerCase())]);
+    expect(events.rows.length).toBeGreaterThanOrEqual(1);
+    for (const event of events.rows) {
+      expect(event.processed_at).not.toBeNull();
+      expect(event.error).toMatch(/failed validation; quarantined in trainsync\.quarantine: (id|score): /);
+    }
+    expect(await row(bad.id)).toBeUndefined();
   });
 
   it('`status` shows the last event received and an empty backlog once everything is processed', async () => {

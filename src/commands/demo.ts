@@ -3,12 +3,12 @@ import { fileURLToPath } from 'node:url';
 import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { sql } from 'kysely';
-import { createApp } from '../app.ts';
+import { createApp } from '../runtime/app.ts';
 import { loadConfig } from '../config.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../runtime/log.ts';
 import { provisionFeed } from '../provisioning/provision-feed.ts';
-import { formatOutcome, formatPlanReport } from '../provisioning/provision-report.ts';
-import { SYNC_RESOURCES } from '../sync/resources.ts';
+import { formatOutcome, formatPlanReport } from './provision-report.ts';
+import { syncResources } from '../sync/resources.ts';
 import { runSync } from '../sync/run-and-wait.ts';
 import { syncPayloadSchema } from '../sync/sync-payload.ts';
 import { reconciliationReport } from '../warehouse/reconciliation.ts';
@@ -109,7 +109,7 @@ Start from scratch with: dropdb trainsync_demo`,
         const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
         try {
           write(`1. migrate: done (${seconds()} s)\n\n2. sync everything\n`);
-          const outcomes = await runSync(app, SYNC_RESOURCES, syncPayloadSchema.parse({ trigger: 'cli' }));
+          const outcomes = await runSync(app, syncResources(app.catalog.values()), syncPayloadSchema.parse({ trigger: 'cli' }));
           write(renderSummary(outcomes));
           if (outcomes.some((o) => o.status === 'failed')) exitCode = 1;
 

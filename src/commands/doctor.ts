@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
 import type { Config } from '../config.ts';
-import { errorMessage } from '../errors.ts';
-import type { Logger } from '../log.ts';
+import { errorMessage } from '../lib/errors.ts';
+import type { Logger } from '../runtime/log.ts';
 import { createJobCatalog } from '../queue/catalog.ts';
 import { createJobQueue } from '../queue/job-queue.ts';
-import { QUEUE_NAMES, SYNC_QUEUE } from '../queue/names.ts';
-import { connectedWorkers } from '../queue/orphans.ts';
+import { QUEUE_NAMES } from '../queue/names.ts';
 import { scheduleTable } from '../queue/schedulers.ts';
+import { ENQUEUED_BY_NAME } from '../runtime/app.ts';
 import type { CommandDeps } from './deps.ts';
 import { checkConfiguration, checkPlatform, checkPostgres, checkRedis, checkWebhook, type CheckResult } from './doctor-checks.ts';
 import { EXIT, exitWith } from './exit-codes.ts';
@@ -81,7 +81,7 @@ async function checkWorker(config: Config, log: Logger, deps: CommandDeps): Prom
   const queue = createJobQueue(
     config,
     {
-      catalog: createJobCatalog(deps.jobs),
+      catalog: createJobCatalog(deps.jobs, ENQUEUED_BY_NAME),
       services: () => {
         throw new Error('doctor runs no job');
       },
@@ -90,7 +90,7 @@ async function checkWorker(config: Config, log: Logger, deps: CommandDeps): Prom
     { redis: 'one-shot' },
   );
   try {
-    const names = await Promise.all(QUEUE_NAMES.map(async (name) => ({ name, workers: await connectedWorkers(queue.queues[name]) })));
+    const names = await Promise.all(QUEUE_NAMES.map(async (name) => ({ name, workers: new Set(await queue.workerNames(name)) })));
     const all = new Set(names.flatMap((n) => [...n.workers]));
     const missing = names.filter((n) => n.workers.size === 0).map((n) => n.name);
     const results: CheckResult[] = [];
@@ -99,8 +99,8 @@ async function checkWorker(config: Config, log: Logger, deps: CommandDeps): Prom
     } else if (missing.length > 0) {
       results.push({ check: 'worker', level: 'warn', detail: `${[...all].join(', ')} connected, but no worker serves ${missing.join(', ')}`, fix: 'start a worker for every queue (`trainsync worker` serves all)' });
     } else results.push({ check: 'worker', level: 'ok', detail: `alive: ${[...all].join(', ')}` });
-    const registered = new Map((await queue.queues[SYNC_QUEUE].getJobSchedulers()).map((s) => [s.key, s.pattern ?? '']));
-    const wanted = scheduleTable(config);
+    const registered = new Map((await queue.schedules()).map((s) => [s.id, s.pattern ?? '']));
+    const wanted = scheduleTable(queue.catalog, config);
     const absent = wanted.filter((w) => !registered.has(w.job)).map((w) => w.job);
     const differs = wanted.filter((w) => registered.has(w.job) && registered.get(w.job) !== w.pattern).map((w) => `${w.job} "${registered.get(w.job)}" (here "${w.pattern}")`);
     if (absent.length > 0) results.push({ check: 'schedules', level: 'warn', detail: `not registered: ${absent.join(', ')}`, fix: 'start `trainsync worker` (it registers them)' });

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { feedCheckExitCode, feedCheckReport, formatFeedCheck } from '../provisioning/feed/check-report.ts';
+import { feedCheckExitCode, feedCheckReport, formatFeedCheck } from './feed-check-report.ts';
 import { readFeed } from '../provisioning/feed/read.ts';
 import { addFeedOptions, FEED_PROFILE_HELP, feedReadingOrExit, type FeedCliOptions } from './feed-options.ts';
 

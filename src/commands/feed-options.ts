@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { errorMessage } from '../errors.ts';
+import { errorMessage } from '../lib/errors.ts';
 import { parseColumnMap } from '../provisioning/feed/columns.ts';
 import { feedReadOptions, FeedProfileError, loadFeedProfile, type FeedProfile } from '../provisioning/feed/profile.ts';
 import { feedFormatFor } from '../provisioning/feed/read.ts';

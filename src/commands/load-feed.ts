@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { toInfrastructureError } from '../infra-errors.ts';
+import { toInfrastructureError } from '../lib/infra-errors.ts';
 import { readFeed } from '../provisioning/feed/read.ts';
-import { formatFeedErrors } from '../provisioning/provision-report.ts';
+import { formatFeedErrors } from './provision-report.ts';
 import { formatSnapshotCounts, snapshotFeed } from '../provisioning/snapshot-feed.ts';
 import type { PlanMode } from '../provisioning/plan/types.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';

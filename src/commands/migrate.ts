@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { Config } from '../config.ts';
-import { toInfrastructureError } from '../infra-errors.ts';
-import type { Logger } from '../log.ts';
+import { toInfrastructureError } from '../lib/infra-errors.ts';
+import type { Logger } from '../runtime/log.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate } from '../warehouse/migrator.ts';
 import { createPool } from '../warehouse/pool.ts';

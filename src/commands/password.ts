@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { z } from 'zod';
-import { createApp } from '../app.ts';
+import { createApp } from '../runtime/app.ts';
 import { requirePlatform, requireSecretKey } from '../config.ts';
 import { requestPasswordChange } from '../provisioning/apply/password-request.ts';
 import { generatePassword } from '../provisioning/apply/secrets.ts';

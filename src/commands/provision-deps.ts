@@ -1,4 +1,4 @@
-import type { App } from '../app.ts';
+import type { App } from '../runtime/app.ts';
 import type { ProvisionDeps } from '../provisioning/provision-feed.ts';
 
 /** The narrow parts of an app a provisioning run takes. */

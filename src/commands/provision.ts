@@ -1,13 +1,13 @@
-import { errorMessage } from '../errors.ts';
+import { errorMessage } from '../lib/errors.ts';
 import { InvalidArgumentError, type Command } from 'commander';
-import { createApp } from '../app.ts';
+import { createApp } from '../runtime/app.ts';
 import { requirePlatform } from '../config.ts';
 import { parseMaxDisable } from '../provisioning/plan/limits.ts';
 import type { MaxDisable, PlanMode } from '../provisioning/plan/types.ts';
 import { writeFile } from 'node:fs/promises';
-import { planToJson } from '../provisioning/plan/format.ts';
+import { planToJson } from './plan-format.ts';
 import { provisionFeed, type ProvisionResult } from '../provisioning/provision-feed.ts';
-import { formatOutcome, formatPlanReport, provisionExitCode, provisionResultJson } from '../provisioning/provision-report.ts';
+import { formatOutcome, formatPlanReport, provisionExitCode, provisionResultJson } from './provision-report.ts';
 import { formatSnapshotCounts } from '../provisioning/snapshot-feed.ts';
 import { provisionDeps } from './provision-deps.ts';
 import { exitWith, UsageError, type ExitCode } from './exit-codes.ts';

@@ -1,7 +1,6 @@
 import Table from 'cli-table3';
 import { InvalidArgumentError, type Command } from 'commander';
-import { toInfrastructureError } from '../infra-errors.ts';
-import { maskUrl } from '../infra-errors.ts';
+import { maskUrl, toInfrastructureError } from '../lib/infra-errors.ts';
 import { NotMigratedError, requireMigrated } from '../warehouse/migrator.ts';
 import { createDb, createPool } from '../warehouse/pool.ts';
 import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';

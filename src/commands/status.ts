@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { createApp, type App } from '../app.ts';
+import { createApp, type App } from '../runtime/app.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';
 import type { ActiveHolder } from '../queue/orphans.ts';
-import { lastRuns, listWatermarks, quarantineCounts, type RunSummary } from '../warehouse/sync-state.ts';
+import { lastRuns, listWatermarks, quarantineCounts, type RunSummary } from '../sync/sync-state.ts';
 import { fitTable } from './fit-table.ts';
 import type { CommandDeps } from './deps.ts';
 
@@ -53,41 +53,16 @@ export interface StatusReport {
 }
 
 export async function collectStatus(app: App, sections: readonly StatusSection[] = []): Promise<StatusReport> {
-  const queues = await Promise.all(
-    QUEUE_NAMES.map(async (name) => {
-      const queue = app.queue.queues[name];
-      const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'waiting-children');
-      return { queue: name, workers: await queue.getWorkersCount(), counts };
-    }),
-  );
-  const failedJobs = (
+  const queues = await Promise.all(QUEUE_NAMES.map(async (name) => ({ queue: name, workers: await app.queue.workers(name), counts: await app.queue.counts(name) })));
+  const failedJobs = (await Promise.all(QUEUE_NAMES.map(async (name) => (await app.queue.failedJobs(name, 20)).map((job) => ({ queue: name, ...job }))))).flat();
+  const activeJobs = (
     await Promise.all(
       QUEUE_NAMES.map(async (name) =>
-        (await app.queue.queues[name].getFailed(0, 19)).map((job) => ({
-          queue: name,
-          id: String(job.id),
-          name: job.name,
-          failedReason: job.failedReason,
-          attemptsMade: job.attemptsMade,
-          finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
-        })),
+        (await app.queue.activeJobs(name, 50)).flatMap((job) => (job.holder ? [{ queue: name, id: job.id, name: job.name, state: holderWord(job.holder), worker: job.holder.worker ?? null }] : [])),
       ),
     )
   ).flat();
-  const activeJobs = (
-    await Promise.all(
-      QUEUE_NAMES.map(async (name) => {
-        const active = await app.queue.queues[name].getActive(0, 49);
-        const found = await Promise.all(active.map((job) => app.queue.find(String(job.id))));
-        return found.flatMap((job) => (job?.holder ? [{ queue: name, id: job.id, name: job.name, state: holderWord(job.holder), worker: job.holder.worker ?? null }] : []));
-      }),
-    )
-  ).flat();
-  const schedules = (await app.queue.queues.sync.getJobSchedulers()).map((s) => ({
-    id: s.key,
-    pattern: s.pattern ?? null,
-    next: s.next ? new Date(s.next).toISOString() : null,
-  }));
+  const schedules = await app.queue.schedules();
   const runs = (await lastRuns(app.db)).map((run) => {
     if (run.status !== 'running') return run;
     const job = activeJobs.find((j) => j.id === run.jobId);

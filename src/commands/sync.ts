@@ -1,14 +1,14 @@
 import type { Command } from 'commander';
-import { z } from 'zod';
-import { createApp } from '../app.ts';
-import { cancelRunsOfJob } from '../warehouse/sync-state.ts';
+import { createApp } from '../runtime/app.ts';
+import { cancelRunsOfJob } from '../sync/sync-state.ts';
 import { requirePlatform } from '../config.ts';
-import { SYNC_RESOURCES, type SyncResource } from '../sync/resources.ts';
+import { syncResources, type SyncResource } from '../sync/resources.ts';
+import { syncSummarySchema } from '../sync/summary.ts';
 import { runSync, SyncConflictError, SyncInterruptedError } from '../sync/run-and-wait.ts';
 import { syncPayloadSchema, type SyncPayload } from '../sync/sync-payload.ts';
 import type { JobOutcome } from '../queue/wait-for-jobs.ts';
 import { withWaitOptions } from '../queue/job-queue.ts';
-import { parseDay } from '../sync/result-windows.ts';
+import { parseDay } from '../sync/results/days.ts';
 import type { CommandDeps } from './deps.ts';
 import { EXIT, exitWith, UsageError, type ExitCode } from './exit-codes.ts';
 import { fitTable } from './fit-table.ts';
@@ -19,10 +19,11 @@ import { stderrTerminal } from './terminal.ts';
 export const SYNC_EXIT = EXIT;
 
 export function registerSyncCommand(program: Command, deps: CommandDeps): void {
+  const known = syncResources(deps.jobs);
   program
     .command('sync')
     .description('Enqueue sync jobs and wait for them, printing a summary per resource. Processes the jobs itself when no worker is connected.')
-    .argument('[resources...]', `any of ${SYNC_RESOURCES.join(', ')}, or all`, ['all'])
+    .argument('[resources...]', `any of ${known.join(', ')}, or all`, ['all'])
     .option('--since <YYYY-MM-DD>', 'results: backfill from this date (inclusive); leaves the watermark alone')
     .option('--until <YYYY-MM-DD>', 'results: backfill up to this date (inclusive); default today')
     .option('--full', 'results: read every result and mark those the platform no longer returns as removed')
@@ -40,7 +41,7 @@ already syncing with other options (a sync whose process is gone is taken over i
 again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.`,
     )
     .action(async (resourceArgs: string[], options: { since?: string; until?: string; full?: boolean; json?: boolean }) => {
-      const resources = parseResources(resourceArgs);
+      const resources = parseResources(resourceArgs, known);
       const payload = parseSyncOptions(options);
       const config = deps.loadConfig();
       // Before anything touches Postgres or Redis: the jobs cannot run without the platform.
@@ -73,14 +74,14 @@ again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.
     });
 }
 
-function parseResources(args: string[]): SyncResource[] {
+function parseResources(args: string[], known: readonly SyncResource[]): SyncResource[] {
   const wanted = new Set<SyncResource>();
   for (const arg of args) {
-    if (arg === 'all') SYNC_RESOURCES.forEach((r) => wanted.add(r));
-    else if ((SYNC_RESOURCES as readonly string[]).includes(arg)) wanted.add(arg as SyncResource);
-    else throw new UsageError(`unknown resource "${arg}": use ${SYNC_RESOURCES.join(', ')} or all`);
+    if (arg === 'all') known.forEach((r) => wanted.add(r));
+    else if (known.includes(arg)) wanted.add(arg);
+    else throw new UsageError(`unknown resource "${arg}": use ${known.join(', ')} or all`);
   }
-  return SYNC_RESOURCES.filter((r) => wanted.has(r));
+  return known.filter((r) => wanted.has(r));
 }
 
 function parseSyncOptions(options: { since?: string; until?: string; full?: boolean }): SyncPayload {
@@ -101,37 +102,24 @@ function parseSyncOptions(options: { since?: string; until?: string; full?: bool
   return syncPayloadSchema.parse({ trigger: 'cli', since: options.since, until: options.until, full: options.full ?? false });
 }
 
-const summaryRowSchema = z.looseObject({
-  resource: z.string(),
-  status: z.string().optional(),
-  pages: z.number(),
-  inserted: z.number(),
-  updated: z.number(),
-  unchanged: z.number(),
-  quarantined: z.number(),
-  removed: z.number(),
-  durationMs: z.number(),
-  note: z.string().optional(),
-});
-
 /** 1 when a job failed, else 3 when a run ended incomplete, else 0. */
 export function syncExitCode(outcomes: readonly JobOutcome[]): ExitCode {
   if (outcomes.some((outcome) => outcome.status === 'failed')) return SYNC_EXIT.failed;
-  const incomplete = outcomes.some((outcome) => summaryRowSchema.safeParse(outcome.result).data?.status === 'incomplete');
+  const incomplete = outcomes.some((outcome) => syncSummarySchema.safeParse(outcome.result).data?.status === 'incomplete');
   return incomplete ? SYNC_EXIT.incomplete : SYNC_EXIT.ok;
 }
 
 /** The word a finished job's progress line ends with. */
 function outcomeWord(outcome: JobOutcome): string {
   if (outcome.status === 'failed') return 'FAILED';
-  return summaryRowSchema.safeParse(outcome.result).data?.status === 'incomplete' ? 'INCOMPLETE' : 'done';
+  return syncSummarySchema.safeParse(outcome.result).data?.status === 'incomplete' ? 'INCOMPLETE' : 'done';
 }
 
 /** The one line printed last when the exit code is not 0. */
 export function syncExitReason(outcomes: readonly JobOutcome[]): string | undefined {
   const failed = outcomes.filter((o) => o.status === 'failed');
   if (failed.length > 0) return `${failed.map((o) => o.name.replace(/^sync-/, '')).join(', ')} failed: ${failed[0]!.error ?? 'unknown reason'}`;
-  const incomplete = outcomes.filter((o) => summaryRowSchema.safeParse(o.result).data?.status === 'incomplete').map((o) => o.name.replace(/^sync-/, ''));
+  const incomplete = outcomes.filter((o) => syncSummarySchema.safeParse(o.result).data?.status === 'incomplete').map((o) => o.name.replace(/^sync-/, ''));
   return incomplete.length > 0 ? `${incomplete.join(', ')} incomplete: some windows could not be read to the end; the next run reads them again` : undefined;
 }
 
@@ -139,7 +127,7 @@ export function renderSummary(outcomes: readonly JobOutcome[]): string {
   const rows: unknown[][] = [];
   const table = { push: (row: unknown[]): void => void rows.push(row) };
   for (const outcome of outcomes) {
-    const summary = summaryRowSchema.safeParse(outcome.result);
+    const summary = syncSummarySchema.safeParse(outcome.result);
     if (outcome.status === 'completed' && summary.success) {
       const s = summary.data;
       table.push([s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), s.note ?? '']);

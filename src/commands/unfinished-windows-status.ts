@@ -1,5 +1,5 @@
-import { RESULTS } from '../sync/results-plan.ts';
-import { listUnfinishedWindows } from '../warehouse/sync-state.ts';
+import { RESULTS } from '../sync/results/plan.ts';
+import { listUnfinishedWindows } from '../sync/sync-state.ts';
 import type { StatusSection } from './status.ts';
 
 /** `status` section: result windows an incomplete run left for the next run to read again. */

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { createApp } from '../app.ts';
-import { CHECK_TIMEOUT_MS, startHealthServer } from '../health-server.ts';
+import { createApp } from '../runtime/app.ts';
+import { CHECK_TIMEOUT_MS, startHealthServer } from '../runtime/health-server.ts';
 import { QUEUE_NAMES, SYNC_QUEUE, type QueueName } from '../queue/names.ts';
 import { sql } from 'kysely';
 import { registerSchedulers, watchSchedulers } from '../queue/schedulers.ts';

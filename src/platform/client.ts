@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { requirePlatform, type Config } from '../config.ts';
-import type { Logger } from '../log.ts';
-import { malformed, PlatformError } from './errors.ts';
+import type { Logger } from 'pino';
+import { InvalidRecordError, malformed, PlatformError } from './errors.ts';
 import { checkOrParse, fastCheckFor } from './fast-checks.ts';
 import { apiBase, createTransport, type ApiRequest } from './http.ts';
 import { parseLoginUrl } from './login-url.ts';
@@ -84,6 +84,24 @@ function jsonOf<T>(schema: z.ZodType<T>, method: string, path: string): (body: s
   return (body, status) => {
     const parsed = checkOrParse(schema, check, parseJsonBody(body, method, path));
     if (!parsed.success) throw malformed(method, path, describeIssues(parsed.error), status);
+    return parsed.data;
+  };
+}
+
+/**
+ * One record read by id: a body that is not JSON is a retryable MALFORMED_RESPONSE, but
+ * JSON that fails `schema` is the record itself being invalid: an InvalidRecordError
+ * (permanent, quarantined by the caller), since reading it again returns the same record.
+ */
+function recordOf<T>(schema: z.ZodType<T>, method: string, path: string): (body: string, status: number) => T {
+  const check = fastCheckFor(schema);
+  return (body, status) => {
+    const raw = parseJsonBody(body, method, path);
+    const parsed = checkOrParse(schema, check, raw);
+    if (!parsed.success) {
+      const problem = describeIssues(parsed.error);
+      throw new InvalidRecordError(`${method} ${path} returned a record that fails validation: ${problem}`, raw, problem, status);
+    }
     return parsed.data;
   };
 }
@@ -176,7 +194,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
 
     getResult(resultId) {
       const path = `results/${seg(resultId)}`;
-      return send({ method: 'GET', path, parse: jsonOf(resultSchema, 'GET', `/api/v2/${path}`) });
+      return send({ method: 'GET', path, parse: recordOf(resultSchema, 'GET', `/api/v2/${path}`) });
     },
 
     listFilters(listOptions = {}) {

@@ -1,4 +1,4 @@
-import { errorMessage } from '../errors.ts';
+import { errorMessage, INVALID_RECORD, TrainsyncError } from '../lib/errors.ts';
 import { errorBodySchema } from './schemas.ts';
 
 /**
@@ -44,23 +44,37 @@ export interface PlatformErrorInit {
   retryAfterMs?: number | undefined;
 }
 
-export class PlatformError extends Error {
+export class PlatformError extends TrainsyncError {
   readonly status: number | undefined;
-  readonly code: string;
   readonly rawCode: string | undefined;
   readonly details: unknown;
-  readonly retryable: boolean;
   readonly retryAfterMs: number | undefined;
 
   constructor(message: string, init: PlatformErrorInit) {
-    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+    super(message, init);
     this.name = 'PlatformError';
     this.status = init.status;
-    this.code = init.code;
     this.rawCode = init.rawCode;
     this.details = init.details;
-    this.retryable = init.retryable;
     this.retryAfterMs = init.retryAfterMs;
+  }
+}
+
+/**
+ * A 2xx body that is JSON but not a valid record (GET results/{id}): like a list page's
+ * bad record, it is quarantined, not retried; reading it again returns the same record.
+ */
+export class InvalidRecordError extends PlatformError {
+  constructor(
+    message: string,
+    /** The record exactly as the platform sent it. */
+    readonly raw: unknown,
+    /** The validation message, naming the field. */
+    readonly problem: string,
+    status?: number,
+  ) {
+    super(message, { status, code: INVALID_RECORD, retryable: false });
+    this.name = 'InvalidRecordError';
   }
 }
 

@@ -1,9 +1,9 @@
-import { errorMessage } from '../errors.ts';
+import { errorMessage } from '../lib/errors.ts';
 import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import { got, type Got, type OptionsInit, type Response } from 'got';
-import type { Logger } from '../log.ts';
+import type { Logger } from 'pino';
 import { classifyResponse, classifyTransportError, PlatformError } from './errors.ts';
 import type { RequestBudget } from './request-budget.ts';
 import { parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.ts';

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Logger } from '../log.ts';
+import type { Logger } from 'pino';
 import { malformed, PlatformError } from './errors.ts';
 import { checkOrParse, fastCheckFor } from './fast-checks.ts';
 import type { Envelope } from './schemas.ts';

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import type { Logger } from '../log.ts';
+import type { Logger } from 'pino';
 import { sleep } from './retry.ts';
 
 /**

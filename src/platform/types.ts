@@ -46,6 +46,7 @@ export interface PlatformClient {
   listCourses(query?: CourseQuery, options?: { signal?: AbortSignal }): AsyncIterable<Page<Course>>;
   /** `prefetch`: following pages requested ahead while one is used (see paginate.ts). */
   listResults(query?: ResultsQuery, options?: { signal?: AbortSignal; startPage?: number; prefetch?: number }): AsyncIterable<Page<Result>>;
+  /** A record that fails validation throws InvalidRecordError (code INVALID_RECORD, not retried): quarantine it. */
   getResult(resultId: string): Promise<Result>;
   listFilters(options?: { signal?: AbortSignal }): AsyncIterable<Page<ReportingFilter>>;
   /** GET groups (vendor only) with the courses each assigns; a platform without it answers 404. */

@@ -8,7 +8,7 @@ import { loadAppliedEmployees } from './apply/applied-state.ts';
 import { recordFeed } from './apply/audit.ts';
 import { enqueuePlan, waitForActions, type ApplyDeps, type ApplyResult, type EnqueueResult } from './apply/enqueue.ts';
 import { insertAdoptedIdentities } from './apply/identities.ts';
-import { errorMessage } from '../errors.ts';
+import { errorMessage } from '../lib/errors.ts';
 import { refreshEmployeeAccounts, type EmployeeSnapshotCounts } from '../warehouse/load-employees.ts';
 import { feedFormatFor, readFeed } from './feed/read.ts';
 import type { ColumnMap, FeedFormat, FeedReadResult, ReadFeedOptions } from './feed/types.ts';

@@ -1,13 +1,13 @@
+import { TrainsyncError } from '../lib/errors.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
 import { snapshotEmployees, type EmployeeSnapshotCounts } from '../warehouse/load-employees.ts';
 import type { FeedReadResult } from './feed/types.ts';
 import type { PlanMode } from './plan/types.ts';
 
 /** A feed whose file could not be read is not a list of employees: snapshotting it is refused. */
-export class UnreadableFeedError extends Error {
-  readonly code = 'FEED_UNREADABLE';
+export class UnreadableFeedError extends TrainsyncError {
   constructor(readonly fileErrors: readonly string[]) {
-    super(`the feed could not be read, so no employee was changed: ${fileErrors.join('; ')}`);
+    super(`the feed could not be read, so no employee was changed: ${fileErrors.join('; ')}`, { code: 'FEED_UNREADABLE', retryable: false });
     this.name = 'UnreadableFeedError';
   }
 }

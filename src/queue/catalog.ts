@@ -1,15 +1,14 @@
 import type { AnyJobDefinition } from './define-job.ts';
-import { JOB_NAMES, type JobName } from './names.ts';
 
 /** Job name → its definition (queue, payload schema, handler). */
 export type JobCatalog = ReadonlyMap<string, AnyJobDefinition>;
 
 /**
  * Builds the catalog and refuses, before the worker takes a single job, one with a job
- * registered twice or without a name, or missing a handler for a name the schedulers,
- * `sync` or the planner enqueue (every name of JOB_NAMES).
+ * registered twice or without a name, or missing a handler for a name that is enqueued
+ * by name (`required`: the planner's actions, the webhook loader).
  */
-export function createJobCatalog(definitions: readonly AnyJobDefinition[]): JobCatalog {
+export function createJobCatalog(definitions: readonly AnyJobDefinition[], required: readonly string[] = []): JobCatalog {
   const catalog = new Map<string, AnyJobDefinition>();
   for (const definition of definitions) {
     if (!definition?.name) throw new Error('A job in jobs/index.ts has no name: every job file must export defineJob({ name, ... }).');
@@ -18,16 +17,17 @@ export function createJobCatalog(definitions: readonly AnyJobDefinition[]): JobC
     }
     catalog.set(definition.name, definition);
   }
-  const missing = Object.values(JOB_NAMES).filter((name) => !catalog.has(name));
+  const missing = required.filter((name) => !catalog.has(name));
   if (missing.length > 0) {
-    throw new Error(`No handler for job ${missing.map((n) => `"${n}"`).join(', ')}: add it to jobs/index.ts (it is scheduled or enqueued by name).`);
+    throw new Error(`No handler for job ${missing.map((n) => `"${n}"`).join(', ')}: add it to jobs/index.ts (it is enqueued by name).`);
   }
   return catalog;
 }
 
 /** The registered job, or an error naming the ones that exist. */
-export function lookupJob(catalog: JobCatalog, name: JobName | string): AnyJobDefinition {
+export function lookupJob(catalog: JobCatalog, name: string): AnyJobDefinition {
   const definition = catalog.get(name);
   if (!definition) throw new Error(`No job named "${name}" is registered (known: ${[...catalog.keys()].join(', ')}).`);
   return definition;
 }
+

@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import { describeRedisError, InfrastructureError, maskUrl } from '../infra-errors.ts';
-import type { Logger } from '../log.ts';
-import { OutageLog } from '../outage-log.ts';
+import { describeRedisError, InfrastructureError, maskUrl } from '../lib/infra-errors.ts';
+import type { Logger } from '../runtime/log.ts';
+import { OutageLog } from '../lib/outage-log.ts';
 
 /**
  * How a process treats an unreachable Redis. `persistent` (the worker): retry forever

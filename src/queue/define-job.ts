@@ -1,11 +1,28 @@
 import type { z } from 'zod';
-import type { JobContext } from '../context.ts';
-import type { JobName, QueueName } from './names.ts';
+import type { JobContext } from '../runtime/context.ts';
+import type { QueueName } from './names.ts';
+
+/** When a job runs by itself: every worker registers a BullMQ job scheduler for it. */
+export interface JobSchedule {
+  /** The variable holding its cron line (UTC), e.g. `TRAINSYNC_CRON_COURSES`; src/config.ts reads every `TRAINSYNC_CRON_*`. */
+  setting: `TRAINSYNC_CRON_${string}`;
+  /** The cron line while the variable is unset, e.g. `0 2 * * *`. */
+  default: string;
+}
 
 export interface JobDefinition<Payload extends z.ZodType = z.ZodType, Summary = unknown> {
-  name: JobName;
+  name: string;
   queue: QueueName;
   payload: Payload;
+  /**
+   * The warehouse resource whose rows the job loads. A job of the sync queue with a
+   * resource is what `sync <resource>` runs; the metrics label its row counts with it.
+   */
+  resource?: string;
+  /** What `run` returns: the job's log line and the CLI's summary read it through this schema. */
+  summary?: z.ZodType;
+  /** Runs by itself on this schedule (a worker registers it). */
+  schedule?: JobSchedule;
   /**
    * Jobs with the same exclusive key never run at once, across every worker process
    * (a Postgres advisory lock); a second one is put back and tried again later.
@@ -29,9 +46,12 @@ export function defineJob<Payload extends z.ZodType, Summary>(
  * with the output of that job's own `payload.parse`.
  */
 export interface AnyJobDefinition {
-  name: JobName;
+  name: string;
   queue: QueueName;
   payload: z.ZodType;
+  resource?: string;
+  summary?: z.ZodType;
+  schedule?: JobSchedule;
   exclusive?: (payload: never) => string;
   attempts?: number;
   run(payload: never, ctx: JobContext): Promise<unknown>;

@@ -1,11 +1,11 @@
 import { Queue, type Job, type JobsOptions } from 'bullmq';
 import type { Config } from '../config.ts';
-import { lookupJob } from './catalog.ts';
+import { lookupJob, type JobCatalog } from './catalog.ts';
 import { RedisConnections, type RedisMode, type RedisStatus } from './connection.ts';
 import { addChains, type ChainLink } from './flows.ts';
 import { defaultJobOptions, waitedJobOptions } from './job-options.ts';
-import { activeHolder, removeOrphanOrQueued, requeueOrphan, type ActiveHolder } from './orphans.ts';
-import { QUEUE_NAMES, type JobName, type QueueName } from './names.ts';
+import { activeHolder, connectedWorkers, removeOrphanOrQueued, requeueOrphan, type ActiveHolder } from './orphans.ts';
+import { QUEUE_NAMES, type QueueName } from './names.ts';
 import type { JobRunner } from './run-job.ts';
 import { waitForJobs, type JobOutcome, type WaitOptions } from './wait-for-jobs.ts';
 import { startWorkers, type WorkerHandle } from './worker.ts';
@@ -30,7 +30,7 @@ export interface AddJobOptions {
 
 /** One link of a chain to enqueue; `after` must finish before this one starts. */
 export interface ChainSpec {
-  name: JobName;
+  name: string;
   data: unknown;
   jobId: string;
   after?: ChainSpec;
@@ -49,6 +49,33 @@ export interface FoundJob {
   holder?: ActiveHolder;
 }
 
+/** The states `status` and /metrics count. */
+const COUNTED_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed', 'waiting-children'] as const;
+
+/** A job that failed for good, as `status` lists it. */
+export interface FailedJob {
+  id: string;
+  name: string;
+  failedReason: string;
+  attemptsMade: number;
+  finishedAt: string | null;
+}
+
+/** A job that runs on a schedule (src/queue/schedulers.ts derives them from the catalog). */
+export interface ScheduledJob {
+  job: string;
+  queue: QueueName;
+  /** The cron line (UTC): the job's setting when set, else its default. */
+  pattern: string;
+}
+
+/** A job scheduler as Redis holds it. */
+export interface ScheduleEntry {
+  id: string;
+  pattern: string | null;
+  next: string | null;
+}
+
 /** How long close() waits for the queues before it drops the connection (an unreachable Redis never answers). */
 const CLOSE_TIMEOUT_MS = 2_000;
 
@@ -60,11 +87,13 @@ const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * connected. Everything BullMQ stays behind it.
  */
 export interface JobQueue {
-  /** The BullMQ queues, for counts, schedulers and metrics. */
+  /** The BullMQ queues: for src/queue and tests only; everything else goes through the methods below. */
   readonly queues: Readonly<Record<QueueName, Queue>>;
+  /** The jobs this process knows (schedules and resources derive from it). */
+  readonly catalog: JobCatalog;
   /** Redis as this process sees it: outage state, a quick PING, reconnects. */
   readonly redis: RedisStatus;
-  add(name: JobName, data: unknown, options?: AddJobOptions): Promise<EnqueuedJob>;
+  add(name: string, data: unknown, options?: AddJobOptions): Promise<EnqueuedJob>;
   /** Adds chains whose every link carries `ignoreDependencyOnFailure`: a failed link does not stall the rest. */
   addChains(chains: readonly ChainSpec[]): Promise<void>;
   state(queue: QueueName, jobId: string): Promise<JobState>;
@@ -74,6 +103,10 @@ export interface JobQueue {
   deduplicated(queue: QueueName, dedupeId: string): Promise<FoundJob | undefined>;
   /** A job by id, in whichever queue holds it. */
   find(jobId: string): Promise<FoundJob | undefined>;
+  /** The jobs a worker has taken (active), each with its holder: running, or orphaned. */
+  activeJobs(queue: QueueName, limit: number): Promise<FoundJob[]>;
+  /** The names (host:pid) of the worker processes connected to the queue. */
+  workerNames(queue: QueueName): Promise<string[]>;
   /** Puts an orphaned active job back in its queue under its own id: the next worker resumes it. */
   takeOver(job: FoundJob): Promise<void>;
   /** Removes a queued or orphaned job for good; false when it could not be (it is locked again). */
@@ -92,6 +125,16 @@ export interface JobQueue {
    */
   processHereIfNoWorker(queue: QueueName): Promise<WorkerHandle | undefined>;
   startWorkers(queues: readonly QueueName[]): Promise<WorkerHandle>;
+  /** Jobs per state (waiting, active, delayed, failed, completed, waiting-children). */
+  counts(queue: QueueName): Promise<Record<string, number>>;
+  /** Worker processes connected to the queue. */
+  workers(queue: QueueName): Promise<number>;
+  /** The latest jobs that failed for good, newest first. */
+  failedJobs(queue: QueueName, limit: number): Promise<FailedJob[]>;
+  /** Registers (or updates) the job scheduler of a scheduled job; its id is the job's name. */
+  upsertSchedule(scheduled: ScheduledJob): Promise<void>;
+  /** Every job scheduler of every queue. */
+  schedules(): Promise<ScheduleEntry[]>;
   close(): Promise<void>;
 }
 
@@ -114,11 +157,11 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     }),
   ) as Record<QueueName, Queue>;
 
-  const optionsFor = (name: JobName, waited: boolean): JobsOptions => {
+  const optionsFor = (name: string, waited: boolean): JobsOptions => {
     const attempts = lookupJob(runner.catalog, name).attempts;
     return waited ? waitedJobOptions(config, attempts) : defaultJobOptions(config, attempts);
   };
-  const checked = (name: JobName, data: unknown): { queue: QueueName; data: unknown } => {
+  const checked = (name: string, data: unknown): { queue: QueueName; data: unknown } => {
     const definition = lookupJob(runner.catalog, name);
     return { queue: definition.queue, data: definition.payload.parse(data) };
   };
@@ -144,6 +187,7 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
 
   return {
     queues,
+    catalog: runner.catalog,
     redis,
     async add(name, data, options = {}) {
       const job = checked(name, data);
@@ -162,6 +206,12 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
       const found = id ? await describe(queue, id) : undefined;
       return found && found.state !== 'completed' && found.state !== 'failed' ? found : undefined;
     },
+    async activeJobs(queue, limit) {
+      const active = await queues[queue].getActive(0, limit - 1);
+      const found = await Promise.all(active.map((job) => describe(queue, String(job.id))));
+      return found.filter((job): job is FoundJob => job !== undefined);
+    },
+    workerNames: async (queue) => [...(await connectedWorkers(queues[queue]))],
     async find(jobId) {
       for (const name of QUEUE_NAMES) {
         const found = await describe(name, jobId);
@@ -206,6 +256,25 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
       return startWorkers(config, runner, [queue], redis);
     },
     startWorkers: (names) => startWorkers(config, runner, names, redis),
+    counts: (queue) => queues[queue].getJobCounts(...COUNTED_STATES),
+    workers: (queue) => queues[queue].getWorkersCount(),
+    async failedJobs(queue, limit) {
+      return (await queues[queue].getFailed(0, limit - 1)).map((job) => ({
+        id: String(job.id),
+        name: job.name,
+        failedReason: job.failedReason,
+        attemptsMade: job.attemptsMade,
+        finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
+      }));
+    },
+    async upsertSchedule({ job, queue, pattern }) {
+      // Scheduled runs carry `trigger: 'schedule'`, as the job's payload says who asked for it.
+      await queues[queue].upsertJobScheduler(job, { pattern, tz: 'UTC' }, { name: job, data: { trigger: 'schedule' }, opts: defaultJobOptions(config, lookupJob(runner.catalog, job).attempts) });
+    },
+    async schedules() {
+      const all = await Promise.all(QUEUE_NAMES.map((name) => queues[name].getJobSchedulers()));
+      return all.flat().map((s) => ({ id: s.key, pattern: s.pattern ?? null, next: s.next ? new Date(s.next).toISOString() : null }));
+    },
     async close() {
       // Queues share `connection` (BullMQ leaves a given connection open); quitting it waits for Redis, so bound that.
       await Promise.race([Promise.all(QUEUE_NAMES.map((name) => queues[name].close())), delay(CLOSE_TIMEOUT_MS)]);

@@ -1,8 +1,8 @@
 import type { Job } from 'bullmq';
 import type { Config } from '../config.ts';
-import { maskUrl, toInfrastructureError, type InfrastructureError } from '../infra-errors.ts';
-import type { Logger } from '../log.ts';
-import { OutageLog } from '../outage-log.ts';
+import { maskUrl, toInfrastructureError, type InfrastructureError } from '../lib/infra-errors.ts';
+import type { Logger } from '../runtime/log.ts';
+import { OutageLog } from '../lib/outage-log.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
 
 /** A job that met a Postgres outage waits 1 s, 2 s, 4 s … while the outage lasts, at most this long. */

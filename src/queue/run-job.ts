@@ -1,10 +1,9 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { z } from 'zod';
-import type { JobContext, JobInfo, ProgressUpdate, Services } from '../context.ts';
-import { ConfigError } from '../config.ts';
-import { errorMessage } from '../errors.ts';
-import { toInfrastructureError } from '../infra-errors.ts';
-import type { Logger } from '../log.ts';
+import type { JobContext, JobInfo, ProgressUpdate, Services } from '../runtime/context.ts';
+import { classify, errorMessage } from '../lib/errors.ts';
+import { toInfrastructureError } from '../lib/infra-errors.ts';
+import type { Logger } from '../runtime/log.ts';
 import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
 import type { JobCatalog } from './catalog.ts';
 import { watchLock } from './lock-watch.ts';
@@ -16,11 +15,11 @@ const LOCK_BUSY_RETRY_MS = 5_000;
 const PROGRESS_INTERVAL_MS = 500;
 /**
  * Permanent errors fail the job at once: a platform error that says so (documented 400
- * codes, 401) or a configuration error. Anything else (network, database) is retried.
+ * codes, 401), a configuration error, a record that fails validation (lib/errors.ts
+ * classify). Anything else (network, database) is retried.
  */
 export function isPermanentError(error: unknown): boolean {
-  if (error instanceof ConfigError) return true;
-  return typeof error === 'object' && error !== null && 'retryable' in error && error.retryable === false;
+  return !classify(error).retryable;
 }
 
 /**
@@ -40,14 +39,17 @@ export interface JobRunner {
   onFinished?: JobFinishedHook;
 }
 
-const SUMMARY_FIELDS = ['resource', 'mode', 'runId', 'pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'windows', 'windowsResumed', 'note', 'status'];
-
-/** The counts and names of a job's summary worth a log line (never the whole value: it may be large). */
-function summaryFields(value: unknown): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return {};
+/**
+ * The fields of a job's summary worth a log line: the numbers and words its declared
+ * summary schema names (never the whole value: it may be large).
+ */
+function summaryFields(value: unknown, schema: z.ZodType | undefined): Record<string, unknown> {
+  if (!(schema instanceof z.ZodObject) || typeof value !== 'object' || value === null) return {};
   const record = value as Record<string, unknown>;
   return Object.fromEntries(
-    SUMMARY_FIELDS.filter((key) => typeof record[key] === 'number' || typeof record[key] === 'string').map((key) => [key, record[key]]),
+    Object.keys(schema.shape)
+      .filter((key) => typeof record[key] === 'number' || typeof record[key] === 'string')
+      .map((key) => [key, record[key]]),
   );
 }
 
@@ -172,6 +174,6 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     lock?.release();
   }
   if (lockBusy) throw await putBack(LOCK_BUSY_RETRY_MS, 'delayed', { lockKey, reason: 'another worker is running this job; trying again shortly' });
-  finish('completed', summaryFields(result), result);
+  finish('completed', summaryFields(result, definition.summary), result);
   return result;
 }

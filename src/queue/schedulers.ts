@@ -1,29 +1,23 @@
 import type { Config } from '../config.ts';
-import type { Logger } from '../log.ts';
-import { defaultJobOptions } from './job-options.ts';
-import type { JobQueue } from './job-queue.ts';
-import { JOB_NAMES, SYNC_QUEUE, type JobName } from './names.ts';
+import type { Logger } from '../runtime/log.ts';
+import type { JobCatalog } from './catalog.ts';
+import type { JobQueue, ScheduledJob } from './job-queue.ts';
 
-/** The scheduled syncs and the cron line each one takes from the configuration. */
-export function scheduleTable(config: Config): Array<{ job: JobName; pattern: string }> {
-  return [
-    { job: JOB_NAMES.syncCourses, pattern: config.TRAINSYNC_CRON_COURSES },
-    { job: JOB_NAMES.syncFilters, pattern: config.TRAINSYNC_CRON_FILTERS },
-    { job: JOB_NAMES.syncGroups, pattern: config.TRAINSYNC_CRON_GROUPS },
-    { job: JOB_NAMES.syncResults, pattern: config.TRAINSYNC_CRON_RESULTS },
-    { job: JOB_NAMES.syncUsers, pattern: config.TRAINSYNC_CRON_USERS },
-    { job: JOB_NAMES.syncSeats, pattern: config.TRAINSYNC_CRON_SEATS },
-  ];
+/** The jobs of the catalog that declare a schedule, each with the cron line the configuration gives it. */
+export function scheduleTable(catalog: JobCatalog, config: Pick<Config, 'cronLines'>): ScheduledJob[] {
+  return [...catalog.values()].flatMap((definition) =>
+    definition.schedule ? [{ job: definition.name, queue: definition.queue, pattern: config.cronLines[definition.schedule.setting] ?? definition.schedule.default }] : [],
+  );
 }
 
 /**
- * Upserts one job scheduler per sync. Scheduler ids are fixed, so any number of
- * workers registering at once leave one scheduler each, and each tick makes one job.
+ * Upserts one job scheduler per scheduled job. Scheduler ids are fixed, so any number
+ * of workers registering at once leave one scheduler each, and each tick makes one job.
  */
 export async function registerSchedulers(queue: JobQueue, config: Config, log: Logger): Promise<void> {
-  for (const { job, pattern } of scheduleTable(config)) {
-    await queue.queues[SYNC_QUEUE].upsertJobScheduler(job, { pattern, tz: 'UTC' }, { name: job, data: { trigger: 'schedule' }, opts: defaultJobOptions(config) });
-    log.info({ job, pattern }, 'schedule registered');
+  for (const scheduled of scheduleTable(queue.catalog, config)) {
+    await queue.upsertSchedule(scheduled);
+    log.info({ job: scheduled.job, pattern: scheduled.pattern }, 'schedule registered');
   }
 }
 
@@ -33,12 +27,10 @@ export async function registerSchedulers(queue: JobQueue, config: Config, log: L
  * Returns how many were missing.
  */
 export async function ensureSchedulers(queue: JobQueue, config: Config, log: Logger): Promise<number> {
-  const present = new Set((await queue.queues[SYNC_QUEUE].getJobSchedulers()).map((scheduler) => scheduler.key));
-  const missing = scheduleTable(config).filter(({ job }) => !present.has(job));
+  const present = new Set((await queue.schedules()).map((schedule) => schedule.id));
+  const missing = scheduleTable(queue.catalog, config).filter(({ job }) => !present.has(job));
   if (missing.length === 0) return 0;
-  for (const { job, pattern } of missing) {
-    await queue.queues[SYNC_QUEUE].upsertJobScheduler(job, { pattern, tz: 'UTC' }, { name: job, data: { trigger: 'schedule' }, opts: defaultJobOptions(config) });
-  }
+  for (const scheduled of missing) await queue.upsertSchedule(scheduled);
   log.warn({ schedules: missing.map(({ job }) => job) }, 'schedules were missing from Redis (emptied or failed over?); registered them again');
   return missing.length;
 }

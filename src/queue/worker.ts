@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { Worker } from 'bullmq';
 import type { Config } from '../config.ts';
-import { describeRedisError } from '../infra-errors.ts';
+import { describeRedisError } from '../lib/infra-errors.ts';
 import type { RedisConnections } from './connection.ts';
 import type { QueueName } from './names.ts';
 import { runJob, type JobRunner } from './run-job.ts';

@@ -10,7 +10,7 @@ export interface SimulatorFaults {
   retryAfter: string;
   /** Every Nth API request answers 500/502/503 with a body that is not the error shape (0 = off). */
   serverErrorEvery: number;
-  /** Every Nth result (by creation order, so always the same records) is served malformed in list pages (0 = off). */
+  /** Every Nth result (by creation order, so always the same records) is served malformed, in list pages and by id (0 = off). */
   malformedResultEvery: number;
   /** After every Nth results page served, a new result dated inside that query's range appears (0 = off). */
   driftEvery: number;

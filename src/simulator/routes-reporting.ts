@@ -52,6 +52,16 @@ function malformedJson(result: ApiResult, seq: number, every: number): string {
   return JSON.stringify({ ...result, score: result.score === null ? 'n/a' : String(result.score) });
 }
 
+/** A result as served, spoiled when the malformed-record fault picks it (in list pages and by id alike). */
+function servedResultJson(rt: Runtime, result: ApiResult): string {
+  const every = rt.faults.malformedResultEvery;
+  if (every > 0) {
+    const seq = metaOf(rt.state, result).seq;
+    if (seq % every === 0) return malformedJson(result, seq, every);
+  }
+  return resultJson(rt.state, result);
+}
+
 function queryKey(part: string): string {
   const raw = part.split('=', 1)[0] ?? '';
   try {
@@ -88,14 +98,7 @@ export function getResults(rt: Runtime, req: RouteRequest): Reply {
   const selection = selectResults(rt.state, range, filters);
   const from = (page - 1) * PAGE_SIZE;
   const items = from >= selection.total ? [] : selection.slice(from, from + PAGE_SIZE);
-  const every = rt.faults.malformedResultEvery;
-  const entities = items.map((r) => {
-    if (every > 0) {
-      const seq = metaOf(rt.state, r).seq;
-      if (seq % every === 0) return malformedJson(r, seq, every);
-    }
-    return resultJson(rt.state, r);
-  });
+  const entities = items.map((r) => servedResultJson(rt, r));
   const links = from + PAGE_SIZE < selection.total ? [{ type: 'Next Page', href: nextHref(rt, req, '/api/v2/results', page + 1), method: 'GET' }] : [];
   const reply = rawJson(envelopeJson(entities, page, selection.total, links));
 
@@ -139,7 +142,7 @@ export function getResultById(rt: Runtime, req: RouteRequest): Reply {
   const id = req.params[0] ?? '';
   const result = isGuid(id) ? getResult(rt.state, id) : undefined;
   if (!result) return apiError('RESULT_NOT_FOUND', `No result with id '${id}' was found.`);
-  return rawJson(resultJson(rt.state, result));
+  return rawJson(servedResultJson(rt, result));
 }
 
 export function getUsers(rt: Runtime, req: RouteRequest): Reply | undefined {

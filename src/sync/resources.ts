@@ -1,19 +1,23 @@
-import { JOB_NAMES, type JobName } from '../queue/names.ts';
+import type { AnyJobDefinition } from '../queue/define-job.ts';
+import { SYNC_QUEUE } from '../queue/names.ts';
+
+/** A resource `sync` can copy: a job of the sync queue that declares it (jobs/index.ts). */
+export type SyncResource = string;
+
+/** The sync jobs of a catalog, in jobs/index.ts order: the order `sync all` runs them. */
+function syncJobs(jobs: Iterable<AnyJobDefinition>): AnyJobDefinition[] {
+  return [...jobs].filter((job) => job.queue === SYNC_QUEUE && job.resource !== undefined);
+}
 
 /** What `sync` can copy, in the order `sync all` runs them. */
-export const SYNC_RESOURCES = ['courses', 'filters', 'groups', 'users', 'results', 'seats'] as const;
-export type SyncResource = (typeof SYNC_RESOURCES)[number];
+export function syncResources(jobs: Iterable<AnyJobDefinition>): SyncResource[] {
+  return syncJobs(jobs).map((job) => job.resource!);
+}
 
-const JOB_OF: Readonly<Record<SyncResource, JobName>> = {
-  courses: JOB_NAMES.syncCourses,
-  filters: JOB_NAMES.syncFilters,
-  groups: JOB_NAMES.syncGroups,
-  users: JOB_NAMES.syncUsers,
-  results: JOB_NAMES.syncResults,
-  seats: JOB_NAMES.syncSeats,
-};
-
-/** The job that syncs a resource. */
-export function syncJobName(resource: SyncResource): JobName {
-  return JOB_OF[resource];
+/** The job that syncs a resource; an error naming the known resources when none does. */
+export function syncJobName(jobs: Iterable<AnyJobDefinition>, resource: SyncResource): string {
+  const all = syncJobs(jobs);
+  const job = all.find((j) => j.resource === resource);
+  if (!job) throw new Error(`Unknown resource "${resource}": use ${all.map((j) => j.resource).join(', ')} or all.`);
+  return job.name;
 }

@@ -1,6 +1,8 @@
-import type { Logger } from '../log.ts';
+import { TrainsyncError } from '../lib/errors.ts';
+import type { Logger } from '../runtime/log.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import { SYNC_QUEUE } from '../queue/names.ts';
+import { processAndWait } from '../queue/process-and-wait.ts';
 import type { JobOutcome } from '../queue/wait-for-jobs.ts';
 import { syncJobName, type SyncResource } from './resources.ts';
 import { syncPayloadSchema, type SyncPayload } from './sync-payload.ts';
@@ -19,17 +21,20 @@ export interface RunSyncOptions {
 }
 
 /** A sync of a resource is already queued or running with other options: nothing was enqueued. */
-export class SyncConflictError extends Error {
+export class SyncConflictError extends TrainsyncError {
   constructor(message: string) {
-    super(message);
+    super(message, { code: 'SYNC_CONFLICT', retryable: false });
     this.name = 'SyncConflictError';
   }
 }
 
 /** The wait was interrupted (Ctrl-C); the jobs were handed back to the queue. */
-export class SyncInterruptedError extends Error {
+export class SyncInterruptedError extends TrainsyncError {
   constructor() {
-    super('interrupted: the jobs this process was running went back to the queue; the next `trainsync sync` or a worker resumes them from their checkpoints');
+    super('interrupted: the jobs this process was running went back to the queue; the next `trainsync sync` or a worker resumes them from their checkpoints', {
+      code: 'INTERRUPTED',
+      retryable: true,
+    });
     this.name = 'SyncInterruptedError';
   }
 }
@@ -53,7 +58,7 @@ function optionsOf(data: unknown): string {
 export async function runSync(deps: RunSyncDeps, resources: readonly SyncResource[], payload: SyncPayload, options: RunSyncOptions = {}): Promise<JobOutcome[]> {
   const planned = resources.map((resource) => {
     const data: SyncPayload = resource === 'results' ? payload : { trigger: payload.trigger, full: false };
-    return { name: syncJobName(resource), data };
+    return { name: syncJobName(deps.queue.catalog.values(), resource), data };
   });
   for (const { name, data } of planned) {
     const running = await deps.queue.deduplicated(SYNC_QUEUE, name);
@@ -89,24 +94,11 @@ export async function runSync(deps: RunSyncDeps, resources: readonly SyncResourc
     deps.log.debug({ job: name, jobId: job.id }, 'sync enqueued (or joined the same one already queued)');
     jobs.push(job);
   }
-  const worker = await deps.queue.processHereIfNoWorker(SYNC_QUEUE);
-  try {
-    const waiting = deps.queue.waitFor(SYNC_QUEUE, jobs.map((job) => job.id), options.onProgress);
-    const { signal } = options;
-    let outcomes: JobOutcome[];
-    if (signal) {
-      waiting.catch(() => undefined);
-      const interrupted = new Promise<never>((_resolve, reject) => {
-        if (signal.aborted) reject(new SyncInterruptedError());
-        signal.addEventListener('abort', () => reject(new SyncInterruptedError()), { once: true });
-      });
-      outcomes = await Promise.race([waiting, interrupted]);
-    } else {
-      outcomes = await waiting;
-    }
-    // In the order asked for, each under its job's name.
-    return jobs.map((job) => ({ ...outcomes.find((o) => o.jobId === job.id)!, name: job.name }));
-  } finally {
-    await worker?.close();
-  }
+  const outcomes = await processAndWait(deps.queue, SYNC_QUEUE, jobs.map((job) => job.id), {
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+    interrupted: () => new SyncInterruptedError(),
+  });
+  // In the order asked for, each under its job's name.
+  return jobs.map((job) => ({ ...outcomes.find((o) => o.jobId === job.id)!, name: job.name }));
 }

@@ -1,8 +1,8 @@
-import type { JobContext } from '../context.ts';
-import { errorMessage } from '../errors.ts';
-import { toInfrastructureError } from '../infra-errors.ts';
+import type { JobContext } from '../runtime/context.ts';
+import { errorMessage } from '../lib/errors.ts';
+import { toInfrastructureError } from '../lib/infra-errors.ts';
 import { withTransaction } from '../warehouse/transaction.ts';
-import { closeAbandonedRuns, finishRun, getCheckpoint, runTotals, saveCheckpoint, startRun } from '../warehouse/sync-state.ts';
+import { closeAbandonedRuns, finishRun, getCheckpoint, runTotals, saveCheckpoint, startRun } from './sync-state.ts';
 import { z } from 'zod';
 import type { SyncSummary } from './summary.ts';
 

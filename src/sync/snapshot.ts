@@ -1,9 +1,9 @@
 import type pg from 'pg';
-import type { JobContext } from '../context.ts';
+import type { JobContext } from '../runtime/context.ts';
 import { isNotOffered } from '../platform/errors.ts';
 import type { Page, RecordProblem } from '../platform/types.ts';
 import type { LoadCounts } from '../warehouse/load-counts.ts';
-import { finishRun, quarantineRecords } from '../warehouse/sync-state.ts';
+import { finishRun, quarantineRecords } from './sync-state.ts';
 import { withTransaction } from '../warehouse/transaction.ts';
 import { withRun } from './run.ts';
 import type { SyncSummary } from './summary.ts';

@@ -1,15 +1,29 @@
-import type { RunCounts } from '../warehouse/sync-state.ts';
+import { z } from 'zod';
 
-/** What every sync job returns; the CLI prints it and metrics count it. */
-export interface SyncSummary extends RunCounts {
-  resource: string;
-  runId: number;
+const count = z.number().int().min(0);
+
+/**
+ * What every sync job returns, described once: the job declares it (defineSyncJob),
+ * the job's log line and the CLI table read it through it, metrics count its rows.
+ */
+export const syncSummarySchema = z.object({
+  resource: z.string(),
+  runId: z.number(),
   /** `incomplete` when the run could not read everything it meant to (see `note`). */
-  status: 'succeeded' | 'incomplete';
-  mode: string;
-  durationMs: number;
+  status: z.enum(['succeeded', 'incomplete']),
+  mode: z.string(),
+  pages: count,
+  inserted: count,
+  updated: count,
+  unchanged: count,
+  quarantined: count,
+  removed: count,
+  durationMs: z.number(),
   /** e.g. "not applicable (NO_UNLIMITED_PLAN)" or "not available". */
-  note?: string;
-  windows?: number;
-  windowsResumed?: number;
-}
+  note: z.string().optional(),
+  windows: count.optional(),
+  windowsResumed: count.optional(),
+});
+
+export type SyncSummary = z.output<typeof syncSummarySchema>;
+

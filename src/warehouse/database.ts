@@ -7,25 +7,11 @@
  * (see pool.ts). uuid columns are lower-case strings.
  */
 import type { ColumnType, Generated } from 'kysely';
+import type { GeneratedInstant, Instant, SeenColumns } from './column-types.ts';
 import type { EmployeeTables } from './employee-tables.ts';
 import type { GroupTables } from './group-tables.ts';
 import type { ProvisioningTables } from './provisioning-tables.ts';
 import type { WebhookTables } from './webhook-tables.ts';
-
-/** timestamptz: a Date on read; a Date or an ISO string on write. */
-export type Instant = ColumnType<Date, Date | string, Date | string>;
-/** A timestamptz that the database fills by default. */
-export type GeneratedInstant = ColumnType<Date, Date | string | undefined, Date | string>;
-/** jsonb: parsed by pg on read; written as a JSON string or a value pg serialises. */
-export type Json = ColumnType<unknown, string | null, string | null>;
-
-/** The columns every listed entity carries for change and removal tracking. */
-export interface SeenColumns {
-  first_seen_at: Instant;
-  last_seen_at: Instant;
-  removed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-  updated_at: Instant;
-}
 
 export interface CoursesTable extends SeenColumns {
   course_id: string;

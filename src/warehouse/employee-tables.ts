@@ -3,9 +3,8 @@
  * (sql/migrations/0005_employees.sql is the source of truth; written by load-employees.ts).
  */
 import type { ColumnType } from 'kysely';
+import type { Instant, NullableInstant } from './column-types.ts';
 
-type Instant = ColumnType<Date, Date | string, Date | string>;
-type NullableInstant = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 /** jsonb object: parsed on read; written as a JSON string (default `{}`). */
 type Attributes = ColumnType<Record<string, unknown>, string | undefined, string>;
 

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Logger } from '../log.ts';
+import type { Logger } from 'pino';
 import { CONNECT_TIMEOUT_MS } from './pool.ts';
 
 const DUPLICATE_DATABASE = '42P04';

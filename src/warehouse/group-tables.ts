@@ -3,9 +3,8 @@
  * (sql/migrations/0006_groups.sql and sql/views are the source of truth).
  */
 import type { ColumnType } from 'kysely';
-import type { SeenColumns } from './database.ts';
+import type { NullableInstant, SeenColumns } from './column-types.ts';
 
-type NullableInstant = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
 export interface GroupsTable extends SeenColumns {
   group_id: string;

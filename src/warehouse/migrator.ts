@@ -1,10 +1,11 @@
-import { errorMessage } from '../errors.ts';
+import { errorMessage, TrainsyncError } from '../lib/errors.ts';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import type { Logger } from '../log.ts';
+import type { Logger } from 'pino';
+import { inTransaction } from './transaction.ts';
 
 /** `sql/` of this package, wherever the process was started from. */
 export const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
@@ -30,8 +31,7 @@ export interface MigrateResult {
 }
 
 /** A migration that was applied and has since been edited: refused. */
-export class MigrationChangedError extends Error {
-  readonly code = 'MIGRATION_CHANGED';
+export class MigrationChangedError extends TrainsyncError {
   constructor(
     readonly migration: string,
     readonly appliedChecksum: string,
@@ -40,6 +40,7 @@ export class MigrationChangedError extends Error {
     super(
       `migration ${migration} was already applied with checksum ${appliedChecksum}, but the file now has checksum ` +
         `${fileChecksum}: migrations are append-only: add a new numbered file instead`,
+      { code: 'MIGRATION_CHANGED', retryable: false },
     );
     this.name = 'MigrationChangedError';
   }
@@ -79,17 +80,6 @@ async function readMigrations(dir: string): Promise<SqlFile[]> {
     seen.set(match[1]!, file.name);
   }
   return files;
-}
-
-async function inTransaction(client: pg.PoolClient, fn: () => Promise<void>): Promise<void> {
-  await client.query('begin');
-  try {
-    await fn();
-    await client.query('commit');
-  } catch (error) {
-    await client.query('rollback').catch(() => undefined);
-    throw error;
-  }
 }
 
 /**

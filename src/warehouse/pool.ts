@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import type { Logger } from '../log.ts';
+import type { Logger } from 'pino';
 import type { Database } from './database.ts';
 
 const INT8_OID = 20;
@@ -68,7 +68,7 @@ export function createPool(databaseUrl: string, options: PoolOptions = {}): pg.P
   });
   // Idle connections failing: the pool drops them and opens new ones on demand. Debug
   // only: one server restart fails every connection at once, and whoever needs the
-  // database reports the outage once (src/outage-log.ts).
+  // database reports the outage once (src/lib/outage-log.ts).
   pool.on('error', (error) => {
     options.log?.debug(briefly(error), 'idle Postgres connection failed');
   });

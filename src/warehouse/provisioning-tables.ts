@@ -4,10 +4,8 @@
  * int8 reads as number (pool.ts installs the parser); uuid as lower-case strings.
  */
 import type { ColumnType, Generated } from 'kysely';
+import type { Instant, GeneratedInstant as DefaultInstant, NullableInstant } from './column-types.ts';
 
-type Instant = ColumnType<Date, Date | string, Date | string>;
-type DefaultInstant = ColumnType<Date, Date | string | undefined, Date | string>;
-type NullableInstant = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 /** jsonb: parsed on read; written as a JSON string. */
 type Jsonb = ColumnType<unknown, string, string>;
 type NullableJsonb = ColumnType<unknown, string | null | undefined, string | null>;

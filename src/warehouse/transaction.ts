@@ -47,23 +47,30 @@ export function kyselyOn(client: pg.PoolClient): Kysely<Database> {
 }
 
 /**
- * Runs `fn` inside BEGIN/COMMIT on one lent connection and returns its value; rolls
- * back and rethrows when it throws. Loaders and sync state share the transaction, so
- * rows and their checkpoint commit together or not at all.
+ * Runs `fn` inside BEGIN/COMMIT on `client` and returns its value; rolls back and
+ * rethrows when it throws. The one place a transaction is opened (the migrator uses
+ * it directly on the client it holds its lock on).
+ */
+export async function inTransaction<T>(client: pg.PoolClient, fn: () => Promise<T>): Promise<T> {
+  await client.query('begin');
+  try {
+    const value = await fn();
+    await client.query('commit');
+    return value;
+  } catch (error) {
+    // A rollback that fails (the connection is gone) changes nothing: the lender destroys the client.
+    await client.query('rollback').catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Runs `fn` in a transaction on one lent connection and returns its value. Loaders
+ * and sync state share the transaction, so rows and their checkpoint commit together
+ * or not at all.
  */
 export async function withTransaction<T>(lend: PgLender, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  return lend(async (client) => {
-    await client.query('begin');
-    try {
-      const value = await fn({ client, db: kyselyOn(client) });
-      await client.query('commit');
-      return value;
-    } catch (error) {
-      // A rollback that fails (the connection is gone) changes nothing: the lender destroys the client.
-      await client.query('rollback').catch(() => undefined);
-      throw error;
-    }
-  });
+  return lend((client) => inTransaction(client, () => fn({ client, db: kyselyOn(client) })));
 }
 
 /** Deadlock and serialization failures: Postgres asks for the transaction to be run again. */

@@ -3,9 +3,8 @@
  * sql/migrations/0007_webhooks.sql is the source of truth).
  */
 import type { ColumnType } from 'kysely';
+import type { GeneratedInstant as DefaultInstant, NullableInstant } from './column-types.ts';
 
-type DefaultInstant = ColumnType<Date, Date | string | undefined, Date | string>;
-type NullableInstant = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
 /** How an event ended; null while it waits. */
 export type WebhookEventOutcome = 'loaded' | 'not-found' | 'failed' | 'test' | 'unknown-type' | 'invalid';

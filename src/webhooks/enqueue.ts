@@ -1,5 +1,7 @@
 import type { JobQueue } from '../queue/job-queue.ts';
-import { JOB_NAMES } from '../queue/names.ts';
+
+/** The job that loads one result a webhook named. */
+export const LOAD_WEBHOOK_RESULT_JOB = 'load-webhook-result';
 
 /**
  * One job per result id, deduplicated while it is queued, delayed for a retry or
@@ -12,5 +14,5 @@ export function webhookResultDedupeId(resultId: string): string {
 
 /** Queues the load of each result (a result already queued absorbs the add). */
 export async function enqueueResultLoads(queue: Pick<JobQueue, 'add'>, resultIds: readonly string[]): Promise<void> {
-  await Promise.all(resultIds.map((resultId) => queue.add(JOB_NAMES.loadWebhookResult, { resultId }, { dedupeId: webhookResultDedupeId(resultId) })));
+  await Promise.all(resultIds.map((resultId) => queue.add(LOAD_WEBHOOK_RESULT_JOB, { resultId }, { dedupeId: webhookResultDedupeId(resultId) })));
 }

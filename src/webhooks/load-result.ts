@@ -1,7 +1,9 @@
-import type { JobContext } from '../context.ts';
-import { errorMessage } from '../errors.ts';
-import { PlatformError } from '../platform/errors.ts';
+import { z } from 'zod';
+import type { JobContext } from '../runtime/context.ts';
+import { classify, errorMessage, TrainsyncError } from '../lib/errors.ts';
+import { InvalidRecordError, PlatformError } from '../platform/errors.ts';
 import type { Result } from '../platform/schemas.ts';
+import { quarantineRecords, type QuarantinedRecord } from '../sync/sync-state.ts';
 import type { LoadCounts } from '../warehouse/load-counts.ts';
 import { upsertResults } from '../warehouse/load-results.ts';
 import { withRetriedTransaction } from '../warehouse/transaction.ts';
@@ -19,37 +21,54 @@ export const WEBHOOK_RESULT_ATTEMPTS = 8;
 const MAX_ROUNDS = 3;
 
 /** The API has no such result yet: worth another attempt later. */
-export class ResultNotReadableYet extends Error {
+export class ResultNotReadableYet extends TrainsyncError {
   constructor(resultId: string, cause: unknown) {
-    super(`result ${resultId} is not readable yet (${errorMessage(cause)}); tried again with backoff`, { cause });
+    super(`result ${resultId} is not readable yet (${errorMessage(cause)}); tried again with backoff`, { code: 'RESULT_NOT_READABLE_YET', retryable: true, cause });
     this.name = 'ResultNotReadableYet';
   }
 }
 
 /** A job's summary: row counts (for `trainsync_rows_loaded_total`) and the events it settled (for the webhook metrics). */
-export interface WebhookResultSummary extends LoadCounts {
-  resource: 'results';
-  resultId: string;
-  fetches: number;
-  /** `skipped`: no event waited for the result any more (another job had read it). */
-  outcome: WebhookResultOutcome | 'skipped';
-  webhookEvents: Array<{ type: string; outcome: string; seconds: number }>;
-}
+export const webhookResultSummarySchema = z.object({
+  resource: z.literal('results'),
+  resultId: z.string(),
+  fetches: z.number(),
+  /**
+   * `skipped`: no event waited for the result any more (another job had read it).
+   * `quarantined`: the record failed validation; it is in trainsync.quarantine and its
+   * events are settled as failed, naming the reason.
+   */
+  outcome: z.enum(['loaded', 'not-found', 'failed', 'skipped', 'quarantined']),
+  inserted: z.number(),
+  updated: z.number(),
+  unchanged: z.number(),
+  /** Records put in trainsync.quarantine (0 or 1). */
+  quarantined: z.number(),
+  webhookEvents: z.array(z.object({ type: z.string(), outcome: z.string(), seconds: z.number() })),
+});
+export type WebhookResultSummary = z.output<typeof webhookResultSummarySchema>;
 
 function isNotReadable(error: unknown): boolean {
   return error instanceof PlatformError && (error.code === 'RESULT_NOT_FOUND' || error.status === 404);
 }
 
-function isPermanent(error: unknown): boolean {
-  return error instanceof PlatformError && !error.retryable;
-}
-
 type Deps = Pick<JobContext, 'db' | 'withPgClient' | 'platform' | 'log' | 'job'>;
 
-/** Settles the result's rows received up to `cutoff` and the events that are complete with them. */
-async function settle(deps: Deps, resultId: string, cutoff: Date, outcome: WebhookResultOutcome, error: string | null, result?: Result): Promise<{ events: SettledEvent[]; counts?: LoadCounts }> {
+/**
+ * Settles the result's rows received up to `cutoff` and the events that are complete
+ * with them; in the same transaction, stores the result read or quarantines the record.
+ */
+async function settle(
+  deps: Deps,
+  resultId: string,
+  cutoff: Date,
+  outcome: WebhookResultOutcome,
+  error: string | null,
+  found?: { result: Result } | { invalid: QuarantinedRecord },
+): Promise<{ events: SettledEvent[]; counts?: LoadCounts }> {
   return withRetriedTransaction(deps.withPgClient, async (tx) => {
-    const counts = result ? await upsertResults(tx.client, [result], { seenAt: new Date() }) : undefined;
+    const counts = found && 'result' in found ? await upsertResults(tx.client, [found.result], { seenAt: new Date() }) : undefined;
+    if (found && 'invalid' in found) await quarantineRecords(tx.db, null, [found.invalid]);
     const eventIds = await settleResult(tx.db, resultId, cutoff, outcome);
     return { events: await settleEvents(tx.db, error, eventIds), ...(counts ? { counts } : {}) };
   });
@@ -62,7 +81,7 @@ async function settle(deps: Deps, resultId: string, cutoff: Date, outcome: Webho
  */
 export async function loadWebhookResult(resultId: string, deps: Deps, attempts = WEBHOOK_RESULT_ATTEMPTS): Promise<WebhookResultSummary> {
   const lastAttempt = deps.job.attemptsMade + 1 >= attempts;
-  const summary: WebhookResultSummary = { resource: 'results', resultId, fetches: 0, outcome: 'skipped', inserted: 0, updated: 0, unchanged: 0, webhookEvents: [] };
+  const summary: WebhookResultSummary = { resource: 'results', resultId, fetches: 0, outcome: 'skipped', inserted: 0, updated: 0, unchanged: 0, quarantined: 0, webhookEvents: [] };
   const record = (events: SettledEvent[]): void => {
     for (const e of events) summary.webhookEvents.push({ type: e.eventType, outcome: e.outcome, seconds: e.seconds });
   };
@@ -76,17 +95,28 @@ export async function loadWebhookResult(resultId: string, deps: Deps, attempts =
       summary.fetches += 1;
       result = await deps.platform.getResult(resultId);
     } catch (error) {
+      const facts = classify(error);
       if (isNotReadable(error) && !lastAttempt) throw new ResultNotReadableYet(resultId, error);
+      if (facts.quarantine && error instanceof InvalidRecordError) {
+        // As the sync does with a bad record on a list page: kept raw with its reason, never read again for this event.
+        const reason = `failed validation; quarantined in trainsync.quarantine: ${error.problem}`;
+        const invalid: QuarantinedRecord = { resource: 'results', raw: error.raw, message: error.problem, page: null };
+        record((await settle(deps, resultId, cutoff, 'failed', reason, { invalid })).events);
+        deps.log.warn({ resultId, reason: error.problem }, 'webhook result failed validation; quarantined');
+        summary.outcome = 'quarantined';
+        summary.quarantined += 1;
+        return summary;
+      }
       const outcome: WebhookResultOutcome = isNotReadable(error) ? 'not-found' : 'failed';
-      if (outcome === 'not-found' || isPermanent(error) || lastAttempt) {
-        const reason = `${outcome === 'not-found' ? 'not readable after every retry; left to the nightly sync' : 'failed; left to the nightly sync'}: ${errorMessage(error)}`;
+      if (outcome === 'not-found' || !facts.retryable || lastAttempt) {
+        const reason = `${outcome === 'not-found' ? 'not readable after every retry; left to the nightly sync' : 'failed; left to the nightly sync'}: ${facts.message}`;
         const settled = await settle(deps, resultId, cutoff, outcome, reason).catch((settleError: unknown) => {
           // The sweep queues it again once the database answers.
           deps.log.warn({ err: settleError, resultId }, 'could not record the outcome of a webhook result');
           return { events: [] };
         });
         record(settled.events);
-        deps.log.warn({ resultId, outcome, reason: errorMessage(error) }, 'webhook result left to the nightly sync');
+        deps.log.warn({ resultId, outcome, reason: facts.message }, 'webhook result left to the nightly sync');
         if (outcome === 'not-found') {
           summary.outcome = 'not-found';
           return summary;
@@ -95,7 +125,7 @@ export async function loadWebhookResult(resultId: string, deps: Deps, attempts =
       throw error;
     }
     if (result.id !== resultId) deps.log.warn({ resultId, returnedId: result.id }, 'GET results/{id} returned another id; stored as returned');
-    const settled = await settle(deps, resultId, cutoff, 'loaded', null, result);
+    const settled = await settle(deps, resultId, cutoff, 'loaded', null, { result });
     record(settled.events);
     summary.outcome = 'loaded';
     summary.inserted += settled.counts?.inserted ?? 0;

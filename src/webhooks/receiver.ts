@@ -1,9 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../config.ts';
-import { errorMessage } from '../errors.ts';
-import type { Logger } from '../log.ts';
-import type { Metrics } from '../metrics.ts';
+import { errorMessage } from '../lib/errors.ts';
+import type { Logger } from '../runtime/log.ts';
+import type { Metrics } from '../runtime/metrics.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
 import { enqueueResultLoads } from './enqueue.ts';

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
-import type { Logger } from '../log.ts';
-import type { Metrics } from '../metrics.ts';
+import type { Logger } from '../runtime/log.ts';
+import type { Metrics } from '../runtime/metrics.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { PgLender } from '../warehouse/transaction.ts';

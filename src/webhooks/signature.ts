@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { BASE64_RE } from '../lib/webhook-secrets.ts';
 
 /**
  * The platform signs every event (except TEST_EVENT) with an HMAC-SHA256 of the raw
@@ -6,35 +7,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  * the platform shows once. The header's encoding is undocumented: base64 and hex are
  * both accepted, and every comparison is constant-time on equal-length buffers.
  */
-
-/** The vendor writes `<ProductName>-Signature`; the default accepts any header named `…-Signature`. */
-export const DEFAULT_SIGNATURE_HEADER = '*-Signature';
-
-/** Shorter decoded secrets are refused: a validation secret is random bytes, not a word. */
-export const MIN_SECRET_BYTES = 16;
-
-const BASE64_RE = /^[A-Za-z0-9+/_-]+={0,2}$/;
 const HEX_DIGEST_RE = /^[0-9a-fA-F]{64}$/;
 const DIGEST_BYTES = 32;
-
-/**
- * `TRAINSYNC_WEBHOOK_SECRET`: one secret, or several separated by commas (the platform
- * gives each webhook its own, one webhook per event type; and a list allows rotation).
- * Returns the decoded keys, or a message saying what is wrong (never the value).
- */
-export function parseWebhookSecrets(value: string): Buffer[] | string {
-  const parts = value.split(',').map((part) => part.trim()).filter((part) => part !== '');
-  if (parts.length === 0) return 'the validation secret exactly as the platform shows it (base64 text)';
-  const keys: Buffer[] = [];
-  for (const [index, part] of parts.entries()) {
-    const which = parts.length > 1 ? `secret ${index + 1}: ` : '';
-    if (!BASE64_RE.test(part)) return `${which}base64 text exactly as the platform shows it (letters, digits, "+", "/", "=")`;
-    const key = Buffer.from(part, 'base64');
-    if (key.length < MIN_SECRET_BYTES) return `${which}base64 text of at least ${MIN_SECRET_BYTES} bytes, exactly as the platform shows it`;
-    keys.push(key);
-  }
-  return keys;
-}
 
 /** The signature a body should carry under `key`, in either encoding (the simulator signs independently). */
 export function expectedSignature(body: Buffer, key: Buffer): Buffer {

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../runtime/log.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import type { Database } from '../warehouse/database.ts';
 import { enqueueResultLoads } from './enqueue.ts';

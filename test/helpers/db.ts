@@ -24,7 +24,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
-import { createLogger } from '../../src/log.ts';
+import { createLogger } from '../../src/runtime/log.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { migrate, SQL_DIR } from '../../src/warehouse/migrator.ts';
 import { createDb, createPool } from '../../src/warehouse/pool.ts';

@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
 import { allJobs } from '../../jobs/index.ts';
-import { createApp, type App } from '../../src/app.ts';
+import { createApp, type App } from '../../src/runtime/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { createLogger, type Logger } from '../../src/log.ts';
+import { createLogger, type Logger } from '../../src/runtime/log.ts';
 import type { SyncResource } from '../../src/sync/resources.ts';
 import { runSync } from '../../src/sync/run-and-wait.ts';
 import { syncPayloadSchema, type SyncPayload } from '../../src/sync/sync-payload.ts';

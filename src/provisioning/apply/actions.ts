@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { JOB_NAMES, type JobName } from '../../queue/names.ts';
 import type { PlannedAction } from '../plan/types.ts';
 
 /**
@@ -47,11 +46,19 @@ export const setPasswordPayloadSchema = z.object({
 });
 export type SetPasswordPayload = z.output<typeof setPasswordPayloadSchema>;
 
+/** The provisioning jobs, enqueued by name by the planner and `provision --password`. */
+export const PROVISION_JOBS = {
+  createUser: 'create-user',
+  setPassword: 'set-password',
+  changeGroup: 'change-group',
+  setAccess: 'set-access',
+} as const;
+
 /** Attempts of a provisioning job (transient errors only; documented 400 codes fail at once). */
 export const PROVISION_ATTEMPTS = 5;
 
 export interface ActionJob {
-  name: JobName;
+  name: (typeof PROVISION_JOBS)[keyof typeof PROVISION_JOBS];
   data: CreateUserPayload | SetAccessPayload | ChangeGroupPayload;
 }
 
@@ -68,15 +75,15 @@ export function jobForAction(action: PlannedAction, feedHash: string | null): Ac
         role: a.role ?? 'USER',
         organisationIdentifier: a.organisationIdentifier ?? action.employeeId,
       };
-      return { name: JOB_NAMES.createUser, data: createUserPayloadSchema.parse({ ...base, account }) };
+      return { name: PROVISION_JOBS.createUser, data: createUserPayloadSchema.parse({ ...base, account }) };
     }
     case 'enable':
     case 'disable':
-      return { name: JOB_NAMES.setAccess, data: setAccessPayloadSchema.parse({ ...base, active: action.kind === 'enable' }) };
+      return { name: PROVISION_JOBS.setAccess, data: setAccessPayloadSchema.parse({ ...base, active: action.kind === 'enable' }) };
     case 'add-to-group':
     case 'remove-from-group':
       return {
-        name: JOB_NAMES.changeGroup,
+        name: PROVISION_JOBS.changeGroup,
         data: changeGroupPayloadSchema.parse({ ...base, groupId: action.groupId, member: action.kind === 'add-to-group' }),
       };
   }

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Database } from '../../warehouse/database.ts';
 import type { ProvisioningActionKind, ProvisioningActionStatus, ProvisioningActionsTable } from '../../warehouse/provisioning-tables.ts';
 import type { ActionState, PlannedAction } from '../plan/types.ts';
@@ -10,7 +10,7 @@ import type { ActionState, PlannedAction } from '../plan/types.ts';
  * change it made. No secret ever goes in: a password change records only that it happened.
  */
 
-type Db = Kysely<Database> | Transaction<Database>;
+type Db = Kysely<Database>;
 
 /** Statuses a person has to look at; `status` lists them. */
 export const ATTENTION_STATUSES: readonly ProvisioningActionStatus[] = ['failed', 'needs-identity'];

@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
-import type { Logger } from '../../log.ts';
+import type { Logger } from '../../runtime/log.ts';
 import type { ChainSpec, JobQueue } from '../../queue/job-queue.ts';
 import { PROVISION_QUEUE } from '../../queue/names.ts';
+import { processAndWait } from '../../queue/process-and-wait.ts';
 import type { Database } from '../../warehouse/database.ts';
 import type { Plan } from '../plan/types.ts';
 import { jobForAction, jobIdForAction } from './actions.ts';
@@ -139,7 +140,6 @@ export async function waitForActions(
   onProgress?: (finished: number, total: number, byKind: ReadonlyMap<string, { done: number; total: number }>) => void,
 ): Promise<AuditRow[]> {
   if (actionIds.length === 0) return [];
-  const worker = await deps.queue.processHereIfNoWorker(PROVISION_QUEUE);
   const ticker = onProgress
     ? setInterval(() => {
         void auditRows(deps.db, actionIds)
@@ -160,10 +160,9 @@ export async function waitForActions(
     : undefined;
   try {
     // Outcomes are read from the audit rows: a trimmed job reads as "missing" to BullMQ.
-    await deps.queue.waitFor(PROVISION_QUEUE, actionIds.map(jobIdForAction));
+    await processAndWait(deps.queue, PROVISION_QUEUE, actionIds.map(jobIdForAction));
   } finally {
     if (ticker) clearInterval(ticker);
-    await worker?.close();
   }
   return auditRows(deps.db, actionIds);
 }

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { Database } from '../../warehouse/database.ts';
 import type { IdentitiesTable } from '../../warehouse/provisioning-tables.ts';
 import type { FeedRole } from '../feed/types.ts';
@@ -10,7 +10,7 @@ import type { AppliedEmployee } from '../plan/types.ts';
  * Every write bumps `version` (the planner's action ids include it; see plan-action-id.ts).
  */
 
-type Db = Kysely<Database> | Transaction<Database>;
+type Db = Kysely<Database>;
 export type IdentityRow = Selectable<IdentitiesTable>;
 
 export async function findIdentity(db: Db, employeeId: string): Promise<IdentityRow | undefined> {

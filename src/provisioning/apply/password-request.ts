@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../../config.ts';
 import { requireSecretKey } from '../../config.ts';
-import { JOB_NAMES } from '../../queue/names.ts';
-import { jobIdForAction, setPasswordPayloadSchema } from './actions.ts';
+import { jobIdForAction, PROVISION_JOBS, setPasswordPayloadSchema } from './actions.ts';
 import { recordQueuedActions, type AuditRow } from './audit.ts';
 import { waitForActions, type ApplyDeps } from './enqueue.ts';
 import { findIdentityByEmail } from './identities.ts';
@@ -32,7 +31,7 @@ export async function requestPasswordChange(deps: ApplyDeps & { config: Config }
     },
   ]);
   const data = setPasswordPayloadSchema.parse({ actionId, email: subject, secret: encryptSecret(key, password, subject) });
-  await deps.queue.add(JOB_NAMES.setPassword, data, { jobId: jobIdForAction(actionId), waited: true });
+  await deps.queue.add(PROVISION_JOBS.setPassword, data, { jobId: jobIdForAction(actionId), waited: true });
   const [row] = await waitForActions(deps, [actionId]);
   if (!row) throw new Error(`the audit row of ${actionId} is missing`);
   return row;

@@ -1,13 +1,12 @@
-import type { Transaction } from 'kysely';
-import type { JobContext } from '../../context.ts';
-import { ConfigError } from '../../config.ts';
-import { errorMessage } from '../../errors.ts';
-import { isNotOffered, PlatformError } from '../../platform/errors.ts';
+import type { Kysely } from 'kysely';
+import type { JobContext } from '../../runtime/context.ts';
+import { classify } from '../../lib/errors.ts';
+import { isNotOffered } from '../../platform/errors.ts';
 import { beginAttempt, finishAction, recordRetryableError } from './audit.ts';
 import { findIdentity } from './identities.ts';
 import { PROVISION_ATTEMPTS } from './actions.ts';
-import { SecretError } from './secrets.ts';
 import type { Database } from '../../warehouse/database.ts';
+import { withTransaction } from '../../warehouse/transaction.ts';
 
 /** What a provisioning job returns (BullMQ keeps it in Redis): never a secret. */
 export interface ActionOutcome {
@@ -16,26 +15,6 @@ export interface ActionOutcome {
   platformUserId?: string | null;
   /** create-user found the account already there (EMAIL_IN_USE_ORG_CONNECTED) and took it over. */
   adopted?: boolean;
-}
-
-/** An error that must not be retried (the queue layer maps `retryable: false` to UnrecoverableError). */
-export class PermanentActionError extends Error {
-  readonly retryable = false;
-  readonly code: string;
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'PermanentActionError';
-    this.code = code;
-  }
-}
-
-function errorFacts(error: unknown): { code: string; message: string; permanent: boolean } {
-  if (error instanceof PlatformError) return { code: error.code, message: error.message, permanent: !error.retryable };
-  if (error instanceof PermanentActionError) return { code: error.code, message: error.message, permanent: true };
-  if (error instanceof SecretError) return { code: error.code, message: error.message, permanent: true };
-  if (error instanceof ConfigError) return { code: 'CONFIG', message: error.message, permanent: true };
-  const code = typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : 'ERROR';
-  return { code, message: errorMessage(error), permanent: false };
 }
 
 /**
@@ -55,13 +34,11 @@ export async function runAction(ctx: JobContext, actionId: string, perform: () =
   try {
     return await perform();
   } catch (error) {
-    const facts = errorFacts(error);
+    const facts = classify(error);
     const last = ctx.job.attemptsMade + 1 >= PROVISION_ATTEMPTS;
-    if (facts.permanent || last) {
+    if (!facts.retryable || last) {
       await finishAction(ctx.db, actionId, { status: 'failed', errorCode: facts.code, errorMessage: facts.message });
-      ctx.log.warn({ actionId, code: facts.code, permanent: facts.permanent }, 'provisioning action failed');
-      // SecretError carries no `retryable`: wrap it so the queue does not retry it.
-      if (facts.permanent && error instanceof SecretError) throw new PermanentActionError(facts.code, facts.message, { cause: error });
+      ctx.log.warn({ actionId, code: facts.code, permanent: !facts.retryable }, 'provisioning action failed');
       throw error;
     }
     await recordRetryableError(ctx.db, actionId, facts.code, facts.message);
@@ -121,15 +98,15 @@ export function runUserAction(
   ctx: JobContext,
   p: UserActionPayload,
   call: (platformUserId: string) => Promise<void>,
-  record: (trx: Transaction<Database>, platformUserId: string) => Promise<unknown>,
+  record: (db: Kysely<Database>, platformUserId: string) => Promise<unknown>,
 ): Promise<ActionOutcome> {
   return runAction(ctx, p.actionId, async () => {
     const user = await resolveUserId(ctx, p.employeeId, p.email, p.platformUserId);
     if (!user) return needsIdentity(ctx, p.actionId, p.employeeId, p.email);
     await call(user.platformUserId);
-    await ctx.db.transaction().execute(async (trx) => {
-      await record(trx, user.platformUserId);
-      await finishAction(trx, p.actionId, { status: 'succeeded', after: { platformUserId: user.platformUserId } });
+    await withTransaction(ctx.withPgClient, async (tx) => {
+      await record(tx.db, user.platformUserId);
+      await finishAction(tx.db, p.actionId, { status: 'succeeded', after: { platformUserId: user.platformUserId } });
     });
     return { actionId: p.actionId, status: 'succeeded', platformUserId: user.platformUserId };
   });

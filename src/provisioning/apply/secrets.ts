@@ -1,3 +1,4 @@
+import { TrainsyncError } from '../../lib/errors.ts';
 import { createCipheriv, createDecipheriv, randomBytes, randomInt } from 'node:crypto';
 
 const VERSION = 'v1';
@@ -5,8 +6,11 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 /** Thrown when a secret cannot be decrypted: tampered, truncated, or another key. */
-export class SecretError extends Error {
-  readonly code = 'SECRET_UNREADABLE';
+export class SecretError extends TrainsyncError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, { code: 'SECRET_UNREADABLE', retryable: false, cause: options?.cause });
+    this.name = 'SecretError';
+  }
 }
 
 function checkKey(key: Buffer): void {

@@ -1,8 +1,12 @@
+import { TrainsyncError } from '../../lib/errors.ts';
 import { FEED_FIELDS, REQUIRED_FEED_FIELDS, type ColumnMap, type FeedField } from './types.ts';
 
 /** Thrown for a `--map` value that cannot be used; the message says how to fix it. */
-export class ColumnMapError extends Error {
-  readonly code = 'INVALID_COLUMN_MAP';
+export class ColumnMapError extends TrainsyncError {
+  constructor(message: string) {
+    super(message, { code: 'INVALID_COLUMN_MAP', retryable: false });
+    this.name = 'ColumnMapError';
+  }
 }
 
 function isFeedField(value: string): value is FeedField {

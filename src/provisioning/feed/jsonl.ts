@@ -1,4 +1,4 @@
-import { errorMessage } from '../../errors.ts';
+import { errorMessage } from '../../lib/errors.ts';
 import { createReadStream } from 'node:fs';
 import { columnFor } from './columns.ts';
 import type { FeedCollector, RecordExtras } from './collector.ts';

@@ -1,4 +1,5 @@
-import { errorMessage } from '../../errors.ts';
+import { TrainsyncError } from '../../lib/errors.ts';
+import { errorMessage } from '../../lib/errors.ts';
 import { createHash, type Hash } from 'node:crypto';
 import { TextDecoder } from 'node:util';
 
@@ -31,14 +32,15 @@ export function parseFeedEncoding(value: string): FeedEncoding | undefined {
 }
 
 /** Bytes that do not decode in the feed's encoding: a file error, since any value may be garbled. */
-export class FeedEncodingError extends Error {
+export class FeedEncodingError extends TrainsyncError {
   constructor(
     readonly line: number,
     readonly encoding: FeedEncoding,
     /** How the encoding was chosen: by the file's BOM, or (no BOM) the default or a profile's `encoding`. */
     readonly chosenBy: 'bom' | 'default' | 'profile' = encoding === 'utf-8' ? 'default' : 'bom',
   ) {
-    super(`line ${line} is not valid ${ENCODING_NAMES[encoding]}`);
+    super(`line ${line} is not valid ${ENCODING_NAMES[encoding]}`, { code: 'FEED_ENCODING', retryable: false });
+    this.name = 'FeedEncodingError';
   }
 
   /** The file error to report: where, what, and the fix. */

@@ -19,9 +19,10 @@
  * profile's format, and each `--map` pair replaces that field's column. A profile with
  * an unknown key or a wrong value is refused with the file, the key and the fix.
  */
+import { TrainsyncError } from '../../lib/errors.ts';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { errorMessage } from '../../errors.ts';
+import { errorMessage } from '../../lib/errors.ts';
 import { compileDateFormat } from './date-format.ts';
 import { parseFeedEncoding, type FeedEncoding } from './lines.ts';
 import { buildStatusMap, normaliseStatusWord } from './status-words.ts';
@@ -39,13 +40,12 @@ import {
 } from './types.ts';
 
 /** A profile that cannot be used; the message names the file, each bad key and its fix. */
-export class FeedProfileError extends Error {
-  readonly code = 'INVALID_FEED_PROFILE';
+export class FeedProfileError extends TrainsyncError {
   constructor(
     readonly file: string,
     readonly problems: string[],
   ) {
-    super(problems.length === 1 ? problems[0]! : `profile ${file} cannot be used:\n  ${problems.join('\n  ')}`);
+    super(problems.length === 1 ? problems[0]! : `profile ${file} cannot be used:\n  ${problems.join('\n  ')}`, { code: 'INVALID_FEED_PROFILE', retryable: false });
     this.name = 'FeedProfileError';
   }
 }

@@ -1,22 +1,24 @@
 import type { Kysely } from 'kysely';
-import type { Config } from './config.ts';
-import { requirePlatform } from './config.ts';
+import type { Config } from '../config.ts';
+import { requirePlatform } from '../config.ts';
 import type { Services } from './context.ts';
 import type { Logger } from './log.ts';
 import { createMetrics, observeJobs, type Metrics } from './metrics.ts';
-import { createPlatformClient, platformClientOptionsFromConfig } from './platform/client.ts';
-import type { PlatformClient } from './platform/types.ts';
-import { createJobCatalog, type JobCatalog } from './queue/catalog.ts';
-import type { AnyJobDefinition } from './queue/define-job.ts';
-import type { RedisMode } from './queue/connection.ts';
-import { createJobQueue, type JobQueue } from './queue/job-queue.ts';
-import { QUEUE_NAMES } from './queue/names.ts';
-import type { Database } from './warehouse/database.ts';
-import { ensureDatabase } from './warehouse/ensure-database.ts';
-import { migrate, requireMigrated } from './warehouse/migrator.ts';
-import { maskUrl } from './infra-errors.ts';
-import { createDb, createPool } from './warehouse/pool.ts';
-import { lendFrom, type PgLender } from './warehouse/transaction.ts';
+import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
+import type { PlatformClient } from '../platform/types.ts';
+import { PROVISION_JOBS } from '../provisioning/apply/actions.ts';
+import { createJobCatalog, type JobCatalog } from '../queue/catalog.ts';
+import type { AnyJobDefinition } from '../queue/define-job.ts';
+import type { RedisMode } from '../queue/connection.ts';
+import { createJobQueue, type JobQueue } from '../queue/job-queue.ts';
+import { QUEUE_NAMES } from '../queue/names.ts';
+import type { Database } from '../warehouse/database.ts';
+import { ensureDatabase } from '../warehouse/ensure-database.ts';
+import { migrate, requireMigrated } from '../warehouse/migrator.ts';
+import { maskUrl } from '../lib/infra-errors.ts';
+import { createDb, createPool } from '../warehouse/pool.ts';
+import { lendFrom, type PgLender } from '../warehouse/transaction.ts';
+import { LOAD_WEBHOOK_RESULT_JOB } from '../webhooks/enqueue.ts';
 
 /**
  * The long-lived parts one process shares between its commands and jobs. Commands
@@ -55,12 +57,15 @@ export interface CreateAppOptions {
   redis?: RedisMode;
 }
 
+/** Jobs other code enqueues by name: the catalog refuses to start without a handler for each. */
+export const ENQUEUED_BY_NAME: readonly string[] = [...Object.values(PROVISION_JOBS), LOAD_WEBHOOK_RESULT_JOB];
+
 /** How long the metrics scrape waits for queue counts before it leaves them out (Redis slow or down). */
 const QUEUE_COUNTS_TIMEOUT_MS = 800;
 
 /** Composition root of one process: config in, connected parts out. */
 export async function createApp(config: Config, log: Logger, options: CreateAppOptions): Promise<App> {
-  const catalog = createJobCatalog(options.jobs);
+  const catalog = createJobCatalog(options.jobs, ENQUEUED_BY_NAME);
   if (!options.readOnly) await ensureDatabase(config.DATABASE_URL, log);
   const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY + 4), log });
   if (options.readOnly) {
@@ -87,12 +92,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   const metrics = createMetrics(async () => {
     if (!queue.redis.isReady) return [];
     let timer: NodeJS.Timeout | undefined;
-    const counts = Promise.all(
-      QUEUE_NAMES.map(async (name) => ({
-        queue: name,
-        counts: await queue.queues[name].getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'waiting-children'),
-      })),
-    );
+    const counts = Promise.all(QUEUE_NAMES.map(async (name) => ({ queue: name, counts: await queue.counts(name) })));
     counts.catch(() => undefined);
     const timeout = new Promise<[]>((resolve) => (timer = setTimeout(resolve, QUEUE_COUNTS_TIMEOUT_MS, [])));
     try {
@@ -102,7 +102,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     }
   });
   const redisMode = options.redis ?? 'one-shot';
-  const queue = createJobQueue(config, { catalog, services, log, onFinished: observeJobs(metrics) }, { redis: redisMode });
+  const queue = createJobQueue(config, { catalog, services, log, onFinished: observeJobs(metrics, catalog) }, { redis: redisMode });
   if (redisMode === 'one-shot') {
     // Fail now, with one line naming REDIS_URL, rather than hang at the first queue operation.
     try {

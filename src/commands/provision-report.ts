@@ -1,8 +1,8 @@
 import Table from 'cli-table3';
-import type { AuditRow } from './apply/audit.ts';
-import type { FeedReadResult } from './feed/types.ts';
-import { formatPlanTable } from './plan/format.ts';
-import type { ProvisionResult } from './provision-feed.ts';
+import type { AuditRow } from '../provisioning/apply/audit.ts';
+import type { FeedReadResult } from '../provisioning/feed/types.ts';
+import { formatPlanTable } from './plan-format.ts';
+import type { ProvisionResult } from '../provisioning/provision-feed.ts';
 
 /** Exit statuses of `trainsync provision`. */
 export const PROVISION_EXIT = {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { JobContext } from '../context.ts';
-import { getCheckpoint, saveCheckpoint, type RunCounts } from '../warehouse/sync-state.ts';
-import { MAX_READS, walkResults } from './results-walk.ts';
+import type { JobContext } from '../../runtime/context.ts';
+import { getCheckpoint, saveCheckpoint, type RunCounts } from '../sync-state.ts';
+import { MAX_READS, walkResults } from './walk.ts';
 
 const fullWalkCheckpointSchema = z.object({
   nextPage: z.union([z.number(), z.literal('done')]).optional(),

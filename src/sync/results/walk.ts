@@ -1,11 +1,11 @@
-import type { JobContext } from '../context.ts';
-import { readAhead } from '../platform/read-ahead.ts';
-import { normaliseGuid, type Result } from '../platform/schemas.ts';
-import type { Page, RecordProblem, ResultsQuery } from '../platform/types.ts';
-import { recordSightings, ResultBatch, upsertResultBatch } from '../warehouse/load-results.ts';
-import { addRunCounts, quarantineRecords, type RunCounts } from '../warehouse/sync-state.ts';
-import { withRetriedTransaction, type Tx } from '../warehouse/transaction.ts';
-import { RESULTS } from './results-plan.ts';
+import type { JobContext } from '../../runtime/context.ts';
+import { readAhead } from '../../platform/read-ahead.ts';
+import { normaliseGuid, type Result } from '../../platform/schemas.ts';
+import type { Page, RecordProblem, ResultsQuery } from '../../platform/types.ts';
+import { recordSightings, ResultBatch, upsertResultBatch } from '../../warehouse/load-results.ts';
+import { addRunCounts, quarantineRecords, type RunCounts } from '../sync-state.ts';
+import { withRetriedTransaction, type Tx } from '../../warehouse/transaction.ts';
+import { RESULTS } from './plan.ts';
 
 /** A window (or the full walk) whose total changes while paged is read again, this many times at most. */
 export const MAX_READS = 3;

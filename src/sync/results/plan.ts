@@ -1,7 +1,7 @@
-import type { JobContext } from '../context.ts';
-import { getWatermark, listUnfinishedWindows } from '../warehouse/sync-state.ts';
-import { addDays, parseWindowKey, splitWindows, today, windowKey, type ResultWindow } from './result-windows.ts';
-import type { SyncPayload } from './sync-payload.ts';
+import type { JobContext } from '../../runtime/context.ts';
+import { getWatermark, listUnfinishedWindows } from '../sync-state.ts';
+import { addDays, parseWindowKey, splitWindows, today, windowKey, type ResultWindow } from './days.ts';
+import type { SyncPayload } from '../sync-payload.ts';
 
 export const RESULTS = 'results';
 /** The unfinished-window key of a walk of every page. */

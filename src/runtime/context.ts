@@ -12,11 +12,11 @@
  * - identity:   an employee's e-mail, HR employee id and platform user id, kept together.
  */
 import type { Kysely } from 'kysely';
-import type { Config } from './config.ts';
+import type { Config } from '../config.ts';
 import type { Logger } from './log.ts';
-import type { PlatformClient } from './platform/types.ts';
-import type { Database } from './warehouse/database.ts';
-import type { PgLender } from './warehouse/transaction.ts';
+import type { PlatformClient } from '../platform/types.ts';
+import type { Database } from '../warehouse/database.ts';
+import type { PgLender } from '../warehouse/transaction.ts';
 
 /** What a running job knows about itself (from BullMQ), without exposing BullMQ types. */
 export interface JobInfo {

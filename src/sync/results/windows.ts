@@ -1,12 +1,12 @@
-import type { JobContext } from '../context.ts';
-import { errorMessage } from '../errors.ts';
-import { mapConcurrent } from '../map-concurrent.ts';
-import { PlatformError } from '../platform/errors.ts';
-import type { Result } from '../platform/schemas.ts';
-import { listCheckpoints, saveCheckpoint, type RunCounts } from '../warehouse/sync-state.ts';
-import { windowKey, windowQuery, type ResultWindow } from './result-windows.ts';
-import { RESULTS } from './results-plan.ts';
-import { MAX_READS, walkResults } from './results-walk.ts';
+import type { JobContext } from '../../runtime/context.ts';
+import { errorMessage } from '../../lib/errors.ts';
+import { mapConcurrent } from '../../lib/map-concurrent.ts';
+import { PlatformError } from '../../platform/errors.ts';
+import type { Result } from '../../platform/schemas.ts';
+import { listCheckpoints, saveCheckpoint, type RunCounts } from '../sync-state.ts';
+import { windowKey, windowQuery, type ResultWindow } from './days.ts';
+import { RESULTS } from './plan.ts';
+import { MAX_READS, walkResults } from './walk.ts';
 
 /** A window (or the whole walk) a run could not read to the end, and why. */
 export interface UnfinishedRead {

@@ -1,5 +1,5 @@
 import Table from 'cli-table3';
-import { ACTION_KINDS, type Plan } from './types.ts';
+import { ACTION_KINDS, type Plan } from '../provisioning/plan/types.ts';
 
 const EXAMPLES = 3;
 

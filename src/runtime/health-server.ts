@@ -1,4 +1,4 @@
-import { errorMessage } from './errors.ts';
+import { errorMessage } from '../lib/errors.ts';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from './log.ts';

@@ -1,14 +1,14 @@
-import type { JobContext } from '../context.ts';
-import { clearSightings, markUnseenResultsRemoved } from '../warehouse/load-results.ts';
-import { countQuarantined, deleteCheckpoints, emptyRunCounts, finishRun, recordUnfinishedWindows, setWatermark } from '../warehouse/sync-state.ts';
-import { withRetriedTransaction } from '../warehouse/transaction.ts';
-import { onDays, windowKey } from './result-windows.ts';
-import { walkAllResults } from './results-full-walk.ts';
-import { FULL_WALK, planResultsRun, RESULTS } from './results-plan.ts';
-import { readWindows, type UnfinishedRead } from './results-windows.ts';
-import { withRun } from './run.ts';
-import type { SyncSummary } from './summary.ts';
-import type { SyncPayload } from './sync-payload.ts';
+import type { JobContext } from '../../runtime/context.ts';
+import { clearSightings, markUnseenResultsRemoved } from '../../warehouse/load-results.ts';
+import { countQuarantined, deleteCheckpoints, emptyRunCounts, finishRun, recordUnfinishedWindows, setWatermark } from '../sync-state.ts';
+import { withRetriedTransaction } from '../../warehouse/transaction.ts';
+import { onDays, windowKey } from './days.ts';
+import { walkAllResults } from './full-walk.ts';
+import { FULL_WALK, planResultsRun, RESULTS } from './plan.ts';
+import { readWindows, type UnfinishedRead } from './windows.ts';
+import { withRun } from '../run.ts';
+import type { SyncSummary } from '../summary.ts';
+import type { SyncPayload } from '../sync-payload.ts';
 
 /** The note of a run that could not read everything it meant to. */
 function incompleteNote(unfinished: readonly UnfinishedRead[]): string {

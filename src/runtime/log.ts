@@ -1,6 +1,6 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
 import pretty from 'pino-pretty';
-import type { Config } from './config.ts';
+import type { Config } from '../config.ts';
 
 export type { Logger };
 

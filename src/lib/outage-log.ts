@@ -1,4 +1,4 @@
-import type { Logger } from './log.ts';
+import type { Logger } from 'pino';
 
 export interface OutageLogOptions {
   /** Where the service was looked for, e.g. `postgres://u:***@db:5432/x (DATABASE_URL)`; shown after "unreachable at". */

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
-import type { RequestEvent } from './platform/types.ts';
+import type { RequestEvent } from '../platform/types.ts';
+import type { JobCatalog } from '../queue/catalog.ts';
 
 /** Prometheus metrics of one process; a registry per instance keeps tests independent. */
 export interface Metrics {
@@ -117,21 +118,20 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
   };
 }
 
-const rowCountsSchema = z.looseObject({
-  resource: z.string(),
-  inserted: z.number().optional(),
-  updated: z.number().optional(),
-  unchanged: z.number().optional(),
-  quarantined: z.number().optional(),
-  removed: z.number().optional(),
-});
+/** What a load does to rows: the `outcome` label of trainsync_rows_loaded_total. */
+const ROW_OUTCOMES = ['inserted', 'updated', 'unchanged', 'quarantined', 'removed'] as const;
+
+const rowCountsSchema = z.looseObject(Object.fromEntries(ROW_OUTCOMES.map((key) => [key, z.number().optional()])) as Record<(typeof ROW_OUTCOMES)[number], z.ZodOptional<z.ZodNumber>>);
 
 const webhookEventsSchema = z.object({
   webhookEvents: z.array(z.object({ type: z.string(), outcome: z.string(), seconds: z.number() })),
 });
 
-/** The worker's `onFinished` hook: job durations, rows by table and outcome from sync summaries, webhook events settled. */
-export function observeJobs(metrics: Metrics): (name: string, outcome: string, seconds: number, result?: unknown) => void {
+/**
+ * The worker's `onFinished` hook: job durations, webhook events settled, and rows by
+ * table and outcome for every job that declares a resource in the catalog.
+ */
+export function observeJobs(metrics: Metrics, catalog: JobCatalog): (name: string, outcome: string, seconds: number, result?: unknown) => void {
   return (name, outcome, seconds, result) => {
     metrics.jobDuration.observe({ job: name, outcome }, seconds);
     const settled = webhookEventsSchema.safeParse(result);
@@ -139,11 +139,12 @@ export function observeJobs(metrics: Metrics): (name: string, outcome: string, s
       metrics.webhookProcessed.inc({ type: event.type, outcome: event.outcome });
       if (event.outcome === 'loaded') metrics.webhookDelivery.observe({ type: event.type }, event.seconds);
     }
-    const summary = rowCountsSchema.safeParse(result);
-    if (!summary.success) return;
-    for (const key of ['inserted', 'updated', 'unchanged', 'quarantined', 'removed'] as const) {
-      const value = summary.data[key];
-      if (value) metrics.rowsLoaded.inc({ table: summary.data.resource, outcome: key }, value);
+    const table = catalog.get(name)?.resource;
+    const counts = rowCountsSchema.safeParse(result);
+    if (table === undefined || !counts.success) return;
+    for (const key of ROW_OUTCOMES) {
+      const value = counts.data[key];
+      if (value) metrics.rowsLoaded.inc({ table, outcome: key }, value);
     }
   };
 }

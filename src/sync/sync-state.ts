@@ -8,8 +8,8 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { RecordProblem } from '../platform/types.ts';
-import type { Database, RunStatus } from './database.ts';
-import { jsonbText } from './jsonb-text.ts';
+import type { Database, RunStatus } from '../warehouse/database.ts';
+import { jsonbText } from '../warehouse/jsonb-text.ts';
 
 type Db = Kysely<Database>;
 
@@ -157,12 +157,15 @@ export async function listWatermarks(db: Db): Promise<Array<{ resource: string; 
   return rows.map((w) => ({ resource: w.resource, value: w.value, updatedAt: w.updated_at }));
 }
 
+/** A record that failed validation; `page` is null when it was not read from a list (a webhook's GET results/{id}). */
+export type QuarantinedRecord = Pick<RecordProblem, 'resource' | 'raw' | 'message'> & { page: number | null };
+
 /**
  * Stores records that failed validation. The same raw record (same resource) seen
  * again refreshes its row (run, message, last_seen_at, times_seen) rather than adding
  * one. Returns the number of distinct records stored by this call.
  */
-export async function quarantineRecords(db: Db, runId: number | null, problems: readonly RecordProblem[]): Promise<number> {
+export async function quarantineRecords(db: Db, runId: number | null, problems: readonly QuarantinedRecord[]): Promise<number> {
   if (problems.length === 0) return 0;
   const rows = problems.map((p, n) => ({ n, resource: p.resource, raw: p.raw === undefined ? null : p.raw, message: p.message, page: p.page }));
   // One statement cannot touch the same row twice: keep the last problem per record.

@@ -10,7 +10,7 @@
  * Neighbouring windows overlap; the loaders de-duplicate, so overlap costs reads, not rows.
  */
 
-import { parseIsoDay } from '../lib/calendar-day.ts';
+import { parseIsoDay } from '../../lib/calendar-day.ts';
 
 export interface ResultWindow {
   /** First day covered, `YYYY-MM-DD`. */

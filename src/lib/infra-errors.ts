@@ -1,4 +1,4 @@
-import type { Config } from './config.ts';
+import { TrainsyncError } from './errors.ts';
 
 /**
  * Turns "Postgres/Redis is down or misconfigured" into one line an operator can act
@@ -7,14 +7,19 @@ import type { Config } from './config.ts';
  * callers rethrow it unchanged.
  */
 
+/** The two connection settings an infrastructure error names (src/config.ts holds them). */
+export interface ConnectionSettings {
+  readonly DATABASE_URL: string;
+  readonly REDIS_URL: string;
+}
+
 export type InfrastructureService = 'postgres' | 'redis';
 
 /** A dependency is unreachable or refuses us; retrying later (or fixing the setting) helps. */
-export class InfrastructureError extends Error {
+export class InfrastructureError extends TrainsyncError {
   readonly service: InfrastructureService;
-  readonly retryable = true;
   constructor(service: InfrastructureService, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(message, { code: `${service.toUpperCase()}_UNAVAILABLE`, retryable: true, cause: options?.cause });
     this.name = 'InfrastructureError';
     this.service = service;
   }
@@ -103,7 +108,7 @@ export function describeRedisError(error: unknown, redisUrl: string): string | u
  */
 export function toInfrastructureError(
   error: unknown,
-  config: Pick<Config, 'DATABASE_URL' | 'REDIS_URL'>,
+  config: ConnectionSettings,
   service: InfrastructureService | undefined = serviceOf(error, config),
 ): InfrastructureError | undefined {
   if (error instanceof InfrastructureError) return error;
@@ -162,7 +167,7 @@ function networkReason(parts: ErrorPart[], setting: string): string | undefined 
   return dropped && `${dropped.message || dropped.code}; is the server up, and is ${setting} right (including TLS)?`;
 }
 
-function serviceOf(error: unknown, config: Pick<Config, 'DATABASE_URL' | 'REDIS_URL'>): InfrastructureService | undefined {
+function serviceOf(error: unknown, config: ConnectionSettings): InfrastructureService | undefined {
   const parts = errorParts(error);
   // pg's DatabaseError carries a `severity`; these messages are pg's own.
   if (parts.some((p) => /^Connection terminated|does not support SSL/.test(p.message)) || hasSeverity(error)) return 'postgres';

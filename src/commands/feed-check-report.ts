@@ -1,6 +1,6 @@
 import Table from 'cli-table3';
-import { delimiterName } from './delimiter.ts';
-import type { FeedErrorField, FeedReadResult, FeedRow, FeedRowErrorCode } from './types.ts';
+import { delimiterName } from '../provisioning/feed/delimiter.ts';
+import type { FeedErrorField, FeedReadResult, FeedRow, FeedRowErrorCode } from '../provisioning/feed/types.ts';
 
 /** What `trainsync feed check` shows: how the feed reads, without doing anything with it. */
 export interface FeedCheckReport {

@@ -1,4 +1,0 @@
-/** The message of anything thrown: an Error's message, else its text. */
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

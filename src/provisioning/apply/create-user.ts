@@ -1,0 +1,56 @@
+import type { JobContext } from '../../runtime/context.ts';
+import { isNotOffered, PlatformError } from '../../platform/errors.ts';
+import type { PlatformUser } from '../../platform/schemas.ts';
+import { asRole } from '../plan/adopt.ts';
+import type { CreateUserPayload } from './actions.ts';
+import { finishAction } from './audit.ts';
+import { upsertAccountIdentity } from './identities.ts';
+import { runAction, type ActionOutcome } from './run-action.ts';
+import { withTransaction } from '../../warehouse/transaction.ts';
+
+async function lookUp(ctx: JobContext, email: string): Promise<PlatformUser | undefined> {
+  try {
+    return await ctx.platform.findUserByEmail(email);
+  } catch (error) {
+    if (isNotOffered(error)) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The create-user job's engine: a joiner's account. POST users returns no id, so the
+ * id is learned by GET users?email= (else the feed's platform_user_id). EMAIL_IN_USE_ORG_CONNECTED means the account
+ * already exists in this organisation (made by hand, or by an earlier attempt whose
+ * record was lost): it is adopted, and given access back if it had none. That makes a
+ * retry after a crash between the call and its record harmless.
+ */
+export function createUserAction(ctx: JobContext, p: CreateUserPayload): Promise<ActionOutcome> {
+  return runAction(ctx, p.actionId, async () => {
+    let adopted = false;
+    try {
+      await ctx.platform.createUser({
+        email: p.account.email,
+        firstName: p.account.firstName,
+        lastName: p.account.lastName,
+        role: p.account.role,
+        organisationIdentifier: p.account.organisationIdentifier,
+      });
+    } catch (error) {
+      if (!(error instanceof PlatformError && error.code === 'EMAIL_IN_USE_ORG_CONNECTED')) throw error;
+      adopted = true;
+    }
+    const user = await lookUp(ctx, p.account.email);
+    const platformUserId = user?.id ?? p.platformUserId;
+    if (adopted && user && !user.hasAccess) await ctx.platform.enableUser(user.id);
+    // An adopted account keeps its own names: the next plan reports any difference.
+    const account = adopted && user
+      ? { email: user.email, firstName: user.firstName, lastName: user.lastName, role: asRole(user.role), organisationIdentifier: user.organisationIdentifier }
+      : { email: p.account.email, firstName: p.account.firstName, lastName: p.account.lastName, role: p.account.role, organisationIdentifier: p.account.organisationIdentifier };
+    await withTransaction(ctx.withPgClient, async (tx) => {
+      await upsertAccountIdentity(tx.db, { employeeId: p.employeeId, platformUserId, active: true, ...account });
+      await finishAction(tx.db, p.actionId, { status: 'succeeded', after: { platformUserId, adopted } });
+    });
+    if (adopted) ctx.log.info({ actionId: p.actionId, platformUserId }, 'the account already existed in this organisation; adopted it');
+    return { actionId: p.actionId, status: 'succeeded', platformUserId, adopted };
+  });
+}

@@ -71,15 +71,16 @@ export function registerDemoCommand(program: Command, deps: DemoCommandDeps): vo
       'after',
       `
 Needs only Postgres and Redis (e.g. \`docker compose up -d postgres redis\`). Uses DATABASE_URL
-when set, else ${DEMO_DATABASE_URL} (created if missing), the Redis prefix
-${DEMO_QUEUE_PREFIX}, and an ephemeral TRAINSYNC_SECRET_KEY when none is set. The simulator
+when set, else ${DEMO_DATABASE_URL} (created if missing), TRAINSYNC_QUEUE_PREFIX when
+set, else the Redis prefix ${DEMO_QUEUE_PREFIX}, and an ephemeral TRAINSYNC_SECRET_KEY when none is set. The simulator
 (seed 1: 40 courses, 300 users, 3000 results) lives only while the demo runs.
 
 The sample feed (examples/hr-feed.csv) lists the organisation's employees with a few
 joiners, leavers, a returner, movers, a renamed employee and one bad row. The first run
 adopts the existing accounts and applies the changes; a second run finds nothing to do
 (trainsync.identities remembers what was applied) and makes no write call.
-Start from scratch with: dropdb trainsync_demo`,
+Start from scratch: drop the database the demo used (its last line names it: \`dropdb NAME\`;
+trainsync_demo unless DATABASE_URL names another).`,
     )
     .action(async (options: { feed: string }) => {
       const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
@@ -91,7 +92,7 @@ Start from scratch with: dropdb trainsync_demo`,
         TRAINSYNC_API_URL: sim.url,
         TRAINSYNC_API_KEY: sim.apiKey,
         DATABASE_URL: env.DATABASE_URL || DEMO_DATABASE_URL,
-        TRAINSYNC_QUEUE_PREFIX: deps.queuePrefix ?? DEMO_QUEUE_PREFIX,
+        TRAINSYNC_QUEUE_PREFIX: deps.queuePrefix ?? (env.TRAINSYNC_QUEUE_PREFIX || DEMO_QUEUE_PREFIX),
         TRAINSYNC_SECRET_KEY: env.TRAINSYNC_SECRET_KEY || randomBytes(32).toString('hex'),
         // A local simulator: a budget that keeps the demo quick (set it to see the limiter at work).
         TRAINSYNC_REQUESTS_PER_SECOND: env.TRAINSYNC_REQUESTS_PER_SECOND || '50',
@@ -155,6 +156,8 @@ Start from scratch with: dropdb trainsync_demo`,
           );
           write(`\n7. HR against the platform (npx trainsync reconcile)\n${renderReconciliation(await reconciliationReport(app.db, 0))}`);
           write(`\nAll done in ${seconds()} s. Run \`npm run demo\` again: it finds nothing to provision.\n`);
+          const database = decodeURIComponent(new URL(config.DATABASE_URL).pathname.slice(1));
+          write(`Start from scratch: dropdb ${/^[A-Za-z0-9_]+$/.test(database) ? database : JSON.stringify(database)}\n`);
         } finally {
           await app.close();
         }

@@ -107,7 +107,7 @@ Examples:
       const width = tableWidth();
       const display = options.json ? undefined : createProgressDisplay();
       // Sentences wrap at the width; tables are drawn to fit it.
-      const say = (text: string): void => void process.stdout.write(`${wrapLines(text, width)}\n`);
+      const say = (text: string): void => void process.stdout.write(`${process.stdout.isTTY ? wrapLines(text, width) : text}\n`);
       try {
         const result = await provisionFeed(provisionDeps(app), {
           file,
@@ -119,7 +119,7 @@ Examples:
           maxDisable: options.maxDisable,
           force: options.force ?? false,
           onPlan: (planned) => {
-            if (!options.json) process.stdout.write(`${wrapLines(formatPlanReport(planned, file, { width }), width)}\n`);
+            if (!options.json) say(formatPlanReport(planned, file, { width }));
           },
           // One line per action kind: created, disabled, groups joined…
           onProgress: (_finished, _total, byKind) => {

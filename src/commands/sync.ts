@@ -11,9 +11,9 @@ import { withWaitOptions } from '../queue/job-queue.ts';
 import { parseDay } from '../sync/results/days.ts';
 import type { CommandDeps } from './deps.ts';
 import { EXIT, exitWith, UsageError, type ExitCode } from './exit-codes.ts';
-import { fitTable } from './fit-table.ts';
+import { fitTable, tableWidth } from './fit-table.ts';
 import { createProgressDisplay } from './progress-display.ts';
-import { stderrTerminal } from './terminal.ts';
+import { stderrTerminal, wrapLines } from './terminal.ts';
 
 /** Exit statuses of `sync` (README, "Operations"). */
 export const SYNC_EXIT = EXIT;
@@ -125,17 +125,23 @@ export function syncExitReason(outcomes: readonly JobOutcome[]): string | undefi
 
 export function renderSummary(outcomes: readonly JobOutcome[]): string {
   const rows: unknown[][] = [];
+  const notes: string[] = [];
   const table = { push: (row: unknown[]): void => void rows.push(row) };
   for (const outcome of outcomes) {
     const summary = syncSummarySchema.safeParse(outcome.result);
     if (outcome.status === 'completed' && summary.success) {
       const s = summary.data;
-      table.push([s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), s.note ?? '']);
+      // A long note reads better as a sentence under the table than wrapped in a narrow column.
+      const long = (s.note ?? '').length > 24;
+      if (long) notes.push(`${s.resource}: ${s.note}`);
+      table.push([s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), long ? 'see below' : (s.note ?? '')]);
     } else {
       table.push([outcome.name.replace(/^sync-/, ''), outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', 'see below']);
     }
   }
   const failures = outcomes.filter((o) => o.status === 'failed').map((o) => `${o.name} failed: ${o.error ?? 'unknown reason'}`);
   const head = ['resource', 'status', 'pages', 'inserted', 'updated', 'same', 'quar', 'removed', 'sec', 'note'];
-  return `${[fitTable(head, rows), ...failures].join('\n')}\n`;
+  const text = [fitTable(head, rows), ...notes, ...failures].join('\n');
+  // Sentences wrap on a terminal only: a log file keeps each on one line, for grep.
+  return `${process.stdout.isTTY ? wrapLines(text, tableWidth()) : text}\n`;
 }

@@ -39,9 +39,13 @@ async function measure(args: string[], env: Record<string, string>): Promise<{ m
   return { medianMs: median(runs.map((r) => r.ms)), maxMs: Math.max(...runs.map((r) => r.ms)), codes: [...new Set(runs.map((r) => r.code ?? -1))] };
 }
 
+// A migrated database, so `status` reaches Redis (an unmigrated one is refused before that).
+const BENCH_DB = 'trainsync_bench_doctor';
+const migrated = await timed(['migrate'], { DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${BENCH_DB}` });
+if (migrated.code !== 0) throw new Error(`trainsync migrate exited ${migrated.code}`);
 const redisPort = await closedPort();
 const pgPort = await closedPort();
-const good = { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/postgres', REDIS_URL: 'redis://127.0.0.1:6379' };
+const good = { DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${BENCH_DB}`, REDIS_URL: 'redis://127.0.0.1:6379' };
 const noRedis = { ...good, REDIS_URL: `redis://:secret@127.0.0.1:${redisPort}` };
 const noPostgres = { ...good, DATABASE_URL: `postgres://postgres:secret@127.0.0.1:${pgPort}/trainsync` };
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
-import { runCli } from './helpers/cli.ts';
+import { cliEnv, runCli } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { freePort } from './helpers/own-services.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
@@ -12,15 +12,7 @@ describe('trainsync doctor', () => {
   let database: TestDatabase;
   let worker: WorkerProcess | undefined;
   const prefix = testPrefix();
-  const env = (): Record<string, string> => ({
-    TRAINSYNC_API_URL: sim.url,
-    TRAINSYNC_API_KEY: sim.apiKey,
-    DATABASE_URL: database.url,
-    REDIS_URL,
-    TRAINSYNC_QUEUE_PREFIX: prefix,
-    TRAINSYNC_METRICS_PORT: '0',
-    TRAINSYNC_SECRET_KEY: 'a'.repeat(64),
-  });
+  const env = (): Record<string, string> => cliEnv({ sim, databaseUrl: database.url, prefix, redisUrl: REDIS_URL }, { TRAINSYNC_METRICS_PORT: '0', TRAINSYNC_SECRET_KEY: 'a'.repeat(64) });
   /** The line of one check, e.g. `FAIL  redis  cannot connect…`. */
   const line = (stdout: string, check: string): string => stdout.split('\n').find((l) => new RegExp(`^(ok|warn|FAIL)\\s+${check}\\s`).test(l)) ?? `(no ${check} line)`;
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
-import { runCli } from './helpers/cli.ts';
+import { cliEnv, runCli } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 import { renderScreen } from './helpers/screen.ts';
@@ -11,14 +11,7 @@ describe('the terminal', () => {
   let sim: RunningSimulator;
   let database: TestDatabase;
   const prefix = testPrefix();
-  const env = (): Record<string, string> => ({
-    TRAINSYNC_API_URL: sim.url,
-    TRAINSYNC_API_KEY: sim.apiKey,
-    DATABASE_URL: database.url,
-    REDIS_URL,
-    TRAINSYNC_QUEUE_PREFIX: prefix,
-    TRAINSYNC_REQUESTS_PER_SECOND: '500',
-  });
+  const env = (): Record<string, string> => cliEnv({ sim, databaseUrl: database.url, prefix, redisUrl: REDIS_URL }, { TRAINSYNC_REQUESTS_PER_SECOND: '500' });
 
   beforeAll(async () => {
     // The data `trainsync simulator` serves by default, which examples/hr-feed.csv was made for.

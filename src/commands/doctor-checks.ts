@@ -90,6 +90,8 @@ export async function checkRedis(config: Config): Promise<{ results: CheckResult
     retryStrategy: () => null,
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
+    // disconnect() waits this long for a dead socket (default 2 s), holding the command's exit.
+    disconnectTimeout: 200,
   });
   let lastError: unknown;
   redis.on('error', (error: unknown) => (lastError = error));

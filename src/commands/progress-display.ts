@@ -84,7 +84,8 @@ export function createProgressDisplay(terminal: Terminal = stderrTerminal, strea
     return {
       update(key, raw) {
         const parsed = progressSchema.safeParse(raw);
-        if (parsed.success && !stopped) render(key, parsed.data, lines.get(key)?.state ?? 'running');
+        // Merged over the last update: a final one with totals keeps the windows it does not repeat.
+        if (parsed.success && !stopped) render(key, { ...lines.get(key)?.last, ...parsed.data }, lines.get(key)?.state ?? 'running');
       },
       finish(key, state) {
         const entry = lines.get(key);

@@ -58,7 +58,12 @@ again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.
           // A job making no progress for a while gets one line saying what it waits for.
           const queue = withWaitOptions(app.queue, { onStall: (line) => stderrTerminal.writeLine(line) });
           outcomes = await runSync({ queue, log: app.log, cancelRuns: (jobId, reason) => cancelRunsOfJob(app.db, jobId, reason) }, resources, payload, { onProgress: (jobId, progress) => display.update(jobId, progress), signal: interrupt.signal });
-          for (const outcome of outcomes) display.finish(outcome.jobId, outcomeWord(outcome));
+          for (const outcome of outcomes) {
+            // The last progress may predate the last page: the line ends with the run's own totals.
+            const summary = syncSummarySchema.safeParse(outcome.result);
+            if (summary.success) display.update(outcome.jobId, { resource: summary.data.resource, pages: summary.data.pages, rows: summary.data.inserted + summary.data.updated + summary.data.unchanged });
+            display.finish(outcome.jobId, outcomeWord(outcome));
+          }
         } finally {
           display.stop();
         }
@@ -140,7 +145,8 @@ export function renderSummary(outcomes: readonly JobOutcome[]): string {
     }
   }
   const failures = outcomes.filter((o) => o.status === 'failed').map((o) => `${o.name} failed: ${o.error ?? 'unknown reason'}`);
-  const head = ['resource', 'status', 'pages', 'inserted', 'updated', 'same', 'quar', 'removed', 'sec', 'note'];
+  // Short heads, as in `status`: the table fits 80 columns (--json has the full names).
+  const head = ['resource', 'status', 'pages', 'new', 'upd', 'same', 'quar', 'rem', 'sec', 'note'];
   const text = [fitTable(head, rows), ...notes, ...failures].join('\n');
   // Sentences wrap on a terminal only: a log file keeps each on one line, for grep.
   return `${process.stdout.isTTY ? wrapLines(text, tableWidth()) : text}\n`;

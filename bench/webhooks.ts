@@ -13,17 +13,15 @@
  * Run: node bin/run-ts.js bench/webhooks.ts   (about six minutes)
  *      node bin/run-ts.js bench/webhooks.ts '{"steadyEvents":50,"burstEvents":50}'   (a quick look)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { z } from 'zod';
 import { freePort } from '../test/helpers/own-services.ts';
 import { startSimulatorChild } from './simulator-child.ts';
+import { startWorkerChild } from './worker-child.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const STEADY_PER_SECOND = 5;
 const BUDGET = 10;
 const SIM_OPTIONS = { seed: 91, sizes: { users: 500, courses: 40, results: 1_000, groups: 3 } };
@@ -55,19 +53,6 @@ export interface WebhooksBench {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-function startWorker(env: Record<string, string>): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/trainsync.js'), 'worker', '--no-schedules'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let text = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
-    text = (text + chunk.toString('utf8')).slice(-20_000);
-  });
-  return { child, output: () => text };
-}
 
 async function admin<T>(url: string, method: 'GET' | 'POST', body: unknown, schema: z.ZodType<T>): Promise<T> {
   const response = await fetch(url, { method, ...(method === 'POST' ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}) });
@@ -115,7 +100,7 @@ export async function benchWebhooks(options: { steadyEvents?: number; burstEvent
   const prefix = `bench-${randomBytes(4).toString('hex')}`;
   const secret = randomBytes(32).toString('base64');
   const port = await freePort();
-  const worker = startWorker({
+  const worker = startWorkerChild({
     TRAINSYNC_API_URL: sim.url,
     TRAINSYNC_API_KEY: sim.apiKey,
     DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${dbName}`,

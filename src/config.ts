@@ -1,9 +1,11 @@
 import { CronExpressionParser } from 'cron-parser';
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { parseIsoDay } from './lib/calendar-day.ts';
 import { TrainsyncError } from './lib/errors.ts';
 import { parseLookback } from './lib/lookback.ts';
 import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
+import { parseMaxDisable } from './provisioning/plan/limits.ts';
 
 /**
  * The only place environment variables are read. `loadConfig(env)` parses once and
@@ -40,6 +42,14 @@ const secretKey = z
     }
     return bytes;
   });
+
+/** A bearer token for SCIM: long enough not to be guessed; compared in constant time (src/scim/auth.ts). */
+const scimToken = z
+  .string()
+  .trim()
+  .min(20, 'at least 20 characters, e.g. the output of `openssl rand -hex 32`')
+  .regex(/^[\x21-\x7e]+$/, 'printable characters without spaces, e.g. the output of `openssl rand -hex 32`')
+  .transform((value) => Buffer.from(value, 'utf8'));
 
 const envSchema = z.object({
   TRAINSYNC_API_URL: z
@@ -92,12 +102,26 @@ const envSchema = z.object({
   TRAINSYNC_CONNECT_TIMEOUT_MS: positiveInt('5000').default(5_000),
   TRAINSYNC_HTTP_RETRIES: z.coerce.number({ error: 'a whole number, e.g. 6' }).int().min(0).max(20).default(6),
   TRAINSYNC_RETRY_MAX_DELAY_MS: positiveInt('60000').default(60_000),
+  // Provisioning plans against the platform's accounts: training.users serves when a users
+  // sync started after trainsync's last provisioning write and at most this many minutes
+  // ago; otherwise GET users is read. 0 = always read GET users.
+  TRAINSYNC_PLATFORM_FRESHNESS_MINUTES: z.coerce
+    .number({ error: 'a whole number of minutes, e.g. 15' })
+    .int('a whole number of minutes, e.g. 15')
+    .min(0, '0 or more minutes, e.g. 15')
+    .max(1440, 'at most 1440 (a day), e.g. 15')
+    .default(15),
+  // An active employee whose access was removed on the platform outside trainsync:
+  // restore (enable it again, as Entra ID provisioning does) or keep (report only).
+  TRAINSYNC_DRIFT_ACCESS_REMOVED: z.enum(['restore', 'keep'], { error: 'restore or keep' }).default('restore'),
   TRAINSYNC_METRICS_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9464' }).int().min(0).max(65_535).default(9464),
   TRAINSYNC_SHUTDOWN_TIMEOUT_MS: positiveInt('30000').default(30_000),
   TRAINSYNC_FAILED_JOBS_KEPT: positiveInt('1000').default(1000),
   TRAINSYNC_JOB_LOCK_MS: positiveInt('60000').default(60_000),
   TRAINSYNC_STALLED_INTERVAL_MS: positiveInt('30000').default(30_000),
-  TRAINSYNC_BATCH_ROWS: positiveInt('2000').default(2_000),
+  TRAINSYNC_BATCH_ROWS: positiveInt('5000').default(5_000),
+  // Batches of one walk written at once, each on a connection of its own (they commit in order).
+  TRAINSYNC_RESULTS_WRITERS: positiveInt('2').max(8, 'at most 8, e.g. 2').default(2),
   // How long a one-shot command (sync, status, provision…) waits for an unreachable
   // Redis before it gives up with one line naming REDIS_URL; at most a minute, so a
   // cron job or CI step never hangs on it. The worker never gives up.
@@ -129,6 +153,47 @@ const envSchema = z.object({
   TRAINSYNC_WEBHOOK_SWEEP_MS: positiveInt('60000').min(1_000, 'at least 1000, e.g. 60000').default(60_000),
   // Processed events are kept this long; longer than the platform's 3 days of retries, so duplicates are still recognised.
   TRAINSYNC_WEBHOOK_RETENTION_DAYS: positiveInt('30').min(4, 'at least 4 (the platform retries for 3 days), e.g. 30').default(30),
+  // SCIM 2.0 (src/scim): served by `worker` only when a bearer token is configured, by
+  // value (TRAINSYNC_SCIM_TOKEN) or by reference to a file (TRAINSYNC_SCIM_TOKEN_FILE).
+  TRAINSYNC_SCIM_TOKEN: scimToken.optional(),
+  TRAINSYNC_SCIM_TOKEN_FILE: z
+    .string()
+    .trim()
+    .min(1)
+    .transform((path, ctx) => {
+      let text: string;
+      try {
+        text = readFileSync(path, 'utf8');
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: `a readable file holding the SCIM bearer token (${(error as NodeJS.ErrnoException).code ?? 'unreadable'}: ${path})` });
+        return z.NEVER;
+      }
+      const parsed = scimToken.safeParse(text);
+      if (!parsed.success) {
+        ctx.addIssue({ code: 'custom', message: `a file whose content is ${parsed.error.issues[0]?.message ?? 'a token'}` });
+        return z.NEVER;
+      }
+      return parsed.data;
+    })
+    .optional(),
+  TRAINSYNC_SCIM_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9466' }).int().min(0).max(65_535).default(9466),
+  TRAINSYNC_SCIM_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1 or 0.0.0.0').default('0.0.0.0'),
+  TRAINSYNC_SCIM_MAX_BODY_BYTES: positiveInt('262144').min(1_024, 'at least 1024, e.g. 262144').default(262_144),
+  // Deactivations via SCIM allowed per sliding hour before the guard holds the rest; unset:
+  // the feed's default threshold (the larger of 5 and 10% of the active employees).
+  TRAINSYNC_SCIM_MAX_DISABLE: z
+    .string()
+    .transform((value, ctx) => {
+      try {
+        return parseMaxDisable(value);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'a number of employees (e.g. 25) or a percentage of the active ones (e.g. 10%)' });
+        return z.NEVER;
+      }
+    })
+    .optional(),
+  // How often the worker plans SCIM changes left pending (an employee busy with earlier jobs, a crash).
+  TRAINSYNC_SCIM_SWEEP_MS: positiveInt('1000').min(100, 'at least 100, e.g. 1000').default(1_000),
 });
 
 /**
@@ -180,7 +245,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       const key = String(issue.path[0] ?? '(environment)');
       if (byKey.has(key)) continue;
       const given = cleaned[key];
-      const shown = given === undefined ? 'missing' : key.includes('KEY') || key.includes('SECRET') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
+      const shown = given === undefined ? 'missing' : key.includes('KEY') || key.includes('SECRET') || key.includes('TOKEN') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
       byKey.set(key, `${key}: ${shown}; expected ${issue.message}`);
     }
     const problems = [...byKey.values(), ...cronProblems];

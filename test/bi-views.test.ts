@@ -148,17 +148,34 @@ describe('training.assignment_status', () => {
 
 describe('the BI role', () => {
   it('trainsync_reader can select both views and the group tables, but nothing in trainsync', async () => {
+    const RECON = 'select kind, count(*)::int as n from training.hr_reconciliation group by kind order by kind';
+    const GROUP_TABLES = ['training.groups', 'training.group_courses', 'training.group_members'];
+    // What the owner sees; the reader must see the same rows.
+    const ownerRecon = (await t.pool.query(RECON)).rows;
+    const ownerTables = await Promise.all(GROUP_TABLES.map(async (table) => (await t.pool.query(`select * from ${table} order by 1, 2`)).rows));
     const client = await t.pool.connect();
     try {
       await client.query('begin');
       await client.query('set local role trainsync_reader');
       const status = await client.query('select count(*)::int as n from training.assignment_status');
       expect(status.rows[0]?.n).toBe(6);
-      const recon = await client.query('select kind, count(*)::int as n from training.hr_reconciliation group by kind');
+      const recon = await client.query(RECON);
       expect(recon.rows.length).toBeGreaterThan(0);
-      for (const table of ['training.groups', 'training.group_courses', 'training.group_members']) {
-        await client.query(`select count(*) from ${table}`);
+      expect(recon.rows).toEqual(ownerRecon);
+      for (const [i, table] of GROUP_TABLES.entries()) {
+        const { rows } = await client.query(`select * from ${table} order by 1, 2`);
+        expect(rows.length, table).toBeGreaterThan(0);
+        expect(rows, table).toEqual(ownerTables[i]);
       }
+      // The fixture's four groups (one removed) and their six course links, read as the reader.
+      const groups = await client.query<{ name: string; removed: boolean }>('select name, removed_at is not null as removed from training.groups order by name');
+      expect(groups.rows).toEqual([
+        { name: 'Drivers', removed: false },
+        { name: 'Managers', removed: false },
+        { name: 'Old group', removed: true },
+        { name: 'Sales', removed: false },
+      ]);
+      expect(ownerTables[1]).toHaveLength(6);
       await client.query('savepoint denied');
       await expect(client.query('select count(*) from trainsync.provisioning_actions')).rejects.toThrow(/permission denied/);
       await client.query('rollback to savepoint denied');

@@ -1,13 +1,10 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/runtime/log.ts';
 import { createPlatformClient } from '../src/platform/client.ts';
 import { budgetKeyPrefix, budgetShape, createRequestBudget, grantLeaseMs } from '../src/platform/request-budget.ts';
 import { maxInWindow, NO_FAULTS, startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
+import { capturingLogger } from './helpers/log-capture.ts';
+import { runRateClients, type RateClientSummary } from './helpers/rate-clients.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 
 /**
@@ -15,17 +12,7 @@ import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
  * it in any sliding second, a 429 pauses everyone, and lost Redis state is rebuilt.
  */
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const logLines: string[] = [];
-const log = createLogger(
-  'info',
-  new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      logLines.push(chunk.toString('utf8'));
-      callback();
-    },
-  }),
-);
+const { log, lines: logLines } = capturingLogger('info');
 
 let sim: RunningSimulator;
 const prefixes: string[] = [];
@@ -50,53 +37,13 @@ beforeEach(() => {
   sim.resetRequests();
 });
 
-interface Child {
-  ready: Promise<void>;
-  go(): void;
-  summary: Promise<{ done: number; ms: number; code: number | null; output: string }>;
-}
-
-function startRateClient(options: Record<string, unknown>): Child {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/run-ts.js'), 'test/fixtures/rate-client.ts', JSON.stringify(options)], {
-    cwd: ROOT,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  let markReady: () => void = () => undefined;
-  const ready = new Promise<void>((resolve) => {
-    markReady = resolve;
-  });
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString('utf8');
-    if (stdout.includes('ready\n')) markReady();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString('utf8');
-  });
-  const summary = new Promise<{ done: number; ms: number; code: number | null; output: string }>((resolve) => {
-    child.on('exit', (code) => {
-      const last = stdout.trim().split('\n').at(-1) ?? '{}';
-      let parsed: { done?: number; ms?: number } = {};
-      try {
-        parsed = JSON.parse(last) as { done?: number; ms?: number };
-      } catch {
-        // Reported through `output` below.
-      }
-      resolve({ done: parsed.done ?? -1, ms: parsed.ms ?? -1, code, output: stdout + stderr });
-    });
-  });
-  return { ready, go: () => child.stdin.write('go\n'), summary };
-}
-
 /** Two processes on one budget, started together; each must finish all its requests. */
-async function twoProcesses(rps: number, perProcess: number, concurrency: number): Promise<Array<{ ms: number }>> {
-  const options = { apiUrl: sim.url, apiKey: sim.apiKey, redisUrl: REDIS_URL, keyPrefix: newPrefix(), requestsPerSecond: rps, count: perProcess, concurrency };
-  const children = [startRateClient(options), startRateClient(options)];
-  await Promise.all(children.map((c) => c.ready));
-  for (const c of children) c.go();
-  const results = await Promise.all(children.map((c) => c.summary));
+async function twoProcesses(rps: number, perProcess: number, concurrency: number): Promise<RateClientSummary[]> {
+  const results = await runRateClients(2, { apiUrl: sim.url, apiKey: sim.apiKey, redisUrl: REDIS_URL, keyPrefix: newPrefix(), requestsPerSecond: rps, count: perProcess, concurrency });
   for (const r of results) expect({ code: r.code, done: r.done }, r.output).toEqual({ code: 0, done: perProcess });
+  // They really competed: each began before the other had finished.
+  const [a, b] = results as [RateClientSummary, RateClientSummary];
+  expect(a.startedAt < b.endedAt && b.startedAt < a.endedAt, JSON.stringify({ a, b })).toBe(true);
   return results;
 }
 
@@ -104,16 +51,13 @@ describe('request budget', () => {
   it('two processes sharing one Redis never exceed the budget together', async () => {
     const rps = 20;
     const perProcess = 40;
-    const results = await twoProcesses(rps, perProcess, 4);
+    await twoProcesses(rps, perProcess, 4);
 
     const requests = sim.requests;
     expect(requests).toHaveLength(2 * perProcess);
     expect(requests.every((r) => r.status === 200)).toBe(true);
-    // The two processes really overlapped: each one's span covers most of the other's.
-    expect(Math.min(...results.map((r) => r.ms))).toBeGreaterThan(((2 * perProcess) / rps - 1.5) * 1000);
+    // Nothing exceeded the budget in any sliding second (how close to it they ran: `npm run bench -- timings`).
     expect(maxInWindow(requests, 1000)).toBeLessThanOrEqual(rps);
-    const span = requests.at(-1)!.at - requests[0]!.at;
-    expect(span).toBeGreaterThanOrEqual(((2 * perProcess) / rps - 1) * 1000);
   });
 
   it('at a budget high enough to reserve grants in batches, two processes still never exceed it together', async () => {
@@ -124,10 +68,10 @@ describe('request budget', () => {
 
     const requests = sim.requests;
     expect(requests).toHaveLength(2 * perProcess);
+    expect(requests.every((r) => r.status === 200)).toBe(true);
     expect(maxInWindow(requests, 1000)).toBeLessThanOrEqual(rps);
-    // The budget was used, not just respected: batches lapsing unused would show here.
-    const span = requests.at(-1)!.at - requests[0]!.at;
-    expect(span).toBeLessThan(((2 * perProcess) / rps) * 1000 * 1.5);
+    // Whether the budget was also used (not left to lapse in unused batches) is a figure, not a
+    // pass/fail on a busy machine: `npm run bench -- timings` prints the span against the ideal.
   });
 
   it('a 429 seen by one client pauses every client on the same budget for Retry-After', async () => {
@@ -150,22 +94,39 @@ describe('request budget', () => {
     const limited = requests.filter((r) => r.status === 429);
     expect(limited.length).toBeGreaterThanOrEqual(1);
     expect(requests.filter((r) => r.status === 200)).toHaveLength(20);
-    for (const hit of limited) {
-      // Anything granted before the pause was written may still land just after the 429;
-      // after that, neither client sends until Retry-After has passed.
-      const during = requests.filter((r) => r.at >= hit.at + 60 && r.at < hit.at + 1000);
-      expect(during).toEqual([]);
-    }
     expect(logLines.some((l) => l.includes('every process pauses'))).toBe(true);
+    // That no request landed during the pause is timed by `npm run bench -- timings`; that no
+    // grant is handed out while it lasts is the next test, by Redis's own clock.
+  });
+
+  it('grants nothing to any client on the budget while a shared pause lasts', async () => {
+    const keyPrefix = newPrefix();
+    const make = (): ReturnType<typeof createRequestBudget> => createRequestBudget({ redisUrl: REDIS_URL, keyPrefix, origin: 'http://127.0.0.1:1', requestsPerSecond: 20, log });
+    const pauser = make();
+    const waiter = make();
+    try {
+      await waiter.acquire();
+      await pauser.pauseFor(1_000);
+      expect(await waiter.pausedForMs()).toBeGreaterThan(0);
+      await waiter.acquire();
+      // Granted only once the pause key had expired in Redis: it cannot come back by itself.
+      expect(await pauser.pausedForMs()).toBe(0);
+    } finally {
+      await pauser.close();
+      await waiter.close();
+    }
   });
 
   it('only ever extends the shared pause', async () => {
     const budget = createRequestBudget({ redisUrl: REDIS_URL, keyPrefix: newPrefix(), origin: 'http://127.0.0.1:1', requestsPerSecond: 100, log });
     try {
       expect(await budget.pausedForMs()).toBe(0);
-      await budget.pauseFor(5000);
+      // Long pauses, so the checks below hold however slowly this machine runs them.
+      await budget.pauseFor(600_000);
       await budget.pauseFor(100);
-      expect(await budget.pausedForMs()).toBeGreaterThan(4000);
+      expect(await budget.pausedForMs()).toBeGreaterThan(500_000);
+      await budget.pauseFor(900_000);
+      expect(await budget.pausedForMs()).toBeGreaterThan(600_000);
     } finally {
       await budget.close();
     }

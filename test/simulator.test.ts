@@ -188,6 +188,7 @@ describe('simulator: reporting endpoints', () => {
     const subject = await list<{ categories: Array<{ type: string }> }>(sim, '/api/v2/courses?categoryType=SUBJECT');
     expect(subject.entities.length).toBe(courses.entities.filter((c) => c.categories.some((k) => k.type === 'SUBJECT')).length);
     const named = await list<{ name: string }>(sim, '/api/v2/courses?name=fire%20safety&categoryType=SUBJECT');
+    expect(named.entities.length).toBeGreaterThan(0);
     expect(named.entities.every((c) => c.name.toLowerCase().includes('fire safety'))).toBe(true);
     const none = await list(sim, '/api/v2/courses?name=no-such-course');
     expect(none).toMatchObject({ entities: [], totalEntities: 0, entitiesReturned: 0, links: [] });
@@ -295,15 +296,54 @@ describe('simulator: faults', () => {
   it('drift inserts a new result inside the query range, so totalEntities grows mid-walk', async () => {
     sim.setFaults({ driftEvery: 1 });
     try {
-      const before = queryResults(sim.state, { startDate: '2024-03-01', endDate: '2024-09-01' }).length;
-      const pages = await walk(sim, '/api/v2/results?startDate=2024-03-01&endDate=2024-09-01');
-      expect(pages[0]!.totalEntities).toBe(before);
-      expect(pages[1]!.totalEntities).toBe(before + 1);
-      expect(pages[pages.length - 1]!.totalEntities).toBeGreaterThan(pages[1]!.totalEntities);
-      const after = queryResults(sim.state, { startDate: '2024-03-01', endDate: '2024-09-01' }).length;
+      const before = queryResults(sim.state, { startDate: '2024-03-01' }).length;
+      const pages = await walk(sim, '/api/v2/results?startDate=2024-03-01');
+      // An arrival comes before each page is served.
+      expect(pages[0]!.totalEntities).toBe(before + 1);
+      expect(pages[1]!.totalEntities).toBe(before + 2);
+      expect(pages[pages.length - 1]!.totalEntities).toBe(before + pages.length);
+      const after = queryResults(sim.state, { startDate: '2024-03-01' }).length;
       expect(after).toBe(before + pages.length);
+      // A completion now: outside a range that ends before it.
+      expect(queryResults(sim.state, { startDate: '2024-03-01', endDate: '2024-04-01' }).length).toBeLessThan(before);
     } finally {
       sim.setFaults({ driftEvery: 0 });
+    }
+  });
+
+  it('arrivals land at the newest end of the listing: a walk to the end sees every result once', async () => {
+    for (const query of ['startDate=2024-03-01', '']) {
+      const before = queryResults(sim.state, query === '' ? {} : { startDate: '2024-03-01' }).map((r) => r.id);
+      sim.setFaults({ driftEvery: 2, driftCount: 3 });
+      try {
+        const pages = await walk(sim, `/api/v2/results${query === '' ? '' : `?${query}`}`);
+        const seen = pages.flatMap((p) => p.entities.map((r) => r.id));
+        // No result seen twice, none skipped, and the new ones read too.
+        expect(new Set(seen).size).toBe(seen.length);
+        expect(seen.slice(0, before.length)).toEqual(before);
+        expect(seen.length).toBe(pages[pages.length - 1]!.totalEntities);
+        expect(seen.length - before.length).toBe(3 * Math.floor(pages.length / 2));
+      } finally {
+        sim.setFaults({ driftEvery: 0, driftCount: 1 });
+      }
+    }
+  });
+
+  it('removal while paging deletes a result already served, so the next page starts one result later', async () => {
+    const before = queryResults(sim.state, { startDate: '2024-03-01', endDate: '2024-09-01' }).map((r) => r.id);
+    sim.setFaults({ removeEvery: 2, removeLimit: 1 });
+    try {
+      const pages = await walk(sim, '/api/v2/results?startDate=2024-03-01&endDate=2024-09-01');
+      expect(pages.map((p) => p.totalEntities)).toEqual(pages.map((_, i) => (i < 2 ? before.length : before.length - 1)));
+      const after = new Set(queryResults(sim.state, { startDate: '2024-03-01', endDate: '2024-09-01' }).map((r) => r.id));
+      const removed = before.filter((id) => !after.has(id));
+      expect(removed).toHaveLength(1);
+      // The removed one was on pages 1–2; the first result of page 3 moved onto page 2 and was skipped.
+      expect(before.indexOf(removed[0]!)).toBeLessThan(100);
+      const seen = new Set(pages.flatMap((p) => p.entities.map((r) => r.id)));
+      expect(before.filter((id) => !seen.has(id))).toEqual([before[100]]);
+    } finally {
+      sim.setFaults({ removeEvery: 0, removeLimit: 0 });
     }
   });
 

@@ -9,6 +9,7 @@ import { runCli } from './helpers/cli.ts';
 import { ADMIN_URL, databaseUrl } from './helpers/db.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
 import { simulatorResults, warehouseResults } from './helpers/warehouse-compare.ts';
+import { waitFor } from './helpers/worker-process.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -62,9 +63,9 @@ describe('trainsync sync (the command)', () => {
   });
 
   it('exits 3 and says INCOMPLETE when a run could not read everything; the next run exits 0', async () => {
-    h.sim.setFaults({ driftEvery: 1 });
+    h.sim.setFaults({ removeEvery: 1 });
     const incomplete = await runCli(['sync', 'results', '--full'], h.env);
-    h.sim.setFaults({ driftEvery: 0 });
+    h.sim.setFaults({ removeEvery: 0 });
     expect(incomplete.code).toBe(3);
     expect(incomplete.stdout).toMatch(/results\s*│\s*INCOMPLETE/);
     expect(incomplete.stdout).toContain('the next run reads them again');
@@ -85,11 +86,10 @@ describe('trainsync sync (the command)', () => {
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     // Interrupt once some rows are in.
-    for (let i = 0; i < 200; i += 1) {
+    await waitFor(async () => {
       const { rows } = await h.database.pool.query<{ n: number }>('select count(*)::int as n from training.results');
-      if (rows[0]!.n > 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+      return rows[0]!.n > 0 ? true : undefined;
+    }, 30_000, 'the first results rows');
     child.kill('SIGINT');
     expect(await exited).toBe(130);
     expect(stderr).toContain('interrupted: the jobs this process was running went back to the queue');

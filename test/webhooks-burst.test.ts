@@ -43,7 +43,6 @@ describe('a burst of webhook events', () => {
     h.sim.resetRequests();
 
     const retaken = addResult(h.sim.state, {});
-    const started = Date.now();
     const completions = h.sim.webhooks.completeCourse({ count: DISTINCT });
     const retakes = Array.from({ length: RETAKES }, (_, i) => h.sim.webhooks.completeCourse({ resultId: retaken.id, score: i })[0]!);
     const eventIds = [...completions, ...retakes].flatMap((c) => c.eventIds);
@@ -58,7 +57,6 @@ describe('a burst of webhook events', () => {
       90_000,
       'every event loaded',
     );
-    const seconds = (Date.now() - started) / 1000;
 
     const api = h.sim.requests.filter((r) => r.path.startsWith('/api/v2/'));
     expect(maxInWindow(api, 1000)).toBeLessThanOrEqual(BUDGET);
@@ -67,8 +65,7 @@ describe('a burst of webhook events', () => {
     expect(fetchesOfRetaken).toBeGreaterThanOrEqual(1);
     expect(fetchesOfRetaken).toBeLessThanOrEqual(2);
     expect(api.length).toBeLessThanOrEqual(DISTINCT + 2);
-    // Paced by the budget, not by the burst.
-    expect(seconds).toBeGreaterThanOrEqual((api.length - BUDGET) / BUDGET);
+    // Paced by the budget, not by the burst: the sliding-second check above (the drain time is in `npm run bench -- webhooks`).
 
     // The row holds the last retake: coalescing never keeps an older read.
     const row = await h.database.pool.query('select score from training.results where result_id = $1', [retaken.id]);

@@ -127,9 +127,12 @@ describe('the webhook receiver', () => {
   });
 
   it('refuses a signed body that is not an event with 400, and stores nothing', async () => {
+    const count = async (table: string): Promise<number> => (await h.database.pool.query<{ n: number }>(`select count(*)::int as n from ${table}`)).rows[0]!.n;
+    const before = { events: await count('trainsync.webhook_events'), results: await count('trainsync.webhook_event_results'), jobs: (await queuedJobs()).length };
     for (const body of ['not json', JSON.stringify({ eventType: 'COURSE_COMPLETE' })]) {
       expect((await h.post(body, { 'Platform-Signature': h.sign(body) })).status).toBe(400);
     }
+    expect({ events: await count('trainsync.webhook_events'), results: await count('trainsync.webhook_event_results'), jobs: (await queuedJobs()).length }).toEqual(before);
   });
 
   it('answers 413 over the body limit, and stores nothing', async () => {

@@ -45,10 +45,10 @@ describe('the worker process', () => {
     expect(metrics).toMatch(/trainsync_api_requests_total\{method="GET",status="200"\} \d+/);
     expect(metrics).toMatch(/trainsync_queue_jobs\{queue="sync",state="active"\} 1/);
 
-    const stoppedAt = Date.now();
     first.child.kill('SIGTERM');
+    // It exits on its own, cleanly (how long that takes is measured by `npm run bench -- timings`).
     expect(await first.exited).toBe(0);
-    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+    expect(first.output()).not.toMatch(/forcing close/);
     expect(first.output()).toMatch(/goes back to the queue/);
     // Back in the queue, not failed, with its finished windows kept.
     expect(['delayed', 'waiting', 'wait']).toContain(await job.getState());

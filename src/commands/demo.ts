@@ -77,8 +77,10 @@ set, else the Redis prefix ${DEMO_QUEUE_PREFIX}, and an ephemeral TRAINSYNC_SECR
 
 The sample feed (examples/hr-feed.csv) lists the organisation's employees with a few
 joiners, leavers, a returner, movers, a renamed employee and one bad row. The first run
-adopts the existing accounts and applies the changes; a second run finds nothing to do
-(trainsync.identities remembers what was applied) and makes no write call.
+adopts the existing accounts and applies the changes. The simulator starts from its seed on
+every run, so a second run finds the platform drifted from what trainsync applied (leavers
+with access, joiners without an account): the plan reads the platform, repairs that drift,
+and the reconcile step then reports 0 discrepancies.
 Start from scratch: drop the database the demo used (its last line names it: \`dropdb NAME\`;
 trainsync_demo unless DATABASE_URL names another).`,
     )
@@ -130,6 +132,12 @@ trainsync_demo unless DATABASE_URL names another).`,
           const writes = writeCallCount(sim.requests) - writesBefore;
           if (result.applied && result.applied.audit.length > 0) write(`${formatOutcome(result.applied.audit)}\n`);
           else write('Nothing to apply: every change of this feed was applied by an earlier run.\n');
+          if (result.plan.repairs > 0) {
+            write(
+              `${result.plan.repairs} of these actions repair drift: the simulator starts from its seed on every demo run, so what an earlier run ` +
+                'applied is gone from the platform (leavers have access again, joiners have no account); the plan reads the platform and puts it right\n',
+            );
+          }
           write(`write calls to the platform: ${writes}\n`);
           if (result.feed.errors.length > 0) write(`(${result.feed.errors.length} row rejected on purpose, to show the per-row report above)\n`);
 
@@ -155,7 +163,7 @@ trainsync_demo unless DATABASE_URL names another).`,
                 'no assignments yet: they need groups (sync groups), memberships trainsync applied, and the feed in training.employees\n'),
           );
           write(`\n7. HR against the platform (npx trainsync reconcile)\n${renderReconciliation(await reconciliationReport(app.db, 0))}`);
-          write(`\nAll done in ${seconds()} s. Run \`npm run demo\` again: it finds nothing to provision.\n`);
+          write(`\nAll done in ${seconds()} s. Run \`npm run demo\` again: its simulator starts afresh, so the same feed repairs that drift and the reconcile ends at 0.\n`);
           const database = decodeURIComponent(new URL(config.DATABASE_URL).pathname.slice(1));
           write(`Start from scratch: dropdb ${/^[A-Za-z0-9_]+$/.test(database) ? database : JSON.stringify(database)}\n`);
         } finally {

@@ -29,7 +29,13 @@ export function formatPlanTable(plan: Plan, options: { width?: number } = {}): s
   table.push(['unsupported change', plan.unsupported.length, examples(plan.unsupported, exampleWidth)]);
   table.push(['cannot plan (row error)', plan.errors.length, examples(plan.errors, exampleWidth)]);
   table.push(['not created (inactive)', plan.notes.length, examples(plan.notes, exampleWidth)]);
-  const lines = [`Plan (${plan.mode} mode; ${plan.activeCount} active employees applied; disable limit ${plan.maxDisable})`, table.toString()];
+  const lines = [`Plan (${plan.mode} mode; ${plan.activeCount} active employees applied; disable limit ${plan.maxDisable})`, plan.platform, table.toString()];
+  const repairs = plan.actions.filter((a) => a.repair !== undefined);
+  if (repairs.length > 0) lines.push(`drift repaired by this plan: ${repairs.length} actions (counted above and in the guards)`);
+  for (const a of repairs.slice(0, 20)) lines.push(`repair: ${a.kind} ${a.employeeId} (${a.email})${a.groupId === undefined ? '' : ` → ${a.groupId}`}: ${a.repair}`);
+  if (repairs.length > 20) lines.push(`repair: … and ${repairs.length - 20} more (see the plan JSON)`);
+  for (const d of plan.drift.slice(0, 20)) lines.push(`drift (not repaired): ${d.message}`);
+  if (plan.drift.length > 20) lines.push(`drift (not repaired): … and ${plan.drift.length - 20} more (see the plan JSON)`);
   for (const u of plan.unsupported.slice(0, 20)) lines.push(`unsupported: ${u.message}`);
   if (plan.unsupported.length > 20) lines.push(`unsupported: … and ${plan.unsupported.length - 20} more (see the plan JSON)`);
   for (const e of plan.errors.slice(0, 20)) lines.push(`error: ${e.message}`);

@@ -12,6 +12,7 @@ import { registerPasswordCommand } from './password.ts';
 import { registerProvisionCommand } from './provision.ts';
 import { registerReconcileCommand } from './reconcile.ts';
 import { provisioningAttentionSection } from './provisioning-status.ts';
+import { registerScimCommand, scimHeldSection } from './scim-held.ts';
 import { registerSeatsCommand } from './seats.ts';
 import { registerSimulatorCommand } from './simulator.ts';
 import { registerStatusCommand } from './status.ts';
@@ -51,7 +52,8 @@ Otherwise (a pipe, a file, a service): one JSON object per line (LOG_FORMAT over
   registerLoginUrlCommand(program, deps);
   registerSeatsCommand(program, deps);
   registerReconcileCommand(program, deps);
-  registerStatusCommand(program, deps, [unfinishedWindowsSection, provisioningAttentionSection, webhookStatusSection]);
+  registerStatusCommand(program, deps, [unfinishedWindowsSection, provisioningAttentionSection, webhookStatusSection, scimHeldSection]);
+  registerScimCommand(program, deps);
   registerCancelCommand(program, deps);
   registerDoctorCommand(program, deps);
   registerSimulatorCommand(program);

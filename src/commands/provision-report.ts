@@ -67,6 +67,7 @@ export function provisionResultJson(result: ProvisionResult): string {
       feed: { hash: feed.hash, rows: feed.rows.length, errors: feed.errors, fileErrors: feed.fileErrors, lineCount: feed.lineCount },
       adopted: result.adopted,
       seats: result.seats,
+      platformRequests: result.platformRequests,
       plan: result.plan,
       applied: result.applied ?? null,
       exitCode: provisionExitCode(result),

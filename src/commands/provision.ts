@@ -72,7 +72,14 @@ employee whose row was rejected is never taken for a leaver. On the first run ag
 organisation that already has users, existing accounts that match a row (by e-mail, or
 organisationIdentifier = employee_id) are adopted instead of created.
 
-Safety: a plan that would disable more than --max-disable employees, or create more users
+Drift: before planning, the platform's accounts are read (GET users, or training.users when a
+users sync ran after the last provisioning write and within TRAINSYNC_PLATFORM_FRESHNESS_MINUTES).
+A leaver whose access is back is disabled again, an account deleted by hand is created again,
+an active employee's removed access is restored (TRAINSYNC_DRIFT_ACCESS_REMOVED); each such
+action says why ("repair: …", and "repair" in --json). Group membership cannot be read through
+the API: memberships follow what trainsync applied.
+
+Safety: a plan that would disable more than --max-disable employees (repairs included), or create more users
 than there are free seats, is refused and nothing is enqueued. Review it with --dry-run;
 override with --force. The same feed enqueued twice never doubles an action, and an
 unchanged feed makes no write call at all.

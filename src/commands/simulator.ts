@@ -55,6 +55,8 @@ interface SimulatorCliOptions {
   serverErrorEvery: number;
   malformedEvery: number;
   driftEvery: number;
+  driftCount: number;
+  removeEvery: number;
   unlimitedPlan: boolean;
   usersEndpoint: boolean;
   dateBounds: 'exclusive-instant' | 'inclusive-date';
@@ -104,7 +106,9 @@ export function registerSimulatorCommand(program: Command, deps: SimulatorComman
     .option('--retry-after <value>', 'Retry-After on those 429s: seconds or an HTTP date', '1')
     .option('--server-error-every <n>', 'every Nth API request answers 500/502/503 (0 = never)', wholeNumber(0), 0)
     .option('--malformed-every <n>', 'every Nth result is served malformed in list pages (0 = never)', wholeNumber(0), 0)
-    .option('--drift-every <n>', 'a new result appears after every Nth results page (0 = never)', wholeNumber(0), 0)
+    .option('--drift-every <n>', 'new results arrive at the newest end of the list after every Nth results page (0 = never)', wholeNumber(0), 0)
+    .option('--drift-count <n>', 'results per arrival', wholeNumber(1), 1)
+    .option('--remove-every <n>', 'a result on a page already served is deleted after every Nth results page (0 = never)', wholeNumber(0), 0)
     .option('--date-bounds <mode>', 'startDate/endDate semantics: exclusive-instant or inclusive-date', boundsMode, 'exclusive-instant')
     .option('--no-unlimited-plan', 'GET users/seats answers 400 NO_UNLIMITED_PLAN')
     .option('--no-users-endpoint', 'GET users answers 404, as on a platform without it')
@@ -160,6 +164,8 @@ Webhooks (with --webhook-url): complete a course for a user, and see the deliver
           serverErrorEvery: options.serverErrorEvery,
           malformedResultEvery: options.malformedEvery,
           driftEvery: options.driftEvery,
+          driftCount: options.driftCount,
+          removeEvery: options.removeEvery,
         },
       });
       const s = sim.state;

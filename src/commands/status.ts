@@ -104,10 +104,10 @@ export function renderStatus(report: StatusReport): string {
     report.runs.length === 0
       ? '(no runs yet: try `trainsync sync`)'
       : table(
-          // Narrow enough for 80 columns: the mode, start and exact times are in --json.
-          ['resource', 'status', 'ended', 'pages', 'new', 'upd', 'same', 'quar', 'rem', 'note'],
-          report.runs.map((r) => [r.resource, r.status === 'succeeded' ? 'ok' : r.status, shortTime(r.finishedAt ?? r.startedAt), r.pages, r.inserted, r.updated, r.unchanged, r.quarantined, r.removed, r.error ?? r.note]),
-          [1, 9],
+          // Narrow: the mode, start and exact times are in --json.
+          ['resource', 'status', 'ended', 'pages', 'req', 'new', 'upd', 'same', 'quar', 'rem', 'note'],
+          report.runs.map((r) => [r.resource, r.status === 'succeeded' ? 'ok' : r.status, shortTime(r.finishedAt ?? r.startedAt), r.pages, r.requests, r.inserted, r.updated, r.unchanged, r.quarantined, r.removed, r.error ?? r.note]),
+          [1, 10],
         ),
     'Jobs taken by a worker',
     report.activeJobs.length === 0 ? '(none)' : table(['queue', 'job', 'id', 'state'], report.activeJobs.map((j) => [j.queue, j.name, j.id, j.state])),

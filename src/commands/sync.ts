@@ -139,14 +139,14 @@ export function renderSummary(outcomes: readonly JobOutcome[]): string {
       // A long note reads better as a sentence under the table than wrapped in a narrow column.
       const long = (s.note ?? '').length > 24;
       if (long) notes.push(`${s.resource}: ${s.note}`);
-      table.push([s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), long ? 'see below' : (s.note ?? '')]);
+      table.push([s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.requests ?? '', s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), long ? 'see below' : (s.note ?? '')]);
     } else {
-      table.push([outcome.name.replace(/^sync-/, ''), outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', 'see below']);
+      table.push([outcome.name.replace(/^sync-/, ''), outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', '', 'see below']);
     }
   }
   const failures = outcomes.filter((o) => o.status === 'failed').map((o) => `${o.name} failed: ${o.error ?? 'unknown reason'}`);
   // Short heads, as in `status`: the table fits 80 columns (--json has the full names).
-  const head = ['resource', 'status', 'pages', 'new', 'upd', 'same', 'quar', 'rem', 'sec', 'note'];
+  const head = ['resource', 'status', 'pages', 'req', 'new', 'upd', 'same', 'quar', 'rem', 'sec', 'note'];
   const text = [fitTable(head, rows), ...notes, ...failures].join('\n');
   // Sentences wrap on a terminal only: a log file keeps each on one line, for grep.
   return `${process.stdout.isTTY ? wrapLines(text, tableWidth()) : text}\n`;

@@ -4,6 +4,7 @@ import { CHECK_TIMEOUT_MS, startHealthServer } from '../runtime/health-server.ts
 import { QUEUE_NAMES, SYNC_QUEUE, type QueueName } from '../queue/names.ts';
 import { sql } from 'kysely';
 import { registerSchedulers, watchSchedulers } from '../queue/schedulers.ts';
+import { startScimService } from '../scim/service.ts';
 import { startWebhookService } from '../webhooks/service.ts';
 import type { CommandDeps } from './deps.ts';
 
@@ -26,7 +27,9 @@ Any number of workers may run against one Redis:
 each scheduled sync runs once, and no two syncs of one resource ever run at once.
 Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (default port 9464).
 Webhooks: POST http://<host>:$TRAINSYNC_WEBHOOK_PORT/webhooks/platform (default port 9465), served
-only when TRAINSYNC_WEBHOOK_SECRET is set; see README, "Near-real-time results".`,
+only when TRAINSYNC_WEBHOOK_SECRET is set; see README, "Near-real-time results".
+SCIM 2.0: http://<host>:$TRAINSYNC_SCIM_PORT/scim/v2 (default port 9466), served only when
+TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE is set; see README, "SCIM (identity providers)".`,
     )
     .action(async (options: { queues: string; schedules: boolean }) => {
       const config = deps.loadConfig();
@@ -48,6 +51,8 @@ only when TRAINSYNC_WEBHOOK_SECRET is set; see README, "Near-real-time results".
       // Off unless TRAINSYNC_WEBHOOK_SECRET is set (README, "Near-real-time results"). Before the
       // workers: events are stored (and acknowledged) even while Redis is unreachable.
       const webhooks = await startWebhookService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, metrics: app.metrics, log });
+      // Off unless TRAINSYNC_SCIM_TOKEN(_FILE) is set (README, "SCIM (identity providers)").
+      const scim = await startScimService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, platform: app.platform, log });
       const worker = await app.queue.startWorkers(queues);
       let stopWatching = (): void => undefined;
       if (options.schedules && queues.includes(SYNC_QUEUE)) {
@@ -66,8 +71,16 @@ only when TRAINSYNC_WEBHOOK_SECRET is set; see README, "Near-real-time results".
       stopWatching();
       // No new events first: one refused meanwhile is delivered again by the platform.
       await webhooks?.close();
-      await worker.close();
+      await scim?.close();
+      const { forced } = await worker.close();
       await health.close();
+      if (forced) {
+        // A job stuck inside a statement keeps its pooled connection, so closing the pool would
+        // wait for it forever; the CLI exits shortly after the command returns (src/cli.ts),
+        // which ends that connection, and the job's BullMQ lock expires for another worker.
+        void app.close().catch(() => undefined);
+        return;
+      }
       await app.close();
     });
 }

@@ -154,7 +154,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     schema: z.ZodType<T>,
     query: URLSearchParams,
     mode: 'links' | 'count',
-    listOptions: { signal?: AbortSignal | undefined; startPage?: number | undefined; prefetch?: number | undefined } = {},
+    listOptions: { signal?: AbortSignal | undefined; startPage?: number | undefined; endPage?: number | undefined; prefetch?: number | undefined } = {},
   ): AsyncIterable<Page<T>> {
     const parseEnvelope = jsonOf<Envelope>(envelopeSchema, 'GET', `/api/v2/${path}`);
     return paginate({
@@ -164,6 +164,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
       origin,
       log,
       startPage: listOptions.startPage,
+      endPage: listOptions.endPage,
       signal: listOptions.signal,
       prefetch: listOptions.prefetch,
       fetchPage: (page) => {

@@ -6,6 +6,7 @@ import { got, type Got, type OptionsInit, type Response } from 'got';
 import type { Logger } from 'pino';
 import { classifyResponse, classifyTransportError, PlatformError } from './errors.ts';
 import type { RequestBudget } from './request-budget.ts';
+import { tallyRequest } from './request-tally.ts';
 import { parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.ts';
 import type { RequestEvent } from './types.ts';
 
@@ -121,6 +122,7 @@ export function createTransport(options: TransportOptions): Transport {
     const started = performance.now();
     let status: number | undefined;
     let code: string | undefined;
+    tallyRequest();
     try {
       let response: Response<string>;
       try {

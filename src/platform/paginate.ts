@@ -33,6 +33,8 @@ export interface PaginateOptions<T> {
   origin: string;
   log: Logger;
   startPage?: number | undefined;
+  /** The last page to read (a re-read of a page range); default: to the end of the list. */
+  endPage?: number | undefined;
   signal?: AbortSignal | undefined;
   /**
    * How many following pages to request while the current one is validated and used,
@@ -114,17 +116,24 @@ export async function* paginate<T>(options: PaginateOptions<T>): AsyncGenerator<
   const prefetch = Math.max(0, Math.floor(options.prefetch ?? 0));
   let linksAreSequential = true;
   const inFlight = new Map<number, Promise<Envelope>>();
+  const timings = new Map<number, { sent: number; received: number }>();
+  let clock = 0;
   const request = (n: number): Promise<Envelope> => {
     let pending = inFlight.get(n);
     if (pending === undefined) {
-      pending = options.fetchPage(n);
+      const sent = ++clock;
+      pending = options.fetchPage(n).then((envelope) => {
+        timings.set(n, { sent, received: ++clock });
+        return envelope;
+      });
       // A page fetched ahead may never be used; its failure must not go unhandled.
       pending.catch(() => undefined);
       inFlight.set(n, pending);
     }
     return pending;
   };
-  const canExist = (n: number): boolean => largestTotal !== undefined && largestPageSize > 0 && (n - 1) * largestPageSize < largestTotal;
+  const canExist = (n: number): boolean =>
+    largestTotal !== undefined && largestPageSize > 0 && (n - 1) * largestPageSize < largestTotal && (options.endPage === undefined || n <= options.endPage);
 
   while (pageNo !== undefined) {
     if (options.signal?.aborted) throw new PlatformError(`paging through ${resource} was aborted`, { code: 'ABORTED', retryable: true, cause: options.signal.reason });
@@ -150,10 +159,14 @@ export async function* paginate<T>(options: PaginateOptions<T>): AsyncGenerator<
 
     const { records, problems } = validateEntities(resource, pageNo, envelope.entities, options.schema);
     if (problems.length > 0) log.warn({ resource, page: pageNo, problems: problems.length }, 'records failed validation and were set aside');
-    yield { page: pageNo, totalEntities: envelope.totalEntities, records, problems };
+    const timing = timings.get(pageNo);
+    timings.delete(pageNo);
+    yield { page: pageNo, totalEntities: envelope.totalEntities, ...(timing === undefined ? {} : { timing }), records, problems };
 
     const linked = nextPageFromLinks(envelope.links, { origin: options.origin, resource, log });
-    if (linked !== undefined) {
+    if (options.endPage !== undefined && pageNo >= options.endPage) {
+      pageNo = undefined;
+    } else if (linked !== undefined) {
       // An empty page that still links onwards is treated as the end, not trusted.
       if (count === 0) {
         log.warn({ resource, page: pageNo, next: linked }, 'an empty page links to another page; stopping');

@@ -18,6 +18,13 @@ export interface Page<T> {
   page: number;
   /** What the platform says the whole query holds; undefined when it does not say. */
   totalEntities: number | undefined;
+  /**
+   * When, on one clock per walk that ticks at every request and every response, this
+   * page was asked for and its response arrived. A page asked for after another's
+   * response arrived was served after it; pages read ahead are in flight together and
+   * may be served in any order.
+   */
+  timing?: { sent: number; received: number };
   records: T[];
   problems: RecordProblem[];
 }
@@ -44,8 +51,8 @@ export interface UserQuery {
 /** Every endpoint trainsync uses. Lists are async iterators of validated pages. */
 export interface PlatformClient {
   listCourses(query?: CourseQuery, options?: { signal?: AbortSignal }): AsyncIterable<Page<Course>>;
-  /** `prefetch`: following pages requested ahead while one is used (see paginate.ts). */
-  listResults(query?: ResultsQuery, options?: { signal?: AbortSignal; startPage?: number; prefetch?: number }): AsyncIterable<Page<Result>>;
+  /** `prefetch`: following pages requested ahead while one is used; `endPage`: the last page to read (see paginate.ts). */
+  listResults(query?: ResultsQuery, options?: { signal?: AbortSignal; startPage?: number; endPage?: number; prefetch?: number }): AsyncIterable<Page<Result>>;
   /** A record that fails validation throws InvalidRecordError (code INVALID_RECORD, not retried): quarantine it. */
   getResult(resultId: string): Promise<Result>;
   listFilters(options?: { signal?: AbortSignal }): AsyncIterable<Page<ReportingFilter>>;

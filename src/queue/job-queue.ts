@@ -1,4 +1,5 @@
 import { Queue, type Job, type JobsOptions } from 'bullmq';
+import type { ActionQueue, AddJobOptions, ChainSpec, EnqueuedJob, JobState } from './action-queue.ts';
 import type { Config } from '../config.ts';
 import { lookupJob, type JobCatalog } from './catalog.ts';
 import { RedisConnections, type RedisMode, type RedisStatus } from './connection.ts';
@@ -10,33 +11,7 @@ import type { JobRunner } from './run-job.ts';
 import { waitForJobs, type JobOutcome, type WaitOptions } from './wait-for-jobs.ts';
 import { startWorkers, type WorkerHandle } from './worker.ts';
 
-/** A job as enqueued: enough to wait for it and to tell whether it merged with another. */
-export interface EnqueuedJob {
-  id: string;
-  name: string;
-  queue: QueueName;
-  /** The payload the queue holds: another one's when the add merged with a job already there. */
-  data: unknown;
-}
-
-export interface AddJobOptions {
-  /** A job with this id already queued or running takes the add's place (BullMQ deduplication). */
-  dedupeId?: string;
-  /** A fixed job id: the same id added twice is one job. */
-  jobId?: string;
-  /** A person waits for this job by id (provisioning): quicker first retries, longer retention. */
-  waited?: boolean;
-}
-
-/** One link of a chain to enqueue; `after` must finish before this one starts. */
-export interface ChainSpec {
-  name: string;
-  data: unknown;
-  jobId: string;
-  after?: ChainSpec;
-}
-
-export type JobState = Awaited<ReturnType<Queue['getJobState']>>;
+export type { AddJobOptions, ChainSpec, EnqueuedJob, JobState } from './action-queue.ts';
 
 /** A job as `status`, `cancel` and `sync` look at it. */
 export interface FoundJob {
@@ -86,19 +61,14 @@ const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * catalog's schema), chain them, wait for them, and run them here when no worker is
  * connected. Everything BullMQ stays behind it.
  */
-export interface JobQueue {
+/** The queues of one process; what provisioning needs of it is `ActionQueue`. */
+export interface JobQueue extends ActionQueue {
   /** The BullMQ queues: for src/queue and tests only; everything else goes through the methods below. */
   readonly queues: Readonly<Record<QueueName, Queue>>;
   /** The jobs this process knows (schedules and resources derive from it). */
   readonly catalog: JobCatalog;
   /** Redis as this process sees it: outage state, a quick PING, reconnects. */
   readonly redis: RedisStatus;
-  add(name: string, data: unknown, options?: AddJobOptions): Promise<EnqueuedJob>;
-  /** Adds chains whose every link carries `ignoreDependencyOnFailure`: a failed link does not stall the rest. */
-  addChains(chains: readonly ChainSpec[]): Promise<void>;
-  state(queue: QueueName, jobId: string): Promise<JobState>;
-  /** Why a failed job failed (undefined when it is not there or did not fail). */
-  failedReason(queue: QueueName, jobId: string): Promise<string | undefined>;
   /** The job a deduplication id points at while it is queued or running, if any (with its holder when active). */
   deduplicated(queue: QueueName, dedupeId: string): Promise<FoundJob | undefined>;
   /** A job by id, in whichever queue holds it. */
@@ -111,14 +81,6 @@ export interface JobQueue {
   takeOver(job: FoundJob): Promise<void>;
   /** Removes a queued or orphaned job for good; false when it could not be (it is locked again). */
   cancel(job: FoundJob): Promise<boolean>;
-  /** Removes a finished job so its id can be added again. */
-  remove(queue: QueueName, jobId: string): Promise<void>;
-  /**
-   * Waits until each job has completed or failed for good; a job no longer in the queue
-   * (also one that vanished while waited for: Redis emptied) counts as failed. Rejects
-   * with an InfrastructureError when a one-shot process gives up on Redis.
-   */
-  waitFor(queue: QueueName, jobIds: readonly string[], onProgress?: (jobId: string, progress: unknown) => void, options?: WaitOptions): Promise<JobOutcome[]>;
   /**
    * The CLI's worker rule: when no worker process is connected to the queue, this
    * process works it until the returned handle is closed. Undefined when one is.
@@ -133,6 +95,8 @@ export interface JobQueue {
   failedJobs(queue: QueueName, limit: number): Promise<FailedJob[]>;
   /** Registers (or updates) the job scheduler of a scheduled job; its id is the job's name. */
   upsertSchedule(scheduled: ScheduledJob): Promise<void>;
+  /** Removes a job's scheduler (a schedule that is off); nothing when there is none. */
+  removeSchedule(job: string, queue: QueueName): Promise<void>;
   /** Every job scheduler of every queue. */
   schedules(): Promise<ScheduleEntry[]>;
   close(): Promise<void>;
@@ -270,6 +234,9 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     async upsertSchedule({ job, queue, pattern }) {
       // Scheduled runs carry `trigger: 'schedule'`, as the job's payload says who asked for it.
       await queues[queue].upsertJobScheduler(job, { pattern, tz: 'UTC' }, { name: job, data: { trigger: 'schedule' }, opts: defaultJobOptions(config, lookupJob(runner.catalog, job).attempts) });
+    },
+    async removeSchedule(job, queue) {
+      await queues[queue].removeJobScheduler(job);
     },
     async schedules() {
       const all = await Promise.all(QUEUE_NAMES.map((name) => queues[name].getJobSchedulers()));

@@ -8,8 +8,11 @@ import { runJob, type JobRunner } from './run-job.ts';
 
 export interface WorkerHandle {
   workers: Worker[];
-  /** Aborts running jobs (they checkpoint), waits up to the shutdown timeout, then forces. */
-  close(): Promise<void>;
+  /**
+   * Aborts running jobs (they checkpoint), waits up to the shutdown timeout, then forces;
+   * `forced` says a job did not stop (it may still hold a pooled connection).
+   */
+  close(): Promise<{ forced: boolean }>;
 }
 
 /**
@@ -58,18 +61,22 @@ export async function startWorkers(config: Config, runner: JobRunner, queues: re
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   log.info({ queues, concurrency: config.TRAINSYNC_WORKER_CONCURRENCY, worker: WORKER_NAME }, 'worker started');
 
-  let stopping: Promise<void> | undefined;
-  const close = (): Promise<void> => {
+  let stopping: Promise<{ forced: boolean }> | undefined;
+  const close = (): Promise<{ forced: boolean }> => {
     stopping ??= (async () => {
       closing = true;
       abort.abort();
       const graceful = Promise.all(workers.map((worker) => worker.close())).then(() => true);
       const timeout = new Promise<boolean>((resolve) => setTimeout(resolve, config.TRAINSYNC_SHUTDOWN_TIMEOUT_MS, false).unref());
-      if (!(await Promise.race([graceful, timeout]))) {
+      const forced = !(await Promise.race([graceful, timeout]));
+      if (forced) {
         log.warn({ timeoutMs: config.TRAINSYNC_SHUTDOWN_TIMEOUT_MS }, 'jobs did not stop in time; forcing close (their locks expire and another worker resumes them)');
-        await Promise.all(workers.map((worker) => worker.close(true)));
+        // Not awaited: after close(), BullMQ's close(true) returns that same pending close, which a
+        // job stuck inside a statement holds forever (test/worker-forced-close.test.ts).
+        void Promise.all(workers.map((worker) => worker.close(true))).catch(() => undefined);
       }
       log.info('worker stopped');
+      return { forced };
     })();
     return stopping;
   };

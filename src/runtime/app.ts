@@ -67,7 +67,7 @@ const QUEUE_COUNTS_TIMEOUT_MS = 800;
 export async function createApp(config: Config, log: Logger, options: CreateAppOptions): Promise<App> {
   const catalog = createJobCatalog(options.jobs, ENQUEUED_BY_NAME);
   if (!options.readOnly) await ensureDatabase(config.DATABASE_URL, log);
-  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY + 4), log });
+  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY * config.TRAINSYNC_RESULTS_WRITERS + 4), log });
   if (options.readOnly) {
     try {
       await requireMigrated(pool, maskUrl(config.DATABASE_URL));
@@ -86,7 +86,8 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     }
     return platform;
   };
-  const services = (): Services => ({ config, db, withPgClient, platform: getPlatform() });
+  // Called when a job starts, by when `queue` below exists.
+  const services = (): Services => ({ config, db, withPgClient, platform: getPlatform(), actions: queue });
   // Queue counts are read at scrape time, by when `queue` below exists.
   // Skipped while Redis is down, and given up after a moment, so /metrics always answers.
   const metrics = createMetrics(async () => {

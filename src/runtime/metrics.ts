@@ -9,6 +9,8 @@ export interface Metrics {
   rowsLoaded: Counter<'table' | 'outcome'>;
   apiRequests: Counter<'method' | 'status'>;
   apiDuration: Histogram<'method'>;
+  /** Platform requests per finished sync run, by resource (from the run's summary). */
+  runRequests: Histogram<'resource'>;
   jobDuration: Histogram<'job' | 'outcome'>;
   queueJobs: Gauge<'queue' | 'state'>;
   /** 1 when the dependency answered the health check of this scrape, 0 when not (set by the health server). */
@@ -44,6 +46,13 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     help: 'Platform API request duration.',
     labelNames: ['method'] as const,
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const runRequests = new Histogram({
+    name: 'trainsync_run_requests',
+    help: 'Platform requests per finished sync run (every HTTP attempt: retries and pages read again included), by resource.',
+    labelNames: ['resource'] as const,
+    buckets: [1, 10, 50, 100, 500, 1_000, 5_000, 20_000, 100_000],
     registers: [registry],
   });
   const jobDuration = new Histogram({
@@ -104,6 +113,7 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     rowsLoaded,
     apiRequests,
     apiDuration,
+    runRequests,
     jobDuration,
     queueJobs,
     dependencyUp,
@@ -122,6 +132,8 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
 const ROW_OUTCOMES = ['inserted', 'updated', 'unchanged', 'quarantined', 'removed'] as const;
 
 const rowCountsSchema = z.looseObject(Object.fromEntries(ROW_OUTCOMES.map((key) => [key, z.number().optional()])) as Record<(typeof ROW_OUTCOMES)[number], z.ZodOptional<z.ZodNumber>>);
+
+const runRequestsSchema = z.looseObject({ requests: z.number() });
 
 const webhookEventsSchema = z.object({
   webhookEvents: z.array(z.object({ type: z.string(), outcome: z.string(), seconds: z.number() })),
@@ -146,5 +158,7 @@ export function observeJobs(metrics: Metrics, catalog: JobCatalog): (name: strin
       const value = counts.data[key];
       if (value) metrics.rowsLoaded.inc({ table, outcome: key }, value);
     }
+    const requests = runRequestsSchema.safeParse(result);
+    if (requests.success) metrics.runRequests.observe({ resource: table }, requests.data.requests);
   };
 }

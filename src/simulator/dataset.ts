@@ -205,6 +205,6 @@ export function generateState(options: DatasetOptions): SimulatorState {
   }
   dated.sort((a, b) => a.t - b.t || (a.r.id < b.r.id ? -1 : a.r.id > b.r.id ? 1 : 0));
   state.results = dated.map((d) => d.r);
-  state.undatedResults.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  // Undated results stay in creation order (their seq order), as insertResultSorted keeps them.
   return state;
 }

@@ -12,8 +12,25 @@ export interface SimulatorFaults {
   serverErrorEvery: number;
   /** Every Nth result (by creation order, so always the same records) is served malformed, in list pages and by id (0 = off). */
   malformedResultEvery: number;
-  /** After every Nth results page served, a new result dated inside that query's range appears (0 = off). */
+  /**
+   * Arrivals: before every Nth results page is served (pages past the end do not count),
+   * `driftCount` new results appear at the newest end of the listing, where new
+   * completions land on a list ordered oldest first: dated after every other result
+   * (listed last by every dated query whose range reaches them), or, while an undated
+   * query pages, as just-started results after the incomplete ones (0 = off).
+   */
   driftEvery: number;
+  /** New results per arrival (default 1). */
+  driftCount: number;
+  /**
+   * Removal while paging: after every Nth results page served (as for arrivals), one result of that
+   * query's listing on a page already served is deleted, so every later result shifts
+   * back by one and the first result of the next page moves onto a page the client has
+   * read (0 = off).
+   */
+  removeEvery: number;
+  /** Removals in all before the removal fault stops (0 = no limit). */
+  removeLimit: number;
   /** "Next Page" hrefs name http://evil.invalid:<port> instead of this host. */
   foreignNextLink: boolean;
   /** "Next Page" hrefs keep only ?page=N. */
@@ -27,6 +44,9 @@ export const NO_FAULTS: Readonly<SimulatorFaults> = Object.freeze({
   serverErrorEvery: 0,
   malformedResultEvery: 0,
   driftEvery: 0,
+  driftCount: 1,
+  removeEvery: 0,
+  removeLimit: 0,
   foreignNextLink: false,
   dropFiltersInNextLink: false,
 });
@@ -42,6 +62,9 @@ export const faultsPatchSchema = z
     serverErrorEvery: count,
     malformedResultEvery: count,
     driftEvery: count,
+    driftCount: count.min(1).max(1_000),
+    removeEvery: count,
+    removeLimit: count,
     foreignNextLink: z.boolean(),
     dropFiltersInNextLink: z.boolean(),
   })

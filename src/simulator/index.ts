@@ -173,7 +173,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     groupsEndpoint: options.groupsEndpoint ?? true,
     dateBounds: options.dateBounds ?? 'exclusive-instant',
   });
-  const rt: Runtime = { state, faults: { ...NO_FAULTS, ...options.faults }, port: 0, resultsPagesServed: 0 };
+  const rt: Runtime = { state, faults: { ...NO_FAULTS, ...options.faults }, port: 0, resultsPagesServed: 0, resultsRemoved: 0 };
   const webhooks = createWebhookSender(state, options.webhooks);
   const requests: RequestRecord[] = [];
   let apiCount = 0;
@@ -182,6 +182,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     rt.faults = { ...rt.faults, ...f };
     apiCount = 0;
     rt.resultsPagesServed = 0;
+    rt.resultsRemoved = 0;
   };
 
   const admin = async (req: http.IncomingMessage, method: string, path: string): Promise<Reply> => {

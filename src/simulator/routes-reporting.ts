@@ -1,6 +1,6 @@
-import { dateRange, parseBound, selectResults } from './results-query.ts';
+import { dateRange, parseBound, selectResults, type DateRange } from './results-query.ts';
 import type { ApiResult, ApiUser } from './state.ts';
-import { addResult, findGroup, getResult, metaOf, resultJson, seatsInUse } from './state.ts';
+import { addResult, findGroup, getResult, metaOf, removeResult, resultJson, seatsInUse } from './state.ts';
 import type { FieldProblem, Reply, RouteRequest } from './reply.ts';
 import { apiError, envelopeJson, invalidModel, isGuid, json, rawJson, readPage } from './reply.ts';
 import type { Runtime } from './runtime.ts';
@@ -95,26 +95,52 @@ export function getResults(rt: Runtime, req: RouteRequest): Reply {
   if (problems.length > 0) return invalidModel(problems);
 
   const range = dateRange(start, end, rt.state.dateBounds);
+  // A page beyond the end (asked for ahead) is not a page of results: it moves no fault on.
+  const pageFrom = (page - 1) * PAGE_SIZE;
+  const served = pageFrom < selectResults(rt.state, range, filters).total ? ++rt.resultsPagesServed : 0;
+  // Arrivals come between the client's requests, so a page always shows those before it.
+  if (served > 0 && rt.faults.driftEvery > 0 && served % rt.faults.driftEvery === 0) {
+    for (let i = 0; i < rt.faults.driftCount; i++) insertArrival(rt, range, filters);
+  }
   const selection = selectResults(rt.state, range, filters);
-  const from = (page - 1) * PAGE_SIZE;
+  const from = pageFrom;
   const items = from >= selection.total ? [] : selection.slice(from, from + PAGE_SIZE);
   const entities = items.map((r) => servedResultJson(rt, r));
   const links = from + PAGE_SIZE < selection.total ? [{ type: 'Next Page', href: nextHref(rt, req, '/api/v2/results', page + 1), method: 'GET' }] : [];
   const reply = rawJson(envelopeJson(entities, page, selection.total, links));
 
-  rt.resultsPagesServed++;
-  if (rt.faults.driftEvery > 0 && rt.resultsPagesServed % rt.faults.driftEvery === 0) insertDrift(rt, range.lo, range.hi, filters);
+  const removing = rt.faults.removeEvery > 0 && (rt.faults.removeLimit === 0 || rt.resultsRemoved < rt.faults.removeLimit);
+  if (removing && served > 0 && served % rt.faults.removeEvery === 0) removeServed(rt, range, filters, Math.min(from + PAGE_SIZE, selection.total));
   return reply;
 }
 
-/** A new completion dated strictly inside the query's range and matching its filters. */
-function insertDrift(rt: Runtime, lo: number | undefined, hi: number | undefined, filters: string[]): void {
+/** Removal while paging: deletes one of the first `served` results of the query's listing. */
+function removeServed(rt: Runtime, range: DateRange, filters: string[], served: number): void {
+  if (served <= 0) return;
+  const selection = selectResults(rt.state, range, filters);
+  const index = Math.floor(rt.state.prng.next() * Math.min(served, selection.total));
+  const victim = selection.slice(index, index + 1)[0];
+  if (victim && removeResult(rt.state, victim.id)) rt.resultsRemoved++;
+}
+
+/**
+ * An arrival at the newest end of the listing (see SimulatorFaults.driftEvery): a
+ * completion dated after every other (the queries whose range reaches it list it
+ * last), or, while an undated query pages, a just-started result (listed last);
+ * matching the query's filters either way.
+ */
+function insertArrival(rt: Runtime, range: DateRange, filters: string[]): void {
   const { state } = rt;
   const rng = state.prng;
-  const low = (lo ?? Date.parse(`${state.resultsFrom}T00:00:00.000Z`)) + 1;
-  const high = (hi ?? Date.parse(`${state.resultsTo}T00:00:00.000Z`) + 86_400_000) - 1;
-  if (high < low || state.users.length === 0 || state.courses.length === 0) return;
-  const t = low + Math.floor(rng.next() * (high - low + 1));
+  if (state.users.length === 0 || state.courses.length === 0) return;
+  const bounded = range.lo !== undefined || range.hi !== undefined;
+  let dateCompleted: string | null = null;
+  if (bounded) {
+    // A completion now: after the newest of all, seen by the queries whose range reaches it.
+    const newest = state.results[state.results.length - 1];
+    const newestT = newest ? metaOf(state, newest).t! : Date.parse(`${state.resultsTo}T12:00:00.000Z`);
+    dateCompleted = new Date(newestT + 1 + Math.floor(rng.next() * 60_000)).toISOString();
+  }
   let user: ApiUser = rng.pick(state.users);
   const resultFilters: string[] = [];
   const first = filters[0]?.toLowerCase();
@@ -129,9 +155,9 @@ function insertDrift(rt: Runtime, lo: number | undefined, hi: number | undefined
   addResult(state, {
     userId: user.id,
     courseId: course.id,
-    dateCompleted: new Date(t).toISOString(),
-    isComplete: true,
-    score: rng.int(0, 100),
+    dateCompleted,
+    isComplete: dateCompleted !== null,
+    score: dateCompleted === null ? null : rng.int(0, 100),
     maximumScore: 100,
     passRate: course.passRate,
     resultFilters,

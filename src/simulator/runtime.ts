@@ -9,4 +9,6 @@ export interface Runtime {
   port: number;
   /** Results list pages served since the faults were last set (drives drift). */
   resultsPagesServed: number;
+  /** Results the removal fault deleted since the faults were last set. */
+  resultsRemoved: number;
 }

@@ -101,7 +101,7 @@ export interface SimulatorState {
   groups: SimGroup[];
   /** Dated results, sorted by dateCompleted then id. */
   results: ApiResult[];
-  /** Incomplete results (dateCompleted null), sorted by id; listed only by undated queries. */
+  /** Incomplete results (dateCompleted null), in creation order; listed only by undated queries. */
   undatedResults: ApiResult[];
   seats: { totalSeats: number; unlimitedPlan: boolean };
   usersEndpoint: boolean;
@@ -148,13 +148,14 @@ function insertionIndex(list: ApiResult[], item: ApiResult, cmp: (a: ApiResult, 
   return lo;
 }
 
-const byId = (a: ApiResult, b: ApiResult): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+/** Undated results list in creation order, so a result started now comes last. */
+const bySeq = (state: SimulatorState) => (a: ApiResult, b: ApiResult): number => metaOf(state, a).seq - metaOf(state, b).seq;
 
 /** Places a result (whose meta is set) into the sorted lists and the id index. */
 export function insertResultSorted(state: SimulatorState, result: ApiResult): void {
   const meta = metaOf(state, result);
   if (meta.t === null) {
-    state.undatedResults.splice(insertionIndex(state.undatedResults, result, byId), 0, result);
+    state.undatedResults.splice(insertionIndex(state.undatedResults, result, bySeq(state)), 0, result);
   } else {
     const cmp = (a: ApiResult, b: ApiResult): number => compareDated(state, a, b);
     state.results.splice(insertionIndex(state.results, result, cmp), 0, result);
@@ -165,7 +166,7 @@ export function insertResultSorted(state: SimulatorState, result: ApiResult): vo
 function unlinkResult(state: SimulatorState, result: ApiResult): void {
   const meta = metaOf(state, result);
   const list = meta.t === null ? state.undatedResults : state.results;
-  const cmp = meta.t === null ? byId : (a: ApiResult, b: ApiResult): number => compareDated(state, a, b);
+  const cmp = meta.t === null ? bySeq(state) : (a: ApiResult, b: ApiResult): number => compareDated(state, a, b);
   let i = insertionIndex(list, result, cmp);
   // Equal keys are impossible (ids are unique) but fall back to a scan rather than corrupt the list.
   if (list[i] !== result) i = list.indexOf(result);

@@ -2,7 +2,8 @@ import type { JobContext } from '../runtime/context.ts';
 import { errorMessage } from '../lib/errors.ts';
 import { toInfrastructureError } from '../lib/infra-errors.ts';
 import { withTransaction } from '../warehouse/transaction.ts';
-import { closeAbandonedRuns, finishRun, getCheckpoint, runTotals, saveCheckpoint, startRun } from './sync-state.ts';
+import { countRequests, type RequestTally } from '../platform/request-tally.ts';
+import { addRunCounts, closeAbandonedRuns, finishRun, getCheckpoint, runTotals, saveCheckpoint, startRun } from './sync-state.ts';
 import { z } from 'zod';
 import type { SyncSummary } from './summary.ts';
 
@@ -61,9 +62,14 @@ export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: Active
   const abandoned = await closeAbandonedRuns(ctx.db, spec.resource, run.id);
   if (abandoned > 0) ctx.log.info({ resource: spec.resource, abandoned }, 'marked runs that were cut off as failed');
   let extras: RunExtras | void;
+  // The platform requests of this attempt, added to the run's total however it ends.
+  const tally: RequestTally = { requests: 0 };
+  const recordRequests = (): Promise<void> => addRunCounts(ctx.db, run.id, { requests: tally.requests });
   try {
-    extras = await work(run);
+    extras = await countRequests(tally, () => work(run));
+    await recordRequests();
   } catch (error) {
+    await recordRequests().catch(() => undefined);
     // A resumable run stopped for shutdown or by a Postgres outage stays running: the job
     // goes back to the queue and its next attempt adds to this run from its checkpoint.
     const resumes = spec.resumeKey !== undefined && (ctx.signal.aborted || toInfrastructureError(error, ctx.config)?.service === 'postgres');

@@ -18,6 +18,8 @@ export const syncSummarySchema = z.object({
   unchanged: count,
   quarantined: count,
   removed: count,
+  /** Requests the run made to the platform (every HTTP attempt). */
+  requests: count.optional(),
   durationMs: z.number(),
   /** e.g. "not applicable (NO_UNLIMITED_PLAN)" or "not available". */
   note: z.string().optional(),

@@ -13,14 +13,14 @@ import { jsonbText } from '../warehouse/jsonb-text.ts';
 
 type Db = Kysely<Database>;
 
-const COUNTER_NAMES = ['pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed'] as const;
+const COUNTER_NAMES = ['pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'requests'] as const;
 
 /** Counters of a run. */
 export type RunCounts = Record<(typeof COUNTER_NAMES)[number], number>;
 
 /** Zero counts, to sum into. */
 export function emptyRunCounts(): RunCounts {
-  return { pages: 0, inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0 };
+  return { pages: 0, inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0, requests: 0 };
 }
 
 export interface StartRunInput {
@@ -219,6 +219,7 @@ export async function lastRuns(db: Db): Promise<RunSummary[]> {
     unchanged: r.unchanged,
     quarantined: r.quarantined,
     removed: r.removed,
+    requests: r.requests,
     error: r.error,
     note: r.note,
   }));

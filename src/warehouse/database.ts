@@ -12,6 +12,7 @@ import type { EmployeeTables } from './employee-tables.ts';
 import type { GroupTables } from './group-tables.ts';
 import type { ProvisioningTables } from './provisioning-tables.ts';
 import type { WebhookTables } from './webhook-tables.ts';
+import type { ScimTables } from '../scim/tables.ts';
 
 export interface CoursesTable extends SeenColumns {
   course_id: string;
@@ -135,6 +136,7 @@ export interface RunsTable {
   unchanged: ColumnType<number, number | undefined, number>;
   quarantined: ColumnType<number, number | undefined, number>;
   removed: ColumnType<number, number | undefined, number>;
+  requests: ColumnType<number, number | undefined, number>;
   error: string | null;
   note: string | null;
 }
@@ -183,7 +185,7 @@ export interface SchemaMigrationsTable {
   applied_at: GeneratedInstant;
 }
 
-export interface Database extends ProvisioningTables, GroupTables, WebhookTables, EmployeeTables {
+export interface Database extends ProvisioningTables, GroupTables, WebhookTables, EmployeeTables, ScimTables {
   'training.courses': CoursesTable;
   'training.course_categories': CourseCategoriesTable;
   'training.results': ResultsTable;

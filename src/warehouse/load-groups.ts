@@ -1,8 +1,7 @@
 import type pg from 'pg';
 import type { Group } from '../platform/schemas.ts';
-import { jsonbText } from './jsonb-text.ts';
 import { dedupeById, type LoadCounts } from './load-counts.ts';
-import { markMissingListed, touchListed, upsertListed, type ListedTable } from './upsert-listed.ts';
+import { markMissingListed, upsertListedWithChildren, type ListedTable } from './upsert-listed.ts';
 
 const GROUPS: ListedTable = {
   table: 'training.groups',
@@ -37,16 +36,17 @@ const REPLACE_COURSES = `
  */
 export async function upsertGroups(client: pg.PoolClient, groups: readonly Group[], seenAt: Date): Promise<LoadCounts> {
   const batch = dedupeById(groups, (g) => g.id);
-  if (batch.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
-  const ids = batch.map((g) => g.id);
-  const written = await upsertListed(client, GROUPS, batch.map((g) => ({ group_id: g.id, name: g.name })), seenAt);
-  const courses = batch.flatMap((g) => g.courses.map((c) => ({ group_id: g.id, course_id: c.id, course_name: c.name })));
-  const { rows } = await client.query<{ id: string }>(REPLACE_COURSES, [jsonbText(courses), ids]);
-  const coursesOnly = rows.map((r) => r.id).filter((id) => !written.inserted.has(id) && !written.updated.has(id));
-  await touchListed(client, GROUPS, ids, coursesOnly, seenAt);
-  const inserted = written.inserted.size;
-  const updated = written.updated.size + coursesOnly.length;
-  return { inserted, updated, unchanged: batch.length - inserted - updated };
+  return upsertListedWithChildren(
+    client,
+    GROUPS,
+    {
+      ids: batch.map((g) => g.id),
+      rows: batch.map((g) => ({ group_id: g.id, name: g.name })),
+      children: batch.flatMap((g) => g.courses.map((c) => ({ group_id: g.id, course_id: c.id, course_name: c.name }))),
+    },
+    REPLACE_COURSES,
+    seenAt,
+  );
 }
 
 /**

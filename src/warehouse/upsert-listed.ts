@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { jsonbText } from './jsonb-text.ts';
+import type { LoadCounts } from './load-counts.ts';
 
 /**
  * The shared upsert of the small, fully listed tables (courses, filters, filter
@@ -46,6 +47,29 @@ export async function upsertListed(
   );
   for (const row of written) (row.inserted ? result.inserted : result.updated).add(row.id);
   return result;
+}
+
+/**
+ * Writes a listing of parents and replaces their child rows with `replaceChildrenSql`
+ * ($1 the children as jsonb, $2 the parent ids; it returns the ids of parents whose child
+ * set changed). A parent whose only change is its children counts as updated.
+ */
+export async function upsertListedWithChildren<Child>(
+  client: pg.PoolClient,
+  spec: ListedTable,
+  listing: { ids: readonly string[]; rows: ReadonlyArray<Record<string, unknown>>; children: readonly Child[] },
+  replaceChildrenSql: string,
+  seenAt: Date,
+): Promise<LoadCounts> {
+  const { ids, rows, children } = listing;
+  if (ids.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
+  const written = await upsertListed(client, spec, rows, seenAt);
+  const changed = await client.query<{ id: string }>(replaceChildrenSql, [jsonbText(children), ids]);
+  const childrenOnly = changed.rows.map((r) => r.id).filter((id) => !written.inserted.has(id) && !written.updated.has(id));
+  await touchListed(client, spec, ids, childrenOnly, seenAt);
+  const inserted = written.inserted.size;
+  const updated = written.updated.size + childrenOnly.length;
+  return { inserted, updated, unchanged: ids.length - inserted - updated };
 }
 
 /**

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenInbound } from '../lib/inbound-server.ts';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../lib/errors.ts';
 import type { Logger } from '../runtime/log.ts';
@@ -174,7 +174,7 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
     return { status: 200, body: { status: 'stored', eventId: stored.eventId } };
   };
 
-  const server = http.createServer((req, res) => {
+  const handler: http.RequestListener = (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const reply = (answer: Answer): void => {
       const text = JSON.stringify(answer.body);
@@ -203,32 +203,9 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
         else res.destroy();
       },
     );
-  });
-  // A slow or stalled sender must not hold a connection for ever.
-  server.requestTimeout = 30_000;
-  server.headersTimeout = 10_000;
-  server.on('clientError', (_error, socket) => socket.destroy());
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.TRAINSYNC_WEBHOOK_PORT, config.TRAINSYNC_WEBHOOK_HOST, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  log.info({ port, host: config.TRAINSYNC_WEBHOOK_HOST, path: WEBHOOK_PATH, signatureHeader: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER }, 'webhook receiver listening');
-  return {
-    port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        // Requests in flight finish (their events are stored and acknowledged); idle keep-alive connections go now.
-        const force = setTimeout(() => server.closeAllConnections(), 5_000);
-        server.close(() => {
-          clearTimeout(force);
-          resolve();
-        });
-        server.closeIdleConnections();
-      }),
   };
+  const server = await listenInbound(handler, { port: config.TRAINSYNC_WEBHOOK_PORT, host: config.TRAINSYNC_WEBHOOK_HOST });
+  log.info({ port: server.port, host: config.TRAINSYNC_WEBHOOK_HOST, path: WEBHOOK_PATH, signatureHeader: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER }, 'webhook receiver listening');
+  // Requests in flight finish (their events are stored and acknowledged); idle keep-alive connections go now.
+  return server;
 }

@@ -10,22 +10,28 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs `node bin/trainsync.js <args>` as a user would, with only `env` (and PATH), feeding `stdin`. */
-export function runCli(args: readonly string[], env: Record<string, string>, stdin = ''): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'bin/trainsync.js'), ...args], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+/** Starts `node bin/trainsync.js <args>` as a user would, with only `env` (and PATH), feeding `stdin`; `output()` is what it said so far. */
+export function startCli(args: readonly string[], env: Record<string, string>, stdin = ''): { done: Promise<CliRun>; output(): string } {
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin/trainsync.js'), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const done = new Promise<CliRun>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
   });
+  child.stdin.end(stdin);
+  return { done, output: () => stdout + stderr };
+}
+
+/** Runs `node bin/trainsync.js <args>` as a user would, with only `env` (and PATH), feeding `stdin`. */
+export function runCli(args: readonly string[], env: Record<string, string>, stdin = ''): Promise<CliRun> {
+  return startCli(args, env, stdin).done;
 }
 
 /** The environment of a CLI child against a simulator, a test database and a BullMQ prefix of the test's own. */

@@ -86,7 +86,8 @@ export async function templateName(sqlDir: string = SQL_DIR): Promise<string> {
   return `${TEMPLATE_PREFIX}${hash.digest('hex').slice(0, 12)}`;
 }
 
-async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `fn` with a client of the admin (maintenance) database, ended afterwards. */
+export async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: ADMIN_URL });
   await client.connect();
   try {

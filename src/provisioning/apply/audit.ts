@@ -36,7 +36,8 @@ export function auditEntryFor(action: PlannedAction, feedHash: string | null): A
     groupId: action.groupId,
     seq: action.seq,
     before: action.before,
-    after: action.after,
+    // A repair keeps its reason in the audit trail.
+    after: action.repair === undefined ? action.after : { ...action.after, repair: action.repair },
     feedHash,
   };
 }
@@ -181,9 +182,12 @@ export async function auditRows(db: Db, actionIds: readonly string[]): Promise<A
   return actionIds.flatMap((id) => byId.get(id) ?? []);
 }
 
-/** Actions still `queued` (or `planned`): their jobs may be waiting or running. */
-export async function openActions(db: Db): Promise<AuditRow[]> {
-  const rows = await db.selectFrom('trainsync.provisioning_actions').select(AUDIT_COLUMNS).where('status', 'in', ['planned', 'queued']).execute();
+/** Actions still `queued` (or `planned`): their jobs may be waiting or running. Of the given employees only, when given. */
+export async function openActions(db: Db, employeeIds?: readonly string[]): Promise<AuditRow[]> {
+  if (employeeIds?.length === 0) return [];
+  let query = db.selectFrom('trainsync.provisioning_actions').select(AUDIT_COLUMNS).where('status', 'in', ['planned', 'queued']);
+  if (employeeIds !== undefined) query = query.where('employee_id', 'in', employeeIds);
+  const rows = await query.execute();
   return rows.map(toAuditRow);
 }
 

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from '../../runtime/log.ts';
-import type { ChainSpec, JobQueue } from '../../queue/job-queue.ts';
+import type { ActionQueue, ChainSpec } from '../../queue/action-queue.ts';
 import { PROVISION_QUEUE } from '../../queue/names.ts';
 import { processAndWait } from '../../queue/process-and-wait.ts';
 import type { Database } from '../../warehouse/database.ts';
@@ -11,7 +11,7 @@ import { auditEntryFor, auditRows, finishAction, openActions, recordQueuedAction
 /** What enqueuing and waiting need: the database (audit rows), the queue and a log. */
 export interface ApplyDeps {
   db: Kysely<Database>;
-  queue: JobQueue;
+  queue: ActionQueue;
   log: Logger;
 }
 
@@ -42,10 +42,13 @@ export interface EnqueueResult {
   skippedEmployees: string[];
 }
 
-/** Settles audit rows left `queued`/`planned` whose job is gone or ended without a record; returns the live ones. */
-async function liveOpenActions(deps: ApplyDeps): Promise<AuditRow[]> {
+/**
+ * Settles audit rows left `queued`/`planned` whose job is gone or ended without a record;
+ * returns the live ones (of the given employees only, when given: SCIM plans a few at a time).
+ */
+export async function liveOpenActions(deps: Pick<ApplyDeps, 'db' | 'queue'>, employeeIds?: readonly string[]): Promise<AuditRow[]> {
   const live: AuditRow[] = [];
-  for (const row of await openActions(deps.db)) {
+  for (const row of await openActions(deps.db, employeeIds)) {
     const jobId = jobIdForAction(row.actionId);
     const state = await deps.queue.state(PROVISION_QUEUE, jobId);
     if (state === 'unknown') {

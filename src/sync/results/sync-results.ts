@@ -14,7 +14,7 @@ import type { SyncPayload } from '../sync-payload.ts';
 function incompleteNote(unfinished: readonly UnfinishedRead[]): string {
   const listed = unfinished.slice(0, 5).map((u) => `${u.key}: ${u.reason}`).join('; ');
   const more = unfinished.length > 5 ? `; and ${unfinished.length - 5} more` : '';
-  return `incomplete: ${unfinished.length} window(s) not read to the end (${listed}${more}); the next run reads them again`;
+  return `incomplete: ${unfinished.length} window(s) may have missed results (${listed}${more}); the next run reads them again`;
 }
 
 /**
@@ -24,9 +24,12 @@ function incompleteNote(unfinished: readonly UnfinishedRead[]): string {
  * walk every page instead (undated results included) and checkpoint by page.
  *
  * Checkpoints are scoped to the BullMQ job: its retries and a restart after a crash
- * resume them; a new job starts a fresh plan (idempotent, so never wrong). A run that
- * could not read everything ends `incomplete`, and what it missed is remembered in
- * `trainsync.unfinished_windows` for the next plain run.
+ * resume them; a new job starts a fresh plan (idempotent, so never wrong). Results
+ * arriving while it pages are no reason to read anything again; a possible gap (a
+ * result removed behind the reader, gaps.ts) is closed by reading the affected
+ * window or pages again. A run that still has a gap, or whose page failed for good,
+ * ends `incomplete`, and what it missed is remembered in `trainsync.unfinished_windows`
+ * for the next plain run.
  */
 export async function syncAllResults(payload: SyncPayload, ctx: JobContext): Promise<SyncSummary> {
   const plan = await planResultsRun(payload, ctx);
@@ -38,9 +41,11 @@ export async function syncAllResults(payload: SyncPayload, ctx: JobContext): Pro
     let resumed: number;
     let unfinished: UnfinishedRead[];
     let finished: string[];
+    let firstLoad = false;
     if (plan.mode === 'full') {
       const walk = await walkAllResults(ctx, scope, run.id, counts);
       resumed = walk.resumed;
+      firstLoad = walk.firstLoad;
       unfinished = walk.unfinished ? [{ key: FULL_WALK, reason: walk.unfinished }] : [];
       finished = walk.unfinished ? [] : [FULL_WALK];
     } else {
@@ -51,9 +56,10 @@ export async function syncAllResults(payload: SyncPayload, ctx: JobContext): Pro
       finished = plan.windows.map(windowKey).filter((key) => !missed.has(key));
     }
     await withRetriedTransaction(ctx.withPgClient, async (tx) => {
-      // A walk that kept changing may have missed results that still exist: mark nothing removed.
+      // A walk with a gap may have missed results that still exist: mark nothing removed.
       let removed = 0;
-      if (plan.mode === 'full' && unfinished.length === 0) removed = await markUnseenResultsRemoved(tx.client, run.id);
+      // A first load found nothing stored, so nothing it could mark; it recorded no sightings.
+      if (plan.mode === 'full' && unfinished.length === 0 && !firstLoad) removed = await markUnseenResultsRemoved(tx.client, run.id);
       else if (plan.mode === 'full') await clearSightings(tx.client, run.id);
       if (plan.watermark) await setWatermark(tx.db, RESULTS, plan.watermark);
       await recordUnfinishedWindows(tx.db, RESULTS, run.id, { finished, unfinished });

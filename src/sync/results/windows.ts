@@ -6,6 +6,7 @@ import type { Result } from '../../platform/schemas.ts';
 import { listCheckpoints, saveCheckpoint, type RunCounts } from '../sync-state.ts';
 import { windowKey, windowQuery, type ResultWindow } from './days.ts';
 import { RESULTS } from './plan.ts';
+import type { WalkGap } from './gaps.ts';
 import { MAX_READS, walkResults } from './walk.ts';
 
 /** A window (or the whole walk) a run could not read to the end, and why. */
@@ -21,8 +22,8 @@ export interface WindowsRead {
 }
 
 /**
- * Reads the windows not yet checkpointed, a bounded number at a time. A window still
- * changing after the re-read cap, or whose page failed after the client's retries,
+ * Reads the windows not yet checkpointed, a bounded number at a time. A window with a
+ * possible gap after the re-read cap, or whose page failed after the client's retries,
  * is left unfinished (the run ends incomplete and the next run reads it again)
  * while the others go on. A permanent error (a bad key, say) fails the whole run.
  */
@@ -58,8 +59,10 @@ export async function readWindows(
 }
 
 /**
- * Reads one window until a read sees no drift; its checkpoint commits with its last
- * rows. Returns why it is unfinished when it kept changing for every read allowed.
+ * Reads one window until a read has no possible gap (results arriving while it pages
+ * are no gap: see gaps.ts); its checkpoint commits with its last rows. A
+ * window with a gap is read again whole (windows are short). Returns why it is
+ * unfinished when a gap remained for every read allowed.
  */
 async function readWindow(
   ctx: JobContext,
@@ -69,22 +72,23 @@ async function readWindow(
   counts: RunCounts,
   keep?: (result: Result) => boolean,
 ): Promise<string | undefined> {
+  let gap: WalkGap | undefined;
   for (let read = 1; read <= MAX_READS; read += 1) {
-    const { drifted } = await walkResults(ctx, {
+    ({ gap } = await walkResults(ctx, {
       runId,
       query: windowQuery(window),
       startPage: 1,
       counts,
       keep,
       onBatch: async (tx, position) => {
-        if (position.done && !position.drifted) {
+        if (position.done && !position.gap) {
           await saveCheckpoint(tx.db, checkpointKey, { window, finishedAt: new Date().toISOString() }, runId);
         }
       },
-    });
-    if (!drifted) return undefined;
-    if (read < MAX_READS) ctx.log.info({ window, read }, 'window changed while paged; reading it again so nothing shifted past us');
+    }));
+    if (!gap) return undefined;
+    if (read < MAX_READS) ctx.log.info({ window, read, gap: gap.reason }, 'a result may have shifted past this window\'s pages while paged; reading the window again');
   }
-  ctx.log.warn({ window, reads: MAX_READS }, 'window kept changing while paged; the run ends incomplete and the next run reads it again');
-  return `still changing after ${MAX_READS} reads`;
+  ctx.log.warn({ window, reads: MAX_READS, gap: gap?.reason }, 'a gap remained in this window after every read; the run ends incomplete and the next run reads it again');
+  return `a gap remained after ${MAX_READS} reads: ${gap?.reason ?? 'unknown'}`;
 }

@@ -1,0 +1,141 @@
+/**
+ * SCIM through the production path: 1,000 SCIM creates sent at once to `trainsync worker`
+ * (child process) at the default request budget, against the simulator (child process).
+ *
+ * Targets (issue 19): every user exists on the simulator within 1.1 × (1,000 ÷ budget)
+ * seconds; SCIM response p95 under 100 ms; no second with more requests than the budget.
+ *
+ * Run: node bin/run-ts.js bench/scim.ts            (about two minutes at 10 requests/s)
+ *      node bin/run-ts.js bench/scim.ts '{"users":100}'   (a quick look)
+ */
+import { randomBytes } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { Redis } from 'ioredis';
+import { Agent, request } from 'undici';
+import { z } from 'zod';
+import { freePort } from '../test/helpers/own-services.ts';
+import { createBenchDatabase } from './admin-query.ts';
+import { startSimulatorChild } from './simulator-child.ts';
+import { startWorkerChild } from './worker-child.ts';
+
+/** The default of TRAINSYNC_REQUESTS_PER_SECOND (the worker is started without it). */
+const BUDGET = 10;
+const EXISTING_USERS = 20;
+
+export interface ScimBench {
+  users: number;
+  budget: number;
+  /** Start of the burst → the last account on the simulator. */
+  allExistSeconds: number;
+  targetSeconds: number;
+  responseP50Ms: number;
+  responseP95Ms: number;
+  responseMaxMs: number;
+  statuses: Record<string, number>;
+  platformRequests: number;
+  platformRequestsByRoute: Record<string, number>;
+  maxInAnySecond: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const round = (value: number, digits = 0): number => Number(value.toFixed(digits));
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+}
+
+const stateSchema = z.object({ users: z.number() });
+const summarySchema = z.object({ total: z.number(), maxInAnyWindow: z.number(), byRoute: z.record(z.string(), z.number()) });
+
+export async function benchScim(options: { users?: number } = {}): Promise<ScimBench> {
+  const USERS = options.users ?? 1_000;
+  const sim = await startSimulatorChild({ seed: 93, sizes: { users: EXISTING_USERS, courses: 4, results: 10, groups: 3 }, totalSeats: EXISTING_USERS + USERS + 50 });
+  const database = await createBenchDatabase();
+  const prefix = `bench-${randomBytes(4).toString('hex')}`;
+  const token = randomBytes(32).toString('hex');
+  const port = await freePort();
+  const worker = startWorkerChild({
+    TRAINSYNC_API_URL: sim.url,
+    TRAINSYNC_API_KEY: sim.apiKey,
+    DATABASE_URL: database.url,
+    TRAINSYNC_QUEUE_PREFIX: prefix,
+    TRAINSYNC_METRICS_PORT: '0',
+    TRAINSYNC_SCIM_TOKEN: token,
+    TRAINSYNC_SCIM_PORT: String(port),
+    TRAINSYNC_SCIM_HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+  });
+  const base = `http://127.0.0.1:${port}/scim/v2`;
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' };
+  // As many connections as requests: "at once" means no client-side queue.
+  const dispatcher = new Agent({ connections: USERS, pipelining: 0 });
+  try {
+    for (let i = 0; ; i += 1) {
+      const up = await fetch(`${base}/ServiceProviderConfig`, { headers }).then((r) => r.ok, () => false);
+      if (up) break;
+      if (i > 300 || worker.child.exitCode !== null) throw new Error(`the worker did not start its SCIM endpoint:\n${worker.output()}`);
+      await sleep(100);
+    }
+    await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
+    const started = performance.now();
+    const latencies: number[] = [];
+    const statuses: Record<string, number> = {};
+    await Promise.all(
+      Array.from({ length: USERS }, async (_, i) => {
+        const body = JSON.stringify({
+          schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+          userName: `scim.bench${i}@acme-training.example`,
+          externalId: `B${String(i).padStart(5, '0')}`,
+          name: { givenName: 'Bench', familyName: `User ${i}` },
+          active: true,
+        });
+        const sent = performance.now();
+        const response = await request(`${base}/Users`, { method: 'POST', headers, body, dispatcher });
+        await response.body.arrayBuffer();
+        latencies.push(performance.now() - sent);
+        statuses[response.statusCode] = (statuses[response.statusCode] ?? 0) + 1;
+      }),
+    );
+    let allExist = Number.NaN;
+    const deadline = Date.now() + ((USERS / BUDGET) * 3 + 60) * 1000;
+    while (Date.now() < deadline) {
+      const state = stateSchema.parse(await (await fetch(`${sim.url}/__simulator/state/summary`)).json());
+      if (state.users >= EXISTING_USERS + USERS) {
+        allExist = (performance.now() - started) / 1000;
+        break;
+      }
+      await sleep(200);
+    }
+    // The lookups and anything else the jobs still do, before the request log is read.
+    await sleep(3_000);
+    const requests = summarySchema.parse(await (await fetch(`${sim.url}/__simulator/requests/summary`)).json());
+    latencies.sort((a, b) => a - b);
+    return {
+      users: USERS,
+      budget: BUDGET,
+      allExistSeconds: round(allExist, 1),
+      targetSeconds: round(1.1 * (USERS / BUDGET), 1),
+      responseP50Ms: round(percentile(latencies, 50)),
+      responseP95Ms: round(percentile(latencies, 95)),
+      responseMaxMs: round(latencies.at(-1) ?? Number.NaN),
+      statuses,
+      platformRequests: requests.total,
+      platformRequestsByRoute: requests.byRoute,
+      maxInAnySecond: requests.maxInAnyWindow,
+    };
+  } finally {
+    await dispatcher.close();
+    worker.child.kill('SIGTERM');
+    await new Promise((resolve) => (worker.child.exitCode === null ? worker.child.once('exit', resolve) : resolve(undefined)));
+    sim.stop();
+    await database.drop();
+    const redis = new Redis('redis://127.0.0.1:6379');
+    for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 }) as AsyncIterable<string[]>) if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const options = z.object({ users: z.number().int().positive() }).partial().parse(JSON.parse(process.argv[2] ?? '{}'));
+  process.stdout.write(`${JSON.stringify(await benchScim(options))}\n`);
+}

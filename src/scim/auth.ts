@@ -1,0 +1,16 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+/**
+ * The SCIM bearer token check. Both sides are hashed first, so the comparison is of
+ * equal lengths and takes the same time whatever the token given: no length, no prefix leaks.
+ */
+export function bearerMatcher(token: Buffer): (authorization: string | undefined) => boolean {
+  const expected = createHash('sha256').update(token).digest();
+  return (authorization) => {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    const given = createHash('sha256').update(match?.[1] ?? '').digest();
+    // Computed even without a token, so a missing header takes as long as a wrong one.
+    const equal = timingSafeEqual(given, expected);
+    return match !== null && equal;
+  };
+}

@@ -1,0 +1,30 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../warehouse/database.ts';
+import { applyScimChanges, type ChangeDeps, type ChangeOptions, type ChangeOutcome, type ScimChange } from './change.ts';
+import { markPlanned, type ScimUserRow } from './store.ts';
+import { toFeedRow, type ScimUserResource } from './user-mapping.ts';
+
+/** A stored User as the change it states: its current resource and groups, read when the batch runs (so the latest write wins). */
+export function changeOf(row: ScimUserRow): ScimChange {
+  return { scimId: row.scim_id, version: row.version, row: toFeedRow(row.resource as ScimUserResource, row.employee_id, row.groups) };
+}
+
+/**
+ * Plans the Users' current states: reads them, keeps one per employee (a live User wins
+ * over a deleted one of the same employee, whose disable is then moot), and applies them.
+ */
+export async function planUsers(deps: ChangeDeps & { db: Kysely<Database> }, scimIds: readonly string[], options: ChangeOptions = {}): Promise<ChangeOutcome> {
+  if (scimIds.length === 0) return { enqueued: [], pending: [], held: [], deferredCreates: 0 };
+  const rows = await deps.db.selectFrom('trainsync.scim_users').selectAll().where('scim_id', 'in', scimIds).execute();
+  const deletedEmployees = rows.filter((r) => r.deleted_at !== null).map((r) => r.employee_id);
+  const liveElsewhere = new Set(
+    deletedEmployees.length === 0
+      ? []
+      : (await deps.db.selectFrom('trainsync.scim_users').select('employee_id').where('deleted_at', 'is', null).where('employee_id', 'in', deletedEmployees).execute()).map((r) => r.employee_id),
+  );
+  const moot = rows.filter((r) => r.deleted_at !== null && liveElsewhere.has(r.employee_id));
+  await markPlanned(deps.db, moot.map((r) => ({ scimId: r.scim_id, version: r.version })));
+  const byEmployee = new Map<string, ScimUserRow>();
+  for (const r of rows) if (!moot.includes(r)) byEmployee.set(r.employee_id, r);
+  return applyScimChanges(deps, [...byEmployee.values()].map(changeOf), options);
+}

@@ -1,0 +1,85 @@
+/**
+ * Group commit for SCIM changes: requests that arrive while a batch is being written
+ * wait for the next one, so a burst of 1,000 creates costs a handful of snapshots and
+ * enqueues rather than 1,000 serialised ones. Each caller's promise settles when its
+ * own batch is durable. One change per key (employee) per batch: a second change of the
+ * same employee goes in the next batch, in arrival order.
+ */
+export interface Batcher<T> {
+  submit(item: T): Promise<void>;
+  /** Resolves once nothing is queued or running. */
+  idle(): Promise<void>;
+}
+
+interface Entry<T> {
+  item: T;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * `concurrency` batches may run at once (one snapshotting while another plans: each step
+ * has its own lock); an employee is never in two at once.
+ */
+export function createBatcher<T>(run: (items: T[]) => Promise<void>, keyOf: (item: T) => string, maxBatch: number, concurrency = 2): Batcher<T> {
+  let waiting: Entry<T>[] = [];
+  const running = new Set<Promise<void>>();
+  const busyKeys = new Set<string>();
+
+  const nextBatch = (): Entry<T>[] => {
+    const batch: Entry<T>[] = [];
+    const keys = new Set<string>(busyKeys);
+    const rest: Entry<T>[] = [];
+    for (const entry of waiting) {
+      const key = keyOf(entry.item);
+      if (batch.length < maxBatch && !keys.has(key)) {
+        batch.push(entry);
+        keys.add(key);
+      } else {
+        rest.push(entry);
+        // Later changes of a deferred employee must not overtake it.
+        keys.add(key);
+      }
+    }
+    waiting = rest;
+    return batch;
+  };
+
+  const runBatch = async (batch: Entry<T>[]): Promise<void> => {
+    const keys = batch.map((e) => keyOf(e.item));
+    for (const key of keys) busyKeys.add(key);
+    try {
+      await run(batch.map((e) => e.item));
+      for (const e of batch) e.resolve();
+    } catch (error) {
+      for (const e of batch) e.reject(error);
+    } finally {
+      for (const key of keys) busyKeys.delete(key);
+    }
+  };
+
+  const start = (): void => {
+    while (running.size < concurrency && waiting.length > 0) {
+      const batch = nextBatch();
+      // Everything waiting belongs to an employee already in a running batch.
+      if (batch.length === 0) return;
+      const done: Promise<void> = runBatch(batch).finally(() => {
+        running.delete(done);
+        start();
+      });
+      running.add(done);
+    }
+  };
+
+  return {
+    submit(item) {
+      return new Promise<void>((resolve, reject) => {
+        waiting.push({ item, resolve, reject });
+        start();
+      });
+    },
+    async idle() {
+      while (running.size > 0) await Promise.all(running);
+    },
+  };
+}

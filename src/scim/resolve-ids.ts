@@ -1,0 +1,89 @@
+import { sql, type Kysely } from 'kysely';
+import type { Logger } from '../runtime/log.ts';
+import { isNotOffered } from '../platform/errors.ts';
+import type { PlatformClient } from '../platform/types.ts';
+import type { Database } from '../warehouse/database.ts';
+
+/**
+ * Platform ids of accounts SCIM created without a lookup (`lookUp: 'later'`): POST users
+ * returns no id, and a lookup per create would double a burst's requests. Once the burst's
+ * creates have run, one pass learns the ids: by paging GET users (50 a page) when that
+ * takes fewer requests than one GET users?email= per account, else one by one. Each
+ * create is tried once (its audit row's after gets `resolved`); one not found is left to
+ * its next action, which looks it up itself.
+ */
+
+const PAGE_SIZE = 50;
+/** A pass waits for queued creates to finish (a burst at the budget: 1,000 in ~100 s), but not longer than this. */
+const MAX_WAIT_MS = 300_000;
+
+export interface ResolveDeps {
+  db: Kysely<Database>;
+  platform: PlatformClient;
+  log: Logger;
+}
+
+export type ResolveOutcome = { ran: false; reason: 'none' | 'creates-queued' } | { ran: true; tried: number; found: number; requests: 'paged' | 'one-by-one'; createsQueued: boolean };
+
+export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutcome> {
+  const { db, platform } = deps;
+  const waiting = await db
+    .selectFrom('trainsync.provisioning_actions as a')
+    .innerJoin('trainsync.identities as i', 'i.employee_id', 'a.employee_id')
+    .select(['a.action_id', 'a.employee_id', 'i.email', 'a.updated_at'])
+    .where('a.kind', '=', 'create-user')
+    .where('a.status', '=', 'succeeded')
+    .where(sql<boolean>`a.after->>'lookUp' = 'later' and a.after->'resolved' is null`)
+    .where('i.platform_user_id', 'is', null)
+    .execute();
+  const { open } = await db
+    .selectFrom('trainsync.provisioning_actions')
+    .select(sql<number>`count(*)::int`.as('open'))
+    .where('kind', '=', 'create-user')
+    .where('status', 'in', ['planned', 'queued'])
+    .executeTakeFirstOrThrow();
+  if (waiting.length === 0) return { ran: false, reason: open > 0 ? 'creates-queued' : 'none' };
+  const oldest = Math.min(...waiting.map((w) => w.updated_at.getTime()));
+  if (open > 0 && Date.now() - oldest < MAX_WAIT_MS) return { ran: false, reason: 'creates-queued' };
+
+  const { accounts } = await db.selectFrom('trainsync.identities').select(sql<number>`count(*)::int`.as('accounts')).executeTakeFirstOrThrow();
+  const { listed } = await db.selectFrom('training.users').select(sql<number>`count(*)::int`.as('listed')).where('removed_at', 'is', null).executeTakeFirstOrThrow();
+  const pages = Math.ceil(Math.max(accounts, listed) / PAGE_SIZE) + 1;
+  const byEmail = new Map(waiting.map((w) => [w.email.toLowerCase(), w.employee_id]));
+  const found = new Map<string, string>();
+  const paged = waiting.length >= pages;
+  try {
+    if (paged) {
+      for await (const page of platform.listUsers({})) {
+        for (const user of page.records) {
+          const employeeId = byEmail.get(user.email.toLowerCase());
+          if (employeeId !== undefined) found.set(employeeId, user.id);
+        }
+      }
+    } else {
+      for (const w of waiting) {
+        const user = await platform.findUserByEmail(w.email);
+        if (user) found.set(w.employee_id, user.id);
+      }
+    }
+  } catch (error) {
+    // No GET users on this platform: each account's next action looks it up (or waits as needs-identity).
+    if (!isNotOffered(error)) throw error;
+  }
+  for (const [employeeId, platformUserId] of found) {
+    await db
+      .updateTable('trainsync.identities')
+      .set({ platform_user_id: platformUserId, updated_at: sql<Date>`now()` })
+      .where('employee_id', '=', employeeId)
+      .where('platform_user_id', 'is', null)
+      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('trainsync.identities as other').select('other.employee_id').where('other.platform_user_id', '=', platformUserId))))
+      .execute();
+  }
+  await sql`
+    update trainsync.provisioning_actions a
+       set after = a.after || jsonb_build_object('resolved', i.platform_user_id is not null, 'platformUserId', i.platform_user_id)
+      from trainsync.identities i
+     where a.action_id = any(${waiting.map((w) => w.action_id)}::text[]) and i.employee_id = a.employee_id`.execute(db);
+  deps.log.info({ tried: waiting.length, found: found.size, paged }, 'platform ids of SCIM-created accounts resolved');
+  return { ran: true, tried: waiting.length, found: found.size, requests: paged ? 'paged' : 'one-by-one', createsQueued: open > 0 };
+}

@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import type { Database } from '../warehouse/database.ts';
+import { conflict, notFound } from './errors.ts';
+import type { Equality } from './filter.ts';
+import type { ScimUsersTable } from './tables.ts';
+import { mintedEmployeeId, namedEmployeeId, type ScimUserResource } from './user-mapping.ts';
+
+/** `trainsync.scim_users`: the Users as the identity providers stated them (deleted ones are invisible). */
+
+type Db = Kysely<Database> | Transaction<Database>;
+export type ScimUserRow = Selectable<ScimUsersTable>;
+
+const UNIQUE_VIOLATION = '23505';
+
+function live(db: Db) {
+  return db.selectFrom('trainsync.scim_users').selectAll().where('deleted_at', 'is', null);
+}
+
+export async function findUser(db: Db, scimId: string, forUpdate = false): Promise<ScimUserRow> {
+  if (!/^[0-9a-f-]{36}$/i.test(scimId)) throw notFound(`no User ${scimId}`);
+  let query = live(db).where('scim_id', '=', scimId.toLowerCase());
+  if (forUpdate) query = query.forUpdate();
+  const row = await query.executeTakeFirst();
+  if (!row) throw notFound(`no User ${scimId}`);
+  return row;
+}
+
+export async function findUsersByIds(db: Db, scimIds: readonly string[]): Promise<ScimUserRow[]> {
+  if (scimIds.length === 0) return [];
+  return live(db).where('scim_id', 'in', scimIds).execute();
+}
+
+export async function listUsers(db: Db, filter: readonly Equality[], page: { startIndex: number; count: number }): Promise<{ total: number; rows: ScimUserRow[] }> {
+  let query = live(db);
+  for (const { attribute, value } of filter) {
+    if (attribute === 'userName') query = query.where(sql<string>`lower(user_name)`, '=', value.toLowerCase());
+    else if (attribute === 'externalId') query = query.where('external_id', '=', value);
+    else if (attribute === 'id') query = query.where(sql<string>`scim_id::text`, '=', value.toLowerCase());
+  }
+  const [{ total }] = [await query.clearSelect().select(sql<number>`count(*)::int`.as('total')).executeTakeFirstOrThrow()];
+  const rows = page.count === 0 ? [] : await query.orderBy('created_at').orderBy('scim_id').offset(page.startIndex - 1).limit(page.count).execute();
+  return { total, rows };
+}
+
+/**
+ * The employee id of a new User: the one it names (externalId, employeeNumber); else the
+ * employee already known with its e-mail (a returner whose User was deleted); else one
+ * minted from the SCIM id.
+ */
+async function employeeIdFor(db: Db, user: ScimUserResource, scimId: string): Promise<string> {
+  const named = namedEmployeeId(user);
+  if (named !== undefined) return named;
+  const email = user.userName.toLowerCase();
+  const known =
+    (await db.selectFrom('trainsync.identities').select('employee_id').where(sql<string>`lower(email)`, '=', email).executeTakeFirst()) ??
+    (await db.selectFrom('training.employees').select('employee_id').where('email', '=', email).orderBy('updated_at', 'desc').executeTakeFirst());
+  return known?.employee_id ?? mintedEmployeeId(scimId);
+}
+
+/** Inserts a new User (pending); 409 when its userName or employee id is taken by another live User. One statement in the usual case. */
+export async function insertUser(db: Kysely<Database>, user: ScimUserResource): Promise<ScimUserRow> {
+  const scimId = randomUUID();
+  const employeeId = await employeeIdFor(db, user, scimId);
+  try {
+    return await db
+      .insertInto('trainsync.scim_users')
+      .values({
+        scim_id: scimId,
+        employee_id: employeeId,
+        user_name: user.userName,
+        external_id: typeof user.externalId === 'string' ? user.externalId : null,
+        active: user.active,
+        resource: JSON.stringify(user),
+        // An employee provisioned before (a feed): SCIM starts from the groups it has.
+        groups: sql<string[]>`coalesce((select i.groups from trainsync.identities i where i.employee_id = ${employeeId}), '{}')`,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  } catch (error) {
+    if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
+    const taken = await live(db)
+      .where((eb) => eb.or([eb(sql<string>`lower(user_name)`, '=', user.userName.toLowerCase()), eb('employee_id', '=', employeeId)]))
+      .executeTakeFirst();
+    throw taken ? takenError(taken, user, employeeId) : conflict(`userName ${user.userName} or employee ${employeeId} was taken by another request at the same time`);
+  }
+}
+
+function takenError(taken: ScimUserRow, user: ScimUserResource, employeeId: string) {
+  return taken.user_name.toLowerCase() === user.userName.toLowerCase()
+    ? conflict(`userName ${user.userName} already exists (id ${taken.scim_id})`)
+    : conflict(`employee ${employeeId} (externalId/employeeNumber) already belongs to User ${taken.scim_id} (${taken.user_name})`);
+}
+
+/** Another live User with this userName: 409. */
+export async function checkUserNameFree(db: Db, userName: string, scimId: string): Promise<void> {
+  const taken = await live(db).where(sql<string>`lower(user_name)`, '=', userName.toLowerCase()).where('scim_id', '<>', scimId).executeTakeFirst();
+  if (taken) throw conflict(`userName ${userName} already exists (id ${taken.scim_id})`);
+}
+
+/** Writes a User's new resource and groups (pending); version moves only when something changed. */
+export async function updateUser(db: Db, before: ScimUserRow, user: ScimUserResource, groups: readonly string[], changed: boolean, deleted = false): Promise<ScimUserRow> {
+  return db
+    .updateTable('trainsync.scim_users')
+    .set({
+      user_name: user.userName,
+      external_id: typeof user.externalId === 'string' ? user.externalId : null,
+      active: user.active,
+      resource: JSON.stringify(user),
+      groups: [...groups],
+      pending: true,
+      ...(changed ? { version: before.version + 1, updated_at: sql<Date>`now()` } : {}),
+      ...(deleted ? { deleted_at: sql<Date>`now()` } : {}),
+    })
+    .where('scim_id', '=', before.scim_id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Marks Users' changes planned and queued (or found to need nothing). */
+export async function markPlanned(db: Db, planned: readonly { scimId: string; version: number }[]): Promise<void> {
+  if (planned.length === 0) return;
+  // Only the version planned: a User changed meanwhile stays pending for its own plan.
+  await sql`
+    update trainsync.scim_users u set pending = false
+      from unnest(${planned.map((p) => p.scimId)}::uuid[], ${planned.map((p) => p.version)}::int[]) as p(scim_id, version)
+     where u.scim_id = p.scim_id and u.version = p.version`.execute(db);
+}
+
+/** Users whose change is not planned yet and was written more than `olderThanMs` ago (deleted ones included: their disable is due). */
+export async function pendingUsers(db: Db, olderThanMs: number, limit: number): Promise<ScimUserRow[]> {
+  return db
+    .selectFrom('trainsync.scim_users')
+    .selectAll()
+    .where('pending', '=', true)
+    .where('updated_at', '<', sql<Date>`now() - make_interval(secs => ${olderThanMs / 1000})`)
+    .orderBy('updated_at')
+    .limit(limit)
+    .execute();
+}

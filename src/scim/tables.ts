@@ -1,0 +1,49 @@
+/**
+ * kysely row types of the SCIM tables in schema `trainsync`
+ * (sql/migrations/0010_scim.sql is the source of truth; written by src/scim).
+ */
+import type { ColumnType, Generated } from 'kysely';
+import type { GeneratedInstant as DefaultInstant, NullableInstant } from '../warehouse/column-types.ts';
+
+export interface ScimUsersTable {
+  scim_id: string;
+  employee_id: string;
+  user_name: string;
+  external_id: string | null;
+  active: boolean;
+  /** jsonb: parsed on read; written as a JSON string. */
+  resource: ColumnType<Record<string, unknown>, string, string>;
+  groups: ColumnType<string[], string[] | undefined, string[]>;
+  pending: ColumnType<boolean, boolean | undefined, boolean>;
+  version: ColumnType<number, number | undefined, number>;
+  created_at: DefaultInstant;
+  updated_at: DefaultInstant;
+  deleted_at: NullableInstant;
+}
+
+export interface ScimGroupsTable {
+  group_id: string;
+  display_name: string;
+  external_id: string | null;
+  created_at: DefaultInstant;
+}
+
+export type HeldStatus = 'held' | 'released' | 'dropped' | 'superseded';
+
+export interface ScimHeldActionsTable {
+  id: Generated<number>;
+  employee_id: string;
+  scim_id: string;
+  email: string;
+  kind: 'disable';
+  status: ColumnType<HeldStatus, HeldStatus | undefined, HeldStatus>;
+  reason: string;
+  held_at: DefaultInstant;
+  decided_at: NullableInstant;
+}
+
+export interface ScimTables {
+  'trainsync.scim_users': ScimUsersTable;
+  'trainsync.scim_groups': ScimGroupsTable;
+  'trainsync.scim_held_actions': ScimHeldActionsTable;
+}

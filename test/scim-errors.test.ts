@@ -1,0 +1,102 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { ORG_EMAIL_DOMAIN } from '../src/simulator/index.ts';
+import { createScimHarness, type ScimHarness } from './helpers/scim-harness.ts';
+
+/** Refusals: the token, bodies, filters and paths, each in the SCIM error schema; and discovery. */
+
+const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
+const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
+const PATCH = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
+let h: ScimHarness;
+
+beforeAll(async () => {
+  h = await createScimHarness({ simulator: { seed: 23 }, env: { TRAINSYNC_SCIM_MAX_BODY_BYTES: '2048' } });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const user = (name: string) => ({ schemas: [USER], userName: `${name}${ORG_EMAIL_DOMAIN}`, name: { givenName: 'Err', familyName: name } });
+
+describe('SCIM refusals', () => {
+  it('401 without a token, with a wrong one, and with another scheme', async () => {
+    for (const token of [null, `${h.token}x`, h.token.slice(0, -1), 'short']) {
+      const answer = await h.request('GET', '/Users', undefined, { token });
+      expect(answer.status).toBe(401);
+      expect(answer.json).toMatchObject({ schemas: [ERROR], status: '401' });
+    }
+    const basic = await fetch(`${h.base}/Users`, { headers: { authorization: `Basic ${h.token}` } });
+    expect(basic.status).toBe(401);
+    expect(basic.headers.get('www-authenticate')).toMatch(/^Bearer/);
+  });
+
+  it('400 invalidSyntax for malformed JSON and for an unknown attribute, naming it; nothing is stored', async () => {
+    const malformed = await h.request('POST', '/Users', undefined, { raw: '{"userName": "a@b.c",' });
+    expect(malformed).toMatchObject({ status: 400, json: { schemas: [ERROR], status: '400', scimType: 'invalidSyntax' } });
+    const unknown = await h.request('POST', '/Users', { ...user('typo'), favouriteColour: 'blue' });
+    expect(unknown).toMatchObject({ status: 400, json: { scimType: 'invalidSyntax' } });
+    expect(unknown.json.detail).toContain('favouriteColour');
+    const badExtension = await h.request('POST', '/Users', { ...user('typo2'), 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User': { shoeSize: 9 } });
+    expect(badExtension).toMatchObject({ status: 400, json: { scimType: 'invalidSyntax' } });
+    const stored = await h.app.db.selectFrom('trainsync.scim_users').select('scim_id').execute();
+    expect(stored).toEqual([]);
+  });
+
+  it('400 invalidValue for a userName that is not an e-mail and for missing names', async () => {
+    expect(await h.request('POST', '/Users', { ...user('x'), userName: 'not-an-email' })).toMatchObject({ status: 400, json: { scimType: 'invalidValue' } });
+    const nameless = await h.request('POST', '/Users', { schemas: [USER], userName: `nameless${ORG_EMAIL_DOMAIN}` });
+    expect(nameless).toMatchObject({ status: 400, json: { scimType: 'invalidValue' } });
+    expect(nameless.json.detail).toMatch(/name\.givenName and name\.familyName/);
+  });
+
+  it('400 invalidFilter for a filter that cannot be read or is not supported', async () => {
+    for (const filter of ['userName eq', 'userName co "ann"', 'title eq "x"', 'userName eq "a" or userName eq "b"']) {
+      const answer = await h.request('GET', `/Users?filter=${encodeURIComponent(filter)}`);
+      expect(answer, filter).toMatchObject({ status: 400, json: { schemas: [ERROR], scimType: 'invalidFilter' } });
+    }
+  });
+
+  it('400 for a PATCH to an unknown path or with an unknown op; 409 for a userName taken; 413 over the body limit', async () => {
+    const a = await h.request('POST', '/Users', user('patchme'));
+    const b = await h.request('POST', '/Users', user('other'));
+    expect([a.status, b.status]).toEqual([201, 201]);
+    const path = await h.request('PATCH', `/Users/${a.json.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'shoeSize', value: 9 }] });
+    expect(path).toMatchObject({ status: 400, json: { scimType: 'invalidPath' } });
+    const op = await h.request('PATCH', `/Users/${a.json.id}`, { schemas: [PATCH], Operations: [{ op: 'merge', value: { active: false } }] });
+    expect(op).toMatchObject({ status: 400, json: { scimType: 'invalidSyntax' } });
+    const taken = await h.request('PATCH', `/Users/${a.json.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'userName', value: b.json.userName }] });
+    expect(taken).toMatchObject({ status: 409, json: { scimType: 'uniqueness' } });
+    const rekey = await h.request('PATCH', `/Users/${a.json.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'externalId', value: 'NEW-KEY' }] });
+    expect(rekey).toMatchObject({ status: 400, json: { scimType: 'mutability' } });
+    const big = await h.request('POST', '/Users', { ...user('big'), displayName: 'x'.repeat(4096) });
+    expect(big).toMatchObject({ status: 413, json: { schemas: [ERROR], status: '413' } });
+    await h.settled();
+  });
+
+  it('serves discovery: ServiceProviderConfig, ResourceTypes, Schemas', async () => {
+    const config = await h.request('GET', '/ServiceProviderConfig');
+    expect(config.json).toMatchObject({ patch: { supported: true }, filter: { supported: true }, bulk: { supported: false } });
+    const types = await h.request('GET', '/ResourceTypes');
+    expect(types.json.Resources.map((r: { id: string }) => r.id)).toEqual(['User', 'Group']);
+    const schemas = await h.request('GET', '/Schemas');
+    expect(schemas.json.Resources.map((r: { id: string }) => r.id)).toEqual([USER, 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User', 'urn:ietf:params:scim:schemas:core:2.0:Group']);
+    expect((await h.request('GET', `/Schemas/${USER}`)).json.attributes.find((a: { name: string }) => a.name === 'userName')).toMatchObject({ required: true, uniqueness: 'server' });
+  });
+
+  it('the token is configured by value or by file, at least 20 characters, and never echoed in a config error', () => {
+    expect(() => loadConfig({ TRAINSYNC_SCIM_TOKEN: 'too-short-secret' })).toThrow(/TRAINSYNC_SCIM_TOKEN: set but invalid; expected at least 20 characters/);
+    expect(() => loadConfig({ TRAINSYNC_SCIM_TOKEN: 'too-short-secret' })).not.toThrow(/too-short-secret/);
+    expect(() => loadConfig({ TRAINSYNC_SCIM_TOKEN_FILE: '/nonexistent/scim-token' })).toThrow(/TRAINSYNC_SCIM_TOKEN_FILE: set but invalid; expected a readable file/);
+    const dir = mkdtempSync(join(tmpdir(), 'scim-token-'));
+    try {
+      writeFileSync(join(dir, 'token'), `${h.token}\n`);
+      expect(loadConfig({ TRAINSYNC_SCIM_TOKEN_FILE: join(dir, 'token') }).TRAINSYNC_SCIM_TOKEN_FILE?.toString()).toBe(h.token);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

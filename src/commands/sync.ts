@@ -147,7 +147,10 @@ export function renderSummary(outcomes: readonly JobOutcome[]): string {
   const failures = outcomes.filter((o) => o.status === 'failed').map((o) => `${o.name} failed: ${o.error ?? 'unknown reason'}`);
   // Short heads, as in `status`: the table fits 80 columns (--json has the full names).
   const head = ['resource', 'status', 'pages', 'req', 'new', 'upd', 'same', 'quar', 'rem', 'sec', 'note'];
-  const text = [fitTable(head, rows), ...notes, ...failures].join('\n');
+  // No note at all: no note column (it would only cost the width).
+  const withNotes = rows.some((row) => row.at(-1) !== '');
+  const drawn = withNotes ? fitTable(head, rows) : fitTable(head.slice(0, -1), rows.map((row) => row.slice(0, -1)));
+  const text = [drawn, ...notes, ...failures].join('\n');
   // Sentences wrap on a terminal only: a log file keeps each on one line, for grep.
   return `${process.stdout.isTTY ? wrapLines(text, tableWidth()) : text}\n`;
 }

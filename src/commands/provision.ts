@@ -16,7 +16,7 @@ import { formatWholePlan } from './plan-listing.ts';
 import { createProgressDisplay } from './progress-display.ts';
 import { wrapLines } from './terminal.ts';
 import type { CommandDeps } from './deps.ts';
-import { addFeedOptions, FEED_PROFILE_HELP, oneOf, feedReadingOrExit, type FeedCliOptions } from './feed-options.ts';
+import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, type FeedCliOptions } from './feed-options.ts';
 
 /** The one line said last when provision exits non-zero. */
 function provisionExitReason(result: ProvisionResult): string | undefined {
@@ -50,10 +50,8 @@ interface ProvisionCliOptions extends FeedCliOptions {
 export function registerProvisionCommand(program: Command, deps: CommandDeps): void {
   const command = program
     .command('provision')
-    .description('Read an HR feed, print the plan, enqueue the actions (create, disable, enable, group changes) and wait for them.')
-    .argument('<file>', 'the HR feed: CSV with a header row, or JSON Lines (.jsonl/.ndjson)');
-  addFeedOptions(command)
-    .option('--mode <mode>', 'full: employees missing from the feed are leavers; delta: touch only listed employees', oneOf(['full', 'delta'] as const), 'full')
+    .description('Read an HR feed, print the plan, enqueue the actions (create, disable, enable, group changes) and wait for them.');
+  addModeOption(addFeedOptions(command), 'employees missing from the feed are leavers')
     .option('--dry-run', 'print the whole plan (every action) and change nothing')
     .option('--output <file>', 'with --dry-run: write the whole plan to FILE (JSON when it ends in .json) instead of printing it')
     .option('--json', 'print the feed errors, the plan and the outcome as one JSON document')

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { jsonbText } from './jsonb-text.ts';
-import type { LoadCounts } from './load-counts.ts';
+import { dedupeById, type LoadCounts } from './load-counts.ts';
 
 /**
  * The shared upsert of the small, fully listed tables (courses, filters, filter
@@ -50,23 +50,36 @@ export async function upsertListed(
 }
 
 /**
- * Writes a listing of parents and replaces their child rows with `replaceChildrenSql`
- * ($1 the children as jsonb, $2 the parent ids; it returns the ids of parents whose child
- * set changed). A parent whose only change is its children counts as updated.
+ * A fully listed parent table whose rows carry a child set (a course's categories, a
+ * group's courses). `replaceChildrenSql` gets $1 the children as jsonb and $2 the parent
+ * ids, and returns the ids of parents whose child set changed.
  */
-export async function upsertListedWithChildren<Child>(
+export interface ListingWithChildren<Parent> {
+  spec: ListedTable;
+  replaceChildrenSql: string;
+  id(parent: Parent): string;
+  row(parent: Parent): Record<string, unknown>;
+  children(parent: Parent): readonly unknown[];
+}
+
+/**
+ * Writes a listing of parents (the whole listing, or one page of it) and replaces their
+ * child rows; a parent whose only change is its children counts as updated. Stamps
+ * last_seen_at = seenAt on every listed parent, for markMissingListed.
+ */
+export async function upsertListedWithChildren<Parent>(
   client: pg.PoolClient,
-  spec: ListedTable,
-  listing: { ids: readonly string[]; rows: ReadonlyArray<Record<string, unknown>>; children: readonly Child[] },
-  replaceChildrenSql: string,
+  listing: ListingWithChildren<Parent>,
+  parents: readonly Parent[],
   seenAt: Date,
 ): Promise<LoadCounts> {
-  const { ids, rows, children } = listing;
-  if (ids.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
-  const written = await upsertListed(client, spec, rows, seenAt);
-  const changed = await client.query<{ id: string }>(replaceChildrenSql, [jsonbText(children), ids]);
+  const batch = dedupeById(parents, listing.id);
+  if (batch.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
+  const ids = batch.map(listing.id);
+  const written = await upsertListed(client, listing.spec, batch.map(listing.row), seenAt);
+  const changed = await client.query<{ id: string }>(listing.replaceChildrenSql, [jsonbText(batch.flatMap(listing.children)), ids]);
   const childrenOnly = changed.rows.map((r) => r.id).filter((id) => !written.inserted.has(id) && !written.updated.has(id));
-  await touchListed(client, spec, ids, childrenOnly, seenAt);
+  await touchListed(client, listing.spec, ids, childrenOnly, seenAt);
   const inserted = written.inserted.size;
   const updated = written.updated.size + childrenOnly.length;
   return { inserted, updated, unchanged: ids.length - inserted - updated };

@@ -3,7 +3,7 @@ import { pager } from '../layout.ts';
 import type { QuarantinedRow, RunRow } from '../data/runs.ts';
 import { chart, seconds, statusBadge } from './format.ts';
 
-const RUN_STATUSES = ['running', 'succeeded', 'incomplete', 'failed'];
+const RUN_STATUSES = ['running', 'succeeded', 'incomplete', 'failed', 'cancelled'];
 
 export function runsBody(d: {
   runs: RunRow[];

@@ -34,6 +34,11 @@ const rssMb = (): number => {
   gc();
   return Math.round(process.memoryUsage().rss / 1024 / 1024);
 };
+/** The live JavaScript heap after a full collection: what the console holds, beside what V8 keeps reserved. */
+const heapMb = (): number => {
+  gc();
+  return Math.round(process.memoryUsage().heapUsed / 1024 / 1024);
+};
 
 const database = await createBenchDatabase();
 const prefix = `bench-console-${randomBytes(4).toString('hex')}`;
@@ -60,6 +65,7 @@ try {
   for (let i = 0; i < 20; i++) await (await fetch(`http://127.0.0.1:${(dummy.address() as AddressInfo).port}/`)).text();
   dummy.close();
   const rssBefore = rssMb();
+  const heapBefore = heapMb();
   const server = (await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: async () => ({}), repair: () => provisionDeps(app) }))!;
   const rssStarted = rssMb();
   const base = `http://127.0.0.1:${server.port}`;
@@ -88,8 +94,9 @@ try {
     timings[name] = { p50Ms: Math.round(ms[Math.floor(ms.length * 0.5)]!), p95Ms: Math.round(ms[Math.ceil(ms.length * 0.95) - 1]!), bytes };
   }
   const rssAfter = rssMb();
+  const heapAfter = heapMb();
   await server.close();
-  process.stdout.write(`${JSON.stringify({ runs: RUNS, auditRows: AUDIT_ROWS, samples: SAMPLES, timings, rssBeforeMb: rssBefore, rssStartedMb: rssStarted, rssAfterMb: rssAfter, rssOverheadMb: rssAfter - rssBefore })}\n`);
+  process.stdout.write(`${JSON.stringify({ runs: RUNS, auditRows: AUDIT_ROWS, samples: SAMPLES, timings, rssBeforeMb: rssBefore, rssStartedMb: rssStarted, rssAfterMb: rssAfter, rssOverheadMb: rssAfter - rssBefore, heapBeforeMb: heapBefore, heapAfterMb: heapAfter })}\n`);
 } finally {
   await app.close();
   await database.drop();

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../warehouse/database.ts';
+import { withTransaction, type PgLender } from '../warehouse/transaction.ts';
 import type { FeedReadResult, FeedRow } from './feed/types.ts';
 import { ACTION_KINDS, type Plan, type PlannedAction } from './plan/types.ts';
 
@@ -94,11 +95,11 @@ function peopleOf(plan: Plan): HeldPerson[] {
 }
 
 /** Stores a refused plan (superseding any older one still held); returns its id. */
-export async function holdPlan(db: Db, plan: Plan, feed: Pick<FeedReadResult, 'hash' | 'rows' | 'invalidEmployeeIds' | 'invalidEmails'> & { file: string }): Promise<number> {
+export async function holdPlan(lend: PgLender, plan: Plan, feed: Pick<FeedReadResult, 'hash' | 'rows' | 'invalidEmployeeIds' | 'invalidEmails'> & { file: string }): Promise<number> {
   if (!plan.refused) throw new Error('holdPlan: the plan was not refused');
   const refused = plan.refused;
   const held: HeldFeed = { rows: feed.rows, keepEmployeeIds: [...feed.invalidEmployeeIds], keepEmails: [...feed.invalidEmails] };
-  return db.transaction().execute(async (tx) => {
+  return withTransaction(lend, async ({ db: tx }) => {
     await supersedeHeldPlans(tx);
     const row = await sql<{ id: number }>`
       insert into trainsync.held_plans (feed_hash, file, mode, reason, message, actions, people, disables, feed)

@@ -171,7 +171,7 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
       refused: plan.refused?.reason ?? null,
     });
     // A plan the disable guard refused is kept, so a person can review and approve it in the console.
-    const heldPlanId = !options.dryRun && plan.refused?.reason === 'max-disable' ? await holdPlan(deps.db, plan, { ...feed, file: basename(options.file) }) : undefined;
+    const heldPlanId = !options.dryRun && plan.refused?.reason === 'max-disable' ? await holdPlan(deps.withPgClient, plan, { ...feed, file: basename(options.file) }) : undefined;
     const planned: ProvisionResult = { feed, plan, adopted: adopted.length, seats, platformRequests: platform.requests, ...(adoptionNote ? { adoptionNote } : {}), ...(heldPlanId === undefined ? {} : { heldPlanId }) };
     options.onPlan?.(planned);
     if (options.dryRun || plan.refused !== undefined) return { planned };

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given: simulator client http writepath warehouse sync startup latency provisioning webhooks employees drift timings scim
+ *   npm run bench -- sync         # only the names given: simulator client http writepath warehouse sync startup latency provisioning webhooks employees drift timings scim doctor
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -100,6 +100,15 @@ if (want('startup')) {
   verdicts.push(
     `INFO  sync results start-up: first request after ${sync.compiled?.firstRequestMs} ms, RSS before it ${sync.compiled?.rssBeforeWorkMb} MB (through tsx: ${sync.tsx?.firstRequestMs} ms, ${sync.tsx?.rssBeforeWorkMb} MB)`,
   );
+}
+if (want('doctor')) {
+  process.stdout.write('\n== a missing service: `doctor` and `status` against a refused Redis and a refused Postgres port\n');
+  const doctor = lastJson(await run(['bench/doctor.ts']));
+  figures.doctor = doctor;
+  const f = doctor as Record<string, { medianMs: number; maxMs: number }>;
+  for (const name of ['doctorNoRedis', 'doctorNoPostgres', 'statusNoRedis', 'statusNoPostgres']) {
+    check(`${name}, refused connection reported`, num(f[name]?.maxMs) < 2000, `median ${f[name]?.medianMs} ms, max ${f[name]?.maxMs} ms (start-up alone: --help ${f.helpMs?.medianMs} ms; target < 2000; was 31 s for Redis)`);
+  }
 }
 if (want('latency')) {
   process.stdout.write('\n== 50 ms latency per page at the default budget of 10 requests/s\n');

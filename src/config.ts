@@ -1,5 +1,7 @@
+import { CronExpressionParser } from 'cron-parser';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { parseIsoDay } from './lib/calendar-day.ts';
 import { TrainsyncError } from './lib/errors.ts';
 import { parseLookback } from './lib/lookback.ts';
 import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
@@ -13,7 +15,15 @@ import { parseMaxDisable } from './provisioning/plan/limits.ts';
 const cronLine = z
   .string()
   .trim()
-  .regex(/^(\S+\s+){4,5}\S+$/, 'a cron line of 5 or 6 fields, e.g. "0 2 * * *"');
+  .regex(/^(\S+\s+){4,5}\S+$/, 'a cron line of 5 or 6 fields, e.g. "0 2 * * *"')
+  // BullMQ's own parser, here: a bad field is refused before anything starts, naming the variable.
+  .superRefine((value, ctx) => {
+    try {
+      CronExpressionParser.parse(value, { tz: 'UTC' });
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: `a valid cron line (${error instanceof Error ? error.message : String(error)}), e.g. "0 2 * * *"` });
+    }
+  });
 
 const positiveInt = (example: string) =>
   z.coerce.number({ error: `a whole number, e.g. ${example}` }).int(`a whole number, e.g. ${example}`).positive(`a number above 0, e.g. ${example}`);
@@ -86,7 +96,7 @@ const envSchema = z.object({
   TRAINSYNC_RESULTS_WINDOW_DAYS: positiveInt('7').default(7),
   TRAINSYNC_RESULTS_EPOCH: z
     .string()
-    .regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD, e.g. 2015-01-01')
+    .refine((value) => parseIsoDay(value) === value, 'a date that exists, as YYYY-MM-DD, e.g. 2015-01-01')
     .default('2015-01-01'),
   TRAINSYNC_HTTP_TIMEOUT_MS: positiveInt('30000').default(30_000),
   TRAINSYNC_CONNECT_TIMEOUT_MS: positiveInt('5000').default(5_000),
@@ -196,6 +206,8 @@ export type Config = Readonly<
   z.output<typeof envSchema> & {
     /** Every `TRAINSYNC_CRON_*` line set, by variable name (src/queue/schedulers.ts reads it). */
     cronLines: Readonly<Record<string, string>>;
+    /** LOG_LEVEL was set (not the default): on a terminal it then rules over the CLI's quiet default and -v. */
+    LOG_LEVEL_GIVEN?: boolean;
   }
 >;
 
@@ -239,7 +251,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const problems = [...byKey.values(), ...cronProblems];
     throw new ConfigError(problems);
   }
-  return Object.freeze({ ...parsed.data, cronLines: Object.freeze(cronLines) });
+  return Object.freeze({ ...parsed.data, cronLines: Object.freeze(cronLines), LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined });
 }
 
 /** The platform origin and key, or a ConfigError saying which to set. */

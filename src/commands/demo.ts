@@ -71,8 +71,8 @@ export function registerDemoCommand(program: Command, deps: DemoCommandDeps): vo
       'after',
       `
 Needs only Postgres and Redis (e.g. \`docker compose up -d postgres redis\`). Uses DATABASE_URL
-when set, else ${DEMO_DATABASE_URL} (created if missing), the Redis prefix
-${DEMO_QUEUE_PREFIX}, and an ephemeral TRAINSYNC_SECRET_KEY when none is set. The simulator
+when set, else ${DEMO_DATABASE_URL} (created if missing), TRAINSYNC_QUEUE_PREFIX when
+set, else the Redis prefix ${DEMO_QUEUE_PREFIX}, and an ephemeral TRAINSYNC_SECRET_KEY when none is set. The simulator
 (seed 1: 40 courses, 300 users, 3000 results) lives only while the demo runs.
 
 The sample feed (examples/hr-feed.csv) lists the organisation's employees with a few
@@ -81,7 +81,8 @@ adopts the existing accounts and applies the changes. The simulator starts from 
 every run, so a second run finds the platform drifted from what trainsync applied (leavers
 with access, joiners without an account): the plan reads the platform, repairs that drift,
 and the reconcile step then reports 0 discrepancies.
-Start from scratch with: dropdb trainsync_demo`,
+Start from scratch: drop the database the demo used (its last line names it: \`dropdb NAME\`;
+trainsync_demo unless DATABASE_URL names another).`,
     )
     .action(async (options: { feed: string }) => {
       const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
@@ -93,7 +94,7 @@ Start from scratch with: dropdb trainsync_demo`,
         TRAINSYNC_API_URL: sim.url,
         TRAINSYNC_API_KEY: sim.apiKey,
         DATABASE_URL: env.DATABASE_URL || DEMO_DATABASE_URL,
-        TRAINSYNC_QUEUE_PREFIX: deps.queuePrefix ?? DEMO_QUEUE_PREFIX,
+        TRAINSYNC_QUEUE_PREFIX: deps.queuePrefix ?? (env.TRAINSYNC_QUEUE_PREFIX || DEMO_QUEUE_PREFIX),
         TRAINSYNC_SECRET_KEY: env.TRAINSYNC_SECRET_KEY || randomBytes(32).toString('hex'),
         // A local simulator: a budget that keeps the demo quick (set it to see the limiter at work).
         TRAINSYNC_REQUESTS_PER_SECOND: env.TRAINSYNC_REQUESTS_PER_SECOND || '50',
@@ -163,6 +164,8 @@ Start from scratch with: dropdb trainsync_demo`,
           );
           write(`\n7. HR against the platform (npx trainsync reconcile)\n${renderReconciliation(await reconciliationReport(app.db, 0))}`);
           write(`\nAll done in ${seconds()} s. Run \`npm run demo\` again: its simulator starts afresh, so the same feed repairs that drift and the reconcile ends at 0.\n`);
+          const database = decodeURIComponent(new URL(config.DATABASE_URL).pathname.slice(1));
+          write(`Start from scratch: dropdb ${/^[A-Za-z0-9_]+$/.test(database) ? database : JSON.stringify(database)}\n`);
         } finally {
           await app.close();
         }

@@ -3,9 +3,9 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { errorMessage } from '../lib/errors.ts';
 import { parseMaxDisable } from '../provisioning/plan/limits.ts';
 import type { MaxDisable } from '../provisioning/plan/types.ts';
-import { toInfrastructureError } from '../lib/infra-errors.ts';
+import { maskUrl, toInfrastructureError } from '../lib/infra-errors.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
-import { migrate } from '../warehouse/migrator.ts';
+import { migrate, NotMigratedError, requireMigrated } from '../warehouse/migrator.ts';
 import { createDb, createPool } from '../warehouse/pool.ts';
 import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
 import type { CommandDeps } from './deps.ts';
@@ -42,6 +42,9 @@ export function renderReconciliation(report: ReconciliationReport): string {
   const counts = new Table({ head: ['kind', 'count', 'meaning'], style: { head: [], border: [], compact: true } });
   for (const kind of RECONCILIATION_KINDS) counts.push([kind, report.counts[kind], MEANING[kind] ?? '']);
   const lines = [`HR against the platform: ${report.total} discrepanc${report.total === 1 ? 'y' : 'ies'} (training.hr_reconciliation)`, counts.toString()];
+  // Zero discrepancies against nothing is no news: say what is missing.
+  if (!report.hrFeedLoaded) lines.unshift('No HR feed has been loaded yet (training.employees is empty): run `trainsync load-feed FILE` or `trainsync provision FILE` first.');
+  if (!report.usersLoaded) lines.unshift('No platform users have been synced yet (training.users is empty): run `trainsync sync users` first.');
   for (const kind of RECONCILIATION_KINDS) {
     const rows = report.examples[kind];
     if (rows.length === 0) continue;
@@ -110,11 +113,12 @@ Examples:
       const pool = createPool(config.DATABASE_URL, { max: 2, log });
       const db = createDb(pool);
       try {
-        await ensureDatabase(config.DATABASE_URL, log);
-        await migrate(pool, log);
+        // Reads only: a missing or unmigrated database is refused (exit 2), never created.
+        await requireMigrated(pool, maskUrl(config.DATABASE_URL));
         const report = await reconciliationReport(db, options.examples);
         write(options.json ? `${JSON.stringify(report, null, 2)}\n` : renderReconciliation(report));
       } catch (error) {
+        if (error instanceof NotMigratedError) throw error;
         throw toInfrastructureError(error, config, 'postgres') ?? error;
       } finally {
         await db.destroy().catch(() => undefined);

@@ -9,6 +9,10 @@ import { startWebhookService } from '../webhooks/service.ts';
 import type { CommandDeps } from './deps.ts';
 
 export function registerWorkerCommand(program: Command, deps: CommandDeps): void {
+  // Every schedule the catalog declares, so the help never leaves one out.
+  const schedules = deps.jobs
+    .flatMap((job) => (job.schedule ? [`  ${job.schedule.setting.padEnd(26)} ${job.name.padEnd(14)} default "${job.schedule.default}"`] : []))
+    .join('\n');
   program
     .command('worker')
     .description('Process every queue until stopped: runs scheduled syncs and provisioning jobs, serves /healthz and /metrics, stops cleanly on SIGTERM.')
@@ -17,8 +21,9 @@ export function registerWorkerCommand(program: Command, deps: CommandDeps): void
     .addHelpText(
       'after',
       `
-Schedules come from TRAINSYNC_CRON_RESULTS, _COURSES, _FILTERS, _USERS (default "0 2 * * *", UTC)
-and TRAINSYNC_CRON_SEATS (default "0 * * * *"). Any number of workers may run against one Redis:
+Schedules (cron lines, UTC; each checked at start, naming the variable):
+${schedules}
+Any number of workers may run against one Redis:
 each scheduled sync runs once, and no two syncs of one resource ever run at once.
 Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (default port 9464).
 Webhooks: POST http://<host>:$TRAINSYNC_WEBHOOK_PORT/webhooks/platform (default port 9465), served

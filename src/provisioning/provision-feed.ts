@@ -49,7 +49,7 @@ export interface ProvisionOptions {
   force: boolean;
   /** Called once the plan is known, before anything is enqueued (the CLI prints it). */
   onPlan?: (result: ProvisionResult) => void;
-  onProgress?: (finished: number, total: number) => void;
+  onProgress?: (finished: number, total: number, byKind: ReadonlyMap<string, { done: number; total: number }>) => void;
 }
 
 export interface SeatsInfo {

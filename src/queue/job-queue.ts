@@ -5,12 +5,24 @@ import { lookupJob, type JobCatalog } from './catalog.ts';
 import { RedisConnections, type RedisMode, type RedisStatus } from './connection.ts';
 import { addChains, type ChainLink } from './flows.ts';
 import { defaultJobOptions, waitedJobOptions } from './job-options.ts';
+import { activeHolder, connectedWorkers, removeOrphanOrQueued, requeueOrphan, type ActiveHolder } from './orphans.ts';
 import { QUEUE_NAMES, type QueueName } from './names.ts';
 import type { JobRunner } from './run-job.ts';
 import { waitForJobs, type JobOutcome, type WaitOptions } from './wait-for-jobs.ts';
 import { startWorkers, type WorkerHandle } from './worker.ts';
 
 export type { AddJobOptions, ChainSpec, EnqueuedJob, JobState } from './action-queue.ts';
+
+/** A job as `status`, `cancel` and `sync` look at it. */
+export interface FoundJob {
+  id: string;
+  name: string;
+  queue: QueueName;
+  data: unknown;
+  state: JobState;
+  /** For an active job: whether its worker is gone, and which worker took it. */
+  holder?: ActiveHolder;
+}
 
 /** The states `status` and /metrics count. */
 const COUNTED_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed', 'waiting-children'] as const;
@@ -57,8 +69,18 @@ export interface JobQueue extends ActionQueue {
   readonly catalog: JobCatalog;
   /** Redis as this process sees it: outage state, a quick PING, reconnects. */
   readonly redis: RedisStatus;
-  /** The job a deduplication id points at while it is queued or running, if any. */
-  deduplicated(queue: QueueName, dedupeId: string): Promise<{ id: string; data: unknown; state: JobState } | undefined>;
+  /** The job a deduplication id points at while it is queued or running, if any (with its holder when active). */
+  deduplicated(queue: QueueName, dedupeId: string): Promise<FoundJob | undefined>;
+  /** A job by id, in whichever queue holds it. */
+  find(jobId: string): Promise<FoundJob | undefined>;
+  /** The jobs a worker has taken (active), each with its holder: running, or orphaned. */
+  activeJobs(queue: QueueName, limit: number): Promise<FoundJob[]>;
+  /** The names (host:pid) of the worker processes connected to the queue. */
+  workerNames(queue: QueueName): Promise<string[]>;
+  /** Puts an orphaned active job back in its queue under its own id: the next worker resumes it. */
+  takeOver(job: FoundJob): Promise<void>;
+  /** Removes a queued or orphaned job for good; false when it could not be (it is locked again). */
+  cancel(job: FoundJob): Promise<boolean>;
   /**
    * The CLI's worker rule: when no worker process is connected to the queue, this
    * process works it until the returned handle is closed. Undefined when one is.
@@ -119,6 +141,14 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     };
   };
 
+  const describe = async (queue: QueueName, jobId: string): Promise<FoundJob | undefined> => {
+    const job = (await queues[queue].getJob(jobId)) as Job | undefined;
+    if (!job?.id) return undefined;
+    const state = await job.getState();
+    const holder = state === 'active' ? await activeHolder(connection, queues[queue], job, config.TRAINSYNC_QUEUE_PREFIX) : undefined;
+    return { id: job.id, name: job.name, queue, data: job.data, state, ...(holder ? { holder } : {}) };
+  };
+
   return {
     queues,
     catalog: runner.catalog,
@@ -137,10 +167,29 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     failedReason: async (queue, jobId) => (await queues[queue].getJob(jobId))?.failedReason || undefined,
     async deduplicated(queue, dedupeId) {
       const id = await queues[queue].getDeduplicationJobId(dedupeId);
-      const job = id ? await queues[queue].getJob(id) : undefined;
-      if (!job?.id) return undefined;
-      const state = await job.getState();
-      return state === 'completed' || state === 'failed' ? undefined : { id: job.id, data: job.data, state };
+      const found = id ? await describe(queue, id) : undefined;
+      return found && found.state !== 'completed' && found.state !== 'failed' ? found : undefined;
+    },
+    async activeJobs(queue, limit) {
+      const active = await queues[queue].getActive(0, limit - 1);
+      const found = await Promise.all(active.map((job) => describe(queue, String(job.id))));
+      return found.filter((job): job is FoundJob => job !== undefined);
+    },
+    workerNames: async (queue) => [...(await connectedWorkers(queues[queue]))],
+    async find(jobId) {
+      for (const name of QUEUE_NAMES) {
+        const found = await describe(name, jobId);
+        if (found) return found;
+      }
+      return undefined;
+    },
+    async takeOver(found) {
+      const job = await queues[found.queue].getJob(found.id);
+      if (job) await requeueOrphan(connection, queues[found.queue], job, config.TRAINSYNC_QUEUE_PREFIX);
+    },
+    async cancel(found) {
+      const job = await queues[found.queue].getJob(found.id);
+      return job ? removeOrphanOrQueued(connection, queues[found.queue], job, config.TRAINSYNC_QUEUE_PREFIX) : true;
     },
     async remove(queue, jobId) {
       await queues[queue].remove(jobId, { removeChildren: false });

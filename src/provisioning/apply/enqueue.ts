@@ -140,13 +140,24 @@ export interface ApplyResult extends EnqueueResult {
 export async function waitForActions(
   deps: ApplyDeps,
   actionIds: readonly string[],
-  onProgress?: (finished: number, total: number) => void,
+  onProgress?: (finished: number, total: number, byKind: ReadonlyMap<string, { done: number; total: number }>) => void,
 ): Promise<AuditRow[]> {
   if (actionIds.length === 0) return [];
   const ticker = onProgress
     ? setInterval(() => {
         void auditRows(deps.db, actionIds)
-          .then((rows) => onProgress(rows.filter((r) => r.status !== 'queued' && r.status !== 'planned').length, actionIds.length))
+          .then((rows) => {
+            const finished = (r: AuditRow): boolean => r.status !== 'queued' && r.status !== 'planned';
+            // Per action kind too: the CLI shows one progress line per kind.
+            const byKind = new Map<string, { done: number; total: number }>();
+            for (const row of rows) {
+              const kind = byKind.get(row.kind) ?? { done: 0, total: 0 };
+              kind.total += 1;
+              if (finished(row)) kind.done += 1;
+              byKind.set(row.kind, kind);
+            }
+            onProgress(rows.filter(finished).length, actionIds.length, byKind);
+          })
           .catch(() => undefined);
       }, 1_000)
     : undefined;

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given: simulator client http writepath warehouse sync startup latency provisioning webhooks employees drift timings scim doctor
+ *   npm run bench -- sync         # only the names given: simulator client http writepath warehouse sync startup latency provisioning webhooks employees drift timings scim doctor console
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -194,6 +194,26 @@ if (want('scim')) {
   check('SCIM creates on the platform', num(scim.allExistSeconds) <= num(scim.targetSeconds), `all ${scim.users} exist after ${scim.allExistSeconds} s (target ≤ 1.1 × ${scim.users} ÷ ${scim.budget} = ${scim.targetSeconds} s)`);
   check('SCIM response p95', num(scim.responseP95Ms) < 100, `p95 ${scim.responseP95Ms} ms, p50 ${scim.responseP50Ms} ms, max ${scim.responseMaxMs} ms (target p95 < 100 ms)`);
   check('SCIM platform requests over budget', num(scim.maxInAnySecond) <= num(scim.budget), `max ${scim.maxInAnySecond} in any sliding second (budget ${scim.budget}); ${scim.platformRequests} requests in all`);
+}
+
+if (want('console')) {
+  process.stdout.write('\n== console: page render with 10,000 runs and 100,000 audit rows, RSS beside the app\n');
+  const out = await new Promise<string>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--expose-gc', 'bin/run-ts.js', 'bench/console.ts'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      text += chunk.toString('utf8');
+      process.stdout.write(chunk);
+    });
+    child.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`bench/console.ts exited with ${code}`))));
+  });
+  const c = lastJson(out);
+  figures.console = c;
+  const t = c.timings as Record<string, { p95Ms: number }>;
+  check('console Overview p95', num(t.overview?.p95Ms) < 200, `${t.overview?.p95Ms} ms (target < 200)`);
+  check('console Runs p95', Math.max(num(t.runs?.p95Ms), num(t.runsOfResults?.p95Ms), num(t.runsPage50?.p95Ms)) < 200, `${t.runs?.p95Ms} ms all, ${t.runsOfResults?.p95Ms} ms one resource with its chart, ${t.runsPage50?.p95Ms} ms page 50 (target < 200)`);
+  verdicts.push(`INFO  console Provisioning p95 ${t.provisioning?.p95Ms} ms, audit search ${t.auditSearch?.p95Ms} ms`);
+  check('console RSS overhead', num(c.rssOverheadMb) < 50, `${c.rssOverheadMb} MB (${c.rssBeforeMb} → ${c.rssAfterMb} MB; target < 50)`);
 }
 
 process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);

@@ -5,6 +5,7 @@ import { parseIsoDay } from './lib/calendar-day.ts';
 import { TrainsyncError } from './lib/errors.ts';
 import { parseLookback } from './lib/lookback.ts';
 import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
+import { parseConsoleUsers } from './lib/console-users.ts';
 import { parseMaxDisable } from './provisioning/plan/limits.ts';
 
 /**
@@ -50,6 +51,17 @@ const scimToken = z
   .min(20, 'at least 20 characters, e.g. the output of `openssl rand -hex 32`')
   .regex(/^[\x21-\x7e]+$/, 'printable characters without spaces, e.g. the output of `openssl rand -hex 32`')
   .transform((value) => Buffer.from(value, 'utf8'));
+
+/** A value read by a parser that returns the value, or the problem in words. */
+const parsedBy = <T>(parse: (value: string) => T | string) =>
+  z.string().transform((value, ctx) => {
+    const parsed = parse(value);
+    if (typeof parsed === 'string') {
+      ctx.addIssue({ code: 'custom', message: parsed });
+      return z.NEVER;
+    }
+    return parsed;
+  });
 
 const envSchema = z.object({
   TRAINSYNC_API_URL: z
@@ -130,17 +142,7 @@ const envSchema = z.object({
   // failed-over Redis loses them) and registers missing ones again.
   TRAINSYNC_SCHEDULE_CHECK_MS: positiveInt('60000').min(1_000, 'at least 1000, e.g. 60000').default(60_000),
   // Webhooks (src/webhooks): the receiver runs in `worker` only when a secret is set.
-  TRAINSYNC_WEBHOOK_SECRET: z
-    .string()
-    .transform((value, ctx) => {
-      const keys = parseWebhookSecrets(value);
-      if (typeof keys === 'string') {
-        ctx.addIssue({ code: 'custom', message: keys });
-        return z.NEVER;
-      }
-      return keys;
-    })
-    .optional(),
+  TRAINSYNC_WEBHOOK_SECRET: parsedBy(parseWebhookSecrets).optional(),
   TRAINSYNC_WEBHOOK_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9465' }).int().min(0).max(65_535).default(9465),
   TRAINSYNC_WEBHOOK_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1 or 0.0.0.0').default('0.0.0.0'),
   TRAINSYNC_WEBHOOK_SIGNATURE_HEADER: z
@@ -153,6 +155,14 @@ const envSchema = z.object({
   TRAINSYNC_WEBHOOK_SWEEP_MS: positiveInt('60000').min(1_000, 'at least 1000, e.g. 60000').default(60_000),
   // Processed events are kept this long; longer than the platform's 3 days of retries, so duplicates are still recognised.
   TRAINSYNC_WEBHOOK_RETENTION_DAYS: positiveInt('30').min(4, 'at least 4 (the platform retries for 3 days), e.g. 30').default(30),
+  // The operator console (src/console): off unless at least one user is configured.
+  // Users are `name:role:hash` entries (role viewer or operator; hash from `trainsync console hash-password`), comma-separated.
+  TRAINSYNC_CONSOLE_USERS: parsedBy(parseConsoleUsers).optional(),
+  TRAINSYNC_CONSOLE_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9467' }).int().min(0).max(65_535).default(9467),
+  TRAINSYNC_CONSOLE_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1').default('127.0.0.1'),
+  // Behind a TLS-terminating proxy: trust its X-Forwarded-Proto, and mark the cookies Secure.
+  TRAINSYNC_CONSOLE_TRUST_PROXY: z.enum(['true', 'false'], { error: 'true or false' }).transform((v) => v === 'true').default(false),
+  TRAINSYNC_CONSOLE_SESSION_MINUTES: positiveInt('480').max(10_080, 'at most 10080 (a week), e.g. 480').default(480),
   // SCIM 2.0 (src/scim): served by `worker` only when a bearer token is configured, by
   // value (TRAINSYNC_SCIM_TOKEN) or by reference to a file (TRAINSYNC_SCIM_TOKEN_FILE).
   TRAINSYNC_SCIM_TOKEN: scimToken.optional(),
@@ -245,7 +255,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       const key = String(issue.path[0] ?? '(environment)');
       if (byKey.has(key)) continue;
       const given = cleaned[key];
-      const shown = given === undefined ? 'missing' : key.includes('KEY') || key.includes('SECRET') || key.includes('TOKEN') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
+      const shown = given === undefined ? 'missing' : key.includes('KEY') || key.includes('SECRET') || key.includes('TOKEN') || key.includes('USERS') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
       byKey.set(key, `${key}: ${shown}; expected ${issue.message}`);
     }
     const problems = [...byKey.values(), ...cronProblems];

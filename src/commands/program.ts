@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import type { CommandDeps } from './deps.ts';
 import { EXIT_CODE_HELP } from './exit-codes.ts';
 import { registerCancelCommand } from './cancel.ts';
+import { registerConsoleCommand } from './console.ts';
 import { registerDemoCommand } from './demo.ts';
 import { registerDoctorCommand } from './doctor.ts';
 import { registerFeedCommand } from './feed-check.ts';
@@ -54,6 +55,7 @@ Otherwise (a pipe, a file, a service): one JSON object per line (LOG_FORMAT over
   registerReconcileCommand(program, deps);
   registerStatusCommand(program, deps, [unfinishedWindowsSection, provisioningAttentionSection, webhookStatusSection, scimHeldSection]);
   registerScimCommand(program, deps);
+  registerConsoleCommand(program, deps);
   registerCancelCommand(program, deps);
   registerDoctorCommand(program, deps);
   registerSimulatorCommand(program);

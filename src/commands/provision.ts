@@ -20,7 +20,10 @@ import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, ty
 
 /** The one line said last when provision exits non-zero. */
 function provisionExitReason(result: ProvisionResult): string | undefined {
-  if (result.plan.refused) return `refused, nothing was enqueued: ${result.plan.refused.message}`;
+  if (result.plan.refused) {
+    const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId}: an operator can review the people affected and approve or reject it in the console (Provisioning).`;
+    return `refused, nothing was enqueued: ${result.plan.refused.message}${held}`;
+  }
   const rejected = result.feed.errors.length + result.plan.errors.length;
   const attention = result.applied?.audit.filter((r) => r.status === 'failed' || r.status === 'needs-identity').length ?? 0;
   const parts = [

@@ -13,6 +13,7 @@ import { refreshEmployeeAccounts, type EmployeeSnapshotCounts } from '../warehou
 import { feedFormatFor, readFeed } from './feed/read.ts';
 import type { ColumnMap, FeedFormat, FeedReadResult, ReadFeedOptions } from './feed/types.ts';
 import { snapshotFeed } from './snapshot-feed.ts';
+import { holdPlan, supersedeHeldPlans } from './held-plans.ts';
 import { adoptExistingAccounts } from './plan/adopt.ts';
 import { planProvisioning } from './plan/plan.ts';
 import type { AccessRemovedPolicy, AppliedEmployee, MaxDisable, Plan, PlanMode, PlatformView } from './plan/types.ts';
@@ -72,6 +73,8 @@ export interface ProvisionResult {
   employees?: EmployeeSnapshotCounts;
   /** Why that snapshot failed (the actions were enqueued all the same). */
   employeesError?: string;
+  /** The plan the disable limit refused, kept for review in the console (`trainsync.held_plans`). */
+  heldPlanId?: number;
 }
 
 /** The platform ids of the applied employees a feed's rows name. */
@@ -167,10 +170,13 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
       actions: plan.actions.length,
       refused: plan.refused?.reason ?? null,
     });
-    const planned: ProvisionResult = { feed, plan, adopted: adopted.length, seats, platformRequests: platform.requests, ...(adoptionNote ? { adoptionNote } : {}) };
+    // A plan the disable guard refused is kept, so a person can review and approve it in the console.
+    const heldPlanId = !options.dryRun && plan.refused?.reason === 'max-disable' ? await holdPlan(deps.db, plan, { ...feed, file: basename(options.file) }) : undefined;
+    const planned: ProvisionResult = { feed, plan, adopted: adopted.length, seats, platformRequests: platform.requests, ...(adoptionNote ? { adoptionNote } : {}), ...(heldPlanId === undefined ? {} : { heldPlanId }) };
     options.onPlan?.(planned);
     if (options.dryRun || plan.refused !== undefined) return { planned };
     if (adopted.length > 0) await insertAdoptedIdentities(deps.db, adopted);
+    await supersedeHeldPlans(deps.db);
     const enqueued = await enqueuePlan(deps, plan, feed.hash);
     // The warehouse's copy of the feed; a failure here must not abandon the actions just enqueued.
     const snapshot = await snapshotFeed(deps.withPgClient, feed, { mode: options.mode }).then(

@@ -72,7 +72,7 @@ export async function liveOpenActions(deps: Pick<ApplyDeps, 'db' | 'queue'>, emp
 }
 
 /** Writes the audit rows and adds one flow chain per employee; see the module comment. */
-export async function enqueuePlan(deps: ApplyDeps, plan: Plan, feedHash: string | null): Promise<EnqueueResult> {
+export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 'byEmployee'>, feedHash: string | null): Promise<EnqueueResult> {
   const open = await liveOpenActions(deps);
   const busy = new Set(open.map((row) => row.employeeId));
   const waitingOn = open.map((row) => row.actionId);

@@ -50,7 +50,7 @@ if (want('http')) {
   const http = lastJson(await run(['bench/http-clients.ts']));
   figures.http = http;
   const clients = http.clients as Record<string, { cpuMicrosPerPage: number }>;
-  verdicts.push(`INFO  HTTP client CPU per page of 50: got ${clients.got?.cpuMicrosPerPage} µs, undici ${clients.undici?.cpuMicrosPerPage} µs, trainsync's transport over got ${clients['trainsync transport (got)']?.cpuMicrosPerPage} µs`);
+  verdicts.push(`INFO  HTTP client CPU per page of 50: got ${clients.got?.cpuMicrosPerPage} µs, undici ${clients.undici?.cpuMicrosPerPage} µs, trainsync's transport ${clients['trainsync transport']?.cpuMicrosPerPage} µs`);
 }
 if (want('writepath')) {
   process.stdout.write('\n== write path, 200,000 results: ms per batch of 5,000 by part and Postgres CPU per row, the upsert path with sightings and synchronous_commit on (how a first load was written) and the first-load path; EXPLAIN (ANALYZE, BUFFERS) of the upsert on stderr\n');

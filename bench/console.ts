@@ -95,8 +95,10 @@ try {
   }
   const rssAfter = rssMb();
   const heapAfter = heapMb();
+  // Where the RSS is: V8's reserved heap (heapTotal), Buffers and other memory outside the heap (external).
+  const breakdown = Object.fromEntries(Object.entries(process.memoryUsage()).map(([k, v]) => [`${k}Mb`, Math.round(v / 1024 / 1024)]));
   await server.close();
-  process.stdout.write(`${JSON.stringify({ runs: RUNS, auditRows: AUDIT_ROWS, samples: SAMPLES, timings, rssBeforeMb: rssBefore, rssStartedMb: rssStarted, rssAfterMb: rssAfter, rssOverheadMb: rssAfter - rssBefore, heapBeforeMb: heapBefore, heapAfterMb: heapAfter })}\n`);
+  process.stdout.write(`${JSON.stringify({ runs: RUNS, auditRows: AUDIT_ROWS, samples: SAMPLES, timings, rssBeforeMb: rssBefore, rssStartedMb: rssStarted, rssAfterMb: rssAfter, rssOverheadMb: rssAfter - rssBefore, heapBeforeMb: heapBefore, heapAfterMb: heapAfter, breakdownAfter: breakdown })}\n`);
 } finally {
   await app.close();
   await database.drop();

@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { sql } from 'kysely';
@@ -36,6 +37,8 @@ let viewer: { context: BrowserContext; page: Page };
 let base: string;
 let hashes: string[];
 const pagesSeen = new Map<string, string>();
+/** Whether bull-board's modules are in this process (CommonJS packages: Node's module cache). */
+const bullBoardLoaded = (): boolean => Object.keys(createRequire(import.meta.url).cache).some((file) => file.includes(`${path.sep}@bull-board${path.sep}`));
 
 async function login(who: { name: string; password: string }): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext();
@@ -154,6 +157,8 @@ describe('the operator console in a browser', () => {
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
     expect(cookie.expires).toBeGreaterThan(Date.now() / 1000);
     expect(await operator.page.content()).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    // Memory: bull-board is loaded on the first Queues request, not with the console.
+    expect(bullBoardLoaded()).toBe(false);
   });
 
   it('a viewer sees a held plan but cannot approve it: no button, and the server refuses a direct POST with a valid token', async () => {
@@ -170,6 +175,7 @@ describe('the operator console in a browser', () => {
     expect(accessSnapshot(h.sim.state)).toEqual(before);
     // bull-board's actions too: a viewer reads the queues, and cannot change them.
     expect((await viewer.context.request.get(`${base}/queues/api/queues`)).status()).toBe(200);
+    expect(bullBoardLoaded()).toBe(true);
     const pause = await viewer.context.request.put(`${base}/queues/api/queues/provision/pause`, { headers: { 'sec-fetch-site': 'same-origin' }, maxRedirects: 0 });
     expect(pause.status()).toBe(403);
   });

@@ -162,7 +162,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
 
   const viewerOf = (request: FastifyRequest, reply: FastifyReply): Viewer => ({ name: request.session!.username, role: request.session!.role, csrfToken: reply.generateCsrf() });
   registerPageRoutes(server, deps, viewerOf);
-  await mountQueueBoard(server, deps.queue, '/queues');
+  mountQueueBoard(server, deps.queue, '/queues');
 
   server.setErrorHandler((error: { statusCode?: number; code?: string; message: string }, request, reply) => {
     const status = error.statusCode ?? 500;

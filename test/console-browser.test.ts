@@ -10,6 +10,7 @@ import { hashConsolePassword } from '../src/lib/console-users.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
 import { QUEUE_NAMES } from '../src/queue/names.ts';
 import type { WorkerHandle } from '../src/queue/worker.ts';
+import { startWebhookReceiver, WEBHOOK_PATH } from '../src/webhooks/receiver.ts';
 import { addGroup, findUser, groupMembers } from '../src/simulator/index.ts';
 import { accessSnapshot, feedDir, rowsFromState, toCsv, type HrRow } from './helpers/hr-feed.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
@@ -273,6 +274,24 @@ describe('the operator console in a browser', () => {
     await vi.waitFor(() => expect(findUser(h.sim.state, email)!.hasAccess).toBe(true), { timeout: 30_000, interval: 100 });
     const audit = await sql<{ username: string; role: string }>`select username, role from trainsync.console_audit where action = 'reconcile-fix'`.execute(h.app.db);
     expect(audit.rows).toEqual([{ username: 'olga', role: 'operator' }]);
+  });
+
+  it('shows a badly signed webhook delivery on the Webhooks page: why and which header, never its body or signature', async () => {
+    const receiver = await startWebhookReceiver({ config: h.config, keys: [Buffer.from(WEBHOOK_SECRET, 'base64')], withPgClient: h.app.withPgClient, queue: h.app.queue, metrics: h.app.metrics, log: h.app.log });
+    try {
+      const body = JSON.stringify({ eventId: 'aaaaaaaa-0000-4000-8000-00000000beef', eventType: 'COURSE_COMPLETE', data: { marker: 'body-must-not-show' } });
+      const answer = await fetch(`http://127.0.0.1:${receiver.port}${WEBHOOK_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json', [h.config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER]: 'c2lnbmF0dXJlLXZhbHVlLW5vdC1zaG93bg==' }, body });
+      expect(answer.status).toBe(401);
+    } finally {
+      await receiver.close();
+    }
+    expect(await visit(viewer.page, '/webhooks')).toBe(200);
+    const refusals = await viewer.page.locator('#refusals').innerText();
+    expect(refusals).toContain('signature invalid');
+    expect(refusals).toContain(h.config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER);
+    const content = await viewer.page.content();
+    expect(content).not.toContain('body-must-not-show');
+    expect(content).not.toContain('c2lnbmF0dXJlLXZhbHVlLW5vdC1zaG93bg==');
   });
 
   it('no secret on any page: API key, webhook secret, password hashes, passwords, the session token', async () => {

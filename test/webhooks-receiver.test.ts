@@ -63,7 +63,8 @@ describe('the webhook receiver', () => {
     expect(row!.payload).toEqual(JSON.parse(body));
   });
 
-  it('refuses a missing, invalid or tampered signature with 401, counts it and stores nothing', async () => {
+  it('refuses a missing, invalid or tampered signature with 401, counts it and stores nothing but the refusal', async () => {
+    const refusalsBefore = (await h.database.pool.query<{ id: string }>('select coalesce(max(id), 0) as id from trainsync.webhook_refusals')).rows[0]!.id;
     const missingBefore = await metric(/trainsync_webhook_signature_failures_total\{reason="missing"\} (\d+)/);
     const invalidBefore = await metric(/trainsync_webhook_signature_failures_total\{reason="invalid"\} (\d+)/);
     const wrongKey = randomBytes(32).toString('base64');
@@ -81,6 +82,13 @@ describe('the webhook receiver', () => {
     for (const a of attempts) expect(await stored(a.eventId)).toBeUndefined();
     expect(await metric(/trainsync_webhook_signature_failures_total\{reason="missing"\} (\d+)/)).toBe(missingBefore + 2);
     expect(await metric(/trainsync_webhook_signature_failures_total\{reason="invalid"\} (\d+)/)).toBe(invalidBefore + 4);
+    // Each refusal is recorded for the console: why, the header checked, who sent it; never the body or the signature.
+    const refusals = (await h.database.pool.query('select * from trainsync.webhook_refusals where id > $1 order by id', [refusalsBefore])).rows as Array<Record<string, unknown>>;
+    expect(refusals.map((r) => r.reason)).toEqual(['missing', 'invalid', 'invalid', 'missing', 'invalid', 'invalid']);
+    for (const r of refusals) {
+      expect(r).toMatchObject({ header: h.app.config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote: expect.stringMatching(/127\.0\.0\.1/) });
+      expect(Object.keys(r).sort()).toEqual(['header', 'id', 'reason', 'refused_at', 'remote']);
+    }
   });
 
   it('answers TEST_EVENT with 200 even unsigned (storing only a signed one)', async () => {

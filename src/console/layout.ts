@@ -39,11 +39,12 @@ export function actionButton(viewer: Viewer, action: string, label: string, id: 
   return html`<form method="post" action="${action}" class="inline"><input type="hidden" name="_csrf" value="${viewer.csrfToken}"><button type="submit" id="${id}">${label}</button></form>`;
 }
 
-export function pager(base: string, page: number, hasMore: boolean, keep: Record<string, string | undefined>): SafeHtml {
+/** `pageParam`: the query parameter of this list's page, when a page has more than one list. */
+export function pager(base: string, page: number, hasMore: boolean, keep: Record<string, string | undefined>, pageParam = 'page'): SafeHtml {
   const link = (p: number): string => {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(keep)) if (v) params.set(k, v);
-    params.set('page', String(p));
+    params.set(pageParam, String(p));
     return `${base}?${params.toString()}`;
   };
   return html`<p class="pager">${page > 1 ? html`<a href="${link(page - 1)}">← newer</a>` : ''} page ${page} ${hasMore ? html`<a href="${link(page + 1)}">older →</a>` : ''}</p>`;

@@ -6,6 +6,7 @@ import { retryFailedAction } from '../provisioning/retry-action.ts';
 import { reconcileFix } from '../provisioning/reconcile-fix.ts';
 import { repairBody } from './pages/repair.ts';
 import { reconciliationReport } from '../warehouse/reconciliation.ts';
+import { recentRefusals } from '../webhooks/refusals.ts';
 import { webhookBacklog } from '../webhooks/store.ts';
 import { assignmentStatusBy, parseGroupBy } from './data/people.ts';
 import { consoleChanges, recordConsoleChange, recentFeeds, searchActions, attentionCount } from './data/provisioning.ts';
@@ -24,6 +25,7 @@ const PAGE_SIZE = 50;
 const text = z.string().trim().max(200).optional().transform((v) => (v ? v : undefined));
 const listQuery = z.object({
   page: z.coerce.number().int().min(1).max(100_000).catch(1),
+  rpage: z.coerce.number().int().min(1).max(100_000).catch(1),
   resource: text,
   status: text,
   who: text,
@@ -147,7 +149,11 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
 
   server.get('/webhooks', async (request, reply) => {
     const q = listQuery.parse(request.query);
-    const [backlog, events] = await Promise.all([webhookBacklog(db), recentEvents(db, { outcome: q.outcome, page: q.page, pageSize: PAGE_SIZE })]);
-    return send(reply, page('Webhooks', viewerOf(request, reply), webhooksBody(backlog, events.rows, events.hasMore, q.page, q.outcome)));
+    const [backlog, events, refusals] = await Promise.all([
+      webhookBacklog(db),
+      recentEvents(db, { outcome: q.outcome, page: q.page, pageSize: PAGE_SIZE }),
+      recentRefusals(db, { page: q.rpage, pageSize: PAGE_SIZE }),
+    ]);
+    return send(reply, page('Webhooks', viewerOf(request, reply), webhooksBody(backlog, events.rows, events.hasMore, q.page, q.outcome, { ...refusals, page: q.rpage })));
   });
 }

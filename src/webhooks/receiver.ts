@@ -9,6 +9,7 @@ import type { PgLender } from '../warehouse/transaction.ts';
 import { enqueueResultLoads } from './enqueue.ts';
 import { envelopeSchema, EVENT_TYPES, planEvent, typeLabel } from './events.ts';
 import { signatureHeaderMatcher, signatureHeaderValues, verifySignature } from './signature.ts';
+import { recordRefusal } from './refusals.ts';
 import { storeEvent, type StoredEvent } from './store.ts';
 
 export const WEBHOOK_PATH = '/webhooks/platform';
@@ -86,7 +87,7 @@ function peekEventType(bytes: Buffer): string | undefined {
 /**
  * `POST /webhooks/platform`: the platform's signed events. A 2xx is sent only once the
  * event is stored (a retried delivery of a stored event gets 200 again and nothing
- * else happens); 401 for a missing or bad signature (counted, never stored); 413 over
+ * else happens); 401 for a missing or bad signature (counted, and recorded without its body); 413 over
  * the body limit; 503 when the database cannot store it (the platform retries for up
  * to 3 days). TEST_EVENT always gets 200: the platform sends it unsigned when a
  * webhook is added, and needs the 2xx to create the webhook.
@@ -98,8 +99,12 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
   let refusedSinceLog = 0;
   let lastRefusalLog = 0;
 
-  const refuse = (reason: 'missing' | 'invalid', remote: string | undefined): Answer => {
+  const refuse = async (reason: 'missing' | 'invalid', remote: string | undefined): Promise<Answer> => {
     metrics.webhookSignatureFailures.inc({ reason });
+    // For the console's Webhooks page; the 401 does not depend on it being stored.
+    await recordRefusal(deps.withPgClient, { reason, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote }).catch((error: unknown) =>
+      log.warn({ err: error }, 'could not record a refused webhook delivery'),
+    );
     refusedSinceLog += 1;
     const now = Date.now();
     if (now - lastRefusalLog >= SIGNATURE_LOG_EVERY_MS) {
@@ -126,7 +131,7 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
         log.info('webhook TEST_EVENT received (unsigned): acknowledged');
         return { status: 200, body: { status: 'test' } };
       }
-      return refuse(signature, req.socket.remoteAddress);
+      return await refuse(signature, req.socket.remoteAddress);
     }
 
     let json: unknown;

@@ -3,6 +3,7 @@ import type { Logger } from '../runtime/log.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import type { Database } from '../warehouse/database.ts';
 import { enqueueResultLoads } from './enqueue.ts';
+import { pruneRefusals } from './refusals.ts';
 import { pendingResultIds, pruneEvents, settleEvents } from './store.ts';
 
 /** Results queued per sweep at most (a larger backlog takes several sweeps; the oldest go first). */
@@ -32,7 +33,7 @@ export async function sweepWebhookEvents(deps: SweepDeps, options: { minAgeMs: n
   const settled = await settleEvents(deps.db, 'settled by the sweep');
   const resultIds = await pendingResultIds(deps.db, options.minAgeMs, SWEEP_LIMIT);
   for (let i = 0; i < resultIds.length; i += 100) await enqueueResultLoads(deps.queue, resultIds.slice(i, i + 100));
-  const pruned = await pruneEvents(deps.db, options.retentionDays);
+  const pruned = (await pruneEvents(deps.db, options.retentionDays)) + (await pruneRefusals(deps.db, options.retentionDays));
   return { queued: resultIds.length, settled: settled.length, pruned };
 }
 

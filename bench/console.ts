@@ -11,6 +11,7 @@
  * Uses its own database on DATABASE_URL's server and its own Redis prefix; drops both.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -23,6 +24,7 @@ import { hashConsolePassword } from '../src/lib/console-users.ts';
 import { createApp } from '../src/runtime/app.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import { createBenchDatabase } from './admin-query.ts';
+import { startWorkerChild } from './worker-child.ts';
 
 const RUNS = 10_000;
 const AUDIT_ROWS = 100_000;
@@ -39,6 +41,61 @@ const heapMb = (): number => {
   gc();
   return Math.round(process.memoryUsage().heapUsed / 1024 / 1024);
 };
+
+/** A process's resident set (VmRSS), in MB. */
+const rssOfMb = (pid: number): number => Math.round(Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
+
+async function logLine(output: () => string, exited: () => boolean, message: string): Promise<Record<string, unknown>> {
+  for (;;) {
+    const line = output().split('\n').find((l) => l.includes(`"msg":"${message}"`));
+    if (line) return JSON.parse(line) as Record<string, unknown>;
+    if (exited()) throw new Error(`a worker exited before "${message}":\n${output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Logs in as the bench operator; the cookie header of the session. */
+async function logIn(base: string): Promise<string> {
+  const loginPage = await fetch(`${base}/login`);
+  const csrfCookie = (loginPage.headers.getSetCookie()[0] ?? '').split(';')[0]!;
+  const token = /name="_csrf" value="([^"]+)"/.exec(await loginPage.text())![1]!;
+  const login = await fetch(`${base}/login`, { method: 'POST', redirect: 'manual', headers: { cookie: csrfCookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: token, username: 'bench', password: 'bench-operator-pass' }) });
+  const session = (login.headers.getSetCookie().find((c) => c.startsWith('trainsync_console=')) ?? '').split(';')[0]!;
+  if (!session) throw new Error(`log-in failed: ${login.status}`);
+  return `${csrfCookie}; ${session}`;
+}
+
+const PAGES: Record<string, string> = { overview: '/', runs: '/runs', runsOfResults: '/runs?resource=results', runsPage50: '/runs?page=50', provisioning: '/provisioning', auditSearch: '/provisioning?who=person42', webhooks: '/webhooks', people: '/people' };
+
+/**
+ * The issue's own measure: two \`trainsync worker --no-schedules\` processes on the same warehouse, one
+ * without the console and one with it after serving every page SAMPLES times; the RSS of each (VmRSS),
+ * and the difference. The client is this process, so its memory is not counted.
+ */
+async function workersSideBySide(env: Record<string, string>): Promise<{ withoutConsoleMb: number; withConsoleMb: number; overheadMb: number; withConsoleStartedMb: number }> {
+  const { TRAINSYNC_CONSOLE_USERS: _users, ...withoutUsers } = env;
+  const plain = startWorkerChild({ ...withoutUsers, LOG_FORMAT: 'json', LOG_LEVEL: 'info' });
+  const withConsole = startWorkerChild({ ...env, LOG_FORMAT: 'json', LOG_LEVEL: 'info' });
+  try {
+    await logLine(plain.output, () => plain.child.exitCode !== null, 'worker started');
+    const serving = await logLine(withConsole.output, () => withConsole.child.exitCode !== null, 'serving the console');
+    await logLine(withConsole.output, () => withConsole.child.exitCode !== null, 'worker started');
+    const withConsoleStartedMb = rssOfMb(withConsole.child.pid!);
+    const base = `http://127.0.0.1:${String(serving.port)}`;
+    const cookie = await logIn(base);
+    for (let i = 0; i < SAMPLES; i++) for (const url of Object.values(PAGES)) await (await fetch(`${base}${url}`, { headers: { cookie } })).text();
+    // Both idle a moment, so neither is measured in the middle of a burst.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const withoutConsoleMb = rssOfMb(plain.child.pid!);
+    const withConsoleMb = rssOfMb(withConsole.child.pid!);
+    return { withoutConsoleMb, withConsoleMb, overheadMb: withConsoleMb - withoutConsoleMb, withConsoleStartedMb };
+  } finally {
+    for (const w of [plain, withConsole]) {
+      w.child.kill('SIGTERM');
+      if (w.child.exitCode === null) await new Promise((resolve) => w.child.once('exit', resolve));
+    }
+  }
+}
 
 const database = await createBenchDatabase();
 const prefix = `bench-console-${randomBytes(4).toString('hex')}`;
@@ -58,6 +115,17 @@ try {
            case when i % 997 = 0 then 'failed' else 'succeeded' end, 1, now() - make_interval(secs => ${AUDIT_ROWS} - i)
       from generate_series(1, ${AUDIT_ROWS}) i`.execute(app.db);
   await sql`analyze`.execute(app.db);
+  const workers = await workersSideBySide({
+    DATABASE_URL: database.url,
+    REDIS_URL: config.REDIS_URL,
+    TRAINSYNC_QUEUE_PREFIX: prefix,
+    // Never called: no job runs in these workers.
+    TRAINSYNC_API_URL: 'http://127.0.0.1:9/',
+    TRAINSYNC_API_KEY: 'bench-unused-key',
+    TRAINSYNC_METRICS_PORT: '0',
+    TRAINSYNC_CONSOLE_PORT: '0',
+    TRAINSYNC_CONSOLE_USERS: `bench:operator:${hash}`,
+  });
 
   // The bench's own HTTP client (fetch) loads before the first figure, so it is not counted as the console's.
   const dummy = http.createServer((_req, res) => res.end('ok'));
@@ -77,7 +145,7 @@ try {
   if (!session) throw new Error(`log-in failed: ${login.status}`);
   const cookie = `${csrfCookie}; ${session}`;
 
-  const pages: Record<string, string> = { overview: '/', runs: '/runs', runsOfResults: '/runs?resource=results', runsPage50: '/runs?page=50', provisioning: '/provisioning', auditSearch: '/provisioning?who=person42' };
+  const pages = PAGES;
   const timings: Record<string, { p50Ms: number; p95Ms: number; bytes: number }> = {};
   for (const [name, url] of Object.entries(pages)) {
     const ms: number[] = [];
@@ -98,7 +166,7 @@ try {
   // Where the RSS is: V8's reserved heap (heapTotal), Buffers and other memory outside the heap (external).
   const breakdown = Object.fromEntries(Object.entries(process.memoryUsage()).map(([k, v]) => [`${k}Mb`, Math.round(v / 1024 / 1024)]));
   await server.close();
-  process.stdout.write(`${JSON.stringify({ runs: RUNS, auditRows: AUDIT_ROWS, samples: SAMPLES, timings, rssBeforeMb: rssBefore, rssStartedMb: rssStarted, rssAfterMb: rssAfter, rssOverheadMb: rssAfter - rssBefore, heapBeforeMb: heapBefore, heapAfterMb: heapAfter, breakdownAfter: breakdown })}\n`);
+  process.stdout.write(`${JSON.stringify({ runs: RUNS, auditRows: AUDIT_ROWS, samples: SAMPLES, timings, rssBeforeMb: rssBefore, rssStartedMb: rssStarted, rssAfterMb: rssAfter, rssOverheadMb: rssAfter - rssBefore, heapBeforeMb: heapBefore, heapAfterMb: heapAfter, breakdownAfter: breakdown, workers })}\n`);
 } finally {
   await app.close();
   await database.drop();

@@ -8,7 +8,7 @@ import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';
 import { hashConsolePassword } from '../src/lib/console-users.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
-import { QUEUE_NAMES } from '../src/queue/names.ts';
+import { QUEUE_NAMES, SYNC_QUEUE } from '../src/queue/names.ts';
 import type { WorkerHandle } from '../src/queue/worker.ts';
 import { startWebhookReceiver, WEBHOOK_PATH } from '../src/webhooks/receiver.ts';
 import { addGroup, findUser, groupMembers } from '../src/simulator/index.ts';
@@ -217,6 +217,31 @@ describe('the operator console in a browser', () => {
     // Decided once: a second approval is refused.
     await visit(operator.page, `/provisioning/held/${held.id}`);
     expect(await operator.page.locator('#approve').count()).toBe(0);
+  });
+
+  it('a queued sync is cancelled from the Overview by an operator (audited); a viewer is refused', async () => {
+    const syncQueue = h.app.queue.queues[SYNC_QUEUE];
+    // Paused, so the sync stays queued for the test to cancel.
+    await syncQueue.pause();
+    try {
+      const job = await h.app.queue.add('sync-courses', { trigger: 'cli', full: false }, { dedupeId: 'sync-courses' });
+      expect(await visit(viewer.page, '/')).toBe(200);
+      expect(await viewer.page.locator('#pending').innerText()).toContain('courses');
+      expect(await viewer.page.locator('#cancel-courses').count()).toBe(0);
+      const refused = await viewer.context.request.post(`${base}/sync/courses/cancel`, { form: { _csrf: await csrfOf(viewer.page) }, maxRedirects: 0 });
+      expect(refused.status()).toBe(403);
+      expect((await h.app.queue.deduplicated(SYNC_QUEUE, 'sync-courses'))?.id).toBe(job.id);
+
+      expect(await visit(operator.page, '/')).toBe(200);
+      await operator.page.locator('#cancel-courses').click();
+      await operator.page.waitForSelector('#outcome');
+      expect(await operator.page.locator('#outcome').innerText()).toContain(`Cancelled job ${job.id} (sync-courses, waiting)`);
+      expect(await h.app.queue.deduplicated(SYNC_QUEUE, 'sync-courses')).toBeUndefined();
+      const audited = await sql<{ username: string; role: string; target: string }>`select username, role, target from trainsync.console_audit where action = 'cancel-sync'`.execute(h.app.db);
+      expect(audited.rows).toEqual([{ username: OPERATOR.name, role: 'operator', target: 'courses' }]);
+    } finally {
+      await syncQueue.resume();
+    }
   });
 
   it('a failed action is retried from the browser and then succeeds', async () => {

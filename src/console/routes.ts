@@ -6,6 +6,7 @@ import { retryFailedAction } from '../provisioning/retry-action.ts';
 import { reconcileFix } from '../provisioning/reconcile-fix.ts';
 import { repairBody } from './pages/repair.ts';
 import { reconciliationReport } from '../warehouse/reconciliation.ts';
+import { cancelQueuedOrOrphaned, cancellableSyncs } from '../sync/cancel-sync.ts';
 import { recentRefusals } from '../webhooks/refusals.ts';
 import { webhookBacklog } from '../webhooks/store.ts';
 import { assignmentStatusBy, parseGroupBy } from './data/people.ts';
@@ -56,15 +57,18 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     recordConsoleChange(db, { username: request.session!.username, role: request.session!.role, action, target, detail });
 
   server.get('/', async (request, reply) => {
-    const [runs, schedules, health, held, attention, attentionTotal] = await Promise.all([
+    const [runs, schedules, health, held, attention, attentionTotal, cancellable] = await Promise.all([
       latestRuns(db),
       deps.queue.schedules().catch(() => []),
       deps.health(),
       listHeldPlans(db, { onlyHeld: true }),
       searchActions(db, { status: 'failed', page: 1, pageSize: 10 }),
       attentionCount(db),
+      cancellableSyncs(deps.queue).catch(() => new Map()),
     ]);
-    return send(reply, page('Overview', viewerOf(request, reply), overviewBody({ runs, schedules, health, held, attention: attention.rows, attentionTotal })));
+    const viewer = viewerOf(request, reply);
+    const pending = [...cancellable].map(([resource, job]) => ({ resource, jobId: job.id, state: job.holder?.orphaned ? `orphaned (worker ${job.holder.worker ?? 'unknown'} is gone)` : job.state }));
+    return send(reply, page('Overview', viewer, overviewBody({ viewer, runs, schedules, health, held, attention: attention.rows, attentionTotal, pending })));
   });
 
   server.get('/runs', async (request, reply) => {
@@ -125,6 +129,15 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const result = await retryFailedAction(deps, actionId);
     if (result.ok) await audit(request, 'retry-action', actionId);
     return outcomePage(request, reply, 'Retry', result.ok ? `Action enqueued again: ${actionId}` : result.reason, '/provisioning?status=failed', result.ok);
+  });
+
+  server.post('/sync/:resource/cancel', changeHooks, async (request, reply) => {
+    const resource = z.object({ resource: z.string().regex(/^[a-z-]{1,40}$/) }).parse(request.params).resource;
+    const { username, role } = request.session!;
+    const result = await cancelQueuedOrOrphaned(deps, resource, `${username} (${role}) in the console`);
+    if (result.ok) await audit(request, 'cancel-sync', resource, { job: result.job.id, how: result.how, runs: result.runs });
+    const message = result.ok ? `Cancelled job ${result.job.id} (${result.job.name}, ${result.how})${result.runs > 0 ? '; its run recorded as cancelled' : ''}.` : result.reason;
+    return outcomePage(request, reply, 'Cancel', message, '/', result.ok);
   });
 
   server.get('/people', async (request, reply) => {

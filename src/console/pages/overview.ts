@@ -2,9 +2,13 @@ import { html, type SafeHtml } from '../html.ts';
 import type { RunRow } from '../data/runs.ts';
 import type { HeldPlanSummary } from '../../provisioning/held-plans.ts';
 import type { ActionRow } from '../data/provisioning.ts';
+import { actionButton, type Viewer } from '../layout.ts';
 import { seconds, statusBadge } from './format.ts';
 
 export interface OverviewData {
+  viewer: Viewer;
+  /** Sync jobs queued or orphaned (their process gone): what an operator may cancel. */
+  pending: Array<{ resource: string; jobId: string; state: string }>;
   runs: RunRow[];
   schedules: Array<{ id: string; pattern: string | null; next: string | null }>;
   health: Record<string, string>;
@@ -24,6 +28,10 @@ ${d.held.length === 0 ? html`<p>No plan held by the disable limit.</p>` : html`<
 <p><a href="/provisioning?status=failed">${d.attentionTotal} provisioning actions failed or need an identity</a></p>
 ${d.attention.length > 0 ? html`<table><tr><th>employee</th><th>e-mail</th><th>action</th><th>status</th><th>error</th></tr>${d.attention.map((a) =>
     html`<tr><td>${a.employee_id}</td><td>${a.email}</td><td>${a.kind}</td><td>${statusBadge(a.status)}</td><td>${a.error_code ?? ''}</td></tr>`)}</table>` : ''}
+</section>
+<section><h2>Queued or orphaned syncs</h2>
+${d.pending.length === 0 ? html`<p>None.</p>` : html`<table id="pending"><tr><th>resource</th><th>job</th><th>state</th><th></th></tr>${d.pending.map((p) =>
+    html`<tr><td><a href="/runs?resource=${p.resource}">${p.resource}</a></td><td>${p.jobId}</td><td>${p.state}</td><td>${actionButton(d.viewer, `/sync/${p.resource}/cancel`, 'Cancel', `cancel-${p.resource}`)}</td></tr>`)}</table>`}
 </section>
 <section><h2>Last run per resource</h2>
 <table id="last-runs"><tr><th>resource</th><th>status</th><th>started</th><th>rows</th><th>requests</th><th>duration</th><th>quarantined</th><th>next scheduled</th></tr>

@@ -280,6 +280,12 @@ describe('the operator console in a browser', () => {
     expect(await visit(operator.page, '/runs?resource=results')).toBe(200);
     expect(await operator.page.locator('#runs').innerText()).toContain(`#${id}`);
     await operator.page.waitForSelector('#runs-chart .uplot');
+    // Every figure links to its rows: the Overview's quarantined count opens that run's quarantine.
+    const last = await sql<{ id: number; quarantined: number }>`select id, quarantined from trainsync.runs where resource = 'results' order by started_at desc, id desc limit 1`.execute(h.app.db);
+    expect(await visit(operator.page, '/')).toBe(200);
+    expect(await operator.page.locator('#quarantined-results').innerText()).toBe(String(last.rows[0]!.quarantined));
+    await operator.page.locator('#quarantined-results').click();
+    await operator.page.waitForURL(`${base}/runs/${last.rows[0]!.id}#quarantine`);
   });
 
   it('drift repair: a dry run shows the repair and changes nothing; an operator applies it', async () => {
@@ -299,6 +305,14 @@ describe('the operator console in a browser', () => {
     await vi.waitFor(() => expect(findUser(h.sim.state, email)!.hasAccess).toBe(true), { timeout: 30_000, interval: 100 });
     const audit = await sql<{ username: string; role: string }>`select username, role from trainsync.console_audit where action = 'reconcile-fix'`.execute(h.app.db);
     expect(audit.rows).toEqual([{ username: 'olga', role: 'operator' }]);
+    // Each reconciliation count links to its rows.
+    const kinds = await sql<{ kind: string; n: number }>`select kind, count(*)::int as n from training.hr_reconciliation group by kind order by n desc, kind limit 1`.execute(h.app.db);
+    const { kind, n } = kinds.rows[0]!;
+    expect(await visit(operator.page, '/people')).toBe(200);
+    expect(await operator.page.locator(`#count-${kind}`).innerText()).toBe(String(n));
+    await operator.page.locator(`#count-${kind}`).click();
+    await operator.page.waitForURL(`${base}/people/discrepancies?kind=${kind}`);
+    expect(await operator.page.locator('#discrepancies tr').count()).toBe(1 + Math.min(n, 50));
   });
 
   it('shows a badly signed webhook delivery on the Webhooks page: why and which header, never its body or signature', async () => {

@@ -5,11 +5,12 @@ import { getHeldPlan, listHeldPlans } from '../provisioning/held-plans.ts';
 import { retryFailedAction } from '../provisioning/retry-action.ts';
 import { reconcileFix } from '../provisioning/reconcile-fix.ts';
 import { repairBody } from './pages/repair.ts';
-import { reconciliationReport } from '../warehouse/reconciliation.ts';
+import { RECONCILIATION_KINDS, reconciliationReport } from '../warehouse/reconciliation.ts';
 import { cancelQueuedOrOrphaned, cancellableSyncs } from '../sync/cancel-sync.ts';
 import { recentRefusals } from '../webhooks/refusals.ts';
 import { webhookBacklog } from '../webhooks/store.ts';
-import { assignmentStatusBy, parseGroupBy } from './data/people.ts';
+import { assignmentStatusBy, discrepancies, parseGroupBy } from './data/people.ts';
+import { discrepanciesBody } from './pages/discrepancies.ts';
 import { consoleChanges, recordConsoleChange, recentFeeds, searchActions, attentionCount } from './data/provisioning.ts';
 import { getRun, latestRuns, listRuns, resourcesWithRuns, runQuarantine, runSeries, runUnfinishedWindows } from './data/runs.ts';
 import { recentEvents } from './data/webhooks.ts';
@@ -144,6 +145,12 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const by = parseGroupBy(listQuery.parse(request.query).by);
     const [report, statuses] = await Promise.all([reconciliationReport(db, 5), assignmentStatusBy(db, by)]);
     return send(reply, page('People', viewerOf(request, reply), peopleBody(report, by, statuses), { chart: true }));
+  });
+
+  server.get('/people/discrepancies', async (request, reply) => {
+    const q = listQuery.extend({ kind: z.enum(RECONCILIATION_KINDS) }).parse(request.query);
+    const list = await discrepancies(db, q.kind, q.page, PAGE_SIZE);
+    return send(reply, page(`People: ${q.kind}`, viewerOf(request, reply), discrepanciesBody(q.kind, list.rows, q.page, list.hasMore)));
   });
 
   server.get('/people/repair', async (request, reply) => {

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../warehouse/database.ts';
+import type { HrReconciliationView, ReconciliationKind } from '../../warehouse/group-tables.ts';
 
 type Db = Kysely<Database>;
 
@@ -23,4 +24,12 @@ export async function assignmentStatusBy(db: Db, by: GroupBy): Promise<StatusByG
     select ${key} as grp, status, count(*)::int as n from training.assignment_status
      where employee_status = 'active' group by 1, 2 order by 1, 2 limit 2000`.execute(db);
   return rows;
+}
+
+/** One page of one kind of discrepancy from `training.hr_reconciliation`, in the report's order. */
+export async function discrepancies(db: Db, kind: ReconciliationKind, page: number, pageSize: number): Promise<{ rows: HrReconciliationView[]; hasMore: boolean }> {
+  const { rows } = await sql<HrReconciliationView>`
+    select kind, employee_id, email, user_id, detail from training.hr_reconciliation where kind = ${kind}
+     order by email nulls last, employee_id, user_id limit ${pageSize + 1} offset ${(page - 1) * pageSize}`.execute(db);
+  return { rows: rows.slice(0, pageSize), hasMore: rows.length > pageSize };
 }

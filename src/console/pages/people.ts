@@ -11,7 +11,7 @@ export function peopleBody(report: ReconciliationReport, by: GroupBy, statuses: 
   return html`
 <section><h2>Reconciliation: HR against the platform</h2>
 <table id="reconciliation"><tr><th>discrepancy</th><th>count</th><th>examples</th></tr>
-${Object.entries(report.counts).map(([kind, n]) => html`<tr><td>${kind}</td><td>${n}</td><td>${report.examples[kind as keyof typeof report.examples].map((e) => html`<div>${e.employee_id ?? ''} ${e.email ?? ''}: ${e.detail}</div>`)}</td></tr>`)}
+${Object.entries(report.counts).map(([kind, n]) => html`<tr><td>${kind}</td><td><a href="/people/discrepancies?kind=${kind}" id="count-${kind}">${n}</a></td><td>${report.examples[kind as keyof typeof report.examples].map((e) => html`<div>${e.employee_id ?? ''} ${e.email ?? ''}: ${e.detail}</div>`)}</td></tr>`)}
 </table>
 <p><a href="/people/repair" id="repair-link">Drift repair (reconcile --fix): dry run first</a></p></section>
 <section><h2>Assignment status by ${by}</h2>

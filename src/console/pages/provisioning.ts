@@ -14,7 +14,7 @@ export function provisioningBody(
   return html`
 <section><h2>Plans held by the disable limit</h2>
 ${d.held.length === 0 ? html`<p>None.</p>` : html`<table id="held-plans"><tr><th>plan</th><th>feed</th><th>disables</th><th>actions</th><th>status</th><th>decided</th><th>held</th></tr>
-${d.held.map((p) => html`<tr><td><a href="/provisioning/held/${p.id}">#${p.id}</a></td><td>${p.file}</td><td>${p.disables}</td><td>${p.actionCount}</td><td>${statusBadge(p.status)}</td><td>${p.decidedBy ? `${p.decidedBy} (${p.decidedRole ?? ''}) ${p.decidedAt?.toISOString() ?? ''}` : ''}</td><td>${p.createdAt}</td></tr>`)}</table>`}
+${d.held.map((p) => html`<tr><td><a href="/provisioning/held/${p.id}">#${p.id}</a></td><td>${p.file}</td><td><a href="/provisioning/held/${p.id}#affected">${p.disables}</a></td><td><a href="/provisioning/held/${p.id}#actions">${p.actionCount}</a></td><td>${statusBadge(p.status)}</td><td>${p.decidedBy ? `${p.decidedBy} (${p.decidedRole ?? ''}) ${p.decidedAt?.toISOString() ?? ''}` : ''}</td><td>${p.createdAt}</td></tr>`)}</table>`}
 </section>
 <section><h2>Feeds read</h2>
 <table><tr><th>#</th><th>file</th><th>mode</th><th>rows</th><th>row errors</th><th>actions</th><th>outcome</th><th>read</th></tr>
@@ -48,6 +48,6 @@ ${viewer.role === 'operator' ? '' : html`<em>Only an operator can approve or rej
 <table id="affected"><tr><th>employee</th><th>e-mail</th><th>changes</th></tr>
 ${plan.people.map((p) => html`<tr><td>${p.employeeId}</td><td>${p.email}</td><td>${p.kinds.join(', ')}</td></tr>`)}</table>
 <h2>Actions</h2>
-<table><tr><th>employee</th><th>action</th><th>before → after</th></tr>
+<table id="actions"><tr><th>employee</th><th>action</th><th>before → after</th></tr>
 ${plan.actions.map((a) => html`<tr><td>${a.employeeId}</td><td>${a.kind}${a.groupId ? html` <small>${a.groupId}</small>` : ''}</td><td><code>${JSON.stringify(a.before)}</code> → <code>${JSON.stringify(a.after)}</code></td></tr>`)}</table>`;
 }

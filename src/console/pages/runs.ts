@@ -23,7 +23,7 @@ ${d.series && d.series.length > 0
     ? html`<h2>${d.resource}: duration, rows and requests over time</h2>${chart('runs-chart', { labels: ['duration (s)', 'rows', 'requests'], x: d.series.map((p) => p.t), ys: [d.series.map((p) => p.seconds), d.series.map((p) => p.rows), d.series.map((p) => p.requests)], dual: true })}`
     : d.resource ? '' : html`<p>Pick a resource to chart its duration and rows over time.</p>`}
 <table id="runs"><tr><th>run</th><th>resource</th><th>mode</th><th>status</th><th>started</th><th>duration</th><th>rows</th><th>requests</th><th>inserted</th><th>updated</th><th>quarantined</th><th>removed</th></tr>
-${d.runs.map((r) => html`<tr><td><a href="/runs/${r.id}">#${r.id}</a></td><td>${r.resource}</td><td>${r.mode ?? ''}</td><td>${statusBadge(r.status)}</td><td>${r.started_at}</td><td>${seconds(r.seconds)}</td><td>${r.rows}</td><td>${r.requests}</td><td>${r.inserted}</td><td>${r.updated}</td><td>${r.quarantined}</td><td>${r.removed}</td></tr>`)}
+${d.runs.map((r) => html`<tr><td><a href="/runs/${r.id}">#${r.id}</a></td><td>${r.resource}</td><td>${r.mode ?? ''}</td><td>${statusBadge(r.status)}</td><td>${r.started_at}</td><td>${seconds(r.seconds)}</td><td>${r.rows}</td><td>${r.requests}</td><td>${r.inserted}</td><td>${r.updated}</td><td><a href="/runs/${r.id}#quarantine">${r.quarantined}</a></td><td>${r.removed}</td></tr>`)}
 </table>
 ${pager('/runs', d.page, d.hasMore, { resource: d.resource, status: d.status })}`;
 }

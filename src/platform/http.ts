@@ -2,7 +2,7 @@ import { errorMessage } from '../lib/errors.ts';
 import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
-import { got, type Got, type OptionsInit, type Response } from 'got';
+import { got, type CancelableRequest, type Got, type OptionsInit, type Response } from 'got';
 import type { Logger } from 'pino';
 import { classifyResponse, classifyTransportError, PlatformError } from './errors.ts';
 import type { RequestBudget } from './request-budget.ts';
@@ -126,7 +126,9 @@ export function createTransport(options: TransportOptions): Transport {
     try {
       let response: Response<string>;
       try {
-        response = (await client(url, requestOptions)) as Response<string>;
+        // 'finish': the request has been handed to the OS; the budget spaces this process's next grant from there.
+        const pending = client(url, requestOptions) as CancelableRequest<Response<string>>;
+        response = await pending.on('request', (sent: http.ClientRequest) => sent.once('finish', () => budget.sent?.()));
       } catch (error) {
         throw classifyTransportError(error, request.method, logPath);
       }

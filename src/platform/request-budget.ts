@@ -273,13 +273,17 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
           if (maxBatch === 1) {
             // Not before the grant's own time (lookahead), nor sooner after the last request's
             // actual departure than the send gap (see `sent`): a grant that waits here is late, never early.
-            const early = Math.max(delayMs, lastSentAt + sendGapMs - performance.now());
-            if (early > 0) {
-              const before = pauses;
-              await sleep(early);
-              // A 429 meanwhile: this grant is dropped (the pause is waited for on the next turn).
-              if (pauses !== before) continue;
+            const before = pauses;
+            let early = Math.max(delayMs, lastSentAt + sendGapMs - performance.now());
+            for (;;) {
+              if (early > 0) await sleep(early);
+              // After a stall, timers run before I/O: let the last request's 'finish' land before judging the gap.
+              await new Promise((resolve) => setImmediate(resolve));
+              early = lastSentAt + sendGapMs - performance.now();
+              if (early <= 0) break;
             }
+            // A 429 meanwhile: this grant is dropped (the pause is waited for on the next turn).
+            if (pauses !== before) continue;
             if (waiters.length > 0) lastSentAt = performance.now();
           }
           // Waiting requests go at once; only the grants reserved ahead are held (and may lapse).

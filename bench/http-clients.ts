@@ -85,7 +85,7 @@ export async function benchHttpClients(): Promise<HttpClientFigures> {
       const response = await undiciRequest(`${base}results?page=${page}`, { dispatcher, headers });
       return JSON.parse(await response.body.text()) as unknown;
     },
-    'trainsync transport (got)': (page) => transport.send({ method: 'GET', path: 'results', query: new URLSearchParams({ page: String(page) }), parse: (body) => JSON.parse(body) as unknown }),
+    'trainsync transport': (page) => transport.send({ method: 'GET', path: 'results', query: new URLSearchParams({ page: String(page) }), parse: (body) => JSON.parse(body) as unknown }),
   };
   try {
     const figures: HttpClientFigures['clients'] = {};

@@ -8,6 +8,7 @@
  *
  * Prints one JSON line with the figures.
  */
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -31,6 +32,9 @@ const argsSchema = z.object({
   copy: z.boolean().default(false),
   mode: z.enum(['full', 'windows']).default('full'),
   batchRows: z.number().int().positive().optional(),
+  writers: z.number().int().positive().optional(),
+  /** Run the careful peer (bench/careful-peer.ts) after each of trainsync's loads. */
+  peer: z.boolean().default(false),
 });
 const args = argsSchema.parse(JSON.parse(process.argv[2] ?? '{}'));
 
@@ -72,6 +76,18 @@ async function rawCopyRate(pool: pg.Pool): Promise<number> {
   }
 }
 
+const peerSchema = z.object({ seconds: z.number(), written: z.number(), cpuMicrosPerResult: z.number() });
+
+/** The careful peer's load, in a process of its own (its memory and CPU are not ours). */
+function runPeer(url: string, apiKey: string): Promise<z.infer<typeof peerSchema>> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bin/run-ts.js', 'bench/careful-peer.ts', JSON.stringify({ url, apiKey, databaseUrl })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    child.on('exit', (code) => (code === 0 ? resolve(peerSchema.parse(JSON.parse(out.trim()))) : reject(new Error(`careful peer exited with ${code}`))));
+  });
+}
+
 /** User + system CPU of the run divided by the results it read. */
 function microsPerResult(cpu: NodeJS.CpuUsage): number {
   return Number(((cpu.user + cpu.system) / args.results).toFixed(1));
@@ -87,6 +103,7 @@ try {
     TRAINSYNC_REQUESTS_PER_SECOND: String(args.requestsPerSecond),
     TRAINSYNC_RESULTS_WINDOW_DAYS: '31',
     ...(args.batchRows ? { TRAINSYNC_BATCH_ROWS: String(args.batchRows) } : {}),
+    ...(args.writers ? { TRAINSYNC_RESULTS_WRITERS: String(args.writers) } : {}),
     TRAINSYNC_METRICS_PORT: '0',
     LOG_LEVEL: 'warn',
   });
@@ -120,6 +137,11 @@ try {
     firstLoad: first.result,
     requests: summary,
   };
+  const peerRate = (peer: z.infer<typeof peerSchema>): number => Math.round(args.results / peer.seconds);
+  if (args.peer) {
+    const peer = await runPeer(sim.url, sim.apiKey);
+    figures.peerFirstLoad = { ...peer, resultsPerSecond: peerRate(peer) };
+  }
   if (args.changeFraction > 0) {
     const mutated = await (await fetch(`${sim.url}/__simulator/results/mutate`, { method: 'POST', body: JSON.stringify({ fraction: args.changeFraction }) })).json();
     const cpu1 = process.cpuUsage();
@@ -131,6 +153,10 @@ try {
     figures.reloadSeconds = Number(secondSeconds.toFixed(2));
     figures.reloadResultsPerSecond = Math.round(args.results / secondSeconds);
     figures.reload = second?.result;
+    if (args.peer) {
+      const peer = await runPeer(sim.url, sim.apiKey);
+      figures.peerReload = { ...peer, resultsPerSecond: peerRate(peer) };
+    }
   }
   // Peak RSS of the syncs alone: the raw COPY below holds its rows in memory on purpose.
   figures.peakRssMb = Math.round(process.resourceUsage().maxRSS / 1024);

@@ -47,7 +47,7 @@ export interface WarehouseLoadFigures {
   reloadUnchanged: LoadCounts;
 }
 
-function syntheticResults(rows: number): Result[] {
+export function syntheticResults(rows: number): Result[] {
   const courses = Array.from({ length: 200 }, () => randomUUID());
   const answers = Array.from({ length: 40 }, () => randomUUID());
   const start = Date.UTC(2020, 0, 1);

@@ -2,6 +2,7 @@ import type { AnyJobDefinition } from '../src/queue/define-job.ts';
 import { changeGroup } from './change-group.ts';
 import { createUser } from './create-user.ts';
 import { loadWebhookResultJob } from './load-webhook-result.ts';
+import { reconcileFixJob } from './reconcile-fix.ts';
 import { setAccess } from './set-access.ts';
 import { setPassword } from './set-password.ts';
 import { syncCourses } from './sync-courses.ts';
@@ -25,4 +26,5 @@ export const allJobs: readonly AnyJobDefinition[] = [
   changeGroup,
   setAccess,
   loadWebhookResultJob,
+  reconcileFixJob,
 ];

@@ -1,8 +1,11 @@
+import { CronExpressionParser } from 'cron-parser';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { parseIsoDay } from './lib/calendar-day.ts';
 import { TrainsyncError } from './lib/errors.ts';
 import { parseLookback } from './lib/lookback.ts';
 import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
+import { parseConsoleUsers } from './lib/console-users.ts';
 import { parseMaxDisable } from './provisioning/plan/limits.ts';
 
 /**
@@ -13,7 +16,15 @@ import { parseMaxDisable } from './provisioning/plan/limits.ts';
 const cronLine = z
   .string()
   .trim()
-  .regex(/^(\S+\s+){4,5}\S+$/, 'a cron line of 5 or 6 fields, e.g. "0 2 * * *"');
+  .regex(/^(\S+\s+){4,5}\S+$/, 'a cron line of 5 or 6 fields, e.g. "0 2 * * *"')
+  // BullMQ's own parser, here: a bad field is refused before anything starts, naming the variable.
+  .superRefine((value, ctx) => {
+    try {
+      CronExpressionParser.parse(value, { tz: 'UTC' });
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: `a valid cron line (${error instanceof Error ? error.message : String(error)}), e.g. "0 2 * * *"` });
+    }
+  });
 
 const positiveInt = (example: string) =>
   z.coerce.number({ error: `a whole number, e.g. ${example}` }).int(`a whole number, e.g. ${example}`).positive(`a number above 0, e.g. ${example}`);
@@ -40,6 +51,17 @@ const scimToken = z
   .min(20, 'at least 20 characters, e.g. the output of `openssl rand -hex 32`')
   .regex(/^[\x21-\x7e]+$/, 'printable characters without spaces, e.g. the output of `openssl rand -hex 32`')
   .transform((value) => Buffer.from(value, 'utf8'));
+
+/** A value read by a parser that returns the value, or the problem in words. */
+const parsedBy = <T>(parse: (value: string) => T | string) =>
+  z.string().transform((value, ctx) => {
+    const parsed = parse(value);
+    if (typeof parsed === 'string') {
+      ctx.addIssue({ code: 'custom', message: parsed });
+      return z.NEVER;
+    }
+    return parsed;
+  });
 
 const envSchema = z.object({
   TRAINSYNC_API_URL: z
@@ -88,18 +110,32 @@ const envSchema = z.object({
   TRAINSYNC_RESULTS_WINDOW_DAYS: positiveInt('7').default(7),
   TRAINSYNC_RESULTS_EPOCH: z
     .string()
-    .regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD, e.g. 2015-01-01')
+    .refine((value) => parseIsoDay(value) === value, 'a date that exists, as YYYY-MM-DD, e.g. 2015-01-01')
     .default('2015-01-01'),
   TRAINSYNC_HTTP_TIMEOUT_MS: positiveInt('30000').default(30_000),
   TRAINSYNC_CONNECT_TIMEOUT_MS: positiveInt('5000').default(5_000),
   TRAINSYNC_HTTP_RETRIES: z.coerce.number({ error: 'a whole number, e.g. 6' }).int().min(0).max(20).default(6),
   TRAINSYNC_RETRY_MAX_DELAY_MS: positiveInt('60000').default(60_000),
+  // Provisioning plans against the platform's accounts: training.users serves when a users
+  // sync started after trainsync's last provisioning write and at most this many minutes
+  // ago; otherwise GET users is read. 0 = always read GET users.
+  TRAINSYNC_PLATFORM_FRESHNESS_MINUTES: z.coerce
+    .number({ error: 'a whole number of minutes, e.g. 15' })
+    .int('a whole number of minutes, e.g. 15')
+    .min(0, '0 or more minutes, e.g. 15')
+    .max(1440, 'at most 1440 (a day), e.g. 15')
+    .default(15),
+  // An active employee whose access was removed on the platform outside trainsync:
+  // restore (enable it again, as Entra ID provisioning does) or keep (report only).
+  TRAINSYNC_DRIFT_ACCESS_REMOVED: z.enum(['restore', 'keep'], { error: 'restore or keep' }).default('restore'),
   TRAINSYNC_METRICS_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9464' }).int().min(0).max(65_535).default(9464),
   TRAINSYNC_SHUTDOWN_TIMEOUT_MS: positiveInt('30000').default(30_000),
   TRAINSYNC_FAILED_JOBS_KEPT: positiveInt('1000').default(1000),
   TRAINSYNC_JOB_LOCK_MS: positiveInt('60000').default(60_000),
   TRAINSYNC_STALLED_INTERVAL_MS: positiveInt('30000').default(30_000),
-  TRAINSYNC_BATCH_ROWS: positiveInt('2000').default(2_000),
+  TRAINSYNC_BATCH_ROWS: positiveInt('5000').default(5_000),
+  // Batches of one walk written at once, each on a connection of its own (they commit in order).
+  TRAINSYNC_RESULTS_WRITERS: positiveInt('2').max(8, 'at most 8, e.g. 2').default(2),
   // How long a one-shot command (sync, status, provision…) waits for an unreachable
   // Redis before it gives up with one line naming REDIS_URL; at most a minute, so a
   // cron job or CI step never hangs on it. The worker never gives up.
@@ -108,17 +144,7 @@ const envSchema = z.object({
   // failed-over Redis loses them) and registers missing ones again.
   TRAINSYNC_SCHEDULE_CHECK_MS: positiveInt('60000').min(1_000, 'at least 1000, e.g. 60000').default(60_000),
   // Webhooks (src/webhooks): the receiver runs in `worker` only when a secret is set.
-  TRAINSYNC_WEBHOOK_SECRET: z
-    .string()
-    .transform((value, ctx) => {
-      const keys = parseWebhookSecrets(value);
-      if (typeof keys === 'string') {
-        ctx.addIssue({ code: 'custom', message: keys });
-        return z.NEVER;
-      }
-      return keys;
-    })
-    .optional(),
+  TRAINSYNC_WEBHOOK_SECRET: parsedBy(parseWebhookSecrets).optional(),
   TRAINSYNC_WEBHOOK_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9465' }).int().min(0).max(65_535).default(9465),
   TRAINSYNC_WEBHOOK_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1 or 0.0.0.0').default('0.0.0.0'),
   TRAINSYNC_WEBHOOK_SIGNATURE_HEADER: z
@@ -131,6 +157,14 @@ const envSchema = z.object({
   TRAINSYNC_WEBHOOK_SWEEP_MS: positiveInt('60000').min(1_000, 'at least 1000, e.g. 60000').default(60_000),
   // Processed events are kept this long; longer than the platform's 3 days of retries, so duplicates are still recognised.
   TRAINSYNC_WEBHOOK_RETENTION_DAYS: positiveInt('30').min(4, 'at least 4 (the platform retries for 3 days), e.g. 30').default(30),
+  // The operator console (src/console): off unless at least one user is configured.
+  // Users are `name:role:hash` entries (role viewer or operator; hash from `trainsync console hash-password`), comma-separated.
+  TRAINSYNC_CONSOLE_USERS: parsedBy(parseConsoleUsers).optional(),
+  TRAINSYNC_CONSOLE_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9467' }).int().min(0).max(65_535).default(9467),
+  TRAINSYNC_CONSOLE_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1').default('127.0.0.1'),
+  // Behind a TLS-terminating proxy: trust its X-Forwarded-Proto, and mark the cookies Secure.
+  TRAINSYNC_CONSOLE_TRUST_PROXY: z.enum(['true', 'false'], { error: 'true or false' }).transform((v) => v === 'true').default(false),
+  TRAINSYNC_CONSOLE_SESSION_MINUTES: positiveInt('480').max(10_080, 'at most 10080 (a week), e.g. 480').default(480),
   // SCIM 2.0 (src/scim): served by `worker` only when a bearer token is configured, by
   // value (TRAINSYNC_SCIM_TOKEN) or by reference to a file (TRAINSYNC_SCIM_TOKEN_FILE).
   TRAINSYNC_SCIM_TOKEN: scimToken.optional(),
@@ -184,6 +218,8 @@ export type Config = Readonly<
   z.output<typeof envSchema> & {
     /** Every `TRAINSYNC_CRON_*` line set, by variable name (src/queue/schedulers.ts reads it). */
     cronLines: Readonly<Record<string, string>>;
+    /** LOG_LEVEL was set (not the default): on a terminal it then rules over the CLI's quiet default and -v. */
+    LOG_LEVEL_GIVEN?: boolean;
   }
 >;
 
@@ -221,13 +257,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       const key = String(issue.path[0] ?? '(environment)');
       if (byKey.has(key)) continue;
       const given = cleaned[key];
-      const shown = given === undefined ? 'missing' : key.includes('KEY') || key.includes('SECRET') || key.includes('TOKEN') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
+      const shown = given === undefined ? 'missing' : key.includes('KEY') || key.includes('SECRET') || key.includes('TOKEN') || key.includes('USERS') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
       byKey.set(key, `${key}: ${shown}; expected ${issue.message}`);
     }
     const problems = [...byKey.values(), ...cronProblems];
     throw new ConfigError(problems);
   }
-  return Object.freeze({ ...parsed.data, cronLines: Object.freeze(cronLines) });
+  return Object.freeze({ ...parsed.data, cronLines: Object.freeze(cronLines), LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined });
 }
 
 /** The platform origin and key, or a ConfigError saying which to set. */

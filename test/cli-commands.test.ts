@@ -71,6 +71,6 @@ describe('trainsync status', () => {
     const table = await runCli(['status'], h.env);
     expect(table.code, table.stderr).toBe(0);
     expect(table.stdout).toContain('Last run per resource');
-    expect(table.stdout).toMatch(/courses\s*│\s*succeeded/);
+    expect(table.stdout).toMatch(/courses\s*│\s*ok\s*│/);
   });
 });

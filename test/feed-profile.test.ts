@@ -260,9 +260,11 @@ describe('profile validation', () => {
 
   it('names the file, the key and the fix for an unknown key', () => {
     expect(problemsOf('{"delimeter": ";"}', 'hr.json')).toEqual([
-      'profile hr.json, key "delimeter": not a profile key; fix: remove it; profile keys: description, format, delimiter, encoding, columns, statusMap, leaverRule, attributes',
+      'profile hr.json, key "delimeter": not a profile key; did you mean "delimiter"? fix: rename it to "delimiter"',
     ]);
     expect(problemsOf('{"status_map": {}}')).toEqual(['profile p.json, key "status_map": not a profile key; fix: rename it to "statusMap"']);
+    // Far from every key: no guess.
+    expect(problemsOf('{"zzz": 1}')).toEqual(['profile p.json, key "zzz": not a profile key; fix: remove it; profile keys: description, format, delimiter, encoding, columns, statusMap, leaverRule, attributes']);
     expect(problemsOf('{"columns": {"mail": "E-mail"}}')[0]).toMatch(/^profile p\.json, key "columns\.mail": "mail" is not a feed field; fix: write "columns": .*feed fields: employee_id, email/);
   });
 
@@ -359,7 +361,7 @@ describe('trainsync feed check', () => {
     const profile = await file('bad-profile.json', '{"columns": {"employee_id": "Id"}, "delimter": ";"}');
     const bad = await runCli(['feed', 'check', feed, '--profile', profile], env);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain(`profile ${profile}, key "delimter": not a profile key; fix: remove it; profile keys:`);
+    expect(bad.stderr).toContain(`profile ${profile}, key "delimter": not a profile key; did you mean "delimiter"? fix: rename it to "delimiter"`);
     expect(bad.stdout).toBe('');
   });
 });

@@ -34,10 +34,11 @@ async function demo(): Promise<string> {
 }
 
 describe('trainsync demo', () => {
-  it('syncs, provisions the sample feed, reports; a second run has nothing to provision', async () => {
+  it('syncs, provisions the sample feed, reports; a second run against a fresh simulator repairs the drift and reconciles to 0', async () => {
     const first = await demo();
     expect(process.exitCode ?? 0).toBe(0);
-    expect(first).toMatch(/│ results\s+│ ok\s+│ 60\s+│ 3000 /);
+    // pages, requests, inserted
+    expect(first).toMatch(/│ results\s+│ ok\s+│ 60\s+│ 60\s+│ 3000 /);
     expect(first).toMatch(/first run: 300 of 300 existing accounts match feed rows/);
     expect(first).toMatch(/│ create-user\s+│ 5 /);
     expect(first).toMatch(/│ disable\s+│ 3 /);
@@ -50,8 +51,15 @@ describe('trainsync demo', () => {
     expect(first).toMatch(/│ trainsync\.identities\s+│ 305 /);
     expect(first).toContain('training.course_completion');
 
+    expect(first).toContain('HR against the platform: 0 discrepancies');
+
+    // The simulator starts from its seed again: leavers have access, joiners no account.
     const second = await demo();
-    expect(second).toContain('Nothing to apply');
-    expect(second).toContain('write calls to the platform: 0');
+    expect(second).toMatch(/│ disable\s+│ 3 /);
+    expect(second).toMatch(/│ create-user\s+│ 5 /);
+    expect(second).toMatch(/\d+ of these actions repair drift/);
+    expect(second).toMatch(/repair: disable .*platform shows access \(training\.users as of .*\); HR/);
+    expect(second).toMatch(/replanning the same feed now: 0 actions/);
+    expect(second).toContain('HR against the platform: 0 discrepancies');
   });
 });

@@ -100,7 +100,7 @@ describe('passwords', () => {
     expect(userAccount(h.sim.state, target.id).passwordChanges).toBe(2);
 
     const refused = await runCli(['password', target.email], { ...h.env, TRAINSYNC_SECRET_KEY: '' }, `${piped}\n`);
-    expect(refused.code).toBe(1);
+    expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/TRAINSYNC_SECRET_KEY: missing/);
   });
 

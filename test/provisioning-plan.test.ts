@@ -187,7 +187,9 @@ describe('planProvisioning', () => {
     // Disabled, enabled again, and now disabled once more: a new action, not a retry.
     const later = plan([row('E1', { status: 'inactive' })], [applied('E1', { version: 5 })], { mode: 'delta' });
     expect(later.actions[0]!.id).toBe('disable:E1:v5');
-    expect(actionId({ kind: 'create-user', employeeId: 'X', email: 'A@B.com', baseVersion: 9 })).toBe('create-user:a@b.com');
+    expect(actionId({ kind: 'create-user', employeeId: 'X', email: 'A@B.com', baseVersion: 0 })).toBe('create-user:a@b.com');
+    // Creating again an account deleted outside trainsync is a new action, not a retry of the first create.
+    expect(actionId({ kind: 'create-user', employeeId: 'X', email: 'A@B.com', baseVersion: 9 })).toBe('create-user:a@b.com:v9');
   });
 
   it('is plain data: the JSON round-trips and the table lists every kind', () => {
@@ -221,5 +223,70 @@ describe('planProvisioning with a feed that could not be read', () => {
     expect(p.actions).toEqual([]);
     expect(p.refused).toEqual({ reason: 'feed-errors', message: 'The feed could not be read, so nothing was planned: hr.csv line 1: the header has no column for email' });
     expect(p.activeCount).toBe(2);
+  });
+});
+
+describe('planning against the platform as it is now (pure)', () => {
+  const U1 = '11111111-0000-4000-8000-000000000001';
+  const U2 = '22222222-0000-4000-8000-000000000002';
+  function view(accounts: Array<{ id: string; email: string; hasAccess: boolean }>, complete = true): PlanInput['platform'] {
+    return {
+      byId: new Map(accounts.map((a) => [a.id, a])),
+      byEmail: new Map(accounts.map((a) => [a.email, a])),
+      complete,
+      source: 'api',
+      asOf: new Date('2026-11-24T06:00:00Z'),
+    };
+  }
+
+  it('an account missing from an incomplete listing is not taken as deleted; one missing from a complete listing is', () => {
+    const known = applied('E1', { platformUserId: U1, groups: [GA] });
+    const rows = [row('E1', { groups: [GA] })];
+    expect(plan(rows, [known], { platform: view([], false) }).actions).toEqual([]);
+    const recreated = plan(rows, [known], { platform: view([]) });
+    expect(recreated.actions.map((a) => [a.kind, a.id, a.platformUserId])).toEqual([
+      ['create-user', 'create-user:e1@example.com:v3', null],
+      ['add-to-group', `add-to-group:E1:${GA}:v3`, null],
+    ]);
+    expect(recreated.repairs).toBe(2);
+  });
+
+  it('without a known id, an account not found by e-mail keeps the applied state; found by e-mail, it is compared', () => {
+    const leaver = applied('E1', { active: false });
+    const rows = [row('E1', { status: 'inactive' })];
+    expect(plan(rows, [leaver], { platform: view([]) }).actions).toEqual([]);
+    const byEmail = plan(rows, [leaver], { platform: view([{ id: U1, email: 'e1@example.com', hasAccess: true }]), leaverSince: new Map([['E1', '2026-11-02']]) });
+    expect(byEmail.actions.map((a) => [a.kind, a.repair])).toEqual([['disable', 'platform shows access (GET users); HR says leaver since 2026-11-02']]);
+  });
+
+  it('a leaver missing from a full feed whose access is back is disabled again; the guard counts the repair', () => {
+    const gone = Array.from({ length: 6 }, (_, i) => applied(`L${i}`, { active: false, platformUserId: `${i}1111111-0000-4000-8000-000000000001` }));
+    const platform = view(gone.map((g) => ({ id: g.platformUserId!, email: g.email, hasAccess: true })));
+    const p = plan([], gone, { platform });
+    expect(p.counts.disable).toBe(6);
+    expect(p.actions[0]!.repair).toBe('platform shows access (GET users); HR: not in the feed');
+    expect(p.refused?.reason).toBe('max-disable');
+    expect(p.refused?.message).toMatch(/disable 6 employees \(6 of them repair drift/);
+    expect(plan([], gone, { platform }, { force: true }).refused).toBeUndefined();
+  });
+
+  it('access removed by hand: restore enables again (seats counted), keep reports it; a returner enabled by hand needs no write', () => {
+    const rows = [row('E1'), row('E2')];
+    const state = [applied('E1', { platformUserId: U1 }), applied('E2', { platformUserId: U2, active: false })];
+    const platform = view([{ id: U1, email: 'e1@example.com', hasAccess: false }, { id: U2, email: 'e2@example.com', hasAccess: true }]);
+    const restored = plan(rows, state, { platform }, { freeSeats: 0 });
+    expect(restored.actions.map((a) => `${a.kind} ${a.employeeId}`)).toEqual(['enable E1']);
+    expect(restored.refused?.reason).toBe('seats');
+    const kept = plan(rows, state, { platform }, { accessRemoved: 'keep' });
+    expect(kept.actions).toEqual([]);
+    expect(kept.drift.map((d) => d.employeeId)).toEqual(['E1']);
+    expect(kept.unchanged).toBe(2);
+  });
+
+  it('without a platform view the plan says why, and plans from the applied state as before', () => {
+    const p = plan([row('E1', { status: 'inactive' })], [applied('E1', { active: false, platformUserId: U1 })], { platformNote: 'the platform offers no GET users' });
+    expect(p.actions).toEqual([]);
+    expect(p.platform).toMatch(/^platform state not read: the platform offers no GET users/);
+    expect(formatPlanTable(p)).toContain('platform state not read');
   });
 });

@@ -26,7 +26,8 @@ describe('trainsync sync (the command)', () => {
   it('without TRAINSYNC_API_URL it says so before touching Postgres or Redis', async () => {
     const name = `trainsync_never_${randomBytes(4).toString('hex')}`;
     const run = await runCli(['sync', 'courses'], { DATABASE_URL: databaseUrl(name), REDIS_URL: 'redis://127.0.0.1:1' });
-    expect(run.code).toBe(1);
+    // Configuration refused: the table's 2.
+    expect(run.code).toBe(2);
     expect(run.stderr).toContain('TRAINSYNC_API_URL: missing');
     const admin = new pg.Client({ connectionString: ADMIN_URL });
     await admin.connect();

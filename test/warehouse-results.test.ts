@@ -54,6 +54,28 @@ async function answersOf(resultId: string): Promise<string[]> {
 }
 
 describe('upsertResults', () => {
+  const loadFresh = (results: Result[]): ReturnType<typeof upsertResults> =>
+    withTransaction(t.withPgClient, ({ client }) => upsertResults(client, results, { seenAt: new Date(), fresh: true }));
+
+  it('fresh (a first load): new rows by plain inserts; an id already stored or repeated falls back to the upsert, with the same outcome', async () => {
+    const a = result({ resultFilters: [randomUUID(), randomUUID()] });
+    const b = result();
+    expect(await loadFresh([a, b])).toEqual({ inserted: 2, updated: 0, unchanged: 0 });
+    expect(await answersOf(a.id)).toEqual([...a.resultFilters].sort());
+
+    // `a` exists (changed answers), `b` exists unchanged, `c` is new and listed twice (the later wins).
+    const changedA = { ...a, resultFilters: [a.resultFilters[0]!] };
+    const c = result({ score: 1 });
+    const cAgain = { ...c, score: 2, resultFilters: [randomUUID()] };
+    expect(await loadFresh([changedA, b, c, cAgain])).toEqual({ inserted: 1, updated: 1, unchanged: 1 });
+    expect(await answersOf(a.id)).toEqual([a.resultFilters[0]]);
+    expect(await answersOf(c.id)).toEqual(cAgain.resultFilters);
+    const scores = await t.pool.query<{ score: number }>('select score from training.results where result_id = $1', [c.id]);
+    expect(scores.rows).toEqual([{ score: 2 }]);
+    const count = await t.pool.query<{ n: number }>('select count(*)::int as n from training.results');
+    expect(count.rows[0]!.n).toBe(3);
+  });
+
   it('counts inserted, then unchanged, then updated rows; unchanged rows are not rewritten', async () => {
     const batch = [result(), result(), result()];
     expect(await load(batch)).toEqual({ inserted: 3, updated: 0, unchanged: 0 });

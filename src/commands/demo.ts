@@ -71,15 +71,18 @@ export function registerDemoCommand(program: Command, deps: DemoCommandDeps): vo
       'after',
       `
 Needs only Postgres and Redis (e.g. \`docker compose up -d postgres redis\`). Uses DATABASE_URL
-when set, else ${DEMO_DATABASE_URL} (created if missing), the Redis prefix
-${DEMO_QUEUE_PREFIX}, and an ephemeral TRAINSYNC_SECRET_KEY when none is set. The simulator
+when set, else ${DEMO_DATABASE_URL} (created if missing), TRAINSYNC_QUEUE_PREFIX when
+set, else the Redis prefix ${DEMO_QUEUE_PREFIX}, and an ephemeral TRAINSYNC_SECRET_KEY when none is set. The simulator
 (seed 1: 40 courses, 300 users, 3000 results) lives only while the demo runs.
 
 The sample feed (examples/hr-feed.csv) lists the organisation's employees with a few
 joiners, leavers, a returner, movers, a renamed employee and one bad row. The first run
-adopts the existing accounts and applies the changes; a second run finds nothing to do
-(trainsync.identities remembers what was applied) and makes no write call.
-Start from scratch with: dropdb trainsync_demo`,
+adopts the existing accounts and applies the changes. The simulator starts from its seed on
+every run, so a second run finds the platform drifted from what trainsync applied (leavers
+with access, joiners without an account): the plan reads the platform, repairs that drift,
+and the reconcile step then reports 0 discrepancies.
+Start from scratch: drop the database the demo used (its last line names it: \`dropdb NAME\`;
+trainsync_demo unless DATABASE_URL names another).`,
     )
     .action(async (options: { feed: string }) => {
       const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
@@ -91,7 +94,7 @@ Start from scratch with: dropdb trainsync_demo`,
         TRAINSYNC_API_URL: sim.url,
         TRAINSYNC_API_KEY: sim.apiKey,
         DATABASE_URL: env.DATABASE_URL || DEMO_DATABASE_URL,
-        TRAINSYNC_QUEUE_PREFIX: deps.queuePrefix ?? DEMO_QUEUE_PREFIX,
+        TRAINSYNC_QUEUE_PREFIX: deps.queuePrefix ?? (env.TRAINSYNC_QUEUE_PREFIX || DEMO_QUEUE_PREFIX),
         TRAINSYNC_SECRET_KEY: env.TRAINSYNC_SECRET_KEY || randomBytes(32).toString('hex'),
         // A local simulator: a budget that keeps the demo quick (set it to see the limiter at work).
         TRAINSYNC_REQUESTS_PER_SECOND: env.TRAINSYNC_REQUESTS_PER_SECOND || '50',
@@ -129,6 +132,12 @@ Start from scratch with: dropdb trainsync_demo`,
           const writes = writeCallCount(sim.requests) - writesBefore;
           if (result.applied && result.applied.audit.length > 0) write(`${formatOutcome(result.applied.audit)}\n`);
           else write('Nothing to apply: every change of this feed was applied by an earlier run.\n');
+          if (result.plan.repairs > 0) {
+            write(
+              `${result.plan.repairs} of these actions repair drift: the simulator starts from its seed on every demo run, so what an earlier run ` +
+                'applied is gone from the platform (leavers have access again, joiners have no account); the plan reads the platform and puts it right\n',
+            );
+          }
           write(`write calls to the platform: ${writes}\n`);
           if (result.feed.errors.length > 0) write(`(${result.feed.errors.length} row rejected on purpose, to show the per-row report above)\n`);
 
@@ -154,7 +163,9 @@ Start from scratch with: dropdb trainsync_demo`,
                 'no assignments yet: they need groups (sync groups), memberships trainsync applied, and the feed in training.employees\n'),
           );
           write(`\n7. HR against the platform (npx trainsync reconcile)\n${renderReconciliation(await reconciliationReport(app.db, 0))}`);
-          write(`\nAll done in ${seconds()} s. Run \`npm run demo\` again: it finds nothing to provision.\n`);
+          write(`\nAll done in ${seconds()} s. Run \`npm run demo\` again: its simulator starts afresh, so the same feed repairs that drift and the reconcile ends at 0.\n`);
+          const database = decodeURIComponent(new URL(config.DATABASE_URL).pathname.slice(1));
+          write(`Start from scratch: dropdb ${/^[A-Za-z0-9_]+$/.test(database) ? database : JSON.stringify(database)}\n`);
         } finally {
           await app.close();
         }

@@ -27,6 +27,8 @@ export interface FeedCheckReport {
     inactive: number;
   };
   fileErrors: string[];
+  /** Readable, but probably not what was meant (a header with no rows). */
+  warnings: string[];
   errors: { line: number; field: FeedErrorField | null; code: FeedRowErrorCode; value: string | null; message: string }[];
   /** The first valid rows, as they would be planned and stored. */
   rows: FeedRow[];
@@ -56,6 +58,10 @@ export function feedCheckReport(feed: FeedReadResult, options: { file: string; p
       inactive: feed.rows.length - active,
     },
     fileErrors: feed.fileErrors,
+    warnings:
+      feed.fileErrors.length === 0 && feed.rows.length + rejectedLines.size === 0
+        ? ['the feed has no rows, only a header: in full mode every employee would be a leaver (the disable limit refuses that plan); is this the right export?']
+        : [],
     errors: feed.errors.map((e) => ({ line: e.line, field: e.field ?? null, code: e.code, value: e.value ?? null, message: e.message })),
     rows: feed.rows.slice(0, options.rows),
   };
@@ -97,6 +103,7 @@ export function formatFeedCheck(report: FeedCheckReport): string {
   const c = report.counts;
   lines.push(`records: ${c.records}; valid: ${c.valid} (${c.active} active, ${c.inactive} inactive); rejected: ${c.rejected}`);
   for (const e of report.fileErrors) lines.push(`FILE ERROR: ${e}`);
+  for (const w of report.warnings) lines.push(`WARNING: ${w}`);
   for (const e of report.errors.slice(0, ERRORS_SHOWN)) lines.push(`row error: ${e.message}`);
   if (report.errors.length > ERRORS_SHOWN) lines.push(`row error: … and ${report.errors.length - ERRORS_SHOWN} more (see --json)`);
   if (report.rows.length > 0) {

@@ -23,8 +23,7 @@ export function registerFeedCommand(program: Command): void {
   const feed = program.command('feed').description('Work with HR feeds without touching anything (see `feed check`).');
   const check = feed
     .command('check')
-    .description('Show how an HR feed reads: counts, row errors (file, line, field, fix) and the first rows as mapped. Touches nothing.')
-    .argument('<file>', 'the HR feed: CSV with a header row, or JSON Lines (.jsonl/.ndjson)');
+    .description('Show how an HR feed reads: counts, row errors (file, line, field, fix) and the first rows as mapped. Touches nothing.');
   addFeedOptions(check)
     .option('--rows <n>', 'how many rows to show as mapped', count, 10)
     .option('--json', 'print the report as one JSON document')

@@ -29,8 +29,10 @@ function columnMap(value: string): ColumnMap {
 }
 
 /** Adds `--profile`, `--format` and `--map` to a command. */
+/** The feed file argument and the options every feed-reading command shares. */
 export function addFeedOptions(command: Command): Command {
   return command
+    .argument('<file>', 'the HR feed: CSV with a header row, or JSON Lines (.jsonl/.ndjson)')
     .option('--profile <file>', 'a JSON feed profile: delimiter, encoding, columns, status words, end-date leaver rule, attributes (see README "Feed profiles")')
     .option('--format <format>', 'csv or jsonl (default: the profile\'s, else by the file extension)', oneOf(['csv', 'jsonl'] as const))
     .option('--map <field=Header,...>', 'read fields from differently named columns, e.g. "email=Work Email,employee_id=Person Number"; each pair overrides the profile\'s', columnMap);
@@ -75,3 +77,8 @@ Feed profile (--profile FILE, JSON; every key optional; options on the command l
    "leaverRule": {"column": "Contract End", "dateFormat": "d-M-yyyy"},
    "attributes": {"department": "Department", "manager": "ManagerID"}}
 Without a profile the delimiter is detected from the header line (, ; tab |).`;
+
+/** `--mode full|delta`, worded for what the command does with an employee the feed leaves out. */
+export function addModeOption(command: Command, fullMeans: string): Command {
+  return command.option('--mode <mode>', `full: ${fullMeans}; delta: touch only listed employees`, oneOf(['full', 'delta'] as const), 'full');
+}

@@ -9,7 +9,7 @@ import { migrate } from '../warehouse/migrator.ts';
 import { createPool } from '../warehouse/pool.ts';
 import { lendFrom } from '../warehouse/transaction.ts';
 import type { CommandDeps } from './deps.ts';
-import { addFeedOptions, FEED_PROFILE_HELP, oneOf, feedReadingOrExit, type FeedCliOptions } from './feed-options.ts';
+import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, type FeedCliOptions } from './feed-options.ts';
 
 interface LoadFeedCliOptions extends FeedCliOptions {
   mode: PlanMode;
@@ -24,10 +24,8 @@ interface LoadFeedCliOptions extends FeedCliOptions {
 export function registerLoadFeedCommand(program: Command, deps: Pick<CommandDeps, 'loadConfig' | 'createLogger'>): void {
   const command = program
     .command('load-feed')
-    .description('Snapshot an HR feed into the warehouse (training.employees, training.employee_history) without changing the platform.')
-    .argument('<file>', 'the HR feed: CSV with a header row, or JSON Lines (.jsonl/.ndjson)');
-  addFeedOptions(command)
-    .option('--mode <mode>', 'full: employees the feed no longer lists are marked removed; delta: touch only listed employees', oneOf(['full', 'delta'] as const), 'full')
+    .description('Snapshot an HR feed into the warehouse (training.employees, training.employee_history) without changing the platform.');
+  addModeOption(addFeedOptions(command), 'employees the feed no longer lists are marked removed')
     .option('--json', 'print the row errors and the counts as one JSON document')
     .addHelpText(
       'after',

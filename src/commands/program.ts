@@ -1,6 +1,10 @@
 import { Command } from 'commander';
 import type { CommandDeps } from './deps.ts';
+import { EXIT_CODE_HELP } from './exit-codes.ts';
+import { registerCancelCommand } from './cancel.ts';
+import { registerConsoleCommand } from './console.ts';
 import { registerDemoCommand } from './demo.ts';
+import { registerDoctorCommand } from './doctor.ts';
 import { registerFeedCommand } from './feed-check.ts';
 import { registerLoadFeedCommand } from './load-feed.ts';
 import { registerLoginUrlCommand } from './login-url.ts';
@@ -23,14 +27,22 @@ export function buildProgram(deps: CommandDeps): Command {
   const program = new Command('trainsync')
     .description('Keeps a Postgres warehouse in step with the training platform, and applies HR-feed changes to its users.')
     .version('0.1.0')
+    .option('-v, --verbose', 'on a terminal, show info log records too (default: warnings and errors only)')
     .showHelpAfterError('(add --help for usage)')
+    // Before any subcommand exists: they inherit it, so every usage error (unknown option,
+    // bad value) reaches src/cli.ts, which exits with the table's code 2 instead of 1.
+    .exitOverride()
     .addHelpText(
       'after',
       `
 Environment: TRAINSYNC_API_URL, TRAINSYNC_API_KEY, DATABASE_URL, REDIS_URL,
-TRAINSYNC_REQUESTS_PER_SECOND (default 10), TRAINSYNC_SECRET_KEY, LOG_LEVEL. See README.md.
-Logs go to stderr as JSON (pipe through pino-pretty to read them); results go to stdout.`,
-    );
+TRAINSYNC_REQUESTS_PER_SECOND (default 10), TRAINSYNC_SECRET_KEY, LOG_LEVEL, LOG_FORMAT.
+See README.md; \`trainsync doctor\` checks them all.
+Results go to stdout, logs to stderr. On a terminal: one progress line per resource, and
+log records at warn and above as short lines (-v adds info; LOG_LEVEL, when set, rules).
+Otherwise (a pipe, a file, a service): one JSON object per line (LOG_FORMAT overrides).`,
+    )
+    .addHelpText('afterAll', EXIT_CODE_HELP);
   registerMigrateCommand(program, deps);
   registerWorkerCommand(program, deps);
   registerSyncCommand(program, deps);
@@ -43,6 +55,9 @@ Logs go to stderr as JSON (pipe through pino-pretty to read them); results go to
   registerReconcileCommand(program, deps);
   registerStatusCommand(program, deps, [unfinishedWindowsSection, provisioningAttentionSection, webhookStatusSection, scimHeldSection]);
   registerScimCommand(program, deps);
+  registerConsoleCommand(program, deps);
+  registerCancelCommand(program, deps);
+  registerDoctorCommand(program, deps);
   registerSimulatorCommand(program);
   registerDemoCommand(program, deps);
   return program;

@@ -48,14 +48,14 @@ export function provisionExitCode(result: ProvisionResult): number {
 }
 
 /** The plan part of the report (before anything is applied). */
-export function formatPlanReport(result: Pick<ProvisionResult, 'feed' | 'plan' | 'seats' | 'adoptionNote'>, file: string): string {
+export function formatPlanReport(result: Pick<ProvisionResult, 'feed' | 'plan' | 'seats' | 'adoptionNote'>, file: string, options: { width?: number } = {}): string {
   const { feed, plan } = result;
   const lines = [
     `${file}: ${feed.rows.length} rows read, ${feed.errors.length} rejected (sha256 ${feed.hash.slice(0, 12)}…)`,
     ...formatFeedErrors(feed),
   ];
   if (result.adoptionNote) lines.push(result.adoptionNote);
-  lines.push(result.seats.note, formatPlanTable(plan));
+  lines.push(result.seats.note, formatPlanTable(plan, options));
   return lines.join('\n');
 }
 
@@ -67,6 +67,7 @@ export function provisionResultJson(result: ProvisionResult): string {
       feed: { hash: feed.hash, rows: feed.rows.length, errors: feed.errors, fileErrors: feed.fileErrors, lineCount: feed.lineCount },
       adopted: result.adopted,
       seats: result.seats,
+      platformRequests: result.platformRequests,
       plan: result.plan,
       applied: result.applied ?? null,
       exitCode: provisionExitCode(result),

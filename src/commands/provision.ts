@@ -4,12 +4,34 @@ import { createApp } from '../runtime/app.ts';
 import { requirePlatform } from '../config.ts';
 import { parseMaxDisable } from '../provisioning/plan/limits.ts';
 import type { MaxDisable, PlanMode } from '../provisioning/plan/types.ts';
-import { provisionFeed } from '../provisioning/provision-feed.ts';
+import { writeFile } from 'node:fs/promises';
+import { planToJson } from './plan-format.ts';
+import { provisionFeed, type ProvisionResult } from '../provisioning/provision-feed.ts';
 import { formatOutcome, formatPlanReport, provisionExitCode, provisionResultJson } from './provision-report.ts';
 import { formatSnapshotCounts } from '../provisioning/snapshot-feed.ts';
 import { provisionDeps } from './provision-deps.ts';
+import { exitWith, UsageError, type ExitCode } from './exit-codes.ts';
+import { tableWidth } from './fit-table.ts';
+import { formatWholePlan } from './plan-listing.ts';
+import { createProgressDisplay } from './progress-display.ts';
+import { wrapLines } from './terminal.ts';
 import type { CommandDeps } from './deps.ts';
-import { addFeedOptions, FEED_PROFILE_HELP, oneOf, feedReadingOrExit, type FeedCliOptions } from './feed-options.ts';
+import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, type FeedCliOptions } from './feed-options.ts';
+
+/** The one line said last when provision exits non-zero. */
+function provisionExitReason(result: ProvisionResult): string | undefined {
+  if (result.plan.refused) {
+    const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId}: an operator can review the people affected and approve or reject it in the console (Provisioning).`;
+    return `refused, nothing was enqueued: ${result.plan.refused.message}${held}`;
+  }
+  const rejected = result.feed.errors.length + result.plan.errors.length;
+  const attention = result.applied?.audit.filter((r) => r.status === 'failed' || r.status === 'needs-identity').length ?? 0;
+  const parts = [
+    rejected > 0 ? `${rejected} row${rejected === 1 ? '' : 's'} rejected (${(result.feed.errors[0] ?? result.plan.errors[0])?.message ?? 'see above'})` : '',
+    attention > 0 ? `${attention} action${attention === 1 ? '' : 's'} failed or need an identity (see \`trainsync status\`)` : '',
+  ].filter(Boolean);
+  return parts.length > 0 ? parts.join('; ') : undefined;
+}
 
 function maxDisable(value: string): MaxDisable {
   try {
@@ -22,6 +44,7 @@ function maxDisable(value: string): MaxDisable {
 interface ProvisionCliOptions extends FeedCliOptions {
   mode: PlanMode;
   dryRun?: boolean;
+  output?: string;
   json?: boolean;
   maxDisable?: MaxDisable;
   force?: boolean;
@@ -30,11 +53,10 @@ interface ProvisionCliOptions extends FeedCliOptions {
 export function registerProvisionCommand(program: Command, deps: CommandDeps): void {
   const command = program
     .command('provision')
-    .description('Read an HR feed, print the plan, enqueue the actions (create, disable, enable, group changes) and wait for them.')
-    .argument('<file>', 'the HR feed: CSV with a header row, or JSON Lines (.jsonl/.ndjson)');
-  addFeedOptions(command)
-    .option('--mode <mode>', 'full: employees missing from the feed are leavers; delta: touch only listed employees', oneOf(['full', 'delta'] as const), 'full')
-    .option('--dry-run', 'print the plan and change nothing')
+    .description('Read an HR feed, print the plan, enqueue the actions (create, disable, enable, group changes) and wait for them.');
+  addModeOption(addFeedOptions(command), 'employees missing from the feed are leavers')
+    .option('--dry-run', 'print the whole plan (every action) and change nothing')
+    .option('--output <file>', 'with --dry-run: write the whole plan to FILE (JSON when it ends in .json) instead of printing it')
     .option('--json', 'print the feed errors, the plan and the outcome as one JSON document')
     .option('--max-disable <N|P%>', 'refuse a plan that disables more (default: the larger of 5 and 10% of active employees)', maxDisable)
     .option('--force', 'enqueue even when the disable or seat limit is exceeded')
@@ -51,7 +73,14 @@ employee whose row was rejected is never taken for a leaver. On the first run ag
 organisation that already has users, existing accounts that match a row (by e-mail, or
 organisationIdentifier = employee_id) are adopted instead of created.
 
-Safety: a plan that would disable more than --max-disable employees, or create more users
+Drift: before planning, the platform's accounts are read (GET users, or training.users when a
+users sync ran after the last provisioning write and within TRAINSYNC_PLATFORM_FRESHNESS_MINUTES).
+A leaver whose access is back is disabled again, an account deleted by hand is created again,
+an active employee's removed access is restored (TRAINSYNC_DRIFT_ACCESS_REMOVED); each such
+action says why ("repair: …", and "repair" in --json). Group membership cannot be read through
+the API: memberships follow what trainsync applied.
+
+Safety: a plan that would disable more than --max-disable employees (repairs included), or create more users
 than there are free seats, is refused and nothing is enqueued. Review it with --dry-run;
 override with --force. The same feed enqueued twice never doubles an action, and an
 unchanged feed makes no write call at all.
@@ -63,16 +92,18 @@ ${FEED_PROFILE_HELP}
 As with sync, the jobs are processed by a running \`trainsync worker\`, or by this process
 when none is connected.
 
-Exit status: 0 all applied; 1 applied but rows were rejected or actions failed or need an
-identity (see \`trainsync status\`); 2 refused (or the profile is invalid), nothing enqueued.
+For provision: 1 applied, but rows were rejected or actions failed or need an identity (see
+\`trainsync status\`); 2 refused (a limit, the seats, an invalid profile): nothing enqueued.
 
 Examples:
   trainsync provision hr.csv --dry-run
+  trainsync provision hr.csv --dry-run --output plan.json
   trainsync provision export.csv --map "email=Work Email,employee_id=Person Number" --mode delta
   trainsync provision hr.jsonl --max-disable 25 --json
   trainsync provision workday.csv --profile examples/workday-profile.json --dry-run`,
     )
     .action(async (file: string, options: ProvisionCliOptions) => {
+      if (options.output !== undefined && !options.dryRun) throw new UsageError('--output writes the plan of a --dry-run; add --dry-run');
       const config = deps.loadConfig();
       // Before anything touches Postgres or Redis: planning reads the platform.
       requirePlatform(config);
@@ -81,8 +112,10 @@ Examples:
       if (reading === undefined) return;
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
-      let exitCode = 0;
-      let lastProgress = 0;
+      const width = tableWidth();
+      const display = options.json ? undefined : createProgressDisplay();
+      // Sentences wrap at the width; tables are drawn to fit it.
+      const say = (text: string): void => void process.stdout.write(`${process.stdout.isTTY ? wrapLines(text, width) : text}\n`);
       try {
         const result = await provisionFeed(provisionDeps(app), {
           file,
@@ -94,30 +127,39 @@ Examples:
           maxDisable: options.maxDisable,
           force: options.force ?? false,
           onPlan: (planned) => {
-            if (!options.json) process.stdout.write(`${formatPlanReport(planned, file)}\n`);
+            if (!options.json) say(formatPlanReport(planned, file, { width }));
           },
-          onProgress: (finished, total) => {
-            if (options.json || Date.now() - lastProgress < 5_000) return;
-            lastProgress = Date.now();
-            process.stderr.write(`progress provision: ${finished}/${total} actions finished\n`);
+          // One line per action kind: created, disabled, groups joined…
+          onProgress: (_finished, _total, byKind) => {
+            for (const [kind, counts] of byKind) display?.update(kind, { resource: kind, ...counts, unit: 'actions' });
           },
         });
-        exitCode = provisionExitCode(result);
+        if (result.applied) for (const kind of new Set(result.applied.audit.map((r) => r.kind))) display?.finish(kind, 'done');
+        display?.stop();
+        if (options.dryRun && !options.json) {
+          if (options.output === undefined) process.stdout.write(`${formatWholePlan(result.plan)}\n`);
+          else {
+            await writeFile(options.output, options.output.endsWith('.json') ? `${planToJson(result.plan)}\n` : `${formatWholePlan(result.plan)}\n`);
+            process.stdout.write(`the whole plan (${result.plan.actions.length} actions) is in ${options.output}\n`);
+          }
+        }
         if (options.json) process.stdout.write(`${provisionResultJson(result)}\n`);
         else {
-          if (result.plan.refused) process.stderr.write(`trainsync: refused, nothing was enqueued: ${result.plan.refused.message}\n`);
-          else if (options.dryRun) process.stdout.write('dry run: nothing was enqueued\n');
+          if (result.plan.refused) {
+            // Said last, by the exit reason.
+          } else if (options.dryRun) say('dry run: nothing was enqueued');
           if (result.applied) {
             const skipped = result.applied.skippedEmployees.length;
-            if (skipped > 0) process.stdout.write(`${skipped} employees still have actions queued from an earlier run; waited for those and left them alone this run\n`);
-            process.stdout.write(`${formatOutcome(result.applied.audit)}\n`);
+            if (skipped > 0) say(`${skipped} employees still have actions queued from an earlier run; waited for those and left them alone this run`);
+            say(formatOutcome(result.applied.audit));
           }
-          if (result.employees) process.stdout.write(`warehouse ${formatSnapshotCounts(result.employees)}\n`);
+          if (result.employees) say(`warehouse ${formatSnapshotCounts(result.employees)}`);
           if (result.employeesError) process.stderr.write(`trainsync: the employee snapshot failed (the actions were applied): ${result.employeesError}\n`);
         }
+        exitWith(provisionExitCode(result) as ExitCode, provisionExitReason(result));
       } finally {
+        display?.stop();
         await app.close();
       }
-      process.exitCode = exitCode;
     });
 }

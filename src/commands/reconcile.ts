@@ -1,13 +1,17 @@
 import Table from 'cli-table3';
 import { InvalidArgumentError, type Command } from 'commander';
-import { toInfrastructureError } from '../lib/infra-errors.ts';
+import { errorMessage } from '../lib/errors.ts';
+import { parseMaxDisable } from '../provisioning/plan/limits.ts';
+import type { MaxDisable } from '../provisioning/plan/types.ts';
+import { maskUrl, toInfrastructureError } from '../lib/infra-errors.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
-import { migrate } from '../warehouse/migrator.ts';
+import { migrate, NotMigratedError, requireMigrated } from '../warehouse/migrator.ts';
 import { createDb, createPool } from '../warehouse/pool.ts';
 import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
 import type { CommandDeps } from './deps.ts';
+import { runReconcileFix } from './reconcile-fix.ts';
 
-export interface ReconcileCommandDeps extends Pick<CommandDeps, 'loadConfig' | 'createLogger'> {
+export interface ReconcileCommandDeps extends Pick<CommandDeps, 'loadConfig' | 'createLogger' | 'jobs'> {
   /** Where the report goes. Default: process.stdout. */
   write?: (text: string) => void;
 }
@@ -20,6 +24,14 @@ const MEANING: Readonly<Record<string, string>> = {
   pending_action: 'provisioning action failed or needs an identity',
 };
 
+function maxDisableOption(value: string): MaxDisable {
+  try {
+    return parseMaxDisable(value);
+  } catch (error) {
+    throw new InvalidArgumentError(errorMessage(error));
+  }
+}
+
 function examplesOption(value: string): number {
   if (!/^\d+$/.test(value.trim()) || Number(value) > 1000) throw new InvalidArgumentError('expected a whole number from 0 to 1000, e.g. 5');
   return Number(value);
@@ -30,6 +42,9 @@ export function renderReconciliation(report: ReconciliationReport): string {
   const counts = new Table({ head: ['kind', 'count', 'meaning'], style: { head: [], border: [], compact: true } });
   for (const kind of RECONCILIATION_KINDS) counts.push([kind, report.counts[kind], MEANING[kind] ?? '']);
   const lines = [`HR against the platform: ${report.total} discrepanc${report.total === 1 ? 'y' : 'ies'} (training.hr_reconciliation)`, counts.toString()];
+  // Zero discrepancies against nothing is no news: say what is missing.
+  if (!report.hrFeedLoaded) lines.unshift('No HR feed has been loaded yet (training.employees is empty): run `trainsync load-feed FILE` or `trainsync provision FILE` first.');
+  if (!report.usersLoaded) lines.unshift('No platform users have been synced yet (training.users is empty): run `trainsync sync users` first.');
   for (const kind of RECONCILIATION_KINDS) {
     const rows = report.examples[kind];
     if (rows.length === 0) continue;
@@ -45,11 +60,16 @@ export function renderReconciliation(report: ReconciliationReport): string {
 
 /** `trainsync reconcile`: HR against the platform, from the warehouse alone (no API call, no Redis). */
 export function registerReconcileCommand(program: Command, deps: ReconcileCommandDeps): void {
-  program
+  const command = program
     .command('reconcile')
     .description('HR against the platform: counts and examples of each discrepancy kind (training.hr_reconciliation).')
     .option('--json', 'print {"counts", "total", "examples"} as JSON')
     .option('--examples <n>', 'examples shown per kind', examplesOption, 5)
+    .option('--fix', 'repair drift: plan the last HR snapshot (training.employees) against the platform as it is now, and apply it')
+    .option('--dry-run', 'with --fix: print the repairs and change nothing')
+    .option('--force', 'with --fix: apply even when the disable or seat limit is exceeded')
+    .option('--max-disable <N|P%>', 'with --fix: refuse a plan that disables more (default: the larger of 5 and 10% of active employees)', maxDisableOption)
+    .option('--reassert-groups', 'with --fix: add again every group membership on record (the API cannot read memberships; one write each)')
     .addHelpText(
       'after',
       `
@@ -62,23 +82,43 @@ up-to-date picture. Kinds:
   pending_action            the latest provisioning action of its kind failed or needs an identity
 Exit status 0 whatever it finds (use --json and count in a script to alert).
 
+--fix repairs drift without a new feed: the employees of training.employees that
+trainsync has applied are planned again against the platform's accounts (GET users, or
+training.users when a users sync ran after the last provisioning write and within
+TRAINSYNC_PLATFORM_FRESHNESS_MINUTES). A leaver with access is disabled again, an
+account deleted by hand is created again, an active employee's removed access is
+restored (TRAINSYNC_DRIFT_ACCESS_REMOVED). Same guards, audit and exit status as
+provision: 0 applied, 1 actions failed or need an identity, 2 refused.
+
 Examples:
   trainsync reconcile
   trainsync reconcile --json | jq '.counts'
-  trainsync reconcile --examples 20`,
+  trainsync reconcile --examples 20
+  trainsync reconcile --fix --dry-run
+  trainsync reconcile --fix --json`,
     )
-    .action(async (options: { json?: boolean; examples: number }) => {
+    .action(async (options: { json?: boolean; examples: number; fix?: boolean; dryRun?: boolean; force?: boolean; maxDisable?: MaxDisable; reassertGroups?: boolean }) => {
+      const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
+      if (options.fix) {
+        process.exitCode = await runReconcileFix(deps, options, write);
+        return;
+      }
+      const fixOnly = (['dryRun', 'force', 'maxDisable', 'reassertGroups'] as const).filter((k) => options[k] !== undefined);
+      if (fixOnly.length > 0) {
+        const flags = fixOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ');
+        command.error(`error: ${flags} only go with --fix: add --fix, or leave them out`, { exitCode: 2, code: 'trainsync.usage' });
+      }
       const config = deps.loadConfig();
       const log = deps.createLogger(config);
-      const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
       const pool = createPool(config.DATABASE_URL, { max: 2, log });
       const db = createDb(pool);
       try {
-        await ensureDatabase(config.DATABASE_URL, log);
-        await migrate(pool, log);
+        // Reads only: a missing or unmigrated database is refused (exit 2), never created.
+        await requireMigrated(pool, maskUrl(config.DATABASE_URL));
         const report = await reconciliationReport(db, options.examples);
         write(options.json ? `${JSON.stringify(report, null, 2)}\n` : renderReconciliation(report));
       } catch (error) {
+        if (error instanceof NotMigratedError) throw error;
         throw toInfrastructureError(error, config, 'postgres') ?? error;
       } finally {
         await db.destroy().catch(() => undefined);

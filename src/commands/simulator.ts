@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, type Config } from '../config.ts';
+import { parseIsoDay } from '../lib/calendar-day.ts';
 import { DEMO_API_KEY, startSimulator, type SimulatorOptions } from '../simulator/index.ts';
 
 function wholeNumber(min: number) {
@@ -10,7 +11,7 @@ function wholeNumber(min: number) {
 }
 
 function isoDate(value: string): string {
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || Number.isNaN(Date.parse(value))) throw new InvalidArgumentError('expected a date as YYYY-MM-DD, e.g. 2024-01-01');
+  if (parseIsoDay(value) !== value) throw new InvalidArgumentError('expected a date that exists, as YYYY-MM-DD, e.g. 2024-01-01');
   return value;
 }
 

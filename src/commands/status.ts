@@ -1,8 +1,9 @@
-import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { createApp, type App } from '../runtime/app.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';
-import { lastRuns, listWatermarks, quarantineCounts } from '../sync/sync-state.ts';
+import type { ActiveHolder } from '../queue/orphans.ts';
+import { lastRuns, listWatermarks, quarantineCounts, type RunSummary } from '../sync/sync-state.ts';
+import { fitTable } from './fit-table.ts';
 import type { CommandDeps } from './deps.ts';
 
 /** Extra sections other parts add to `status` (provisioning adds actions needing attention). */
@@ -13,10 +14,23 @@ export function registerStatusCommand(program: Command, deps: CommandDeps, secti
     .command('status')
     .description('Show queue counts, the last run per resource, watermarks, quarantined records and failed jobs.')
     .option('--json', 'print everything as one JSON document')
+    .addHelpText(
+      'after',
+      `
+Reads only: a missing or unmigrated database is refused with "run \`trainsync migrate\` first"
+(exit 2) and nothing is created. A run still going reads "running (worker HOST:PID)"; one
+whose process is gone reads "orphaned": \`trainsync cancel RESOURCE\` removes it, and the
+next \`trainsync sync\` of that resource takes it over.
+
+Examples:
+  trainsync status
+  trainsync status --json | jq '.runs[] | {resource, status}'
+  trainsync status --json | jq '.activeJobs'`,
+    )
     .action(async (options: { json?: boolean }) => {
       const config = deps.loadConfig();
       const log = deps.createLogger(config);
-      const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
+      const app = await createApp(config, log, { jobs: deps.jobs, readOnly: true });
       try {
         const report = await collectStatus(app, sections);
         process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : renderStatus(report));
@@ -28,10 +42,12 @@ export function registerStatusCommand(program: Command, deps: CommandDeps, secti
 
 export interface StatusReport {
   queues: Array<{ queue: string; workers: number; counts: Record<string, number> }>;
-  runs: Awaited<ReturnType<typeof lastRuns>>;
+  runs: Array<Omit<RunSummary, 'status'> & { status: string }>;
   watermarks: Array<{ resource: string; value: string; updatedAt: Date }>;
   quarantine: Awaited<ReturnType<typeof quarantineCounts>>;
   failedJobs: Array<{ queue: string; id: string; name: string; failedReason: string; attemptsMade: number; finishedAt: string | null }>;
+  /** Jobs taken by a worker: `running (worker X)`, or `orphaned` when that worker is gone. */
+  activeJobs: Array<{ queue: string; id: string; name: string; state: string; worker: string | null }>;
   schedules: Array<{ id: string; pattern: string | null; next: string | null }>;
   sections: Array<{ title: string; rows: Array<Record<string, unknown>> }>;
 }
@@ -39,10 +55,24 @@ export interface StatusReport {
 export async function collectStatus(app: App, sections: readonly StatusSection[] = []): Promise<StatusReport> {
   const queues = await Promise.all(QUEUE_NAMES.map(async (name) => ({ queue: name, workers: await app.queue.workers(name), counts: await app.queue.counts(name) })));
   const failedJobs = (await Promise.all(QUEUE_NAMES.map(async (name) => (await app.queue.failedJobs(name, 20)).map((job) => ({ queue: name, ...job }))))).flat();
+  const activeJobs = (
+    await Promise.all(
+      QUEUE_NAMES.map(async (name) =>
+        (await app.queue.activeJobs(name, 50)).flatMap((job) => (job.holder ? [{ queue: name, id: job.id, name: job.name, state: holderWord(job.holder), worker: job.holder.worker ?? null }] : [])),
+      ),
+    )
+  ).flat();
   const schedules = await app.queue.schedules();
+  const runs = (await lastRuns(app.db)).map((run) => {
+    if (run.status !== 'running') return run;
+    const job = activeJobs.find((j) => j.id === run.jobId);
+    // A run left running whose job no worker holds: the job waits to resume, or is gone.
+    return { ...run, status: job?.state ?? 'running (queued to resume)' };
+  });
   return {
     queues,
-    runs: await lastRuns(app.db),
+    runs,
+    activeJobs,
     watermarks: await listWatermarks(app.db),
     quarantine: await quarantineCounts(app.db),
     failedJobs,
@@ -51,10 +81,19 @@ export async function collectStatus(app: App, sections: readonly StatusSection[]
   };
 }
 
-function table(head: string[], rows: unknown[][]): string {
-  const t = new Table({ head, style: { head: [], border: [], compact: true } });
-  for (const row of rows) t.push(row.map((cell) => (cell instanceof Date ? cell.toISOString() : cell === null || cell === undefined ? '' : String(cell))));
-  return t.toString();
+/** HH:MM (UTC) for today, else the day. */
+function shortTime(at: Date): string {
+  const iso = at.toISOString();
+  return iso.slice(0, 10) === new Date().toISOString().slice(0, 10) ? iso.slice(11, 16) : iso.slice(0, 10);
+}
+
+function holderWord(holder: ActiveHolder): string {
+  return holder.orphaned ? `orphaned (worker ${holder.worker ?? 'unknown'} gone)` : `running (worker ${holder.worker ?? 'unknown'})`;
+}
+
+/** Tables at most 100 columns wide: the last column (notes, reasons) wraps. */
+function table(head: string[], rows: unknown[][], flex?: number[]): string {
+  return fitTable(head, rows, flex ? { flex } : {});
 }
 
 export function renderStatus(report: StatusReport): string {
@@ -65,9 +104,13 @@ export function renderStatus(report: StatusReport): string {
     report.runs.length === 0
       ? '(no runs yet: try `trainsync sync`)'
       : table(
-          ['resource', 'status', 'mode', 'started', 'finished', 'pages', 'req', 'ins', 'upd', 'same', 'quar', 'rem', 'note / error'],
-          report.runs.map((r) => [r.resource, r.status, r.mode, r.startedAt, r.finishedAt, r.pages, r.requests, r.inserted, r.updated, r.unchanged, r.quarantined, r.removed, r.error ?? r.note]),
+          // Narrow: the mode, start and exact times are in --json.
+          ['resource', 'status', 'ended', 'pages', 'req', 'new', 'upd', 'same', 'quar', 'rem', 'note'],
+          report.runs.map((r) => [r.resource, r.status === 'succeeded' ? 'ok' : r.status, shortTime(r.finishedAt ?? r.startedAt), r.pages, r.requests, r.inserted, r.updated, r.unchanged, r.quarantined, r.removed, r.error ?? r.note]),
+          [1, 10],
         ),
+    'Jobs taken by a worker',
+    report.activeJobs.length === 0 ? '(none)' : table(['queue', 'job', 'id', 'state'], report.activeJobs.map((j) => [j.queue, j.name, j.id, j.state])),
     'Watermarks',
     report.watermarks.length === 0 ? '(none)' : table(['resource', 'value', 'updated'], report.watermarks.map((w) => [w.resource, w.value, w.updatedAt])),
     'Quarantined records (see trainsync.quarantine)',

@@ -1,6 +1,6 @@
-import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
+import { cancelRunsOfJob } from '../sync/sync-state.ts';
 import { requirePlatform } from '../config.ts';
 import { syncResources, type SyncResource } from '../sync/resources.ts';
 import { syncSummarySchema } from '../sync/summary.ts';
@@ -10,10 +10,13 @@ import type { JobOutcome } from '../queue/wait-for-jobs.ts';
 import { withWaitOptions } from '../queue/job-queue.ts';
 import { parseDay } from '../sync/results/days.ts';
 import type { CommandDeps } from './deps.ts';
+import { EXIT, exitWith, UsageError, type ExitCode } from './exit-codes.ts';
+import { fitTable, tableWidth } from './fit-table.ts';
 import { createProgressDisplay } from './progress-display.ts';
+import { stderrTerminal, wrapLines } from './terminal.ts';
 
 /** Exit statuses of `sync` (README, "Operations"). */
-export const SYNC_EXIT = { ok: 0, failed: 1, refused: 2, incomplete: 3, interrupted: 130 } as const;
+export const SYNC_EXIT = EXIT;
 
 export function registerSyncCommand(program: Command, deps: CommandDeps): void {
   const known = syncResources(deps.jobs);
@@ -32,10 +35,10 @@ Examples:
   trainsync sync                       # everything; results incrementally from the watermark
   trainsync sync results --since 2024-01-01 --until 2024-06-30
   trainsync sync results --full        # re-read all results, mark vanished ones removed
-Exit status: 0 every run succeeded; 1 a job failed (its reason is printed); 2 refused, nothing
-enqueued (bad options, or the same resource is already syncing with other options); 3 a run
-ended incomplete (some windows could not be read to the end; the next run reads them again);
-130 interrupted (Ctrl-C: jobs this process ran go back to the queue and resume later).`,
+For sync: 1 a job failed (its reason is printed last); 2 also when the same resource is
+already syncing with other options (a sync whose process is gone is taken over instead; see
+\`trainsync cancel\`); 3 some windows could not be read to the end (the next run reads them
+again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.`,
     )
     .action(async (resourceArgs: string[], options: { since?: string; until?: string; full?: boolean; json?: boolean }) => {
       const resources = parseResources(resourceArgs, known);
@@ -48,28 +51,31 @@ ended incomplete (some windows could not be read to the end; the next run reads 
       const interrupt = new AbortController();
       const onSigint = (): void => interrupt.abort();
       process.once('SIGINT', onSigint);
-      let exitCode: number = SYNC_EXIT.ok;
       try {
         const display = createProgressDisplay();
         let outcomes: JobOutcome[];
         try {
           // A job making no progress for a while gets one line saying what it waits for.
-          const queue = withWaitOptions(app.queue, { onStall: (line) => process.stderr.write(`${line}\n`) });
-          outcomes = await runSync({ queue, log: app.log }, resources, payload, { onProgress: (jobId, progress) => display.update(jobId, progress), signal: interrupt.signal });
+          const queue = withWaitOptions(app.queue, { onStall: (line) => stderrTerminal.writeLine(line) });
+          outcomes = await runSync({ queue, log: app.log, cancelRuns: (jobId, reason) => cancelRunsOfJob(app.db, jobId, reason) }, resources, payload, { onProgress: (jobId, progress) => display.update(jobId, progress), signal: interrupt.signal });
+          for (const outcome of outcomes) {
+            // The last progress may predate the last page: the line ends with the run's own totals.
+            const summary = syncSummarySchema.safeParse(outcome.result);
+            if (summary.success) display.update(outcome.jobId, { resource: summary.data.resource, pages: summary.data.pages, rows: summary.data.inserted + summary.data.updated + summary.data.unchanged });
+            display.finish(outcome.jobId, outcomeWord(outcome));
+          }
         } finally {
           display.stop();
         }
         process.stdout.write(options.json ? `${JSON.stringify(outcomes, null, 2)}\n` : renderSummary(outcomes));
-        exitCode = syncExitCode(outcomes);
+        exitWith(syncExitCode(outcomes), syncExitReason(outcomes));
       } catch (error) {
         if (!(error instanceof SyncConflictError || error instanceof SyncInterruptedError)) throw error;
-        process.stderr.write(`trainsync: ${error.message}\n`);
-        exitCode = error instanceof SyncConflictError ? SYNC_EXIT.refused : SYNC_EXIT.interrupted;
+        exitWith(error instanceof SyncConflictError ? SYNC_EXIT.refused : SYNC_EXIT.interrupted, error.message);
       } finally {
         process.off('SIGINT', onSigint);
         await app.close();
       }
-      process.exitCode = exitCode;
     });
 }
 
@@ -78,7 +84,7 @@ function parseResources(args: string[], known: readonly SyncResource[]): SyncRes
   for (const arg of args) {
     if (arg === 'all') known.forEach((r) => wanted.add(r));
     else if (known.includes(arg)) wanted.add(arg);
-    else throw new Error(`Unknown resource "${arg}": use ${known.join(', ')} or all.`);
+    else throw new UsageError(`unknown resource "${arg}": use ${known.join(', ')} or all`);
   }
   return known.filter((r) => wanted.has(r));
 }
@@ -89,39 +95,62 @@ function parseSyncOptions(options: { since?: string; until?: string; full?: bool
     try {
       parseDay(value);
     } catch {
-      throw new Error(`${flag} ${value}: expected a date as YYYY-MM-DD, e.g. ${flag} 2024-01-31`);
+      throw new UsageError(`${flag} ${value}: expected a date that exists, as YYYY-MM-DD, e.g. ${flag} 2024-01-31`);
     }
   }
   if (options.since && options.until && options.since > options.until) {
-    throw new Error(`--since ${options.since} is after --until ${options.until}: swap them.`);
+    throw new UsageError(`--since ${options.since} is after --until ${options.until}: swap them`);
   }
   if (options.full && (options.since || options.until)) {
-    throw new Error('--full reads every result; it cannot be combined with --since/--until.');
+    throw new UsageError('--full reads every result; it cannot be combined with --since/--until');
   }
   return syncPayloadSchema.parse({ trigger: 'cli', since: options.since, until: options.until, full: options.full ?? false });
 }
 
 /** 1 when a job failed, else 3 when a run ended incomplete, else 0. */
-export function syncExitCode(outcomes: readonly JobOutcome[]): number {
+export function syncExitCode(outcomes: readonly JobOutcome[]): ExitCode {
   if (outcomes.some((outcome) => outcome.status === 'failed')) return SYNC_EXIT.failed;
   const incomplete = outcomes.some((outcome) => syncSummarySchema.safeParse(outcome.result).data?.status === 'incomplete');
   return incomplete ? SYNC_EXIT.incomplete : SYNC_EXIT.ok;
 }
 
+/** The word a finished job's progress line ends with. */
+function outcomeWord(outcome: JobOutcome): string {
+  if (outcome.status === 'failed') return 'FAILED';
+  return syncSummarySchema.safeParse(outcome.result).data?.status === 'incomplete' ? 'INCOMPLETE' : 'done';
+}
+
+/** The one line printed last when the exit code is not 0. */
+export function syncExitReason(outcomes: readonly JobOutcome[]): string | undefined {
+  const failed = outcomes.filter((o) => o.status === 'failed');
+  if (failed.length > 0) return `${failed.map((o) => o.name.replace(/^sync-/, '')).join(', ')} failed: ${failed[0]!.error ?? 'unknown reason'}`;
+  const incomplete = outcomes.filter((o) => syncSummarySchema.safeParse(o.result).data?.status === 'incomplete').map((o) => o.name.replace(/^sync-/, ''));
+  return incomplete.length > 0 ? `${incomplete.join(', ')} incomplete: some windows could not be read to the end; the next run reads them again` : undefined;
+}
+
 export function renderSummary(outcomes: readonly JobOutcome[]): string {
-  const table = new Table({
-    head: ['resource', 'status', 'pages', 'requests', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'seconds', 'note'],
-    style: { head: [], border: [], compact: true },
-  });
+  const rows: unknown[][] = [];
+  const notes: string[] = [];
+  const table = { push: (row: unknown[]): void => void rows.push(row) };
   for (const outcome of outcomes) {
     const summary = syncSummarySchema.safeParse(outcome.result);
     if (outcome.status === 'completed' && summary.success) {
       const s = summary.data;
-      table.push([s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.requests ?? '', s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), s.note ?? '']);
+      // A long note reads better as a sentence under the table than wrapped in a narrow column.
+      const long = (s.note ?? '').length > 24;
+      if (long) notes.push(`${s.resource}: ${s.note}`);
+      table.push([s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.requests ?? '', s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), long ? 'see below' : (s.note ?? '')]);
     } else {
       table.push([outcome.name.replace(/^sync-/, ''), outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', '', 'see below']);
     }
   }
   const failures = outcomes.filter((o) => o.status === 'failed').map((o) => `${o.name} failed: ${o.error ?? 'unknown reason'}`);
-  return `${[table.toString(), ...failures].join('\n')}\n`;
+  // Short heads, as in `status`: the table fits 80 columns (--json has the full names).
+  const head = ['resource', 'status', 'pages', 'req', 'new', 'upd', 'same', 'quar', 'rem', 'sec', 'note'];
+  // No note at all: no note column (it would only cost the width).
+  const withNotes = rows.some((row) => row.at(-1) !== '');
+  const drawn = withNotes ? fitTable(head, rows) : fitTable(head.slice(0, -1), rows.map((row) => row.slice(0, -1)));
+  const text = [drawn, ...notes, ...failures].join('\n');
+  // Sentences wrap on a terminal only: a log file keeps each on one line, for grep.
+  return `${process.stdout.isTTY ? wrapLines(text, tableWidth()) : text}\n`;
 }

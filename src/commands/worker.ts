@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
-import { CHECK_TIMEOUT_MS, startHealthServer } from '../runtime/health-server.ts';
+import { CHECK_TIMEOUT_MS, runHealthChecks, startHealthServer } from '../runtime/health-server.ts';
+import { startConsole } from '../console/server.ts';
+import { provisionDeps } from './provision-deps.ts';
 import { QUEUE_NAMES, SYNC_QUEUE, type QueueName } from '../queue/names.ts';
 import { sql } from 'kysely';
 import { registerSchedulers, watchSchedulers } from '../queue/schedulers.ts';
@@ -9,6 +11,10 @@ import { startWebhookService } from '../webhooks/service.ts';
 import type { CommandDeps } from './deps.ts';
 
 export function registerWorkerCommand(program: Command, deps: CommandDeps): void {
+  // Every schedule the catalog declares, so the help never leaves one out.
+  const schedules = deps.jobs
+    .flatMap((job) => (job.schedule ? [`  ${job.schedule.setting.padEnd(26)} ${job.name.padEnd(14)} default "${job.schedule.default}"`] : []))
+    .join('\n');
   program
     .command('worker')
     .description('Process every queue until stopped: runs scheduled syncs and provisioning jobs, serves /healthz and /metrics, stops cleanly on SIGTERM.')
@@ -17,8 +23,9 @@ export function registerWorkerCommand(program: Command, deps: CommandDeps): void
     .addHelpText(
       'after',
       `
-Schedules come from TRAINSYNC_CRON_RESULTS, _COURSES, _FILTERS, _USERS (default "0 2 * * *", UTC)
-and TRAINSYNC_CRON_SEATS (default "0 * * * *"). Any number of workers may run against one Redis:
+Schedules (cron lines, UTC; each checked at start, naming the variable):
+${schedules}
+Any number of workers may run against one Redis:
 each scheduled sync runs once, and no two syncs of one resource ever run at once.
 Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (default port 9464).
 Webhooks: POST http://<host>:$TRAINSYNC_WEBHOOK_PORT/webhooks/platform (default port 9465), served
@@ -33,16 +40,14 @@ TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE is set; see README, "SCIM (ide
       // Redis connections retry forever here; an outage is logged when it starts and when it ends.
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true, redis: 'persistent' });
       // First: it answers (503 naming redis) while the workers below wait for an unreachable Redis.
-      const health = await startHealthServer({
-        port: config.TRAINSYNC_METRICS_PORT,
-        metrics: app.metrics,
-        log,
-        checks: {
-          postgres: () => sql`select 1`.execute(app.db),
-          // Fails at once while the connection is down: a PING would only queue behind the outage.
-          redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }),
-        },
-      });
+      const checks = {
+        postgres: () => sql`select 1`.execute(app.db),
+        // Fails at once while the connection is down: a PING would only queue behind the outage.
+        redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }),
+      };
+      const health = await startHealthServer({ port: config.TRAINSYNC_METRICS_PORT, metrics: app.metrics, log, checks });
+      // Off unless TRAINSYNC_CONSOLE_USERS is set (README, "Console").
+      const consoleServer = await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: () => runHealthChecks(checks), repair: () => provisionDeps(app) });
       // Off unless TRAINSYNC_WEBHOOK_SECRET is set (README, "Near-real-time results"). Before the
       // workers: events are stored (and acknowledged) even while Redis is unreachable.
       const webhooks = await startWebhookService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, metrics: app.metrics, log });
@@ -66,6 +71,7 @@ TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE is set; see README, "SCIM (ide
       stopWatching();
       // No new events first: one refused meanwhile is delivered again by the platform.
       await webhooks?.close();
+      await consoleServer?.close();
       await scim?.close();
       const { forced } = await worker.close();
       await health.close();

@@ -147,11 +147,17 @@ function errorParts(error: unknown, depth = 0): ErrorPart[] {
   return [own, ...inner.flatMap((x) => errorParts(x, depth + 1))];
 }
 
+/** How to start a service that refuses connections: the compose file's, or the system's own. */
+const START_HINT: Readonly<Record<string, string>> = {
+  DATABASE_URL: 'Start it: `docker compose up -d postgres redis`, or the system service (`sudo systemctl start postgresql`).',
+  REDIS_URL: 'Start it: `docker compose up -d postgres redis`, or the system service (`sudo systemctl start redis-server`).',
+};
+
 /** Socket-level failures read the same for both services; only the setting differs. */
 function networkReason(parts: ErrorPart[], setting: string): string | undefined {
   const codes = new Set(parts.map((p) => p.code));
   const hostAndPort = `is the server running, and are the host and port in ${setting} right`;
-  if (codes.has('ECONNREFUSED')) return `connection refused; ${hostAndPort}?`;
+  if (codes.has('ECONNREFUSED')) return `connection refused; ${hostAndPort}? ${START_HINT[setting] ?? ''}`.trimEnd();
   if (codes.has('ENOTFOUND') || codes.has('EAI_AGAIN')) return `host name not found; check the host in ${setting}`;
   if (codes.has('ETIMEDOUT') || parts.some((p) => /connection timeout|^timeout expired/i.test(p.message))) {
     return `no answer (timed out); ${hostAndPort}, and does the network let the connection through?`;

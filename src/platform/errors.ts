@@ -177,12 +177,16 @@ const NETWORK_CODES = new Set([
   'ECONNABORTED',
   'ERR_STREAM_PREMATURE_CLOSE',
   'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
 ]);
 
+/** undici's timeouts by phase (connect, headers, body between chunks). */
+const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
 /**
- * Turns a transport failure (got's RequestError/TimeoutError, or anything thrown while
- * sending) into a PlatformError. The cause is a bare copy: got's errors hold the request
- * options, headers included, and must not reach a log line through `err.cause`.
+ * Turns a transport failure (undici's errors, a socket error, or anything thrown while
+ * sending) into a PlatformError. The cause is a bare copy: an HTTP client's error may hold
+ * the request, headers included, and must not reach a log line through `err.cause`.
  */
 export function classifyTransportError(error: unknown, method: string, path: string): PlatformError {
   if (error instanceof PlatformError) return error;
@@ -191,12 +195,12 @@ export function classifyTransportError(error: unknown, method: string, path: str
   const code = typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : undefined;
   const message = errorMessage(error);
   const cause = Object.assign(new Error(message), { name, code });
-  if (name === 'AbortError' || code === 'ERR_ABORTED') {
+  if (name === 'AbortError' || code === 'ERR_ABORTED' || code === 'UND_ERR_ABORTED') {
     // Retryable for the queue (a job stopped by shutdown should run again later); the
     // client itself never retries once its signal is aborted.
     return new PlatformError(`${where} was aborted`, { code: 'ABORTED', retryable: true, cause });
   }
-  if (name === 'TimeoutError' || code === 'ETIMEDOUT') {
+  if (name === 'TimeoutError' || (code !== undefined && TIMEOUT_CODES.has(code))) {
     return new PlatformError(`${where} timed out (${message})`, { code: 'TIMEOUT', retryable: true, cause });
   }
   if (code !== undefined && (NETWORK_CODES.has(code) || name === 'RequestError' || name === 'ReadError')) {

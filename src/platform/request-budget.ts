@@ -57,7 +57,7 @@ export interface RequestBudget {
   /** Resolves when this process may send one HTTP request (one per attempt). */
   acquire(signal?: AbortSignal): Promise<void>;
   /**
-   * The request of the grant last handed out has just left (its body written). With one
+   * The request of the grant last handed out has just been dispatched. With one
    * slot (budgets under ~42/s), this process hands out its next grant no sooner than
    * 1000 / rps × (1 + margin / 2) ms after it: a request held up between its grant and
    * the wire (the process stalled on a busy machine) must not go out right behind the
@@ -277,7 +277,7 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
             let early = Math.max(delayMs, lastSentAt + sendGapMs - performance.now());
             for (;;) {
               if (early > 0) await sleep(early);
-              // After a stall, timers run before I/O: let the last request's 'finish' land before judging the gap.
+              // After a stall, timers run before I/O: let the last request's dispatch land before judging the gap.
               await new Promise((resolve) => setImmediate(resolve));
               early = lastSentAt + sendGapMs - performance.now();
               if (early <= 0) break;

@@ -13,17 +13,29 @@ import { refreshEmployeeAccounts, type EmployeeSnapshotCounts } from '../warehou
 import { feedFormatFor, readFeed } from './feed/read.ts';
 import type { ColumnMap, FeedFormat, FeedReadResult, ReadFeedOptions } from './feed/types.ts';
 import { snapshotFeed } from './snapshot-feed.ts';
+import { holdPlan, supersedeHeldPlans } from './held-plans.ts';
 import { adoptExistingAccounts } from './plan/adopt.ts';
 import { planProvisioning } from './plan/plan.ts';
-import type { MaxDisable, Plan, PlanMode } from './plan/types.ts';
+import type { AccessRemovedPolicy, AppliedEmployee, MaxDisable, Plan, PlanMode, PlatformView } from './plan/types.ts';
+import { loadLeaverSince, readPlatformView, viewFromUsers } from './platform-view.ts';
+
+/** How a plan treats the platform's current state (TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, TRAINSYNC_DRIFT_ACCESS_REMOVED). */
+export interface DriftSettings {
+  freshnessMinutes: number;
+  accessRemoved: AccessRemovedPolicy;
+}
+
+export const DEFAULT_DRIFT_SETTINGS: DriftSettings = { freshnessMinutes: 15, accessRemoved: 'restore' };
 
 /** What a provisioning run needs: the apply side's parts, the platform, and a lent client for its lock. */
 export interface ProvisionDeps extends ApplyDeps {
   platform: PlatformClient;
   withPgClient: PgLender;
+  /** Default DEFAULT_DRIFT_SETTINGS. */
+  drift?: DriftSettings | undefined;
 }
 
-/** Serialises plan-and-enqueue between provisioning runs and SCIM changes (any process, one database). */
+/** Serialises plan-and-enqueue between provisioning runs, `reconcile --fix` and SCIM changes (any process, one database). */
 export const PROVISION_LOCK = 'trainsync:provision';
 
 export interface ProvisionOptions {
@@ -38,7 +50,7 @@ export interface ProvisionOptions {
   force: boolean;
   /** Called once the plan is known, before anything is enqueued (the CLI prints it). */
   onPlan?: (result: ProvisionResult) => void;
-  onProgress?: (finished: number, total: number) => void;
+  onProgress?: (finished: number, total: number, byKind: ReadonlyMap<string, { done: number; total: number }>) => void;
 }
 
 export interface SeatsInfo {
@@ -53,12 +65,25 @@ export interface ProvisionResult {
   adopted: number;
   adoptionNote?: string;
   seats: SeatsInfo;
+  /** Requests made to read the platform's accounts for the plan (0 when training.users was fresh). */
+  platformRequests: number;
   /** Set when the plan was applied (not a dry run, not refused). */
   applied?: ApplyResult;
   /** The feed's snapshot into training.employees, taken when the plan was applied. */
   employees?: EmployeeSnapshotCounts;
   /** Why that snapshot failed (the actions were enqueued all the same). */
   employeesError?: string;
+  /** The plan the disable limit refused, kept for review in the console (`trainsync.held_plans`). */
+  heldPlanId?: number;
+}
+
+/** The platform ids of the applied employees a feed's rows name. */
+function touchedAccounts(rows: FeedReadResult['rows'], applied: readonly AppliedEmployee[]): string[] {
+  const byEmployee = new Map(applied.map((a) => [a.employeeId, a.platformUserId]));
+  return [...new Set(rows.flatMap((r) => {
+    const id = byEmployee.get(r.employeeId);
+    return id ? [id] : [];
+  }))];
 }
 
 /** Every account of the organisation, or undefined when the platform offers no GET users. */
@@ -98,26 +123,41 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
   const feed = await readFeed(options.file, { ...options.reading, format, ...(options.map ? { map: options.map } : {}) });
   const planAndEnqueue = async (): Promise<{ planned: ProvisionResult; enqueued?: EnqueueResult; snapshot?: Pick<ProvisionResult, 'employees' | 'employeesError'> }> => {
     const applied = await loadAppliedEmployees(deps.db);
+    const drift = deps.drift ?? DEFAULT_DRIFT_SETTINGS;
     let adopted: ReturnType<typeof adoptExistingAccounts> = [];
     let adoptionNote: string | undefined;
     let seats: SeatsInfo = { free: undefined, note: 'seats: not checked (the feed could not be read)' };
+    let platform: { view: PlatformView | undefined; note?: string; requests: number } = { view: undefined, note: 'the feed could not be read', requests: 0 };
+    let leaverSince: Map<string, string> | undefined;
     if (feed.fileErrors.length === 0) {
       if (applied.length === 0 && feed.rows.length > 0) {
         const users = await listAllUsers(deps.platform);
-        if (users === undefined) adoptionNote = 'first run: the platform offers no GET users, so existing accounts could not be adopted; creates of existing e-mails adopt them one by one';
-        else {
+        if (users === undefined) {
+          adoptionNote = 'first run: the platform offers no GET users, so existing accounts could not be adopted; creates of existing e-mails adopt them one by one';
+          platform = { view: undefined, note: 'the platform offers no GET users', requests: 1 };
+        } else {
           adopted = adoptExistingAccounts(feed.rows, applied, users);
           adoptionNote = `first run: ${adopted.length} of ${users.length} existing accounts match feed rows and are adopted as known employees`;
+          // The listing just read is the platform's state: no second read.
+          platform = { view: viewFromUsers(users), requests: Math.max(1, Math.ceil(users.length / 50)) };
         }
+      } else {
+        // A delta feed looks only at its own rows' accounts; a full one at every applied employee.
+        const touchedIds = options.mode === 'delta' ? touchedAccounts(feed.rows, applied) : undefined;
+        platform = await readPlatformView(deps, { freshnessMinutes: drift.freshnessMinutes, touchedIds });
       }
       seats = await freeSeats(deps.platform);
+      leaverSince = await loadLeaverSince(deps.db);
     }
     const plan = planProvisioning({
       ...feed,
       applied: [...applied, ...adopted],
       mode: options.mode,
-      options: { maxDisable: options.maxDisable, force: options.force, freeSeats: seats.free },
+      options: { maxDisable: options.maxDisable, force: options.force, freeSeats: seats.free, accessRemoved: drift.accessRemoved },
       file: basename(options.file),
+      platform: platform.view,
+      platformNote: platform.note,
+      leaverSince,
     });
     await recordFeed(deps.db, {
       hash: feed.hash,
@@ -130,10 +170,13 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
       actions: plan.actions.length,
       refused: plan.refused?.reason ?? null,
     });
-    const planned: ProvisionResult = { feed, plan, adopted: adopted.length, seats, ...(adoptionNote ? { adoptionNote } : {}) };
+    // A plan the disable guard refused is kept, so a person can review and approve it in the console.
+    const heldPlanId = !options.dryRun && plan.refused?.reason === 'max-disable' ? await holdPlan(deps.withPgClient, plan, { ...feed, file: basename(options.file) }) : undefined;
+    const planned: ProvisionResult = { feed, plan, adopted: adopted.length, seats, platformRequests: platform.requests, ...(adoptionNote ? { adoptionNote } : {}), ...(heldPlanId === undefined ? {} : { heldPlanId }) };
     options.onPlan?.(planned);
     if (options.dryRun || plan.refused !== undefined) return { planned };
     if (adopted.length > 0) await insertAdoptedIdentities(deps.db, adopted);
+    await supersedeHeldPlans(deps.db);
     const enqueued = await enqueuePlan(deps, plan, feed.hash);
     // The warehouse's copy of the feed; a failure here must not abandon the actions just enqueued.
     const snapshot = await snapshotFeed(deps.withPgClient, feed, { mode: options.mode }).then(

@@ -62,6 +62,9 @@ export class RedisConnections implements RedisStatus {
   private failingSince: number | undefined;
   private lastError: unknown;
   private gaveUp = false;
+  /** A one-shot connection that never got through and was refused: given up at once, not after the timeout. */
+  private refusedAtStart = false;
+  private everReady = false;
   private closing = false;
   private readonly reconnectListeners = new Set<() => void>();
 
@@ -142,7 +145,8 @@ export class RedisConnections implements RedisStatus {
     const described = describeRedisError(this.lastError, this.url) ?? describeRedisError(cause, this.url);
     const setting = (ms: number): string => (this.mode === 'one-shot' && ms === this.timeoutMs ? ', TRAINSYNC_REDIS_TIMEOUT_MS' : '');
     const waited =
-      waitedMs !== undefined ? ` (waited ${formatSeconds(waitedMs)}${setting(waitedMs)})`
+      this.refusedAtStart ? ''
+      : waitedMs !== undefined ? ` (waited ${formatSeconds(waitedMs)}${setting(waitedMs)})`
       : this.gaveUp ? ` (gave up after ${formatSeconds(this.timeoutMs)}${setting(this.timeoutMs)})`
       : '';
     const message =
@@ -175,6 +179,8 @@ export class RedisConnections implements RedisStatus {
   }
 
   private ready(): void {
+    this.everReady = true;
+    this.refusedAtStart = false;
     const dropped = this.failingSince !== undefined || this.outage.isDown || this.gaveUp;
     this.failingSince = undefined;
     this.lastError = undefined;
@@ -196,6 +202,13 @@ export class RedisConnections implements RedisStatus {
     this.failingSince ??= now;
     const delay = Math.min(100 * 2 ** Math.min(times - 1, 5), MAX_RETRY_DELAY_MS);
     if (this.mode === 'persistent') return delay;
+    // Nothing listens there (or the name does not resolve): waiting would not change that
+    // for a command a person just typed, so it fails now, naming REDIS_URL and how to start it.
+    if (!this.everReady && isRefusal(this.lastError)) {
+      this.gaveUp = true;
+      this.refusedAtStart = true;
+      return null;
+    }
     const left = this.failingSince + this.timeoutMs - now;
     if (left <= 0) {
       // Ends the connection: ioredis rejects every pending command with "Connection is closed".
@@ -210,6 +223,12 @@ export class RedisConnections implements RedisStatus {
 function shortReason(message: string, url: string): string {
   const prefix = `cannot connect to Redis at ${maskUrl(url)} (REDIS_URL): `;
   return message.startsWith(prefix) ? message.slice(prefix.length) : message;
+}
+
+/** A connection refused or a host name that does not resolve: answers that do not change by waiting. */
+function isRefusal(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return code === 'ECONNREFUSED' || code === 'ENOTFOUND';
 }
 
 function formatSeconds(ms: number): string {

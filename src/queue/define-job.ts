@@ -6,8 +6,8 @@ import type { QueueName } from './names.ts';
 export interface JobSchedule {
   /** The variable holding its cron line (UTC), e.g. `TRAINSYNC_CRON_COURSES`; src/config.ts reads every `TRAINSYNC_CRON_*`. */
   setting: `TRAINSYNC_CRON_${string}`;
-  /** The cron line while the variable is unset, e.g. `0 2 * * *`. */
-  default: string;
+  /** The cron line while the variable is unset, e.g. `0 2 * * *`; null = off until the variable is set. */
+  default: string | null;
 }
 
 export interface JobDefinition<Payload extends z.ZodType = z.ZodType, Summary = unknown> {

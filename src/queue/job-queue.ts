@@ -1,41 +1,28 @@
 import { Queue, type Job, type JobsOptions } from 'bullmq';
+import type { ActionQueue, AddJobOptions, ChainSpec, EnqueuedJob, JobState } from './action-queue.ts';
 import type { Config } from '../config.ts';
 import { lookupJob, type JobCatalog } from './catalog.ts';
 import { RedisConnections, type RedisMode, type RedisStatus } from './connection.ts';
 import { addChains, type ChainLink } from './flows.ts';
 import { defaultJobOptions, waitedJobOptions } from './job-options.ts';
+import { activeHolder, connectedWorkers, removeOrphanOrQueued, requeueOrphan, type ActiveHolder } from './orphans.ts';
 import { QUEUE_NAMES, type QueueName } from './names.ts';
 import type { JobRunner } from './run-job.ts';
 import { waitForJobs, type JobOutcome, type WaitOptions } from './wait-for-jobs.ts';
 import { startWorkers, type WorkerHandle } from './worker.ts';
 
-/** A job as enqueued: enough to wait for it and to tell whether it merged with another. */
-export interface EnqueuedJob {
+export type { AddJobOptions, ChainSpec, EnqueuedJob, JobState } from './action-queue.ts';
+
+/** A job as `status`, `cancel` and `sync` look at it. */
+export interface FoundJob {
   id: string;
   name: string;
   queue: QueueName;
-  /** The payload the queue holds: another one's when the add merged with a job already there. */
   data: unknown;
+  state: JobState;
+  /** For an active job: whether its worker is gone, and which worker took it. */
+  holder?: ActiveHolder;
 }
-
-export interface AddJobOptions {
-  /** A job with this id already queued or running takes the add's place (BullMQ deduplication). */
-  dedupeId?: string;
-  /** A fixed job id: the same id added twice is one job. */
-  jobId?: string;
-  /** A person waits for this job by id (provisioning): quicker first retries, longer retention. */
-  waited?: boolean;
-}
-
-/** One link of a chain to enqueue; `after` must finish before this one starts. */
-export interface ChainSpec {
-  name: string;
-  data: unknown;
-  jobId: string;
-  after?: ChainSpec;
-}
-
-export type JobState = Awaited<ReturnType<Queue['getJobState']>>;
 
 /** The states `status` and /metrics count. */
 const COUNTED_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed', 'waiting-children'] as const;
@@ -74,29 +61,26 @@ const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * catalog's schema), chain them, wait for them, and run them here when no worker is
  * connected. Everything BullMQ stays behind it.
  */
-export interface JobQueue {
+/** The queues of one process; what provisioning needs of it is `ActionQueue`. */
+export interface JobQueue extends ActionQueue {
   /** The BullMQ queues: for src/queue and tests only; everything else goes through the methods below. */
   readonly queues: Readonly<Record<QueueName, Queue>>;
   /** The jobs this process knows (schedules and resources derive from it). */
   readonly catalog: JobCatalog;
   /** Redis as this process sees it: outage state, a quick PING, reconnects. */
   readonly redis: RedisStatus;
-  add(name: string, data: unknown, options?: AddJobOptions): Promise<EnqueuedJob>;
-  /** Adds chains whose every link carries `ignoreDependencyOnFailure`: a failed link does not stall the rest. */
-  addChains(chains: readonly ChainSpec[]): Promise<void>;
-  state(queue: QueueName, jobId: string): Promise<JobState>;
-  /** Why a failed job failed (undefined when it is not there or did not fail). */
-  failedReason(queue: QueueName, jobId: string): Promise<string | undefined>;
-  /** The job a deduplication id points at while it is queued or running, if any. */
-  deduplicated(queue: QueueName, dedupeId: string): Promise<{ id: string; data: unknown; state: JobState } | undefined>;
-  /** Removes a finished job so its id can be added again. */
-  remove(queue: QueueName, jobId: string): Promise<void>;
-  /**
-   * Waits until each job has completed or failed for good; a job no longer in the queue
-   * (also one that vanished while waited for: Redis emptied) counts as failed. Rejects
-   * with an InfrastructureError when a one-shot process gives up on Redis.
-   */
-  waitFor(queue: QueueName, jobIds: readonly string[], onProgress?: (jobId: string, progress: unknown) => void, options?: WaitOptions): Promise<JobOutcome[]>;
+  /** The job a deduplication id points at while it is queued or running, if any (with its holder when active). */
+  deduplicated(queue: QueueName, dedupeId: string): Promise<FoundJob | undefined>;
+  /** A job by id, in whichever queue holds it. */
+  find(jobId: string): Promise<FoundJob | undefined>;
+  /** The jobs a worker has taken (active), each with its holder: running, or orphaned. */
+  activeJobs(queue: QueueName, limit: number): Promise<FoundJob[]>;
+  /** The names (host:pid) of the worker processes connected to the queue. */
+  workerNames(queue: QueueName): Promise<string[]>;
+  /** Puts an orphaned active job back in its queue under its own id: the next worker resumes it. */
+  takeOver(job: FoundJob): Promise<void>;
+  /** Removes a queued or orphaned job for good; false when it could not be (it is locked again). */
+  cancel(job: FoundJob): Promise<boolean>;
   /**
    * The CLI's worker rule: when no worker process is connected to the queue, this
    * process works it until the returned handle is closed. Undefined when one is.
@@ -111,6 +95,8 @@ export interface JobQueue {
   failedJobs(queue: QueueName, limit: number): Promise<FailedJob[]>;
   /** Registers (or updates) the job scheduler of a scheduled job; its id is the job's name. */
   upsertSchedule(scheduled: ScheduledJob): Promise<void>;
+  /** Removes a job's scheduler (a schedule that is off); nothing when there is none. */
+  removeSchedule(job: string, queue: QueueName): Promise<void>;
   /** Every job scheduler of every queue. */
   schedules(): Promise<ScheduleEntry[]>;
   close(): Promise<void>;
@@ -155,6 +141,14 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     };
   };
 
+  const describe = async (queue: QueueName, jobId: string): Promise<FoundJob | undefined> => {
+    const job = (await queues[queue].getJob(jobId)) as Job | undefined;
+    if (!job?.id) return undefined;
+    const state = await job.getState();
+    const holder = state === 'active' ? await activeHolder(connection, queues[queue], job, config.TRAINSYNC_QUEUE_PREFIX) : undefined;
+    return { id: job.id, name: job.name, queue, data: job.data, state, ...(holder ? { holder } : {}) };
+  };
+
   return {
     queues,
     catalog: runner.catalog,
@@ -173,10 +167,29 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     failedReason: async (queue, jobId) => (await queues[queue].getJob(jobId))?.failedReason || undefined,
     async deduplicated(queue, dedupeId) {
       const id = await queues[queue].getDeduplicationJobId(dedupeId);
-      const job = id ? await queues[queue].getJob(id) : undefined;
-      if (!job?.id) return undefined;
-      const state = await job.getState();
-      return state === 'completed' || state === 'failed' ? undefined : { id: job.id, data: job.data, state };
+      const found = id ? await describe(queue, id) : undefined;
+      return found && found.state !== 'completed' && found.state !== 'failed' ? found : undefined;
+    },
+    async activeJobs(queue, limit) {
+      const active = await queues[queue].getActive(0, limit - 1);
+      const found = await Promise.all(active.map((job) => describe(queue, String(job.id))));
+      return found.filter((job): job is FoundJob => job !== undefined);
+    },
+    workerNames: async (queue) => [...(await connectedWorkers(queues[queue]))],
+    async find(jobId) {
+      for (const name of QUEUE_NAMES) {
+        const found = await describe(name, jobId);
+        if (found) return found;
+      }
+      return undefined;
+    },
+    async takeOver(found) {
+      const job = await queues[found.queue].getJob(found.id);
+      if (job) await requeueOrphan(connection, queues[found.queue], job, config.TRAINSYNC_QUEUE_PREFIX);
+    },
+    async cancel(found) {
+      const job = await queues[found.queue].getJob(found.id);
+      return job ? removeOrphanOrQueued(connection, queues[found.queue], job, config.TRAINSYNC_QUEUE_PREFIX) : true;
     },
     async remove(queue, jobId) {
       await queues[queue].remove(jobId, { removeChildren: false });
@@ -221,6 +234,9 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     async upsertSchedule({ job, queue, pattern }) {
       // Scheduled runs carry `trigger: 'schedule'`, as the job's payload says who asked for it.
       await queues[queue].upsertJobScheduler(job, { pattern, tz: 'UTC' }, { name: job, data: { trigger: 'schedule' }, opts: defaultJobOptions(config, lookupJob(runner.catalog, job).attempts) });
+    },
+    async removeSchedule(job, queue) {
+      await queues[queue].removeJobScheduler(job);
     },
     async schedules() {
       const all = await Promise.all(QUEUE_NAMES.map((name) => queues[name].getJobSchedulers()));

@@ -1,4 +1,4 @@
-import type { JobQueue } from './job-queue.ts';
+import type { ActionQueue } from './action-queue.ts';
 import type { QueueName } from './names.ts';
 import type { JobOutcome } from './wait-for-jobs.ts';
 
@@ -15,7 +15,7 @@ export interface ProcessAndWaitOptions {
  * when no worker is connected to the queue, this process works it while it waits.
  * Resolves with one outcome per job id once each has completed or failed for good.
  */
-export async function processAndWait(queue: JobQueue, name: QueueName, jobIds: readonly string[], options: ProcessAndWaitOptions = {}): Promise<JobOutcome[]> {
+export async function processAndWait(queue: Pick<ActionQueue, 'processHereIfNoWorker' | 'waitFor'>, name: QueueName, jobIds: readonly string[], options: ProcessAndWaitOptions = {}): Promise<JobOutcome[]> {
   if (jobIds.length === 0) return [];
   const worker = await queue.processHereIfNoWorker(name);
   try {

@@ -1,13 +1,20 @@
 import type { Config } from '../config.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { JobCatalog } from './catalog.ts';
+import type { AnyJobDefinition } from './define-job.ts';
 import type { JobQueue, ScheduledJob } from './job-queue.ts';
 
-/** The jobs of the catalog that declare a schedule, each with the cron line the configuration gives it. */
+/** The jobs of the catalog that declare a schedule, each with the cron line the configuration gives it (none when it is off). */
 export function scheduleTable(catalog: JobCatalog, config: Pick<Config, 'cronLines'>): ScheduledJob[] {
-  return [...catalog.values()].flatMap((definition) =>
-    definition.schedule ? [{ job: definition.name, queue: definition.queue, pattern: config.cronLines[definition.schedule.setting] ?? definition.schedule.default }] : [],
-  );
+  return [...catalog.values()].flatMap((definition) => {
+    const pattern = definition.schedule ? (config.cronLines[definition.schedule.setting] ?? definition.schedule.default) : null;
+    return pattern === null ? [] : [{ job: definition.name, queue: definition.queue, pattern }];
+  });
+}
+
+/** Jobs with a schedule that is off (no default, variable unset or empty). */
+function switchedOff(catalog: JobCatalog, config: Pick<Config, 'cronLines'>): AnyJobDefinition[] {
+  return [...catalog.values()].filter((d) => d.schedule !== undefined && (config.cronLines[d.schedule.setting] ?? d.schedule.default) === null);
 }
 
 /**
@@ -19,6 +26,8 @@ export async function registerSchedulers(queue: JobQueue, config: Config, log: L
     await queue.upsertSchedule(scheduled);
     log.info({ job: scheduled.job, pattern: scheduled.pattern }, 'schedule registered');
   }
+  // A schedule switched off (its variable emptied) must not keep firing from Redis.
+  for (const definition of switchedOff(queue.catalog, config)) await queue.removeSchedule(definition.name, definition.queue);
 }
 
 /**

@@ -14,7 +14,8 @@ import { createJobQueue, type JobQueue } from '../queue/job-queue.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';
 import type { Database } from '../warehouse/database.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
-import { migrate } from '../warehouse/migrator.ts';
+import { migrate, requireMigrated } from '../warehouse/migrator.ts';
+import { maskUrl } from '../lib/infra-errors.ts';
 import { createDb, createPool } from '../warehouse/pool.ts';
 import { lendFrom, type PgLender } from '../warehouse/transaction.ts';
 import { LOAD_WEBHOOK_RESULT_JOB } from '../webhooks/enqueue.ts';
@@ -44,6 +45,11 @@ export interface CreateAppOptions {
   /** Apply migrations first (under the migrator's advisory lock, so safe from many processes). */
   migrate?: boolean;
   /**
+   * A command that only reads (`status`): never creates the database nor migrates it;
+   * a missing or unmigrated one is refused with "run `trainsync migrate` first".
+   */
+  readOnly?: boolean;
+  /**
    * `one-shot` (default, commands): Redis must answer PING within TRAINSYNC_REDIS_TIMEOUT_MS
    * before anything starts, and connections give up after that long unreachable, so the
    * command ends with one line naming REDIS_URL. `persistent` (the worker): retry forever.
@@ -60,9 +66,16 @@ const QUEUE_COUNTS_TIMEOUT_MS = 800;
 /** Composition root of one process: config in, connected parts out. */
 export async function createApp(config: Config, log: Logger, options: CreateAppOptions): Promise<App> {
   const catalog = createJobCatalog(options.jobs, ENQUEUED_BY_NAME);
-  await ensureDatabase(config.DATABASE_URL, log);
-  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY + 4), log });
-  if (options.migrate) await migrate(pool, log);
+  if (!options.readOnly) await ensureDatabase(config.DATABASE_URL, log);
+  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY * config.TRAINSYNC_RESULTS_WRITERS + 4), log });
+  if (options.readOnly) {
+    try {
+      await requireMigrated(pool, maskUrl(config.DATABASE_URL));
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw error;
+    }
+  } else if (options.migrate) await migrate(pool, log);
   const db = createDb(pool);
   const withPgClient = lendFrom(pool);
   let platform: PlatformClient | undefined;
@@ -73,7 +86,8 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     }
     return platform;
   };
-  const services = (): Services => ({ config, db, withPgClient, platform: getPlatform() });
+  // Called when a job starts, by when `queue` below exists.
+  const services = (): Services => ({ config, db, withPgClient, platform: getPlatform(), actions: queue });
   // Queue counts are read at scrape time, by when `queue` below exists.
   // Skipped while Redis is down, and given up after a moment, so /metrics always answers.
   const metrics = createMetrics(async () => {

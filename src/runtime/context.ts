@@ -15,6 +15,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Logger } from './log.ts';
 import type { PlatformClient } from '../platform/types.ts';
+import type { ActionQueue } from '../queue/action-queue.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
 
@@ -33,6 +34,8 @@ export interface Services {
   /** Lends the raw pg client COPY needs (see `withTransaction`). */
   withPgClient: PgLender;
   platform: PlatformClient;
+  /** Enqueues provisioning actions (the scheduled `reconcile --fix` plans and enqueues them). */
+  actions: ActionQueue;
 }
 
 export interface JobContext extends Services {

@@ -13,6 +13,8 @@ export interface LoggerOptions {
   format?: LogFormat | undefined;
   /** Where lines go instead of stderr; tests pass a Writable to capture them. */
   destination?: DestinationStream | undefined;
+  /** The destination is a person's terminal (the CLI's line writer, which keeps log lines off its progress lines). */
+  terminal?: boolean | undefined;
 }
 
 /**
@@ -49,10 +51,10 @@ export function logFormatFor(config: { readonly LOG_FORMAT?: Config['LOG_FORMAT'
 export function createLogger(options: LoggerOptions): Logger;
 export function createLogger(level: string, destination?: DestinationStream): Logger;
 export function createLogger(levelOrOptions: string | LoggerOptions, legacyDestination?: DestinationStream): Logger {
-  const { level, format, destination }: LoggerOptions =
+  const { level, format, destination, terminal }: LoggerOptions =
     typeof levelOrOptions === 'string' ? { level: levelOrOptions, format: 'json', destination: legacyDestination } : levelOrOptions;
-  // A caller-supplied destination is a pipe or a test sink, never a person: auto means JSON there.
-  const toTerminal = destination === undefined && process.stderr.isTTY === true;
+  // A caller-supplied destination is a pipe or a test sink, never a person (auto means JSON there), unless it says it is a terminal.
+  const toTerminal = terminal === true || (destination === undefined && process.stderr.isTTY === true);
   const resolved = format ?? logFormatFor({}, toTerminal);
   // Redaction runs inside pino before a line is serialised, so it covers both formats.
   return pino(

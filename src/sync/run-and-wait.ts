@@ -10,6 +10,8 @@ import { syncPayloadSchema, type SyncPayload } from './sync-payload.ts';
 export interface RunSyncDeps {
   queue: JobQueue;
   log: Logger;
+  /** Records the runs of an orphaned job removed to make way for this request (other options) as cancelled. */
+  cancelRuns?: (jobId: string, reason: string) => Promise<unknown>;
 }
 
 export interface RunSyncOptions {
@@ -60,10 +62,26 @@ export async function runSync(deps: RunSyncDeps, resources: readonly SyncResourc
   });
   for (const { name, data } of planned) {
     const running = await deps.queue.deduplicated(SYNC_QUEUE, name);
+    if (running?.holder?.orphaned) {
+      // Its process is gone (killed, or stopped before it handed the job back): nobody will
+      // finish it, so this request takes over now rather than after the lock and stalled checks.
+      if (optionsOf(running.data) === optionsOf(data)) {
+        await deps.queue.takeOver(running);
+        deps.log.warn({ job: name, jobId: running.id, worker: running.holder.worker }, 'took over an orphaned sync (its process is gone); it resumes from its checkpoints');
+      } else {
+        const reason = `cancelled: orphaned (worker ${running.holder.worker ?? 'unknown'} gone), replaced by a sync with ${optionsOf(data)}`;
+        if (await deps.queue.cancel(running)) {
+          await deps.cancelRuns?.(running.id, reason);
+          deps.log.warn({ job: name, jobId: running.id, worker: running.holder.worker }, 'removed an orphaned sync with other options (its process is gone)');
+        }
+      }
+      continue;
+    }
     if (running && optionsOf(running.data) !== optionsOf(data)) {
+      const where = running.holder?.worker ? ` on worker ${running.holder.worker}` : '';
       throw new SyncConflictError(
-        `${name} is already ${running.state} (job ${running.id}) with ${optionsOf(running.data)}; this request (${optionsOf(data)}) was not enqueued. ` +
-          'Wait for that run to finish (`trainsync status`), then run this again.',
+        `${name} is already ${running.state === 'active' ? 'running' : running.state} (job ${running.id}${where}) with ${optionsOf(running.data)}; this request (${optionsOf(data)}) was not enqueued. ` +
+          'Wait for that run to finish (`trainsync status`), or remove it with `trainsync cancel ' + running.id + '`.',
       );
     }
   }

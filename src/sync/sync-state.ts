@@ -90,6 +90,17 @@ export async function closeAbandonedRuns(db: Db, resource: string, exceptRunId: 
   return Number(result.numUpdatedRows);
 }
 
+/** Closes the runs a removed job left running as cancelled, with why; returns how many. */
+export async function cancelRunsOfJob(db: Db, jobId: string, reason: string): Promise<number> {
+  const result = await db
+    .updateTable('trainsync.runs')
+    .set({ status: 'cancelled', finished_at: sql<Date>`clock_timestamp()`, error: reason })
+    .where('job_id', '=', jobId)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** A run's counters, status and note as recorded (its totals over every attempt). */
 export async function runTotals(db: Db, runId: number): Promise<RunCounts & { status: RunStatus; note: string | null }> {
   return db.selectFrom('trainsync.runs').select([...COUNTER_NAMES, 'status', 'note']).where('id', '=', runId).executeTakeFirstOrThrow();

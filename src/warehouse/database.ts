@@ -119,7 +119,7 @@ export interface LatestSeatUsageView {
   applicable: boolean;
 }
 
-export type RunStatus = 'running' | 'succeeded' | 'incomplete' | 'failed';
+export type RunStatus = 'running' | 'succeeded' | 'incomplete' | 'failed' | 'cancelled';
 
 export interface RunsTable {
   id: Generated<number>;

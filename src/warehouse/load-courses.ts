@@ -1,8 +1,7 @@
 import type pg from 'pg';
 import type { Course } from '../platform/schemas.ts';
-import { jsonbText } from './jsonb-text.ts';
-import { dedupeById, type LoadCounts } from './load-counts.ts';
-import { markMissingListed, touchListed, upsertListed, type ListedTable } from './upsert-listed.ts';
+import type { LoadCounts } from './load-counts.ts';
+import { markMissingListed, upsertListedWithChildren, type ListedTable, type ListingWithChildren } from './upsert-listed.ts';
 
 const COURSES: ListedTable = {
   table: 'training.courses',
@@ -33,30 +32,17 @@ const REPLACE_CATEGORIES = `
   )
   select course_id::text as id from deleted union select course_id::text from added`;
 
-/**
- * Writes a listing of courses (the whole listing, or one page of it) and replaces each
- * course's categories; a course whose only change is its categories counts as updated.
- * Stamps last_seen_at = seenAt on every listed course, for markMissingCourses.
- */
+const COURSE_LISTING: ListingWithChildren<Course> = {
+  spec: COURSES,
+  replaceChildrenSql: REPLACE_CATEGORIES,
+  id: (c) => c.id,
+  row: (c) => ({ course_id: c.id, name: c.name, pass_rate: c.passRate }),
+  children: (c) => c.categories.map((cat) => ({ course_id: c.id, category_type: cat.type, category_name: cat.name })),
+};
+
+/** Writes courses and replaces their categories; a change of categories alone counts as updated. */
 export async function upsertCourses(client: pg.PoolClient, courses: readonly Course[], seenAt: Date): Promise<LoadCounts> {
-  const batch = dedupeById(courses, (c) => c.id);
-  if (batch.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
-  const ids = batch.map((c) => c.id);
-  const written = await upsertListed(
-    client,
-    COURSES,
-    batch.map((c) => ({ course_id: c.id, name: c.name, pass_rate: c.passRate })),
-    seenAt,
-  );
-  const categories = batch.flatMap((c) =>
-    c.categories.map((cat) => ({ course_id: c.id, category_type: cat.type, category_name: cat.name })),
-  );
-  const { rows } = await client.query<{ id: string }>(REPLACE_CATEGORIES, [jsonbText(categories), ids]);
-  const categoriesOnly = rows.map((r) => r.id).filter((id) => !written.inserted.has(id) && !written.updated.has(id));
-  await touchListed(client, COURSES, ids, categoriesOnly, seenAt);
-  const inserted = written.inserted.size;
-  const updated = written.updated.size + categoriesOnly.length;
-  return { inserted, updated, unchanged: batch.length - inserted - updated };
+  return upsertListedWithChildren(client, COURSE_LISTING, courses, seenAt);
 }
 
 /**

@@ -1,8 +1,7 @@
 import type pg from 'pg';
 import type { Group } from '../platform/schemas.ts';
-import { jsonbText } from './jsonb-text.ts';
-import { dedupeById, type LoadCounts } from './load-counts.ts';
-import { markMissingListed, touchListed, upsertListed, type ListedTable } from './upsert-listed.ts';
+import type { LoadCounts } from './load-counts.ts';
+import { markMissingListed, upsertListedWithChildren, type ListedTable, type ListingWithChildren } from './upsert-listed.ts';
 
 const GROUPS: ListedTable = {
   table: 'training.groups',
@@ -30,23 +29,17 @@ const REPLACE_COURSES = `
   )
   select group_id::text as id from deleted union select group_id::text from written`;
 
-/**
- * Writes a listing of groups (the whole listing, or one page of it) and replaces each
- * group's courses; a group whose only change is its courses counts as updated.
- * Stamps last_seen_at = seenAt on every listed group, for markMissingGroups.
- */
+const GROUP_LISTING: ListingWithChildren<Group> = {
+  spec: GROUPS,
+  replaceChildrenSql: REPLACE_COURSES,
+  id: (g) => g.id,
+  row: (g) => ({ group_id: g.id, name: g.name }),
+  children: (g) => g.courses.map((c) => ({ group_id: g.id, course_id: c.id, course_name: c.name })),
+};
+
+/** Writes groups and replaces their courses; a change of courses alone counts as updated. */
 export async function upsertGroups(client: pg.PoolClient, groups: readonly Group[], seenAt: Date): Promise<LoadCounts> {
-  const batch = dedupeById(groups, (g) => g.id);
-  if (batch.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
-  const ids = batch.map((g) => g.id);
-  const written = await upsertListed(client, GROUPS, batch.map((g) => ({ group_id: g.id, name: g.name })), seenAt);
-  const courses = batch.flatMap((g) => g.courses.map((c) => ({ group_id: g.id, course_id: c.id, course_name: c.name })));
-  const { rows } = await client.query<{ id: string }>(REPLACE_COURSES, [jsonbText(courses), ids]);
-  const coursesOnly = rows.map((r) => r.id).filter((id) => !written.inserted.has(id) && !written.updated.has(id));
-  await touchListed(client, GROUPS, ids, coursesOnly, seenAt);
-  const inserted = written.inserted.size;
-  const updated = written.updated.size + coursesOnly.length;
-  return { inserted, updated, unchanged: batch.length - inserted - updated };
+  return upsertListedWithChildren(client, GROUP_LISTING, groups, seenAt);
 }
 
 /**

@@ -1,4 +1,6 @@
+import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
+import type { Database } from './database.ts';
 import type { Result } from '../platform/schemas.ts';
 import { copyField, copyText, releaseCopyText, takeCopyText, type CopyText } from './copy-text.ts';
 import { jsonbText } from './jsonb-text.ts';
@@ -92,41 +94,64 @@ const UPSERT = `
 /**
  * Replaces each staged result's answers, and marks updated the results whose only change
  * was their answers (the upsert skipped them as unchanged). Only results that existed
- * before this batch can have answers to delete; naming them in an array lets the planner
- * probe the index instead of scanning it. $1: the load's instant; with sightings, $2: the run.
+ * before this batch can have answers to delete or be "answers only", and of those only
+ * the ones whose stored answers differ from the listed ones are touched: on a reload
+ * most are unchanged, and comparing them costs one index scan each, where deleting
+ * nothing and inserting every answer again (each a conflict) cost two. Ids go to the
+ * planner as arrays, so it probes the indexes instead of scanning a table (a hash join
+ * over all of `training.results` per batch made a first load quadratic).
+ * $1: the load's instant.
  */
-function replaceAnswers(trackSightings: boolean): string {
-  return `
-  with ${LATEST}, deleted as (
+const REPLACE_ANSWERS = `
+  with ${LATEST}, existing as materialized (
+    select e.result_id, e.answer_ids from latest e
+    where not exists (select 1 from ${WRITTEN} w where w.result_id = e.result_id and w.inserted)
+  ), changed as materialized (
+    select e.result_id, e.answer_ids from existing e
+    where e.answer_ids is distinct from array(
+      select a.answer_id from training.result_filter_answers a where a.result_id = e.result_id order by a.answer_id
+    )
+  ), deleted as (
     delete from training.result_filter_answers a
-    using latest s
-    where a.result_id = any (array(
-        select e.result_id from latest e
-        where not exists (select 1 from ${WRITTEN} w where w.result_id = e.result_id and w.inserted)
-      ))
+    using changed s
+    where a.result_id = any (array(select result_id from changed))
       and s.result_id = a.result_id and a.answer_id <> all (s.answer_ids)
     returning a.result_id
   ), added as (
     insert into training.result_filter_answers (result_id, answer_id)
     select s.result_id, unnest(s.answer_ids) from latest s
+    where not exists (select 1 from existing e where e.result_id = s.result_id)
+    union all
+    select s.result_id, unnest(s.answer_ids) from changed s
     on conflict do nothing
     returning result_id
   ), answers_only as (
     update training.results r set updated_at = $1::timestamptz, last_seen_at = $1::timestamptz
-    where r.result_id in (select result_id from deleted union select result_id from added)
-      and not exists (select 1 from ${WRITTEN} w where w.result_id = r.result_id)
+    where r.result_id = any (array(
+        select result_id from deleted union select result_id from added
+        except select result_id from ${WRITTEN}
+      ))
     returning 1
-  )${
-    trackSightings
-      ? `, sighted as (
-    insert into trainsync.result_sightings (run_id, result_id) select $2, result_id from latest
-  )`
-      : ''
-  }
+  )
   select count(*)::int as answers_only from answers_only`;
-}
-const REPLACE_ANSWERS = replaceAnswers(false);
-const REPLACE_ANSWERS_AND_SIGHT = replaceAnswers(true);
+
+/**
+ * A first load's statements: every staged row is new, so plain INSERTs (no conflict
+ * arbitration, no dedup, no answers to compare). Run under a savepoint: an id already
+ * stored, or staged twice (pages shifted while paged), fails them with a unique
+ * violation, and the batch is written again by the upsert. $1: the load's instant.
+ */
+const INSERT_NEW = `
+  insert into training.results (result_id, ${DATA_COLUMNS.join(', ')}, first_seen_at, last_seen_at, updated_at)
+  select result_id, ${DATA_COLUMNS.join(', ')}, $1::timestamptz, $1::timestamptz, $1::timestamptz from ${STAGE} order by result_id`;
+const INSERT_NEW_ANSWERS = `insert into training.result_filter_answers (result_id, answer_id) select result_id, unnest(answer_ids) from ${STAGE}`;
+const UNIQUE_VIOLATION = '23505';
+
+/** Every staged id, once, as seen by run $1 (full mode), for markUnseenResultsRemoved. */
+const SIGHT = `insert into trainsync.result_sightings (run_id, result_id) select distinct $1::bigint, result_id from ${STAGE}`;
+
+/** The parts of a batch's write, for `npm run bench -- writepath`. */
+export type WritePhase = 'stage' | 'upsert' | 'answers' | 'sightings';
 
 export interface UpsertResultsOptions {
   /** The instant of this load: first_seen_at / last_seen_at / updated_at of rows it writes. */
@@ -135,6 +160,13 @@ export interface UpsertResultsOptions {
   runId?: number;
   /** Full mode: record every id seen, for markUnseenResultsRemoved at the run's end. */
   trackSightings?: boolean;
+  /**
+   * The rows are most likely all new (a first load into an empty table): try plain
+   * INSERTs first, and fall back to the upsert when an id turns out to exist.
+   */
+  fresh?: boolean;
+  /** Told how long each part of the write took (profiling). */
+  onPhase?: (phase: WritePhase, ms: number) => void;
 }
 
 /** The fields of a record this version does not know, or null when there are none. */
@@ -207,18 +239,58 @@ export class ResultBatch {
 export async function upsertResultBatch(client: pg.PoolClient, batch: ResultBatch, options: UpsertResultsOptions): Promise<LoadCounts> {
   if (options.trackSightings && options.runId === undefined) throw new Error('upsertResults: trackSightings needs a runId');
   if (batch.size === 0) return { inserted: 0, updated: 0, unchanged: 0 };
+  const onPhase = options.onPhase;
+  let mark = onPhase ? performance.now() : 0;
+  const lap = (phase: WritePhase): void => {
+    if (!onPhase) return;
+    const now = performance.now();
+    onPhase(phase, now - mark);
+    mark = now;
+  };
   await client.query(PREPARE_STAGE);
   await batch.stage(client);
-  // Two statements, two one-row answers: no row per result comes back to this process.
+  lap('stage');
+  if (options.fresh) {
+    const inserted = await insertNewResults(client, options.seenAt, lap);
+    if (inserted !== undefined) {
+      if (options.trackSightings) {
+        await client.query(SIGHT, [options.runId]);
+        lap('sightings');
+      }
+      return { inserted, updated: 0, unchanged: 0 };
+    }
+  }
+  // Each statement answers one row: no row per result comes back to this process.
   const upserted = await client.query<{ distinct_ids: number; written: number; inserted: number }>(UPSERT, [options.seenAt]);
   const { distinct_ids: distinct, written, inserted } = upserted.rows[0]!;
-  const replaced = options.trackSightings
-    ? await client.query<{ answers_only: number }>(REPLACE_ANSWERS_AND_SIGHT, [options.seenAt, options.runId])
-    : await client.query<{ answers_only: number }>(REPLACE_ANSWERS, [options.seenAt]);
+  lap('upsert');
+  const replaced = await client.query<{ answers_only: number }>(REPLACE_ANSWERS, [options.seenAt]);
   const answersOnly = replaced.rows[0]!.answers_only;
+  lap('answers');
+  if (options.trackSightings) {
+    await client.query(SIGHT, [options.runId]);
+    lap('sightings');
+  }
 
   const updated = written - inserted + answersOnly;
   return { inserted, updated, unchanged: distinct - inserted - updated };
+}
+
+/** The staged rows by plain INSERTs, or undefined (and nothing written) when one of them exists already. */
+async function insertNewResults(client: pg.PoolClient, seenAt: Date, lap: (phase: WritePhase) => void): Promise<number | undefined> {
+  await client.query('savepoint trainsync_new_results');
+  try {
+    const { rowCount } = await client.query(INSERT_NEW, [seenAt]);
+    lap('upsert');
+    await client.query(INSERT_NEW_ANSWERS);
+    lap('answers');
+    await client.query('release savepoint trainsync_new_results');
+    return rowCount ?? 0;
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== UNIQUE_VIOLATION) throw error;
+    await client.query('rollback to savepoint trainsync_new_results');
+    return undefined;
+  }
 }
 
 /** `upsertResultBatch` of an array of results (webhooks, tests, benchmarks). */
@@ -240,6 +312,12 @@ export async function recordSightings(client: pg.PoolClient, runId: number, resu
     runId,
     resultIds,
   ]);
+}
+
+/** Whether `training.results` holds no row at all (a first load, which needs no sightings). */
+export async function resultsTableEmpty(db: Kysely<Database>): Promise<boolean> {
+  const { rows } = await sql<{ empty: boolean }>`select not exists (select 1 from training.results) as empty`.execute(db);
+  return rows[0]!.empty;
 }
 
 /** Forgets a run's sightings without marking anything (a walk that did not finish). */
@@ -265,4 +343,18 @@ export async function markUnseenResultsRemoved(client: pg.PoolClient, runId: num
   );
   await client.query('delete from trainsync.result_sightings where run_id = $1', [runId]);
   return rowCount ?? 0;
+}
+
+/**
+ * `EXPLAIN (ANALYZE, BUFFERS)` of a batch's upsert and answers statements, run inside
+ * the caller's transaction (roll it back afterwards): the plans of the write path.
+ */
+export async function explainResultBatch(client: pg.PoolClient, batch: ResultBatch, seenAt: Date): Promise<{ upsert: string; answers: string }> {
+  await client.query(PREPARE_STAGE);
+  await batch.stage(client);
+  const explain = async (text: string): Promise<string> => {
+    const plan = await client.query<{ 'QUERY PLAN': string }>(`explain (analyze, buffers) ${text}`, [seenAt]);
+    return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
+  };
+  return { upsert: await explain(UPSERT), answers: await explain(REPLACE_ANSWERS) };
 }

@@ -176,3 +176,50 @@ export async function migrate(pool: pg.Pool, log: Logger, options: MigrateOption
     client.release(broken);
   }
 }
+
+/** A read-only command found the database missing or behind `sql/migrations`: nothing was created or changed. */
+export class NotMigratedError extends Error {
+  readonly code = 'NOT_MIGRATED';
+  constructor(
+    message: string,
+    readonly pending: readonly string[],
+  ) {
+    super(message);
+    this.name = 'NotMigratedError';
+  }
+}
+
+const MISSING_DATABASE = '3D000';
+
+/**
+ * The migrations not applied yet, without creating or changing anything (for `status`,
+ * `reconcile`, `doctor`): throws NotMigratedError naming `trainsync migrate` when the
+ * database is missing or behind. `where` is the masked URL for the message.
+ */
+export async function requireMigrated(pool: pg.Pool, where: string, options: MigrateOptions = {}): Promise<void> {
+  const pending = await pendingMigrations(pool, options);
+  if (pending === 'no-database') throw new NotMigratedError(`the database at ${where} (DATABASE_URL) does not exist: run \`trainsync migrate\` first`, []);
+  if (pending.length > 0) {
+    throw new NotMigratedError(
+      `the database at ${where} (DATABASE_URL) lacks ${pending.length} migration${pending.length === 1 ? '' : 's'} (${pending.join(', ')}): run \`trainsync migrate\` first`,
+      pending,
+    );
+  }
+}
+
+/** Migration files not yet recorded as applied, or 'no-database'. Reads only. */
+export async function pendingMigrations(pool: pg.Pool, options: MigrateOptions = {}): Promise<string[] | 'no-database'> {
+  const sqlDir = options.sqlDir ?? SQL_DIR;
+  const migrations = await readMigrations(path.join(sqlDir, 'migrations'));
+  let applied: Set<string>;
+  try {
+    const { rows: table } = await pool.query<{ present: boolean }>("select to_regclass('trainsync.schema_migrations') is not null as present");
+    if (!table[0]?.present) return migrations.map((m) => m.name);
+    const { rows } = await pool.query<{ name: string }>('select name from trainsync.schema_migrations');
+    applied = new Set(rows.map((row) => row.name));
+  } catch (error) {
+    if ((error as { code?: unknown }).code === MISSING_DATABASE) return 'no-database';
+    throw error;
+  }
+  return migrations.filter((m) => !applied.has(m.name)).map((m) => m.name);
+}

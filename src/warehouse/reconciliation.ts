@@ -11,6 +11,10 @@ export interface ReconciliationReport {
   total: number;
   /** The first `examples` rows of each kind, by e-mail. */
   examples: Record<ReconciliationKind, HrReconciliationView[]>;
+  /** False until an HR feed was loaded (provision or load-feed): the counts then compare nothing. */
+  hrFeedLoaded: boolean;
+  /** False until `sync users` ran: no account can be matched then. */
+  usersLoaded: boolean;
 }
 
 /** Counts and a few examples per kind from `training.hr_reconciliation`. */
@@ -30,5 +34,13 @@ export async function reconciliationReport(db: Kysely<Database>, examples = 5): 
     counts[row.kind] = n;
     if (rank <= examples) byKind[row.kind].push(row);
   }
-  return { counts, total: Object.values(counts).reduce((a, b) => a + b, 0), examples: byKind };
+  const { rows: loaded } = await sql<{ employees: boolean; users: boolean }>`
+    select exists (select 1 from training.employees) as employees, exists (select 1 from training.users) as users`.execute(db);
+  return {
+    counts,
+    total: Object.values(counts).reduce((a, b) => a + b, 0),
+    examples: byKind,
+    hrFeedLoaded: loaded[0]?.employees ?? false,
+    usersLoaded: loaded[0]?.users ?? false,
+  };
 }

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { jsonbText } from './jsonb-text.ts';
+import { dedupeById, type LoadCounts } from './load-counts.ts';
 
 /**
  * The shared upsert of the small, fully listed tables (courses, filters, filter
@@ -46,6 +47,42 @@ export async function upsertListed(
   );
   for (const row of written) (row.inserted ? result.inserted : result.updated).add(row.id);
   return result;
+}
+
+/**
+ * A fully listed parent table whose rows carry a child set (a course's categories, a
+ * group's courses). `replaceChildrenSql` gets $1 the children as jsonb and $2 the parent
+ * ids, and returns the ids of parents whose child set changed.
+ */
+export interface ListingWithChildren<Parent> {
+  spec: ListedTable;
+  replaceChildrenSql: string;
+  id(parent: Parent): string;
+  row(parent: Parent): Record<string, unknown>;
+  children(parent: Parent): readonly unknown[];
+}
+
+/**
+ * Writes a listing of parents (the whole listing, or one page of it) and replaces their
+ * child rows; a parent whose only change is its children counts as updated. Stamps
+ * last_seen_at = seenAt on every listed parent, for markMissingListed.
+ */
+export async function upsertListedWithChildren<Parent>(
+  client: pg.PoolClient,
+  listing: ListingWithChildren<Parent>,
+  parents: readonly Parent[],
+  seenAt: Date,
+): Promise<LoadCounts> {
+  const batch = dedupeById(parents, listing.id);
+  if (batch.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
+  const ids = batch.map(listing.id);
+  const written = await upsertListed(client, listing.spec, batch.map(listing.row), seenAt);
+  const changed = await client.query<{ id: string }>(listing.replaceChildrenSql, [jsonbText(batch.flatMap(listing.children)), ids]);
+  const childrenOnly = changed.rows.map((r) => r.id).filter((id) => !written.inserted.has(id) && !written.updated.has(id));
+  await touchListed(client, listing.spec, ids, childrenOnly, seenAt);
+  const inserted = written.inserted.size;
+  const updated = written.updated.size + childrenOnly.length;
+  return { inserted, updated, unchanged: ids.length - inserted - updated };
 }
 
 /**

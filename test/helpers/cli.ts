@@ -33,3 +33,8 @@ export function startCli(args: readonly string[], env: Record<string, string>, s
 export function runCli(args: readonly string[], env: Record<string, string>, stdin = ''): Promise<CliRun> {
   return startCli(args, env, stdin).done;
 }
+
+/** The environment of a CLI child against a simulator, a test database and a BullMQ prefix of the test's own. */
+export function cliEnv(parts: { sim: { url: string; apiKey: string }; databaseUrl: string; prefix: string; redisUrl: string }, more: Record<string, string> = {}): Record<string, string> {
+  return { TRAINSYNC_API_URL: parts.sim.url, TRAINSYNC_API_KEY: parts.sim.apiKey, DATABASE_URL: parts.databaseUrl, REDIS_URL: parts.redisUrl, TRAINSYNC_QUEUE_PREFIX: parts.prefix, ...more };
+}

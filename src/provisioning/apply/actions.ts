@@ -28,6 +28,8 @@ export const createUserPayloadSchema = z.object({
     role: z.enum(['USER', 'ADMIN']),
     organisationIdentifier: z.string().min(1),
   }),
+  /** The employee's account was deleted outside trainsync: the groups on record went with it. */
+  recreate: z.boolean().optional(),
   /**
    * `now`: GET users?email= right after the POST, for the id (POST users returns none).
    * `later`: no lookup; the id is resolved in bulk afterwards (a SCIM burst: one page of 50
@@ -81,7 +83,7 @@ export function jobForAction(action: PlannedAction, feedHash: string | null): Ac
         role: a.role ?? 'USER',
         organisationIdentifier: a.organisationIdentifier ?? action.employeeId,
       };
-      return { name: PROVISION_JOBS.createUser, data: createUserPayloadSchema.parse({ ...base, account }) };
+      return { name: PROVISION_JOBS.createUser, data: createUserPayloadSchema.parse({ ...base, account, ...(action.baseVersion > 0 ? { recreate: true } : {}) }) };
     }
     case 'enable':
     case 'disable':

@@ -36,7 +36,8 @@ export function auditEntryFor(action: PlannedAction, feedHash: string | null): A
     groupId: action.groupId,
     seq: action.seq,
     before: action.before,
-    after: action.after,
+    // A repair keeps its reason in the audit trail.
+    after: action.repair === undefined ? action.after : { ...action.after, repair: action.repair },
     feedHash,
   };
 }

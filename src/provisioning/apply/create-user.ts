@@ -4,7 +4,7 @@ import type { PlatformUser } from '../../platform/schemas.ts';
 import { asRole } from '../plan/adopt.ts';
 import type { CreateUserPayload } from './actions.ts';
 import { finishAction } from './audit.ts';
-import { upsertAccountIdentity } from './identities.ts';
+import { closeMembershipsOfOtherAccounts, releasePlatformUserId, upsertAccountIdentity } from './identities.ts';
 import { runAction, type ActionOutcome } from './run-action.ts';
 import { withTransaction } from '../../warehouse/transaction.ts';
 
@@ -23,7 +23,9 @@ async function lookUp(ctx: JobContext, email: string): Promise<PlatformUser | un
  * (`lookUp: 'later'`). EMAIL_IN_USE_ORG_CONNECTED means the account
  * already exists in this organisation (made by hand, or by an earlier attempt whose
  * record was lost): it is adopted, and given access back if it had none. That makes a
- * retry after a crash between the call and its record harmless.
+ * retry after a crash between the call and its record harmless. An account created
+ * again after a deletion outside trainsync (`recreate`) starts with no recorded groups:
+ * the plan adds the feed's groups after it.
  */
 export function createUserAction(ctx: JobContext, p: CreateUserPayload): Promise<ActionOutcome> {
   return runAction(ctx, p.actionId, async () => {
@@ -49,7 +51,10 @@ export function createUserAction(ctx: JobContext, p: CreateUserPayload): Promise
       ? { email: user.email, firstName: user.firstName, lastName: user.lastName, role: asRole(user.role), organisationIdentifier: user.organisationIdentifier }
       : { email: p.account.email, firstName: p.account.firstName, lastName: p.account.lastName, role: p.account.role, organisationIdentifier: p.account.organisationIdentifier };
     await withTransaction(ctx.withPgClient, async (tx) => {
-      await upsertAccountIdentity(tx.db, { employeeId: p.employeeId, platformUserId, active: true, ...account });
+      const released = platformUserId ? await releasePlatformUserId(tx.db, platformUserId, p.employeeId) : [];
+      if (released.length > 0) ctx.log.warn({ actionId: p.actionId, platformUserId, released }, 'another identity held this account id (its account is gone); cleared it');
+      await upsertAccountIdentity(tx.db, { employeeId: p.employeeId, platformUserId, active: true, ...account, ...(p.recreate ? { resetGroups: true } : {}) });
+      if (p.recreate) await closeMembershipsOfOtherAccounts(tx.db, p.employeeId, platformUserId);
       await finishAction(tx.db, p.actionId, { status: 'succeeded', after: { platformUserId, adopted, ...(p.lookUp === 'later' ? { lookUp: 'later' } : {}) } });
     });
     if (adopted) ctx.log.info({ actionId: p.actionId, platformUserId }, 'the account already existed in this organisation; adopted it');

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from '../../runtime/log.ts';
-import type { ChainSpec, JobQueue } from '../../queue/job-queue.ts';
+import type { ActionQueue, ChainSpec } from '../../queue/action-queue.ts';
 import { PROVISION_QUEUE } from '../../queue/names.ts';
 import { processAndWait } from '../../queue/process-and-wait.ts';
 import type { Database } from '../../warehouse/database.ts';
@@ -11,7 +11,7 @@ import { auditEntryFor, auditRows, finishAction, openActions, recordQueuedAction
 /** What enqueuing and waiting need: the database (audit rows), the queue and a log. */
 export interface ApplyDeps {
   db: Kysely<Database>;
-  queue: JobQueue;
+  queue: ActionQueue;
   log: Logger;
 }
 
@@ -72,7 +72,7 @@ export async function liveOpenActions(deps: Pick<ApplyDeps, 'db' | 'queue'>, emp
 }
 
 /** Writes the audit rows and adds one flow chain per employee; see the module comment. */
-export async function enqueuePlan(deps: ApplyDeps, plan: Plan, feedHash: string | null): Promise<EnqueueResult> {
+export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 'byEmployee'>, feedHash: string | null): Promise<EnqueueResult> {
   const open = await liveOpenActions(deps);
   const busy = new Set(open.map((row) => row.employeeId));
   const waitingOn = open.map((row) => row.actionId);
@@ -140,13 +140,24 @@ export interface ApplyResult extends EnqueueResult {
 export async function waitForActions(
   deps: ApplyDeps,
   actionIds: readonly string[],
-  onProgress?: (finished: number, total: number) => void,
+  onProgress?: (finished: number, total: number, byKind: ReadonlyMap<string, { done: number; total: number }>) => void,
 ): Promise<AuditRow[]> {
   if (actionIds.length === 0) return [];
   const ticker = onProgress
     ? setInterval(() => {
         void auditRows(deps.db, actionIds)
-          .then((rows) => onProgress(rows.filter((r) => r.status !== 'queued' && r.status !== 'planned').length, actionIds.length))
+          .then((rows) => {
+            const finished = (r: AuditRow): boolean => r.status !== 'queued' && r.status !== 'planned';
+            // Per action kind too: the CLI shows one progress line per kind.
+            const byKind = new Map<string, { done: number; total: number }>();
+            for (const row of rows) {
+              const kind = byKind.get(row.kind) ?? { done: 0, total: 0 };
+              kind.total += 1;
+              if (finished(row)) kind.done += 1;
+              byKind.set(row.kind, kind);
+            }
+            onProgress(rows.filter(finished).length, actionIds.length, byKind);
+          })
           .catch(() => undefined);
       }, 1_000)
     : undefined;

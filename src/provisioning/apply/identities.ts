@@ -34,12 +34,14 @@ export interface AccountIdentity {
   role: FeedRole | null;
   organisationIdentifier: string | null;
   active: boolean;
+  /** An account created again after a deletion outside trainsync: the recorded groups died with the old one. */
+  resetGroups?: boolean;
 }
 
 /**
  * Records an account that now exists on the platform (created or adopted). An existing
- * row for the employee is overwritten except its groups, and keeps a known platform id
- * when this call learned none.
+ * row for the employee is overwritten except its groups (unless `resetGroups`), and
+ * keeps a known platform id when this call learned none.
  */
 export async function upsertAccountIdentity(db: Db, account: AccountIdentity): Promise<void> {
   await db
@@ -65,11 +67,29 @@ export async function upsertAccountIdentity(db: Db, account: AccountIdentity): P
         role: (eb) => eb.ref('excluded.role'),
         organisation_identifier: (eb) => eb.ref('excluded.organisation_identifier'),
         active: (eb) => eb.ref('excluded.active'),
+        ...(account.resetGroups ? { groups: sql<string[]>`'{}'::uuid[]` } : {}),
         version: sql<number>`trainsync.identities.version + 1`,
         updated_at: sql<Date>`now()`,
       }),
     )
     .execute();
+}
+
+/**
+ * The platform just said `platformUserId` is this employee's account: another identity
+ * still holding that id records an account that is gone (deleted, and the id handed out
+ * again). Its id is cleared, so the unique index lets this one take it; that employee's
+ * next action looks its account up again. Returns the employees cleared.
+ */
+export async function releasePlatformUserId(db: Db, platformUserId: string, employeeId: string): Promise<string[]> {
+  const rows = await db
+    .updateTable('trainsync.identities')
+    .set({ platform_user_id: null, version: sql<number>`version + 1`, updated_at: sql<Date>`now()` })
+    .where('platform_user_id', '=', platformUserId)
+    .where('employee_id', '<>', employeeId)
+    .returning('employee_id')
+    .execute();
+  return rows.map((r) => r.employee_id);
 }
 
 /** Identities adopted from the platform's user list before the first plan (see adopt.ts). */
@@ -167,4 +187,18 @@ async function recordGroupMember(db: Db, employeeId: string, groupId: string, me
     .where('user_id', '=', platformUserId)
     .where('removed_at', 'is', null)
     .execute();
+}
+
+/**
+ * After an account was created again: memberships recorded for the employee's earlier
+ * account ended with it (the platform deletes them with the account).
+ */
+export async function closeMembershipsOfOtherAccounts(db: Db, employeeId: string, platformUserId: string | null): Promise<void> {
+  let query = db
+    .updateTable('training.group_members')
+    .set({ removed_at: sql<Date>`now()` })
+    .where('employee_id', '=', employeeId)
+    .where('removed_at', 'is', null);
+  if (platformUserId !== null) query = query.where('user_id', '<>', platformUserId);
+  await query.execute();
 }

@@ -6,6 +6,7 @@
  * with today's UTC day. Hand-written rather than a date library's parse: five tokens,
  * and libraries parse into local-time instants, which is what must be avoided here.
  */
+import { calendarDay } from '../../lib/calendar-day.ts';
 
 /** Tokens, longest first so `dd` wins over `d`. */
 const TOKENS = [
@@ -27,11 +28,6 @@ export interface DateFormat {
   example: string;
 }
 
-const pad = (n: number, width: number): string => String(n).padStart(width, '0');
-
-function daysIn(year: number, month: number): number {
-  return new Date(Date.UTC(year, month, 0)).getUTCDate();
-}
 
 /** Compiles a format; throws an Error saying what is wrong with it and what is allowed. */
 export function compileDateFormat(pattern: string): DateFormat {
@@ -68,8 +64,8 @@ export function compileDateFormat(pattern: string): DateFormat {
       if (!m) return undefined;
       const got: Record<Part, number> = { year: 0, month: 0, day: 0 };
       order.forEach((part, i) => (got[part] = Number(m[i + 1])));
-      if (got.month < 1 || got.month > 12 || got.day < 1 || got.day > daysIn(got.year, got.month)) return undefined;
-      return `${pad(got.year, 4)}-${pad(got.month, 2)}-${pad(got.day, 2)}`;
+      // The same check as every typed date (`--since`, TRAINSYNC_RESULTS_EPOCH).
+      return calendarDay(got.year, got.month, got.day);
     },
   };
 }

@@ -21,6 +21,7 @@
  */
 import { TrainsyncError } from '../../lib/errors.ts';
 import { readFile } from 'node:fs/promises';
+import { closest, distance } from 'fastest-levenshtein';
 import { z } from 'zod';
 import { errorMessage } from '../../lib/errors.ts';
 import { compileDateFormat } from './date-format.ts';
@@ -149,8 +150,14 @@ function unknownKeyProblem(file: string, parent: string, key: string): string {
     return `profile ${file}, key "${where}": not a key of leaverRule; fix: ${FIXES.leaverRule}`;
   }
   const near = PROFILE_KEYS.find((k) => squash(k) === squash(key));
-  const fix = near ? `rename it to "${near}"` : `remove it; profile keys: ${PROFILE_KEYS.join(', ')}`;
-  return `profile ${file}, key "${where}": not a profile key; fix: ${fix}`;
+  if (near) return `profile ${file}, key "${where}": not a profile key; fix: rename it to "${near}"`;
+  // A typo (delimeter, encodnig): one or two letters off a key says which was meant.
+  const guess = closest(squash(key), PROFILE_KEYS.map(squash));
+  const typo = guess === undefined ? undefined : PROFILE_KEYS.find((k) => squash(k) === guess);
+  if (typo && distance(squash(key), guess!) <= Math.max(1, Math.floor(typo.length / 4))) {
+    return `profile ${file}, key "${where}": not a profile key; did you mean "${typo}"? fix: rename it to "${typo}"`;
+  }
+  return `profile ${file}, key "${where}": not a profile key; fix: remove it; profile keys: ${PROFILE_KEYS.join(', ')}`;
 }
 
 function describeIssues(file: string, issues: readonly z.core.$ZodIssue[]): string[] {

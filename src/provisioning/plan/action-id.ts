@@ -12,7 +12,8 @@ export interface ActionIdParts {
  * The deterministic id of an action: the BullMQ job id and the audit row's key.
  *
  * - `create-user:<email>`: e-mails are unique across the platform, so one account per
- *   e-mail, whatever feed asks for it.
+ *   e-mail, whatever feed asks for it. An account created again after it was deleted
+ *   outside trainsync adds the applied version: `create-user:<email>:v<version>`.
  * - `<kind>:<employeeId>[:<groupId>]:v<version>`: the kind names the transition
  *   (disable = active → inactive), the version is the applied state the plan started
  *   from. The same feed planned twice before anything is applied gives the same ids,
@@ -23,7 +24,10 @@ export interface ActionIdParts {
  * ask for the same pending change must not enqueue it twice.
  */
 export function actionId(action: ActionIdParts): string {
-  if (action.kind === 'create-user') return `create-user:${action.email.toLowerCase()}`;
+  if (action.kind === 'create-user') {
+    // Creating again an account deleted outside trainsync is a new action, not a retry of the first create.
+    return action.baseVersion > 0 ? `create-user:${action.email.toLowerCase()}:v${action.baseVersion}` : `create-user:${action.email.toLowerCase()}`;
+  }
   const group = action.groupId === undefined ? '' : `:${action.groupId}`;
   return `${action.kind}:${action.employeeId}${group}:v${action.baseVersion}`;
 }

@@ -12,9 +12,15 @@ import {
   type PlanNote,
   type PlanRefusal,
   type PlanRowError,
+  type AccessRemovedPolicy,
+  type DriftNote,
+  type PlatformAccount,
+  type PlatformView,
   type UnsupportedChange,
   type UnsupportedField,
 } from './types.ts';
+
+const REASSERT = 'membership added again (--reassert-groups): the API offers no read of group membership, so one removed by hand cannot be seen; adding is idempotent';
 
 const NO_UPDATE = "there is no update endpoint in the spec; change it in the platform's UI";
 
@@ -23,6 +29,7 @@ interface Builder {
   unsupported: UnsupportedChange[];
   errors: PlanRowError[];
   notes: PlanNote[];
+  drift: DriftNote[];
 }
 
 function push(b: Builder, parts: Omit<PlannedAction, 'id'>): void {
@@ -89,24 +96,111 @@ function planJoiner(b: Builder, row: FeedRow, file: string): void {
   }
 }
 
+/** What the platform shows of an applied employee's account; see `observe`. */
+interface Observed {
+  /** The account, when the platform view lists it. */
+  account: PlatformAccount | undefined;
+  /** The account trainsync knows by id is gone from a complete read: deleted outside trainsync. */
+  deleted: boolean;
+  /** Whether the account has access now: the platform's answer when it has one, else the applied state. */
+  hasAccess: boolean;
+}
+
+function observe(view: PlatformView | undefined, applied: AppliedEmployee): Observed {
+  if (view === undefined) return { account: undefined, deleted: false, hasAccess: applied.active };
+  const account = applied.platformUserId !== null ? view.byId.get(applied.platformUserId) : view.byEmail.get(applied.email.toLowerCase());
+  if (account !== undefined) return { account, deleted: false, hasAccess: account.hasAccess };
+  // Without a known id, an account not found by e-mail proves nothing: keep the applied state.
+  const deleted = view.complete && applied.platformUserId !== null;
+  return { account, deleted, hasAccess: deleted ? false : applied.active };
+}
+
+function describeSource(view: PlatformView): string {
+  return view.source === 'api' ? 'GET users' : `training.users as of ${view.asOf.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+interface Context {
+  view: PlatformView | undefined;
+  leaverSince: ReadonlyMap<string, string> | undefined;
+  accessRemoved: AccessRemovedPolicy;
+  reassertGroups: boolean;
+  file: string;
+}
+
+/** An applied employee's account that is gone from the platform, HR still active: create it again, with its groups. */
+function planRecreate(b: Builder, row: FeedRow, applied: AppliedEmployee, ctx: Context): void {
+  const firstName = row.firstName ?? applied.firstName;
+  const lastName = row.lastName ?? applied.lastName;
+  if (firstName === null || lastName === null) {
+    b.errors.push({
+      line: row.line,
+      employeeId: row.employeeId,
+      email: row.email,
+      field: firstName === null ? 'first_name' : 'last_name',
+      message: `${ctx.file} line ${row.line}, field ${firstName === null ? 'first_name' : 'last_name'}: is empty, but the account of ${row.employeeId} is gone from the platform and must be created again, which needs a first and last name; fill it in the HR export`,
+    });
+    return;
+  }
+  const source = describeSource(ctx.view!);
+  const repair = `the platform no longer lists account ${applied.platformUserId} (${source}; deleted outside trainsync); HR says active: created again`;
+  // The old account's id is dead: the create learns the new one, and the group changes take it from the identity.
+  const base = { employeeId: row.employeeId, email: row.email, platformUserId: null, baseVersion: applied.version ?? 0 };
+  const after: ActionState = { email: row.emailDisplay, firstName, lastName, role: row.role, organisationIdentifier: row.organisationIdentifier };
+  push(b, { ...base, kind: 'create-user', seq: 0, before: null, after, repair });
+  for (const groupId of row.groups) {
+    push(b, { ...base, kind: 'add-to-group', groupId, seq: 1, before: { member: false }, after: { member: true }, repair: 'the account was created again; its group memberships went with the old one' });
+  }
+}
+
+function leaverReason(view: PlatformView, employeeId: string, ctx: Context, listed: boolean): string {
+  const since = ctx.leaverSince?.get(employeeId);
+  const hr = listed ? `HR says leaver${since ? ` since ${since}` : ' (this feed)'}` : `HR: not in the feed${since ? ` since ${since}` : ''}`;
+  return `platform shows access (${describeSource(view)}); ${hr}`;
+}
+
 /** Returns whether the row needed any action. */
-function planKnown(b: Builder, row: FeedRow, applied: AppliedEmployee): boolean {
+function planKnown(b: Builder, row: FeedRow, applied: AppliedEmployee, ctx: Context): boolean {
   reportUpdates(b, row, applied);
+  const seen = observe(ctx.view, applied);
   const base = { employeeId: row.employeeId, email: row.email, platformUserId: applied.platformUserId ?? row.platformUserId ?? null, baseVersion: applied.version ?? 0 };
   if (row.status === 'inactive') {
-    if (!applied.active) return false;
-    push(b, { ...base, kind: 'disable', seq: 0, before: { active: true }, after: { active: false } });
+    if (!seen.hasAccess) return false;
+    // trainsync disabled it before, yet the platform shows access: enabled again by hand.
+    const repair = applied.active ? undefined : leaverReason(ctx.view!, row.employeeId, ctx, true);
+    push(b, { ...base, kind: 'disable', seq: 0, before: { active: true }, after: { active: false }, ...(repair ? { repair } : {}) });
+    return true;
+  }
+  if (seen.deleted) {
+    planRecreate(b, row, applied, ctx);
     return true;
   }
   let changed = false;
-  if (!applied.active) {
-    push(b, { ...base, kind: 'enable', seq: 0, before: { active: false }, after: { active: true } });
-    changed = true;
+  if (!seen.hasAccess) {
+    if (!applied.active) {
+      push(b, { ...base, kind: 'enable', seq: 0, before: { active: false }, after: { active: true } });
+      changed = true;
+    } else if (ctx.accessRemoved === 'restore') {
+      const repair = `platform shows no access (${describeSource(ctx.view!)}); HR says active: access removed outside trainsync is restored (TRAINSYNC_DRIFT_ACCESS_REMOVED=restore)`;
+      push(b, { ...base, kind: 'enable', seq: 0, before: { active: false }, after: { active: true }, repair });
+      changed = true;
+    } else {
+      b.drift.push({
+        employeeId: row.employeeId,
+        email: row.email,
+        message: `${row.employeeId}: platform shows no access (${describeSource(ctx.view!)}) though HR says active; left so (TRAINSYNC_DRIFT_ACCESS_REMOVED=keep): enable it on the platform, or set restore`,
+      });
+    }
   }
   const had = new Set(applied.groups.map((g) => g.toLowerCase()));
   const wants = new Set(row.groups);
   for (const groupId of row.groups) {
-    if (had.has(groupId)) continue;
+    if (had.has(groupId)) {
+      if (ctx.reassertGroups && seen.account !== undefined) {
+        push(b, { ...base, kind: 'add-to-group', groupId, seq: 1, before: null, after: { member: true }, repair: REASSERT });
+        changed = true;
+      }
+      continue;
+    }
     push(b, { ...base, kind: 'add-to-group', groupId, seq: 1, before: { member: false }, after: { member: true } });
     changed = true;
   }
@@ -123,10 +217,12 @@ function refusal(plan: Omit<Plan, 'refused'>, input: PlanInput): PlanRefusal | u
   const disables = plan.counts.disable;
   if (disables > plan.maxDisable) {
     const suggestPercent = plan.activeCount > 0 ? Math.ceil((disables * 100) / plan.activeCount) : 100;
+    const repairs = plan.actions.filter((a) => a.kind === 'disable' && a.repair !== undefined).length;
+    const ofWhich = repairs > 0 ? ` (${repairs} of them repair drift: leavers whose access is back on the platform)` : '';
     return {
       reason: 'max-disable',
       message:
-        `The plan would disable ${disables} employees, more than the limit of ${describeMaxDisable(options.maxDisable, plan.activeCount)}; nothing was enqueued. ` +
+        `The plan would disable ${disables} employees${ofWhich}, more than the limit of ${describeMaxDisable(options.maxDisable, plan.activeCount)}; nothing was enqueued. ` +
         'Review it first with --dry-run (a feed cut short, a wrong --map, or --mode full on a delta feed all look like mass leavers). ' +
         `If it is right, rerun with --force, or raise the limit with --max-disable ${disables} (or --max-disable ${suggestPercent}%).`,
     };
@@ -161,7 +257,17 @@ function emptyPlan(input: PlanInput, activeCount: number): Plan {
     activeCount,
     maxDisable: resolveMaxDisable(input.options.maxDisable, activeCount),
     unchanged: 0,
+    repairs: 0,
+    drift: [],
+    platform: platformLine(input),
   };
+}
+
+function platformLine(input: PlanInput): string {
+  const view = input.platform;
+  if (view === undefined) return `platform state not read: ${input.platformNote ?? 'none given'}; planned from what trainsync applied, so changes made on the platform by hand are not seen`;
+  const from = view.source === 'api' ? 'read now through GET users' : `training.users, refreshed ${view.asOf.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  return `platform state: ${view.byId.size} accounts (${from})${view.complete ? '' : '; some records could not be read, so no account is taken as deleted'}; group membership cannot be read through the API, so memberships are planned from what trainsync applied`;
 }
 
 /**
@@ -178,10 +284,19 @@ function emptyPlan(input: PlanInput, activeCount: number): Plan {
  * - group differences → add-to-group / remove-from-group.
  * - e-mail, name, role changes → `unsupported` (the API has no update in the spec);
  *   an e-mail change never creates a second account.
+ *
+ * With `platform` (the accounts as the platform shows them now), access is compared
+ * with the platform rather than the applied state, and differences are repaired, each
+ * action saying why (`repair`): a leaver with access is disabled again; an account
+ * deleted outside trainsync is created again with its groups (within the seat guard);
+ * an active employee whose access was removed is enabled again (policy `restore`) or
+ * reported (`keep`). Group membership cannot be read through the API, so it is planned
+ * from the applied state alone. Repairs count in the disable and seat guards.
  */
 export function planProvisioning(input: PlanInput): Plan {
   const file = input.file ?? 'feed';
-  const b: Builder = { actions: [], unsupported: [], errors: [], notes: [] };
+  const b: Builder = { actions: [], unsupported: [], errors: [], notes: [], drift: [] };
+  const ctx: Context = { view: input.platform, leaverSince: input.leaverSince, accessRemoved: input.options.accessRemoved ?? 'restore', reassertGroups: input.options.reassertGroups ?? false, file };
   const appliedById = new Map<string, AppliedEmployee>();
   const appliedByEmail = new Map<string, AppliedEmployee>();
   let activeCount = 0;
@@ -206,7 +321,7 @@ export function planProvisioning(input: PlanInput): Plan {
     listed.add(row.employeeId);
     const applied = appliedById.get(row.employeeId);
     if (applied !== undefined) {
-      if (!planKnown(b, row, applied)) unchanged += 1;
+      if (!planKnown(b, row, applied, ctx)) unchanged += 1;
       continue;
     }
     const sameEmail = appliedByEmail.get(row.email);
@@ -221,10 +336,12 @@ export function planProvisioning(input: PlanInput): Plan {
 
   if (input.mode === 'full') {
     const leavers = [...appliedById.values()]
-      .filter((a) => a.active && !listed.has(a.employeeId) && !claimed.has(a.employeeId)
+      .filter((a) => !listed.has(a.employeeId) && !claimed.has(a.employeeId)
         && !input.invalidEmployeeIds.has(a.employeeId) && !input.invalidEmails.has(a.email.toLowerCase()))
       .sort((x, y) => (x.employeeId < y.employeeId ? -1 : x.employeeId > y.employeeId ? 1 : 0));
     for (const a of leavers) {
+      if (!observe(ctx.view, a).hasAccess) continue;
+      const repair = a.active ? undefined : leaverReason(ctx.view!, a.employeeId, ctx, false);
       push(b, {
         kind: 'disable',
         employeeId: a.employeeId,
@@ -234,6 +351,7 @@ export function planProvisioning(input: PlanInput): Plan {
         baseVersion: a.version ?? 0,
         before: { active: true },
         after: { active: false },
+        ...(repair ? { repair } : {}),
       });
     }
   }
@@ -255,6 +373,9 @@ export function planProvisioning(input: PlanInput): Plan {
     activeCount,
     maxDisable: resolveMaxDisable(input.options.maxDisable, activeCount),
     unchanged,
+    repairs: b.actions.filter((a) => a.repair !== undefined).length,
+    drift: b.drift,
+    platform: platformLine(input),
   };
   const refused = input.options.force ? undefined : refusal(base, input);
   return refused === undefined ? base : { ...base, refused };

@@ -58,6 +58,53 @@ export interface PlannedAction {
   baseVersion: number;
   before: ActionState | null;
   after: ActionState;
+  /**
+   * Set when the action repairs drift: the platform differs from what trainsync applied
+   * (changed by hand, or by another tool). Says what the platform shows and what HR says.
+   */
+  repair?: string;
+}
+
+/**
+ * An account as the platform shows it now (GET users, or training.users when that was
+ * refreshed recently enough). Group membership is not part of it: the vendor's API
+ * offers no read of memberships (GET users has no groups, GET groups lists courses).
+ */
+export interface PlatformAccount {
+  id: string;
+  /** Lower case. */
+  email: string;
+  hasAccess: boolean;
+}
+
+/** The platform's current view of its accounts, as the planner's input. */
+export interface PlatformView {
+  byId: ReadonlyMap<string, PlatformAccount>;
+  /** Lower-case e-mail → account. */
+  byEmail: ReadonlyMap<string, PlatformAccount>;
+  /**
+   * Whether every account the plan looks at was read (all of them, or each one a delta
+   * touches). Only then is an account missing from the view taken as deleted on the
+   * platform (a quarantined record would otherwise look deleted).
+   */
+  complete: boolean;
+  /** `api` (GET users, just now) or `warehouse` (training.users, refreshed at `asOf`). */
+  source: 'api' | 'warehouse';
+  asOf: Date;
+}
+
+/**
+ * What to do when an active employee's access was removed on the platform outside
+ * trainsync: `restore` (enable it again, as Entra ID provisioning does by default) or
+ * `keep` (report it as drift and leave the account disabled).
+ */
+export type AccessRemovedPolicy = 'restore' | 'keep';
+
+/** Drift seen on the platform that the plan does not repair, with why not. */
+export interface DriftNote {
+  employeeId: string;
+  email: string;
+  message: string;
 }
 
 export type UnsupportedField = 'email' | 'first_name' | 'last_name' | 'role' | 'organisation_identifier' | 'platform_user_id' | 'employee_id';
@@ -112,6 +159,12 @@ export interface Plan {
   maxDisable: number;
   /** Feed rows that need no action. */
   unchanged: number;
+  /** Actions that repair drift (each has `repair`); counted in `counts` and the guards too. */
+  repairs: number;
+  /** Drift seen but not repaired (policy `keep`, a leaver's account deleted…). */
+  drift: DriftNote[];
+  /** Where the platform's state came from, or why it could not be read (then drift is not seen). */
+  platform: string;
 }
 
 export type MaxDisable = number | { percent: number };
@@ -123,6 +176,14 @@ export interface PlanOptions {
   force: boolean;
   /** Free seats on the platform; undefined = unknown (no seat check). */
   freeSeats?: number | undefined;
+  /** Default `restore`. */
+  accessRemoved?: AccessRemovedPolicy | undefined;
+  /**
+   * Add again every group membership the feed wants and the applied state already has
+   * (`reconcile --fix --reassert-groups`): the API cannot read memberships, so this is
+   * the only way to repair one removed by hand. One write per membership.
+   */
+  reassertGroups?: boolean | undefined;
 }
 
 export interface PlanInput {
@@ -135,6 +196,15 @@ export interface PlanInput {
   options: PlanOptions;
   /** The feed's file name, for messages. */
   file?: string;
+  /**
+   * The platform's accounts as they are now. Without it the plan compares the feed with
+   * the applied state only, and cannot see changes made on the platform by hand.
+   */
+  platform?: PlatformView | undefined;
+  /** Why there is no `platform` (shown in the plan). */
+  platformNote?: string | undefined;
+  /** employee id → since when HR says they left (YYYY-MM-DD), for the repair reasons. */
+  leaverSince?: ReadonlyMap<string, string> | undefined;
   /**
    * `FeedReadResult.fileErrors` (passed along when the read result is spread in). Any
    * file error means the rows are not the feed, so nothing is planned: in full mode an

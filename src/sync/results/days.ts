@@ -10,6 +10,8 @@
  * Neighbouring windows overlap; the loaders de-duplicate, so overlap costs reads, not rows.
  */
 
+import { parseIsoDay } from '../../lib/calendar-day.ts';
+
 export interface ResultWindow {
   /** First day covered, `YYYY-MM-DD`. */
   start: string;
@@ -20,9 +22,9 @@ export interface ResultWindow {
 const DAY_MS = 86_400_000;
 
 export function parseDay(day: string): number {
-  const ms = Date.parse(`${day}T00:00:00Z`);
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || Number.isNaN(ms)) throw new Error(`not a date (YYYY-MM-DD): ${day}`);
-  return ms;
+  const checked = parseIsoDay(day);
+  if (checked === undefined || checked !== day) throw new Error(`not a date (YYYY-MM-DD): ${day}`);
+  return Date.parse(`${checked}T00:00:00Z`);
 }
 
 export function formatDay(ms: number): string {

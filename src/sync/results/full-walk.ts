@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { JobContext } from '../../runtime/context.ts';
+import { resultsTableEmpty } from '../../warehouse/load-results.ts';
 import { getCheckpoint, saveCheckpoint, type RunCounts } from '../sync-state.ts';
 import { unionGap, type WalkGap } from './gaps.ts';
 import { MAX_READS, walkResults } from './walk.ts';
@@ -13,6 +14,7 @@ const fullWalkCheckpointSchema = z.object({
   gap: gapSchema.nullable().optional(),
   /** Reads so far: the walk, then each re-read of a gap's pages. */
   reads: z.number().int().min(1).optional(),
+  firstLoad: z.boolean().optional(),
 });
 
 type SavedGap = z.infer<typeof gapSchema>;
@@ -25,6 +27,11 @@ export interface FullWalk {
   resumed: number;
   /** Set when a possible gap remained after every read allowed: a result may have been skipped. */
   unfinished?: string;
+  /**
+   * The walk began on an empty `training.results`: nothing existed before it, so nothing
+   * can have vanished, and it recorded no sightings; the removal pass is skipped.
+   */
+  firstLoad: boolean;
 }
 
 /**
@@ -33,10 +40,14 @@ export interface FullWalk {
  * Results arriving while it pages need nothing more. A possible gap (a result removed
  * behind the walk, see gaps.ts) is closed by reading only the pages it names
  * again, up to MAX_READS reads in all; the gap is checkpointed, so a restart goes on.
+ * A first load (see `FullWalk.firstLoad`) writes by plain inserts and records no
+ * sightings; whether it is one is decided before its first batch and kept in its
+ * checkpoint, so a resumed walk (whose table is no longer empty) goes on as it began.
  */
 export async function walkAllResults(ctx: JobContext, scope: string, runId: number, counts: RunCounts): Promise<FullWalk> {
   const key = `${scope}:full`;
   const saved = (await getCheckpoint(ctx.db, key, fullWalkCheckpointSchema.catch({}))) ?? {};
+  const firstLoad = saved.firstLoad ?? (saved.nextPage === undefined && (await resultsTableEmpty(ctx.db)));
   let reads = saved.reads ?? 1;
   let total = saved.total ?? undefined;
   let gap: WalkGap | undefined;
@@ -52,9 +63,11 @@ export async function walkAllResults(ctx: JobContext, scope: string, runId: numb
       expectedTotal: total,
       knownGap: fromSaved(saved.gap),
       counts,
-      trackSightings: true,
+      // Sightings serve only the removal pass, which a first load skips.
+      trackSightings: !firstLoad,
+      firstLoad,
       onBatch: (tx, position) =>
-        saveCheckpoint(tx.db, key, { nextPage: position.done ? 'done' : position.nextPage, total: position.total ?? null, gap: toSaved(position.gap), reads }, runId),
+        saveCheckpoint(tx.db, key, { nextPage: position.done ? 'done' : position.nextPage, total: position.total ?? null, gap: toSaved(position.gap), reads, firstLoad }, runId),
     });
     gap = walk.gap;
     total = walk.total;
@@ -62,7 +75,7 @@ export async function walkAllResults(ctx: JobContext, scope: string, runId: numb
   while (gap) {
     if (reads >= MAX_READS) {
       ctx.log.warn({ reads, gap: gap.reason }, 'a gap remained after every read allowed; the run ends incomplete and the next run walks the results again');
-      return { resumed, unfinished: `a gap remained after ${reads} reads: ${gap.reason}` };
+      return { resumed, firstLoad, unfinished: `a gap remained after ${reads} reads: ${gap.reason}` };
     }
     const range = gap;
     reads += 1;
@@ -74,15 +87,16 @@ export async function walkAllResults(ctx: JobContext, scope: string, runId: numb
       endPage: range.to,
       expectedTotal: total,
       counts,
-      trackSightings: true,
+      // Pages read again hold rows stored already: the upsert, not plain inserts.
+      trackSightings: !firstLoad,
       onBatch: (tx, position) => {
         // Until this read ends, a restart reads the same pages again.
         const next = position.done ? (position.gap ? unionGap(range, position.gap) : undefined) : range;
-        return saveCheckpoint(tx.db, key, { nextPage: 'done', total: position.total ?? total ?? null, gap: toSaved(next), reads }, runId);
+        return saveCheckpoint(tx.db, key, { nextPage: 'done', total: position.total ?? total ?? null, gap: toSaved(next), reads, firstLoad }, runId);
       },
     });
     gap = reread.gap ? unionGap(range, reread.gap) : undefined;
     total = reread.total ?? total;
   }
-  return { resumed };
+  return { resumed, firstLoad };
 }

@@ -41,9 +41,11 @@ export async function syncAllResults(payload: SyncPayload, ctx: JobContext): Pro
     let resumed: number;
     let unfinished: UnfinishedRead[];
     let finished: string[];
+    let firstLoad = false;
     if (plan.mode === 'full') {
       const walk = await walkAllResults(ctx, scope, run.id, counts);
       resumed = walk.resumed;
+      firstLoad = walk.firstLoad;
       unfinished = walk.unfinished ? [{ key: FULL_WALK, reason: walk.unfinished }] : [];
       finished = walk.unfinished ? [] : [FULL_WALK];
     } else {
@@ -56,7 +58,8 @@ export async function syncAllResults(payload: SyncPayload, ctx: JobContext): Pro
     await withRetriedTransaction(ctx.withPgClient, async (tx) => {
       // A walk with a gap may have missed results that still exist: mark nothing removed.
       let removed = 0;
-      if (plan.mode === 'full' && unfinished.length === 0) removed = await markUnseenResultsRemoved(tx.client, run.id);
+      // A first load found nothing stored, so nothing it could mark; it recorded no sightings.
+      if (plan.mode === 'full' && unfinished.length === 0 && !firstLoad) removed = await markUnseenResultsRemoved(tx.client, run.id);
       else if (plan.mode === 'full') await clearSightings(tx.client, run.id);
       if (plan.watermark) await setWatermark(tx.db, RESULTS, plan.watermark);
       await recordUnfinishedWindows(tx.db, RESULTS, run.id, { finished, unfinished });

@@ -4,7 +4,8 @@ import { normaliseGuid, type Result } from '../../platform/schemas.ts';
 import type { Page, RecordProblem, ResultsQuery } from '../../platform/types.ts';
 import { recordSightings, ResultBatch, upsertResultBatch } from '../../warehouse/load-results.ts';
 import { addRunCounts, quarantineRecords, type RunCounts } from '../sync-state.ts';
-import { withRetriedTransaction, type Tx } from '../../warehouse/transaction.ts';
+import { CommitOrder } from '../../warehouse/commit-order.ts';
+import type { Tx } from '../../warehouse/transaction.ts';
 import { GapWatch, type WalkGap } from './gaps.ts';
 import { RESULTS } from './plan.ts';
 
@@ -40,6 +41,8 @@ export interface WalkOptions {
   onBatch(tx: Tx, position: WalkPosition): Promise<void>;
   /** Full mode: record every id seen, so vanished results can be marked removed. */
   trackSightings?: boolean;
+  /** A first load into an empty table: rows are written by plain inserts while none exists (see `fresh`). */
+  firstLoad?: boolean;
   /** Stores only the results this accepts (a backfill's days); the rest are read, not stored. */
   keep?: (result: Result) => boolean;
 }
@@ -51,34 +54,42 @@ export interface WalkOptions {
  * the total, make one; results arriving while it pages do not.
  */
 export async function walkResults(ctx: JobContext, options: WalkOptions): Promise<WalkReport> {
-  const { runId, counts, trackSightings = false, keep } = options;
+  const { runId, counts, trackSightings = false, firstLoad = false, keep } = options;
   const watch = new GapWatch(options.startPage, options.expectedTotal, options.knownGap);
   let finalGap: WalkGap | undefined;
   // Rows go into their batch's COPY text as each page arrives (see ResultBatch).
   let rows = new ResultBatch();
   let problems: RecordProblem[] = [];
   let lastPage = options.startPage - 1;
-  // One batch is written while the next is fetched (double buffering); batches commit
-  // in order, so a checkpoint never gets ahead of the rows before it.
-  let writing: Promise<void> | undefined;
+  // Batches are written while the next is fetched, up to TRAINSYNC_RESULTS_WRITERS at
+  // once, each on a connection of its own; they commit in order (CommitOrder), so a
+  // checkpoint never gets ahead of the rows before it.
+  const order = new CommitOrder(ctx.withPgClient, { synchronousCommit: false });
+  const writing = new Set<Promise<void>>();
+  const failures: unknown[] = [];
   let pagesInBatch = 0;
   const write = async (batch: ResultBatch, batchProblems: RecordProblem[], pages: number, position: WalkPosition): Promise<void> => {
     // Counted after commit: a deadlock retry runs the transaction again.
-    const outcome = await withRetriedTransaction(ctx.withPgClient, async (tx) => {
-      const loaded = batch.size > 0 ? await upsertResultBatch(tx.client, batch, { seenAt: new Date(), runId, trackSightings }) : undefined;
-      let quarantined = 0;
-      if (batchProblems.length > 0) {
-        quarantined = await quarantineRecords(tx.db, runId, batchProblems);
-        // A result we cannot parse still exists: never mark it removed for that.
-        if (trackSightings) await recordSightings(tx.client, runId, problemIds(batchProblems));
-      }
-      // The run's totals move with the rows, so a run resumed after a crash still adds up.
-      // Quarantined records are counted once, when the run finishes: a window read
-      // again meets the same records again.
-      await addRunCounts(tx.db, runId, { pages, ...loaded });
-      await options.onBatch(tx, position);
-      return { loaded, quarantined };
-    });
+    const outcome = await order.run(
+      async (tx) => {
+        const loaded = batch.size > 0 ? await upsertResultBatch(tx.client, batch, { seenAt: new Date(), runId, trackSightings, fresh: firstLoad }) : undefined;
+        let quarantined = 0;
+        if (batchProblems.length > 0) {
+          quarantined = await quarantineRecords(tx.db, runId, batchProblems);
+          // A result we cannot parse still exists: never mark it removed for that.
+          if (trackSightings) await recordSightings(tx.client, runId, problemIds(batchProblems));
+        }
+        return { loaded, quarantined };
+      },
+      async (tx, written) => {
+        // The run's totals move with the rows, so a run resumed after a crash still adds up.
+        // Quarantined records are counted once, when the run finishes: a window read
+        // again meets the same records again.
+        await addRunCounts(tx.db, runId, { pages, ...written.loaded });
+        await options.onBatch(tx, position);
+        return written;
+      },
+    );
     // Written for good: its buffer can serve a later batch.
     batch.release();
     counts.inserted += outcome.loaded?.inserted ?? 0;
@@ -94,11 +105,22 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
     rows = new ResultBatch();
     problems = [];
     pagesInBatch = 0;
-    if (writing) await writing;
-    writing = write(batch, batchProblems, pages, position);
-    // Seen by the next flush or the finally below; this keeps Node from calling it unhandled meanwhile.
-    writing.catch(() => undefined);
-    if (done) await writing;
+    while (writing.size >= ctx.config.TRAINSYNC_RESULTS_WRITERS && failures.length === 0) await Promise.race(writing).catch(() => undefined);
+    if (failures.length > 0) throw failures[0];
+    const written = write(batch, batchProblems, pages, position);
+    writing.add(written);
+    // Kept until the walk sees it (here or in the finally below), so no failure is lost.
+    written.then(
+      () => writing.delete(written),
+      (error: unknown) => {
+        writing.delete(written);
+        failures.push(error);
+      },
+    );
+    if (done) {
+      await Promise.allSettled(writing);
+      if (failures.length > 0) throw failures[0];
+    }
   };
   // The full walk is one sequence of pages: ask for a few ahead (windows are concurrent already).
   const { endPage } = options;
@@ -124,7 +146,7 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
     await flush(true);
   } finally {
     // Never leave a write running behind a failed walk.
-    await writing?.catch(() => undefined);
+    await Promise.allSettled(writing);
   }
   return { gap: finalGap, total: watch.total };
 }

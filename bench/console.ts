@@ -1,0 +1,103 @@
+/**
+ * The operator console's page render time and memory: a warehouse with 10,000 runs and
+ * 100,000 provisioning audit rows, the console started beside an app as the worker has it,
+ * then Overview, Runs (all, one resource with its chart) and Provisioning fetched over HTTP
+ * by a logged-in operator. RSS overhead: the process's RSS after a collection before the
+ * console starts (the bench's fetch client already loaded), and again after it has served every page;
+ * also the RSS right after it started, before any page.
+ *
+ *   node --expose-gc bin/run-ts.js bench/console.ts
+ *
+ * Uses its own database on DATABASE_URL's server and its own Redis prefix; drops both.
+ */
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { sql } from 'kysely';
+import { allJobs } from '../jobs/index.ts';
+import { loadConfig } from '../src/config.ts';
+import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { startConsole } from '../src/console/server.ts';
+import { hashConsolePassword } from '../src/lib/console-users.ts';
+import { createApp } from '../src/runtime/app.ts';
+import { createLogger } from '../src/runtime/log.ts';
+import { createBenchDatabase } from './admin-query.ts';
+
+const RUNS = 10_000;
+const AUDIT_ROWS = 100_000;
+const SAMPLES = 60;
+const RESOURCES = ['courses', 'filters', 'groups', 'users', 'results', 'seats'];
+
+const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
+const rssMb = (): number => {
+  gc();
+  return Math.round(process.memoryUsage().rss / 1024 / 1024);
+};
+/** The live JavaScript heap after a full collection: what the console holds, beside what V8 keeps reserved. */
+const heapMb = (): number => {
+  gc();
+  return Math.round(process.memoryUsage().heapUsed / 1024 / 1024);
+};
+
+const database = await createBenchDatabase();
+const prefix = `bench-console-${randomBytes(4).toString('hex')}`;
+const hash = await hashConsolePassword('bench-operator-pass', { N: 2 ** 14, r: 8, p: 1 });
+const config = loadConfig({ ...process.env, DATABASE_URL: database.url, TRAINSYNC_QUEUE_PREFIX: prefix, TRAINSYNC_CONSOLE_USERS: `bench:operator:${hash}`, TRAINSYNC_CONSOLE_PORT: '0', TRAINSYNC_METRICS_PORT: '0' });
+const log = createLogger('warn');
+const app = await createApp(config, log, { jobs: allJobs, migrate: true, redis: 'persistent' });
+try {
+  await sql`insert into trainsync.runs (resource, mode, started_at, finished_at, status, pages, inserted, updated, unchanged, quarantined)
+    select (array[${sql.join(RESOURCES)}])[1 + i % ${RESOURCES.length}], 'incremental', now() - make_interval(mins => ${RUNS} - i),
+           now() - make_interval(mins => ${RUNS} - i) + make_interval(secs => 5 + i % 40), case when i % 50 = 0 then 'failed' else 'succeeded' end,
+           10 + i % 30, i % 100, i % 300, 1000 + i % 500, i % 7
+      from generate_series(1, ${RUNS}) i`.execute(app.db);
+  await sql`insert into trainsync.provisioning_actions (action_id, employee_id, email, kind, seq, before, after, status, attempts, updated_at)
+    select 'bench:' || i, 'E' || lpad((i % 20000)::text, 6, '0'), 'person' || (i % 20000) || '@example.com',
+           (array['disable','enable','add-to-group','create-user'])[1 + i % 4], 0, '{"active":true}'::jsonb, '{"active":false}'::jsonb,
+           case when i % 997 = 0 then 'failed' else 'succeeded' end, 1, now() - make_interval(secs => ${AUDIT_ROWS} - i)
+      from generate_series(1, ${AUDIT_ROWS}) i`.execute(app.db);
+  await sql`analyze`.execute(app.db);
+
+  // The bench's own HTTP client (fetch) loads before the first figure, so it is not counted as the console's.
+  const dummy = http.createServer((_req, res) => res.end('ok'));
+  await new Promise<void>((resolve) => dummy.listen(0, '127.0.0.1', resolve));
+  for (let i = 0; i < 20; i++) await (await fetch(`http://127.0.0.1:${(dummy.address() as AddressInfo).port}/`)).text();
+  dummy.close();
+  const rssBefore = rssMb();
+  const heapBefore = heapMb();
+  const server = (await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: async () => ({}), repair: () => provisionDeps(app) }))!;
+  const rssStarted = rssMb();
+  const base = `http://127.0.0.1:${server.port}`;
+  const loginPage = await fetch(`${base}/login`);
+  const csrfCookie = (loginPage.headers.getSetCookie()[0] ?? '').split(';')[0]!;
+  const token = /name="_csrf" value="([^"]+)"/.exec(await loginPage.text())![1]!;
+  const login = await fetch(`${base}/login`, { method: 'POST', redirect: 'manual', headers: { cookie: csrfCookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: token, username: 'bench', password: 'bench-operator-pass' }) });
+  const session = (login.headers.getSetCookie().find((c) => c.startsWith('trainsync_console=')) ?? '').split(';')[0]!;
+  if (!session) throw new Error(`log-in failed: ${login.status}`);
+  const cookie = `${csrfCookie}; ${session}`;
+
+  const pages: Record<string, string> = { overview: '/', runs: '/runs', runsOfResults: '/runs?resource=results', runsPage50: '/runs?page=50', provisioning: '/provisioning', auditSearch: '/provisioning?who=person42' };
+  const timings: Record<string, { p50Ms: number; p95Ms: number; bytes: number }> = {};
+  for (const [name, url] of Object.entries(pages)) {
+    const ms: number[] = [];
+    let bytes = 0;
+    for (let i = 0; i < SAMPLES + 5; i++) {
+      const t0 = performance.now();
+      const res = await fetch(`${base}${url}`, { headers: { cookie } });
+      const body = await res.text();
+      if (res.status !== 200) throw new Error(`${url}: ${res.status}`);
+      if (i >= 5) ms.push(performance.now() - t0);
+      bytes = body.length;
+    }
+    ms.sort((a, b) => a - b);
+    timings[name] = { p50Ms: Math.round(ms[Math.floor(ms.length * 0.5)]!), p95Ms: Math.round(ms[Math.ceil(ms.length * 0.95) - 1]!), bytes };
+  }
+  const rssAfter = rssMb();
+  const heapAfter = heapMb();
+  await server.close();
+  process.stdout.write(`${JSON.stringify({ runs: RUNS, auditRows: AUDIT_ROWS, samples: SAMPLES, timings, rssBeforeMb: rssBefore, rssStartedMb: rssStarted, rssAfterMb: rssAfter, rssOverheadMb: rssAfter - rssBefore, heapBeforeMb: heapBefore, heapAfterMb: heapAfter })}\n`);
+} finally {
+  await app.close();
+  await database.drop();
+}

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { TrainsyncError } from '../src/lib/errors.ts';
+import { RECONCILE_FIX_JOB, reconcileFix, reconcileFixSummarySchema, type ReconcileFixSummary } from '../src/provisioning/reconcile-fix.ts';
+import { defineJob } from '../src/queue/define-job.ts';
+import { PROVISION_QUEUE } from '../src/queue/names.ts';
+
+/**
+ * `reconcile --fix` on the worker's schedule (TRAINSYNC_CRON_RECONCILE_FIX, off by
+ * default): plans the last HR snapshot against the platform's accounts and enqueues
+ * the repairs; the actions run as provisioning jobs and land in the audit trail. A plan
+ * the guards refuse fails the job (visible in `status`) and enqueues nothing.
+ */
+export const reconcileFixJob = defineJob({
+  name: RECONCILE_FIX_JOB,
+  queue: PROVISION_QUEUE,
+  payload: z.object({ trigger: z.enum(['schedule', 'cli']).default('schedule') }),
+  summary: reconcileFixSummarySchema,
+  schedule: { setting: 'TRAINSYNC_CRON_RECONCILE_FIX', default: null },
+  exclusive: () => RECONCILE_FIX_JOB,
+  attempts: 3,
+  run: async (_payload, ctx): Promise<ReconcileFixSummary> => {
+    const result = await reconcileFix(
+      {
+        db: ctx.db,
+        queue: ctx.actions,
+        log: ctx.log,
+        platform: ctx.platform,
+        withPgClient: ctx.withPgClient,
+        drift: { freshnessMinutes: ctx.config.TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, accessRemoved: ctx.config.TRAINSYNC_DRIFT_ACCESS_REMOVED },
+      },
+      { dryRun: false, force: false, wait: false },
+    );
+    const { plan } = result;
+    if (plan.refused !== undefined) {
+      throw new TrainsyncError(`scheduled reconcile --fix refused, nothing was enqueued: ${plan.refused.message}`, {
+        code: `PLAN_REFUSED_${plan.refused.reason.toUpperCase().replace(/-/g, '_')}`,
+        retryable: false,
+      });
+    }
+    const summary: ReconcileFixSummary = {
+      employees: result.employees,
+      actions: plan.actions.length,
+      repairs: plan.repairs,
+      enqueued: result.applied?.enqueued.length ?? 0,
+      platformRequests: result.platformRequests,
+    };
+    ctx.log.info(summary, 'scheduled reconcile --fix planned');
+    return summary;
+  },
+});

@@ -1,0 +1,61 @@
+import type { Command } from 'commander';
+import { sql } from 'kysely';
+import { startConsole } from '../console/server.ts';
+import { hashConsolePassword } from '../lib/console-users.ts';
+import { createApp } from '../runtime/app.ts';
+import { CHECK_TIMEOUT_MS, runHealthChecks } from '../runtime/health-server.ts';
+import type { CommandDeps } from './deps.ts';
+import { provisionDeps } from './provision-deps.ts';
+import { readSecret } from './read-secret.ts';
+
+export function registerConsoleCommand(program: Command, deps: CommandDeps): void {
+  const command = program
+    .command('console')
+    .description('Serve the operator console alone (the worker serves it too): runs, provisioning, held plans, people, webhooks, queues.')
+    .addHelpText(
+      'after',
+      `
+Off until TRAINSYNC_CONSOLE_USERS lists a user (name:role:hash, role viewer or operator; make the
+hash with \`trainsync console hash-password\`). Served on TRAINSYNC_CONSOLE_HOST:TRAINSYNC_CONSOLE_PORT
+(default 127.0.0.1:9466); put a TLS proxy in front and set TRAINSYNC_CONSOLE_TRUST_PROXY=true.
+Approved plans and retried actions are applied by a running worker. See README, "Console".`,
+    )
+    .action(async () => {
+      const config = deps.loadConfig();
+      const log = deps.createLogger(config);
+      if (!config.TRAINSYNC_CONSOLE_USERS) {
+        process.stderr.write('trainsync: the console is off: set TRAINSYNC_CONSOLE_USERS (name:role:hash entries; `trainsync console hash-password` makes a hash)\n');
+        process.exitCode = 2;
+        return;
+      }
+      const app = await createApp(config, log, { jobs: deps.jobs, migrate: true, redis: 'persistent' });
+      const server = await startConsole({
+        config,
+        db: app.db,
+        withPgClient: app.withPgClient,
+        queue: app.queue,
+        log,
+        repair: () => provisionDeps(app),
+        health: () => runHealthChecks({ postgres: () => sql`select 1`.execute(app.db), redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }) }),
+      });
+      process.stdout.write(`console: http://${config.TRAINSYNC_CONSOLE_HOST}:${server!.port}/\n`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGTERM', resolve);
+        process.once('SIGINT', resolve);
+      });
+      await server!.close();
+      await app.close();
+    });
+  command
+    .command('hash-password')
+    .description('Read a password from standard input (never the command line) and print its scrypt hash for TRAINSYNC_CONSOLE_USERS.')
+    .action(async () => {
+      const password = await readSecret(process.stdin, process.stderr, 'Console password: ');
+      if (password.length < 12) {
+        process.stderr.write('trainsync: a console password needs at least 12 characters\n');
+        process.exitCode = 2;
+        return;
+      }
+      process.stdout.write(`${await hashConsolePassword(password)}\n`);
+    });
+}

@@ -1,0 +1,115 @@
+import type { Command } from 'commander';
+import type { Config } from '../config.ts';
+import { errorMessage } from '../lib/errors.ts';
+import type { Logger } from '../runtime/log.ts';
+import { createJobCatalog } from '../queue/catalog.ts';
+import { createJobQueue } from '../queue/job-queue.ts';
+import { QUEUE_NAMES } from '../queue/names.ts';
+import { scheduleTable } from '../queue/schedulers.ts';
+import { ENQUEUED_BY_NAME } from '../runtime/app.ts';
+import type { CommandDeps } from './deps.ts';
+import { checkConfiguration, checkPlatform, checkPostgres, checkRedis, checkWebhook, type CheckResult } from './doctor-checks.ts';
+import { EXIT, exitWith } from './exit-codes.ts';
+import { fitWidth } from './terminal.ts';
+
+/** `trainsync doctor`: every part a night's run needs, one line each with the fix. Creates and changes nothing. */
+export function registerDoctorCommand(program: Command, deps: CommandDeps): void {
+  program
+    .command('doctor')
+    .description('Check the set-up before the first night: configuration, Postgres, Redis, the platform key, webhooks, the worker. Changes nothing.')
+    .option('--json', 'print the checks as JSON')
+    .addHelpText(
+      'after',
+      `
+One line per check: ok, warn or FAIL, and the fix. Checks every variable (cron lines
+included); Postgres (reachable, version, pending migrations, the trainsync_reader role);
+Redis (reachable, version, maxmemory-policy noeviction, persistence); the platform (key
+accepted, page size seen, seats endpoint offered); the webhook port and secret; the
+worker (connected, schedules registered). A service that refuses the connection fails at
+once, naming its URL (password masked) and how to start it.
+
+For doctor: 1 a check failed; 2 the configuration is refused (a variable, a missing
+migration, a key the platform refuses).
+
+Examples:
+  trainsync doctor
+  trainsync doctor --json | jq '.[] | select(.level != "ok")'`,
+    )
+    .action(async (options: { json?: boolean }) => {
+      const results = await runChecks(deps);
+      if (options.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+      else process.stdout.write(`${results.map(renderCheck).join('\n')}\n`);
+      const failed = results.filter((r) => r.level === 'fail');
+      if (failed.length > 0) {
+        exitWith(failed.some((r) => r.refuses) ? EXIT.refused : EXIT.failed, `doctor: ${failed.length} check${failed.length === 1 ? '' : 's'} failed (first: ${failed[0]!.check}: ${failed[0]!.fix ?? failed[0]!.detail})`);
+      }
+    });
+}
+
+const WIDTH = 100;
+
+/** `ok   postgres      reachable …` and, under a warning or failure, `     → the fix`. */
+export function renderCheck(result: CheckResult): string {
+  const mark = result.level === 'ok' ? 'ok  ' : result.level === 'warn' ? 'warn' : 'FAIL';
+  const line = `${mark}  ${result.check.padEnd(17)} ${result.detail}`;
+  return result.fix && result.level !== 'ok' ? `${line}\n${fitWidth(`      ${''.padEnd(17)} fix: ${result.fix}`, WIDTH * 2)}` : line;
+}
+
+async function runChecks(deps: CommandDeps): Promise<CheckResult[]> {
+  const { config, results } = checkConfiguration(deps.loadConfig);
+  if (!config) return results;
+  const log = deps.createLogger(config);
+  // Postgres and Redis at once: each fails on its own within the connect timeout.
+  const [postgres, redis] = await Promise.all([checkPostgres(config), checkRedis(config)]);
+  results.push(...postgres.results, ...redis.results);
+  let workerAlive = false;
+  if (redis.reachable) {
+    const worker = await checkWorker(config, log, deps);
+    workerAlive = worker.alive;
+    results.push(...worker.results);
+    results.push(...(await checkPlatform(config, log)));
+  } else {
+    results.push({ check: 'platform', level: 'warn', detail: 'not checked: the request budget lives in Redis', fix: 'fix Redis first' });
+    results.push({ check: 'worker', level: 'warn', detail: 'not checked: Redis is unreachable', fix: 'fix Redis first' });
+  }
+  results.push(await checkWebhook(config, workerAlive));
+  return results;
+}
+
+/** A worker connected to every queue, and the schedules registered with this configuration's cron lines. */
+async function checkWorker(config: Config, log: Logger, deps: CommandDeps): Promise<{ alive: boolean; results: CheckResult[] }> {
+  const queue = createJobQueue(
+    config,
+    {
+      catalog: createJobCatalog(deps.jobs, ENQUEUED_BY_NAME),
+      services: () => {
+        throw new Error('doctor runs no job');
+      },
+      log,
+    },
+    { redis: 'one-shot' },
+  );
+  try {
+    const names = await Promise.all(QUEUE_NAMES.map(async (name) => ({ name, workers: new Set(await queue.workerNames(name)) })));
+    const all = new Set(names.flatMap((n) => [...n.workers]));
+    const missing = names.filter((n) => n.workers.size === 0).map((n) => n.name);
+    const results: CheckResult[] = [];
+    if (all.size === 0) {
+      results.push({ check: 'worker', level: 'warn', detail: 'no worker connected: nothing runs the schedules (sync and provision run their own jobs meanwhile)', fix: 'start `trainsync worker` (or `docker compose up -d worker`)' });
+    } else if (missing.length > 0) {
+      results.push({ check: 'worker', level: 'warn', detail: `${[...all].join(', ')} connected, but no worker serves ${missing.join(', ')}`, fix: 'start a worker for every queue (`trainsync worker` serves all)' });
+    } else results.push({ check: 'worker', level: 'ok', detail: `alive: ${[...all].join(', ')}` });
+    const registered = new Map((await queue.schedules()).map((s) => [s.id, s.pattern ?? '']));
+    const wanted = scheduleTable(queue.catalog, config);
+    const absent = wanted.filter((w) => !registered.has(w.job)).map((w) => w.job);
+    const differs = wanted.filter((w) => registered.has(w.job) && registered.get(w.job) !== w.pattern).map((w) => `${w.job} "${registered.get(w.job)}" (here "${w.pattern}")`);
+    if (absent.length > 0) results.push({ check: 'schedules', level: 'warn', detail: `not registered: ${absent.join(', ')}`, fix: 'start `trainsync worker` (it registers them)' });
+    else if (differs.length > 0) results.push({ check: 'schedules', level: 'warn', detail: `registered with other cron lines: ${differs.join('; ')}`, fix: 'restart the worker with this configuration' });
+    else results.push({ check: 'schedules', level: 'ok', detail: `${wanted.length} registered, as configured` });
+    return { alive: all.size > 0, results };
+  } catch (error) {
+    return { alive: false, results: [{ check: 'worker', level: 'fail', detail: errorMessage(error), fix: 'check REDIS_URL' }] };
+  } finally {
+    await queue.close();
+  }
+}

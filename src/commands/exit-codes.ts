@@ -1,0 +1,59 @@
+import { CommanderError, InvalidArgumentError } from 'commander';
+import { ConfigError } from '../config.ts';
+import { NotMigratedError } from '../warehouse/migrator.ts';
+
+/** The exit codes of every command (README, "Exit codes"). */
+export const EXIT = { ok: 0, failed: 1, refused: 2, incomplete: 3, interrupted: 130 } as const;
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** Shown under every command's --help. */
+export const EXIT_CODE_HELP = `
+Exit codes (the same for every command):
+  0    ok
+  1    rows rejected, actions failed, or a service (Postgres, Redis, the platform) failed
+  2    refused: usage (unknown option or command, bad value, impossible date) or
+       configuration (a variable, a missing migration); nothing was changed
+  3    incomplete: some data could not be read to the end; the next run reads it
+  130  interrupted (Ctrl-C)`;
+
+/** A command line a person got wrong: exit 2, and the message says the fix. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+/** A refusal before anything was changed (a conflict, a missing migration): exit 2. */
+export class RefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RefusedError';
+  }
+}
+
+/** The exit code for an error that ended a command. */
+export function exitCodeFor(error: unknown): ExitCode {
+  if (error instanceof CommanderError) {
+    // --help and --version end through here too, with code 0.
+    return error.exitCode === 0 ? EXIT.ok : EXIT.refused;
+  }
+  if (error instanceof UsageError || error instanceof RefusedError || error instanceof ConfigError || error instanceof NotMigratedError || error instanceof InvalidArgumentError) return EXIT.refused;
+  return EXIT.failed;
+}
+
+let reason: string | undefined;
+
+/**
+ * Sets the exit code and the one line that says why (printed last by src/cli.ts, so
+ * the reason for a non-zero exit is never scrolled away by the output before it).
+ */
+export function exitWith(code: ExitCode, why?: string): void {
+  process.exitCode = code;
+  reason = code === EXIT.ok ? undefined : why;
+}
+
+/** The reason given with the current exit code, if any. */
+export function exitReason(): string | undefined {
+  return reason;
+}

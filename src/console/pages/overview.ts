@@ -1,0 +1,39 @@
+import { html, type SafeHtml } from '../html.ts';
+import type { RunRow } from '../data/runs.ts';
+import type { HeldPlanSummary } from '../../provisioning/held-plans.ts';
+import type { ActionRow } from '../data/provisioning.ts';
+import { seconds, statusBadge } from './format.ts';
+
+export interface OverviewData {
+  runs: RunRow[];
+  schedules: Array<{ id: string; pattern: string | null; next: string | null }>;
+  health: Record<string, string>;
+  held: HeldPlanSummary[];
+  attention: ActionRow[];
+  attentionTotal: number;
+}
+
+export function overviewBody(d: OverviewData): SafeHtml {
+  const deps = ['postgres', 'redis'];
+  return html`
+<section><h2>Dependencies</h2><ul class="health">${deps.map((name) =>
+    html`<li>${name}: ${d.health[name] === undefined ? statusBadge('up') : html`${statusBadge('down')} ${d.health[name]}`}</li>`)}</ul></section>
+<section><h2>Needs attention</h2>
+${d.held.length === 0 ? html`<p>No plan held by the disable limit.</p>` : html`<ul>${d.held.map((p) =>
+    html`<li><a href="/provisioning/held/${p.id}">Plan #${p.id}</a> (${p.file}): ${p.disables} disables, ${p.actionCount} actions, held ${p.createdAt}</li>`)}</ul>`}
+<p><a href="/provisioning?status=failed">${d.attentionTotal} provisioning actions failed or need an identity</a></p>
+${d.attention.length > 0 ? html`<table><tr><th>employee</th><th>e-mail</th><th>action</th><th>status</th><th>error</th></tr>${d.attention.map((a) =>
+    html`<tr><td>${a.employee_id}</td><td>${a.email}</td><td>${a.kind}</td><td>${statusBadge(a.status)}</td><td>${a.error_code ?? ''}</td></tr>`)}</table>` : ''}
+</section>
+<section><h2>Last run per resource</h2>
+<table id="last-runs"><tr><th>resource</th><th>status</th><th>started</th><th>rows</th><th>requests</th><th>duration</th><th>quarantined</th><th>next scheduled</th></tr>
+${d.runs.map((r) => {
+  const next = d.schedules.find((s) => s.id === `sync-${r.resource}`);
+  return html`<tr><td><a href="/runs?resource=${r.resource}">${r.resource}</a></td><td>${statusBadge(r.status)}</td><td><a href="/runs/${r.id}">${r.started_at}</a></td><td>${r.rows}</td><td>${r.requests}</td><td>${seconds(r.seconds)}</td><td>${r.quarantined}</td><td>${next?.next ?? '—'}</td></tr>`;
+})}
+</table>
+${d.runs.length === 0 ? html`<p>No run yet.</p>` : ''}
+<h3>Schedules</h3>
+<table><tr><th>job</th><th>cron (UTC)</th><th>next</th></tr>${d.schedules.map((s) => html`<tr><td>${s.id}</td><td>${s.pattern ?? ''}</td><td>${s.next ?? ''}</td></tr>`)}</table>
+</section>`;
+}

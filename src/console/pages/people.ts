@@ -1,0 +1,24 @@
+import { html, type SafeHtml } from '../html.ts';
+import type { ReconciliationReport } from '../../warehouse/reconciliation.ts';
+import type { GroupBy, StatusByGroup } from '../data/people.ts';
+import { chart } from './format.ts';
+
+const STATUSES = ['passed', 'completed', 'failed', 'in_progress', 'not_started'];
+
+export function peopleBody(report: ReconciliationReport, by: GroupBy, statuses: StatusByGroup[]): SafeHtml {
+  const groups = [...new Set(statuses.map((s) => s.grp))];
+  const count = (g: string, st: string): number => statuses.find((s) => s.grp === g && s.status === st)?.n ?? 0;
+  return html`
+<section><h2>Reconciliation: HR against the platform</h2>
+<table id="reconciliation"><tr><th>discrepancy</th><th>count</th><th>examples</th></tr>
+${Object.entries(report.counts).map(([kind, n]) => html`<tr><td>${kind}</td><td>${n}</td><td>${report.examples[kind as keyof typeof report.examples].map((e) => html`<div>${e.employee_id ?? ''} ${e.email ?? ''}: ${e.detail}</div>`)}</td></tr>`)}
+</table>
+<p><a href="/people/repair" id="repair-link">Drift repair (reconcile --fix): dry run first</a></p></section>
+<section><h2>Assignment status by ${by}</h2>
+<p>Group by: <a href="/people?by=course">course</a> · <a href="/people?by=department">department</a> · <a href="/people?by=location">location</a></p>
+${groups.length === 0 ? html`<p>No assignments yet (sync groups and results after provisioning).</p>` : html`
+${chart('status-chart', { labels: STATUSES, x: groups.map((_g, i) => i), ys: STATUSES.map((st) => groups.map((g) => count(g, st))) })}
+<table id="assignment-status"><tr><th>${by}</th>${STATUSES.map((s) => html`<th>${s}</th>`)}</tr>
+${groups.map((g) => html`<tr><td>${g}</td>${STATUSES.map((st) => html`<td>${count(g, st)}</td>`)}</tr>`)}</table>`}
+</section>`;
+}

@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import fastifyCookie from '@fastify/cookie';
+import fastifyCsrf from '@fastify/csrf-protection';
+import fastifyFormbody from '@fastify/formbody';
+import fastifyRateLimit from '@fastify/rate-limit';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { AddressInfo } from 'node:net';
+import type { Config } from '../config.ts';
+import type { ConsoleUser } from '../lib/console-users.ts';
+import { verifyConsolePassword } from '../lib/console-users.ts';
+import type { JobQueue } from '../queue/job-queue.ts';
+import type { ProvisionDeps } from '../provisioning/provision-feed.ts';
+import { mountQueueBoard } from '../queue/board.ts';
+import type { Logger } from '../runtime/log.ts';
+import type { Database } from '../warehouse/database.ts';
+import type { PgLender } from '../warehouse/transaction.ts';
+import { loadAssets } from './assets.ts';
+import { recordConsoleChange } from './data/provisioning.ts';
+import { html, type SafeHtml } from './html.ts';
+import { page, type Viewer } from './layout.ts';
+import { registerPageRoutes } from './routes.ts';
+import { createSession, endSession, findSession, type Session } from './sessions.ts';
+
+export interface ConsoleDeps {
+  config: Config;
+  db: Kysely<Database>;
+  withPgClient: PgLender;
+  queue: JobQueue;
+  log: Logger;
+  /** Dependency checks for the Overview (postgres, redis): the failures by name. */
+  health: () => Promise<Record<string, string>>;
+  /** What drift repair (`reconcile --fix`) needs, the platform included; built on first use. */
+  repair: () => ProvisionDeps;
+}
+
+export interface ConsoleServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+export const SESSION_COOKIE = 'trainsync_console';
+
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+  "form-action 'self'",
+].join('; ');
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    session?: Session;
+  }
+}
+
+/** Routes anyone may reach: the login form and the assets it needs. */
+const PUBLIC = (url: string): boolean => url === '/login' || url.startsWith('/login?') || url.startsWith('/assets/');
+
+/**
+ * Starts the operator console (README, "Console"); undefined when no user is configured
+ * (TRAINSYNC_CONSOLE_USERS), so it is off by default.
+ */
+export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | undefined> {
+  const users = deps.config.TRAINSYNC_CONSOLE_USERS;
+  if (!users) return undefined;
+  const server = Fastify({ trustProxy: deps.config.TRAINSYNC_CONSOLE_TRUST_PROXY, logger: false, bodyLimit: 64 * 1024 });
+  // Signs only the CSRF secret cookie; a restart asks for a fresh form, nothing more.
+  await server.register(fastifyCookie, { secret: randomBytes(32).toString('hex') });
+  await server.register(fastifyFormbody);
+  await server.register(fastifyRateLimit, { global: false, hook: 'preHandler' });
+  await server.register(fastifyCsrf, {
+    sessionPlugin: '@fastify/cookie',
+    cookieKey: 'trainsync_csrf',
+    cookieOpts: { path: '/', httpOnly: true, sameSite: 'strict', signed: true },
+  });
+  const assets = loadAssets();
+  const secure = (request: FastifyRequest): boolean => request.protocol === 'https';
+
+  server.addHook('onSend', async (request, reply, payload) => {
+    reply.header('content-security-policy', CSP);
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'no-referrer');
+    reply.header('x-frame-options', 'DENY');
+    if (!request.url.startsWith('/assets/')) reply.header('cache-control', 'no-store');
+    return payload;
+  });
+
+  server.addHook('onRequest', async (request, reply) => {
+    if (PUBLIC(request.url)) return;
+    const session = await findSession(deps.db, request.cookies[SESSION_COOKIE]);
+    if (!session || !users.some((u) => u.name === session.username && u.role === session.role)) {
+      if (request.method === 'GET' && !request.url.startsWith('/queues/api')) return reply.redirect('/login');
+      return reply.code(401).type('text/plain').send('log in first');
+    }
+    request.session = session;
+    // bull-board's own actions (retry, clean, pause…): operators only, and only from a page of this console.
+    if (request.url.startsWith('/queues/api') && request.method !== 'GET') {
+      if (session.role !== 'operator') return reply.code(403).type('text/plain').send('operators only');
+      if (request.headers['sec-fetch-site'] !== 'same-origin') return reply.code(403).type('text/plain').send('same-origin requests only');
+      deps.log.info({ user: session.username, role: session.role, method: request.method, url: request.url }, 'console queue change');
+      await recordConsoleChange(deps.db, { username: session.username, role: session.role, action: `queues ${request.method}`, target: request.url });
+    }
+  });
+
+  server.get<{ Params: { name: string } }>('/assets/:name', async (request, reply) => {
+    const asset = assets.get(request.params.name);
+    if (!asset) return reply.code(404).send('not found');
+    return reply.type(asset.type).header('cache-control', 'public, max-age=3600').send(asset.body);
+  });
+
+  const loginPage = (reply: FastifyReply, message?: string): SafeHtml =>
+    page('Log in', undefined, html`${message ? html`<p class="error">${message}</p>` : ''}
+<form method="post" action="/login" id="login"><input type="hidden" name="_csrf" value="${reply.generateCsrf()}">
+<p><label>user <input name="username" autocomplete="username" required></label></p>
+<p><label>password <input name="password" type="password" autocomplete="current-password" required></label></p>
+<button type="submit">Log in</button></form>`);
+
+  server.get('/login', async (_request, reply) => reply.type('text/html').send(loginPage(reply).text));
+
+  server.post<{ Body: { username?: string; password?: string } }>(
+    '/login',
+    {
+      preHandler: server.csrfProtection,
+      // Per address and user name: guessing one account's password is slow, other users are not locked out.
+      config: { rateLimit: { max: 5, timeWindow: '1 minute', keyGenerator: (request: FastifyRequest) => `${request.ip}:${String((request.body as { username?: unknown } | undefined)?.username ?? '')}` } },
+    },
+    async (request, reply) => {
+      const name = String(request.body?.username ?? '');
+      const password = String(request.body?.password ?? '');
+      const user: ConsoleUser | undefined = users.find((u) => u.name === name);
+      // A hash is checked even for an unknown name, so timing does not tell which names exist.
+      const ok = await verifyConsolePassword(password, user?.hash ?? users[0]!.hash);
+      if (!user || !ok) {
+        deps.log.warn({ user: name, ip: request.ip }, 'console log-in refused');
+        return reply.code(401).type('text/html').send(loginPage(reply, 'Wrong user name or password.').text);
+      }
+      const token = await createSession(deps.db, user, deps.config.TRAINSYNC_CONSOLE_SESSION_MINUTES);
+      reply.setCookie(SESSION_COOKIE, token, {
+        path: '/',
+        httpOnly: true,
+        sameSite: 'strict',
+        secure: secure(request),
+        maxAge: deps.config.TRAINSYNC_CONSOLE_SESSION_MINUTES * 60,
+      });
+      deps.log.info({ user: user.name, role: user.role }, 'console log-in');
+      return reply.redirect('/');
+    },
+  );
+
+  server.post('/logout', { preHandler: server.csrfProtection }, async (request, reply) => {
+    await endSession(deps.db, request.cookies[SESSION_COOKIE]);
+    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    return reply.redirect('/login');
+  });
+
+  const viewerOf = (request: FastifyRequest, reply: FastifyReply): Viewer => ({ name: request.session!.username, role: request.session!.role, csrfToken: reply.generateCsrf() });
+  registerPageRoutes(server, deps, viewerOf);
+  await mountQueueBoard(server, deps.queue, '/queues');
+
+  server.setErrorHandler((error: { statusCode?: number; code?: string; message: string }, request, reply) => {
+    const status = error.statusCode ?? 500;
+    if (status >= 500) deps.log.error({ err: error, url: request.url }, 'console error');
+    // Never echo internals: CSRF and rate-limit errors say what happened, the rest only the status.
+    const message = error.code?.startsWith('FST_CSRF') ? 'The form expired or did not come from this console: reload the page and try again.' : status === 429 ? 'Too many attempts: wait a minute.' : status >= 500 ? 'Something went wrong; see the worker log.' : error.message;
+    return reply.code(status).type('text/html').send(page('Error', undefined, html`<p class="error">${message}</p>`).text);
+  });
+
+  await server.listen({ port: deps.config.TRAINSYNC_CONSOLE_PORT, host: deps.config.TRAINSYNC_CONSOLE_HOST });
+  const port = (server.server.address() as AddressInfo).port;
+  deps.log.info({ port, host: deps.config.TRAINSYNC_CONSOLE_HOST, users: users.length }, 'serving the console');
+  return { port, close: () => server.close() };
+}

@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
+import { cliEnv, runCli } from './helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
+import { renderScreen } from './helpers/screen.ts';
+import { runInTerminal } from './helpers/terminal.ts';
+
+/** What a person sees: `provision` of the example feed on an 80-column terminal, against the default simulator. */
+describe('the terminal', () => {
+  let sim: RunningSimulator;
+  let database: TestDatabase;
+  const prefix = testPrefix();
+  const env = (): Record<string, string> => cliEnv({ sim, databaseUrl: database.url, prefix, redisUrl: REDIS_URL }, { TRAINSYNC_REQUESTS_PER_SECOND: '500' });
+
+  beforeAll(async () => {
+    // The data `trainsync simulator` serves by default, which examples/hr-feed.csv was made for.
+    sim = await startSimulator({});
+    database = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await sim?.close();
+    await database?.drop();
+    await dropPrefix(prefix);
+  });
+
+  it('provision examples/hr-feed.csv: a screen that fits 80 columns, one line per action kind, the reason last', async () => {
+    const run = await runInTerminal(['provision', 'examples/hr-feed.csv'], env(), 80);
+    expect(run.code, run.raw.slice(-2000)).toBe(1);
+    const { screen } = run;
+    // Before: 1,352 lines, 648 of them INFO records. Now the plan, four progress lines, the outcome.
+    expect(screen.length).toBeGreaterThan(30);
+    expect(screen.length).toBeLessThanOrEqual(50);
+    for (const line of screen) expect([...line].length, line).toBeLessThanOrEqual(80);
+    expect(screen.join('\n')).not.toMatch(/\bINFO\b/);
+    // One live line per action kind, each finished.
+    for (const [kind, total] of [['add-to-group', 313], ['enable', 1], ['disable', 3], ['create-user', 5]] as const) {
+      expect(screen.filter((line) => line.startsWith(` ${kind} `))).toEqual([expect.stringMatching(new RegExp(`${total}/${total} actions {2}done$`))]);
+    }
+    expect(screen).toContainEqual(expect.stringMatching(/^│ create-user\s+│ 5\s+│ ada\.lovelace\.e000301@acme-training\.ex/));
+    // The rejected row is the reason for exit 1, and it is said last.
+    expect(screen.at(-1)).toMatch(/^trainsync: 1 row rejected \(hr-feed\.csv line 307/);
+  });
+
+  it('not on a terminal, log records are JSON lines as before', async () => {
+    const run = await runCli(['sync', 'courses'], { ...env(), LOG_LEVEL: 'info' });
+    expect(run.code, run.stderr).toBe(0);
+    // JSON records, and the plain progress line a log file has always had every few seconds.
+    const lines = run.stderr.trim().split('\n').filter((line) => !line.startsWith('progress '));
+    expect(lines.length).toBeGreaterThan(1);
+    for (const line of lines) expect(JSON.parse(line)).toMatchObject({ app: 'trainsync' });
+  });
+
+  it('--dry-run prints the whole plan; --output writes it to a file', async () => {
+    const run = await runCli(['provision', 'examples/hr-feed.csv', '--dry-run'], env());
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain('Every action:');
+    // Every action the plan holds, each on its own line: no "… and N more" after the table.
+    const listing = run.stdout.slice(run.stdout.indexOf('Every action:'));
+    expect(listing).not.toMatch(/… and \d+ more/);
+    const planned = /unchanged\s+│ (\d+)/.exec(run.stdout);
+    expect(planned).not.toBeNull();
+    const json = await runCli(['provision', 'examples/hr-feed.csv', '--dry-run', '--json'], env());
+    const plan = (JSON.parse(json.stdout) as { plan: { actions: Array<{ email: string }> } }).plan;
+    for (const action of plan.actions) expect(listing).toContain(action.email);
+  });
+
+  it('the screen model draws what a terminal draws (cursor up, erase, columns)', () => {
+    expect(renderScreen('one\ntwo\n\x1b[2A\x1b[1GONE\x1b[0K\n')).toEqual(['ONE', 'two']);
+    expect(renderScreen('abc\r\nxy\x1b[1Gz\x1b[0K')).toEqual(['abc', 'z']);
+  });
+});

@@ -1,0 +1,293 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { startConsole, type ConsoleServer } from '../src/console/server.ts';
+import { hashConsolePassword } from '../src/lib/console-users.ts';
+import { provisionFeed } from '../src/provisioning/provision-feed.ts';
+import { QUEUE_NAMES } from '../src/queue/names.ts';
+import type { WorkerHandle } from '../src/queue/worker.ts';
+import { addGroup, findUser, groupMembers } from '../src/simulator/index.ts';
+import { accessSnapshot, feedDir, rowsFromState, toCsv, type HrRow } from './helpers/hr-feed.ts';
+import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
+
+/**
+ * The console in a real browser (Debian's Chromium through playwright-core), against a
+ * real console server, Postgres, Redis, BullMQ workers and the simulator. One browser;
+ * each role has its own context (cookie jar). CONSOLE_SCREENSHOTS=<dir> also saves the
+ * main pages as PNG (how docs/console-*.png are made).
+ */
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const OPERATOR = { name: 'olga', password: 'operator-pass-1234' };
+const VIEWER = { name: 'vera', password: 'viewer-pass-5678' };
+const WEBHOOK_SECRET = Buffer.from('console-test-webhook-secret-0001').toString('base64');
+const TEST_COST = { N: 2 ** 14, r: 8, p: 1 };
+
+let h: SyncHarness;
+let files: ReturnType<typeof feedDir>;
+let server: ConsoleServer;
+let workers: WorkerHandle;
+let browser: Browser;
+let operator: { context: BrowserContext; page: Page };
+let viewer: { context: BrowserContext; page: Page };
+let base: string;
+let hashes: string[];
+const pagesSeen = new Map<string, string>();
+
+async function login(who: { name: string; password: string }): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${base}/`);
+  expect(page.url()).toBe(`${base}/login`);
+  await page.fill('input[name=username]', who.name);
+  await page.fill('input[name=password]', who.password);
+  await page.click('#login button[type=submit]');
+  await page.waitForURL(`${base}/`);
+  return { context, page };
+}
+
+/** Visits a page, keeps its HTML for the secret scan, and returns the response status. */
+async function visit(page: Page, url: string): Promise<number> {
+  const response = await page.goto(`${base}${url}`);
+  pagesSeen.set(url, await page.content());
+  const shots = process.env.CONSOLE_SCREENSHOTS;
+  const name = { '/': 'overview', '/runs?resource=results': 'runs', '/provisioning': 'provisioning', '/people?by=department': 'people', '/webhooks': 'webhooks' }[url];
+  if (shots && name) {
+    mkdirSync(shots, { recursive: true });
+    await page.setViewportSize({ width: 1200, height: 800 });
+    await page.screenshot({ path: path.join(shots, `console-${name}.png`) });
+  }
+  return response?.status() ?? 0;
+}
+
+const csrfOf = (page: Page): Promise<string> => page.locator('input[name=_csrf]').first().inputValue();
+
+function feedWith(change: (rows: HrRow[]) => void): string {
+  const rows = rowsFromState(h.sim.state);
+  change(rows);
+  return files.write(`feed-${Math.random().toString(36).slice(2)}.csv`, toCsv(rows));
+}
+
+async function holdPlanDisabling(count: number): Promise<{ id: number; emails: string[] }> {
+  let emails: string[] = [];
+  const file = feedWith((rows) => {
+    const active = rows.filter((r) => r.status === 'active').slice(0, count);
+    for (const r of active) r.status = 'terminated';
+    emails = active.map((r) => r.email);
+  });
+  const result = await provisionFeed(provisionDeps(h.app), { file, mode: 'full', dryRun: false, force: false });
+  expect(result.plan.refused?.reason).toBe('max-disable');
+  expect(result.heldPlanId).toBeGreaterThan(0);
+  return { id: result.heldPlanId!, emails };
+}
+
+beforeAll(async () => {
+  const operatorHash = await hashConsolePassword(OPERATOR.password, TEST_COST);
+  const viewerHash = await hashConsolePassword(VIEWER.password, TEST_COST);
+  hashes = [operatorHash, viewerHash];
+  h = await createSyncHarness({
+    simulator: { seed: 21, sizes: { users: 40, groups: 3, courses: 4, results: 60 } },
+    env: {
+      TRAINSYNC_CONSOLE_USERS: `${OPERATOR.name}:operator:${operatorHash},${VIEWER.name}:viewer:${viewerHash}`,
+      TRAINSYNC_CONSOLE_PORT: '0',
+      TRAINSYNC_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    },
+  });
+  files = feedDir();
+  workers = await h.app.queue.startWorkers(QUEUE_NAMES);
+  // The applied state: every account adopted by a first, unchanged feed.
+  await provisionFeed(provisionDeps(h.app), { file: feedWith(() => undefined), mode: 'full', dryRun: false, force: false });
+  h.sim.setFaults({ malformedResultEvery: 7 });
+  await h.sync(['courses', 'users', 'results']);
+  h.sim.setFaults({ malformedResultEvery: 0 });
+  server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: () => provisionDeps(h.app) }))!;
+  base = `http://127.0.0.1:${server.port}`;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+  });
+  operator = await login(OPERATOR);
+  viewer = await login(VIEWER);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  await workers?.close();
+  await h?.close();
+  files?.cleanup();
+});
+
+describe('the operator console in a browser', () => {
+  it('logs in as operator and as viewer, each shown with their role; a wrong password is refused', async () => {
+    expect(await operator.page.locator('header').innerText()).toContain('olga (operator)');
+    expect(await viewer.page.locator('header').innerText()).toContain('vera (viewer)');
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${base}/login`);
+    await page.fill('input[name=username]', OPERATOR.name);
+    await page.fill('input[name=password]', 'not-the-password');
+    await page.click('#login button[type=submit]');
+    expect(await page.locator('.error').innerText()).toMatch(/Wrong user name or password/);
+    expect((await context.cookies()).some((c) => c.name === 'trainsync_console')).toBe(false);
+    // Guessing is rate-limited per address and user name: the sixth attempt in a minute gets 429.
+    const token = await csrfOf(page);
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const attempt = await context.request.post(`${base}/login`, { form: { _csrf: token, username: 'mallory', password: `guess-${i}` }, maxRedirects: 0 });
+      statuses.push(attempt.status());
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+    await context.close();
+  });
+
+  it('serves pages with a strict CSP, an HttpOnly SameSite=Strict session cookie and no inline script', async () => {
+    const response = await operator.page.goto(`${base}/`);
+    const csp = response!.headers()['content-security-policy']!;
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    const cookie = (await operator.context.cookies()).find((c) => c.name === 'trainsync_console')!;
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+    expect(cookie.expires).toBeGreaterThan(Date.now() / 1000);
+    expect(await operator.page.content()).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+  });
+
+  it('a viewer sees a held plan but cannot approve it: no button, and the server refuses a direct POST with a valid token', async () => {
+    const held = await holdPlanDisabling(10);
+    const before = accessSnapshot(h.sim.state);
+    expect(await visit(viewer.page, `/provisioning/held/${held.id}`)).toBe(200);
+    expect(await viewer.page.locator('#affected').innerText()).toContain(held.emails[0]!);
+    expect(await viewer.page.locator('#approve').count()).toBe(0);
+    const token = await csrfOf(viewer.page);
+    const refused = await viewer.context.request.post(`${base}/provisioning/held/${held.id}/approve`, { form: { _csrf: token }, maxRedirects: 0 });
+    expect(refused.status()).toBe(403);
+    const row = await sql<{ status: string }>`select status from trainsync.held_plans where id = ${held.id}`.execute(h.app.db);
+    expect(row.rows[0]!.status).toBe('held');
+    expect(accessSnapshot(h.sim.state)).toEqual(before);
+    // bull-board's actions too: a viewer reads the queues, and cannot change them.
+    expect((await viewer.context.request.get(`${base}/queues/api/queues`)).status()).toBe(200);
+    const pause = await viewer.context.request.put(`${base}/queues/api/queues/provision/pause`, { headers: { 'sec-fetch-site': 'same-origin' }, maxRedirects: 0 });
+    expect(pause.status()).toBe(403);
+  });
+
+  it('a rejected plan changes nothing', async () => {
+    const held = await holdPlanDisabling(10);
+    const before = accessSnapshot(h.sim.state);
+    const actionsBefore = await sql<{ n: number }>`select count(*)::int as n from trainsync.provisioning_actions`.execute(h.app.db);
+    await visit(operator.page, `/provisioning/held/${held.id}`);
+    await operator.page.click('#reject');
+    expect(await operator.page.locator('#outcome').innerText()).toMatch(/rejected/);
+    const row = await sql<{ status: string; decided_by: string; decided_role: string }>`select status, decided_by, decided_role from trainsync.held_plans where id = ${held.id}`.execute(h.app.db);
+    expect(row.rows[0]).toEqual({ status: 'rejected', decided_by: 'olga', decided_role: 'operator' });
+    const actionsAfter = await sql<{ n: number }>`select count(*)::int as n from trainsync.provisioning_actions`.execute(h.app.db);
+    expect(actionsAfter.rows[0]!.n).toBe(actionsBefore.rows[0]!.n);
+    expect(accessSnapshot(h.sim.state)).toEqual(before);
+  });
+
+  it('refuses a change with a wrong CSRF token; a held plan approved in the browser is applied, and audited with user and role', async () => {
+    const held = await holdPlanDisabling(10);
+    const forged = await operator.context.request.post(`${base}/provisioning/held/${held.id}/approve`, { form: { _csrf: 'forged-token' }, maxRedirects: 0 });
+    expect(forged.status()).toBe(403);
+    const noToken = await operator.context.request.post(`${base}/provisioning/held/${held.id}/approve`, { form: {}, maxRedirects: 0 });
+    expect(noToken.status()).toBe(403);
+    for (const email of held.emails) expect(findUser(h.sim.state, email)!.hasAccess).toBe(true);
+
+    await visit(operator.page, `/provisioning/held/${held.id}`);
+    await operator.page.click('#approve');
+    expect(await operator.page.locator('#outcome').innerText()).toMatch(/approved: 10 actions enqueued/);
+    await vi.waitFor(() => {
+      for (const email of held.emails) expect(findUser(h.sim.state, email)!.hasAccess).toBe(false);
+    }, { timeout: 30_000, interval: 100 });
+    // The feed is snapshotted as `provision --force` would: training.employees shows them inactive.
+    const employees = await sql<{ status: string }>`select status from training.employees where email = any(${held.emails.map((e) => e.toLowerCase())})`.execute(h.app.db);
+    expect(employees.rows.map((r) => r.status)).toEqual(held.emails.map(() => 'inactive'));
+    const audit = await sql<{ username: string; role: string; action: string }>`select username, role, action from trainsync.console_audit where target = ${`plan #${held.id}`}`.execute(h.app.db);
+    expect(audit.rows).toEqual([{ username: 'olga', role: 'operator', action: 'approve-held-plan' }]);
+    // Decided once: a second approval is refused.
+    await visit(operator.page, `/provisioning/held/${held.id}`);
+    expect(await operator.page.locator('#approve').count()).toBe(0);
+  });
+
+  it('a failed action is retried from the browser and then succeeds', async () => {
+    const missingGroup = '00000000-0000-4000-8000-0000000000c1';
+    let someone: HrRow | undefined;
+    const file = feedWith((rows) => {
+      someone = rows.find((r) => r.status === 'active')!;
+      someone.groups = [...someone.groups, missingGroup].sort();
+    });
+    const result = await provisionFeed(provisionDeps(h.app), { file, mode: 'full', dryRun: false, force: false });
+    const failed = result.applied!.audit.find((a) => a.kind === 'add-to-group')!;
+    expect(failed).toMatchObject({ status: 'failed', errorCode: 'GROUP_NOT_FOUND' });
+    addGroup(h.sim.state, { id: missingGroup, name: 'Created after the failure' });
+
+    await visit(operator.page, '/provisioning?status=failed');
+    await operator.page.click(`#retry-${someone!.employee_id}-add-to-group`);
+    expect(await operator.page.locator('#outcome').innerText()).toMatch(/enqueued again/);
+    await vi.waitFor(async () => {
+      const row = await sql<{ status: string }>`select status from trainsync.provisioning_actions where action_id = ${failed.actionId}`.execute(h.app.db);
+      expect(row.rows[0]!.status).toBe('succeeded');
+    }, { timeout: 30_000, interval: 100 });
+    expect(groupMembers(h.sim.state, missingGroup)).toContain(findUser(h.sim.state, someone!.email)!.id);
+    // A viewer's retry is refused by the server.
+    await visit(viewer.page, '/provisioning');
+    const refused = await viewer.context.request.post(`${base}/provisioning/actions/${encodeURIComponent(failed.actionId)}/retry`, { form: { _csrf: await csrfOf(viewer.page) }, maxRedirects: 0 });
+    expect(refused.status()).toBe(403);
+  });
+
+  it("shows a run's quarantined records with their reasons, and the runs list and chart", async () => {
+    const run = await sql<{ id: number; quarantined: number }>`select id, quarantined from trainsync.runs where resource = 'results' and quarantined > 0 order by id desc limit 1`.execute(h.app.db);
+    const { id, quarantined } = run.rows[0]!;
+    expect(await visit(operator.page, `/runs/${id}`)).toBe(200);
+    const rows = operator.page.locator('#quarantine tr td.reason');
+    expect(await rows.count()).toBe(quarantined);
+    expect((await rows.first().innerText()).length).toBeGreaterThan(5);
+    expect(await visit(operator.page, '/runs?resource=results')).toBe(200);
+    expect(await operator.page.locator('#runs').innerText()).toContain(`#${id}`);
+    await operator.page.waitForSelector('#runs-chart .uplot');
+  });
+
+  it('drift repair: a dry run shows the repair and changes nothing; an operator applies it', async () => {
+    const snapshot = await sql<{ email: string }>`
+      select e.email from training.employees e join trainsync.identities i using (employee_id)
+       where e.status = 'active' and e.removed_at is null and i.active order by e.employee_id limit 1`.execute(h.app.db);
+    const email = snapshot.rows[0]!.email;
+    const account = findUser(h.sim.state, email)!;
+    account.hasAccess = false; // removed by hand on the platform
+
+    expect(await visit(operator.page, '/people/repair')).toBe(200);
+    const row = operator.page.locator('#repair-actions tr', { hasText: email });
+    expect(await row.innerText()).toMatch(/enable/);
+    expect(findUser(h.sim.state, email)!.hasAccess).toBe(false);
+    await operator.page.click('#apply-repair');
+    expect(await operator.page.locator('#outcome').innerText()).toMatch(/Repair applied: \d+ actions enqueued/);
+    await vi.waitFor(() => expect(findUser(h.sim.state, email)!.hasAccess).toBe(true), { timeout: 30_000, interval: 100 });
+    const audit = await sql<{ username: string; role: string }>`select username, role from trainsync.console_audit where action = 'reconcile-fix'`.execute(h.app.db);
+    expect(audit.rows).toEqual([{ username: 'olga', role: 'operator' }]);
+  });
+
+  it('no secret on any page: API key, webhook secret, password hashes, passwords, the session token', async () => {
+    for (const url of ['/', '/runs', '/provisioning', '/people', '/people?by=department', '/people/repair', '/webhooks', '/queues']) expect(await visit(operator.page, url)).toBe(200);
+    const token = (await operator.context.cookies()).find((c) => c.name === 'trainsync_console')!.value;
+    const secrets = [h.sim.apiKey, WEBHOOK_SECRET, Buffer.from(WEBHOOK_SECRET, 'base64').toString('utf8'), OPERATOR.password, VIEWER.password, token, ...hashes, ...hashes.map((x) => x.split('$')[5]!)];
+    expect(pagesSeen.size).toBeGreaterThanOrEqual(9);
+    for (const [url, text] of pagesSeen) for (const secret of secrets) expect(text.includes(secret), `${url} shows a secret`).toBe(false);
+  });
+
+  it('an expired session is refused and sends the browser to the log-in page; logging out ends the session', async () => {
+    await sql`update trainsync.console_sessions set expires_at = now() - interval '1 second' where username = 'vera'`.execute(h.app.db);
+    await viewer.page.goto(`${base}/provisioning`);
+    expect(viewer.page.url()).toBe(`${base}/login`);
+    const api = await viewer.context.request.get(`${base}/queues/api/queues`, { maxRedirects: 0 });
+    expect(api.status()).toBe(401);
+
+    await operator.page.goto(`${base}/`);
+    await operator.page.click('form.logout button');
+    await operator.page.waitForURL(`${base}/login`);
+    const left = await sql<{ n: number }>`select count(*)::int as n from trainsync.console_sessions where username = 'olga' and expires_at > now()`.execute(h.app.db);
+    expect(left.rows[0]!.n).toBe(0);
+  });
+});

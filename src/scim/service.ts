@@ -63,7 +63,7 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
     log.debug('SCIM endpoint off: neither TRAINSYNC_SCIM_TOKEN nor TRAINSYNC_SCIM_TOKEN_FILE is set');
     return undefined;
   }
-  const changeDeps = { db: deps.db, withPgClient: deps.withPgClient, queue: deps.queue, log, config };
+  const changeDeps = { db: deps.db, withPgClient: deps.withPgClient, queue: deps.queue, log, config, platform: deps.platform };
   // Users submitted and not yet planned: the sweep leaves them to the batch they wait for.
   const inFlight = new Map<string, number>();
   // Set when creates were queued without their id lookup (and at start, and once a minute, for other workers' creates).
@@ -108,7 +108,7 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
     host: config.TRAINSYNC_SCIM_HOST,
     token,
     maxBodyBytes: config.TRAINSYNC_SCIM_MAX_BODY_BYTES,
-    context: { db: deps.db, submit, create },
+    context: { db: deps.db, withPgClient: deps.withPgClient, submit, create },
     log,
   });
 

@@ -7,6 +7,7 @@ import { canonicalJson } from './json.ts';
 import { applyPatch } from './patch.ts';
 import { checkUserNameFree, findUser, listUsers, updateUser, type ScimUserRow } from './store.ts';
 import { namedEmployeeId, parseUserResource, requireNames, type ScimUserResource } from './user-mapping.ts';
+import { withTransaction, type PgLender } from '../warehouse/transaction.ts';
 
 /** The /Users operations. Each change is durable (scim_users, then the batch's employee row and jobs) before it is answered. */
 
@@ -18,6 +19,7 @@ export interface ScimAnswer {
 
 export interface ResourceContext {
   db: Kysely<Database>;
+  withPgClient: PgLender;
   /** Plans and enqueues a User's current state; resolves once its employee row and jobs are durable. */
   submit(scimId: string): Promise<void>;
   /** Inserts a new User and plans it in the next batch; resolves with its row once that batch is durable (409 when taken). */
@@ -79,7 +81,7 @@ function checkEmployeeId(row: ScimUserRow, user: ScimUserResource): void {
 }
 
 async function writeUser(ctx: ResourceContext, scimId: string, next: (row: ScimUserRow) => ScimUserResource, options: { deleted?: boolean } = {}): Promise<ScimUserRow> {
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  const row = await withTransaction(ctx.withPgClient, async ({ db: trx }) => {
     const before = await findUser(trx, scimId, true);
     const user = next(before);
     checkEmployeeId(before, user);

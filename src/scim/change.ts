@@ -25,7 +25,7 @@ import { markPlanned } from './store.ts';
  * into training.employees (and its history) as a feed's rows are; then, under the lock
  * provisioning runs take, it is planned by the feed's planner against the applied state
  * and the platform's current view of the accounts it touches (training.users when fresh,
- * else one GET users?userId= per account, within the budget), the guard holds a burst of disables, and the actions are written to the audit trail
+ * else GET users, by id when they are few, within the budget), the guard holds a burst of disables, and the actions are written to the audit trail
  * (feed_hash "via SCIM") and queued as the same jobs, in the same per-employee chains.
  * The only platform calls here are those reads: the writes are the jobs', within the budget.
  *

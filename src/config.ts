@@ -93,6 +93,8 @@ const envSchema = z.object({
     .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits, "_", ".", ":" or "-", e.g. trainsync')
     .default('trainsync'),
   TRAINSYNC_WORKER_CONCURRENCY: positiveInt('4').default(4),
+  // Provisioning jobs mostly wait for a request-budget grant: enough of them keep the budget, not the workers, the bound.
+  TRAINSYNC_PROVISION_CONCURRENCY: positiveInt('16').default(16),
   TRAINSYNC_RESULTS_CONCURRENCY: positiveInt('4').default(4),
   TRAINSYNC_RESULTS_LOOKBACK: z
     .string()

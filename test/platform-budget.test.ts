@@ -150,6 +150,24 @@ describe('request budget', () => {
     }
   });
 
+  it('spaces the next grant from when the previous request actually left, not only from its grant', async () => {
+    const budget = createRequestBudget({ redisUrl: REDIS_URL, keyPrefix: newPrefix(), origin: 'http://127.0.0.1:1', requestsPerSecond: 10, log });
+    try {
+      await budget.acquire();
+      // The process stalls between the grant and the wire (a busy machine): the request leaves
+      // 100 ms late, just before the Redis log (one grant per 105 ms) would allow the next one.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const left = performance.now();
+      budget.sent?.();
+      await budget.acquire();
+      // Without `sent` the next grant came ~5 ms after the late request: two at once on the wire.
+      // A lower bound only: a slow machine makes the gap longer, never shorter.
+      expect(performance.now() - left).toBeGreaterThanOrEqual((1000 / 10) * 1.025 - 1);
+    } finally {
+      await budget.close();
+    }
+  });
+
   it('shapes the budget so no second can hold more than the budget', () => {
     for (const rps of [1, 3, 10, 20, 50, 99, 1000, 10_000]) {
       const { slots, windowMs } = budgetShape(rps, 0.05);

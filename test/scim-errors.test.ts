@@ -77,6 +77,23 @@ describe('SCIM refusals', () => {
     await h.settled();
   });
 
+  it('creates sent together (batched): each taken userName or employee id gets its own 409, the rest are created', async () => {
+    const twins = await Promise.all([
+      h.request('POST', '/Users', user('twin')),
+      h.request('POST', '/Users', user('twin')),
+      h.request('POST', '/Users', { ...user('keyed-a'), externalId: 'E-TWIN' }),
+      h.request('POST', '/Users', { ...user('keyed-b'), externalId: 'E-TWIN' }),
+      h.request('POST', '/Users', user('single')),
+    ]);
+    expect(twins.map((t) => t.status).sort()).toEqual([201, 201, 201, 409, 409]);
+    for (const refused of twins.filter((t) => t.status === 409)) expect(refused.json).toMatchObject({ schemas: [ERROR], scimType: 'uniqueness' });
+    const stored = await h.app.db.selectFrom('trainsync.scim_users').select(['user_name', 'employee_id']).where('user_name', 'in', ['twin', 'keyed-a', 'keyed-b', 'single'].map((n) => `${n}${ORG_EMAIL_DOMAIN}`)).execute();
+    expect(stored.filter((r) => r.user_name.startsWith('twin'))).toHaveLength(1);
+    expect(stored.filter((r) => r.employee_id === 'E-TWIN')).toHaveLength(1);
+    expect(stored.some((r) => r.user_name.startsWith('single'))).toBe(true);
+    await h.settled();
+  });
+
   it('serves discovery: ServiceProviderConfig, ResourceTypes, Schemas', async () => {
     const config = await h.request('GET', '/ServiceProviderConfig');
     expect(config.json).toMatchObject({ patch: { supported: true }, filter: { supported: true }, bulk: { supported: false } });

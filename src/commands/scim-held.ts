@@ -48,7 +48,7 @@ Exit status 0; 2 when the id is not a held action.`,
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       try {
-        const changeDeps = { db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, config };
+        const changeDeps = { db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, config, platform: () => app.platform() };
         if (options.release !== undefined) {
           const outcome = await releaseHeld(changeDeps, options.release);
           process.stdout.write(`released ${options.release}: ${outcome.enqueued.length} action(s) enqueued${outcome.pending.length > 0 ? ' (after earlier actions of the employee finish)' : ''}\n`);

@@ -129,7 +129,10 @@ export function createTransport(options: TransportOptions): Transport {
       else outer.addEventListener('abort', forward, { once: true });
     }
     try {
-      const response = await pool.request({ method: request.method, path: prepared.path, headers: prepared.headers, body: prepared.body, signal: deadline.signal });
+      const pending = pool.request({ method: request.method, path: prepared.path, headers: prepared.headers, body: prepared.body, signal: deadline.signal });
+      // Dispatched (undici writes it on a free connection at once): the budget spaces this process's next grant from here.
+      budget.sent?.();
+      const response = await pending;
       const body = await response.body.text();
       return { status: response.statusCode, body, retryAfter: response.headers['retry-after'] };
     } catch (error) {

@@ -32,7 +32,14 @@ import { sleep } from './retry.ts';
  * A 429 from any process sets a shared pause (a Redis key with a TTL); the reservation
  * script reads it before granting, so no grant is handed out while it lasts. Grants
  * this process already holds are dropped when it sees a 429 itself; another process's
- * held grants (at most one lease, ≤ ~30 ms) may still go out.
+ * held grants (at most one lease, ≤ ~30 ms, or one grant dated ahead, ≤ half a window) may
+ * still go out.
+ *
+ * With one slot, grants are dated up to half a window ahead (RESERVE_LUA: a schedule, not
+ * a timer's lateness added to every grant), and a process hands out its next grant no
+ * sooner than 1000 / rps × (1 + margin / 2) ms after its previous request actually left
+ * (`sent`), so a request held up on a stalled process does not reach the platform right
+ * behind the next one.
  */
 
 export interface RequestBudgetOptions {
@@ -49,6 +56,15 @@ export interface RequestBudgetOptions {
 export interface RequestBudget {
   /** Resolves when this process may send one HTTP request (one per attempt). */
   acquire(signal?: AbortSignal): Promise<void>;
+  /**
+   * The request of the grant last handed out has just been dispatched. With one
+   * slot (budgets under ~42/s), this process hands out its next grant no sooner than
+   * 1000 / rps × (1 + margin / 2) ms after it: a request held up between its grant and
+   * the wire (the process stalled on a busy machine) must not go out right behind the
+   * next one, which the Redis log alone (spacing at grant time) allows. Optional: a
+   * budget without it spaces at grant time only.
+   */
+  sent?(): void;
   /** Makes every process wait `ms` from now before its next request (only ever extends). */
   pauseFor(ms: number): Promise<void>;
   /** Milliseconds left of the shared pause (0 when none). */
@@ -74,24 +90,37 @@ return 0`;
 
 /**
  * Reserves up to ARGV[3] grants at once. KEYS[1]: the grant log (members scored by Redis
- * time in µs), KEYS[2]: the pause. ARGV: windowMs, slots, wanted, key TTL in seconds.
- * Returns {granted, ms to wait for a free slot, ms left of the pause}. Members carry the
- * count so grants of one call, or of two calls in the same µs, never collapse into one.
+ * time in µs), KEYS[2]: the pause. ARGV: windowMs, slots, wanted, key TTL in seconds,
+ * lookahead ms. Returns {granted, ms to wait for a free slot, ms left of the pause, ms
+ * until the grant's time}. Members carry the count so grants of one call, or of two
+ * calls in the same µs, never collapse into one.
+ *
+ * Lookahead (one slot only): a caller asking at most `lookahead` ms before the slot frees
+ * gets the grant dated when it frees, exactly one window after the previous one, and
+ * waits for that moment itself. Grants then follow a schedule instead of each one being
+ * late by a timer's lateness plus a round trip (about 5 ms a grant on a busy machine,
+ * 5 s over a burst of 1,000 at 10/s); their spacing in the log is still a full window.
  */
 const RESERVE_LUA = `
 local paused = redis.call('PTTL', KEYS[2])
-if paused > 0 then return {0, 0, paused} end
+if paused > 0 then return {0, 0, paused, 0} end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local window = tonumber(ARGV[1]) * 1000
 local slots = tonumber(ARGV[2])
+local lookahead = tonumber(ARGV[5]) * 1000
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local used = redis.call('ZCARD', KEYS[1])
 if used >= slots then
   local freed = redis.call('ZRANGE', KEYS[1], used - slots, used - slots, 'WITHSCORES')
-  local wait = 1
-  if freed[2] then wait = math.ceil((tonumber(freed[2]) + window - now) / 1000) end
-  return {0, math.max(1, wait), 0}
+  local at = now + 1000
+  if freed[2] then at = tonumber(freed[2]) + window end
+  if slots == 1 and lookahead > 0 and at - now <= lookahead then
+    redis.call('ZADD', KEYS[1], at, time[1] .. '.' .. time[2] .. ':a')
+    redis.call('EXPIRE', KEYS[1], ARGV[4])
+    return {1, 0, 0, math.max(0, math.ceil((at - now) / 1000))}
+  end
+  return {0, math.max(1, math.ceil((at - lookahead - now) / 1000)), 0, 0}
 end
 local n = math.min(slots - used, tonumber(ARGV[3]))
 local args = {}
@@ -101,7 +130,7 @@ for i = 1, n do
 end
 redis.call('ZADD', KEYS[1], unpack(args))
 redis.call('EXPIRE', KEYS[1], ARGV[4])
-return {n, 0, 0}`;
+return {n, 0, 0, 0}`;
 
 /** Grants asked for in one reservation at most: small, so a misjudged batch wastes little. */
 const MAX_BATCH = 16;
@@ -145,10 +174,10 @@ interface Waiter {
   onAbort: (() => void) | undefined;
 }
 
-type ReserveReply = [granted: number, waitMs: number, pausedMs: number];
+type ReserveReply = [granted: number, waitMs: number, pausedMs: number, delayMs: number];
 
 interface BudgetRedis extends Redis {
-  trainsyncReserve(log: string, pause: string, windowMs: number, slots: number, wanted: number, ttlSeconds: number): Promise<ReserveReply>;
+  trainsyncReserve(log: string, pause: string, windowMs: number, slots: number, wanted: number, ttlSeconds: number, lookaheadMs: number): Promise<ReserveReply>;
 }
 
 export function createRequestBudget(options: RequestBudgetOptions): RequestBudget {
@@ -156,6 +185,8 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
   const { slots, windowMs } = budgetShape(options.requestsPerSecond, margin);
   const leaseMs = grantLeaseMs(options.requestsPerSecond, margin);
   const maxBatch = leaseMs > 0 ? Math.min(slots, MAX_BATCH) : 1;
+  // One slot: grants are dated ahead by up to half a window (see RESERVE_LUA).
+  const lookaheadMs = slots === 1 ? Math.floor(windowMs / 2) : 0;
   const ttlSeconds = Math.ceil(windowMs / 1000) + 1;
   const limiterId = `${budgetKeyPrefix(options.keyPrefix)}${options.origin}`;
   const pauseKey = `${options.keyPrefix}:platform-pause:${options.origin}`;
@@ -195,6 +226,11 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
   let batch = 1;
   let lapsed = false;
   let lastReplyAt = Number.NEGATIVE_INFINITY;
+  // Single slot: when this process's last grant was handed out, or its request reported sent (the later).
+  const sendGapMs = (1000 / options.requestsPerSecond) * (1 + margin / 2);
+  let lastSentAt = Number.NEGATIVE_INFINITY;
+  // Moved by every pauseFor: a grant that waited for its spacing through a 429 is dropped.
+  let pauses = 0;
 
   const takeHeld = (): boolean => {
     if (held === 0) return false;
@@ -226,14 +262,30 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
         const wanted = Math.min(maxBatch, Math.max(waiters.length, batch));
         let reply: ReserveReply;
         try {
-          reply = await redis.trainsyncReserve(limiterId, pauseKey, windowMs, slots, wanted, ttlSeconds);
+          reply = await redis.trainsyncReserve(limiterId, pauseKey, windowMs, slots, wanted, ttlSeconds, lookaheadMs);
         } catch (error) {
           for (const waiter of waiters.splice(0)) settle(waiter, error);
           return;
         }
-        const [granted, waitMs, paused] = reply;
+        const [granted, waitMs, paused, delayMs] = reply;
         lastReplyAt = performance.now();
         if (granted > 0) {
+          if (maxBatch === 1) {
+            // Not before the grant's own time (lookahead), nor sooner after the last request's
+            // actual departure than the send gap (see `sent`): a grant that waits here is late, never early.
+            const before = pauses;
+            let early = Math.max(delayMs, lastSentAt + sendGapMs - performance.now());
+            for (;;) {
+              if (early > 0) await sleep(early);
+              // After a stall, timers run before I/O: let the last request's dispatch land before judging the gap.
+              await new Promise((resolve) => setImmediate(resolve));
+              early = lastSentAt + sendGapMs - performance.now();
+              if (early <= 0) break;
+            }
+            // A 429 meanwhile: this grant is dropped (the pause is waited for on the next turn).
+            if (pauses !== before) continue;
+            if (waiters.length > 0) lastSentAt = performance.now();
+          }
           // Waiting requests go at once; only the grants reserved ahead are held (and may lapse).
           let left = granted;
           while (left > 0 && waiters.length > 0) {
@@ -255,6 +307,9 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
   return {
     minTimeMs: windowMs / slots,
     leaseMs,
+    sent(): void {
+      if (maxBatch === 1) lastSentAt = Math.max(lastSentAt, performance.now());
+    },
     limiterId,
     pauseKey,
     acquire(signal?: AbortSignal): Promise<void> {
@@ -280,6 +335,7 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
     async pauseFor(ms: number): Promise<void> {
       // Grants reserved before the 429 must not go out during the pause.
       held = 0;
+      pauses += 1;
       const whole = Math.max(1, Math.ceil(ms));
       const changed = await redis.eval(EXTEND_PAUSE_LUA, 1, pauseKey, String(whole), String(Date.now() + whole));
       if (changed === 1) log.warn({ pauseMs: whole, origin: options.origin }, 'platform rate limited: every process pauses');

@@ -11,7 +11,7 @@ import { insertAdoptedIdentities } from './apply/identities.ts';
 import { errorMessage } from '../lib/errors.ts';
 import { refreshEmployeeAccounts, type EmployeeSnapshotCounts } from '../warehouse/load-employees.ts';
 import { feedFormatFor, readFeed } from './feed/read.ts';
-import type { ColumnMap, FeedFormat, FeedReadResult, ReadFeedOptions } from './feed/types.ts';
+import type { ColumnMap, FeedFormat, FeedReadResult, FeedRow, ReadFeedOptions } from './feed/types.ts';
 import { snapshotFeed } from './snapshot-feed.ts';
 import { holdPlan, supersedeHeldPlans } from './held-plans.ts';
 import { adoptExistingAccounts } from './plan/adopt.ts';
@@ -78,7 +78,7 @@ export interface ProvisionResult {
 }
 
 /** The platform ids of the applied employees a feed's rows name. */
-function touchedAccounts(rows: FeedReadResult['rows'], applied: readonly AppliedEmployee[]): string[] {
+export function touchedAccounts(rows: readonly FeedRow[], applied: readonly AppliedEmployee[]): string[] {
   const byEmployee = new Map(applied.map((a) => [a.employeeId, a.platformUserId]));
   return [...new Set(rows.flatMap((r) => {
     const id = byEmployee.get(r.employeeId);

@@ -3,7 +3,7 @@ import { Worker } from 'bullmq';
 import type { Config } from '../config.ts';
 import { describeRedisError } from '../lib/infra-errors.ts';
 import type { RedisConnections } from './connection.ts';
-import type { QueueName } from './names.ts';
+import { PROVISION_QUEUE, type QueueName } from './names.ts';
 import { runJob, type JobRunner } from './run-job.ts';
 
 export interface WorkerHandle {
@@ -22,7 +22,8 @@ export interface WorkerHandle {
 export const WORKER_NAME = `${os.hostname()}:${process.pid}`;
 
 /**
- * Starts one BullMQ worker per queue with the configured concurrency. Workers duplicate
+ * Starts one BullMQ worker per queue with the configured concurrency (the provision
+ * queue's own: its jobs mostly wait for the request budget). Workers duplicate
  * `redis.primary` for their own connections (BullMQ closes those); the copies report to
  * `redis`, so a Redis outage is logged once when it starts and once when it ends, and
  * the Workers' connection errors meanwhile are not logged one by one.
@@ -37,7 +38,7 @@ export async function startWorkers(config: Config, runner: JobRunner, queues: re
       connection: redis.primary,
       prefix: config.TRAINSYNC_QUEUE_PREFIX,
       name: WORKER_NAME,
-      concurrency: config.TRAINSYNC_WORKER_CONCURRENCY,
+      concurrency: queueName === PROVISION_QUEUE ? config.TRAINSYNC_PROVISION_CONCURRENCY : config.TRAINSYNC_WORKER_CONCURRENCY,
       // A lock outlives slow pages; a crashed worker's job is picked up again after it.
       lockDuration: config.TRAINSYNC_JOB_LOCK_MS,
       stalledInterval: config.TRAINSYNC_STALLED_INTERVAL_MS,
@@ -59,7 +60,7 @@ export async function startWorkers(config: Config, runner: JobRunner, queues: re
     return worker;
   });
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
-  log.info({ queues, concurrency: config.TRAINSYNC_WORKER_CONCURRENCY, worker: WORKER_NAME }, 'worker started');
+  log.info({ queues, concurrency: config.TRAINSYNC_WORKER_CONCURRENCY, provisionConcurrency: config.TRAINSYNC_PROVISION_CONCURRENCY, worker: WORKER_NAME }, 'worker started');
 
   let stopping: Promise<{ forced: boolean }> | undefined;
   const close = (): Promise<{ forced: boolean }> => {

@@ -7,7 +7,9 @@ import { auditEntryFor, recordQueuedActions, type AuditEntry } from '../provisio
 import { liveOpenActions } from '../provisioning/apply/enqueue.ts';
 import type { FeedRow } from '../provisioning/feed/types.ts';
 import { planProvisioning } from '../provisioning/plan/plan.ts';
-import { PROVISION_LOCK } from '../provisioning/provision-feed.ts';
+import { loadLeaverSince, readPlatformView, type PlatformViewResult } from '../provisioning/platform-view.ts';
+import { PROVISION_LOCK, touchedAccounts } from '../provisioning/provision-feed.ts';
+import type { PlatformClient } from '../platform/types.ts';
 import type { ChainSpec, JobQueue } from '../queue/job-queue.ts';
 import { PROVISION_QUEUE } from '../queue/names.ts';
 import { withAdvisoryLock } from '../warehouse/advisory-lock.ts';
@@ -21,10 +23,11 @@ import { markPlanned } from './store.ts';
 /**
  * One path for every SCIM change: it is a one-row delta HR feed. The row is snapshotted
  * into training.employees (and its history) as a feed's rows are; then, under the lock
- * provisioning runs take, it is planned by the feed's planner against the applied state,
- * the guard holds a burst of disables, and the actions are written to the audit trail
+ * provisioning runs take, it is planned by the feed's planner against the applied state
+ * and the platform's current view of the accounts it touches (training.users when fresh,
+ * else GET users, by id when they are few, within the budget), the guard holds a burst of disables, and the actions are written to the audit trail
  * (feed_hash "via SCIM") and queued as the same jobs, in the same per-employee chains.
- * Nothing here calls the platform: the jobs do, within the request budget.
+ * The only platform calls here are those reads: the writes are the jobs', within the budget.
  *
  * An employee whose earlier actions are still queued is left pending (the planner
  * would plan from a state about to change); the SCIM sweep plans it once they finish.
@@ -42,7 +45,9 @@ export interface ChangeDeps {
   withPgClient: PgLender;
   queue: JobQueue;
   log: Logger;
-  config: Pick<Config, 'TRAINSYNC_SCIM_MAX_DISABLE'>;
+  config: Pick<Config, 'TRAINSYNC_SCIM_MAX_DISABLE' | 'TRAINSYNC_PLATFORM_FRESHNESS_MINUTES' | 'TRAINSYNC_DRIFT_ACCESS_REMOVED'>;
+  /** Built on first use: a batch of creates alone never reads the platform. */
+  platform: () => PlatformClient;
 }
 
 export interface ChangeOptions {
@@ -80,15 +85,21 @@ async function planAndEnqueue(deps: ChangeDeps, changes: readonly ScimChange[], 
   const ready = changes.filter((c) => !pending.has(c.row.employeeId));
   await supersedeHeld(db, ready.filter((c) => c.row.status === 'active').map((c) => c.row.employeeId));
 
+  const applied = identities.map(toAppliedEmployee);
+  const rows = ready.map((c) => c.row);
+  const platform = await readTouchedAccounts(deps, touchedAccounts(rows, applied));
   const plan = planProvisioning({
-    rows: ready.map((c) => c.row),
+    rows,
     invalidEmployeeIds: new Set(),
     invalidEmails: new Set(),
-    applied: identities.map(toAppliedEmployee),
+    applied,
     mode: 'delta',
     // The guard below is the SCIM limit (over an hour, not per request); seats are the jobs' to meet.
-    options: { force: true },
+    options: { force: true, accessRemoved: deps.config.TRAINSYNC_DRIFT_ACCESS_REMOVED },
     file: 'SCIM',
+    platform: platform.view,
+    platformNote: platform.note,
+    ...(platform.view ? { leaverSince: await loadLeaverSince(db) } : {}),
   });
   for (const u of plan.unsupported) log.info({ employeeId: u.employeeId, field: u.field }, `SCIM change not applied to the platform: ${u.message}`);
   for (const e of plan.errors) log.warn({ employeeId: e.employeeId, field: e.field }, `SCIM change not planned: ${e.message}`);
@@ -131,4 +142,17 @@ async function planAndEnqueue(deps: ChangeDeps, changes: readonly ScimChange[], 
   await markPlanned(db, planned.map((c) => ({ scimId: c.scimId, version: c.version })));
   if (enqueued.length > 0 || pending.size > 0) log.debug({ changes: changes.length, enqueued: enqueued.length, pending: pending.size, held: held.size }, 'SCIM changes planned');
   return { enqueued, pending: [...pending], held: [...held], deferredCreates };
+}
+
+/**
+ * The platform's view of the accounts a batch touches, so a leaver re-enabled by hand or an
+ * account deleted by hand is repaired as a feed would repair it. New Users touch no account:
+ * a batch of creates reads nothing.
+ */
+async function readTouchedAccounts(deps: ChangeDeps, touchedIds: readonly string[]): Promise<PlatformViewResult> {
+  if (touchedIds.length === 0) return { view: undefined, note: 'no existing account touched', requests: 0 };
+  return readPlatformView(
+    { db: deps.db, platform: deps.platform() },
+    { freshnessMinutes: deps.config.TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, touchedIds },
+  );
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../lib/errors.ts';
@@ -12,7 +13,15 @@ import { planUsers } from './batch.ts';
 import { createBatcher } from './batcher.ts';
 import { startScimServer } from './server.ts';
 import { resolveDeferredIds } from './resolve-ids.ts';
-import { pendingUsers } from './store.ts';
+import type { ScimError } from './errors.ts';
+import { employeeIdFor, insertUsers, pendingUsers, type NewUser, type ScimUserRow } from './store.ts';
+import type { ScimUserResource } from './user-mapping.ts';
+
+/** A batch item: a User to plan, inserted first when it is new. */
+interface Intake {
+  scimId: string;
+  create?: NewUser;
+}
 
 export interface ScimServiceDeps {
   config: Config;
@@ -45,6 +54,8 @@ const RESOLVE_LOCK = 'trainsync:scim-resolve-ids';
  * earlier jobs, a crash between the write and the plan). Off (undefined) unless a token
  * is configured (TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE).
  */
+const isError = (value: unknown): value is ScimError => value instanceof Error;
+
 export async function startScimService(deps: ScimServiceDeps): Promise<ScimService | undefined> {
   const { config, log } = deps;
   const token = config.TRAINSYNC_SCIM_TOKEN ?? config.TRAINSYNC_SCIM_TOKEN_FILE;
@@ -52,7 +63,7 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
     log.debug('SCIM endpoint off: neither TRAINSYNC_SCIM_TOKEN nor TRAINSYNC_SCIM_TOKEN_FILE is set');
     return undefined;
   }
-  const changeDeps = { db: deps.db, withPgClient: deps.withPgClient, queue: deps.queue, log, config };
+  const changeDeps = { db: deps.db, withPgClient: deps.withPgClient, queue: deps.queue, log, config, platform: deps.platform };
   // Users submitted and not yet planned: the sweep leaves them to the batch they wait for.
   const inFlight = new Map<string, number>();
   // Set when creates were queued without their id lookup (and at start, and once a minute, for other workers' creates).
@@ -60,30 +71,44 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
   let deferredGeneration = 1;
   let resolvedGeneration = 0;
   let lastResolve = Date.now();
-  const batcher = createBatcher<string>(
-    async (ids) => {
-      const outcome = await planUsers(changeDeps, ids);
+  // One batch: the new Users' rows in one insert, then every User's snapshot, plan, audit and jobs.
+  const batcher = createBatcher<Intake, ScimUserRow | ScimError | undefined>(
+    async (items) => {
+      const inserted = await insertUsers(deps.db, items.flatMap((i) => (i.create ? [i.create] : [])));
+      const plannable = items.filter((i) => !i.create || !isError(inserted.get(i.scimId)));
+      const outcome = await planUsers(changeDeps, plannable.map((i) => i.scimId));
       if (outcome.deferredCreates > 0) deferredGeneration += 1;
+      return items.map((i) => (i.create ? inserted.get(i.scimId) : undefined));
     },
-    (id) => id,
+    (item) => item.scimId,
     MAX_BATCH,
   );
-  const submit = async (scimId: string): Promise<void> => {
+  const submitIntake = async (item: Intake): Promise<ScimUserRow | ScimError | undefined> => {
+    const { scimId } = item;
     inFlight.set(scimId, (inFlight.get(scimId) ?? 0) + 1);
     try {
-      await batcher.submit(scimId);
+      return await batcher.submit(item);
     } finally {
       const left = inFlight.get(scimId)! - 1;
       if (left === 0) inFlight.delete(scimId);
       else inFlight.set(scimId, left);
     }
   };
+  const submit = async (scimId: string): Promise<void> => {
+    await submitIntake({ scimId });
+  };
+  const create = async (user: ScimUserResource): Promise<ScimUserRow> => {
+    const scimId = randomUUID();
+    const answer = await submitIntake({ scimId, create: { scimId, employeeId: await employeeIdFor(deps.db, user, scimId), user } });
+    if (answer === undefined || isError(answer)) throw answer ?? new Error(`SCIM create ${scimId}: the batch returned no row`);
+    return answer;
+  };
   const server = await startScimServer({
     port: config.TRAINSYNC_SCIM_PORT,
     host: config.TRAINSYNC_SCIM_HOST,
     token,
     maxBodyBytes: config.TRAINSYNC_SCIM_MAX_BODY_BYTES,
-    context: { db: deps.db, submit },
+    context: { db: deps.db, withPgClient: deps.withPgClient, submit, create },
     log,
   });
 

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
-import { conflict, notFound } from './errors.ts';
+import { conflict, notFound, type ScimError } from './errors.ts';
 import type { Equality } from './filter.ts';
 import type { ScimUsersTable } from './tables.ts';
 import { mintedEmployeeId, namedEmployeeId, type ScimUserResource } from './user-mapping.ts';
@@ -10,8 +9,6 @@ import { mintedEmployeeId, namedEmployeeId, type ScimUserResource } from './user
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type ScimUserRow = Selectable<ScimUsersTable>;
-
-const UNIQUE_VIOLATION = '23505';
 
 function live(db: Db) {
   return db.selectFrom('trainsync.scim_users').selectAll().where('deleted_at', 'is', null);
@@ -48,7 +45,7 @@ export async function listUsers(db: Db, filter: readonly Equality[], page: { sta
  * employee already known with its e-mail (a returner whose User was deleted); else one
  * minted from the SCIM id.
  */
-async function employeeIdFor(db: Db, user: ScimUserResource, scimId: string): Promise<string> {
+export async function employeeIdFor(db: Db, user: ScimUserResource, scimId: string): Promise<string> {
   const named = namedEmployeeId(user);
   if (named !== undefined) return named;
   const email = user.userName.toLowerCase();
@@ -58,14 +55,24 @@ async function employeeIdFor(db: Db, user: ScimUserResource, scimId: string): Pr
   return known?.employee_id ?? mintedEmployeeId(scimId);
 }
 
-/** Inserts a new User (pending); 409 when its userName or employee id is taken by another live User. One statement in the usual case. */
-export async function insertUser(db: Kysely<Database>, user: ScimUserResource): Promise<ScimUserRow> {
-  const scimId = randomUUID();
-  const employeeId = await employeeIdFor(db, user, scimId);
-  try {
-    return await db
-      .insertInto('trainsync.scim_users')
-      .values({
+/** A User to create: its id and employee id chosen before the batch that inserts it. */
+export interface NewUser {
+  scimId: string;
+  employeeId: string;
+  user: ScimUserResource;
+}
+
+/**
+ * Inserts new Users (pending) in one statement; each gets its row, or a 409 when its
+ * userName or employee id is taken by another live User (one earlier in the same batch included).
+ */
+export async function insertUsers(db: Kysely<Database>, users: readonly NewUser[]): Promise<Map<string, ScimUserRow | ScimError>> {
+  const outcome = new Map<string, ScimUserRow | ScimError>();
+  if (users.length === 0) return outcome;
+  const rows = await db
+    .insertInto('trainsync.scim_users')
+    .values(
+      users.map(({ scimId, employeeId, user }) => ({
         scim_id: scimId,
         employee_id: employeeId,
         user_name: user.userName,
@@ -74,16 +81,21 @@ export async function insertUser(db: Kysely<Database>, user: ScimUserResource): 
         resource: JSON.stringify(user),
         // An employee provisioned before (a feed): SCIM starts from the groups it has.
         groups: sql<string[]>`coalesce((select i.groups from trainsync.identities i where i.employee_id = ${employeeId}), '{}')`,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-  } catch (error) {
-    if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
+      })),
+    )
+    // Any unique index: a taken userName or employee id is answered below, row by row (rare).
+    .onConflict((oc) => oc.doNothing())
+    .returningAll()
+    .execute();
+  for (const row of rows) outcome.set(row.scim_id, row);
+  for (const { scimId, employeeId, user } of users) {
+    if (outcome.has(scimId)) continue;
     const taken = await live(db)
       .where((eb) => eb.or([eb(sql<string>`lower(user_name)`, '=', user.userName.toLowerCase()), eb('employee_id', '=', employeeId)]))
       .executeTakeFirst();
-    throw taken ? takenError(taken, user, employeeId) : conflict(`userName ${user.userName} or employee ${employeeId} was taken by another request at the same time`);
+    outcome.set(scimId, taken ? takenError(taken, user, employeeId) : conflict(`userName ${user.userName} or employee ${employeeId} was taken by another request at the same time`));
   }
+  return outcome;
 }
 
 function takenError(taken: ScimUserRow, user: ScimUserResource, employeeId: string) {

@@ -5,8 +5,9 @@ import { badRequest } from './errors.ts';
 import { parseFilter, parsePage } from './filter.ts';
 import { canonicalJson } from './json.ts';
 import { applyPatch } from './patch.ts';
-import { checkUserNameFree, findUser, insertUser, listUsers, updateUser, type ScimUserRow } from './store.ts';
+import { checkUserNameFree, findUser, listUsers, updateUser, type ScimUserRow } from './store.ts';
 import { namedEmployeeId, parseUserResource, requireNames, type ScimUserResource } from './user-mapping.ts';
+import { withTransaction, type PgLender } from '../warehouse/transaction.ts';
 
 /** The /Users operations. Each change is durable (scim_users, then the batch's employee row and jobs) before it is answered. */
 
@@ -18,8 +19,11 @@ export interface ScimAnswer {
 
 export interface ResourceContext {
   db: Kysely<Database>;
+  withPgClient: PgLender;
   /** Plans and enqueues a User's current state; resolves once its employee row and jobs are durable. */
   submit(scimId: string): Promise<void>;
+  /** Inserts a new User and plans it in the next batch; resolves with its row once that batch is durable (409 when taken). */
+  create(user: ScimUserResource): Promise<ScimUserRow>;
   /** e.g. https://idp-facing.example.com/scim/v2 */
   base: string;
 }
@@ -45,8 +49,7 @@ export function userResponse(row: ScimUserRow, base: string): Record<string, unk
 export async function createUser(ctx: ResourceContext, body: unknown): Promise<ScimAnswer> {
   const user = parseUserResource(body);
   requireNames(user);
-  const row = await insertUser(ctx.db, user);
-  await ctx.submit(row.scim_id);
+  const row = await ctx.create(user);
   const location = `${ctx.base}/Users/${row.scim_id}`;
   return { status: 201, body: userResponse(row, ctx.base), headers: { location } };
 }
@@ -78,7 +81,7 @@ function checkEmployeeId(row: ScimUserRow, user: ScimUserResource): void {
 }
 
 async function writeUser(ctx: ResourceContext, scimId: string, next: (row: ScimUserRow) => ScimUserResource, options: { deleted?: boolean } = {}): Promise<ScimUserRow> {
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  const row = await withTransaction(ctx.withPgClient, async ({ db: trx }) => {
     const before = await findUser(trx, scimId, true);
     const user = next(before);
     checkEmployeeId(before, user);

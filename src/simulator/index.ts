@@ -206,6 +206,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     }
     if (method === 'GET' && path === '/__simulator/faults') return json(rt.faults);
     if (method === 'GET' && path === '/__simulator/requests/summary') return json(summariseRequests(requests));
+    if (method === 'GET' && path === '/__simulator/requests/arrivals') return json(requests.map((r) => ({ at: r.at, route: r.route })));
     if (method === 'POST' && path === '/__simulator/requests/reset') {
       requests.length = 0;
       return { status: 204 };

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { WEBHOOK_QUEUE } from '../src/queue/names.ts';
+import { pruneRefusals, REFUSALS_KEPT } from '../src/webhooks/refusals.ts';
 import { createWebhookHarness, type WebhookHarness } from './helpers/webhook-harness.ts';
 
 /**
@@ -168,5 +169,15 @@ describe('the webhook receiver', () => {
     const record = h.sim.webhooks.deliveries.find((d) => d.eventId === completion!.eventIds[0]);
     expect(record).toMatchObject({ state: 'gave-up', statuses: [401, 401, 401] });
     expect(await stored(completion!.eventIds[0]!)).toBeUndefined();
+  });
+
+  it('keeps the refusals bounded: the last 10,000, none older than the retention', async () => {
+    await h.database.pool.query(`insert into trainsync.webhook_refusals (refused_at, reason, header) values (now() - interval '40 days', 'missing', 'old')`);
+    await h.database.pool.query(`insert into trainsync.webhook_refusals (reason, header) select 'invalid', 'n' || i from generate_series(1, $1::int) i`, [REFUSALS_KEPT + 5]);
+    expect(await pruneRefusals(h.app.db, 30)).toBeGreaterThanOrEqual(6);
+    const left = await h.database.pool.query<{ n: number; old: number; newest: string }>(
+      `select count(*)::int as n, count(*) filter (where header = 'old')::int as old, max(header) filter (where id = (select max(id) from trainsync.webhook_refusals)) as newest from trainsync.webhook_refusals`,
+    );
+    expect(left.rows[0]).toEqual({ n: REFUSALS_KEPT, old: 0, newest: `n${REFUSALS_KEPT + 5}` });
   });
 });

@@ -137,17 +137,10 @@ try {
   const server = (await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: async () => ({}), repair: () => provisionDeps(app) }))!;
   const rssStarted = rssMb();
   const base = `http://127.0.0.1:${server.port}`;
-  const loginPage = await fetch(`${base}/login`);
-  const csrfCookie = (loginPage.headers.getSetCookie()[0] ?? '').split(';')[0]!;
-  const token = /name="_csrf" value="([^"]+)"/.exec(await loginPage.text())![1]!;
-  const login = await fetch(`${base}/login`, { method: 'POST', redirect: 'manual', headers: { cookie: csrfCookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: token, username: 'bench', password: 'bench-operator-pass' }) });
-  const session = (login.headers.getSetCookie().find((c) => c.startsWith('trainsync_console=')) ?? '').split(';')[0]!;
-  if (!session) throw new Error(`log-in failed: ${login.status}`);
-  const cookie = `${csrfCookie}; ${session}`;
+  const cookie = await logIn(base);
 
-  const pages = PAGES;
   const timings: Record<string, { p50Ms: number; p95Ms: number; bytes: number }> = {};
-  for (const [name, url] of Object.entries(pages)) {
+  for (const [name, url] of Object.entries(PAGES)) {
     const ms: number[] = [];
     let bytes = 0;
     for (let i = 0; i < SAMPLES + 5; i++) {

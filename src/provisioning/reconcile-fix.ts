@@ -5,7 +5,7 @@ import type { Database } from '../warehouse/database.ts';
 import { loadAppliedEmployees } from './apply/applied-state.ts';
 import { enqueuePlan, waitForActions, type ApplyResult, type EnqueueResult } from './apply/enqueue.ts';
 import type { FeedRole, FeedRow } from './feed/types.ts';
-import { planProvisioning } from './plan/plan.ts';
+import { planDelta } from './plan/plan.ts';
 import type { MaxDisable, Plan } from './plan/types.ts';
 import { loadLeaverSince, readPlatformView } from './platform-view.ts';
 import { DEFAULT_DRIFT_SETTINGS, freeSeats, PROVISION_LOCK, type ProvisionDeps, type SeatsInfo } from './provision-feed.ts';
@@ -102,12 +102,9 @@ export async function reconcileFix(deps: ProvisionDeps, options: ReconcileFixOpt
     const applied = await loadAppliedEmployees(deps.db);
     const platform = await readPlatformView(deps, { freshnessMinutes: drift.freshnessMinutes });
     const seats = await freeSeats(deps.platform);
-    const plan = planProvisioning({
+    const plan = planDelta({
       rows,
-      invalidEmployeeIds: new Set(),
-      invalidEmails: new Set(),
       applied,
-      mode: 'delta',
       options: {
         maxDisable: options.maxDisable,
         force: options.force,

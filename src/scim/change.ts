@@ -6,7 +6,7 @@ import { toAppliedEmployee } from '../provisioning/apply/applied-state.ts';
 import { auditEntryFor, recordQueuedActions, type AuditEntry } from '../provisioning/apply/audit.ts';
 import { liveOpenActions } from '../provisioning/apply/enqueue.ts';
 import type { FeedRow } from '../provisioning/feed/types.ts';
-import { planProvisioning } from '../provisioning/plan/plan.ts';
+import { planDelta } from '../provisioning/plan/plan.ts';
 import { loadLeaverSince, readPlatformView, type PlatformViewResult } from '../provisioning/platform-view.ts';
 import { PROVISION_LOCK, touchedAccounts } from '../provisioning/provision-feed.ts';
 import type { PlatformClient } from '../platform/types.ts';
@@ -88,12 +88,9 @@ async function planAndEnqueue(deps: ChangeDeps, changes: readonly ScimChange[], 
   const applied = identities.map(toAppliedEmployee);
   const rows = ready.map((c) => c.row);
   const platform = await readTouchedAccounts(deps, touchedAccounts(rows, applied));
-  const plan = planProvisioning({
+  const plan = planDelta({
     rows,
-    invalidEmployeeIds: new Set(),
-    invalidEmails: new Set(),
     applied,
-    mode: 'delta',
     // The guard below is the SCIM limit (over an hour, not per request); seats are the jobs' to meet.
     options: { force: true, accessRemoved: deps.config.TRAINSYNC_DRIFT_ACCESS_REMOVED },
     file: 'SCIM',

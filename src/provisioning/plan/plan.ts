@@ -380,3 +380,11 @@ export function planProvisioning(input: PlanInput): Plan {
   const refused = input.options.force ? undefined : refusal(base, input);
   return refused === undefined ? base : { ...base, refused };
 }
+
+/**
+ * A delta plan of rows no feed reading produced (the last HR snapshot for `reconcile --fix`,
+ * an IdP's change for SCIM): there are no rejected rows whose employees must be left alone.
+ */
+export function planDelta(input: Omit<PlanInput, 'invalidEmployeeIds' | 'invalidEmails' | 'mode'>): Plan {
+  return planProvisioning({ ...input, invalidEmployeeIds: new Set(), invalidEmails: new Set(), mode: 'delta' });
+}

@@ -14,7 +14,7 @@ COPY sql ./sql
 COPY examples ./examples
 RUN node bin/build.js
 USER node
-EXPOSE 9464 9465
+EXPOSE 9464 9465 9466 9467
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s CMD node -e "fetch('http://127.0.0.1:'+(process.env.TRAINSYNC_METRICS_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 ENTRYPOINT ["node", "bin/trainsync.js"]
 CMD ["worker"]

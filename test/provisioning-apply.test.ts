@@ -220,7 +220,7 @@ describe('provisioning against the simulator', () => {
     expect(byKind[`add-to-group:${someone.employee_id}`]).toMatchObject({ status: 'failed', errorCode: 'GROUP_NOT_FOUND', attempts: 1 });
     expect(provisionExitCode(result)).toBe(1);
 
-    const section = await provisioningAttentionSection(h.app);
+    const section = await provisioningAttentionSection(h.app, 'default');
     expect(section.rows.map((r) => `${r.status}:${r.code}`).sort()).toEqual(['failed:EMAIL_IN_USE', 'failed:GROUP_NOT_FOUND', 'needs-identity:NEEDS_IDENTITY']);
     const stored = await auditRows(h.app.db, [byKind['create-user:J900']!.actionId]);
     expect(stored[0]?.errorMessage).toMatch(/EMAIL_IN_USE/);

@@ -109,8 +109,8 @@ try {
            now() - make_interval(mins => ${RUNS} - i) + make_interval(secs => 5 + i % 40), case when i % 50 = 0 then 'failed' else 'succeeded' end,
            10 + i % 30, i % 100, i % 300, 1000 + i % 500, i % 7
       from generate_series(1, ${RUNS}) i`.execute(app.db);
-  await sql`insert into trainsync.provisioning_actions (action_id, employee_id, email, kind, seq, before, after, status, attempts, updated_at)
-    select 'bench:' || i, 'E' || lpad((i % 20000)::text, 6, '0'), 'person' || (i % 20000) || '@example.com',
+  await sql`insert into trainsync.provisioning_actions (org, action_id, employee_id, email, kind, seq, before, after, status, attempts, updated_at)
+    select 'default', 'bench:' || i, 'E' || lpad((i % 20000)::text, 6, '0'), 'person' || (i % 20000) || '@example.com',
            (array['disable','enable','add-to-group','create-user'])[1 + i % 4], 0, '{"active":true}'::jsonb, '{"active":false}'::jsonb,
            case when i % 997 = 0 then 'failed' else 'succeeded' end, 1, now() - make_interval(secs => ${AUDIT_ROWS} - i)
       from generate_series(1, ${AUDIT_ROWS}) i`.execute(app.db);
@@ -134,7 +134,7 @@ try {
   dummy.close();
   const rssBefore = rssMb();
   const heapBefore = heapMb();
-  const server = (await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: async () => ({}), repair: () => provisionDeps(app) }))!;
+  const server = (await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: async () => ({}), repair: () => provisionDeps(app, 'default') }))!;
   const rssStarted = rssMb();
   const base = `http://127.0.0.1:${server.port}`;
   const cookie = await logIn(base);

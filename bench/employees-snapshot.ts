@@ -89,8 +89,8 @@ async function writeFeed(file: string, employees: number, second: boolean): Prom
 /** The applied state a provisioning run would find after the first feed (one identity per employee). */
 async function seedIdentities(pool: pg.Pool, employees: number): Promise<void> {
   await pool.query(
-    `insert into trainsync.identities (employee_id, email, platform_user_id, first_name, last_name, role, organisation_identifier, active)
-     select id, lower(id) || '@example.com', md5(id)::uuid, 'First', 'Last ' || i, 'USER', id, true
+    `insert into trainsync.identities (org, employee_id, email, platform_user_id, first_name, last_name, role, organisation_identifier, active)
+     select 'default', id, lower(id) || '@example.com', md5(id)::uuid, 'First', 'Last ' || i, 'USER', id, true
      from generate_series(0, $1::int - 1) i, lateral (select 'E' || lpad(i::text, 6, '0') as id) k`,
     [employees],
   );
@@ -105,10 +105,10 @@ async function measure(url: string, file: string): Promise<Measured> {
     const t1 = performance.now();
     const feed = await readFeed(file);
     const t2 = performance.now();
-    const applied = await loadAppliedEmployees(db);
+    const applied = await loadAppliedEmployees(db, 'default');
     const plan = planProvisioning({ ...feed, applied, mode: 'full', options: { force: true }, file: path.basename(file) });
     const t3 = performance.now();
-    const counts = await snapshotFeed(lendFrom(pool), feed, { mode: 'full' });
+    const counts = await snapshotFeed(lendFrom(pool), 'default', feed, { mode: 'full' });
     const t4 = performance.now();
     return {
       readMs: Math.round(t2 - t1),
@@ -151,7 +151,7 @@ export async function benchEmployeesSnapshot(employees = 50_000): Promise<Employ
     await writeFeed(first, employees, false);
     await writeFeed(second, employees, true);
     const t0 = performance.now();
-    const firstCounts = await snapshotFeed(lend, await readFeed(first), { mode: 'full' });
+    const firstCounts = await snapshotFeed(lend, 'default', await readFeed(first), { mode: 'full' });
     const firstSnapshotMs = Math.round(performance.now() - t0);
     await seedIdentities(pool, employees);
     await pool.query('vacuum analyze training.employees, training.employee_history, trainsync.identities');

@@ -20,6 +20,6 @@ export const setAccess = defineJob({
       ctx,
       p,
       (userId) => (p.active ? ctx.platform.enableUser(userId) : ctx.platform.disableUser(userId)),
-      (db, userId) => setIdentityActive(db, p.employeeId, p.active, userId),
+      (db, org, userId) => setIdentityActive(db, org, p.employeeId, p.active, userId),
     ),
 });

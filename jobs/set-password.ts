@@ -20,7 +20,7 @@ export const setPassword = defineJob({
     runAction(ctx, p.actionId, async () => {
       const password = decryptSecret(requireSecretKey(ctx.config), p.secret, p.email);
       await ctx.platform.setPassword(p.email, password);
-      await finishAction(ctx.db, p.actionId, { status: 'succeeded' });
+      await finishAction(ctx.db, ctx.org.slug, p.actionId, { status: 'succeeded' });
       return { actionId: p.actionId, status: 'succeeded' };
     }),
 });

@@ -1,6 +1,7 @@
 -- Every provisioning action with the employee's current identity and the feed that
--- planned it. Operational data: schema trainsync, not training.
-create or replace view trainsync.provisioning_audit as
+-- planned it. Operational data: schema trainsync, not training. Per organisation: the
+-- identity and the feed are the action's own organisation's (ids repeat across them).
+create or replace view trainsync.provisioning_audit with (security_invoker = true) as
 select
   a.id,
   a.action_id,
@@ -22,12 +23,13 @@ select
   a.finished_at,
   extract(epoch from (a.finished_at - a.created_at))::double precision as seconds_to_finish,
   i.platform_user_id,
-  i.active      as currently_active
+  i.active      as currently_active,
+  a.org
 from trainsync.provisioning_actions a
-left join trainsync.identities i on i.employee_id = a.employee_id
+left join trainsync.identities i on i.org = a.org and i.employee_id = a.employee_id
 left join lateral (
   select path, mode from trainsync.feeds
-  where feeds.hash = a.feed_hash
+  where feeds.org = a.org and feeds.hash = a.feed_hash
   order by created_at desc, id desc
   limit 1
 ) f on true;

@@ -9,26 +9,29 @@
 --                             a feed has been loaded
 --   pending_action            the latest provisioning action of its kind for an employee
 --                             failed or waits for an identity (needs-identity)
--- The view reads schema trainsync, which trainsync_reader cannot: a view runs with its
--- owner's rights (the migrating role), so the reader needs select on the view only,
--- and sees only the columns below.
-create or replace view training.hr_reconciliation as
+-- Per organisation: employees of org X are compared with the accounts org X's key lists
+-- (training.users rows of org X) and org X's actions; org is the last column.
+-- security_invoker: row-level security on the tables applies to whoever reads the view
+-- (a per-organisation reader sees its organisation's rows only). The view also reads
+-- trainsync.provisioning_actions and trainsync.identities, so trainsync_reader is
+-- granted select on those two (below).
+create or replace view training.hr_reconciliation with (security_invoker = true) as
 with employee_accounts as (
   -- Each employee's platform account: the linked one, else a listed one with the same e-mail;
   -- account_gone: the linked account is one the platform no longer lists.
-  select e.employee_id, e.email, e.status, e.removed_at, e.user_id, coalesce(e.user_id, m.user_id) as account_id,
+  select e.org, e.employee_id, e.email, e.status, e.removed_at, e.user_id, coalesce(e.user_id, m.user_id) as account_id,
     coalesce(linked.removed_at is not null, false) as account_gone
   from training.employees e
-  left join training.users linked on linked.user_id = e.user_id
+  left join training.users linked on linked.org = e.org and linked.user_id = e.user_id
   left join lateral (
     select u.user_id from training.users u
-    where e.user_id is null and lower(u.email) = lower(e.email) and u.removed_at is null
+    where e.user_id is null and u.org = e.org and lower(u.email) = lower(e.email) and u.removed_at is null
     order by u.user_id
     limit 1
   ) m on true
 ), latest_actions as (
   -- Enable and disable (or an add and a removal of one group) are one question: the latest answers it.
-  select distinct on (a.employee_id, family) a.*
+  select distinct on (a.org, a.employee_id, family) a.*
   from (
     select a.*, case
         when a.kind in ('enable', 'disable') then 'access'
@@ -38,13 +41,14 @@ with employee_accounts as (
     from trainsync.provisioning_actions a
     where a.status <> 'skipped'
   ) a
-  order by a.employee_id, a.family, a.id desc
+  order by a.org, a.employee_id, a.family, a.id desc
 )
 select 'active_without_account'::text as kind, ea.employee_id, ea.email, ea.user_id,
   case
     when ea.account_id is null then 'active in HR; no platform account found (no user id known, no account with this e-mail)'
     else 'active in HR; the platform no longer lists account ' || ea.account_id::text
-  end as detail
+  end as detail,
+  ea.org
 from employee_accounts ea
 where ea.removed_at is null and ea.status = 'active'
   and (ea.account_id is null or ea.account_gone)
@@ -55,38 +59,46 @@ select 'leaver_with_access', ea.employee_id, ea.email, u.user_id,
   case
     when ea.removed_at is not null then 'not in the HR feed since ' || to_char(ea.removed_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI "UTC"')
     else 'inactive in HR'
-  end || '; the platform account still has access'
+  end || '; the platform account still has access',
+  ea.org
 from employee_accounts ea
-join training.users u on u.user_id = ea.account_id and u.removed_at is null and u.has_access
+join training.users u on u.org = ea.org and u.user_id = ea.account_id and u.removed_at is null and u.has_access
 where (ea.status = 'inactive' or ea.removed_at is not null)
   -- The same account held by an active employee (a re-hire under a new id) is no leaver's.
   and not exists (
     select 1 from employee_accounts o
-    where o.account_id = u.user_id and o.removed_at is null and o.status = 'active'
+    where o.org = ea.org and o.account_id = u.user_id and o.removed_at is null and o.status = 'active'
   )
 
 union all
 
 select 'account_without_employee', null, u.email, u.user_id,
   'platform account with access (role ' || coalesce(u.role, 'unknown') || coalesce(', organisation identifier ' || u.organisation_identifier, '')
-    || ') that no HR employee lists'
+    || ') that no HR employee lists',
+  u.org
 from training.users u
 where u.removed_at is null and u.has_access
-  and exists (select 1 from training.employees)
-  and not exists (select 1 from employee_accounts ea where ea.account_id = u.user_id)
-  and not exists (select 1 from training.employees e where lower(e.email) = lower(u.email))
-  and not exists (select 1 from training.employees e where e.employee_id = u.organisation_identifier)
+  -- Only once this organisation's feed was loaded.
+  and exists (select 1 from training.employees e where e.org = u.org)
+  and not exists (select 1 from employee_accounts ea where ea.org = u.org and ea.account_id = u.user_id)
+  and not exists (select 1 from training.employees e where e.org = u.org and lower(e.email) = lower(u.email))
+  and not exists (select 1 from training.employees e where e.org = u.org and e.employee_id = u.organisation_identifier)
 
 union all
 
 select 'pending_action', la.employee_id, la.email, i.platform_user_id,
   la.kind || coalesce(' ' || la.group_id::text, '') || ': ' || la.status
-    || coalesce(' (' || la.error_code || ')', '') || coalesce(': ' || la.error_message, '')
+    || coalesce(' (' || la.error_code || ')', '') || coalesce(': ' || la.error_message, ''),
+  la.org
 from latest_actions la
-left join trainsync.identities i on i.employee_id = la.employee_id
+left join trainsync.identities i on i.org = la.org and i.employee_id = la.employee_id
 where la.status in ('failed', 'needs-identity');
 
 comment on view training.hr_reconciliation is
   'One row per HR/platform discrepancy: kind in active_without_account, leaver_with_access, account_without_employee, pending_action.';
 
 grant select on training.hr_reconciliation to trainsync_reader;
+-- The invoker reads these (the pending_action rows): no secret is in them. They carry
+-- org, so row-level security can limit a per-organisation reader to its own rows.
+grant usage on schema trainsync to trainsync_reader;
+grant select on trainsync.provisioning_actions, trainsync.identities to trainsync_reader;

@@ -1,3 +1,4 @@
+import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import type { Command } from 'commander';
 import { sql } from 'kysely';
 import { startConsole } from '../console/server.ts';
@@ -35,7 +36,7 @@ Approved plans and retried actions are applied by a running worker. See README, 
         withPgClient: app.withPgClient,
         queue: app.queue,
         log,
-        repair: () => provisionDeps(app),
+        repair: () => provisionDeps(app, DEFAULT_ORG),
         health: () => runHealthChecks({ postgres: () => sql`select 1`.execute(app.db), redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }) }),
       });
       process.stdout.write(`console: http://${config.TRAINSYNC_CONSOLE_HOST}:${server!.port}/\n`);

@@ -28,15 +28,16 @@ interface SliceRow {
 const compact = { head: [], border: [], compact: true };
 
 /**
- * The demo's view of `training.assignment_status`: status counts of the `courses` most
+ * The demo's view of one organisation's `training.assignment_status`: status counts of the `courses` most
  * assigned courses, and one example row of each status they have. Empty text when no
  * assignment is known yet (no groups listed, no membership applied, no employees).
  */
-export async function renderAssignmentStatus(db: Kysely<Database>, courses = 2): Promise<string> {
+export async function renderAssignmentStatus(db: Kysely<Database>, org: string, courses = 2): Promise<string> {
   const { rows: counts } = await sql<CourseCounts>`
     select course_id, course_name, count(*)::int as assigned,
       ${sql.join(STATUSES.map((s) => sql`count(*) filter (where status = ${s})::int as ${sql.ref(s)}`))}
     from training.assignment_status
+    where org = ${org}
     group by course_id, course_name
     order by assigned desc, course_name, course_id
     limit ${courses}`.execute(db);
@@ -47,7 +48,7 @@ export async function renderAssignmentStatus(db: Kysely<Database>, courses = 2):
     select * from (
       select distinct on (course_id, status) employee_id, email, course_name, status, completed_at, score, maximum_score, course_id
       from training.assignment_status
-      where course_id = any (${counts.map((c) => c.course_id)}::uuid[])
+      where org = ${org} and course_id = any (${counts.map((c) => c.course_id)}::uuid[])
       order by course_id, status, employee_id
     ) one_per_status
     order by course_name, array_position(${[...STATUSES]}::text[], status)`.execute(db);

@@ -119,7 +119,7 @@ trainsync_demo unless DATABASE_URL names another).`,
 
           write(`\n3. provision ${options.feed} (${seconds()} s)\n`);
           const writesBefore = writeCallCount(sim.requests);
-          const result = await provisionFeed(provisionDeps(app), {
+          const result = await provisionFeed(provisionDeps(app, DEFAULT_ORG), {
             file: options.feed,
             mode: 'full',
             dryRun: false,
@@ -142,7 +142,7 @@ trainsync_demo unless DATABASE_URL names another).`,
           write(`write calls to the platform: ${writes}\n`);
           if (result.feed.errors.length > 0) write(`(${result.feed.errors.length} row rejected on purpose, to show the per-row report above)\n`);
 
-          const again = await provisionFeed(provisionDeps(app), { file: options.feed, mode: 'full', dryRun: true, force: false });
+          const again = await provisionFeed(provisionDeps(app, DEFAULT_ORG), { file: options.feed, mode: 'full', dryRun: true, force: false });
           write(`replanning the same feed now: ${again.plan.actions.length} actions (an unchanged feed makes no write call)\n`);
 
           write(`\n4. sync users and seats again, to see the changes in the warehouse (${seconds()} s)\n`);
@@ -157,13 +157,13 @@ trainsync_demo unless DATABASE_URL names another).`,
           }
           write(`\n5. the warehouse\n${counts.toString()}\n\nTry (psql ${config.DATABASE_URL}):\n${QUERIES.join('\n\n')}\n`);
 
-          const assignments = await renderAssignmentStatus(app.db);
+          const assignments = await renderAssignmentStatus(app.db, DEFAULT_ORG);
           write(
             `\n6. assigned training (training.assignment_status: employees x the courses of their groups)\n` +
               (assignments ||
                 'no assignments yet: they need groups (sync groups), memberships trainsync applied, and the feed in training.employees\n'),
           );
-          write(`\n7. HR against the platform (npx trainsync reconcile)\n${renderReconciliation(await reconciliationReport(app.db, 0))}`);
+          write(`\n7. HR against the platform (npx trainsync reconcile)\n${renderReconciliation(await reconciliationReport(app.db, DEFAULT_ORG, 0))}`);
           write(`\nAll done in ${seconds()} s. Run \`npm run demo\` again: its simulator starts afresh, so the same feed repairs that drift and the reconcile ends at 0.\n`);
           const database = decodeURIComponent(new URL(config.DATABASE_URL).pathname.slice(1));
           write(`Start from scratch: dropdb ${/^[A-Za-z0-9_]+$/.test(database) ? database : JSON.stringify(database)}\n`);

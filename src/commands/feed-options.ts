@@ -46,6 +46,14 @@ export interface ResolvedFeedReading {
   options: ReadFeedOptions & { format: FeedFormat };
 }
 
+/**
+ * The organisation's default feed profile (OrgSettings.feedProfile, from TRAINSYNC_ORGS_FILE)
+ * when the command line names none: each organisation's HR export has its own columns.
+ */
+export function withOrgProfile<T extends FeedCliOptions>(cli: T, org: { feedProfile?: string | undefined }): T {
+  return cli.profile === undefined && org.feedProfile !== undefined ? { ...cli, profile: org.feedProfile } : cli;
+}
+
 /** Loads the profile (FeedProfileError names the file, key and fix) and merges the command line over it. */
 export async function resolveFeedReading(file: string, cli: FeedCliOptions): Promise<ResolvedFeedReading> {
   const profile = cli.profile === undefined ? undefined : await loadFeedProfile(cli.profile);

@@ -9,7 +9,8 @@ import { migrate } from '../warehouse/migrator.ts';
 import { createPool } from '../warehouse/pool.ts';
 import { lendFrom } from '../warehouse/transaction.ts';
 import type { CommandDeps } from './deps.ts';
-import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, type FeedCliOptions } from './feed-options.ts';
+import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, withOrgProfile, type FeedCliOptions } from './feed-options.ts';
+import { requestedOrgs, selectOneOrg } from './org-option.ts';
 
 interface LoadFeedCliOptions extends FeedCliOptions {
   mode: PlanMode;
@@ -37,7 +38,9 @@ history row is closed (listed again later, they come back with a new history row
 rejected row changes nothing, and its employee is never marked removed. A file that
 cannot be read changes nothing at all. Runs in one transaction.
 
-Needs DATABASE_URL (migrated on the way); no TRAINSYNC_API_URL, no Redis.
+Needs DATABASE_URL (migrated on the way); no TRAINSYNC_API_URL, no Redis. With several
+organisations, --org SLUG names the one whose employees these are (its feedProfile is
+used when --profile is not given); other organisations' employees are not touched.
 ${FEED_PROFILE_HELP}
 
 Exit status: 0 loaded; 1 loaded, but some rows were rejected (listed); 2 the file or the
@@ -48,7 +51,12 @@ Examples:
   trainsync load-feed changes.csv --mode delta
   trainsync load-feed export.csv --profile examples/semicolon-profile.json --json`,
     )
-    .action(async (file: string, options: LoadFeedCliOptions) => {
+    .action(async (file: string, cliOptions: LoadFeedCliOptions, command: Command) => {
+      // The organisation only when a profile must come from it: without the orgs file a
+      // feed that cannot be read is reported before any setting is looked at.
+      const needsOrg = cliOptions.profile === undefined || requestedOrgs(command).length > 0;
+      const chosen = needsOrg ? selectOneOrg(deps.loadConfig(), requestedOrgs(command)) : undefined;
+      const options = chosen ? withOrgProfile(cliOptions, chosen) : cliOptions;
       const reading = await feedReadingOrExit(file, options);
       if (reading === undefined) return;
       const feed = await readFeed(file, reading.options);
@@ -60,12 +68,13 @@ Examples:
         return;
       }
       const config = deps.loadConfig();
+      const org = chosen ?? selectOneOrg(config, requestedOrgs(command));
       const log = deps.createLogger(config);
       const pool = createPool(config.DATABASE_URL, { max: 2, log });
       try {
         await ensureDatabase(config.DATABASE_URL, log);
         await migrate(pool, log);
-        const counts = await snapshotFeed(lendFrom(pool), feed, { mode: options.mode });
+        const counts = await snapshotFeed(lendFrom(pool), org.slug, feed, { mode: options.mode });
         if (options.json) process.stdout.write(`${JSON.stringify({ fileErrors: [], errors: feed.errors, employees: counts }, null, 2)}\n`);
         else {
           if (errors.length > 0) process.stdout.write(`${errors.join('\n')}\n`);

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { CommandDeps } from './deps.ts';
 import { withPlatform } from './with-platform.ts';
+import { requestedOrgs, selectOneOrg } from './org-option.ts';
 
 export function registerLoginUrlCommand(program: Command, deps: Pick<CommandDeps, 'loadConfig' | 'createLogger'>): void {
   program
@@ -21,12 +22,19 @@ Exit status 1 with the platform's code on stderr when it refuses:
   COURSE_NOT_FOUND   no such course (the platform may spell it COUSRE_NOT_FOUND)
   INVALID_MODEL      the course id is not a full GUID`,
     )
-    .action(async (email: string, courseId: string) => {
+    .action(async (email: string, courseId: string, _options: unknown, command: Command) => {
       const config = deps.loadConfig();
+      // The login URL is minted with the organisation's key (the user's access there): one at a time.
+      const org = selectOneOrg(config, requestedOrgs(command));
       const log = deps.createLogger(config);
-      await withPlatform(config, log, async (platform) => {
-        const url = await platform.getAutostartLoginUrl(email.trim(), courseId.trim());
-        process.stdout.write(`${url.toString()}\n`);
-      });
+      await withPlatform(
+        config,
+        log,
+        async (platform) => {
+          const url = await platform.getAutostartLoginUrl(email.trim(), courseId.trim());
+          process.stdout.write(`${url.toString()}\n`);
+        },
+        org,
+      );
     });
 }

@@ -1,8 +1,8 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { soleOrg } from '../config.ts';
 import { z } from 'zod';
 import { createApp } from '../runtime/app.ts';
-import { requirePlatform, requireSecretKey } from '../config.ts';
+import { requireOrgPlatform, requireSecretKey } from '../config.ts';
+import { requestedOrgs, selectOneOrg } from './org-option.ts';
 import { requestPasswordChange } from '../provisioning/apply/password-request.ts';
 import { generatePassword } from '../provisioning/apply/secrets.ts';
 import type { CommandDeps } from './deps.ts';
@@ -35,18 +35,20 @@ only for accounts created through the API (the platform answers INVALID_USER_TYP
 otherwise); a password the platform finds too weak fails with INVALID_PASSWORD.
 Exit status is non-zero when the change failed; the platform's code is printed.`,
     )
-    .action(async (email: string, options: { generate?: boolean }) => {
+    .action(async (email: string, options: { generate?: boolean }, command: Command) => {
       const config = deps.loadConfig();
+      // The account is the organisation's (its key sets the password): one at a time.
+      const org = selectOneOrg(config, requestedOrgs(command));
       // Refuse before asking for a password that could not be queued or sent.
       requireSecretKey(config);
-      requirePlatform(config);
+      requireOrgPlatform(org);
       const password = options.generate ? generatePassword() : await readSecret();
       if (password.length === 0) throw new Error('no password on standard input; pipe one in, or use --generate');
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       let exitCode = 0;
       try {
-        const row = await requestPasswordChange({ ...app, org: soleOrg(config).slug }, email, password);
+        const row = await requestPasswordChange({ ...app, org: org.slug }, email, password);
         if (row.status === 'succeeded') {
           process.stdout.write(options.generate ? `password set for ${email}; it is shown once, store it now:\n${password}\n` : `password set for ${email}\n`);
         } else {

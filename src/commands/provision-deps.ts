@@ -1,9 +1,8 @@
 import type { App } from '../runtime/app.ts';
-import { soleOrg } from '../config.ts';
 import type { ProvisionDeps } from '../provisioning/provision-feed.ts';
 
-/** The narrow parts of an app a provisioning run takes. */
-export function provisionDeps(app: App, org: string = soleOrg(app.config).slug): ProvisionDeps {
+/** The narrow parts of an app a provisioning run of one organisation takes (its own platform client). */
+export function provisionDeps(app: App, org: string): ProvisionDeps {
   return {
     org,
     db: app.db,

@@ -1,7 +1,8 @@
 import { errorMessage } from '../lib/errors.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
-import { requirePlatform } from '../config.ts';
+import { requireOrgPlatform } from '../config.ts';
+import { requestedOrgs, selectOneOrg } from './org-option.ts';
 import { parseMaxDisable } from '../provisioning/plan/limits.ts';
 import type { MaxDisable, PlanMode } from '../provisioning/plan/types.ts';
 import { writeFile } from 'node:fs/promises';
@@ -16,7 +17,7 @@ import { formatWholePlan } from './plan-listing.ts';
 import { createProgressDisplay } from './progress-display.ts';
 import { wrapLines } from './terminal.ts';
 import type { CommandDeps } from './deps.ts';
-import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, type FeedCliOptions } from './feed-options.ts';
+import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, withOrgProfile, type FeedCliOptions } from './feed-options.ts';
 
 /** The one line said last when provision exits non-zero. */
 function provisionExitReason(result: ProvisionResult): string | undefined {
@@ -92,6 +93,11 @@ ${FEED_PROFILE_HELP}
 As with sync, the jobs are processed by a running \`trainsync worker\`, or by this process
 when none is connected.
 
+Several organisations (TRAINSYNC_ORGS_FILE): a feed is one organisation's; name it with
+--org SLUG (one at a time). Its plan reads that organisation's accounts with its key, and its
+employees, identities and audit rows are that organisation's only. Without --profile, the
+organisation's feedProfile (if set) reads the feed.
+
 For provision: 1 applied, but rows were rejected or actions failed or need an identity (see
 \`trainsync status\`); 2 refused (a limit, the seats, an invalid profile): nothing enqueued.
 
@@ -100,13 +106,16 @@ Examples:
   trainsync provision hr.csv --dry-run --output plan.json
   trainsync provision export.csv --map "email=Work Email,employee_id=Person Number" --mode delta
   trainsync provision hr.jsonl --max-disable 25 --json
-  trainsync provision workday.csv --profile examples/workday-profile.json --dry-run`,
+  trainsync provision workday.csv --profile examples/workday-profile.json --dry-run
+  trainsync provision north-hr.csv --org north`,
     )
-    .action(async (file: string, options: ProvisionCliOptions) => {
-      if (options.output !== undefined && !options.dryRun) throw new UsageError('--output writes the plan of a --dry-run; add --dry-run');
+    .action(async (file: string, cliOptions: ProvisionCliOptions, command: Command) => {
+      if (cliOptions.output !== undefined && !cliOptions.dryRun) throw new UsageError('--output writes the plan of a --dry-run; add --dry-run');
       const config = deps.loadConfig();
+      const org = selectOneOrg(config, requestedOrgs(command));
+      const options = withOrgProfile(cliOptions, org);
       // Before anything touches Postgres or Redis: planning reads the platform.
-      requirePlatform(config);
+      requireOrgPlatform(org);
       // And a bad profile is reported before any connection is made.
       const reading = await feedReadingOrExit(file, options);
       if (reading === undefined) return;
@@ -117,7 +126,7 @@ Examples:
       // Sentences wrap at the width; tables are drawn to fit it.
       const say = (text: string): void => void process.stdout.write(`${process.stdout.isTTY ? wrapLines(text, width) : text}\n`);
       try {
-        const result = await provisionFeed(provisionDeps(app), {
+        const result = await provisionFeed(provisionDeps(app, org.slug), {
           file,
           format: reading.format,
           map: reading.options.map,

@@ -1,9 +1,9 @@
 import { actionsNeedingAttention } from '../provisioning/apply/audit.ts';
 import type { StatusSection } from './status.ts';
 
-/** `status` section: provisioning actions that failed or wait for an identity, newest first. */
-export const provisioningAttentionSection: StatusSection = async (app) => {
-  const rows = await actionsNeedingAttention(app.db);
+/** `status` section: one organisation's provisioning actions that failed or wait for an identity, newest first. */
+export const provisioningAttentionSection: StatusSection = async (app, org) => {
+  const rows = await actionsNeedingAttention(app.db, org);
   return {
     title: 'Provisioning actions needing attention (see trainsync.provisioning_audit)',
     rows: rows.map((r) => ({

@@ -1,5 +1,6 @@
 import { createApp } from '../runtime/app.ts';
-import { requirePlatform } from '../config.ts';
+import { requireOrgPlatform } from '../config.ts';
+import type { OrgSettings } from '../lib/orgs-file.ts';
 import type { MaxDisable } from '../provisioning/plan/types.ts';
 import { formatPlanTable } from './plan-format.ts';
 import { formatOutcome, PROVISION_EXIT } from './provision-report.ts';
@@ -30,15 +31,21 @@ export function formatReconcileFixPlan(result: ReconcileFixResult): string {
   ].join('\n');
 }
 
-/** `trainsync reconcile --fix`: runs the repair, prints the plan and the outcome, and returns the exit status. */
-export async function runReconcileFix(deps: Pick<CommandDeps, 'loadConfig' | 'createLogger' | 'jobs'>, options: ReconcileFixCliOptions, write: (text: string) => void): Promise<number> {
+/** `trainsync reconcile --fix` for one organisation: runs the repair, prints the plan and the outcome, and returns the exit status. */
+export async function runReconcileFix(
+  deps: Pick<CommandDeps, 'loadConfig' | 'createLogger' | 'jobs'>,
+  options: ReconcileFixCliOptions,
+  write: (text: string) => void,
+  choose: (config: ReturnType<CommandDeps['loadConfig']>) => OrgSettings,
+): Promise<number> {
   const config = deps.loadConfig();
-  requirePlatform(config);
+  const org = choose(config);
+  requireOrgPlatform(org);
   const log = deps.createLogger(config);
   const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
   let lastProgress = 0;
   try {
-    const result = await reconcileFix(provisionDeps(app), {
+    const result = await reconcileFix(provisionDeps(app, org.slug), {
       dryRun: options.dryRun ?? false,
       force: options.force ?? false,
       maxDisable: options.maxDisable,

@@ -10,6 +10,7 @@ import { createDb, createPool } from '../warehouse/pool.ts';
 import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
 import type { CommandDeps } from './deps.ts';
 import { runReconcileFix } from './reconcile-fix.ts';
+import { requestedOrgs, selectOneOrg, selectOrgs } from './org-option.ts';
 
 export interface ReconcileCommandDeps extends Pick<CommandDeps, 'loadConfig' | 'createLogger' | 'jobs'> {
   /** Where the report goes. Default: process.stdout. */
@@ -90,17 +91,24 @@ account deleted by hand is created again, an active employee's removed access is
 restored (TRAINSYNC_DRIFT_ACCESS_REMOVED). Same guards, audit and exit status as
 provision: 0 applied, 1 actions failed or need an identity, 2 refused.
 
+Several organisations (TRAINSYNC_ORGS_FILE): each organisation's employees are compared with
+the accounts its own key lists. --org SLUG (repeatable, or all) reports each named
+organisation in turn (--json: {"organisations": [report, ...]} when several); --fix works
+on one organisation at a time.
+
 Examples:
   trainsync reconcile
   trainsync reconcile --json | jq '.counts'
   trainsync reconcile --examples 20
   trainsync reconcile --fix --dry-run
-  trainsync reconcile --fix --json`,
+  trainsync reconcile --fix --json
+  trainsync reconcile --org all`,
     )
     .action(async (options: { json?: boolean; examples: number; fix?: boolean; dryRun?: boolean; force?: boolean; maxDisable?: MaxDisable; reassertGroups?: boolean }) => {
       const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
+      const requested = requestedOrgs(command);
       if (options.fix) {
-        process.exitCode = await runReconcileFix(deps, options, write);
+        process.exitCode = await runReconcileFix(deps, options, write, (config) => selectOneOrg(config, requested));
         return;
       }
       const fixOnly = (['dryRun', 'force', 'maxDisable', 'reassertGroups'] as const).filter((k) => options[k] !== undefined);
@@ -109,14 +117,18 @@ Examples:
         command.error(`error: ${flags} only go with --fix: add --fix, or leave them out`, { exitCode: 2, code: 'trainsync.usage' });
       }
       const config = deps.loadConfig();
+      const orgs = selectOrgs(config, requested);
       const log = deps.createLogger(config);
       const pool = createPool(config.DATABASE_URL, { max: 2, log });
       const db = createDb(pool);
       try {
         // Reads only: a missing or unmigrated database is refused (exit 2), never created.
         await requireMigrated(pool, maskUrl(config.DATABASE_URL));
-        const report = await reconciliationReport(db, options.examples);
-        write(options.json ? `${JSON.stringify(report, null, 2)}\n` : renderReconciliation(report));
+        const reports: ReconciliationReport[] = [];
+        for (const org of orgs) reports.push(await reconciliationReport(db, org.slug, options.examples));
+        if (options.json) write(`${JSON.stringify(reports.length === 1 ? reports[0] : { organisations: reports }, null, 2)}\n`);
+        // One organisation (the single-organisation case included) reads as before; several, each under its name.
+        else write(reports.length === 1 ? renderReconciliation(reports[0]!) : reports.map((r) => `== organisation ${r.org} ==\n${renderReconciliation(r)}`).join('\n'));
       } catch (error) {
         if (error instanceof NotMigratedError) throw error;
         throw toInfrastructureError(error, config, 'postgres') ?? error;

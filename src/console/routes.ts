@@ -144,7 +144,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
 
   server.get('/people', async (request, reply) => {
     const by = parseGroupBy(listQuery.parse(request.query).by);
-    const [report, statuses] = await Promise.all([reconciliationReport(db, 5), assignmentStatusBy(db, by)]);
+    const [report, statuses] = await Promise.all([reconciliationReport(db, DEFAULT_ORG, 5), assignmentStatusBy(db, by)]);
     return send(reply, page('People', viewerOf(request, reply), peopleBody(report, by, statuses), { chart: true }));
   });
 

@@ -8,7 +8,10 @@ import { ACTION_KINDS, type Plan, type PlannedAction } from './plan/types.ts';
 /**
  * Plans the mass-disable guard refused, kept for review (`trainsync.held_plans`). Only the
  * newest held plan can be approved: a later held plan, or a feed applied since, supersedes it
- * (its actions were planned from an applied state that no longer holds).
+ * (its actions were planned from an applied state that no longer holds). Per organisation:
+ * a plan is one organisation's feed against its applied state, and only that organisation's
+ * newer plans or feeds supersede it. Ids are global (bigserial), so a plan is found by id
+ * alone; acting on it checks it is the acting organisation's.
  */
 
 type Db = Kysely<Database>;
@@ -23,6 +26,8 @@ export interface HeldPerson {
 
 export interface HeldPlanSummary {
   id: number;
+  /** The organisation whose feed it is. */
+  org: string;
   file: string;
   mode: 'full' | 'delta';
   reason: string;
@@ -95,33 +100,34 @@ function peopleOf(plan: Plan): HeldPerson[] {
 }
 
 /** Stores a refused plan (superseding any older one still held); returns its id. */
-export async function holdPlan(lend: PgLender, plan: Plan, feed: Pick<FeedReadResult, 'hash' | 'rows' | 'invalidEmployeeIds' | 'invalidEmails'> & { file: string }): Promise<number> {
+export async function holdPlan(lend: PgLender, org: string, plan: Plan, feed: Pick<FeedReadResult, 'hash' | 'rows' | 'invalidEmployeeIds' | 'invalidEmails'> & { file: string }): Promise<number> {
   if (!plan.refused) throw new Error('holdPlan: the plan was not refused');
   const refused = plan.refused;
   const held: HeldFeed = { rows: feed.rows, keepEmployeeIds: [...feed.invalidEmployeeIds], keepEmails: [...feed.invalidEmails] };
   return withTransaction(lend, async ({ db: tx }) => {
-    await supersedeHeldPlans(tx);
+    await supersedeHeldPlans(tx, org);
     const row = await sql<{ id: number }>`
-      insert into trainsync.held_plans (feed_hash, file, mode, reason, message, actions, people, disables, feed)
-      values (${feed.hash}, ${feed.file}, ${plan.mode}, ${refused.reason}, ${refused.message},
+      insert into trainsync.held_plans (org, feed_hash, file, mode, reason, message, actions, people, disables, feed)
+      values (${org}, ${feed.hash}, ${feed.file}, ${plan.mode}, ${refused.reason}, ${refused.message},
               ${JSON.stringify(plan.actions)}::jsonb, ${JSON.stringify(peopleOf(plan))}::jsonb, ${plan.counts.disable}, ${JSON.stringify(held)}::jsonb)
       returning id`.execute(tx);
     return row.rows[0]!.id;
   });
 }
 
-/** A feed was applied (or a newer plan held): older held plans can no longer be approved. */
-export async function supersedeHeldPlans(db: Db): Promise<void> {
-  await sql`update trainsync.held_plans set status = 'superseded', decided_at = now() where status = 'held'`.execute(db);
+/** A feed of the organisation was applied (or a newer plan held): its older held plans can no longer be approved. */
+export async function supersedeHeldPlans(db: Db, org: string): Promise<void> {
+  await sql`update trainsync.held_plans set status = 'superseded', decided_at = now() where org = ${org} and status = 'held'`.execute(db);
 }
 
-const SUMMARY_COLUMNS = sql`id, file, mode, reason, message, disables, jsonb_array_length(actions) as "actionCount", status,
+const SUMMARY_COLUMNS = sql`id, org, file, mode, reason, message, disables, jsonb_array_length(actions) as "actionCount", status,
   decided_by as "decidedBy", decided_role as "decidedRole", decided_at as "decidedAt", created_at as "createdAt"`;
 
-/** Held plans, newest first; `onlyHeld` for those waiting on a person. */
-export async function listHeldPlans(db: Db, options: { onlyHeld?: boolean; limit?: number } = {}): Promise<HeldPlanSummary[]> {
-  const where = options.onlyHeld ? sql`where status = 'held'` : sql``;
-  const rows = await sql<HeldPlanSummary>`select ${SUMMARY_COLUMNS} from trainsync.held_plans ${where} order by id desc limit ${options.limit ?? 50}`.execute(db);
+/** Held plans, newest first; `onlyHeld` for those waiting on a person; of one organisation when `org` is given (else every organisation's). */
+export async function listHeldPlans(db: Db, options: { org?: string; onlyHeld?: boolean; limit?: number } = {}): Promise<HeldPlanSummary[]> {
+  const held = options.onlyHeld ? sql`status = 'held'` : sql`true`;
+  const ofOrg = options.org === undefined ? sql`true` : sql`org = ${options.org}`;
+  const rows = await sql<HeldPlanSummary>`select ${SUMMARY_COLUMNS} from trainsync.held_plans where ${held} and ${ofOrg} order by id desc limit ${options.limit ?? 50}`.execute(db);
   return rows.rows;
 }
 
@@ -138,11 +144,11 @@ export async function getHeldPlan(db: Db, id: number): Promise<HeldPlan | undefi
   };
 }
 
-/** Settles a held plan; false when it was no longer held (decided, or superseded, meanwhile). */
-export async function decideHeldPlan(db: Db, id: number, decision: { status: 'approved' | 'rejected'; by: string; role: string }): Promise<boolean> {
+/** Settles one organisation's held plan; false when it was no longer held (decided, or superseded, meanwhile) or is another organisation's. */
+export async function decideHeldPlan(db: Db, org: string, id: number, decision: { status: 'approved' | 'rejected'; by: string; role: string }): Promise<boolean> {
   const result = await sql`
     update trainsync.held_plans set status = ${decision.status}, decided_by = ${decision.by}, decided_role = ${decision.role}, decided_at = now()
-     where id = ${id} and status = 'held'`.execute(db);
+     where id = ${id} and org = ${org} and status = 'held'`.execute(db);
   return Number(result.numAffectedRows ?? 0) === 1;
 }
 

@@ -60,25 +60,24 @@ export function viewFromUsers(users: Iterable<AccountSource>): PlatformView {
  * after trainsync's last provisioning write (a listing taken before that write does
  * not show it, and would have the planner repeat it).
  */
-export async function freshUsersSnapshot(db: Kysely<Database>, freshnessMinutes: number): Promise<Date | undefined> {
+export async function freshUsersSnapshot(db: Kysely<Database>, org: string, freshnessMinutes: number): Promise<Date | undefined> {
   if (freshnessMinutes <= 0) return undefined;
+  // The organisation's own users sync and provisioning writes: another org's listing says nothing of this one's accounts.
   const { rows } = await sql<{ started_at: Date }>`
     select r.started_at
       from trainsync.runs r
-     where r.resource = 'users' and r.status = 'succeeded' and r.note is null and r.quarantined = 0
+     where r.org = ${org} and r.resource = 'users' and r.status = 'succeeded' and r.note is null and r.quarantined = 0
        and r.started_at >= now() - make_interval(mins => ${freshnessMinutes})
-       and r.started_at > coalesce((select max(i.updated_at) from trainsync.identities i), '-infinity')
+       and r.started_at > coalesce((select max(i.updated_at) from trainsync.identities i where i.org = ${org}), '-infinity')
      order by r.started_at desc
      limit 1`.execute(db);
   return rows[0]?.started_at;
 }
 
-async function warehouseView(db: Kysely<Database>, asOf: Date): Promise<PlatformView> {
-  const rows = await db
-    .selectFrom('training.users')
-    .select(['user_id', 'email', 'has_access'])
-    .where('removed_at', 'is', null)
-    .execute();
+async function warehouseView(db: Kysely<Database>, org: string, asOf: Date): Promise<PlatformView> {
+  // Raw SQL: training.users' row type (with its org) is the sync wing's.
+  const { rows } = await sql<{ user_id: string; email: string; has_access: boolean }>`
+    select user_id, email, has_access from training.users where org = ${org} and removed_at is null`.execute(db);
   // A quarantined record fails the run's freshness test, so the listing is whole.
   return buildView(rows.map((r) => ({ id: r.user_id, email: r.email, hasAccess: r.has_access })), 'warehouse', asOf, true);
 }
@@ -148,9 +147,10 @@ async function readAccountsById(
 }
 
 /** Reads the platform's accounts: training.users when fresh enough (see freshUsersSnapshot), else GET users. */
-export async function readPlatformView(deps: { db: Kysely<Database>; platform: PlatformClient }, options: PlatformViewOptions): Promise<PlatformViewResult> {
-  const fresh = await freshUsersSnapshot(deps.db, options.freshnessMinutes);
-  if (fresh !== undefined) return { view: await warehouseView(deps.db, fresh), requests: 0 };
+/** Reads one organisation's accounts: `deps.platform` must be that organisation's client (its key). */
+export async function readPlatformView(deps: { db: Kysely<Database>; org: string; platform: PlatformClient }, options: PlatformViewOptions): Promise<PlatformViewResult> {
+  const fresh = await freshUsersSnapshot(deps.db, deps.org, options.freshnessMinutes);
+  if (fresh !== undefined) return { view: await warehouseView(deps.db, deps.org, fresh), requests: 0 };
   const { view, requests } = await readAccountsFromApi(deps.platform, options.signal, options.touchedIds);
   if (view === undefined) return { view, requests, note: 'the platform offers no GET users' };
   return { view, requests };
@@ -160,11 +160,11 @@ export async function readPlatformView(deps: { db: Kysely<Database>; platform: P
  * Since when HR says each leaver left (YYYY-MM-DD, UTC), from training.employees: the day
  * a full feed stopped listing them, else the day their current (inactive) version began.
  */
-export async function loadLeaverSince(db: Kysely<Database>): Promise<Map<string, string>> {
+export async function loadLeaverSince(db: Kysely<Database>, org: string): Promise<Map<string, string>> {
   const { rows } = await sql<{ employee_id: string; since: string }>`
     select e.employee_id, to_char(coalesce(e.removed_at, h.valid_from) at time zone 'UTC', 'YYYY-MM-DD') as since
       from training.employees e
-      left join training.employee_history h on h.employee_id = e.employee_id and h.valid_to is null
-     where e.removed_at is not null or e.status = 'inactive'`.execute(db);
+      left join training.employee_history h on h.org = e.org and h.employee_id = e.employee_id and h.valid_to is null
+     where e.org = ${org} and (e.removed_at is not null or e.status = 'inactive')`.execute(db);
   return new Map(rows.filter((r) => r.since !== null).map((r) => [r.employee_id, r.since]));
 }

@@ -4,6 +4,7 @@ import type { PlatformUser } from '../platform/schemas.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
 import { withAdvisoryLock } from '../warehouse/advisory-lock.ts';
+import { orgScoped } from '../queue/org-scope.ts';
 import { loadAppliedEmployees } from './apply/applied-state.ts';
 import { recordFeed } from './apply/audit.ts';
 import { enqueuePlan, waitForActions, type ApplyDeps, type ApplyResult, type EnqueueResult } from './apply/enqueue.ts';
@@ -29,14 +30,24 @@ export const DEFAULT_DRIFT_SETTINGS: DriftSettings = { freshnessMinutes: 15, acc
 
 /** What a provisioning run needs: the apply side's parts, the platform, and a lent client for its lock. */
 export interface ProvisionDeps extends ApplyDeps {
+  /** The organisation's own client (its key): the plan reads that organisation's accounts. */
   platform: PlatformClient;
   withPgClient: PgLender;
   /** Default DEFAULT_DRIFT_SETTINGS. */
   drift?: DriftSettings | undefined;
 }
 
-/** Serialises plan-and-enqueue between provisioning runs, `reconcile --fix` and SCIM changes (any process, one database). */
+/**
+ * Serialises plan-and-enqueue between provisioning runs, `reconcile --fix` and SCIM changes of
+ * one organisation (any process, one database): `provisionLock(org)`. Organisations plan
+ * side by side: their applied states, audit rows and accounts are disjoint.
+ */
 export const PROVISION_LOCK = 'trainsync:provision';
+
+/** The provisioning lock of one organisation (`default` keeps the bare name). */
+export function provisionLock(org: string): string {
+  return orgScoped(org, PROVISION_LOCK);
+}
 
 export interface ProvisionOptions {
   file: string;
@@ -122,7 +133,7 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
   const format = options.format ?? feedFormatFor(options.file);
   const feed = await readFeed(options.file, { ...options.reading, format, ...(options.map ? { map: options.map } : {}) });
   const planAndEnqueue = async (): Promise<{ planned: ProvisionResult; enqueued?: EnqueueResult; snapshot?: Pick<ProvisionResult, 'employees' | 'employeesError'> }> => {
-    const applied = await loadAppliedEmployees(deps.db);
+    const applied = await loadAppliedEmployees(deps.db, deps.org);
     const drift = deps.drift ?? DEFAULT_DRIFT_SETTINGS;
     let adopted: ReturnType<typeof adoptExistingAccounts> = [];
     let adoptionNote: string | undefined;
@@ -147,7 +158,7 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
         platform = await readPlatformView(deps, { freshnessMinutes: drift.freshnessMinutes, touchedIds });
       }
       seats = await freeSeats(deps.platform);
-      leaverSince = await loadLeaverSince(deps.db);
+      leaverSince = await loadLeaverSince(deps.db, deps.org);
     }
     const plan = planProvisioning({
       ...feed,
@@ -159,7 +170,7 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
       platformNote: platform.note,
       leaverSince,
     });
-    await recordFeed(deps.db, {
+    await recordFeed(deps.db, deps.org, {
       hash: feed.hash,
       path: resolve(options.file),
       format,
@@ -171,15 +182,15 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
       refused: plan.refused?.reason ?? null,
     });
     // A plan the disable guard refused is kept, so a person can review and approve it in the console.
-    const heldPlanId = !options.dryRun && plan.refused?.reason === 'max-disable' ? await holdPlan(deps.withPgClient, plan, { ...feed, file: basename(options.file) }) : undefined;
+    const heldPlanId = !options.dryRun && plan.refused?.reason === 'max-disable' ? await holdPlan(deps.withPgClient, deps.org, plan, { ...feed, file: basename(options.file) }) : undefined;
     const planned: ProvisionResult = { feed, plan, adopted: adopted.length, seats, platformRequests: platform.requests, ...(adoptionNote ? { adoptionNote } : {}), ...(heldPlanId === undefined ? {} : { heldPlanId }) };
     options.onPlan?.(planned);
     if (options.dryRun || plan.refused !== undefined) return { planned };
-    if (adopted.length > 0) await insertAdoptedIdentities(deps.db, adopted);
-    await supersedeHeldPlans(deps.db);
+    if (adopted.length > 0) await insertAdoptedIdentities(deps.db, deps.org, adopted);
+    await supersedeHeldPlans(deps.db, deps.org);
     const enqueued = await enqueuePlan(deps, plan, feed.hash);
     // The warehouse's copy of the feed; a failure here must not abandon the actions just enqueued.
-    const snapshot = await snapshotFeed(deps.withPgClient, feed, { mode: options.mode }).then(
+    const snapshot = await snapshotFeed(deps.withPgClient, deps.org, feed, { mode: options.mode }).then(
       (employees) => ({ employees }),
       (error: unknown) => {
         deps.log.warn({ err: error }, 'employee snapshot failed');
@@ -191,10 +202,10 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
   // The lock covers planning and enqueuing only: the wait may be long. A dry run changes nothing and takes none.
   const { planned, enqueued, snapshot } = options.dryRun
     ? await planAndEnqueue()
-    : await withAdvisoryLock(deps.withPgClient, PROVISION_LOCK, planAndEnqueue);
+    : await withAdvisoryLock(deps.withPgClient, provisionLock(deps.org), planAndEnqueue);
   if (enqueued === undefined) return planned;
   const audit = await waitForActions(deps, [...enqueued.enqueued, ...enqueued.waitingOn], options.onProgress);
   // Accounts created or adopted by this run are known now: give them to their employees.
-  if (snapshot?.employees) await refreshEmployeeAccounts(deps.withPgClient).catch((error: unknown) => deps.log.warn({ err: error }, 'employee accounts not refreshed'));
+  if (snapshot?.employees) await refreshEmployeeAccounts(deps.withPgClient, deps.org).catch((error: unknown) => deps.log.warn({ err: error }, 'employee accounts not refreshed'));
   return { ...planned, ...snapshot, applied: { ...enqueued, audit } };
 }

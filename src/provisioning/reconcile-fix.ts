@@ -8,7 +8,7 @@ import type { FeedRole, FeedRow } from './feed/types.ts';
 import { planDelta } from './plan/plan.ts';
 import type { MaxDisable, Plan } from './plan/types.ts';
 import { loadLeaverSince, readPlatformView } from './platform-view.ts';
-import { DEFAULT_DRIFT_SETTINGS, freeSeats, PROVISION_LOCK, type ProvisionDeps, type SeatsInfo } from './provision-feed.ts';
+import { DEFAULT_DRIFT_SETTINGS, freeSeats, provisionLock, type ProvisionDeps, type SeatsInfo } from './provision-feed.ts';
 
 /**
  * `reconcile --fix`: drift repair without a new feed. The last feed snapshot
@@ -73,13 +73,14 @@ interface SnapshotRow {
   organisation_identifier: string | null;
 }
 
-/** The snapshot's employees that have an identity, as feed rows (a removed employee is inactive). */
-export async function snapshotRows(db: Kysely<Database>): Promise<FeedRow[]> {
+/** One organisation's snapshot employees that have an identity, as feed rows (a removed employee is inactive). */
+export async function snapshotRows(db: Kysely<Database>, org: string): Promise<FeedRow[]> {
   const { rows } = await sql<SnapshotRow>`
     select e.employee_id, e.email, e.first_name, e.last_name, e.status, e.removed_at,
            i.email as identity_email, i.groups::text[] as groups, i.role, i.organisation_identifier
       from training.employees e
-      join trainsync.identities i on i.employee_id = e.employee_id
+      join trainsync.identities i on i.org = e.org and i.employee_id = e.employee_id
+     where e.org = ${org}
      order by e.employee_id`.execute(db);
   return rows.map((r, index) => ({
     line: index + 1,
@@ -98,8 +99,8 @@ export async function snapshotRows(db: Kysely<Database>): Promise<FeedRow[]> {
 export async function reconcileFix(deps: ProvisionDeps, options: ReconcileFixOptions): Promise<ReconcileFixResult> {
   const drift = deps.drift ?? DEFAULT_DRIFT_SETTINGS;
   const planAndEnqueue = async (): Promise<{ planned: ReconcileFixResult; enqueued?: EnqueueResult }> => {
-    const rows = await snapshotRows(deps.db);
-    const applied = await loadAppliedEmployees(deps.db);
+    const rows = await snapshotRows(deps.db, deps.org);
+    const applied = await loadAppliedEmployees(deps.db, deps.org);
     const platform = await readPlatformView(deps, { freshnessMinutes: drift.freshnessMinutes });
     const seats = await freeSeats(deps.platform);
     const plan = planDelta({
@@ -115,14 +116,14 @@ export async function reconcileFix(deps: ProvisionDeps, options: ReconcileFixOpt
       file: RECONCILE_SOURCE,
       platform: platform.view,
       platformNote: platform.note,
-      leaverSince: await loadLeaverSince(deps.db),
+      leaverSince: await loadLeaverSince(deps.db, deps.org),
     });
     const planned: ReconcileFixResult = { employees: rows.length, plan, seats, platformRequests: platform.requests };
     options.onPlan?.(planned);
     if (options.dryRun || plan.refused !== undefined) return { planned };
     return { planned, enqueued: await enqueuePlan(deps, plan, null) };
   };
-  const { planned, enqueued } = options.dryRun ? await planAndEnqueue() : await withAdvisoryLock(deps.withPgClient, PROVISION_LOCK, planAndEnqueue);
+  const { planned, enqueued } = options.dryRun ? await planAndEnqueue() : await withAdvisoryLock(deps.withPgClient, provisionLock(deps.org), planAndEnqueue);
   if (enqueued === undefined) return planned;
   const ids = [...enqueued.enqueued, ...enqueued.waitingOn];
   const audit = options.wait ? await waitForActions(deps, ids, options.onProgress) : [];

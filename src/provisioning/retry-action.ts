@@ -5,7 +5,7 @@ import type { PgLender } from '../warehouse/transaction.ts';
 import { enqueuePlan, type ApplyDeps } from './apply/enqueue.ts';
 import { planOfActions } from './held-plans.ts';
 import { ACTION_KINDS, type PlannedAction } from './plan/types.ts';
-import { PROVISION_LOCK } from './provision-feed.ts';
+import { provisionLock } from './provision-feed.ts';
 
 const stateSchema = z.record(z.string(), z.union([z.boolean(), z.string()]));
 
@@ -16,13 +16,13 @@ export type RetryOutcome = { ok: true; actionId: string } | { ok: false; reason:
  * goes back to `queued` (attempts keep counting) and the job runs as it did the first time.
  */
 export async function retryFailedAction(deps: ApplyDeps & { withPgClient: PgLender }, actionId: string): Promise<RetryOutcome> {
-  return withAdvisoryLock(deps.withPgClient, PROVISION_LOCK, async () => {
+  return withAdvisoryLock(deps.withPgClient, provisionLock(deps.org), async () => {
     const rows = await sql<{ action_id: string; employee_id: string; email: string; kind: string; group_id: string | null; seq: number; before: unknown; after: unknown; status: string; feed_hash: string | null; platform_user_id: string | null }>`
       select a.action_id, a.employee_id, a.email, a.kind, a.group_id, a.seq, a.before, a.after, a.status, a.feed_hash, i.platform_user_id
-        from trainsync.provisioning_actions a left join trainsync.identities i on i.employee_id = a.employee_id
-       where a.action_id = ${actionId}`.execute(deps.db);
+        from trainsync.provisioning_actions a left join trainsync.identities i on i.org = a.org and i.employee_id = a.employee_id
+       where a.org = ${deps.org} and a.action_id = ${actionId}`.execute(deps.db);
     const row = rows.rows[0];
-    if (!row) return { ok: false, reason: `no action ${actionId}` };
+    if (!row) return { ok: false, reason: `no action ${actionId} of ${deps.org}` };
     if (row.status !== 'failed') return { ok: false, reason: `action ${actionId} is ${row.status}; only a failed action can be retried` };
     const action: PlannedAction = {
       id: row.action_id,

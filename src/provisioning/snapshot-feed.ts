@@ -19,12 +19,12 @@ export interface SnapshotFeedOptions {
 }
 
 /**
- * Snapshots a read feed into training.employees / employee_history: its valid rows,
+ * Snapshots a read feed of one organisation into training.employees / employee_history: its valid rows,
  * with the keys of its rejected rows protected from removal by a full feed.
  */
-export async function snapshotFeed(lend: PgLender, feed: FeedReadResult, options: SnapshotFeedOptions): Promise<EmployeeSnapshotCounts> {
+export async function snapshotFeed(lend: PgLender, org: string, feed: FeedReadResult, options: SnapshotFeedOptions): Promise<EmployeeSnapshotCounts> {
   if (feed.fileErrors.length > 0) throw new UnreadableFeedError(feed.fileErrors);
-  return snapshotEmployees(lend, {
+  return snapshotEmployees(lend, org, {
     rows: feed.rows,
     mode: options.mode,
     keepEmployeeIds: feed.invalidEmployeeIds,

@@ -15,15 +15,15 @@ export function changeOf(row: ScimUserRow): ScimChange {
  */
 export async function planUsers(deps: ChangeDeps & { db: Kysely<Database> }, scimIds: readonly string[], options: ChangeOptions = {}): Promise<ChangeOutcome> {
   if (scimIds.length === 0) return { enqueued: [], pending: [], held: [], deferredCreates: 0 };
-  const rows = await deps.db.selectFrom('trainsync.scim_users').selectAll().where('scim_id', 'in', scimIds).execute();
+  const rows = await deps.db.selectFrom('trainsync.scim_users').selectAll().where('org', '=', deps.org).where('scim_id', 'in', scimIds).execute();
   const deletedEmployees = rows.filter((r) => r.deleted_at !== null).map((r) => r.employee_id);
   const liveElsewhere = new Set(
     deletedEmployees.length === 0
       ? []
-      : (await deps.db.selectFrom('trainsync.scim_users').select('employee_id').where('deleted_at', 'is', null).where('employee_id', 'in', deletedEmployees).execute()).map((r) => r.employee_id),
+      : (await deps.db.selectFrom('trainsync.scim_users').select('employee_id').where('org', '=', deps.org).where('deleted_at', 'is', null).where('employee_id', 'in', deletedEmployees).execute()).map((r) => r.employee_id),
   );
   const moot = rows.filter((r) => r.deleted_at !== null && liveElsewhere.has(r.employee_id));
-  await markPlanned(deps.db, moot.map((r) => ({ scimId: r.scim_id, version: r.version })));
+  await markPlanned(deps.db, deps.org, moot.map((r) => ({ scimId: r.scim_id, version: r.version })));
   const byEmployee = new Map<string, ScimUserRow>();
   for (const r of rows) if (!moot.includes(r)) byEmployee.set(r.employee_id, r);
   return applyScimChanges(deps, [...byEmployee.values()].map(changeOf), options);

@@ -8,7 +8,7 @@ import { liveOpenActions } from '../provisioning/apply/enqueue.ts';
 import type { FeedRow } from '../provisioning/feed/types.ts';
 import { planDelta } from '../provisioning/plan/plan.ts';
 import { loadLeaverSince, readPlatformView, type PlatformViewResult } from '../provisioning/platform-view.ts';
-import { PROVISION_LOCK, touchedAccounts } from '../provisioning/provision-feed.ts';
+import { provisionLock, touchedAccounts } from '../provisioning/provision-feed.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import type { ChainSpec, JobQueue } from '../queue/job-queue.ts';
 import { PROVISION_QUEUE } from '../queue/names.ts';
@@ -48,7 +48,7 @@ export interface ChangeDeps {
   queue: JobQueue;
   log: Logger;
   config: Pick<Config, 'TRAINSYNC_SCIM_MAX_DISABLE' | 'TRAINSYNC_PLATFORM_FRESHNESS_MINUTES' | 'TRAINSYNC_DRIFT_ACCESS_REMOVED'>;
-  /** Built on first use: a batch of creates alone never reads the platform. */
+  /** The organisation's own client, built on first use: a batch of creates alone never reads the platform. */
   platform: () => PlatformClient;
 }
 
@@ -70,22 +70,23 @@ export interface ChangeOutcome {
 /** Snapshots, plans and enqueues a batch of changes (one per employee). */
 export async function applyScimChanges(deps: ChangeDeps, changes: readonly ScimChange[], options: ChangeOptions = {}): Promise<ChangeOutcome> {
   if (changes.length === 0) return { enqueued: [], pending: [], held: [], deferredCreates: 0 };
-  await snapshotEmployees(deps.withPgClient, { rows: changes.map((c) => c.row), mode: 'delta' });
-  return withAdvisoryLock(deps.withPgClient, PROVISION_LOCK, () => planAndEnqueue(deps, changes, options));
+  await snapshotEmployees(deps.withPgClient, deps.org, { rows: changes.map((c) => c.row), mode: 'delta' });
+  return withAdvisoryLock(deps.withPgClient, provisionLock(deps.org), () => planAndEnqueue(deps, changes, options));
 }
 
 async function planAndEnqueue(deps: ChangeDeps, changes: readonly ScimChange[], options: ChangeOptions): Promise<ChangeOutcome> {
-  const { db, queue, log } = deps;
+  const { db, org, queue, log } = deps;
   const ids = changes.map((c) => c.row.employeeId);
   const emails = changes.map((c) => c.row.email);
   const identities = await db
     .selectFrom('trainsync.identities')
     .selectAll()
+    .where('org', '=', org)
     .where((eb) => eb.or([eb('employee_id', 'in', ids), eb(sql<string>`lower(email)`, 'in', emails)]))
     .execute();
   const pending = new Set((await liveOpenActions(deps, ids)).map((row) => row.employeeId));
   const ready = changes.filter((c) => !pending.has(c.row.employeeId));
-  await supersedeHeld(db, ready.filter((c) => c.row.status === 'active').map((c) => c.row.employeeId));
+  await supersedeHeld(db, org, ready.filter((c) => c.row.status === 'active').map((c) => c.row.employeeId));
 
   const applied = identities.map(toAppliedEmployee);
   const rows = ready.map((c) => c.row);
@@ -98,7 +99,7 @@ async function planAndEnqueue(deps: ChangeDeps, changes: readonly ScimChange[], 
     file: 'SCIM',
     platform: platform.view,
     platformNote: platform.note,
-    ...(platform.view ? { leaverSince: await loadLeaverSince(db) } : {}),
+    ...(platform.view ? { leaverSince: await loadLeaverSince(db, org) } : {}),
   });
   for (const u of plan.unsupported) log.info({ employeeId: u.employeeId, field: u.field }, `SCIM change not applied to the platform: ${u.message}`);
   for (const e of plan.errors) log.warn({ employeeId: e.employeeId, field: e.field }, `SCIM change not planned: ${e.message}`);
@@ -108,7 +109,7 @@ async function planAndEnqueue(deps: ChangeDeps, changes: readonly ScimChange[], 
   const held = await holdExcessDisables(deps, disables, scimIdOf);
   for (const employeeId of held) log.warn({ employeeId }, 'SCIM deactivation held by the guard: `trainsync scim held` releases or drops it');
 
-  const states = await Promise.all(plan.actions.map((a) => queue.state(PROVISION_QUEUE, jobIdForAction(a.id))));
+  const states = await Promise.all(plan.actions.map((a) => queue.state(PROVISION_QUEUE, jobIdForAction(org, a.id))));
   const stateOf = new Map(plan.actions.map((a, i) => [a.id, states[i]!]));
   const chains: ChainSpec[] = [];
   const entries: AuditEntry[] = [];
@@ -123,23 +124,23 @@ async function planAndEnqueue(deps: ChangeDeps, changes: readonly ScimChange[], 
     }
     let node: ChainSpec | undefined;
     for (const action of actions) {
-      if (stateOf.get(action.id) !== 'unknown') await queue.remove(PROVISION_QUEUE, jobIdForAction(action.id));
+      if (stateOf.get(action.id) !== 'unknown') await queue.remove(PROVISION_QUEUE, jobIdForAction(org, action.id));
       const job = jobForAction(action, SCIM_AUDIT_MARK);
       // The id is learned in bulk after the burst (resolve-ids.ts): one request per create, not two.
       const data = action.kind === 'create-user' ? { ...job.data, lookUp: 'later' } : job.data;
       if (action.kind === 'create-user') deferredCreates += 1;
-      node = { org: deps.org, name: job.name, data, jobId: jobIdForAction(action.id), ...(node ? { after: node } : {}) };
+      node = { org, name: job.name, data, jobId: jobIdForAction(org, action.id), ...(node ? { after: node } : {}) };
       entries.push(auditEntryFor(action, SCIM_AUDIT_MARK));
       enqueued.push(action.id);
     }
     if (node) chains.push(node);
   }
   // Audit rows first: a job must find its row.
-  await recordQueuedActions(db, entries);
+  await recordQueuedActions(db, org, entries);
   await queue.addChains(chains);
   const planned = changes.filter((c) => !pending.has(c.row.employeeId));
-  await markPlanned(db, planned.map((c) => ({ scimId: c.scimId, version: c.version })));
-  if (enqueued.length > 0 || pending.size > 0) log.debug({ changes: changes.length, enqueued: enqueued.length, pending: pending.size, held: held.size }, 'SCIM changes planned');
+  await markPlanned(db, org, planned.map((c) => ({ scimId: c.scimId, version: c.version })));
+  if (enqueued.length > 0 || pending.size > 0) log.debug({ org, changes: changes.length, enqueued: enqueued.length, pending: pending.size, held: held.size }, 'SCIM changes planned');
   return { enqueued, pending: [...pending], held: [...held], deferredCreates };
 }
 
@@ -151,7 +152,7 @@ async function planAndEnqueue(deps: ChangeDeps, changes: readonly ScimChange[], 
 async function readTouchedAccounts(deps: ChangeDeps, touchedIds: readonly string[]): Promise<PlatformViewResult> {
   if (touchedIds.length === 0) return { view: undefined, note: 'no existing account touched', requests: 0 };
   return readPlatformView(
-    { db: deps.db, platform: deps.platform() },
+    { db: deps.db, org: deps.org, platform: deps.platform() },
     { freshnessMinutes: deps.config.TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, touchedIds },
   );
 }

@@ -25,26 +25,29 @@ interface GroupRow {
 
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function groups(db: Kysely<Database>) {
+/** The organisation's platform groups (training.groups rows of org; its org column is the sync wing's, hence `sql`). */
+function groups(db: Kysely<Database>, org: string) {
   return db
     .selectFrom('training.groups as g')
-    .leftJoin('trainsync.scim_groups as s', 's.group_id', 'g.group_id')
+    .leftJoin('trainsync.scim_groups as s', (join) => join.onRef('s.group_id', '=', 'g.group_id').on('s.org', '=', org))
     .select(['g.group_id', 'g.name', 's.external_id'])
+    .where(sql<string>`g.org`, '=', org)
     .where('g.removed_at', 'is', null);
 }
 
-async function findGroup(db: Kysely<Database>, id: string): Promise<GroupRow> {
-  const row = GUID.test(id) ? await groups(db).where('g.group_id', '=', id.toLowerCase()).executeTakeFirst() : undefined;
+async function findGroup(db: Kysely<Database>, org: string, id: string): Promise<GroupRow> {
+  const row = GUID.test(id) ? await groups(db, org).where('g.group_id', '=', id.toLowerCase()).executeTakeFirst() : undefined;
   if (!row) throw notFound(`no Group ${id}: not a platform group in training.groups (run \`trainsync sync groups\` if it is new)`);
   return row;
 }
 
-async function membersOf(db: Kysely<Database>, groupIds: readonly string[]): Promise<Map<string, { value: string; display: string }[]>> {
+async function membersOf(db: Kysely<Database>, org: string, groupIds: readonly string[]): Promise<Map<string, { value: string; display: string }[]>> {
   const out = new Map<string, { value: string; display: string }[]>();
   if (groupIds.length === 0) return out;
   const rows = await db
     .selectFrom('trainsync.scim_users')
     .select(['scim_id', 'user_name', 'groups'])
+    .where('org', '=', org)
     .where('deleted_at', 'is', null)
     .where(sql<boolean>`groups && ${sql.val(groupIds)}::uuid[]`)
     .orderBy('created_at')
@@ -71,7 +74,7 @@ const wantsMembers = (params: URLSearchParams): boolean => !/(^|,)\s*members\s*(
 export async function searchGroups(ctx: ResourceContext, params: URLSearchParams): Promise<ScimAnswer> {
   const filter = parseFilter(params.get('filter'), ['displayName', 'externalId', 'id']);
   const page = parsePage(params, MAX_RESULTS);
-  let query = groups(ctx.db);
+  let query = groups(ctx.db, ctx.org);
   for (const { attribute, value } of filter) {
     if (attribute === 'displayName') query = query.where(sql<string>`lower(g.name)`, '=', value.toLowerCase());
     else if (attribute === 'externalId') query = query.where('s.external_id', '=', value);
@@ -79,7 +82,7 @@ export async function searchGroups(ctx: ResourceContext, params: URLSearchParams
   }
   const { total } = await query.clearSelect().select(sql<number>`count(*)::int`.as('total')).executeTakeFirstOrThrow();
   const rows = page.count === 0 ? [] : await query.orderBy('g.name').orderBy('g.group_id').offset(page.startIndex - 1).limit(page.count).execute();
-  const members = wantsMembers(params) ? await membersOf(ctx.db, rows.map((r) => r.group_id)) : undefined;
+  const members = wantsMembers(params) ? await membersOf(ctx.db, ctx.org, rows.map((r) => r.group_id)) : undefined;
   return {
     status: 200,
     body: {
@@ -93,8 +96,8 @@ export async function searchGroups(ctx: ResourceContext, params: URLSearchParams
 }
 
 export async function getGroup(ctx: ResourceContext, id: string, params: URLSearchParams): Promise<ScimAnswer> {
-  const row = await findGroup(ctx.db, id);
-  const members = wantsMembers(params) ? ((await membersOf(ctx.db, [row.group_id])).get(row.group_id) ?? []) : undefined;
+  const row = await findGroup(ctx.db, ctx.org, id);
+  const members = wantsMembers(params) ? ((await membersOf(ctx.db, ctx.org, [row.group_id])).get(row.group_id) ?? []) : undefined;
   return { status: 200, body: groupResponse(row, members, ctx.base) };
 }
 
@@ -117,11 +120,11 @@ function checkGroupBody(body: unknown): Record<string, unknown> {
 
 /** Makes the group's SCIM members exactly `wanted`; each changed User is planned (group-membership jobs). */
 async function setMembers(ctx: ResourceContext, groupId: string, wanted: readonly string[]): Promise<void> {
-  const current = (await membersOf(ctx.db, [groupId])).get(groupId)?.map((m) => m.value) ?? [];
+  const current = (await membersOf(ctx.db, ctx.org, [groupId])).get(groupId)?.map((m) => m.value) ?? [];
   const want = new Set(wanted);
   const added = [...want].filter((id) => !current.includes(id));
   const removed = current.filter((id) => !want.has(id));
-  const known = new Set((await findUsersByIds(ctx.db, added)).map((u) => u.scim_id));
+  const known = new Set((await findUsersByIds(ctx.db, ctx.org, added)).map((u) => u.scim_id));
   const unknown = added.filter((id) => !known.has(id));
   if (unknown.length > 0) throw badRequest(`members: no User ${unknown.join(', ')}; create the User first`, 'invalidValue');
   const changed = [...added, ...removed];
@@ -136,6 +139,7 @@ async function setMembers(ctx: ResourceContext, groupId: string, wanted: readonl
       version: sql<number>`version + 1`,
       updated_at: sql<Date>`now()`,
     })
+    .where('org', '=', ctx.org)
     .where('scim_id', 'in', changed)
     .execute();
   await Promise.all(changed.map((id) => ctx.submit(id)));
@@ -148,10 +152,10 @@ export async function createGroup(ctx: ResourceContext, body: unknown): Promise<
   const externalId = typeof group.externalId === 'string' && group.externalId.trim() !== '' ? group.externalId.trim() : null;
   if (displayName === '' && externalId === null) throw badRequest('displayName is required: the name of an existing platform group', 'invalidValue');
   let row: GroupRow | undefined;
-  if (externalId !== null) row = await groups(ctx.db).where('s.external_id', '=', externalId).executeTakeFirst();
-  if (!row && externalId !== null && GUID.test(externalId)) row = await groups(ctx.db).where('g.group_id', '=', externalId.toLowerCase()).executeTakeFirst();
+  if (externalId !== null) row = await groups(ctx.db, ctx.org).where('s.external_id', '=', externalId).executeTakeFirst();
+  if (!row && externalId !== null && GUID.test(externalId)) row = await groups(ctx.db, ctx.org).where('g.group_id', '=', externalId.toLowerCase()).executeTakeFirst();
   if (!row && displayName !== '') {
-    const named = await groups(ctx.db).where(sql<string>`lower(g.name)`, '=', displayName.toLowerCase()).execute();
+    const named = await groups(ctx.db, ctx.org).where(sql<string>`lower(g.name)`, '=', displayName.toLowerCase()).execute();
     if (named.length > 1) throw conflict(`${named.length} platform groups are named ${JSON.stringify(displayName)}; give the group's GUID as externalId to pick one`);
     row = named[0];
   }
@@ -164,12 +168,12 @@ export async function createGroup(ctx: ResourceContext, body: unknown): Promise<
   }
   await ctx.db
     .insertInto('trainsync.scim_groups')
-    .values({ group_id: row.group_id, display_name: displayName || row.name, external_id: externalId })
-    .onConflict((oc) => oc.column('group_id').doUpdateSet({ display_name: displayName || row.name, external_id: externalId ?? sql<string>`trainsync.scim_groups.external_id` }))
+    .values({ org: ctx.org, group_id: row.group_id, display_name: displayName || row.name, external_id: externalId })
+    .onConflict((oc) => oc.columns(['org', 'group_id']).doUpdateSet({ display_name: displayName || row.name, external_id: externalId ?? sql<string>`trainsync.scim_groups.external_id` }))
     .execute();
-  if (group.members !== undefined) await setMembers(ctx, row.group_id, [...new Set([...((await membersOf(ctx.db, [row.group_id])).get(row.group_id)?.map((m) => m.value) ?? []), ...memberIds(group.members)])]);
-  const mapped = await findGroup(ctx.db, row.group_id);
-  const members = (await membersOf(ctx.db, [row.group_id])).get(row.group_id) ?? [];
+  if (group.members !== undefined) await setMembers(ctx, row.group_id, [...new Set([...((await membersOf(ctx.db, ctx.org, [row.group_id])).get(row.group_id)?.map((m) => m.value) ?? []), ...memberIds(group.members)])]);
+  const mapped = await findGroup(ctx.db, ctx.org, row.group_id);
+  const members = (await membersOf(ctx.db, ctx.org, [row.group_id])).get(row.group_id) ?? [];
   return { status: 201, body: groupResponse(mapped, members, ctx.base), headers: { location: `${ctx.base}/Groups/${row.group_id}` } };
 }
 
@@ -180,8 +184,8 @@ function checkName(row: GroupRow, displayName: unknown): void {
 }
 
 export async function patchGroup(ctx: ResourceContext, id: string, body: unknown): Promise<ScimAnswer> {
-  const row = await findGroup(ctx.db, id);
-  const current = (await membersOf(ctx.db, [row.group_id])).get(row.group_id) ?? [];
+  const row = await findGroup(ctx.db, ctx.org, id);
+  const current = (await membersOf(ctx.db, ctx.org, [row.group_id])).get(row.group_id) ?? [];
   const document = { schemas: [GROUP_SCHEMA], displayName: row.name, members: current.map((m) => ({ value: m.value })) };
   const patched = applyPatch(document, body, KNOWN_GROUP_KEYS);
   checkName(row, patched.displayName);
@@ -190,7 +194,7 @@ export async function patchGroup(ctx: ResourceContext, id: string, body: unknown
 }
 
 export async function replaceGroup(ctx: ResourceContext, id: string, body: unknown): Promise<ScimAnswer> {
-  const row = await findGroup(ctx.db, id);
+  const row = await findGroup(ctx.db, ctx.org, id);
   const group = checkGroupBody(body);
   checkName(row, group.displayName);
   await setMembers(ctx, row.group_id, memberIds(group.members));
@@ -199,7 +203,7 @@ export async function replaceGroup(ctx: ResourceContext, id: string, body: unkno
 
 /** DELETE /Groups/{id}: forgets the mapping only; the platform group and its memberships stay. */
 export async function deleteGroup(ctx: ResourceContext, id: string): Promise<ScimAnswer> {
-  const row = await findGroup(ctx.db, id);
-  await ctx.db.deleteFrom('trainsync.scim_groups').where('group_id', '=', row.group_id).execute();
+  const row = await findGroup(ctx.db, ctx.org, id);
+  await ctx.db.deleteFrom('trainsync.scim_groups').where('org', '=', ctx.org).where('group_id', '=', row.group_id).execute();
   return { status: 204 };
 }

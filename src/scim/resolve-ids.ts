@@ -18,6 +18,8 @@ const PAGE_SIZE = 50;
 const MAX_WAIT_MS = 300_000;
 
 export interface ResolveDeps {
+  /** One organisation's creates, resolved with its own client (its accounts, its key). */
+  org: string;
   db: Kysely<Database>;
   platform: PlatformClient;
   log: Logger;
@@ -26,11 +28,12 @@ export interface ResolveDeps {
 export type ResolveOutcome = { ran: false; reason: 'none' | 'creates-queued' } | { ran: true; tried: number; found: number; requests: 'paged' | 'one-by-one'; createsQueued: boolean };
 
 export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutcome> {
-  const { db, platform } = deps;
+  const { db, org, platform } = deps;
   const waiting = await db
     .selectFrom('trainsync.provisioning_actions as a')
-    .innerJoin('trainsync.identities as i', 'i.employee_id', 'a.employee_id')
+    .innerJoin('trainsync.identities as i', (join) => join.onRef('i.org', '=', 'a.org').onRef('i.employee_id', '=', 'a.employee_id'))
     .select(['a.action_id', 'a.employee_id', 'i.email', 'a.updated_at'])
+    .where('a.org', '=', org)
     .where('a.kind', '=', 'create-user')
     .where('a.status', '=', 'succeeded')
     .where(sql<boolean>`a.after->>'lookUp' = 'later' and a.after->'resolved' is null`)
@@ -39,6 +42,7 @@ export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutc
   const { open } = await db
     .selectFrom('trainsync.provisioning_actions')
     .select(sql<number>`count(*)::int`.as('open'))
+    .where('org', '=', org)
     .where('kind', '=', 'create-user')
     .where('status', 'in', ['planned', 'queued'])
     .executeTakeFirstOrThrow();
@@ -46,8 +50,8 @@ export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutc
   const oldest = Math.min(...waiting.map((w) => w.updated_at.getTime()));
   if (open > 0 && Date.now() - oldest < MAX_WAIT_MS) return { ran: false, reason: 'creates-queued' };
 
-  const { accounts } = await db.selectFrom('trainsync.identities').select(sql<number>`count(*)::int`.as('accounts')).executeTakeFirstOrThrow();
-  const { listed } = await db.selectFrom('training.users').select(sql<number>`count(*)::int`.as('listed')).where('removed_at', 'is', null).executeTakeFirstOrThrow();
+  const { accounts } = await db.selectFrom('trainsync.identities').select(sql<number>`count(*)::int`.as('accounts')).where('org', '=', org).executeTakeFirstOrThrow();
+  const { listed } = await db.selectFrom('training.users').select(sql<number>`count(*)::int`.as('listed')).where(sql<string>`org`, '=', org).where('removed_at', 'is', null).executeTakeFirstOrThrow();
   const pages = Math.ceil(Math.max(accounts, listed) / PAGE_SIZE) + 1;
   const byEmail = new Map(waiting.map((w) => [w.email.toLowerCase(), w.employee_id]));
   const found = new Map<string, string>();
@@ -74,16 +78,17 @@ export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutc
     await db
       .updateTable('trainsync.identities')
       .set({ platform_user_id: platformUserId, updated_at: sql<Date>`now()` })
+      .where('org', '=', org)
       .where('employee_id', '=', employeeId)
       .where('platform_user_id', 'is', null)
-      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('trainsync.identities as other').select('other.employee_id').where('other.platform_user_id', '=', platformUserId))))
+      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('trainsync.identities as other').select('other.employee_id').where('other.org', '=', org).where('other.platform_user_id', '=', platformUserId))))
       .execute();
   }
   await sql`
     update trainsync.provisioning_actions a
        set after = a.after || jsonb_build_object('resolved', i.platform_user_id is not null, 'platformUserId', i.platform_user_id)
       from trainsync.identities i
-     where a.action_id = any(${waiting.map((w) => w.action_id)}::text[]) and i.employee_id = a.employee_id`.execute(db);
-  deps.log.info({ tried: waiting.length, found: found.size, paged }, 'platform ids of SCIM-created accounts resolved');
+     where a.org = ${org} and a.action_id = any(${waiting.map((w) => w.action_id)}::text[]) and i.org = a.org and i.employee_id = a.employee_id`.execute(db);
+  deps.log.info({ org, tried: waiting.length, found: found.size, paged }, 'platform ids of SCIM-created accounts resolved');
   return { ran: true, tried: waiting.length, found: found.size, requests: paged ? 'paged' : 'one-by-one', createsQueued: open > 0 };
 }

@@ -9,14 +9,28 @@ import { createUser, deleteUser, getUser, patchUser, replaceUser, searchUsers, t
 
 export const SCIM_PATH = '/scim/v2';
 const CONTENT_TYPE = 'application/scim+json; charset=utf-8';
+/** A path segment that names an organisation (resource names start with a capital: Users, Groups…). */
+const SLUG_SEGMENT = /^[a-z][a-z0-9_-]*$/;
+
+/** One organisation's SCIM: its token and what its requests see. */
+export interface ScimOrgRoute {
+  token: Buffer;
+  /** Everything but the base URL, which each request's Host (or X-Forwarded-*) and path give. */
+  context: Omit<ResourceContext, 'base'>;
+}
 
 export interface ScimServerOptions {
   port: number;
   host: string;
-  token: Buffer;
+  /**
+   * Per organisation (by slug): served under `/scim/v2/<slug>/…`, with that organisation's
+   * token only. A token of one organisation is refused (401) on another's path, so it never
+   * reaches another organisation's Users.
+   */
+  orgs: ReadonlyMap<string, ScimOrgRoute>;
+  /** The organisation `/scim/v2/…` without a slug serves (`default`: identity providers set up before organisations keep working). */
+  bareOrg?: string | undefined;
   maxBodyBytes: number;
-  /** Everything but the base URL, which each request's Host (or X-Forwarded-*) gives. */
-  context: Omit<ResourceContext, 'base'>;
   log: Logger;
 }
 
@@ -45,17 +59,29 @@ async function readJson(req: http.IncomingMessage, limit: number): Promise<Body>
   }
 }
 
-function baseUrl(req: http.IncomingMessage): string {
+/** The base the request came by: `…/scim/v2` or `…/scim/v2/<slug>` (locations keep the identity provider's path). */
+function baseUrl(req: http.IncomingMessage, prefix: string): string {
   // Behind the TLS proxy (README): the identity provider's view of the URL.
   const proto = String(req.headers['x-forwarded-proto'] ?? 'http').split(',')[0]!.trim();
   const host = String(req.headers['x-forwarded-host'] ?? req.headers.host ?? 'localhost').split(',')[0]!.trim();
-  return `${proto}://${host}${SCIM_PATH}`;
+  return `${proto}://${host}${prefix}`;
+}
+
+/** Which organisation a path is for, and the path below its prefix; undefined when it names none served. */
+export function routeOrg(pathname: string, orgs: ReadonlyMap<string, unknown>, bareOrg: string | undefined): { org: string; prefix: string; rest: string[] } | { unknown: string } {
+  const parts = pathname.slice(SCIM_PATH.length).split('/').filter(Boolean).map(decodeURIComponent);
+  const first = parts[0];
+  if (first !== undefined && SLUG_SEGMENT.test(first)) {
+    if (!orgs.has(first)) return { unknown: first };
+    return { org: first, prefix: `${SCIM_PATH}/${first}`, rest: parts.slice(1) };
+  }
+  if (bareOrg === undefined || !orgs.has(bareOrg)) return { unknown: '' };
+  return { org: bareOrg, prefix: SCIM_PATH, rest: parts };
 }
 
 const list = (resources: unknown[]) => ({ schemas: [LIST_SCHEMA], totalResults: resources.length, startIndex: 1, itemsPerPage: resources.length, Resources: resources });
 
-async function route(req: http.IncomingMessage, url: URL, ctx: ResourceContext, maxBodyBytes: number): Promise<ScimAnswer> {
-  const parts = url.pathname.slice(SCIM_PATH.length).split('/').filter(Boolean).map(decodeURIComponent);
+async function route(req: http.IncomingMessage, url: URL, parts: readonly string[], ctx: ResourceContext, maxBodyBytes: number): Promise<ScimAnswer> {
   const [resource, id, extra] = parts;
   const method = req.method ?? 'GET';
   const body = async (): Promise<unknown> => {
@@ -107,10 +133,13 @@ async function route(req: http.IncomingMessage, url: URL, ctx: ResourceContext, 
   }
 }
 
-/** The SCIM 2.0 HTTP service under /scim/v2: bearer token first, then the routes; every refusal in the SCIM error schema. */
+/**
+ * The SCIM 2.0 HTTP service under /scim/v2/<slug> (and /scim/v2 for the bare organisation): the
+ * organisation from the path, then its bearer token, then the routes; every refusal in the SCIM error schema.
+ */
 export async function startScimServer(options: ScimServerOptions): Promise<ScimServer> {
   const { log } = options;
-  const authorised = bearerMatcher(options.token);
+  const authorised = new Map([...options.orgs].map(([slug, org]) => [slug, bearerMatcher(org.token)]));
 
   const handler: http.RequestListener = (req, res) => {
     const reply = (answer: ScimAnswer): void => {
@@ -129,32 +158,41 @@ export async function startScimServer(options: ScimServerOptions): Promise<ScimS
       reply({ status: 404, body: errorBody(404, `not found: SCIM is served under ${SCIM_PATH}`) });
       return;
     }
-    if (!authorised(req.headers.authorization)) {
+    const target = routeOrg(url.pathname, options.orgs, options.bareOrg);
+    if ('unknown' in target) {
       req.resume();
-      reply({ status: 401, body: errorBody(401, 'a valid bearer token is required (Authorization: Bearer <TRAINSYNC_SCIM_TOKEN>)'), headers: { 'www-authenticate': 'Bearer realm="trainsync-scim"' } });
+      const served = [...options.orgs.keys()].map((slug) => `${SCIM_PATH}/${slug}`).join(', ');
+      reply({ status: 404, body: errorBody(404, `not found: ${target.unknown ? `no organisation "${target.unknown}" serves SCIM here` : `${SCIM_PATH} without an organisation is not served`}; SCIM is served under ${served}`) });
       return;
     }
-    const ctx: ResourceContext = { ...options.context, base: baseUrl(req) };
-    route(req, url, ctx, options.maxBodyBytes).then(
+    // The path's organisation's token only: another organisation's token is refused here.
+    if (!authorised.get(target.org)!(req.headers.authorization)) {
+      req.resume();
+      reply({ status: 401, body: errorBody(401, `a valid bearer token of organisation ${target.org} is required (Authorization: Bearer <its SCIM token>)`), headers: { 'www-authenticate': 'Bearer realm="trainsync-scim"' } });
+      log.info({ org: target.org, method: req.method, path: url.pathname, status: 401 }, 'SCIM request refused: no valid token');
+      return;
+    }
+    const ctx: ResourceContext = { ...options.orgs.get(target.org)!.context, base: baseUrl(req, target.prefix) };
+    route(req, url, target.rest, ctx, options.maxBodyBytes).then(
       (answer) => {
         reply(answer);
-        log.debug({ method: req.method, path: url.pathname, status: answer.status }, 'SCIM request');
+        log.debug({ org: target.org, method: req.method, path: url.pathname, status: answer.status }, 'SCIM request');
       },
       (error: unknown) => {
         if (error instanceof ScimError) {
           const allow = (error as ScimError & { allow?: string }).allow;
           reply({ status: error.status, body: errorBody(error.status, error.message, error.scimType), headers: { ...(allow ? { allow } : {}), ...(error.status === 413 ? { connection: 'close' } : {}) } });
           if (error.status === 413) res.on('finish', () => req.socket.destroySoon());
-          log.info({ method: req.method, path: url.pathname, status: error.status, scimType: error.scimType, detail: error.message }, 'SCIM request refused');
+          log.info({ org: target.org, method: req.method, path: url.pathname, status: error.status, scimType: error.scimType, detail: error.message }, 'SCIM request refused');
           return;
         }
-        log.error({ err: error, method: req.method, path: url.pathname }, 'SCIM request failed: answered 500, the identity provider retries');
+        log.error({ err: error, org: target.org, method: req.method, path: url.pathname }, 'SCIM request failed: answered 500, the identity provider retries');
         if (!res.headersSent) reply({ status: 500, body: errorBody(500, 'not recorded; try again later') });
         else res.destroy();
       },
     );
   };
   const server = await listenInbound(handler, { port: options.port, host: options.host });
-  log.info({ port: server.port, host: options.host, path: SCIM_PATH }, 'SCIM endpoint listening');
+  log.info({ port: server.port, host: options.host, path: SCIM_PATH, orgs: [...options.orgs.keys()], bareOrg: options.bareOrg }, 'SCIM endpoint listening');
   return server;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG, type OrgSettings } from '../lib/orgs-file.ts';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../lib/errors.ts';
@@ -12,7 +12,7 @@ import type { PgLender } from '../warehouse/transaction.ts';
 import { fillNewAccounts } from './accounts.ts';
 import { planUsers } from './batch.ts';
 import { createBatcher } from './batcher.ts';
-import { startScimServer } from './server.ts';
+import { startScimServer, type ScimOrgRoute } from './server.ts';
 import { resolveDeferredIds } from './resolve-ids.ts';
 import type { ScimError } from './errors.ts';
 import { employeeIdFor, insertUsers, pendingUsers, type NewUser, type ScimUserRow } from './store.ts';
@@ -29,13 +29,15 @@ export interface ScimServiceDeps {
   db: Kysely<Database>;
   withPgClient: PgLender;
   queue: JobQueue;
-  /** The platform client (built on first use): only the resolve pass of deferred ids calls it. */
-  platform: () => PlatformClient;
+  /** An organisation's platform client (built on first use): only the resolve pass of deferred ids and drift reads call it. */
+  platform: (org: string) => PlatformClient;
   log: Logger;
 }
 
 export interface ScimService {
   port: number;
+  /** The organisations served (those with a SCIM token). */
+  orgs: readonly string[];
   /** Resolves once every change submitted so far is planned (tests, shutdown). */
   idle(): Promise<void>;
   /** Stops taking requests (those in flight finish), then the sweep. */
@@ -46,25 +48,23 @@ export interface ScimService {
 const MAX_BATCH = 500;
 /** How often a worker looks for deferred ids anyway (creates another worker queued). */
 const RESOLVE_EVERY_MS = 60_000;
-/** One resolve pass at a time, across workers. */
+/** One resolve pass at a time per organisation, across workers. */
 const RESOLVE_LOCK = 'trainsync:scim-resolve-ids';
 
-/**
- * What `worker` runs for SCIM: the endpoint on TRAINSYNC_SCIM_PORT, the group commit of
- * its changes, and the sweep that plans Users left pending (an employee busy with
- * earlier jobs, a crash between the write and the plan). Off (undefined) unless a token
- * is configured (TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE).
- */
 const isError = (value: unknown): value is ScimError => value instanceof Error;
 
-export async function startScimService(deps: ScimServiceDeps): Promise<ScimService | undefined> {
-  const { config, log } = deps;
-  const token = config.TRAINSYNC_SCIM_TOKEN ?? config.TRAINSYNC_SCIM_TOKEN_FILE;
-  if (token === undefined) {
-    log.debug('SCIM endpoint off: neither TRAINSYNC_SCIM_TOKEN nor TRAINSYNC_SCIM_TOKEN_FILE is set');
-    return undefined;
-  }
-  const changeDeps = { org: DEFAULT_ORG, db: deps.db, withPgClient: deps.withPgClient, queue: deps.queue, log, config, platform: deps.platform };
+/** One organisation's SCIM: its route (token, context), its batches and its sweep. */
+interface OrgScim {
+  slug: string;
+  route: ScimOrgRoute;
+  idle(): Promise<void>;
+  sweep(): Promise<void>;
+}
+
+function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buffer }): OrgScim {
+  const { config } = deps;
+  const log = deps.log.child({ org: org.slug });
+  const changeDeps = { org: org.slug, db: deps.db, withPgClient: deps.withPgClient, queue: deps.queue, log, config, platform: () => deps.platform(org.slug) };
   // Users submitted and not yet planned: the sweep leaves them to the batch they wait for.
   const inFlight = new Map<string, number>();
   // Set when creates were queued without their id lookup (and at start, and once a minute, for other workers' creates).
@@ -75,7 +75,7 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
   // One batch: the new Users' rows in one insert, then every User's snapshot, plan, audit and jobs.
   const batcher = createBatcher<Intake, ScimUserRow | ScimError | undefined>(
     async (items) => {
-      const inserted = await insertUsers(deps.db, items.flatMap((i) => (i.create ? [i.create] : [])));
+      const inserted = await insertUsers(deps.db, org.slug, items.flatMap((i) => (i.create ? [i.create] : [])));
       const plannable = items.filter((i) => !i.create || !isError(inserted.get(i.scimId)));
       const outcome = await planUsers(changeDeps, plannable.map((i) => i.scimId));
       if (outcome.deferredCreates > 0) deferredGeneration += 1;
@@ -100,50 +100,85 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
   };
   const create = async (user: ScimUserResource): Promise<ScimUserRow> => {
     const scimId = randomUUID();
-    const answer = await submitIntake({ scimId, create: { scimId, employeeId: await employeeIdFor(deps.db, user, scimId), user } });
+    const answer = await submitIntake({ scimId, create: { scimId, employeeId: await employeeIdFor(deps.db, org.slug, user, scimId), user } });
     if (answer === undefined || isError(answer)) throw answer ?? new Error(`SCIM create ${scimId}: the batch returned no row`);
     return answer;
   };
-  const server = await startScimServer({
-    port: config.TRAINSYNC_SCIM_PORT,
-    host: config.TRAINSYNC_SCIM_HOST,
-    token,
-    maxBodyBytes: config.TRAINSYNC_SCIM_MAX_BODY_BYTES,
-    context: { db: deps.db, withPgClient: deps.withPgClient, submit, create },
-    log,
-  });
-
-  let sweeping: Promise<void> | undefined;
   const sweep = async (): Promise<void> => {
-    const rows = await pendingUsers(deps.db, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH);
+    const rows = await pendingUsers(deps.db, org.slug, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH);
     await Promise.all(rows.filter((r) => !inFlight.has(r.scim_id)).map((r) => submit(r.scim_id)));
     const periodic = Date.now() - lastResolve > RESOLVE_EVERY_MS;
     if (deferredGeneration > resolvedGeneration || periodic) {
       lastResolve = Date.now();
       const generation = deferredGeneration;
-      const pass = await tryAdvisoryLock(deps.withPgClient, RESOLVE_LOCK, () => resolveDeferredIds({ db: deps.db, platform: deps.platform(), log }));
+      const pass = await tryAdvisoryLock(deps.withPgClient, `${RESOLVE_LOCK}:${org.slug}`, () =>
+        resolveDeferredIds({ org: org.slug, db: deps.db, platform: deps.platform(org.slug), log }),
+      );
       // Queued creates still to run: tried again at the next sweep.
       if (pass.acquired && (pass.value.ran ? !pass.value.createsQueued : pass.value.reason === 'none')) resolvedGeneration = Math.max(resolvedGeneration, generation);
       // Ids just learned (or learned meanwhile by a later action's own lookup) reach the employee rows.
-      if (periodic || (pass.acquired && pass.value.ran && pass.value.found > 0)) await fillNewAccounts(deps.withPgClient);
+      if (periodic || (pass.acquired && pass.value.ran && pass.value.found > 0)) await fillNewAccounts(deps.withPgClient, org.slug);
+    }
+  };
+  return {
+    slug: org.slug,
+    route: { token: org.scimToken, context: { org: org.slug, db: deps.db, withPgClient: deps.withPgClient, submit, create } },
+    idle: () => batcher.idle(),
+    sweep,
+  };
+}
+
+/**
+ * What `worker` runs for SCIM: one endpoint on TRAINSYNC_SCIM_PORT serving every
+ * organisation with a SCIM token under `/scim/v2/<slug>` (the `default` organisation also
+ * under `/scim/v2`, as before organisations), and per organisation the group commit of its
+ * changes and the sweep that plans Users left pending (an employee busy with earlier jobs,
+ * a crash between the write and the plan). Off (undefined) unless some organisation has a
+ * token (OrgSettings.scimToken; for `default`, TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE).
+ */
+export async function startScimService(deps: ScimServiceDeps): Promise<ScimService | undefined> {
+  const { config, log } = deps;
+  const served = config.orgs.filter((o): o is OrgSettings & { scimToken: Buffer } => o.scimToken !== undefined);
+  if (served.length === 0) {
+    log.debug('SCIM endpoint off: no organisation has a SCIM token (TRAINSYNC_SCIM_TOKEN, TRAINSYNC_SCIM_TOKEN_FILE or scimToken in TRAINSYNC_ORGS_FILE)');
+    return undefined;
+  }
+  const orgs = served.map((org) => startOrgScim(deps, org));
+  const server = await startScimServer({
+    port: config.TRAINSYNC_SCIM_PORT,
+    host: config.TRAINSYNC_SCIM_HOST,
+    orgs: new Map(orgs.map((o) => [o.slug, o.route])),
+    bareOrg: orgs.some((o) => o.slug === DEFAULT_ORG) ? DEFAULT_ORG : undefined,
+    maxBodyBytes: config.TRAINSYNC_SCIM_MAX_BODY_BYTES,
+    log,
+  });
+
+  let sweeping: Promise<void> | undefined;
+  // One organisation's failing sweep does not stop the others'.
+  const sweepAll = async (): Promise<void> => {
+    for (const org of orgs) {
+      await org.sweep().catch((error: unknown) =>
+        log.warn({ err: error, org: org.slug }, `SCIM sweep failed (${errorMessage(error)}); tried again in ${config.TRAINSYNC_SCIM_SWEEP_MS} ms`),
+      );
     }
   };
   const timer = setInterval(() => {
     if (sweeping) return;
-    sweeping = sweep()
-      .catch((error: unknown) => log.warn({ err: error }, `SCIM sweep failed (${errorMessage(error)}); tried again in ${config.TRAINSYNC_SCIM_SWEEP_MS} ms`))
-      .finally(() => (sweeping = undefined));
+    sweeping = sweepAll().finally(() => (sweeping = undefined));
   }, config.TRAINSYNC_SCIM_SWEEP_MS);
   timer.unref();
 
   return {
     port: server.port,
-    idle: () => batcher.idle(),
+    orgs: orgs.map((o) => o.slug),
+    idle: async () => {
+      await Promise.all(orgs.map((o) => o.idle()));
+    },
     async close() {
       await server.close();
       clearInterval(timer);
       await sweeping;
-      await batcher.idle();
+      await Promise.all(orgs.map((o) => o.idle()));
     },
   };
 }

@@ -5,31 +5,35 @@ import type { Equality } from './filter.ts';
 import type { ScimUsersTable } from './tables.ts';
 import { mintedEmployeeId, namedEmployeeId, type ScimUserResource } from './user-mapping.ts';
 
-/** `trainsync.scim_users`: the Users as the identity providers stated them (deleted ones are invisible). */
+/**
+ * `trainsync.scim_users`: the Users as the identity providers stated them (deleted ones are invisible).
+ * Every function takes the organisation whose SCIM path and token the request came by, and
+ * sees only its Users: another organisation's User is a 404, its userName no conflict.
+ */
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type ScimUserRow = Selectable<ScimUsersTable>;
 
-function live(db: Db) {
-  return db.selectFrom('trainsync.scim_users').selectAll().where('deleted_at', 'is', null);
+function live(db: Db, org: string) {
+  return db.selectFrom('trainsync.scim_users').selectAll().where('org', '=', org).where('deleted_at', 'is', null);
 }
 
-export async function findUser(db: Db, scimId: string, forUpdate = false): Promise<ScimUserRow> {
+export async function findUser(db: Db, org: string, scimId: string, forUpdate = false): Promise<ScimUserRow> {
   if (!/^[0-9a-f-]{36}$/i.test(scimId)) throw notFound(`no User ${scimId}`);
-  let query = live(db).where('scim_id', '=', scimId.toLowerCase());
+  let query = live(db, org).where('scim_id', '=', scimId.toLowerCase());
   if (forUpdate) query = query.forUpdate();
   const row = await query.executeTakeFirst();
   if (!row) throw notFound(`no User ${scimId}`);
   return row;
 }
 
-export async function findUsersByIds(db: Db, scimIds: readonly string[]): Promise<ScimUserRow[]> {
+export async function findUsersByIds(db: Db, org: string, scimIds: readonly string[]): Promise<ScimUserRow[]> {
   if (scimIds.length === 0) return [];
-  return live(db).where('scim_id', 'in', scimIds).execute();
+  return live(db, org).where('scim_id', 'in', scimIds).execute();
 }
 
-export async function listUsers(db: Db, filter: readonly Equality[], page: { startIndex: number; count: number }): Promise<{ total: number; rows: ScimUserRow[] }> {
-  let query = live(db);
+export async function listUsers(db: Db, org: string, filter: readonly Equality[], page: { startIndex: number; count: number }): Promise<{ total: number; rows: ScimUserRow[] }> {
+  let query = live(db, org);
   for (const { attribute, value } of filter) {
     if (attribute === 'userName') query = query.where(sql<string>`lower(user_name)`, '=', value.toLowerCase());
     else if (attribute === 'externalId') query = query.where('external_id', '=', value);
@@ -45,13 +49,13 @@ export async function listUsers(db: Db, filter: readonly Equality[], page: { sta
  * employee already known with its e-mail (a returner whose User was deleted); else one
  * minted from the SCIM id.
  */
-export async function employeeIdFor(db: Db, user: ScimUserResource, scimId: string): Promise<string> {
+export async function employeeIdFor(db: Db, org: string, user: ScimUserResource, scimId: string): Promise<string> {
   const named = namedEmployeeId(user);
   if (named !== undefined) return named;
   const email = user.userName.toLowerCase();
   const known =
-    (await db.selectFrom('trainsync.identities').select('employee_id').where(sql<string>`lower(email)`, '=', email).executeTakeFirst()) ??
-    (await db.selectFrom('training.employees').select('employee_id').where('email', '=', email).orderBy('updated_at', 'desc').executeTakeFirst());
+    (await db.selectFrom('trainsync.identities').select('employee_id').where('org', '=', org).where(sql<string>`lower(email)`, '=', email).executeTakeFirst()) ??
+    (await db.selectFrom('training.employees').select('employee_id').where('org', '=', org).where('email', '=', email).orderBy('updated_at', 'desc').executeTakeFirst());
   return known?.employee_id ?? mintedEmployeeId(scimId);
 }
 
@@ -66,7 +70,7 @@ export interface NewUser {
  * Inserts new Users (pending) in one statement; each gets its row, or a 409 when its
  * userName or employee id is taken by another live User (one earlier in the same batch included).
  */
-export async function insertUsers(db: Kysely<Database>, users: readonly NewUser[]): Promise<Map<string, ScimUserRow | ScimError>> {
+export async function insertUsers(db: Kysely<Database>, org: string, users: readonly NewUser[]): Promise<Map<string, ScimUserRow | ScimError>> {
   const outcome = new Map<string, ScimUserRow | ScimError>();
   if (users.length === 0) return outcome;
   const rows = await db
@@ -74,13 +78,14 @@ export async function insertUsers(db: Kysely<Database>, users: readonly NewUser[
     .values(
       users.map(({ scimId, employeeId, user }) => ({
         scim_id: scimId,
+        org,
         employee_id: employeeId,
         user_name: user.userName,
         external_id: typeof user.externalId === 'string' ? user.externalId : null,
         active: user.active,
         resource: JSON.stringify(user),
         // An employee provisioned before (a feed): SCIM starts from the groups it has.
-        groups: sql<string[]>`coalesce((select i.groups from trainsync.identities i where i.employee_id = ${employeeId}), '{}')`,
+        groups: sql<string[]>`coalesce((select i.groups from trainsync.identities i where i.org = ${org} and i.employee_id = ${employeeId}), '{}')`,
       })),
     )
     // Any unique index: a taken userName or employee id is answered below, row by row (rare).
@@ -90,7 +95,7 @@ export async function insertUsers(db: Kysely<Database>, users: readonly NewUser[
   for (const row of rows) outcome.set(row.scim_id, row);
   for (const { scimId, employeeId, user } of users) {
     if (outcome.has(scimId)) continue;
-    const taken = await live(db)
+    const taken = await live(db, org)
       .where((eb) => eb.or([eb(sql<string>`lower(user_name)`, '=', user.userName.toLowerCase()), eb('employee_id', '=', employeeId)]))
       .executeTakeFirst();
     outcome.set(scimId, taken ? takenError(taken, user, employeeId) : conflict(`userName ${user.userName} or employee ${employeeId} was taken by another request at the same time`));
@@ -105,8 +110,8 @@ function takenError(taken: ScimUserRow, user: ScimUserResource, employeeId: stri
 }
 
 /** Another live User with this userName: 409. */
-export async function checkUserNameFree(db: Db, userName: string, scimId: string): Promise<void> {
-  const taken = await live(db).where(sql<string>`lower(user_name)`, '=', userName.toLowerCase()).where('scim_id', '<>', scimId).executeTakeFirst();
+export async function checkUserNameFree(db: Db, org: string, userName: string, scimId: string): Promise<void> {
+  const taken = await live(db, org).where(sql<string>`lower(user_name)`, '=', userName.toLowerCase()).where('scim_id', '<>', scimId).executeTakeFirst();
   if (taken) throw conflict(`userName ${userName} already exists (id ${taken.scim_id})`);
 }
 
@@ -130,20 +135,21 @@ export async function updateUser(db: Db, before: ScimUserRow, user: ScimUserReso
 }
 
 /** Marks Users' changes planned and queued (or found to need nothing). */
-export async function markPlanned(db: Db, planned: readonly { scimId: string; version: number }[]): Promise<void> {
+export async function markPlanned(db: Db, org: string, planned: readonly { scimId: string; version: number }[]): Promise<void> {
   if (planned.length === 0) return;
   // Only the version planned: a User changed meanwhile stays pending for its own plan.
   await sql`
     update trainsync.scim_users u set pending = false
       from unnest(${planned.map((p) => p.scimId)}::uuid[], ${planned.map((p) => p.version)}::int[]) as p(scim_id, version)
-     where u.scim_id = p.scim_id and u.version = p.version`.execute(db);
+     where u.org = ${org} and u.scim_id = p.scim_id and u.version = p.version`.execute(db);
 }
 
 /** Users whose change is not planned yet and was written more than `olderThanMs` ago (deleted ones included: their disable is due). */
-export async function pendingUsers(db: Db, olderThanMs: number, limit: number): Promise<ScimUserRow[]> {
+export async function pendingUsers(db: Db, org: string, olderThanMs: number, limit: number): Promise<ScimUserRow[]> {
   return db
     .selectFrom('trainsync.scim_users')
     .selectAll()
+    .where('org', '=', org)
     .where('pending', '=', true)
     .where('updated_at', '<', sql<Date>`now() - make_interval(secs => ${olderThanMs / 1000})`)
     .orderBy('updated_at')

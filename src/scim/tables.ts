@@ -7,6 +7,8 @@ import type { GeneratedInstant as DefaultInstant, NullableInstant } from '../war
 
 export interface ScimUsersTable {
   scim_id: string;
+  /** The organisation whose SCIM path and token stated the User. */
+  org: string;
   employee_id: string;
   user_name: string;
   external_id: string | null;
@@ -22,6 +24,7 @@ export interface ScimUsersTable {
 }
 
 export interface ScimGroupsTable {
+  org: string;
   group_id: string;
   display_name: string;
   external_id: string | null;
@@ -32,6 +35,7 @@ export type HeldStatus = 'held' | 'released' | 'dropped' | 'superseded';
 
 export interface ScimHeldActionsTable {
   id: Generated<number>;
+  org: string;
   employee_id: string;
   scim_id: string;
   email: string;

@@ -18,6 +18,8 @@ export interface ScimAnswer {
 }
 
 export interface ResourceContext {
+  /** The organisation whose path and token the request came by: every read and write is of its Users only. */
+  org: string;
   db: Kysely<Database>;
   withPgClient: PgLender;
   /** Plans and enqueues a User's current state; resolves once its employee row and jobs are durable. */
@@ -55,13 +57,13 @@ export async function createUser(ctx: ResourceContext, body: unknown): Promise<S
 }
 
 export async function getUser(ctx: ResourceContext, scimId: string): Promise<ScimAnswer> {
-  return { status: 200, body: userResponse(await findUser(ctx.db, scimId), ctx.base) };
+  return { status: 200, body: userResponse(await findUser(ctx.db, ctx.org, scimId), ctx.base) };
 }
 
 export async function searchUsers(ctx: ResourceContext, params: URLSearchParams): Promise<ScimAnswer> {
   const filter = parseFilter(params.get('filter'), ['userName', 'externalId', 'id']);
   const page = parsePage(params, MAX_RESULTS);
-  const { total, rows } = await listUsers(ctx.db, filter, page);
+  const { total, rows } = await listUsers(ctx.db, ctx.org, filter, page);
   return {
     status: 200,
     body: { schemas: [LIST_SCHEMA], totalResults: total, startIndex: page.startIndex, itemsPerPage: rows.length, Resources: rows.map((r) => userResponse(r, ctx.base)) },
@@ -82,10 +84,10 @@ function checkEmployeeId(row: ScimUserRow, user: ScimUserResource): void {
 
 async function writeUser(ctx: ResourceContext, scimId: string, next: (row: ScimUserRow) => ScimUserResource, options: { deleted?: boolean } = {}): Promise<ScimUserRow> {
   const row = await withTransaction(ctx.withPgClient, async ({ db: trx }) => {
-    const before = await findUser(trx, scimId, true);
+    const before = await findUser(trx, ctx.org, scimId, true);
     const user = next(before);
     checkEmployeeId(before, user);
-    if (user.userName.toLowerCase() !== before.user_name.toLowerCase()) await checkUserNameFree(trx, user.userName, before.scim_id);
+    if (user.userName.toLowerCase() !== before.user_name.toLowerCase()) await checkUserNameFree(trx, ctx.org, user.userName, before.scim_id);
     const changed = canonicalJson(user) !== canonicalJson(before.resource) || options.deleted === true;
     return updateUser(trx, before, user, before.groups, changed, options.deleted);
   });

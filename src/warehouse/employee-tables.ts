@@ -12,6 +12,8 @@ export type EmployeeStatus = 'active' | 'inactive';
 
 /** One row per employee any feed listed. */
 export interface EmployeesTable {
+  /** The organisation's slug (training.organisations); the key is (org, employee_id). */
+  org: string;
   employee_id: string;
   /** Lower case. */
   email: string;
@@ -29,6 +31,7 @@ export interface EmployeesTable {
 
 /** One row per version of an employee; valid_to null on the current one. */
 export interface EmployeeHistoryTable {
+  org: string;
   employee_id: string;
   valid_from: Instant;
   valid_to: NullableInstant;

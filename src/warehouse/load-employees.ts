@@ -48,8 +48,12 @@ export interface EmployeeSnapshotCounts {
   at: Date;
 }
 
-/** Serialises snapshots (provision runs and load-feed, any process) for the length of one transaction. */
+/**
+ * Serialises snapshots of one organisation (provision runs, load-feed and SCIM, any process) for the
+ * length of one transaction; organisations' rows are disjoint, so theirs run side by side.
+ */
 const SNAPSHOT_LOCK = 'trainsync:employees-snapshot';
+const snapshotLock = (org: string): string => `${SNAPSHOT_LOCK}:${org}`;
 /** Rows per COPY chunk: the text of one chunk is held at a time, not the whole feed's. */
 const COPY_CHUNK = 5_000;
 
@@ -73,20 +77,22 @@ const tuple = (alias: string): string => `(${TRACKED.map((c) => `${alias}.${c}`)
 // Per transaction (on commit drop): a pooled session never keeps a stage of an older shape.
 const CREATE_STAGE = `create temp table trainsync_stage_employees (${STAGE_SHAPE.map(([n, t]) => `${n} ${t}`).join(', ')}) on commit drop`;
 
-// Who joins, changes or returns, decided against the stored rows before anything is written.
+// Who joins, changes or returns, decided against the organisation's stored rows before anything
+// is written. (Created, then filled: a CREATE TABLE AS takes no bind parameter.)
+const CREATE_CHANGES = `create temp table trainsync_employee_changes (employee_id text primary key, joined boolean not null, returned boolean not null) on commit drop`;
 const FIND_CHANGES = `
-  create temp table trainsync_employee_changes on commit drop as
+  insert into ${CHANGES} (employee_id, joined, returned)
   select s.employee_id, (e.employee_id is null) as joined, (e.removed_at is not null) as returned
-  from ${STAGE} s left join training.employees e on e.employee_id = s.employee_id
+  from ${STAGE} s left join training.employees e on e.org = $1 and e.employee_id = s.employee_id
   where e.employee_id is null or e.removed_at is not null or ${tuple('e')} is distinct from ${tuple('s')}`;
 
 const CLOSE_CHANGED_HISTORY = `
   update training.employee_history h set valid_to = $1::timestamptz
-  from ${CHANGES} c where h.employee_id = c.employee_id and h.valid_to is null`;
+  from ${CHANGES} c where h.org = $2 and h.employee_id = c.employee_id and h.valid_to is null`;
 
 const OPEN_HISTORY = `
-  insert into training.employee_history (employee_id, valid_from, ${TRACKED.join(', ')})
-  select s.employee_id, $1::timestamptz, ${TRACKED.map((c) => `s.${c}`).join(', ')}
+  insert into training.employee_history (org, employee_id, valid_from, ${TRACKED.join(', ')})
+  select $2, s.employee_id, $1::timestamptz, ${TRACKED.map((c) => `s.${c}`).join(', ')}
   from ${STAGE} s join ${CHANGES} c on c.employee_id = s.employee_id`;
 
 // Listed employees already stored: every one gets last_seen_at (a hash join, one pass);
@@ -102,22 +108,22 @@ const UPDATE_LISTED = `
            is distinct from (${TRACKED.map((c) => `s.${c}`).join(', ')}, coalesce(i.platform_user_id, s.feed_user_id, e.user_id))
       then $1::timestamptz else e.updated_at end,
     removed_at = null
-  from ${STAGE} s left join trainsync.identities i on i.employee_id = s.employee_id
-  where e.employee_id = s.employee_id`;
+  from ${STAGE} s left join trainsync.identities i on i.org = $2 and i.employee_id = s.employee_id
+  where e.org = $2 and e.employee_id = s.employee_id`;
 
 const INSERT_JOINED = `
-  insert into training.employees (employee_id, ${TRACKED.join(', ')}, user_id, first_seen_at, last_seen_at, updated_at)
-  select s.employee_id, ${TRACKED.map((c) => `s.${c}`).join(', ')}, coalesce(i.platform_user_id, s.feed_user_id),
+  insert into training.employees (org, employee_id, ${TRACKED.join(', ')}, user_id, first_seen_at, last_seen_at, updated_at)
+  select $2, s.employee_id, ${TRACKED.map((c) => `s.${c}`).join(', ')}, coalesce(i.platform_user_id, s.feed_user_id),
          $1::timestamptz, $1::timestamptz, $1::timestamptz
   from ${STAGE} s join ${CHANGES} c on c.employee_id = s.employee_id and c.joined
-  left join trainsync.identities i on i.employee_id = s.employee_id`;
+  left join trainsync.identities i on i.org = $2 and i.employee_id = s.employee_id`;
 
 // A full feed: employees it does not list (and whose row was not rejected) are removed,
 // and their current history row closes: "as of" a later moment they are not employees.
 const MARK_REMOVED = `
   with gone as (
     update training.employees e set removed_at = $1::timestamptz, updated_at = $1::timestamptz
-    where e.removed_at is null
+    where e.org = $4 and e.removed_at is null
       and not exists (select 1 from ${STAGE} s where s.employee_id = e.employee_id)
       -- NOT IN over a subquery is hashed: cheap however many rows were rejected.
       and e.employee_id not in (select unnest($2::text[]))
@@ -125,7 +131,7 @@ const MARK_REMOVED = `
     returning e.employee_id
   ), closed as (
     update training.employee_history h set valid_to = $1::timestamptz
-    from gone where h.employee_id = gone.employee_id and h.valid_to is null
+    from gone where h.org = $4 and h.employee_id = gone.employee_id and h.valid_to is null
     returning 1
   )
   select (select count(*) from gone)::int as removed, (select count(*) from closed)::int as closed`;
@@ -156,7 +162,7 @@ async function stage(client: pg.PoolClient, rows: readonly EmployeeSnapshotRow[]
 }
 
 /**
- * Snapshots a feed into `training.employees` and `training.employee_history`, in one
+ * Snapshots one organisation's feed into `training.employees` and `training.employee_history`, in one
  * transaction, set-based: the rows are COPYed into a temp stage, compared with the
  * stored ones (`IS DISTINCT FROM`), and then history rows of changed employees are
  * closed and opened, employees upserted, and (full mode) the unlisted ones marked
@@ -165,28 +171,30 @@ async function stage(client: pg.PoolClient, rows: readonly EmployeeSnapshotRow[]
  * they change nothing, and `keep*` stops a full feed from taking them for leavers.
  * Snapshots are serialised by a transaction-scoped advisory lock.
  */
-export async function snapshotEmployees(lend: PgLender, input: EmployeeSnapshotInput): Promise<EmployeeSnapshotCounts> {
+export async function snapshotEmployees(lend: PgLender, org: string, input: EmployeeSnapshotInput): Promise<EmployeeSnapshotCounts> {
   return withTransaction(lend, async ({ client }) => {
-    await client.query('select pg_advisory_xact_lock(hashtext($1))', [SNAPSHOT_LOCK]);
+    await client.query('select pg_advisory_xact_lock(hashtext($1))', [snapshotLock(org)]);
     // Taken after the lock: a snapshot that waited is still later than the one it waited for.
     const at = input.at ?? (await client.query<{ at: Date }>('select clock_timestamp() as at')).rows[0]!.at;
     await stage(client, input.rows);
-    await client.query(FIND_CHANGES);
+    await client.query(CREATE_CHANGES);
+    await client.query(FIND_CHANGES, [org]);
     const { rows: kinds } = await client.query<{ joined: number; returned: number; changed: number }>(
       `select count(*) filter (where joined)::int as joined, count(*) filter (where returned)::int as returned,
               count(*) filter (where not joined and not returned)::int as changed
        from ${CHANGES}`,
     );
-    await client.query(CLOSE_CHANGED_HISTORY, [at]);
-    await client.query(OPEN_HISTORY, [at]);
-    await client.query(UPDATE_LISTED, [at]);
-    await client.query(INSERT_JOINED, [at]);
+    await client.query(CLOSE_CHANGED_HISTORY, [at, org]);
+    await client.query(OPEN_HISTORY, [at, org]);
+    await client.query(UPDATE_LISTED, [at, org]);
+    await client.query(INSERT_JOINED, [at, org]);
     let removed = 0;
     if (input.mode === 'full') {
       const { rows } = await client.query<{ removed: number }>(MARK_REMOVED, [
         at,
         [...(input.keepEmployeeIds ?? [])],
         [...(input.keepEmails ?? [])].map((e) => e.toLowerCase()),
+        org,
       ]);
       removed = rows[0]!.removed;
     }
@@ -199,13 +207,14 @@ export async function snapshotEmployees(lend: PgLender, input: EmployeeSnapshotI
  * Refreshes `user_id` of current employees from trainsync.identities (accounts that
  * provisioning created or adopted since the last snapshot); returns how many changed.
  */
-export async function refreshEmployeeAccounts(lend: PgLender): Promise<number> {
+export async function refreshEmployeeAccounts(lend: PgLender, org: string): Promise<number> {
   return lend(async (client) => {
     const { rowCount } = await client.query(
       `update training.employees e set user_id = i.platform_user_id, updated_at = clock_timestamp()
        from trainsync.identities i
-       where i.employee_id = e.employee_id and i.platform_user_id is not null
+       where e.org = $1 and i.org = e.org and i.employee_id = e.employee_id and i.platform_user_id is not null
          and e.user_id is distinct from i.platform_user_id`,
+      [org],
     );
     return rowCount ?? 0;
   });

@@ -15,6 +15,8 @@ export type ProvisioningActionKind = 'create-user' | 'enable' | 'disable' | 'add
 
 /** The last applied state per employee, and the employee's identity. */
 export interface IdentitiesTable {
+  /** The organisation's slug; the key is (org, employee_id). */
+  org: string;
   employee_id: string;
   email: string;
   platform_user_id: string | null;
@@ -32,6 +34,7 @@ export interface IdentitiesTable {
 
 export interface FeedsTable {
   id: Generated<number>;
+  org: string;
   hash: string;
   path: string;
   format: 'csv' | 'jsonl';
@@ -46,6 +49,8 @@ export interface FeedsTable {
 
 export interface ProvisioningActionsTable {
   id: Generated<number>;
+  /** Action ids are unique per organisation: (org, action_id). */
+  org: string;
   action_id: string;
   employee_id: string;
   email: string;
@@ -87,6 +92,7 @@ export interface ProvisioningAuditView {
   seconds_to_finish: number | null;
   platform_user_id: string | null;
   currently_active: boolean | null;
+  org: string;
 }
 
 export interface ProvisioningTables {

@@ -6,6 +6,8 @@ import type { HrReconciliationView, ReconciliationKind } from './group-tables.ts
 export const RECONCILIATION_KINDS: readonly ReconciliationKind[] = ['active_without_account', 'leaver_with_access', 'account_without_employee', 'pending_action'];
 
 export interface ReconciliationReport {
+  /** The organisation reported on: its employees against the accounts its key lists. */
+  org: string;
   /** Discrepancies per kind; every kind is present (0 when none). */
   counts: Record<ReconciliationKind, number>;
   total: number;
@@ -17,8 +19,8 @@ export interface ReconciliationReport {
   usersLoaded: boolean;
 }
 
-/** Counts and a few examples per kind from `training.hr_reconciliation`. */
-export async function reconciliationReport(db: Kysely<Database>, examples = 5): Promise<ReconciliationReport> {
+/** Counts and a few examples per kind from `training.hr_reconciliation`, for one organisation. */
+export async function reconciliationReport(db: Kysely<Database>, org: string, examples = 5): Promise<ReconciliationReport> {
   const counts = Object.fromEntries(RECONCILIATION_KINDS.map((k) => [k, 0])) as Record<ReconciliationKind, number>;
   const byKind = Object.fromEntries(RECONCILIATION_KINDS.map((k) => [k, [] as HrReconciliationView[]])) as Record<ReconciliationKind, HrReconciliationView[]>;
   // One pass over the view: its count per kind, and the first rows of each kind.
@@ -27,6 +29,7 @@ export async function reconciliationReport(db: Kysely<Database>, examples = 5): 
       select r.*, count(*) over (partition by kind)::int as n,
              row_number() over (partition by kind order by email nulls last, employee_id, user_id)::int as rank
       from training.hr_reconciliation r
+      where r.org = ${org}
     ) ranked
     where rank <= greatest(${examples}::int, 1)
     order by kind, rank`.execute(db);
@@ -35,8 +38,10 @@ export async function reconciliationReport(db: Kysely<Database>, examples = 5): 
     if (rank <= examples) byKind[row.kind].push(row);
   }
   const { rows: loaded } = await sql<{ employees: boolean; users: boolean }>`
-    select exists (select 1 from training.employees) as employees, exists (select 1 from training.users) as users`.execute(db);
+    select exists (select 1 from training.employees where org = ${org}) as employees,
+           exists (select 1 from training.users where org = ${org}) as users`.execute(db);
   return {
+    org,
     counts,
     total: Object.values(counts).reduce((a, b) => a + b, 0),
     examples: byKind,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { orgScoped } from '../../queue/org-scope.ts';
 import type { PlannedAction } from '../plan/types.ts';
 
 /**
@@ -100,8 +101,11 @@ export function jobForAction(action: PlannedAction, feedHash: string | null): Ac
 /**
  * The BullMQ job id of an action. BullMQ refuses ':' in custom ids (its own key
  * separator), which action ids use, so ':' becomes '%3A' (and '%' becomes '%25', so
- * two different action ids never share a job id).
+ * two different action ids never share a job id). Action ids repeat across
+ * organisations (`disable:E1:v3` in two HR systems), and all share one queue: the id is
+ * scoped as `<org>.<id>` (`default` keeps the bare id, so queued jobs of a
+ * single-organisation deployment keep theirs).
  */
-export function jobIdForAction(actionId: string): string {
-  return actionId.replace(/%/g, '%25').replace(/:/g, '%3A');
+export function jobIdForAction(org: string, actionId: string): string {
+  return orgScoped(org, actionId.replace(/%/g, '%25').replace(/:/g, '%3A'));
 }

@@ -19,8 +19,8 @@ export function toAppliedEmployee(row: Selectable<IdentitiesTable>): AppliedEmpl
   };
 }
 
-/** Every employee's last applied state, for `planProvisioning`. */
-export async function loadAppliedEmployees(db: Kysely<Database>): Promise<AppliedEmployee[]> {
-  const rows = await db.selectFrom('trainsync.identities').selectAll().orderBy('employee_id').execute();
+/** Every employee's last applied state in one organisation, for `planProvisioning`. */
+export async function loadAppliedEmployees(db: Kysely<Database>, org: string): Promise<AppliedEmployee[]> {
+  const rows = await db.selectFrom('trainsync.identities').selectAll().where('org', '=', org).orderBy('employee_id').execute();
   return rows.map(toAppliedEmployee);
 }

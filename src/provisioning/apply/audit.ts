@@ -8,6 +8,8 @@ import type { ActionState, PlannedAction } from '../plan/types.ts';
  * BullMQ job id). The enqueuer writes the row first (status `queued`); the job counts
  * its attempts and records how it ended, in the same transaction as the identity
  * change it made. No secret ever goes in: a password change records only that it happened.
+ * Per organisation: action ids repeat across organisations (they come from employee ids
+ * and e-mails), so every read and write names the org; rows are unique by (org, action_id).
  */
 
 type Db = Kysely<Database>;
@@ -47,13 +49,14 @@ export function auditEntryFor(action: PlannedAction, feedHash: string | null): A
  * exists from an earlier run (failed, needs-identity) goes back to `queued`; its
  * attempts keep counting across runs.
  */
-export async function recordQueuedActions(db: Db, entries: readonly AuditEntry[]): Promise<void> {
+export async function recordQueuedActions(db: Db, org: string, entries: readonly AuditEntry[]): Promise<void> {
   for (let i = 0; i < entries.length; i += 500) {
     const chunk = entries.slice(i, i + 500);
     await db
       .insertInto('trainsync.provisioning_actions')
       .values(
         chunk.map((e) => ({
+          org,
           action_id: e.actionId,
           employee_id: e.employeeId,
           email: e.email,
@@ -67,7 +70,7 @@ export async function recordQueuedActions(db: Db, entries: readonly AuditEntry[]
         })),
       )
       .onConflict((oc) =>
-        oc.column('action_id').doUpdateSet({
+        oc.columns(['org', 'action_id']).doUpdateSet({
           status: 'queued',
           feed_hash: (eb) => eb.ref('excluded.feed_hash'),
           before: (eb) => eb.ref('excluded.before'),
@@ -89,16 +92,17 @@ export async function recordQueuedActions(db: Db, entries: readonly AuditEntry[]
         from unnest(${chunk.map((e) => e.actionId)}::text[], ${chunk.map((e) => e.employeeId)}::text[],
                     ${chunk.map((e) => e.kind)}::text[], ${chunk.map((e) => e.groupId ?? null)}::uuid[])
              as n(action_id, employee_id, kind, group_id)
-       where a.employee_id = n.employee_id and a.kind = n.kind and a.group_id is not distinct from n.group_id
+       where a.org = ${org} and a.employee_id = n.employee_id and a.kind = n.kind and a.group_id is not distinct from n.group_id
          and a.action_id <> n.action_id and a.status in ('failed', 'needs-identity')`.execute(db);
   }
 }
 
 /** Counts one attempt; returns the row's status before it (undefined when there is no row). */
-export async function beginAttempt(db: Db, actionId: string): Promise<ProvisioningActionStatus | undefined> {
+export async function beginAttempt(db: Db, org: string, actionId: string): Promise<ProvisioningActionStatus | undefined> {
   const row = await db
     .updateTable('trainsync.provisioning_actions')
     .set({ attempts: sql<number>`attempts + 1`, updated_at: sql<Date>`now()` })
+    .where('org', '=', org)
     .where('action_id', '=', actionId)
     .returning('status')
     .executeTakeFirst();
@@ -114,7 +118,7 @@ export interface ActionEnd {
 }
 
 /** Records how an action ended (final: sets finished_at). */
-export async function finishAction(db: Db, actionId: string, end: ActionEnd): Promise<void> {
+export async function finishAction(db: Db, org: string, actionId: string, end: ActionEnd): Promise<void> {
   await db
     .updateTable('trainsync.provisioning_actions')
     .set({
@@ -125,15 +129,17 @@ export async function finishAction(db: Db, actionId: string, end: ActionEnd): Pr
       updated_at: sql<Date>`now()`,
       finished_at: sql<Date>`now()`,
     })
+    .where('org', '=', org)
     .where('action_id', '=', actionId)
     .execute();
 }
 
 /** Keeps the last transient error of an action that BullMQ will retry; it stays `queued`. */
-export async function recordRetryableError(db: Db, actionId: string, errorCode: string, errorMessage: string): Promise<void> {
+export async function recordRetryableError(db: Db, org: string, actionId: string, errorCode: string, errorMessage: string): Promise<void> {
   await db
     .updateTable('trainsync.provisioning_actions')
     .set({ error_code: errorCode, error_message: errorMessage, updated_at: sql<Date>`now()` })
+    .where('org', '=', org)
     .where('action_id', '=', actionId)
     .execute();
 }
@@ -171,31 +177,32 @@ function toAuditRow(r: AuditColumns): AuditRow {
 }
 
 /** The audit rows of the given actions, in the order given. */
-export async function auditRows(db: Db, actionIds: readonly string[]): Promise<AuditRow[]> {
+export async function auditRows(db: Db, org: string, actionIds: readonly string[]): Promise<AuditRow[]> {
   const byId = new Map<string, AuditRow>();
   for (let i = 0; i < actionIds.length; i += 1000) {
     const chunk = actionIds.slice(i, i + 1000);
     if (chunk.length === 0) continue;
-    const rows = await db.selectFrom('trainsync.provisioning_actions').select(AUDIT_COLUMNS).where('action_id', 'in', chunk).execute();
+    const rows = await db.selectFrom('trainsync.provisioning_actions').select(AUDIT_COLUMNS).where('org', '=', org).where('action_id', 'in', chunk).execute();
     for (const r of rows) byId.set(r.action_id, toAuditRow(r));
   }
   return actionIds.flatMap((id) => byId.get(id) ?? []);
 }
 
 /** Actions still `queued` (or `planned`): their jobs may be waiting or running. Of the given employees only, when given. */
-export async function openActions(db: Db, employeeIds?: readonly string[]): Promise<AuditRow[]> {
+export async function openActions(db: Db, org: string, employeeIds?: readonly string[]): Promise<AuditRow[]> {
   if (employeeIds?.length === 0) return [];
-  let query = db.selectFrom('trainsync.provisioning_actions').select(AUDIT_COLUMNS).where('status', 'in', ['planned', 'queued']);
+  let query = db.selectFrom('trainsync.provisioning_actions').select(AUDIT_COLUMNS).where('org', '=', org).where('status', 'in', ['planned', 'queued']);
   if (employeeIds !== undefined) query = query.where('employee_id', 'in', employeeIds);
   const rows = await query.execute();
   return rows.map(toAuditRow);
 }
 
 /** Failed and needs-identity actions, newest first: what `status` shows. */
-export async function actionsNeedingAttention(db: Db, limit = 50): Promise<AuditRow[]> {
+export async function actionsNeedingAttention(db: Db, org: string, limit = 50): Promise<AuditRow[]> {
   const rows = await db
     .selectFrom('trainsync.provisioning_actions')
     .select(AUDIT_COLUMNS)
+    .where('org', '=', org)
     .where('status', 'in', [...ATTENTION_STATUSES])
     .orderBy('updated_at', 'desc')
     .orderBy('id', 'desc')
@@ -217,10 +224,11 @@ export interface FeedRecord {
 }
 
 /** Every feed read (dry runs and refusals included) with its hash. */
-export async function recordFeed(db: Db, feed: FeedRecord): Promise<void> {
+export async function recordFeed(db: Db, org: string, feed: FeedRecord): Promise<void> {
   await db
     .insertInto('trainsync.feeds')
     .values({
+      org,
       hash: feed.hash,
       path: feed.path,
       format: feed.format,

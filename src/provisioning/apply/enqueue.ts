@@ -48,20 +48,20 @@ export interface EnqueueResult {
  * Settles audit rows left `queued`/`planned` whose job is gone or ended without a record;
  * returns the live ones (of the given employees only, when given: SCIM plans a few at a time).
  */
-export async function liveOpenActions(deps: Pick<ApplyDeps, 'db' | 'queue'>, employeeIds?: readonly string[]): Promise<AuditRow[]> {
+export async function liveOpenActions(deps: Pick<ApplyDeps, 'org' | 'db' | 'queue'>, employeeIds?: readonly string[]): Promise<AuditRow[]> {
   const live: AuditRow[] = [];
-  for (const row of await openActions(deps.db, employeeIds)) {
-    const jobId = jobIdForAction(row.actionId);
+  for (const row of await openActions(deps.db, deps.org, employeeIds)) {
+    const jobId = jobIdForAction(deps.org, row.actionId);
     const state = await deps.queue.state(PROVISION_QUEUE, jobId);
     if (state === 'unknown') {
-      await finishAction(deps.db, row.actionId, {
+      await finishAction(deps.db, deps.org, row.actionId, {
         status: 'skipped',
         errorCode: 'JOB_LOST',
         errorMessage: 'its job is no longer in the queue (never added, or removed); the next plan includes the action again if it is still needed',
       });
     } else if (state === 'completed' || state === 'failed') {
       const reason = await deps.queue.failedReason(PROVISION_QUEUE, jobId);
-      await finishAction(deps.db, row.actionId, {
+      await finishAction(deps.db, deps.org, row.actionId, {
         status: 'failed',
         errorCode: 'JOB_UNRECORDED',
         errorMessage: `the job ended (${state}${reason ? `: ${reason}` : ''}) without recording its outcome`,
@@ -88,7 +88,7 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
   const ids = plan.actions.map((a) => a.id);
   for (let i = 0; i < ids.length; i += 500) {
     const chunk = ids.slice(i, i + 500);
-    const found = await Promise.all(chunk.map((id) => deps.queue.state(PROVISION_QUEUE, jobIdForAction(id))));
+    const found = await Promise.all(chunk.map((id) => deps.queue.state(PROVISION_QUEUE, jobIdForAction(deps.org, id))));
     chunk.forEach((id, k) => states.set(id, found[k]!));
   }
 
@@ -101,7 +101,7 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
     for (const action of actions) {
       const state = states.get(action.id) ?? 'unknown';
       if (state === 'unknown') continue;
-      if (state === 'completed' || state === 'failed') await deps.queue.remove(PROVISION_QUEUE, jobIdForAction(action.id));
+      if (state === 'completed' || state === 'failed') await deps.queue.remove(PROVISION_QUEUE, jobIdForAction(deps.org, action.id));
       else {
         // Queued without an open audit row (e.g. enqueued by hand): wait for it, add nothing beside it.
         pending = true;
@@ -115,7 +115,7 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
     let node: ChainSpec | undefined;
     for (const action of actions) {
       const job = jobForAction(action, feedHash);
-      node = { org: deps.org, name: job.name, data: job.data, jobId: jobIdForAction(action.id), ...(node ? { after: node } : {}) };
+      node = { org: deps.org, name: job.name, data: job.data, jobId: jobIdForAction(deps.org, action.id), ...(node ? { after: node } : {}) };
       entries.push(auditEntryFor(action, feedHash));
       enqueued.push(action.id);
     }
@@ -123,9 +123,9 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
   }
 
   // Audit rows first: a job must find its row (it counts attempts there).
-  await recordQueuedActions(deps.db, entries);
+  await recordQueuedActions(deps.db, deps.org, entries);
   await deps.queue.addChains(chains);
-  deps.log.info({ enqueued: enqueued.length, waitingOn: waitingOn.length, skippedEmployees: skippedEmployees.length }, 'provisioning actions enqueued');
+  deps.log.info({ org: deps.org, enqueued: enqueued.length, waitingOn: waitingOn.length, skippedEmployees: skippedEmployees.length }, 'provisioning actions enqueued');
   return { enqueued, waitingOn, skippedEmployees };
 }
 
@@ -147,7 +147,7 @@ export async function waitForActions(
   if (actionIds.length === 0) return [];
   const ticker = onProgress
     ? setInterval(() => {
-        void auditRows(deps.db, actionIds)
+        void auditRows(deps.db, deps.org, actionIds)
           .then((rows) => {
             const finished = (r: AuditRow): boolean => r.status !== 'queued' && r.status !== 'planned';
             // Per action kind too: the CLI shows one progress line per kind.
@@ -165,9 +165,9 @@ export async function waitForActions(
     : undefined;
   try {
     // Outcomes are read from the audit rows: a trimmed job reads as "missing" to BullMQ.
-    await processAndWait(deps.queue, PROVISION_QUEUE, actionIds.map(jobIdForAction));
+    await processAndWait(deps.queue, PROVISION_QUEUE, actionIds.map((id) => jobIdForAction(deps.org, id)));
   } finally {
     if (ticker) clearInterval(ticker);
   }
-  return auditRows(deps.db, actionIds);
+  return auditRows(deps.db, deps.org, actionIds);
 }

@@ -8,19 +8,22 @@ import type { AppliedEmployee } from '../plan/types.ts';
  * `trainsync.identities`: per employee, the e-mail, the HR employee id and the platform
  * user id kept together, with the state trainsync last made true on the platform.
  * Every write bumps `version` (the planner's action ids include it; see plan-action-id.ts).
+ * Per organisation: every function takes the org's slug and reads or writes its rows only
+ * (an employee id, an e-mail and a platform user id are unique within one organisation).
  */
 
 type Db = Kysely<Database>;
 export type IdentityRow = Selectable<IdentitiesTable>;
 
-export async function findIdentity(db: Db, employeeId: string): Promise<IdentityRow | undefined> {
-  return db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', employeeId).executeTakeFirst();
+export async function findIdentity(db: Db, org: string, employeeId: string): Promise<IdentityRow | undefined> {
+  return db.selectFrom('trainsync.identities').selectAll().where('org', '=', org).where('employee_id', '=', employeeId).executeTakeFirst();
 }
 
-export async function findIdentityByEmail(db: Db, email: string): Promise<IdentityRow | undefined> {
+export async function findIdentityByEmail(db: Db, org: string, email: string): Promise<IdentityRow | undefined> {
   return db
     .selectFrom('trainsync.identities')
     .selectAll()
+    .where('org', '=', org)
     .where(sql<string>`lower(email)`, '=', email.toLowerCase())
     .executeTakeFirst();
 }
@@ -43,10 +46,11 @@ export interface AccountIdentity {
  * row for the employee is overwritten except its groups (unless `resetGroups`), and
  * keeps a known platform id when this call learned none.
  */
-export async function upsertAccountIdentity(db: Db, account: AccountIdentity): Promise<void> {
+export async function upsertAccountIdentity(db: Db, org: string, account: AccountIdentity): Promise<void> {
   await db
     .insertInto('trainsync.identities')
     .values({
+      org,
       employee_id: account.employeeId,
       email: account.email,
       platform_user_id: account.platformUserId,
@@ -59,7 +63,7 @@ export async function upsertAccountIdentity(db: Db, account: AccountIdentity): P
       version: 1,
     })
     .onConflict((oc) =>
-      oc.column('employee_id').doUpdateSet({
+      oc.columns(['org', 'employee_id']).doUpdateSet({
         email: (eb) => eb.ref('excluded.email'),
         platform_user_id: sql<string | null>`coalesce(excluded.platform_user_id, trainsync.identities.platform_user_id)`,
         first_name: (eb) => eb.ref('excluded.first_name'),
@@ -81,10 +85,11 @@ export async function upsertAccountIdentity(db: Db, account: AccountIdentity): P
  * again). Its id is cleared, so the unique index lets this one take it; that employee's
  * next action looks its account up again. Returns the employees cleared.
  */
-export async function releasePlatformUserId(db: Db, platformUserId: string, employeeId: string): Promise<string[]> {
+export async function releasePlatformUserId(db: Db, org: string, platformUserId: string, employeeId: string): Promise<string[]> {
   const rows = await db
     .updateTable('trainsync.identities')
     .set({ platform_user_id: null, version: sql<number>`version + 1`, updated_at: sql<Date>`now()` })
+    .where('org', '=', org)
     .where('platform_user_id', '=', platformUserId)
     .where('employee_id', '<>', employeeId)
     .returning('employee_id')
@@ -93,7 +98,7 @@ export async function releasePlatformUserId(db: Db, platformUserId: string, empl
 }
 
 /** Identities adopted from the platform's user list before the first plan (see adopt.ts). */
-export async function insertAdoptedIdentities(db: Db, employees: readonly AppliedEmployee[]): Promise<number> {
+export async function insertAdoptedIdentities(db: Db, org: string, employees: readonly AppliedEmployee[]): Promise<number> {
   let inserted = 0;
   for (let i = 0; i < employees.length; i += 500) {
     const chunk = employees.slice(i, i + 500);
@@ -101,6 +106,7 @@ export async function insertAdoptedIdentities(db: Db, employees: readonly Applie
       .insertInto('trainsync.identities')
       .values(
         chunk.map((e) => ({
+          org,
           employee_id: e.employeeId,
           email: e.email,
           platform_user_id: e.platformUserId,
@@ -127,6 +133,7 @@ export async function insertAdoptedIdentities(db: Db, employees: readonly Applie
  */
 async function updateAppliedState(
   db: Db,
+  org: string,
   employeeId: string,
   platformUserId: string,
   change: { active: boolean } | { groups: RawBuilder<string[]> },
@@ -139,14 +146,15 @@ async function updateAppliedState(
       version: sql<number>`version + 1`,
       updated_at: sql<Date>`now()`,
     })
+    .where('org', '=', org)
     .where('employee_id', '=', employeeId)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 
 /** After enable/disable: the access trainsync made true. Returns whether a row was updated. */
-export function setIdentityActive(db: Db, employeeId: string, active: boolean, platformUserId: string): Promise<boolean> {
-  return updateAppliedState(db, employeeId, platformUserId, { active });
+export function setIdentityActive(db: Db, org: string, employeeId: string, active: boolean, platformUserId: string): Promise<boolean> {
+  return updateAppliedState(db, org, employeeId, platformUserId, { active });
 }
 
 /**
@@ -155,50 +163,42 @@ export function setIdentityActive(db: Db, employeeId: string, active: boolean, p
  * offers no read of them). Call it in the transaction that finishes the action.
  * Returns whether an identity row was updated.
  */
-export async function setIdentityGroup(db: Db, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<boolean> {
+export async function setIdentityGroup(db: Db, org: string, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<boolean> {
   const groups = member
     ? sql<string[]>`case when ${groupId}::uuid = any(groups) then groups else array_append(groups, ${groupId}::uuid) end`
     : sql<string[]>`array_remove(groups, ${groupId}::uuid)`;
-  const updated = await updateAppliedState(db, employeeId, platformUserId, { groups });
-  await recordGroupMember(db, employeeId, groupId, member, platformUserId);
+  const updated = await updateAppliedState(db, org, employeeId, platformUserId, { groups });
+  await recordGroupMember(db, org, employeeId, groupId, member, platformUserId);
   return updated;
 }
 
-/** An add (re)starts the membership (`since` kept while it lasts); a removal marks it removed, keeping the row. */
-async function recordGroupMember(db: Db, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<void> {
+/**
+ * An add (re)starts the membership (`since` kept while it lasts); a removal marks it removed, keeping the row.
+ * Raw SQL: training.group_members' row type (and its key, (org, group_id, user_id)) is the sync wing's.
+ */
+async function recordGroupMember(db: Db, org: string, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<void> {
   if (member) {
-    await db
-      .insertInto('training.group_members')
-      .values({ group_id: groupId, user_id: platformUserId, employee_id: employeeId, since: sql<Date>`now()`, removed_at: null })
-      .onConflict((oc) =>
-        oc.columns(['group_id', 'user_id']).doUpdateSet({
-          employee_id: (eb) => eb.ref('excluded.employee_id'),
-          since: sql<Date>`case when training.group_members.removed_at is null then training.group_members.since else excluded.since end`,
-          removed_at: null,
-        }),
-      )
-      .execute();
+    await sql`
+      insert into training.group_members (org, group_id, user_id, employee_id, since, removed_at)
+      values (${org}, ${groupId}::uuid, ${platformUserId}::uuid, ${employeeId}, now(), null)
+      on conflict (org, group_id, user_id) do update set
+        employee_id = excluded.employee_id,
+        since = case when training.group_members.removed_at is null then training.group_members.since else excluded.since end,
+        removed_at = null`.execute(db);
     return;
   }
-  await db
-    .updateTable('training.group_members')
-    .set({ removed_at: sql<Date>`now()` })
-    .where('group_id', '=', groupId)
-    .where('user_id', '=', platformUserId)
-    .where('removed_at', 'is', null)
-    .execute();
+  await sql`
+    update training.group_members set removed_at = now()
+     where org = ${org} and group_id = ${groupId}::uuid and user_id = ${platformUserId}::uuid and removed_at is null`.execute(db);
 }
 
 /**
  * After an account was created again: memberships recorded for the employee's earlier
  * account ended with it (the platform deletes them with the account).
  */
-export async function closeMembershipsOfOtherAccounts(db: Db, employeeId: string, platformUserId: string | null): Promise<void> {
-  let query = db
-    .updateTable('training.group_members')
-    .set({ removed_at: sql<Date>`now()` })
-    .where('employee_id', '=', employeeId)
-    .where('removed_at', 'is', null);
-  if (platformUserId !== null) query = query.where('user_id', '<>', platformUserId);
-  await query.execute();
+export async function closeMembershipsOfOtherAccounts(db: Db, org: string, employeeId: string, platformUserId: string | null): Promise<void> {
+  await sql`
+    update training.group_members set removed_at = now()
+     where org = ${org} and employee_id = ${employeeId} and removed_at is null
+       and (${platformUserId}::uuid is null or user_id <> ${platformUserId}::uuid)`.execute(db);
 }

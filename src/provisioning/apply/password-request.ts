@@ -17,8 +17,8 @@ export async function requestPasswordChange(deps: ApplyDeps & { config: Config }
   const key = requireSecretKey(deps.config);
   const subject = email.trim().toLowerCase();
   const actionId = `set-password:${subject}:${randomUUID()}`;
-  const identity = await findIdentityByEmail(deps.db, subject);
-  await recordQueuedActions(deps.db, [
+  const identity = await findIdentityByEmail(deps.db, deps.org, subject);
+  await recordQueuedActions(deps.db, deps.org, [
     {
       actionId,
       employeeId: identity?.employee_id ?? subject,
@@ -31,7 +31,7 @@ export async function requestPasswordChange(deps: ApplyDeps & { config: Config }
     },
   ]);
   const data = setPasswordPayloadSchema.parse({ actionId, email: subject, secret: encryptSecret(key, password, subject) });
-  await deps.queue.add(PROVISION_JOBS.setPassword, data, { org: deps.org, jobId: jobIdForAction(actionId), waited: true });
+  await deps.queue.add(PROVISION_JOBS.setPassword, data, { org: deps.org, jobId: jobIdForAction(deps.org, actionId), waited: true });
   const [row] = await waitForActions(deps, [actionId]);
   if (!row) throw new Error(`the audit row of ${actionId} is missing`);
   return row;

@@ -24,8 +24,8 @@ async function q(text: string, values: unknown[] = []): Promise<void> {
 
 async function employee(employeeId: string, email: string, userId: string | null, options: { status?: string; removed?: boolean; attributes?: object } = {}): Promise<void> {
   await q(
-    `insert into training.employees (employee_id, email, first_name, last_name, status, attributes, user_id, first_seen_at, last_seen_at, removed_at, updated_at)
-     values ($1, $2, 'First', 'Last', $3, $4::jsonb, $5, $6, $6, $7, $6)`,
+    `insert into training.employees (org, employee_id, email, first_name, last_name, status, attributes, user_id, first_seen_at, last_seen_at, removed_at, updated_at)
+     values ('default', $1, $2, 'First', 'Last', $3, $4::jsonb, $5, $6, $6, $7, $6)`,
     [employeeId, email, options.status ?? 'active', JSON.stringify(options.attributes ?? {}), userId, T0, options.removed ? '2024-06-01T00:00:00Z' : null],
   );
 }
@@ -177,7 +177,11 @@ describe('the BI role', () => {
       ]);
       expect(ownerTables[1]).toHaveLength(6);
       await client.query('savepoint denied');
-      await expect(client.query('select count(*) from trainsync.provisioning_actions')).rejects.toThrow(/permission denied/);
+      // hr_reconciliation runs as its reader (security_invoker, for row-level security): the
+      // reader sees the audit columns it reads, nothing else of schema trainsync.
+      await expect(client.query('select before, after from trainsync.provisioning_actions')).rejects.toThrow(/permission denied/);
+      await client.query('rollback to savepoint denied');
+      await expect(client.query('select count(*) from trainsync.held_plans')).rejects.toThrow(/permission denied/);
       await client.query('rollback to savepoint denied');
     } finally {
       await client.query('rollback').catch(() => undefined);

@@ -83,7 +83,7 @@ async function holdPlanDisabling(count: number): Promise<{ id: number; emails: s
     for (const r of active) r.status = 'terminated';
     emails = active.map((r) => r.email);
   });
-  const result = await provisionFeed(provisionDeps(h.app), { file, mode: 'full', dryRun: false, force: false });
+  const result = await provisionFeed(provisionDeps(h.app, 'default'), { file, mode: 'full', dryRun: false, force: false });
   expect(result.plan.refused?.reason).toBe('max-disable');
   expect(result.heldPlanId).toBeGreaterThan(0);
   return { id: result.heldPlanId!, emails };
@@ -104,11 +104,11 @@ beforeAll(async () => {
   files = feedDir();
   workers = await h.app.queue.startWorkers(QUEUE_NAMES);
   // The applied state: every account adopted by a first, unchanged feed.
-  await provisionFeed(provisionDeps(h.app), { file: feedWith(() => undefined), mode: 'full', dryRun: false, force: false });
+  await provisionFeed(provisionDeps(h.app, 'default'), { file: feedWith(() => undefined), mode: 'full', dryRun: false, force: false });
   h.sim.setFaults({ malformedResultEvery: 7 });
   await h.sync(['courses', 'users', 'results']);
   h.sim.setFaults({ malformedResultEvery: 0 });
-  server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: () => provisionDeps(h.app) }))!;
+  server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: () => provisionDeps(h.app, 'default') }))!;
   base = `http://127.0.0.1:${server.port}`;
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -252,7 +252,7 @@ describe('the operator console in a browser', () => {
       someone = rows.find((r) => r.status === 'active')!;
       someone.groups = [...someone.groups, missingGroup].sort();
     });
-    const result = await provisionFeed(provisionDeps(h.app), { file, mode: 'full', dryRun: false, force: false });
+    const result = await provisionFeed(provisionDeps(h.app, 'default'), { file, mode: 'full', dryRun: false, force: false });
     const failed = result.applied!.audit.find((a) => a.kind === 'add-to-group')!;
     expect(failed).toMatchObject({ status: 'failed', errorCode: 'GROUP_NOT_FOUND' });
     addGroup(h.sim.state, { id: missingGroup, name: 'Created after the failure' });

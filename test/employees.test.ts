@@ -36,7 +36,7 @@ async function snapshot(lines: readonly string[], mode: 'full' | 'delta', at: Da
   const file = path.join(dir, `feed-${feedNo}.csv`);
   await writeFile(file, `${[HEADER, ...lines].join('\n')}\n`);
   const feed = await readFeed(file, read);
-  return snapshotFeed(t.withPgClient, feed, { mode, at });
+  return snapshotFeed(t.withPgClient, 'default', feed, { mode, at });
 }
 
 function employees() {
@@ -172,17 +172,17 @@ describe('employee snapshots over three feeds', () => {
     const file = path.join(dir, 'broken.csv');
     await writeFile(file, 'id,mail\nE1,a@example.com\n');
     const feed = await readFeed(file);
-    await expect(snapshotFeed(t.withPgClient, feed, { mode: 'full', at: T(6) })).rejects.toThrow(UnreadableFeedError);
+    await expect(snapshotFeed(t.withPgClient, 'default', feed, { mode: 'full', at: T(6) })).rejects.toThrow(UnreadableFeedError);
     expect(await employees()).toEqual(before);
   });
 
   it('takes the platform account from trainsync.identities, else from the feed', async () => {
     const known = '11111111-1111-4111-8111-111111111111';
     const fromFeed = '22222222-2222-4222-8222-222222222222';
-    await t.db.insertInto('trainsync.identities').values({ employee_id: 'E1', email: 'ann@example.com', platform_user_id: known, active: true }).execute();
+    await t.db.insertInto('trainsync.identities').values({ org: 'default', employee_id: 'E1', email: 'ann@example.com', platform_user_id: known, active: true }).execute();
     const file = path.join(dir, 'accounts.csv');
     await writeFile(file, `employee_id,email,platform_user_id\nE1,ann@example.com,\nE6,fay@example.com,${fromFeed}\n`);
-    const counts = await snapshotFeed(t.withPgClient, await readFeed(file), { mode: 'delta', at: T(7) });
+    const counts = await snapshotFeed(t.withPgClient, 'default', await readFeed(file), { mode: 'delta', at: T(7) });
     // E1 lost its names and attributes in this feed: a change; the account alone would not be one.
     expect(counts).toMatchObject({ joined: 1, changed: 1 });
     const rows = await employees();
@@ -245,11 +245,11 @@ describe('provision snapshots the feed it applies', () => {
     const count = async (): Promise<number> =>
       Number((await h.app.db.selectFrom('training.employees').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
 
-    const dry = await provisionFeed(provisionDeps(h.app), { file, mode: 'full', dryRun: true, force: false });
+    const dry = await provisionFeed(provisionDeps(h.app, 'default'), { file, mode: 'full', dryRun: true, force: false });
     expect(dry.employees).toBeUndefined();
     expect(await count()).toBe(0);
 
-    const applied = await provisionFeed(provisionDeps(h.app), { file, mode: 'full', dryRun: false, force: false });
+    const applied = await provisionFeed(provisionDeps(h.app, 'default'), { file, mode: 'full', dryRun: false, force: false });
     expect(applied.employeesError).toBeUndefined();
     expect(applied.employees).toMatchObject({ listed: rows.length + 1, joined: rows.length + 1, removed: 0 });
     expect(await count()).toBe(rows.length + 1);
@@ -265,7 +265,7 @@ describe('provision snapshots the feed it applies', () => {
     const file = path.join(dir, 'provision-profile.csv');
     await writeFile(file, toCsv(rows));
     const reading = feedReadOptions(parseFeedProfile('{"statusMap": {"long-term leave": "inactive"}}', 'p.json'));
-    const result = await provisionFeed(provisionDeps(h.app), { file, mode: 'delta', dryRun: false, force: false, reading });
+    const result = await provisionFeed(provisionDeps(h.app, 'default'), { file, mode: 'delta', dryRun: false, force: false, reading });
     expect(result.feed.errors).toEqual([]);
     expect(result.plan.actions.map((a) => `${a.kind}:${a.employeeId}`)).toEqual([`disable:${target.employee_id}`]);
     expect(result.employees).toMatchObject({ changed: 1 });

@@ -151,7 +151,7 @@ describe('group memberships trainsync applies', () => {
   });
 
   const run = (rows: readonly HrRow[]) =>
-    provisionFeed(provisionDeps(h.app), { file: files.write(`feed-${Math.random().toString(36).slice(2)}.csv`, toCsv(rows)), mode: 'full', dryRun: false, force: false });
+    provisionFeed(provisionDeps(h.app, 'default'), { file: files.write(`feed-${Math.random().toString(36).slice(2)}.csv`, toCsv(rows)), mode: 'full', dryRun: false, force: false });
 
   const members = async (employeeId: string) =>
     (

@@ -24,7 +24,7 @@ afterAll(async () => {
 
 function run(rows: readonly HrRow[] | string, options: Partial<ProvisionOptions> = {}): Promise<ProvisionResult> {
   const file = typeof rows === 'string' ? rows : files.write(`feed-${Math.random().toString(36).slice(2)}.csv`, toCsv(rows));
-  return provisionFeed(provisionDeps(h.app), { file, mode: 'full', dryRun: false, force: false, ...options });
+  return provisionFeed(provisionDeps(h.app, 'default'), { file, mode: 'full', dryRun: false, force: false, ...options });
 }
 
 function joiner(id: string, groups: string[] = [], domain = ORG_EMAIL_DOMAIN): HrRow {
@@ -222,7 +222,7 @@ describe('provisioning against the simulator', () => {
 
     const section = await provisioningAttentionSection(h.app, 'default');
     expect(section.rows.map((r) => `${r.status}:${r.code}`).sort()).toEqual(['failed:EMAIL_IN_USE', 'failed:GROUP_NOT_FOUND', 'needs-identity:NEEDS_IDENTITY']);
-    const stored = await auditRows(h.app.db, [byKind['create-user:J900']!.actionId]);
+    const stored = await auditRows(h.app.db, 'default', [byKind['create-user:J900']!.actionId]);
     expect(stored[0]?.errorMessage).toMatch(/EMAIL_IN_USE/);
   });
 });

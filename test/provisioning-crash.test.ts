@@ -38,7 +38,7 @@ afterAll(async () => {
 
 function run(rows: readonly HrRow[]): Promise<ProvisionResult> {
   const file = files.write(`feed-${Math.random().toString(36).slice(2)}.csv`, toCsv(rows));
-  return provisionFeed(provisionDeps(h.app), { file, mode: 'delta', dryRun: false, force: false });
+  return provisionFeed(provisionDeps(h.app, 'default'), { file, mode: 'delta', dryRun: false, force: false });
 }
 
 const routeCalls = (route: string): number[] => h.sim.requests.filter((r) => r.route === route).map((r) => r.status);

@@ -42,7 +42,7 @@ async function byHand(method: 'PATCH' | 'DELETE' | 'POST', path: string, body?: 
   expect(response.status).toBe(204);
 }
 
-function provision(file: string, options: Partial<ProvisionOptions> = {}, deps = provisionDeps(h.app)): Promise<ProvisionResult> {
+function provision(file: string, options: Partial<ProvisionOptions> = {}, deps = provisionDeps(h.app, 'default')): Promise<ProvisionResult> {
   return provisionFeed(deps, { file, mode: 'full', dryRun: false, force: false, ...options });
 }
 
@@ -147,7 +147,7 @@ describe('provisioning plans against the platform as it is now', () => {
     const account = user(employee.email);
     await byHand('PATCH', `users/${account.id}/disable`);
 
-    const keepDeps = { ...provisionDeps(h.app), drift: { freshnessMinutes: 15, accessRemoved: 'keep' as const } };
+    const keepDeps = { ...provisionDeps(h.app, 'default'), drift: { freshnessMinutes: 15, accessRemoved: 'keep' as const } };
     let kept: ProvisionResult | undefined;
     expect(await writesDuring(async () => (kept = await provision(feed, {}, keepDeps)))).toBe(0);
     expect(kept!.plan.actions).toEqual([]);
@@ -216,7 +216,7 @@ describe('reconcile --fix: drift repair without a new feed', () => {
     await byHand('DELETE', `groups/${groupId}/users/${account.id}`);
     expect(groupMembers(h.sim.state, groupId)).not.toContain(account.id);
 
-    const result = await reconcileFix(provisionDeps(h.app), { dryRun: false, force: false, wait: true, reassertGroups: true });
+    const result = await reconcileFix(provisionDeps(h.app, 'default'), { dryRun: false, force: false, wait: true, reassertGroups: true });
     expect(result.plan.refused).toBeUndefined();
     expect(result.plan.actions.every((a) => a.kind === 'add-to-group' && a.repair !== undefined)).toBe(true);
     expect(result.applied?.audit.every((r) => r.status === 'succeeded')).toBe(true);
@@ -242,8 +242,8 @@ describe('reconcile --fix: drift repair without a new feed', () => {
       const job = await h.app.queue.add(RECONCILE_FIX_JOB, reconcileFixJob.payload.parse({ trigger: 'schedule' }), { org: DEFAULT_ORG, waited: true });
       const [outcome] = await h.app.queue.waitFor(PROVISION_QUEUE, [job.id]);
       expect(outcome).toMatchObject({ status: 'completed', result: { repairs: 1, enqueued: 1 } });
-      const open = await openActions(h.app.db);
-      await waitForActions(provisionDeps(h.app), open.map((r) => r.actionId));
+      const open = await openActions(h.app.db, 'default');
+      await waitForActions(provisionDeps(h.app, 'default'), open.map((r) => r.actionId));
     } finally {
       await worker.close();
     }
@@ -267,7 +267,7 @@ describe('the guards count repairs', () => {
     expect(refused!.plan.refused?.message).toMatch(/disable 8 employees \(8 of them repair drift/);
     expect([leaver, ...leavers].every((r) => user(r.email).hasAccess)).toBe(true);
 
-    const fixRefused = await reconcileFix(provisionDeps(h.app), { dryRun: false, force: false, wait: true });
+    const fixRefused = await reconcileFix(provisionDeps(h.app, 'default'), { dryRun: false, force: false, wait: true });
     expect(fixRefused.plan.refused?.reason).toBe('max-disable');
     expect(fixRefused.applied).toBeUndefined();
 
@@ -290,7 +290,7 @@ describe('a delta feed reads only the accounts it touches', () => {
     const all = rowsFromState(big.sim.state);
     const [leaving, deleting] = all.filter((r) => r.status === 'active');
     leaving!.status = 'terminated';
-    const full = await provisionFeed(provisionDeps(big.app), { file: files.write('big.csv', toCsv(all)), mode: 'full', dryRun: false, force: false });
+    const full = await provisionFeed(provisionDeps(big.app, 'default'), { file: files.write('big.csv', toCsv(all)), mode: 'full', dryRun: false, force: false });
     expect(full.plan.refused).toBeUndefined();
 
     const leaverAccount = findUser(big.sim.state, leaving!.email)!;
@@ -304,7 +304,7 @@ describe('a delta feed reads only the accounts it touches', () => {
     await hand('DELETE', `users/${deletedAccount.id}`);
 
     const readsBefore = big.sim.requests.filter((r) => r.route === 'GET /api/v2/users').length;
-    const delta = await provisionFeed(provisionDeps(big.app), { file: files.write('big-delta.csv', toCsv([leaving!, deleting!])), mode: 'delta', dryRun: true, force: false });
+    const delta = await provisionFeed(provisionDeps(big.app, 'default'), { file: files.write('big-delta.csv', toCsv([leaving!, deleting!])), mode: 'delta', dryRun: true, force: false });
     const reads = big.sim.requests.filter((r) => r.route === 'GET /api/v2/users').slice(readsBefore);
     // The first page (to learn there are 4), then one lookup per account instead of 3 more pages.
     expect(delta.platformRequests).toBe(3);

@@ -21,7 +21,7 @@ afterAll(async () => {
 
 function run(rows: readonly HrRow[]): Promise<ProvisionResult> {
   const file = files.write(`feed-${Math.random().toString(36).slice(2)}.csv`, toCsv(rows));
-  return provisionFeed(provisionDeps(h.app), { file, mode: 'delta', dryRun: false, force: false });
+  return provisionFeed(provisionDeps(h.app, 'default'), { file, mode: 'delta', dryRun: false, force: false });
 }
 
 describe('identities: an id nobody can find', () => {

@@ -19,15 +19,15 @@ describe('0003_provisioning migration', () => {
     await t.db
       .insertInto('trainsync.identities')
       .values([
-        { employee_id: 'E1', email: 'Ann@Example.com', platform_user_id: G1, first_name: 'Ann', last_name: 'A', role: 'USER', organisation_identifier: 'E1', active: true, groups: [G1] },
-        { employee_id: 'E2', email: 'bob@example.com', platform_user_id: null, first_name: 'Bob', last_name: 'B', role: null, organisation_identifier: null, active: true },
+        { org: 'default', employee_id: 'E1', email: 'Ann@Example.com', platform_user_id: G1, first_name: 'Ann', last_name: 'A', role: 'USER', organisation_identifier: 'E1', active: true, groups: [G1] },
+        { org: 'default', employee_id: 'E2', email: 'bob@example.com', platform_user_id: null, first_name: 'Bob', last_name: 'B', role: null, organisation_identifier: null, active: true },
       ])
       .execute();
     await expect(
-      t.db.insertInto('trainsync.identities').values({ employee_id: 'E3', email: 'ANN@example.com', platform_user_id: null, first_name: null, last_name: null, role: null, organisation_identifier: null, active: true }).execute(),
+      t.db.insertInto('trainsync.identities').values({ org: 'default', employee_id: 'E3', email: 'ANN@example.com', platform_user_id: null, first_name: null, last_name: null, role: null, organisation_identifier: null, active: true }).execute(),
     ).rejects.toThrow(/identities_email_key/);
 
-    const applied = await loadAppliedEmployees(t.db);
+    const applied = await loadAppliedEmployees(t.db, 'default');
     expect(applied).toEqual([
       { employeeId: 'E1', email: 'Ann@Example.com', platformUserId: G1, firstName: 'Ann', lastName: 'A', active: true, groups: [G1], role: 'USER', organisationIdentifier: 'E1', version: 1 },
       { employeeId: 'E2', email: 'bob@example.com', platformUserId: null, firstName: 'Bob', lastName: 'B', active: true, groups: [], role: null, organisationIdentifier: null, version: 1 },
@@ -38,8 +38,8 @@ describe('0003_provisioning migration', () => {
 
   it('records actions once per deterministic id and shows them in the audit view with their feed', async () => {
     const hash = 'a'.repeat(64);
-    await t.db.insertInto('trainsync.feeds').values({ hash, path: '/data/hr.csv', format: 'csv', mode: 'full', rows: 2, errors: 0, refused: null }).execute();
-    const action = { action_id: 'disable:E1:v1', employee_id: 'E1', email: 'ann@example.com', kind: 'disable' as const, group_id: null, before: JSON.stringify({ active: true }), after: JSON.stringify({ active: false }), error_code: null, error_message: null, feed_hash: hash };
+    await t.db.insertInto('trainsync.feeds').values({ org: 'default', hash, path: '/data/hr.csv', format: 'csv', mode: 'full', rows: 2, errors: 0, refused: null }).execute();
+    const action = { org: 'default', action_id: 'disable:E1:v1', employee_id: 'E1', email: 'ann@example.com', kind: 'disable' as const, group_id: null, before: JSON.stringify({ active: true }), after: JSON.stringify({ active: false }), error_code: null, error_message: null, feed_hash: hash };
     await t.db.insertInto('trainsync.provisioning_actions').values(action).execute();
     await expect(t.db.insertInto('trainsync.provisioning_actions').values(action).execute()).rejects.toThrow(/provisioning_actions_action_id_key/);
     await expect(

@@ -19,8 +19,8 @@ async function q(text: string, values: unknown[] = []): Promise<void> {
 
 async function employee(employeeId: string, email: string, userId: string | null, options: { status?: string; removed?: boolean } = {}): Promise<void> {
   await q(
-    `insert into training.employees (employee_id, email, first_name, last_name, status, attributes, user_id, first_seen_at, last_seen_at, removed_at, updated_at)
-     values ($1, $2, 'First', 'Last', $3, '{}'::jsonb, $4, $5, $5, $6, $5)`,
+    `insert into training.employees (org, employee_id, email, first_name, last_name, status, attributes, user_id, first_seen_at, last_seen_at, removed_at, updated_at)
+     values ('default', $1, $2, 'First', 'Last', $3, '{}'::jsonb, $4, $5, $5, $6, $5)`,
     [employeeId, email, options.status ?? 'active', userId, T0, options.removed ? '2024-06-01T00:00:00Z' : null],
   );
 }
@@ -35,8 +35,8 @@ async function account(userId: string, email: string, hasAccess: boolean, option
 
 async function action(actionId: string, employeeId: string, kind: string, status: string, options: { groupId?: string; code?: string } = {}): Promise<void> {
   await q(
-    `insert into trainsync.provisioning_actions (action_id, employee_id, email, kind, group_id, status, error_code, error_message)
-     values ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    `insert into trainsync.provisioning_actions (org, action_id, employee_id, email, kind, group_id, status, error_code, error_message)
+     values ('default', $1, $2, $3, $4, $5, $6, $7, $8)`,
     [actionId, employeeId, `${employeeId.toLowerCase()}@example.com`, kind, options.groupId ?? null, status, options.code ?? null, options.code ? `the platform said ${options.code}` : null],
   );
 }
@@ -150,7 +150,7 @@ describe('training.hr_reconciliation', () => {
     await action('a-5', 'A3', 'add-to-group', 'succeeded', { groupId: U(70) });
 
     expect(await discrepancies()).toEqual([]);
-    const report = await reconciliationReport(t.db);
+    const report = await reconciliationReport(t.db, 'default');
     expect(report.total).toBe(0);
     const text = await runCli(['reconcile'], env());
     expect(text.code).toBe(0);

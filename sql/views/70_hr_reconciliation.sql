@@ -14,7 +14,7 @@
 -- security_invoker: row-level security on the tables applies to whoever reads the view
 -- (a per-organisation reader sees its organisation's rows only). The view also reads
 -- trainsync.provisioning_actions and trainsync.identities, so trainsync_reader is
--- granted select on those two (below).
+-- granted select on the columns it reads of those two (below).
 create or replace view training.hr_reconciliation with (security_invoker = true) as
 with employee_accounts as (
   -- Each employee's platform account: the linked one, else a listed one with the same e-mail;
@@ -31,9 +31,10 @@ with employee_accounts as (
   ) m on true
 ), latest_actions as (
   -- Enable and disable (or an add and a removal of one group) are one question: the latest answers it.
-  select distinct on (a.org, a.employee_id, family) a.*
+  -- Named columns only: the reader is granted these (see the grants below), not the whole row.
+  select distinct on (a.org, a.employee_id, a.family) a.org, a.employee_id, a.email, a.kind, a.group_id, a.status, a.error_code, a.error_message
   from (
-    select a.*, case
+    select a.id, a.org, a.employee_id, a.email, a.kind, a.group_id, a.status, a.error_code, a.error_message, case
         when a.kind in ('enable', 'disable') then 'access'
         when a.kind in ('add-to-group', 'remove-from-group') then 'group ' || a.group_id::text
         else a.kind
@@ -98,7 +99,9 @@ comment on view training.hr_reconciliation is
   'One row per HR/platform discrepancy: kind in active_without_account, leaver_with_access, account_without_employee, pending_action.';
 
 grant select on training.hr_reconciliation to trainsync_reader;
--- The invoker reads these (the pending_action rows): no secret is in them. They carry
--- org, so row-level security can limit a per-organisation reader to its own rows.
+-- The invoker reads these columns (the pending_action rows), and only these: no secret is in
+-- them, and the rest of schema trainsync stays closed to the reader. Both tables carry org, so
+-- row-level security can limit a per-organisation reader to its own rows.
 grant usage on schema trainsync to trainsync_reader;
-grant select on trainsync.provisioning_actions, trainsync.identities to trainsync_reader;
+grant select (id, org, employee_id, email, kind, group_id, status, error_code, error_message) on trainsync.provisioning_actions to trainsync_reader;
+grant select (org, employee_id, platform_user_id) on trainsync.identities to trainsync_reader;

@@ -13,6 +13,7 @@ import { PROVISION_QUEUE } from '../src/queue/names.ts';
 import type { WorkerHandle } from '../src/queue/worker.ts';
 import { createApp, type App } from '../src/runtime/app.ts';
 import { createLogger } from '../src/runtime/log.ts';
+import { heldActions } from '../src/scim/held.ts';
 import { startScimService, type ScimService } from '../src/scim/service.ts';
 import { findUser, FOREIGN_EMAIL_DOMAIN, ORG_EMAIL_DOMAIN, startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { runCli } from './helpers/cli.ts';
@@ -54,7 +55,8 @@ beforeAll(async () => {
     JSON.stringify({
       organisations: [
         { slug: 'north', name: 'North', apiUrl: north.url, apiKey: { env: 'NORTH_KEY' }, scimToken: { env: 'NORTH_SCIM' } },
-        { slug: 'south', name: 'South', apiUrl: south.url, apiKey: { env: 'SOUTH_KEY' }, scimToken: { env: 'SOUTH_SCIM' } },
+        // South's HR export is the semicolon one: its default profile reads it without --profile.
+        { slug: 'south', name: 'South', apiUrl: south.url, apiKey: { env: 'SOUTH_KEY' }, scimToken: { env: 'SOUTH_SCIM' }, feedProfile: path.resolve('examples/semicolon-profile.json') },
       ],
     }),
   );
@@ -73,6 +75,8 @@ beforeAll(async () => {
     TRAINSYNC_SCIM_PORT: '0',
     TRAINSYNC_SCIM_HOST: '127.0.0.1',
     TRAINSYNC_SCIM_SWEEP_MS: '200',
+    // One SCIM deactivation per organisation per hour: the guard counts each organisation's own.
+    TRAINSYNC_SCIM_MAX_DISABLE: '1',
     LOG_LEVEL: 'warn',
   };
   config = loadConfig(env);
@@ -306,5 +310,39 @@ describe('SCIM per organisation', () => {
     await settled();
     expect(findUser(south.state, email)!.hasAccess).toBe(false);
     expect(findUser(north.state, email)!.hasAccess).toBe(true);
+
+    // The guard's hour is per organisation: south's deactivation spent south's allowance only.
+    const patchOff = { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', value: { active: false } }] };
+    expect((await request('PATCH', `/north/Users/${created.json.id}`, tokens.north, patchOff)).status).toBe(200);
+    await settled();
+    expect(findUser(north.state, email)!.hasAccess).toBe(false);
+    expect(await heldActions(app.db, 'north')).toEqual([]);
+    const second = await request('POST', '/north/Users', tokens.north, user(`scim.sue${ORG_EMAIL_DOMAIN}`, 'S101'));
+    await settled();
+    expect((await request('PATCH', `/north/Users/${second.json.id}`, tokens.north, patchOff)).status).toBe(200);
+    await settled();
+    expect((await heldActions(app.db, 'north')).map((h) => [h.org, h.employeeId])).toEqual([['north', 'S101']]);
+    expect(await heldActions(app.db, 'south')).toEqual([]);
+    expect(findUser(north.state, `scim.sue${ORG_EMAIL_DOMAIN}`)!.hasAccess).toBe(true);
+  });
+});
+
+describe('HR feeds per organisation', () => {
+  it("load-feed --org takes the organisation's default feed profile and touches its employees only", async () => {
+    const cliEnv = { ...env, LOG_LEVEL: 'error' };
+    const northBefore = await app.db.selectFrom('training.employees').select(['employee_id', 'updated_at']).where('org', '=', 'north').orderBy('employee_id').execute();
+    const run = await runCli(['load-feed', 'examples/semicolon-export.csv', '--org', 'south', '--mode', 'delta'], cliEnv);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('12 listed: 12 joined');
+    const p2003 = await app.db.selectFrom('training.employees').select(['org', 'status', 'attributes']).where('employee_id', '=', 'P2003').execute();
+    expect(p2003).toEqual([{ org: 'south', status: 'inactive', attributes: expect.objectContaining({ department: 'Logistiek' }) }]);
+    const northAfter = await app.db.selectFrom('training.employees').select(['employee_id', 'updated_at']).where('org', '=', 'north').orderBy('employee_id').execute();
+    expect(northAfter).toEqual(northBefore);
+
+    // Several organisations and none named: refused, naming them.
+    const ambiguous = await runCli(['load-feed', 'examples/semicolon-export.csv', '--mode', 'delta'], cliEnv);
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toMatch(/north, south/);
   });
 });

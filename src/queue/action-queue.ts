@@ -19,6 +19,8 @@ export interface EnqueuedJob {
 }
 
 export interface AddJobOptions {
+  /** The organisation the job works for (its slug travels in the job's data as `org`). */
+  org: string;
   /** A job with this id already queued or running takes the add's place (BullMQ deduplication). */
   dedupeId?: string;
   /** A fixed job id: the same id added twice is one job. */
@@ -29,6 +31,8 @@ export interface AddJobOptions {
 
 /** One link of a chain to enqueue; `after` must finish before this one starts. */
 export interface ChainSpec {
+  /** The organisation the job works for. */
+  org: string;
   name: string;
   data: unknown;
   jobId: string;
@@ -38,7 +42,7 @@ export interface ChainSpec {
 export type JobState = Awaited<ReturnType<Queue['getJobState']>>;
 
 export interface ActionQueue {
-  add(name: string, data: unknown, options?: AddJobOptions): Promise<EnqueuedJob>;
+  add(name: string, data: unknown, options: AddJobOptions): Promise<EnqueuedJob>;
   /** Adds chains whose every link carries `ignoreDependencyOnFailure`: a failed link does not stall the rest. */
   addChains(chains: readonly ChainSpec[]): Promise<void>;
   state(queue: QueueName, jobId: string): Promise<JobState>;

@@ -1,5 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -338,10 +341,30 @@ describe('trainsync simulator --orgs', () => {
         expect((await fetch(`${url}/api/v2/users`, { headers: { authorization: `Bearer ${DEMO_API_KEY}` } })).status).toBe(401);
       },
     });
-    await program.parseAsync(['simulator', '--orgs', '3', '--overlap', '--results', '20', '--users', '10'], { from: 'user' });
-    expect(printed).toContain('ORG01_API_KEY=demo-key-1');
-    expect(printed).toContain('ORG03_API_KEY=demo-key-3');
-    expect(printed).toContain('shared course GUIDs:');
+    const dir = await mkdtemp(path.join(tmpdir(), 'sim-orgs-'));
+    try {
+      const file = path.join(dir, 'orgs.json');
+      await program.parseAsync(['simulator', '--orgs', '3', '--overlap', '--results', '20', '--users', '10', '--orgs-file', file, '--webhook-url', 'http://127.0.0.1:9/hooks/{org}'], { from: 'user' });
+      expect(printed).toContain('ORG01_API_KEY=demo-key-1');
+      expect(printed).toContain('ORG03_API_KEY=demo-key-3');
+      expect(printed).toMatch(/ORG02_WEBHOOK_SECRET=[A-Za-z0-9+/]+=*\n/);
+      expect(printed).toContain('webhooks to http://127.0.0.1:9/hooks/org02');
+      expect(printed).toContain('shared course GUIDs:');
+      // The orgs file names the variables, never a key or a secret.
+      const written = await readFile(file, 'utf8');
+      expect(JSON.parse(written)).toEqual({
+        organisations: ['org01', 'org02', 'org03'].map((slug) => ({
+          slug,
+          name: slug,
+          apiUrl: url,
+          apiKey: { env: `${slug.toUpperCase()}_API_KEY` },
+          webhookSecret: { env: `${slug.toUpperCase()}_WEBHOOK_SECRET` },
+        })),
+      });
+      expect(written).not.toContain('demo-key');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
     await expect(program.parseAsync(['simulator', '--overlap'], { from: 'user' })).rejects.toThrow(/--orgs 2 or more/);
   });
 });

@@ -1,7 +1,8 @@
+import { writeFile } from 'node:fs/promises';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, type Config } from '../config.ts';
 import { parseIsoDay } from '../lib/calendar-day.ts';
-import { DEMO_API_KEY, startSimulator, type SimulatorOptions } from '../simulator/index.ts';
+import { DEMO_API_KEY, startSimulator, type RunningSimulator, type SimulatorOptions } from '../simulator/index.ts';
 
 function wholeNumber(min: number) {
   return (value: string): number => {
@@ -66,6 +67,7 @@ interface SimulatorCliOptions {
   webhookEncoding: 'base64' | 'hex';
   orgs: number;
   overlap: boolean;
+  orgsFile?: string;
 }
 
 /** The most organisations `--orgs` serves: enough for the orgs bench (20) with room. */
@@ -76,9 +78,21 @@ export function demoOrganisations(n: number): Array<{ name: string; apiKey: stri
   return Array.from({ length: n }, (_, i) => ({ name: `org${String(i + 1).padStart(2, '0')}`, apiKey: `demo-key-${i + 1}` }));
 }
 
-/** The variable an organisation's key goes in, as an orgs file refers to it: org01 -> ORG01_API_KEY. */
-function keyVariable(name: string): string {
-  return `${name.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}_API_KEY`;
+/** The variable an organisation's secret goes in, as an orgs file refers to it: org01 -> ORG01_API_KEY. */
+function secretVariable(name: string, what: 'API_KEY' | 'WEBHOOK_SECRET'): string {
+  return `${name.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}_${what}`;
+}
+
+/** A TRAINSYNC_ORGS_FILE for the organisations served: secrets by reference, in the variables printed beside it. */
+function orgsFileFor(sim: RunningSimulator): string {
+  const organisations = sim.organisations.map((o) => ({
+    slug: o.name,
+    name: o.name,
+    apiUrl: sim.url,
+    apiKey: { env: secretVariable(o.name, 'API_KEY') },
+    ...(o.webhooks.settings.url === undefined ? {} : { webhookSecret: { env: secretVariable(o.name, 'WEBHOOK_SECRET') } }),
+  }));
+  return `${JSON.stringify({ organisations }, null, 2)}\n`;
 }
 
 /**
@@ -134,6 +148,7 @@ export function registerSimulatorCommand(program: Command, deps: SimulatorComman
     .option('--webhook-encoding <enc>', 'signature encoding: base64 or hex', signatureEncoding, 'base64')
     .option('--orgs <n>', `serve n organisations (up to ${MAX_ORGS}), one per key: org01 accepts demo-key-1, org02 demo-key-2… (default: one, with the key above)`, wholeNumber(1), 1)
     .option('--overlap', 'with --orgs 2 or more: the first 3 course GUIDs are listed by every organisation (each its own pass rate), and one user belongs to org01 and org02')
+    .option('--orgs-file <path>', 'with --orgs: write a TRAINSYNC_ORGS_FILE for them there (keys by reference: export the variables printed)')
     .addHelpText(
       'after',
       `
@@ -167,6 +182,7 @@ Webhooks (with --webhook-url): complete a course for a user, and see the deliver
       };
       if (options.orgs > MAX_ORGS) throw new InvalidArgumentError(`--orgs: at most ${MAX_ORGS}`);
       if (options.apiKey !== undefined && options.orgs > 1) throw new InvalidArgumentError('--api-key serves one organisation; with --orgs the keys are demo-key-1…N');
+      if (options.orgsFile !== undefined && options.orgs < 2) throw new InvalidArgumentError('--orgs-file needs --orgs 2 or more');
       if (options.overlap && options.orgs < 2) throw new InvalidArgumentError('--overlap needs --orgs 2 or more');
       const several = options.orgs > 1;
       // Like the API key: the one trainsync is configured with, so both ends agree without copying.
@@ -218,15 +234,18 @@ Webhooks (with --webhook-url): complete a course for a user, and see the deliver
       } else {
         const lines = sim.organisations.map((o) => {
           const st = o.state;
-          const hooks = o.webhooks.settings.url === undefined ? '' : `; webhooks to ${o.webhooks.settings.url}, secret ${o.webhooks.settings.secret}`;
-          return `${o.name}  ${o.id}  seed ${st.seed}: ${st.courses.length} courses, ${st.users.length} users, ${st.results.length + st.undatedResults.length} results${hooks}\n${keyVariable(o.name)}=${o.apiKey}\n`;
+          const hooks = o.webhooks.settings.url === undefined ? '' : `; webhooks to ${o.webhooks.settings.url}`;
+          const secretLine = o.webhooks.settings.url === undefined ? '' : `${secretVariable(o.name, 'WEBHOOK_SECRET')}=${o.webhooks.settings.secret}\n`;
+          return `${o.name}  ${o.id}  seed ${st.seed}: ${st.courses.length} courses, ${st.users.length} users, ${st.results.length + st.undatedResults.length} results${hooks}\n${secretVariable(o.name, 'API_KEY')}=${o.apiKey}\n${secretLine}`;
         });
         const overlap = sim.overlap;
+        if (options.orgsFile !== undefined) await writeFile(options.orgsFile, orgsFileFor(sim));
         write(
           `platform simulator listening with ${sim.organisations.length} organisations, one key each\nAPI URL ${sim.url}\n${lines.join('')}` +
             (overlap === undefined
               ? ''
-              : `shared course GUIDs: ${overlap.courseIds.join(', ')}\n` + (overlap.user === undefined ? '' : `user in ${sim.organisations[0]!.name} and ${sim.organisations[1]!.name}: ${overlap.user.email} (${overlap.user.id})\n`)),
+              : `shared course GUIDs: ${overlap.courseIds.join(', ')}\n` + (overlap.user === undefined ? '' : `user in ${sim.organisations[0]!.name} and ${sim.organisations[1]!.name}: ${overlap.user.email} (${overlap.user.id})\n`)) +
+            (options.orgsFile === undefined ? '' : `TRAINSYNC_ORGS_FILE=${options.orgsFile}\n`),
         );
       }
       await (deps.stopped ?? untilSignal)();

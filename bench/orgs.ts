@@ -25,6 +25,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { z } from 'zod';
 import type { OrganisationOptions } from '../src/simulator/index.ts';
@@ -234,12 +235,13 @@ async function counts(db: pg.Client): Promise<Record<string, number>> {
 
 async function measure(sim: Simulator, file: string, args: Args, spec: RunSpec): Promise<RunFigures> {
   const database = await createBenchDatabase();
+  const prefix = `bench-orgs-${randomBytes(4).toString('hex')}`;
   const env: Record<string, string> = {
     TRAINSYNC_ORGS_FILE: file,
     ...Object.fromEntries(sim.orgs.map((o) => [keyVariable(o.slug), o.apiKey])),
     DATABASE_URL: database.url,
     ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
-    TRAINSYNC_QUEUE_PREFIX: `bench-orgs-${randomBytes(4).toString('hex')}`,
+    TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_METRICS_PORT: '0',
     LOG_LEVEL: 'info',
     LOG_FORMAT: 'json',
@@ -313,6 +315,16 @@ async function measure(sim: Simulator, file: string, args: Args, spec: RunSpec):
     await Promise.all(workers.map((w) => stop(w)));
     await db.end().catch(() => undefined);
     await database.drop();
+    // The run's queues and budgets: every key names the random prefix (in a hash tag on a Cluster).
+    const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
+    try {
+      await redis.connect();
+      for await (const keys of redis.scanStream({ match: `*${prefix}*`, count: 1000 }) as AsyncIterable<string[]>) if (keys.length > 0) await redis.del(...keys);
+    } catch {
+      // A Redis URL this client cannot open (Sentinel, Cluster): the keys stay, under a prefix no one else uses.
+    } finally {
+      redis.disconnect();
+    }
   }
 }
 

@@ -55,6 +55,9 @@ describe('organisations', () => {
     expect(north!.cronLines).toEqual({ TRAINSYNC_CRON_USERS: '5 4 * * *', TRAINSYNC_CRON_RESULTS: '30 3 * * *' });
     expect(south).toMatchObject({ apiKey: 'k-south', requestsPerSecond: 10 });
     expect(south!.readerRole).toBeUndefined();
+    // Each organisation finds a free slot while the others run: the defaults grow with their number.
+    expect(config.TRAINSYNC_WORKER_CONCURRENCY).toBe(5);
+    expect(loadConfig({ TRAINSYNC_ORGS_FILE: file, NORTH_KEY: 'k-north', TRAINSYNC_WORKER_CONCURRENCY: '2' }).TRAINSYNC_WORKER_CONCURRENCY).toBe(2);
     // Each key its own budget in Redis, named by a digest: the key itself never appears.
     expect(budgetIdentity('https://t.example', 'k-north')).not.toBe(budgetIdentity('https://t.example', 'k-south'));
     expect(budgetIdentity('https://t.example', 'k-north')).not.toContain('k-north');

@@ -17,7 +17,7 @@ import { heldActions } from '../src/scim/held.ts';
 import { startScimService, type ScimService } from '../src/scim/service.ts';
 import { findUser, FOREIGN_EMAIL_DOMAIN, ORG_EMAIL_DOMAIN, startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { runCli } from './helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { createTestDatabase, withAdmin, type TestDatabase } from './helpers/db.ts';
 import { feedDir, rowsFromState, toCsv, type HrRow } from './helpers/hr-feed.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 import { waitFor } from './helpers/worker-process.ts';
@@ -41,6 +41,7 @@ let app: App;
 let worker: WorkerHandle;
 let scim: ScimService;
 let files: ReturnType<typeof feedDir>;
+const northReader = `trainsync_test_north_${randomBytes(4).toString('hex')}`;
 const tokens = { north: randomBytes(24).toString('hex'), south: randomBytes(24).toString('hex') };
 
 beforeAll(async () => {
@@ -54,7 +55,8 @@ beforeAll(async () => {
     orgsFile,
     JSON.stringify({
       organisations: [
-        { slug: 'north', name: 'North', apiUrl: north.url, apiKey: { env: 'NORTH_KEY' }, scimToken: { env: 'NORTH_SCIM' } },
+        // North's BI login sees North's rows only: a reader role of its own (a name of this run's, roles are cluster-wide).
+        { slug: 'north', name: 'North', apiUrl: north.url, apiKey: { env: 'NORTH_KEY' }, scimToken: { env: 'NORTH_SCIM' }, reader: northReader },
         // South's HR export is the semicolon one: its default profile reads it without --profile.
         { slug: 'south', name: 'South', apiUrl: south.url, apiKey: { env: 'SOUTH_KEY' }, scimToken: { env: 'SOUTH_SCIM' }, feedProfile: path.resolve('examples/semicolon-profile.json') },
       ],
@@ -97,6 +99,8 @@ afterAll(async () => {
   await dropPrefix(prefix);
   files?.cleanup();
   if (dir) rmSync(dir, { recursive: true, force: true });
+  // The reader role is cluster-wide: dropped once its database is gone (it owns nothing).
+  await withAdmin((admin) => admin.query(`drop role if exists ${northReader}`)).catch(() => undefined);
 });
 
 function provision(org: 'north' | 'south', rows: readonly HrRow[], mode: 'full' | 'delta' = 'full'): Promise<ProvisionResult> {
@@ -219,6 +223,21 @@ describe('provisioning per organisation', () => {
     expect(n.examples.account_without_employee!.map((e) => e.user_id)).toEqual([stray]);
     expect(so.counts).toMatchObject({ account_without_employee: 0, pending_action: 1 });
     expect(so.examples.pending_action!.map((e) => e.email)).toEqual([`j404${FOREIGN_EMAIL_DOMAIN}`]);
+
+    // North's reader: North's discrepancies and employees only, through the same view.
+    const client = await database.pool.connect();
+    try {
+      await client.query('begin');
+      await client.query(`set local role ${northReader}`);
+      const seen = await client.query<{ org: string; kind: string }>('select org, kind from training.hr_reconciliation');
+      expect(seen.rows.length).toBeGreaterThan(0);
+      expect(new Set(seen.rows.map((r) => r.org))).toEqual(new Set(['north']));
+      const employees = await client.query<{ org: string }>('select distinct org from training.employees');
+      expect(employees.rows).toEqual([{ org: 'north' }]);
+    } finally {
+      await client.query('rollback').catch(() => undefined);
+      client.release();
+    }
 
     const one = await runCli(['reconcile', '--org', 'south'], cliEnv);
     expect(one.code).toBe(0);

@@ -105,3 +105,18 @@ grant select on training.hr_reconciliation to trainsync_reader;
 grant usage on schema trainsync to trainsync_reader;
 grant select (id, org, employee_id, email, kind, group_id, status, error_code, error_message) on trainsync.provisioning_actions to trainsync_reader;
 grant select (org, employee_id, platform_user_id) on trainsync.identities to trainsync_reader;
+-- Per-organisation readers get the same columns (src/warehouse/org-readers.ts); row-level
+-- security keeps them to their organisation's rows, as on training.* (90_org_row_security.sql).
+-- trainsync connects as the owner of these tables, which row-level security does not bind.
+alter table trainsync.provisioning_actions enable row level security;
+alter table trainsync.identities enable row level security;
+do $$
+begin
+  if not exists (select 1 from pg_policies where schemaname = 'trainsync' and tablename = 'provisioning_actions' and policyname = 'organisation_rows') then
+    create policy organisation_rows on trainsync.provisioning_actions for select using (org in (select slug from training.organisations));
+  end if;
+  if not exists (select 1 from pg_policies where schemaname = 'trainsync' and tablename = 'identities' and policyname = 'organisation_rows') then
+    create policy organisation_rows on trainsync.identities for select using (org in (select slug from training.organisations));
+  end if;
+end
+$$;

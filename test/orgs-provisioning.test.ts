@@ -243,6 +243,8 @@ describe('provisioning per organisation', () => {
     expect(one.code).toBe(0);
     expect(one.stdout).toMatch(/pending_action\s*│\s*1\s/);
     expect(one.stdout).not.toMatch(/stray/);
+    // South's accounts were never synced, North's were: said of South alone.
+    expect(one.stdout).toContain('training.users has no row of south');
 
     const feedless = await runCli(['provision', files.write('x.csv', toCsv(southRows)), '--dry-run'], cliEnv);
     expect(feedless.code).toBe(2);

@@ -10,6 +10,7 @@ import { createDb, createPool } from '../warehouse/pool.ts';
 import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
 import type { CommandDeps } from './deps.ts';
 import { runReconcileFix } from './reconcile-fix.ts';
+import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import { requestedOrgs, selectOneOrg, selectOrgs } from './org-option.ts';
 
 export interface ReconcileCommandDeps extends Pick<CommandDeps, 'loadConfig' | 'createLogger' | 'jobs'> {
@@ -44,8 +45,10 @@ export function renderReconciliation(report: ReconciliationReport): string {
   for (const kind of RECONCILIATION_KINDS) counts.push([kind, report.counts[kind], MEANING[kind] ?? '']);
   const lines = [`HR against the platform: ${report.total} discrepanc${report.total === 1 ? 'y' : 'ies'} (training.hr_reconciliation)`, counts.toString()];
   // Zero discrepancies against nothing is no news: say what is missing.
-  if (!report.hrFeedLoaded) lines.unshift('No HR feed has been loaded yet (training.employees is empty): run `trainsync load-feed FILE` or `trainsync provision FILE` first.');
-  if (!report.usersLoaded) lines.unshift('No platform users have been synced yet (training.users is empty): run `trainsync sync users` first.');
+  // The `default` organisation (one organisation, no orgs file) reads as before; another names itself.
+  const of = report.org === DEFAULT_ORG ? { table: 'is empty', flag: '' } : { table: `has no row of ${report.org}`, flag: ` --org ${report.org}` };
+  if (!report.hrFeedLoaded) lines.unshift(`No HR feed has been loaded yet (training.employees ${of.table}): run \`trainsync load-feed FILE${of.flag}\` or \`trainsync provision FILE${of.flag}\` first.`);
+  if (!report.usersLoaded) lines.unshift(`No platform users have been synced yet (training.users ${of.table}): run \`trainsync sync users${of.flag}\` first.`);
   for (const kind of RECONCILIATION_KINDS) {
     const rows = report.examples[kind];
     if (rows.length === 0) continue;

@@ -7,6 +7,7 @@ import type { Logger } from '../runtime/log.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
+import { orgScoped } from '../queue/org-scope.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
 import { fillNewAccounts } from './accounts.ts';
@@ -111,7 +112,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     if (deferredGeneration > resolvedGeneration || periodic) {
       lastResolve = Date.now();
       const generation = deferredGeneration;
-      const pass = await tryAdvisoryLock(deps.withPgClient, `${RESOLVE_LOCK}:${org.slug}`, () =>
+      const pass = await tryAdvisoryLock(deps.withPgClient, orgScoped(org.slug, RESOLVE_LOCK), () =>
         resolveDeferredIds({ org: org.slug, db: deps.db, platform: deps.platform(org.slug), log }),
       );
       // Queued creates still to run: tried again at the next sweep.

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import { copyLines, type CopyValue } from './copy-text.ts';
 import type { EmployeeStatus } from './employee-tables.ts';
 import { jsonbText } from './jsonb-text.ts';
@@ -53,7 +54,8 @@ export interface EmployeeSnapshotCounts {
  * length of one transaction; organisations' rows are disjoint, so theirs run side by side.
  */
 const SNAPSHOT_LOCK = 'trainsync:employees-snapshot';
-const snapshotLock = (org: string): string => `${SNAPSHOT_LOCK}:${org}`;
+// `default` keeps the bare name: a process of the previous version still serialises with this one.
+const snapshotLock = (org: string): string => (org === DEFAULT_ORG ? SNAPSHOT_LOCK : `${SNAPSHOT_LOCK}:${org}`);
 /** Rows per COPY chunk: the text of one chunk is held at a time, not the whole feed's. */
 const COPY_CHUNK = 5_000;
 

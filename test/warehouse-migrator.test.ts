@@ -115,7 +115,7 @@ describe('migrate', () => {
     expect(rows[0]).toEqual({ t: null, n: 0 });
   });
 
-  it('creates the read-only BI role: select on training, nothing on trainsync', async () => {
+  it('creates the read-only BI role: select on training; of trainsync, only the audit columns hr_reconciliation reads', async () => {
     const t = await createTestDatabase();
     databases.push(t);
     const { rows } = await t.pool.query(`
@@ -129,7 +129,10 @@ describe('migrate', () => {
         has_table_privilege('trainsync_reader', 'training.results', 'UPDATE') as results_update,
         has_schema_privilege('trainsync_reader', 'trainsync', 'USAGE') as trainsync_usage,
         has_table_privilege('trainsync_reader', 'trainsync.runs', 'SELECT') as runs_select,
-        has_table_privilege('trainsync_reader', 'trainsync.quarantine', 'SELECT') as quarantine_select`);
+        has_table_privilege('trainsync_reader', 'trainsync.quarantine', 'SELECT') as quarantine_select,
+        has_table_privilege('trainsync_reader', 'trainsync.provisioning_actions', 'SELECT') as actions_select,
+        has_column_privilege('trainsync_reader', 'trainsync.provisioning_actions', 'status', 'SELECT') as actions_status_select,
+        has_column_privilege('trainsync_reader', 'trainsync.provisioning_actions', 'after', 'SELECT') as actions_after_select`);
     expect(rows[0]).toEqual({
       can_login: false,
       training_usage: true,
@@ -138,9 +141,13 @@ describe('migrate', () => {
       users_select: true,
       results_insert: false,
       results_update: false,
-      trainsync_usage: false,
+      // training.hr_reconciliation runs as its reader (security_invoker, for row-level security).
+      trainsync_usage: true,
       runs_select: false,
       quarantine_select: false,
+      actions_select: false,
+      actions_status_select: true,
+      actions_after_select: false,
     });
     // Default privileges: a table added by a later migration is readable too.
     await t.pool.query('create table training.later_table (id int)');

@@ -9,6 +9,8 @@ import { allJobs } from '../jobs/index.ts';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import { provisionFeed, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
+import { approveHeldPlan, rejectHeldPlan } from '../src/provisioning/approve-held-plan.ts';
+import { listHeldPlans } from '../src/provisioning/held-plans.ts';
 import { PROVISION_QUEUE } from '../src/queue/names.ts';
 import type { WorkerHandle } from '../src/queue/worker.ts';
 import { createApp, type App } from '../src/runtime/app.ts';
@@ -192,6 +194,23 @@ describe('provisioning per organisation', () => {
 
     const disables = await app.db.selectFrom('trainsync.provisioning_actions').select(['org', 'employee_id']).where('kind', '=', 'disable').execute();
     expect(disables).toEqual([{ org: 'north', employee_id: person.employee_id }]);
+  });
+
+  it("a plan the disable guard holds is its organisation's: another organisation cannot approve it", async () => {
+    // North's feed lists three people: the rest would be disabled, past the limit: held, nothing applied.
+    const rows = rowsFromState(north.state).filter((r) => r.status === 'active').slice(0, 3);
+    const held = await provision('north', rows);
+    expect(held.plan.refused?.reason).toBe('max-disable');
+    expect(held.heldPlanId).toBeDefined();
+    const id = held.heldPlanId!;
+    expect((await listHeldPlans(app.db, { org: 'north', onlyHeld: true })).map((p) => [p.id, p.org])).toEqual([[id, 'north']]);
+    expect(await listHeldPlans(app.db, { org: 'south', onlyHeld: true })).toEqual([]);
+    const decider = { by: 'tester', role: 'operator' };
+    const across = await approveHeldPlan({ ...provisionDeps(app, 'south') }, id, decider);
+    expect(across).toEqual({ ok: false, reason: `plan #${id} is organisation north's, not south's` });
+    expect((await rejectHeldPlan(provisionDeps(app, 'south'), id, decider)).ok).toBe(false);
+    expect((await rejectHeldPlan(provisionDeps(app, 'north'), id, decider)).ok).toBe(true);
+    expect(north.state.users.filter((u) => u.hasAccess).length).toBeGreaterThan(3);
   });
 
   it('reconcile reports each organisation on its own; --org is required with two', async () => {

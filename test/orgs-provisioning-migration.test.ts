@@ -1,6 +1,7 @@
 import { cp, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/runtime/log.ts';
 import { migrate, SQL_DIR } from '../src/warehouse/migrator.ts';
@@ -12,6 +13,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
  * so another organisation can then hold the same employee id, e-mail and platform user.
  */
 
+const HERE = path.dirname(fileURLToPath(import.meta.url));
 const log = createLogger('error');
 const G1 = '11111111-1111-4111-8111-111111111111';
 const GROUP = '22222222-2222-4222-8222-222222222222';
@@ -36,8 +38,8 @@ beforeAll(async () => {
   database = await createTestDatabase({ migrated: false });
   dir = await mkdtemp(path.join(tmpdir(), 'trainsync-pre-orgs-'));
   await mkdir(path.join(dir, 'migrations'), { recursive: true });
-  // The previous version's views do not matter here: the head's views are applied over them.
-  await mkdir(path.join(dir, 'views'), { recursive: true });
+  // The previous version's views (a view on a key blocks changing that key).
+  await cp(path.join(HERE, 'fixtures', 'pre-orgs-views'), path.join(dir, 'views'), { recursive: true });
   for (const name of await readdir(path.join(SQL_DIR, 'migrations'))) {
     if (name <= '0014_organisations.sql') await cp(path.join(SQL_DIR, 'migrations', name), path.join(dir, 'migrations', name));
   }

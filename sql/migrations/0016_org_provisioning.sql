@@ -38,6 +38,11 @@ begin
 end
 $$;
 
+-- training.assignment_status groups by the employees' primary key (a functional dependency),
+-- which changes below: dropped here, it is created again, per organisation, by the views
+-- that every migrate applies after the migrations (sql/views/60_assignment_status.sql).
+drop view if exists training.assignment_status;
+
 -- trainsync.identities: the applied state per (org, employee). The same person in two
 -- organisations is two rows (one per organisation's feed), possibly the same platform
 -- account: so e-mail and platform user id are unique per organisation only.

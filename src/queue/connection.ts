@@ -1,7 +1,8 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { describeRedisError, InfrastructureError, maskUrl } from '../lib/infra-errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import { OutageLog } from '../lib/outage-log.ts';
+import { createRedisClient, isCluster, type RedisClient } from './redis-client.ts';
 
 /**
  * How a process treats an unreachable Redis. `persistent` (the worker): retry forever
@@ -55,8 +56,11 @@ export class RedisConnections implements RedisStatus {
   readonly url: string;
   readonly mode: RedisMode;
   readonly timeoutMs: number;
-  /** Queues, health checks and the template BullMQ duplicates for Workers and QueueEvents. */
-  readonly primary: Redis;
+  /**
+   * Queues, health checks and the template BullMQ duplicates for Workers and QueueEvents:
+   * a Redis (one server, or the master behind Sentinel) or a Cluster, as REDIS_URL says.
+   */
+  readonly primary: RedisClient;
   private readonly outage: OutageLog;
   private readonly log: Logger;
   private failingSince: number | undefined;
@@ -83,17 +87,17 @@ export class RedisConnections implements RedisStatus {
   }
 
   /** A new connection, watched like every other (BullMQ requires `maxRetriesPerRequest: null` of Workers and QueueEvents). */
-  open(): Redis {
+  open(): RedisClient {
     const options: RedisOptions = {
       maxRetriesPerRequest: null,
       enableReadyCheck: true,
       connectTimeout: this.mode === 'one-shot' ? Math.min(CONNECT_TIMEOUT_MS, this.timeoutMs) : CONNECT_TIMEOUT_MS,
-      retryStrategy: (times) => this.retryDelay(times),
       // disconnect() waits this long for a socket to close before destroying it; a dead
       // socket never closes, and the default 2 s would hold a one-shot command's exit.
       disconnectTimeout: 200,
     };
-    return this.watch(new Redis(this.url, options));
+    // The same retry for a server, for the sentinels and for a whole Cluster: one outage clock.
+    return this.watch(createRedisClient(this.url, { redis: options, retry: (times) => this.retryDelay(times) }));
   }
 
   get isDown(): boolean {
@@ -168,14 +172,23 @@ export class RedisConnections implements RedisStatus {
     this.primary.disconnect();
   }
 
-  private watch(redis: Redis): Redis {
-    redis.on('error', (error: unknown) => {
+  private watch<C extends RedisClient>(client: C): C {
+    client.on('error', (error: unknown) => {
       if (!this.failed(error)) this.log.warn({ err: error }, 'Redis connection error');
     });
-    redis.on('ready', () => this.ready());
-    // Copies BullMQ makes (Worker, QueueEvents) are watched too, and connect at once even if the original is lazy.
-    redis.duplicate = (override?: Partial<RedisOptions>): Redis => this.watch(new Redis({ ...redis.options, lazyConnect: false, ...override }));
-    return redis;
+    client.on('ready', () => this.ready());
+    if (isCluster(client)) {
+      // One node dropping (a failover) is the Cluster's to route around; an outage is the
+      // whole Cluster unreachable, which it reports as an 'error' of its own.
+      client.on('node error', (error: unknown, node: string) => this.log.debug({ err: error, node }, 'Redis Cluster node error'));
+      const duplicate = Cluster.prototype.duplicate;
+      client.duplicate = (nodes?: unknown[], override?: ClusterOptions): Cluster => this.watch(duplicate.call(client, nodes, { ...override, lazyConnect: false }));
+    } else {
+      // Copies BullMQ makes (Worker, QueueEvents) are watched too, and connect at once even if the original is lazy.
+      const redis = client as Redis;
+      redis.duplicate = (override?: Partial<RedisOptions>): Redis => this.watch(new Redis({ ...redis.options, lazyConnect: false, ...override }));
+    }
+    return client;
   }
 
   private ready(): void {
@@ -227,8 +240,10 @@ function shortReason(message: string, url: string): string {
 
 /** A connection refused or a host name that does not resolve: answers that do not change by waiting. */
 function isRefusal(error: unknown): boolean {
-  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
-  return code === 'ECONNREFUSED' || code === 'ENOTFOUND';
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, lastNodeError } = error as { code?: unknown; lastNodeError?: unknown };
+  // A Cluster none of whose seed nodes answered says why in `lastNodeError`.
+  return code === 'ECONNREFUSED' || code === 'ENOTFOUND' || (lastNodeError !== undefined && isRefusal(lastNodeError));
 }
 
 function formatSeconds(ms: number): string {

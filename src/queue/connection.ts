@@ -69,6 +69,7 @@ export class RedisConnections implements RedisStatus {
   /** A one-shot connection that never got through and was refused: given up at once, not after the timeout. */
   private refusedAtStart = false;
   private everReady = false;
+  private failoverLoggedAt = Number.NEGATIVE_INFINITY;
   private closing = false;
   private readonly reconnectListeners = new Set<() => void>();
 
@@ -114,6 +115,11 @@ export class RedisConnections implements RedisStatus {
    * starts one), false for anything else, which the caller logs as it always did.
    */
   failed(error: unknown): boolean {
+    const failover = failoverReply(error);
+    if (failover !== undefined) {
+      this.failingOver(failover);
+      return true;
+    }
     const message = describeRedisError(error, this.url);
     if (message === undefined) return false;
     // Connections closing at shutdown report "Connection is closed": not an outage.
@@ -191,6 +197,18 @@ export class RedisConnections implements RedisStatus {
     return client;
   }
 
+  /**
+   * A master turning replica (Sentinel, CLUSTER FAILOVER) ends blocked reads with
+   * UNBLOCKED and answers writes with READONLY; BullMQ and ioredis retry on the new
+   * master. Not an outage, and not each Worker's and QueueEvents' error: one line.
+   */
+  private failingOver(reply: string): void {
+    const now = Date.now();
+    if (now - this.failoverLoggedAt < FAILOVER_LOG_GAP_MS) return;
+    this.failoverLoggedAt = now;
+    this.log.info({ reply }, 'Redis is failing over; commands go on with the new master');
+  }
+
   private ready(): void {
     this.everReady = true;
     this.refusedAtStart = false;
@@ -230,6 +248,17 @@ export class RedisConnections implements RedisStatus {
     }
     return Math.min(delay, left);
   }
+}
+
+/** One failover line per this gap: the replies of one failover come from every connection within a second or two. */
+const FAILOVER_LOG_GAP_MS = 30_000;
+
+/** Replies of a master being replaced or of slots moving (ioredis follows MOVED/ASK itself; these reach us when retries ran out). */
+const FAILOVER_REPLY = /^(UNBLOCKED|READONLY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|LOADING)\b/;
+
+function failoverReply(error: unknown): string | undefined {
+  const message = error instanceof Error ? error.message : undefined;
+  return message !== undefined && FAILOVER_REPLY.test(message) ? message.split(' ')[0] : undefined;
 }
 
 /** describeRedisError's sentence without the "cannot connect to Redis at URL (REDIS_URL): " the outage log says itself. */

@@ -6,6 +6,7 @@
  * in one slot, still holding the budget. Runs serially (package.json test:timing): the
  * budget check counts requests per second.
  */
+import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
@@ -20,7 +21,8 @@ import { runRateClients } from './helpers/rate-clients.ts';
 import { command, startOwnCluster, type OwnCluster } from './helpers/redis-ha.ts';
 import { createSyncHarness, summaryOf, type SyncHarness } from './helpers/sync-harness.ts';
 import { simulatorCourses, simulatorResults, simulatorUsers, warehouseCourses, warehouseResults, warehouseUsers } from './helpers/warehouse-compare.ts';
-import { waitFor } from './helpers/worker-process.ts';
+import { startWorkerProcess, waitFor } from './helpers/worker-process.ts';
+import { runCli } from './helpers/cli.ts';
 
 let cluster: OwnCluster;
 let h: SyncHarness;
@@ -99,6 +101,23 @@ describe('on a Redis Cluster', () => {
     const slot = Number(await command(cluster.ports[0]!, ['CLUSTER', 'KEYSLOT', prefix]));
     const slots = new Set(await Promise.all(keys.slice(0, 50).map(async (key) => Number(await command(cluster.ports[0]!, ['CLUSTER', 'KEYSLOT', key])))));
     expect([...slots]).toEqual([slot]);
+  });
+
+  it('a worker process and a CLI command share the queues over the cluster', async () => {
+    const worker = startWorkerProcess({ ...h.env, LOG_FORMAT: 'json' });
+    try {
+      await Promise.race([worker.ready, worker.exited.then((code) => Promise.reject(new Error(`worker exited (${code}):\n${worker.output()}`)))]);
+      // The CLI finds the worker (CLIENT LIST on every node) and leaves the job to it.
+      const run = await runCli(['sync', 'courses'], h.env);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toMatch(/a worker is connected/);
+      const done = (await h.app.queue.queues[SYNC_QUEUE].getCompleted()).filter((job) => job.name === 'sync-courses');
+      expect(done.map((job) => job.processedBy)).toContain(`${os.hostname()}:${worker.child.pid}`);
+    } finally {
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toBe(0);
+    }
+    expect(worker.output()).not.toMatch(/"worker error"|"queue error"|Redis unreachable|CROSSSLOT/);
   });
 
   it('loses no job and no row when the master of our slot fails over (CLUSTER FAILOVER) during a sync', async () => {

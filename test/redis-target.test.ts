@@ -114,4 +114,26 @@ describe('unreachable sentinels or Cluster', () => {
       }
     }
   });
+
+  it('the worker (persistent) logs an outage of every sentinel or Cluster node once, however many retries', async () => {
+    const [a, b] = [await freePort(), await freePort()];
+    for (const url of [`redis+sentinel://:s3cret@127.0.0.1:${a},127.0.0.1:${b}/mymaster`, `redis+cluster://:s3cret@127.0.0.1:${a},127.0.0.1:${b}`]) {
+      const { log, lines } = capturingLogger('info');
+      const redis = new RedisConnections({ url, mode: 'persistent', timeoutMs: 1_000, log });
+      const copy = redis.open();
+      try {
+        // Several rounds of retries (100 ms doubling) on two connections.
+        await new Promise((resolve) => setTimeout(resolve, 2_500));
+        expect(redis.isDown, url).toBe(true);
+        const outage = lines.filter((line) => line.includes('Redis unreachable'));
+        expect(outage, lines.join('')).toHaveLength(1);
+        expect(outage[0]).toContain(maskUrl(url));
+        expect(lines.join('')).not.toContain('s3cret');
+        expect(lines.join('')).not.toMatch(/"Redis connection error"/);
+      } finally {
+        copy.disconnect();
+        redis.close();
+      }
+    }
+  });
 });

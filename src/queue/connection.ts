@@ -3,6 +3,7 @@ import { describeRedisError, InfrastructureError, maskUrl } from '../lib/infra-e
 import type { Logger } from '../runtime/log.ts';
 import { OutageLog } from '../lib/outage-log.ts';
 import { createRedisClient, isCluster, type RedisClient } from './redis-client.ts';
+import { redisTarget } from './redis-target.ts';
 
 /**
  * How a process treats an unreachable Redis. `persistent` (the worker): retry forever
@@ -70,6 +71,8 @@ export class RedisConnections implements RedisStatus {
   private refusedAtStart = false;
   private everReady = false;
   private failoverLoggedAt = Number.NEGATIVE_INFINITY;
+  /** REDIS_URL names a Sentinel set-up or a Cluster, where masters get replaced. */
+  private readonly replicated: boolean;
   private closing = false;
   private readonly reconnectListeners = new Set<() => void>();
 
@@ -78,6 +81,7 @@ export class RedisConnections implements RedisStatus {
     this.mode = options.mode;
     this.timeoutMs = options.timeoutMs;
     this.log = options.log;
+    this.replicated = redisTarget(options.url).kind !== 'single';
     // A one-shot command says it all in its one error line; its outage log is for LOG_LEVEL=debug.
     const outageLog = options.mode === 'one-shot' && !options.log.isLevelEnabled('debug') ? options.log.child({}, { level: 'error' }) : options.log;
     this.outage = new OutageLog('Redis', outageLog, {
@@ -115,7 +119,8 @@ export class RedisConnections implements RedisStatus {
    * starts one), false for anything else, which the caller logs as it always did.
    */
   failed(error: unknown): boolean {
-    const failover = failoverReply(error);
+    // Behind Sentinel or on a Cluster only: a single server reports these as it always did.
+    const failover = this.replicated ? failoverReply(error) : undefined;
     if (failover !== undefined) {
       this.failingOver(failover);
       return true;

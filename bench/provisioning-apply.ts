@@ -6,6 +6,7 @@
  * sliding second (counted by the simulator).
  * Run: node bin/run-ts.js bench/provisioning-apply.ts
  */
+import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
@@ -78,8 +79,8 @@ export async function benchProvisioningApply(): Promise<ProvisioningApplyBench> 
       if (plan.actions.length !== ACTIONS) throw new Error(`expected ${ACTIONS} actions, planned ${plan.actions.length}`);
       await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
       const started = performance.now();
-      const enqueued = await enqueuePlan(app, plan, null);
-      const audit = await waitForActions(app, enqueued.enqueued);
+      const enqueued = await enqueuePlan({ ...app, org: DEFAULT_ORG }, plan, null);
+      const audit = await waitForActions({ ...app, org: DEFAULT_ORG }, enqueued.enqueued);
       const seconds = (performance.now() - started) / 1000;
       const failed = audit.filter((r) => r.status !== 'succeeded');
       if (failed.length > 0) throw new Error(`${failed.length} actions did not succeed, e.g. ${JSON.stringify(failed[0])}`);

@@ -9,6 +9,7 @@
  *
  * Prints one JSON line with the figures.
  */
+import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { z } from 'zod';
@@ -73,7 +74,7 @@ async function scenario(faults: Record<string, number>): Promise<{ firstLoad: Ru
   try {
     const one = async (full: boolean): Promise<RunFigures> => {
       await setFaults(faults);
-      const outcomes = await runSync(app, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full }));
+      const outcomes = await runSync({ ...app, org: DEFAULT_ORG }, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full }));
       await setFaults({ driftEvery: 0 });
       const summary = summarySchema.parse(outcomes[0]?.result);
       const stored = new Set((await pool.query<{ id: string }>('select result_id::text as id from training.results where removed_at is null')).rows.map((r) => r.id));

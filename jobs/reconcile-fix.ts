@@ -21,6 +21,7 @@ export const reconcileFixJob = defineJob({
   run: async (_payload, ctx): Promise<ReconcileFixSummary> => {
     const result = await reconcileFix(
       {
+        org: ctx.org.slug,
         db: ctx.db,
         queue: ctx.actions,
         log: ctx.log,

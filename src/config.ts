@@ -7,6 +7,7 @@ import { parseLookback } from './lib/lookback.ts';
 import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
 import { parseConsoleUsers } from './lib/console-users.ts';
 import { maskUrl } from './lib/infra-errors.ts';
+import { DEFAULT_ORG, readOrgsFile, type OrgSettings } from './lib/orgs-file.ts';
 import { clusterSafePrefix, parseRedisUrl } from './queue/redis-target.ts';
 import { parseMaxDisable } from './provisioning/plan/limits.ts';
 
@@ -66,6 +67,9 @@ const parsedBy = <T>(parse: (value: string) => T | string) =>
   });
 
 const envSchema = z.object({
+  // Several organisations (issue 20): a JSON or YAML file listing them; unset, the variables
+  // below (TRAINSYNC_API_URL, TRAINSYNC_API_KEY, …) describe one organisation named `default`.
+  TRAINSYNC_ORGS_FILE: z.string().trim().min(1, 'a path to a JSON or YAML file, e.g. /etc/trainsync/orgs.json').optional(),
   TRAINSYNC_API_URL: z
     .url({ error: 'an http(s) URL of the platform, e.g. https://training.example.com' })
     .refine((u) => /^https?:\/\//.test(u), 'an http(s) URL, e.g. https://training.example.com')
@@ -229,6 +233,8 @@ export type Config = Readonly<
     cronLines: Readonly<Record<string, string>>;
     /** LOG_LEVEL was set (not the default): on a terminal it then rules over the CLI's quiet default and -v. */
     LOG_LEVEL_GIVEN?: boolean;
+    /** The organisations served: those of TRAINSYNC_ORGS_FILE, or one named `default` from the variables. */
+    orgs: readonly OrgSettings[];
   }
 >;
 
@@ -277,18 +283,85 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const problems = [...byKey.values(), ...cronProblems];
     throw new ConfigError(problems);
   }
+  const orgs = organisationsOf(parsed.data, cronLines, env);
+  // Several organisations: each must find a free slot while the others run (README, "Fairness"),
+  // so the defaults grow with their number; a variable that is set rules.
+  const scaled = {
+    ...(cleaned.TRAINSYNC_WORKER_CONCURRENCY === undefined && orgs.length > 1 ? { TRAINSYNC_WORKER_CONCURRENCY: orgs.length + 3 } : {}),
+    ...(cleaned.TRAINSYNC_PROVISION_CONCURRENCY === undefined && orgs.length > 1 ? { TRAINSYNC_PROVISION_CONCURRENCY: Math.max(16, 4 * orgs.length) } : {}),
+  };
   // A Cluster keeps a multi-key script's keys in one slot only under a hash tag; a single server or Sentinel keeps the prefix as given.
   const TRAINSYNC_QUEUE_PREFIX = clusterSafePrefix(parsed.data.TRAINSYNC_QUEUE_PREFIX, parsed.data.REDIS_URL);
-  return Object.freeze({ ...parsed.data, TRAINSYNC_QUEUE_PREFIX, cronLines: Object.freeze(cronLines), LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined });
+  return Object.freeze({
+    ...parsed.data,
+    ...scaled,
+    TRAINSYNC_QUEUE_PREFIX,
+    cronLines: Object.freeze(cronLines),
+    LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined,
+    orgs: Object.freeze(orgs),
+  });
 }
 
-/** The platform origin and key, or a ConfigError saying which to set. */
-export function requirePlatform(config: Config): { apiUrl: string; apiKey: string } {
+/** The organisations of the file, or the one the variables describe; a ConfigError names every bad entry and key. */
+function organisationsOf(settings: z.output<typeof envSchema>, cronLines: Record<string, string>, env: Record<string, string | undefined>): OrgSettings[] {
+  if (settings.TRAINSYNC_ORGS_FILE === undefined) {
+    const token = settings.TRAINSYNC_SCIM_TOKEN_FILE ?? settings.TRAINSYNC_SCIM_TOKEN;
+    return [
+      {
+        slug: DEFAULT_ORG,
+        name: DEFAULT_ORG,
+        ...(settings.TRAINSYNC_API_URL ? { apiUrl: settings.TRAINSYNC_API_URL } : {}),
+        ...(settings.TRAINSYNC_API_KEY ? { apiKey: settings.TRAINSYNC_API_KEY } : {}),
+        requestsPerSecond: settings.TRAINSYNC_REQUESTS_PER_SECOND,
+        cronLines: Object.freeze({ ...cronLines }),
+        ...(settings.TRAINSYNC_WEBHOOK_SECRET ? { webhookSecrets: settings.TRAINSYNC_WEBHOOK_SECRET } : {}),
+        ...(token ? { scimToken: token } : {}),
+      },
+    ];
+  }
+  const read = readOrgsFile(settings.TRAINSYNC_ORGS_FILE, {
+    env,
+    cronLines,
+    defaultRequestsPerSecond: settings.TRAINSYNC_REQUESTS_PER_SECOND,
+    checkCron: (value) => {
+      const line = cronLine.safeParse(value);
+      return line.success ? undefined : (line.error.issues[0]?.message ?? 'a cron line');
+    },
+  });
+  if (read.length > 0 && typeof read[0] === 'string') throw new ConfigError(read as string[]);
+  return read as OrgSettings[];
+}
+
+/** The only organisation, or a ConfigError when the orgs file lists several (the caller must choose). */
+export function soleOrg(config: Pick<Config, 'orgs'>): OrgSettings {
+  if (config.orgs.length !== 1) throw new ConfigError([`TRAINSYNC_ORGS_FILE: lists ${config.orgs.length} organisations (${config.orgs.map((o) => o.slug).join(', ')}); name one with --org SLUG`]);
+  return config.orgs[0]!;
+}
+
+/** The organisation of this slug, or a ConfigError naming the configured ones. */
+export function orgOf(config: Pick<Config, 'orgs'>, slug: string): OrgSettings {
+  const org = config.orgs.find((o) => o.slug === slug);
+  if (!org) throw new ConfigError([`organisation "${slug}": not configured; configured: ${config.orgs.map((o) => o.slug).join(', ')}`]);
+  return org;
+}
+
+/** An organisation's platform origin and key, or a ConfigError saying which to set. */
+export function requireOrgPlatform(org: OrgSettings): { apiUrl: string; apiKey: string } {
   const problems: string[] = [];
-  if (!config.TRAINSYNC_API_URL) problems.push('TRAINSYNC_API_URL: missing; expected the platform base URL, e.g. https://training.example.com');
-  if (!config.TRAINSYNC_API_KEY) problems.push("TRAINSYNC_API_KEY: missing; expected the organisation's API key");
+  if (org.slug === DEFAULT_ORG && org.name === DEFAULT_ORG) {
+    if (!org.apiUrl) problems.push('TRAINSYNC_API_URL: missing; expected the platform base URL, e.g. https://training.example.com');
+    if (!org.apiKey) problems.push("TRAINSYNC_API_KEY: missing; expected the organisation's API key");
+  } else {
+    if (!org.apiUrl) problems.push(`TRAINSYNC_ORGS_FILE: organisation ${org.slug}: apiUrl: missing`);
+    if (!org.apiKey) problems.push(`TRAINSYNC_ORGS_FILE: organisation ${org.slug}: apiKey: missing`);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
-  return { apiUrl: config.TRAINSYNC_API_URL!, apiKey: config.TRAINSYNC_API_KEY! };
+  return { apiUrl: org.apiUrl!, apiKey: org.apiKey! };
+}
+
+/** The platform origin and key of the only organisation, or a ConfigError saying which to set. */
+export function requirePlatform(config: Config, org: OrgSettings = soleOrg(config)): { apiUrl: string; apiKey: string } {
+  return requireOrgPlatform(org);
 }
 
 /** The secret key, or a ConfigError saying how to make one. */

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,7 +35,7 @@ describe('orphaned sync jobs', () => {
     const exited = new Promise((resolve) => child.on('exit', resolve));
     const jobId = await waitFor(
       async () => {
-        const job = await h.app.queue.deduplicated(SYNC_QUEUE, 'sync-results');
+        const job = await h.app.queue.deduplicated(SYNC_QUEUE, 'sync-results', DEFAULT_ORG);
         if (job?.state !== 'active') return undefined;
         const { rowCount } = await h.database.pool.query("select 1 from trainsync.checkpoints where key like $1 and key like '%:window:%'", [`results:job:${job.id}:%`]);
         const { rowCount: runs } = await h.database.pool.query("select 1 from trainsync.runs where job_id = $1 and status = 'running'", [job.id]);
@@ -75,7 +76,7 @@ describe('orphaned sync jobs', () => {
     expect(cancel.code, cancel.stderr).toBe(0);
     expect(cancel.stdout).toMatch(new RegExp(`^cancelled job ${jobId} \\(sync-results, orphaned: worker \\S+ is gone\\); its run recorded as cancelled`));
     expect(await runStatus(jobId)).toEqual(['cancelled']);
-    expect(await h.app.queue.deduplicated(SYNC_QUEUE, 'sync-results')).toBeUndefined();
+    expect(await h.app.queue.deduplicated(SYNC_QUEUE, 'sync-results', DEFAULT_ORG)).toBeUndefined();
     const again = await runCli(['cancel', jobId], h.env);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/no job \d+ in any queue/);
@@ -92,7 +93,7 @@ describe('orphaned sync jobs', () => {
   it('a job a live worker runs is not cancelled', async () => {
     // Slow pages, so the job is still running while both commands look at it.
     h.sim.setFaults({ latencyMs: 300 });
-    const queued = await h.app.queue.add('sync-results', { trigger: 'cli', since: '2024-01-01', until: '2024-12-31', full: false }, { dedupeId: 'sync-results' });
+    const queued = await h.app.queue.add('sync-results', { trigger: 'cli', since: '2024-01-01', until: '2024-12-31', full: false }, { org: DEFAULT_ORG, dedupeId: 'sync-results' });
     const worker = await h.app.queue.startWorkers([SYNC_QUEUE]);
     try {
       await waitFor(async () => ((await h.app.queue.state(SYNC_QUEUE, queued.id)) === 'active' ? true : undefined), 30_000, 'the job to start');

@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -224,19 +225,19 @@ describe('the operator console in a browser', () => {
     // Paused, so the sync stays queued for the test to cancel.
     await syncQueue.pause();
     try {
-      const job = await h.app.queue.add('sync-courses', { trigger: 'cli', full: false }, { dedupeId: 'sync-courses' });
+      const job = await h.app.queue.add('sync-courses', { trigger: 'cli', full: false }, { org: DEFAULT_ORG, dedupeId: 'sync-courses' });
       expect(await visit(viewer.page, '/')).toBe(200);
       expect(await viewer.page.locator('#pending').innerText()).toContain('courses');
       expect(await viewer.page.locator('#cancel-courses').count()).toBe(0);
       const refused = await viewer.context.request.post(`${base}/sync/courses/cancel`, { form: { _csrf: await csrfOf(viewer.page) }, maxRedirects: 0 });
       expect(refused.status()).toBe(403);
-      expect((await h.app.queue.deduplicated(SYNC_QUEUE, 'sync-courses'))?.id).toBe(job.id);
+      expect((await h.app.queue.deduplicated(SYNC_QUEUE, 'sync-courses', DEFAULT_ORG))?.id).toBe(job.id);
 
       expect(await visit(operator.page, '/')).toBe(200);
       await operator.page.locator('#cancel-courses').click();
       await operator.page.waitForSelector('#outcome');
       expect(await operator.page.locator('#outcome').innerText()).toContain(`Cancelled job ${job.id} (sync-courses, waiting)`);
-      expect(await h.app.queue.deduplicated(SYNC_QUEUE, 'sync-courses')).toBeUndefined();
+      expect(await h.app.queue.deduplicated(SYNC_QUEUE, 'sync-courses', DEFAULT_ORG)).toBeUndefined();
       const audited = await sql<{ username: string; role: string; target: string }>`select username, role, target from trainsync.console_audit where action = 'cancel-sync'`.execute(h.app.db);
       expect(audited.rows).toEqual([{ username: OPERATOR.name, role: 'operator', target: 'courses' }]);
     } finally {

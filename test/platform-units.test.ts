@@ -155,7 +155,7 @@ describe('platformClientOptionsFromConfig', () => {
   it('maps the config and refuses a missing platform URL or key', () => {
     const { log } = captureLog();
     const config = loadConfig({ TRAINSYNC_API_URL: 'https://t.example', TRAINSYNC_API_KEY: 'k', TRAINSYNC_REQUESTS_PER_SECOND: '7', TRAINSYNC_QUEUE_PREFIX: 'p1' });
-    expect(platformClientOptionsFromConfig(config, log, { retries: 1 })).toMatchObject({
+    expect(platformClientOptionsFromConfig(config, config.orgs[0]!, log, { retries: 1 })).toMatchObject({
       apiUrl: 'https://t.example',
       apiKey: 'k',
       requestsPerSecond: 7,
@@ -166,7 +166,8 @@ describe('platformClientOptionsFromConfig', () => {
       retries: 1,
       retryMaxDelayMs: 60_000,
     });
-    expect(() => platformClientOptionsFromConfig(loadConfig({}), log)).toThrow(ConfigError);
+    const empty = loadConfig({});
+    expect(() => platformClientOptionsFromConfig(empty, empty.orgs[0]!, log)).toThrow(ConfigError);
   });
 });
 

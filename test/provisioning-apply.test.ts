@@ -1,4 +1,5 @@
 import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisioningAttentionSection } from '../src/commands/provisioning-status.ts';
 import { enqueuePlan, waitForActions } from '../src/provisioning/apply/enqueue.ts';
@@ -90,13 +91,13 @@ describe('provisioning against the simulator', () => {
     const rows = [...rowsFromState(h.sim.state), joiner('J003', [h.sim.state.groups[1]!.id])];
     const planned = await run(rows, { dryRun: true });
     expect(planned.plan.actions.map((a) => a.kind)).toEqual(['create-user', 'add-to-group']);
-    const first = await enqueuePlan(h.app, planned.plan, planned.feed.hash);
-    const second = await enqueuePlan(h.app, planned.plan, planned.feed.hash);
+    const first = await enqueuePlan({ ...h.app, org: DEFAULT_ORG }, planned.plan, planned.feed.hash);
+    const second = await enqueuePlan({ ...h.app, org: DEFAULT_ORG }, planned.plan, planned.feed.hash);
     expect(first.enqueued).toHaveLength(2);
     expect(second.enqueued).toEqual([]);
     expect(second.skippedEmployees).toEqual(['J003']);
     h.sim.resetRequests();
-    const audit = await waitForActions(h.app, [...second.waitingOn]);
+    const audit = await waitForActions({ ...h.app, org: DEFAULT_ORG }, [...second.waitingOn]);
     expect(audit.map((r) => [r.kind, r.status, r.attempts])).toEqual([['create-user', 'succeeded', 1], ['add-to-group', 'succeeded', 1]]);
     expect(writeCallCount(h.sim.requests)).toBe(2);
   });
@@ -219,7 +220,7 @@ describe('provisioning against the simulator', () => {
     expect(byKind[`add-to-group:${someone.employee_id}`]).toMatchObject({ status: 'failed', errorCode: 'GROUP_NOT_FOUND', attempts: 1 });
     expect(provisionExitCode(result)).toBe(1);
 
-    const section = await provisioningAttentionSection(h.app);
+    const section = await provisioningAttentionSection(h.app, 'default');
     expect(section.rows.map((r) => `${r.status}:${r.code}`).sort()).toEqual(['failed:EMAIL_IN_USE', 'failed:GROUP_NOT_FOUND', 'needs-identity:NEEDS_IDENTITY']);
     const stored = await auditRows(h.app.db, [byKind['create-user:J900']!.actionId]);
     expect(stored[0]?.errorMessage).toMatch(/EMAIL_IN_USE/);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { reconcileFixJob } from '../jobs/reconcile-fix.ts';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { loadConfig } from '../src/config.ts';
@@ -225,7 +226,7 @@ describe('reconcile --fix: drift repair without a new feed', () => {
   it('runs as the reconcile-fix job of the worker; its schedule is off unless TRAINSYNC_CRON_RECONCILE_FIX is set', async () => {
     const { catalog } = h.app.queue;
     expect(scheduleTable(catalog, loadConfig({})).map((s) => s.job)).not.toContain(RECONCILE_FIX_JOB);
-    expect(scheduleTable(catalog, loadConfig({ TRAINSYNC_CRON_RECONCILE_FIX: '15 3 * * *' }))).toContainEqual({ job: 'reconcile-fix', queue: 'provision', pattern: '15 3 * * *' });
+    expect(scheduleTable(catalog, loadConfig({ TRAINSYNC_CRON_RECONCILE_FIX: '15 3 * * *' }))).toContainEqual(expect.objectContaining({ job: 'reconcile-fix', queue: 'provision', pattern: '15 3 * * *' }));
     expect(scheduleTable(catalog, loadConfig({ TRAINSYNC_CRON_RECONCILE_FIX: '' })).map((s) => s.job)).not.toContain(RECONCILE_FIX_JOB);
     // The worker registers it, and removes it once the setting is emptied.
     const registered = async (): Promise<unknown[]> => (await h.app.queue.schedules()).filter((s) => s.id === RECONCILE_FIX_JOB).map((s) => s.pattern);
@@ -238,7 +239,7 @@ describe('reconcile --fix: drift repair without a new feed', () => {
     await byHand('PATCH', `users/${account.id}/enable`);
     const worker = await h.app.queue.startWorkers([PROVISION_QUEUE]);
     try {
-      const job = await h.app.queue.add(RECONCILE_FIX_JOB, reconcileFixJob.payload.parse({ trigger: 'schedule' }), { waited: true });
+      const job = await h.app.queue.add(RECONCILE_FIX_JOB, reconcileFixJob.payload.parse({ trigger: 'schedule' }), { org: DEFAULT_ORG, waited: true });
       const [outcome] = await h.app.queue.waitFor(PROVISION_QUEUE, [job.id]);
       expect(outcome).toMatchObject({ status: 'completed', result: { repairs: 1, enqueued: 1 } });
       const open = await openActions(h.app.db);

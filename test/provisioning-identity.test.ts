@@ -47,14 +47,14 @@ describe('identities: an id nobody can find', () => {
     const identity = await h.app.db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', 'N1').executeTakeFirstOrThrow();
     expect(identity.platform_user_id).toBeNull();
 
-    const section = await provisioningAttentionSection(h.app);
+    const section = await provisioningAttentionSection(h.app, 'default');
     expect(section.rows).toEqual([expect.objectContaining({ action: add!.actionId, status: 'needs-identity', employee: 'N1' })]);
   });
 
   it('the same feed again keeps it waiting (never dropped); the id from the feed settles it', async () => {
     const again = await run([row]);
     expect(again.applied!.audit.map((r) => [r.kind, r.status])).toEqual([['add-to-group', 'needs-identity']]);
-    expect((await provisioningAttentionSection(h.app)).rows).toHaveLength(1);
+    expect((await provisioningAttentionSection(h.app, 'default')).rows).toHaveLength(1);
 
     const platformUserId = findUser(h.sim.state, email)!.id;
     const fixed = await run([{ ...row, platform_user_id: platformUserId }]);
@@ -63,6 +63,6 @@ describe('identities: an id nobody can find', () => {
     const identity = await h.app.db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', 'N1').executeTakeFirstOrThrow();
     expect(identity).toMatchObject({ platform_user_id: platformUserId, groups: [group] });
     // The stale needs-identity row is settled by the action that did the work.
-    expect((await provisioningAttentionSection(h.app)).rows).toEqual([]);
+    expect((await provisioningAttentionSection(h.app, 'default')).rows).toEqual([]);
   });
 });

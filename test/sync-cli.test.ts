@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,7 +53,7 @@ describe('trainsync sync (the command)', () => {
   });
 
   it('refuses with exit 2 a sync whose resource is already queued with other options', async () => {
-    const queued = await h.app.queue.add('sync-results', { trigger: 'schedule', full: true }, { dedupeId: 'sync-results' });
+    const queued = await h.app.queue.add('sync-results', { trigger: 'schedule', full: true }, { org: DEFAULT_ORG, dedupeId: 'sync-results' });
     try {
       const run = await runCli(['sync', 'results', '--since', '2024-01-01', '--until', '2024-01-31'], h.env);
       expect(run.code).toBe(2);

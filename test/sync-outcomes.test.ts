@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { allResults } from '../src/simulator/index.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';
 import { runSync, SyncConflictError } from '../src/sync/run-and-wait.ts';
@@ -85,9 +86,9 @@ describe('sync outcomes', () => {
 
   it('a second sync with other options is refused, naming the one queued; the same options join it', async () => {
     h = await createSyncHarness({ simulator: { sizes: { results: 50 } } });
-    const queued = await h.app.queue.add('sync-results', { trigger: 'schedule', since: '2024-01-01', until: '2024-01-31' }, { dedupeId: 'sync-results' });
-    await expect(runSync(h.app, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }))).rejects.toThrow(SyncConflictError);
-    await expect(runSync(h.app, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }))).rejects.toThrow(
+    const queued = await h.app.queue.add('sync-results', { trigger: 'schedule', since: '2024-01-01', until: '2024-01-31' }, { org: DEFAULT_ORG, dedupeId: 'sync-results' });
+    await expect(runSync({ ...h.app, org: DEFAULT_ORG }, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }))).rejects.toThrow(SyncConflictError);
+    await expect(runSync({ ...h.app, org: DEFAULT_ORG }, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }))).rejects.toThrow(
       `sync-results is already waiting (job ${queued.id}) with --since 2024-01-01 --until 2024-01-31; this request (--full) was not enqueued`,
     );
     expect(await h.app.queue.state(SYNC_QUEUE, queued.id)).toBe('waiting');

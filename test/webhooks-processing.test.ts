@@ -163,7 +163,7 @@ describe('processing webhook events', () => {
       30_000,
       'no event waiting',
     );
-    const section = await webhookStatusSection(h.app);
+    const section = await webhookStatusSection(h.app, 'default');
     expect(section.rows).toHaveLength(1);
     expect(section.rows[0]).toMatchObject({ 'last type': 'COURSE_COMPLETE', 'waiting (backlog)': 0 });
     expect(String(section.rows[0]!['last 24 h by outcome'])).toMatch(/loaded \d+, not-found 1/);

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { soleOrg } from '../config.ts';
 import { createApp } from '../runtime/app.ts';
 import { cancelQueuedOrOrphaned } from '../sync/cancel-sync.ts';
 import { syncResources } from '../sync/resources.ts';
@@ -29,7 +30,7 @@ Examples:
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       try {
-        const outcome = await cancelQueuedOrOrphaned(app, target, `\`trainsync cancel ${target}\``);
+        const outcome = await cancelQueuedOrOrphaned({ ...app, org: soleOrg(config).slug }, target, `\`trainsync cancel ${target}\``);
         if (!outcome.ok) throw new RefusedError(outcome.reason);
         const { job, how, runs } = outcome;
         process.stdout.write(`cancelled job ${job.id} (${job.name}, ${how})${runs > 0 ? `; its run recorded as cancelled` : ''}\n`);

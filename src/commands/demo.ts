@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import { fileURLToPath } from 'node:url';
 import Table from 'cli-table3';
 import type { Command } from 'commander';
@@ -112,7 +113,7 @@ trainsync_demo unless DATABASE_URL names another).`,
         const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
         try {
           write(`1. migrate: done (${seconds()} s)\n\n2. sync everything\n`);
-          const outcomes = await runSync(app, syncResources(app.catalog.values()), syncPayloadSchema.parse({ trigger: 'cli' }));
+          const outcomes = await runSync({ ...app, org: DEFAULT_ORG }, syncResources(app.catalog.values()), syncPayloadSchema.parse({ trigger: 'cli' }));
           write(renderSummary(outcomes));
           if (outcomes.some((o) => o.status === 'failed')) exitCode = 1;
 
@@ -145,7 +146,7 @@ trainsync_demo unless DATABASE_URL names another).`,
           write(`replanning the same feed now: ${again.plan.actions.length} actions (an unchanged feed makes no write call)\n`);
 
           write(`\n4. sync users and seats again, to see the changes in the warehouse (${seconds()} s)\n`);
-          const after = await runSync(app, ['users', 'seats'], syncPayloadSchema.parse({ trigger: 'cli' }));
+          const after = await runSync({ ...app, org: DEFAULT_ORG }, ['users', 'seats'], syncPayloadSchema.parse({ trigger: 'cli' }));
           write(renderSummary(after));
 
           const counts = new Table({ head: ['table', 'rows'], style: { head: [], border: [], compact: true } });

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import pg from 'pg';
-import { ConfigError, type Config } from '../config.ts';
+import { ConfigError, soleOrg, type Config } from '../config.ts';
+import { DEFAULT_ORG, type OrgSettings } from '../lib/orgs-file.ts';
 import { errorMessage } from '../lib/errors.ts';
 import { describeDatabaseError, describeRedisError, maskUrl } from '../lib/infra-errors.ts';
 import type { Logger } from '../runtime/log.ts';
@@ -127,9 +128,9 @@ export async function checkRedis(config: Config): Promise<{ results: CheckResult
 }
 
 /** The key accepted, the page size the platform uses, whether it offers the seats endpoint. */
-export async function checkPlatform(config: Config, log: Logger): Promise<CheckResult[]> {
-  if (!config.TRAINSYNC_API_URL || !config.TRAINSYNC_API_KEY) return [warn('platform', 'not checked: TRAINSYNC_API_URL or TRAINSYNC_API_KEY is unset', 'set both')];
-  const platform = createPlatformClient(platformClientOptionsFromConfig(config, log, { retries: 0, timeoutMs: 5_000, connectTimeoutMs: DOCTOR_CONNECT_TIMEOUT_MS }));
+export async function checkPlatform(config: Config, log: Logger, org: OrgSettings = soleOrg(config)): Promise<CheckResult[]> {
+  if (!org.apiUrl || !org.apiKey) return [warn('platform', org.slug === DEFAULT_ORG ? 'not checked: TRAINSYNC_API_URL or TRAINSYNC_API_KEY is unset' : `not checked: organisation ${org.slug} has no apiUrl or key`, 'set both')];
+  const platform = createPlatformClient(platformClientOptionsFromConfig(config, org, log, { retries: 0, timeoutMs: 5_000, connectTimeoutMs: DOCTOR_CONNECT_TIMEOUT_MS }));
   const results: CheckResult[] = [];
   try {
     try {

@@ -101,8 +101,8 @@ async function checkWorker(config: Config, log: Logger, deps: CommandDeps): Prom
     } else results.push({ check: 'worker', level: 'ok', detail: `alive: ${[...all].join(', ')}` });
     const registered = new Map((await queue.schedules()).map((s) => [s.id, s.pattern ?? '']));
     const wanted = scheduleTable(queue.catalog, config);
-    const absent = wanted.filter((w) => !registered.has(w.job)).map((w) => w.job);
-    const differs = wanted.filter((w) => registered.has(w.job) && registered.get(w.job) !== w.pattern).map((w) => `${w.job} "${registered.get(w.job)}" (here "${w.pattern}")`);
+    const absent = wanted.filter((w) => !registered.has(w.id)).map((w) => w.id);
+    const differs = wanted.filter((w) => registered.has(w.id) && registered.get(w.id) !== w.pattern).map((w) => `${w.id} "${registered.get(w.id)}" (here "${w.pattern}")`);
     if (absent.length > 0) results.push({ check: 'schedules', level: 'warn', detail: `not registered: ${absent.join(', ')}`, fix: 'start `trainsync worker` (it registers them)' });
     else if (differs.length > 0) results.push({ check: 'schedules', level: 'warn', detail: `registered with other cron lines: ${differs.join('; ')}`, fix: 'restart the worker with this configuration' });
     else results.push({ check: 'schedules', level: 'ok', detail: `${wanted.length} registered, as configured` });

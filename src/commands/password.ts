@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import { soleOrg } from '../config.ts';
 import { z } from 'zod';
 import { createApp } from '../runtime/app.ts';
 import { requirePlatform, requireSecretKey } from '../config.ts';
@@ -45,7 +46,7 @@ Exit status is non-zero when the change failed; the platform's code is printed.`
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       let exitCode = 0;
       try {
-        const row = await requestPasswordChange(app, email, password);
+        const row = await requestPasswordChange({ ...app, org: soleOrg(config).slug }, email, password);
         if (row.status === 'succeeded') {
           process.stdout.write(options.generate ? `password set for ${email}; it is shown once, store it now:\n${password}\n` : `password set for ${email}\n`);
         } else {

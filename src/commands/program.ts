@@ -21,6 +21,7 @@ import { registerSyncCommand } from './sync.ts';
 import { unfinishedWindowsSection } from './unfinished-windows-status.ts';
 import { webhookStatusSection } from './webhook-status.ts';
 import { registerWorkerCommand } from './worker.ts';
+import { addOrgOption } from './org-option.ts';
 
 /** Every command of `trainsync`, built from the deps the composition root gives. */
 export function buildProgram(deps: CommandDeps): Command {
@@ -36,13 +37,15 @@ export function buildProgram(deps: CommandDeps): Command {
       'after',
       `
 Environment: TRAINSYNC_API_URL, TRAINSYNC_API_KEY, DATABASE_URL, REDIS_URL,
-TRAINSYNC_REQUESTS_PER_SECOND (default 10), TRAINSYNC_SECRET_KEY, LOG_LEVEL, LOG_FORMAT.
+TRAINSYNC_REQUESTS_PER_SECOND (default 10), TRAINSYNC_SECRET_KEY, LOG_LEVEL, LOG_FORMAT;
+TRAINSYNC_ORGS_FILE lists several organisations (then --org picks them).
 See README.md; \`trainsync doctor\` checks them all.
 Results go to stdout, logs to stderr. On a terminal: one progress line per resource, and
 log records at warn and above as short lines (-v adds info; LOG_LEVEL, when set, rules).
 Otherwise (a pipe, a file, a service): one JSON object per line (LOG_FORMAT overrides).`,
     )
     .addHelpText('afterAll', EXIT_CODE_HELP);
+  addOrgOption(program);
   registerMigrateCommand(program, deps);
   registerWorkerCommand(program, deps);
   registerSyncCommand(program, deps);

@@ -1,4 +1,5 @@
 import Table from 'cli-table3';
+import { soleOrg } from '../config.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
 import { dropHeld, heldActions, HeldActionNotFound, releaseHeld, type HeldAction } from '../scim/held.ts';
@@ -48,7 +49,7 @@ Exit status 0; 2 when the id is not a held action.`,
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       try {
-        const changeDeps = { db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, config, platform: () => app.platform() };
+        const changeDeps = { org: soleOrg(config).slug, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, config, platform: () => app.platform() };
         if (options.release !== undefined) {
           const outcome = await releaseHeld(changeDeps, options.release);
           process.stdout.write(`released ${options.release}: ${outcome.enqueued.length} action(s) enqueued${outcome.pending.length > 0 ? ' (after earlier actions of the employee finish)' : ''}\n`);

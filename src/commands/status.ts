@@ -1,3 +1,4 @@
+import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import type { Command } from 'commander';
 import { createApp, type App } from '../runtime/app.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';
@@ -7,7 +8,8 @@ import { fitTable } from './fit-table.ts';
 import type { CommandDeps } from './deps.ts';
 
 /** Extra sections other parts add to `status` (provisioning adds actions needing attention). */
-export type StatusSection = (app: App) => Promise<{ title: string; rows: Array<Record<string, unknown>> }>;
+/** One wing's part of `status`, for one organisation (its rows only). */
+export type StatusSection = (app: App, org: string) => Promise<{ title: string; rows: Array<Record<string, unknown>> }>;
 
 export function registerStatusCommand(program: Command, deps: CommandDeps, sections: readonly StatusSection[] = []): void {
   program
@@ -77,7 +79,7 @@ export async function collectStatus(app: App, sections: readonly StatusSection[]
     quarantine: await quarantineCounts(app.db),
     failedJobs,
     schedules,
-    sections: await Promise.all(sections.map((section) => section(app))),
+    sections: await Promise.all(sections.map((section) => section(app, DEFAULT_ORG))),
   };
 }
 

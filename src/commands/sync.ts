@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
 import { cancelRunsOfJob } from '../sync/sync-state.ts';
-import { requirePlatform } from '../config.ts';
+import { requirePlatform, soleOrg } from '../config.ts';
 import { syncResources, type SyncResource } from '../sync/resources.ts';
 import { syncSummarySchema } from '../sync/summary.ts';
 import { runSync, SyncConflictError, SyncInterruptedError } from '../sync/run-and-wait.ts';
@@ -57,7 +57,7 @@ again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.
         try {
           // A job making no progress for a while gets one line saying what it waits for.
           const queue = withWaitOptions(app.queue, { onStall: (line) => stderrTerminal.writeLine(line) });
-          outcomes = await runSync({ queue, log: app.log, cancelRuns: (jobId, reason) => cancelRunsOfJob(app.db, jobId, reason) }, resources, payload, { onProgress: (jobId, progress) => display.update(jobId, progress), signal: interrupt.signal });
+          outcomes = await runSync({ org: soleOrg(config).slug, queue, log: app.log, cancelRuns: (jobId, reason) => cancelRunsOfJob(app.db, jobId, reason) }, resources, payload, { onProgress: (jobId, progress) => display.update(jobId, progress), signal: interrupt.signal });
           for (const outcome of outcomes) {
             // The last progress may predate the last page: the line ends with the run's own totals.
             const summary = syncSummarySchema.safeParse(outcome.result);

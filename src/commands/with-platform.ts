@@ -1,4 +1,5 @@
-import type { Config } from '../config.ts';
+import { soleOrg, type Config } from '../config.ts';
+import type { OrgSettings } from '../lib/orgs-file.ts';
 import type { Logger } from '../runtime/log.ts';
 import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
 import { PlatformError } from '../platform/errors.ts';
@@ -9,8 +10,8 @@ import type { PlatformClient } from '../platform/types.ts';
  * client as the app does (same shared request budget), and turns a platform error
  * into its code on stderr and exit status 1.
  */
-export async function withPlatform(config: Config, log: Logger, fn: (platform: PlatformClient) => Promise<void>): Promise<void> {
-  const platform = createPlatformClient(platformClientOptionsFromConfig(config, log));
+export async function withPlatform(config: Config, log: Logger, fn: (platform: PlatformClient) => Promise<void>, org: OrgSettings = soleOrg(config)): Promise<void> {
+  const platform = createPlatformClient(platformClientOptionsFromConfig(config, org, log));
   try {
     await fn(platform);
   } catch (error) {

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import { z } from 'zod';
 import { approveHeldPlan, rejectHeldPlan } from '../provisioning/approve-held-plan.ts';
 import { getHeldPlan, listHeldPlans } from '../provisioning/held-plans.ts';
@@ -65,7 +66,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
       listHeldPlans(db, { onlyHeld: true }),
       searchActions(db, { status: 'failed', page: 1, pageSize: 10 }),
       attentionCount(db),
-      cancellableSyncs(deps.queue).catch(() => new Map()),
+      cancellableSyncs(deps.queue, DEFAULT_ORG).catch(() => new Map()),
     ]);
     const viewer = viewerOf(request, reply);
     const pending = [...cancellable].map(([resource, job]) => ({ resource, jobId: job.id, state: job.holder?.orphaned ? `orphaned (worker ${job.holder.worker ?? 'unknown'} is gone)` : job.state }));
@@ -112,7 +113,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   server.post('/provisioning/held/:id/approve', changeHooks, async (request, reply) => {
     const { id } = idParam.parse(request.params);
     const decider = { by: request.session!.username, role: request.session!.role };
-    const result = await approveHeldPlan(deps, id, decider);
+    const result = await approveHeldPlan({ ...deps, org: DEFAULT_ORG }, id, decider);
     if (result.ok) await audit(request, 'approve-held-plan', `plan #${id}`, { enqueued: result.enqueued?.enqueued.length ?? 0 });
     const message = result.ok ? `Plan #${id} approved: ${result.enqueued?.enqueued.length ?? 0} actions enqueued; the workers apply them (see the audit trail).` : result.reason;
     return outcomePage(request, reply, `Plan #${id}`, message, `/provisioning/held/${id}`, result.ok);
@@ -120,14 +121,14 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
 
   server.post('/provisioning/held/:id/reject', changeHooks, async (request, reply) => {
     const { id } = idParam.parse(request.params);
-    const result = await rejectHeldPlan(deps, id, { by: request.session!.username, role: request.session!.role });
+    const result = await rejectHeldPlan({ ...deps, org: DEFAULT_ORG }, id, { by: request.session!.username, role: request.session!.role });
     if (result.ok) await audit(request, 'reject-held-plan', `plan #${id}`);
     return outcomePage(request, reply, `Plan #${id}`, result.ok ? `Plan #${id} rejected: nothing was enqueued.` : result.reason, `/provisioning/held/${id}`, result.ok);
   });
 
   server.post('/provisioning/actions/:actionId/retry', changeHooks, async (request, reply) => {
     const actionId = z.object({ actionId: z.string().min(1).max(300) }).parse(request.params).actionId;
-    const result = await retryFailedAction(deps, actionId);
+    const result = await retryFailedAction({ ...deps, org: DEFAULT_ORG }, actionId);
     if (result.ok) await audit(request, 'retry-action', actionId);
     return outcomePage(request, reply, 'Retry', result.ok ? `Action enqueued again: ${actionId}` : result.reason, '/provisioning?status=failed', result.ok);
   });
@@ -135,7 +136,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   server.post('/sync/:resource/cancel', changeHooks, async (request, reply) => {
     const resource = z.object({ resource: z.string().regex(/^[a-z-]{1,40}$/) }).parse(request.params).resource;
     const { username, role } = request.session!;
-    const result = await cancelQueuedOrOrphaned(deps, resource, `${username} (${role}) in the console`);
+    const result = await cancelQueuedOrOrphaned({ ...deps, org: DEFAULT_ORG }, resource, `${username} (${role}) in the console`);
     if (result.ok) await audit(request, 'cancel-sync', resource, { job: result.job.id, how: result.how, runs: result.runs });
     const message = result.ok ? `Cancelled job ${result.job.id} (${result.job.name}, ${result.how})${result.runs > 0 ? '; its run recorded as cancelled' : ''}.` : result.reason;
     return outcomePage(request, reply, 'Cancel', message, '/', result.ok);

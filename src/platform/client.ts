@@ -1,5 +1,7 @@
 import type { z } from 'zod';
-import { requirePlatform, type Config } from '../config.ts';
+import { createHash } from 'node:crypto';
+import { requireOrgPlatform, type Config } from '../config.ts';
+import type { OrgSettings } from '../lib/orgs-file.ts';
 import type { Logger } from 'pino';
 import { InvalidRecordError, malformed, PlatformError } from './errors.ts';
 import { checkOrParse, fastCheckFor } from './fast-checks.ts';
@@ -50,21 +52,29 @@ export interface PlatformClientOptions {
 }
 
 /** The client options from the validated config; `extra` overrides (tests, the CLI). */
-export function platformClientOptionsFromConfig(config: Config, log: Logger, extra: Partial<PlatformClientOptions> = {}): PlatformClientOptions {
-  const { apiUrl, apiKey } = requirePlatform(config);
+export function platformClientOptionsFromConfig(config: Config, org: OrgSettings, log: Logger, extra: Partial<PlatformClientOptions> = {}): PlatformClientOptions {
+  const { apiUrl, apiKey } = requireOrgPlatform(org);
   return {
     apiUrl,
     apiKey,
     log,
     redisUrl: config.REDIS_URL,
     keyPrefix: config.TRAINSYNC_QUEUE_PREFIX,
-    requestsPerSecond: config.TRAINSYNC_REQUESTS_PER_SECOND,
+    requestsPerSecond: org.requestsPerSecond,
     timeoutMs: config.TRAINSYNC_HTTP_TIMEOUT_MS,
     connectTimeoutMs: config.TRAINSYNC_CONNECT_TIMEOUT_MS,
     retries: config.TRAINSYNC_HTTP_RETRIES,
     retryMaxDelayMs: config.TRAINSYNC_RETRY_MAX_DELAY_MS,
     ...extra,
   };
+}
+
+/**
+ * The budget's name: one per API key (the platform's limit is the key's), shared by
+ * every process and every organisation entry using that key; a digest, never the key.
+ */
+export function budgetIdentity(origin: string, apiKey: string): string {
+  return `${origin}#${createHash('sha256').update(apiKey).digest('hex').slice(0, 16)}`;
 }
 
 function parseJsonBody(body: string, method: string, path: string): unknown {
@@ -126,7 +136,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
   const budget = createRequestBudget({
     redisUrl: options.redisUrl,
     keyPrefix: options.keyPrefix,
-    origin,
+    origin: budgetIdentity(origin, options.apiKey),
     requestsPerSecond: options.requestsPerSecond,
     log,
     ...(options.budgetSafetyMargin === undefined ? {} : { safetyMargin: options.budgetSafetyMargin }),

@@ -19,16 +19,26 @@ export interface EnqueuedJob {
 }
 
 export interface AddJobOptions {
+  /** The organisation the job works for (its slug travels in the job's data as `org`). */
+  org: string;
   /** A job with this id already queued or running takes the add's place (BullMQ deduplication). */
   dedupeId?: string;
   /** A fixed job id: the same id added twice is one job. */
   jobId?: string;
   /** A person waits for this job by id (provisioning): quicker first retries, longer retention. */
   waited?: boolean;
+  /**
+   * The job's position in its organisation's batch (1 = first): jobs run in order of it,
+   * so one organisation's long batch and another's short one interleave (README, "Fairness").
+   * Unset: before every positioned job (schedules, webhooks).
+   */
+  priority?: number;
 }
 
 /** One link of a chain to enqueue; `after` must finish before this one starts. */
 export interface ChainSpec {
+  /** The organisation the job works for. */
+  org: string;
   name: string;
   data: unknown;
   jobId: string;
@@ -38,7 +48,7 @@ export interface ChainSpec {
 export type JobState = Awaited<ReturnType<Queue['getJobState']>>;
 
 export interface ActionQueue {
-  add(name: string, data: unknown, options?: AddJobOptions): Promise<EnqueuedJob>;
+  add(name: string, data: unknown, options: AddJobOptions): Promise<EnqueuedJob>;
   /** Adds chains whose every link carries `ignoreDependencyOnFailure`: a failed link does not stall the rest. */
   addChains(chains: readonly ChainSpec[]): Promise<void>;
   state(queue: QueueName, jobId: string): Promise<JobState>;

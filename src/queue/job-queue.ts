@@ -1,3 +1,4 @@
+import { fairPriority, orgScoped } from './org-scope.ts';
 import { Queue, type Job, type JobsOptions } from 'bullmq';
 import type { ActionQueue, AddJobOptions, ChainSpec, EnqueuedJob, JobState } from './action-queue.ts';
 import type { Config } from '../config.ts';
@@ -38,6 +39,10 @@ export interface FailedJob {
 
 /** A job that runs on a schedule (src/queue/schedulers.ts derives them from the catalog). */
 export interface ScheduledJob {
+  /** The scheduler's id in Redis: the job's name, prefixed by the organisation unless it is `default`. */
+  id: string;
+  /** The organisation its runs work for. */
+  org: string;
   job: string;
   queue: QueueName;
   /** The cron line (UTC): the job's setting when set, else its default. */
@@ -70,7 +75,7 @@ export interface JobQueue extends ActionQueue {
   /** Redis as this process sees it: outage state, a quick PING, reconnects. */
   readonly redis: RedisStatus;
   /** The job a deduplication id points at while it is queued or running, if any (with its holder when active). */
-  deduplicated(queue: QueueName, dedupeId: string): Promise<FoundJob | undefined>;
+  deduplicated(queue: QueueName, dedupeId: string, org: string): Promise<FoundJob | undefined>;
   /** A job by id, in whichever queue holds it. */
   find(jobId: string): Promise<FoundJob | undefined>;
   /** The jobs a worker has taken (active), each with its holder: running, or orphaned. */
@@ -95,8 +100,8 @@ export interface JobQueue extends ActionQueue {
   failedJobs(queue: QueueName, limit: number): Promise<FailedJob[]>;
   /** Registers (or updates) the job scheduler of a scheduled job; its id is the job's name. */
   upsertSchedule(scheduled: ScheduledJob): Promise<void>;
-  /** Removes a job's scheduler (a schedule that is off); nothing when there is none. */
-  removeSchedule(job: string, queue: QueueName): Promise<void>;
+  /** Removes a scheduler by id (a schedule that is off); nothing when there is none. */
+  removeSchedule(id: string, queue: QueueName): Promise<void>;
   /** Every job scheduler of every queue. */
   schedules(): Promise<ScheduleEntry[]>;
   close(): Promise<void>;
@@ -125,19 +130,21 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     const attempts = lookupJob(runner.catalog, name).attempts;
     return waited ? waitedJobOptions(config, attempts) : defaultJobOptions(config, attempts);
   };
-  const checked = (name: string, data: unknown): { queue: QueueName; data: unknown } => {
+  // The payload as its schema reads it, plus the organisation (which no payload schema names).
+  const checked = (name: string, data: unknown, org: string): { queue: QueueName; data: unknown } => {
     const definition = lookupJob(runner.catalog, name);
-    return { queue: definition.queue, data: definition.payload.parse(data) };
+    const parsed: unknown = definition.payload.parse(data);
+    return { queue: definition.queue, data: typeof parsed === 'object' && parsed !== null ? { ...parsed, org } : parsed };
   };
-  const toLink = (spec: ChainSpec): ChainLink => {
-    const { queue, data } = checked(spec.name, spec.data);
+  const toLink = (spec: ChainSpec, priority: number): ChainLink => {
+    const { queue, data } = checked(spec.name, spec.data, spec.org);
     return {
       name: spec.name,
       queue,
       data,
       jobId: spec.jobId,
-      options: { ...optionsFor(spec.name, true), ignoreDependencyOnFailure: true },
-      ...(spec.after ? { after: toLink(spec.after) } : {}),
+      options: { ...optionsFor(spec.name, true), ignoreDependencyOnFailure: true, priority },
+      ...(spec.after ? { after: toLink(spec.after, priority) } : {}),
     };
   };
 
@@ -153,20 +160,23 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     queues,
     catalog: runner.catalog,
     redis,
-    async add(name, data, options = {}) {
-      const job = checked(name, data);
+    async add(name, data, options) {
+      const job = checked(name, data, options.org);
       const added = await queues[job.queue].add(name, job.data, {
         ...optionsFor(name, options.waited ?? false),
         ...(options.jobId ? { jobId: options.jobId } : {}),
-        ...(options.dedupeId ? { deduplication: { id: options.dedupeId } } : {}),
+        ...(options.dedupeId ? { deduplication: { id: orgScoped(options.org, options.dedupeId) } } : {}),
+        ...(options.priority ? { priority: fairPriority(options.priority) } : {}),
       });
       return { id: String(added.id), name, queue: job.queue, data: added.data };
     },
-    addChains: (chains) => addChains(config, connection, chains.map(toLink)),
+    // The n-th chain of a batch gets priority n: another organisation's small batch, added
+    // later, runs beside this one's first chains instead of after its last (README, "Fairness").
+    addChains: (chains) => addChains(config, connection, chains.map((chain, index) => toLink(chain, fairPriority(index + 1)))),
     state: (queue, jobId) => queues[queue].getJobState(jobId),
     failedReason: async (queue, jobId) => (await queues[queue].getJob(jobId))?.failedReason || undefined,
-    async deduplicated(queue, dedupeId) {
-      const id = await queues[queue].getDeduplicationJobId(dedupeId);
+    async deduplicated(queue, dedupeId, org) {
+      const id = await queues[queue].getDeduplicationJobId(orgScoped(org, dedupeId));
       const found = id ? await describe(queue, id) : undefined;
       return found && found.state !== 'completed' && found.state !== 'failed' ? found : undefined;
     },
@@ -220,7 +230,11 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
       return startWorkers(config, runner, [queue], redis);
     },
     startWorkers: (names) => startWorkers(config, runner, names, redis),
-    counts: (queue) => queues[queue].getJobCounts(...COUNTED_STATES),
+    async counts(queue) {
+      // Positioned jobs (a batch's, see fairPriority) wait in BullMQ's prioritized set: still waiting to a person.
+      const { prioritized = 0, ...counts } = await queues[queue].getJobCounts(...COUNTED_STATES, 'prioritized');
+      return { ...counts, waiting: (counts.waiting ?? 0) + prioritized };
+    },
     workers: (queue) => queues[queue].getWorkersCount(),
     async failedJobs(queue, limit) {
       return (await queues[queue].getFailed(0, limit - 1)).map((job) => ({
@@ -231,12 +245,12 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
         finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
       }));
     },
-    async upsertSchedule({ job, queue, pattern }) {
-      // Scheduled runs carry `trigger: 'schedule'`, as the job's payload says who asked for it.
-      await queues[queue].upsertJobScheduler(job, { pattern, tz: 'UTC' }, { name: job, data: { trigger: 'schedule' }, opts: defaultJobOptions(config, lookupJob(runner.catalog, job).attempts) });
+    async upsertSchedule({ id, org, job, queue, pattern }) {
+      // Scheduled runs carry `trigger: 'schedule'`, as the job's payload says who asked for it, and their organisation.
+      await queues[queue].upsertJobScheduler(id, { pattern, tz: 'UTC' }, { name: job, data: { trigger: 'schedule', org }, opts: defaultJobOptions(config, lookupJob(runner.catalog, job).attempts) });
     },
-    async removeSchedule(job, queue) {
-      await queues[queue].removeJobScheduler(job);
+    async removeSchedule(id, queue) {
+      await queues[queue].removeJobScheduler(id);
     },
     async schedules() {
       const all = await Promise.all(QUEUE_NAMES.map((name) => queues[name].getJobSchedulers()));

@@ -7,6 +7,7 @@ import type { Logger } from '../runtime/log.ts';
 import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
 import type { JobCatalog } from './catalog.ts';
 import { watchLock } from './lock-watch.ts';
+import { jobOrg, orgScoped } from './org-scope.ts';
 import { POSTGRES_WAIT_FIRST_MS, postgresWaitOf } from './postgres-wait.ts';
 
 /** How long a job whose exclusive lock is taken waits before it is tried again. */
@@ -33,8 +34,8 @@ export type JobFinishedHook = (name: string, outcome: AttemptOutcome, seconds: n
 /** What runs jobs: the catalog, the services a job may use, and where it reports. */
 export interface JobRunner {
   catalog: JobCatalog;
-  /** Called when a job starts: built on first use, so commands that only enqueue need no platform key. */
-  services(): Services;
+  /** Called when a job starts, for the job's organisation: built on first use, so commands that only enqueue need no platform key. */
+  services(org: string): Services;
   log: Logger;
   onFinished?: JobFinishedHook;
 }
@@ -78,7 +79,8 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     throw new UnrecoverableError(`Invalid payload for ${job.name}: ${z.prettifyError(parsed.error)}`);
   }
   const info: JobInfo = { id: String(job.id), name: job.name, attemptsMade: job.attemptsMade };
-  const log = runner.log.child({ job: job.name, jobId: job.id });
+  const org = jobOrg(job.data);
+  const log = runner.log.child({ job: job.name, jobId: job.id, org });
   const attempt = job.attemptsMade + 1;
   const startedAt = Date.now();
   const started = performance.now();
@@ -106,7 +108,7 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
 
   let services: Services;
   try {
-    services = runner.services();
+    services = runner.services(org);
   } catch (error) {
     finish('failed', { err: error, retried: !isPermanentError(error) });
     throw isPermanentError(error) ? new UnrecoverableError(errorMessage(error)) : error;
@@ -121,7 +123,9 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     lastProgress = now;
     job.updateProgress({ ...update }).catch((error: unknown) => log.debug({ err: error }, 'progress update failed'));
   };
-  const lockKey = definition.exclusive?.(parsed.data as never);
+  const exclusiveKey = definition.exclusive?.(parsed.data as never);
+  // Each organisation's jobs exclude only each other: one org's sync never waits for another's.
+  const lockKey = exclusiveKey === undefined ? undefined : orgScoped(org, exclusiveKey);
   const lock = lockKey ? watchLock(services.withPgClient, signal) : undefined;
   const context: JobContext = { ...services, job: info, log, signal: lock?.signal ?? signal, progress };
   const run = (): Promise<unknown> => definition.run(parsed.data as never, context);

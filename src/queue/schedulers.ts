@@ -3,18 +3,28 @@ import type { Logger } from '../runtime/log.ts';
 import type { JobCatalog } from './catalog.ts';
 import type { AnyJobDefinition } from './define-job.ts';
 import type { JobQueue, ScheduledJob } from './job-queue.ts';
+import { orgScoped } from './org-scope.ts';
 
-/** The jobs of the catalog that declare a schedule, each with the cron line the configuration gives it (none when it is off). */
-export function scheduleTable(catalog: JobCatalog, config: Pick<Config, 'cronLines'>): ScheduledJob[] {
-  return [...catalog.values()].flatMap((definition) => {
-    const pattern = definition.schedule ? (config.cronLines[definition.schedule.setting] ?? definition.schedule.default) : null;
-    return pattern === null ? [] : [{ job: definition.name, queue: definition.queue, pattern }];
-  });
+/**
+ * The jobs of the catalog that declare a schedule, once per organisation, each with the
+ * cron line that organisation's configuration gives it (none when it is off).
+ */
+export function scheduleTable(catalog: JobCatalog, config: Pick<Config, 'orgs'>): ScheduledJob[] {
+  return config.orgs.flatMap((org) =>
+    [...catalog.values()].flatMap((definition) => {
+      const pattern = definition.schedule ? (org.cronLines[definition.schedule.setting] ?? definition.schedule.default) : null;
+      return pattern === null ? [] : [{ id: orgScoped(org.slug, definition.name), org: org.slug, job: definition.name, queue: definition.queue, pattern }];
+    }),
+  );
 }
 
-/** Jobs with a schedule that is off (no default, variable unset or empty). */
-function switchedOff(catalog: JobCatalog, config: Pick<Config, 'cronLines'>): AnyJobDefinition[] {
-  return [...catalog.values()].filter((d) => d.schedule !== undefined && (config.cronLines[d.schedule.setting] ?? d.schedule.default) === null);
+/** Schedulers of jobs whose schedule is off for an organisation (no default, variable unset or empty). */
+function switchedOff(catalog: JobCatalog, config: Pick<Config, 'orgs'>): { id: string; definition: AnyJobDefinition }[] {
+  return config.orgs.flatMap((org) =>
+    [...catalog.values()]
+      .filter((d) => d.schedule !== undefined && (org.cronLines[d.schedule.setting] ?? d.schedule.default) === null)
+      .map((definition) => ({ id: orgScoped(org.slug, definition.name), definition })),
+  );
 }
 
 /**
@@ -24,10 +34,10 @@ function switchedOff(catalog: JobCatalog, config: Pick<Config, 'cronLines'>): An
 export async function registerSchedulers(queue: JobQueue, config: Config, log: Logger): Promise<void> {
   for (const scheduled of scheduleTable(queue.catalog, config)) {
     await queue.upsertSchedule(scheduled);
-    log.info({ job: scheduled.job, pattern: scheduled.pattern }, 'schedule registered');
+    log.info({ job: scheduled.job, org: scheduled.org, pattern: scheduled.pattern }, 'schedule registered');
   }
   // A schedule switched off (its variable emptied) must not keep firing from Redis.
-  for (const definition of switchedOff(queue.catalog, config)) await queue.removeSchedule(definition.name, definition.queue);
+  for (const { id, definition } of switchedOff(queue.catalog, config)) await queue.removeSchedule(id, definition.queue);
 }
 
 /**
@@ -37,10 +47,10 @@ export async function registerSchedulers(queue: JobQueue, config: Config, log: L
  */
 export async function ensureSchedulers(queue: JobQueue, config: Config, log: Logger): Promise<number> {
   const present = new Set((await queue.schedules()).map((schedule) => schedule.id));
-  const missing = scheduleTable(queue.catalog, config).filter(({ job }) => !present.has(job));
+  const missing = scheduleTable(queue.catalog, config).filter(({ id }) => !present.has(id));
   if (missing.length === 0) return 0;
   for (const scheduled of missing) await queue.upsertSchedule(scheduled);
-  log.warn({ schedules: missing.map(({ job }) => job) }, 'schedules were missing from Redis (emptied or failed over?); registered them again');
+  log.warn({ schedules: missing.map(({ id }) => id) }, 'schedules were missing from Redis (emptied or failed over?); registered them again');
   return missing.length;
 }
 

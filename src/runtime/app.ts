@@ -1,6 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
-import { requirePlatform } from '../config.ts';
+import { orgOf, soleOrg } from '../config.ts';
+import type { OrgSettings } from '../lib/orgs-file.ts';
+import { registerOrganisations } from '../warehouse/organisations.ts';
+import { ensureOrgReaders } from '../warehouse/org-readers.ts';
 import type { Services } from './context.ts';
 import type { Logger } from './log.ts';
 import { createMetrics, observeJobs, type Metrics } from './metrics.ts';
@@ -32,10 +35,10 @@ export interface App {
   metrics: Metrics;
   queue: JobQueue;
   catalog: JobCatalog;
-  /** Built on first use: `status` and `migrate` need no platform key. */
-  platform(): PlatformClient;
-  /** What a job may use (the platform built on first use). */
-  services(): Services;
+  /** An organisation's client, built on first use (`status` and `migrate` need no platform key); default: the only organisation. */
+  platform(org?: string): PlatformClient;
+  /** What a job of this organisation may use (its platform client built on first use); default: the only organisation. */
+  services(org?: string): Services;
   close(): Promise<void>;
 }
 
@@ -78,16 +81,25 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   } else if (options.migrate) await migrate(pool, log);
   const db = createDb(pool);
   const withPgClient = lendFrom(pool);
-  let platform: PlatformClient | undefined;
-  const getPlatform = (): PlatformClient => {
+  if (!options.readOnly) await registerOrganisations(db, config.orgs);
+  if (options.migrate) await ensureOrgReaders(pool, config.orgs.flatMap((org) => (org.readerRole ? [{ slug: org.slug, readerRole: org.readerRole }] : [])));
+  // One client per organisation: its own key, and its own request budget in Redis.
+  const platforms = new Map<string, PlatformClient>();
+  const orgFor = (slug: string | undefined): OrgSettings => (slug === undefined ? soleOrg(config) : orgOf(config, slug));
+  const getPlatform = (slug?: string): PlatformClient => {
+    const org = orgFor(slug);
+    let platform = platforms.get(org.slug);
     if (!platform) {
-      requirePlatform(config);
-      platform = createPlatformClient(platformClientOptionsFromConfig(config, log, { onRequest: (event) => metrics.observeRequest(event) }));
+      platform = createPlatformClient(platformClientOptionsFromConfig(config, org, log.child({ org: org.slug }), { onRequest: (event) => metrics.observeRequest(event) }));
+      platforms.set(org.slug, platform);
     }
     return platform;
   };
   // Called when a job starts, by when `queue` below exists.
-  const services = (): Services => ({ config, db, withPgClient, platform: getPlatform(), actions: queue });
+  const services = (slug?: string): Services => {
+    const org = orgFor(slug);
+    return { config, org, db, withPgClient, platform: getPlatform(org.slug), actions: queue };
+  };
   // Queue counts are read at scrape time, by when `queue` below exists.
   // Skipped while Redis is down, and given up after a moment, so /metrics always answers.
   const metrics = createMetrics(async () => {
@@ -126,7 +138,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     platform: getPlatform,
     services,
     async close() {
-      await platform?.close();
+      await Promise.all([...platforms.values()].map((platform) => platform.close()));
       await queue.close();
       await db.destroy();
     },

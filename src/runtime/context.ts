@@ -10,9 +10,12 @@
  * - action:     one provisioning change for one employee (create, disable, enable,
  *               add to group, remove from group, set password).
  * - identity:   an employee's e-mail, HR employee id and platform user id, kept together.
+ * - org:        one organisation on the platform (one API key), named by its slug; every
+ *               job, row and request belongs to one (a single deployment's is `default`).
  */
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
+import type { OrgSettings } from '../lib/orgs-file.ts';
 import type { Logger } from './log.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import type { ActionQueue } from '../queue/action-queue.ts';
@@ -29,6 +32,8 @@ export interface JobInfo {
 /** The parts of a process a job may use; the worker adds what belongs to one job. */
 export interface Services {
   config: Config;
+  /** The organisation this work is for: its slug goes into every row, key, label and log line. */
+  org: OrgSettings;
   /** The one database handle. */
   db: Kysely<Database>;
   /** Lends the raw pg client COPY needs (see `withTransaction`). */

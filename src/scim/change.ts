@@ -41,6 +41,8 @@ export interface ScimChange {
 }
 
 export interface ChangeDeps {
+  /** The organisation whose SCIM endpoint took the change. */
+  org: string;
   db: Kysely<Database>;
   withPgClient: PgLender;
   queue: JobQueue;
@@ -126,7 +128,7 @@ async function planAndEnqueue(deps: ChangeDeps, changes: readonly ScimChange[], 
       // The id is learned in bulk after the burst (resolve-ids.ts): one request per create, not two.
       const data = action.kind === 'create-user' ? { ...job.data, lookUp: 'later' } : job.data;
       if (action.kind === 'create-user') deferredCreates += 1;
-      node = { name: job.name, data, jobId: jobIdForAction(action.id), ...(node ? { after: node } : {}) };
+      node = { org: deps.org, name: job.name, data, jobId: jobIdForAction(action.id), ...(node ? { after: node } : {}) };
       entries.push(auditEntryFor(action, SCIM_AUDIT_MARK));
       enqueued.push(action.id);
     }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../lib/errors.ts';
@@ -63,7 +64,7 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
     log.debug('SCIM endpoint off: neither TRAINSYNC_SCIM_TOKEN nor TRAINSYNC_SCIM_TOKEN_FILE is set');
     return undefined;
   }
-  const changeDeps = { db: deps.db, withPgClient: deps.withPgClient, queue: deps.queue, log, config, platform: deps.platform };
+  const changeDeps = { org: DEFAULT_ORG, db: deps.db, withPgClient: deps.withPgClient, queue: deps.queue, log, config, platform: deps.platform };
   // Users submitted and not yet planned: the sweep leaves them to the batch they wait for.
   const inFlight = new Map<string, number>();
   // Set when creates were queued without their id lookup (and at start, and once a minute, for other workers' creates).

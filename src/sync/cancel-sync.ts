@@ -12,8 +12,8 @@ export type CancelOutcome = { ok: true; job: FoundJob; how: string; runs: number
  * `trainsync cancel` and the console's cancel. `target` is a sync resource or a job id; a
  * job a live worker runs is refused. `by` says who cancelled, for the run's error.
  */
-export async function cancelQueuedOrOrphaned(deps: { queue: JobQueue; db: Kysely<Database> }, target: string, by: string): Promise<CancelOutcome> {
-  const found = await cancelTarget(deps.queue, target);
+export async function cancelQueuedOrOrphaned(deps: { queue: JobQueue; db: Kysely<Database>; org: string }, target: string, by: string): Promise<CancelOutcome> {
+  const found = await cancelTarget(deps.queue, deps.org, target);
   if (typeof found === 'string') return { ok: false, reason: found };
   const job = found;
   if (job.state === 'completed' || job.state === 'failed') return { ok: false, reason: `job ${job.id} (${job.name}) already ${job.state}; nothing to cancel` };
@@ -26,10 +26,10 @@ export async function cancelQueuedOrOrphaned(deps: { queue: JobQueue; db: Kysely
   return { ok: true, job, how, runs };
 }
 
-async function cancelTarget(queue: JobQueue, target: string): Promise<FoundJob | string> {
+async function cancelTarget(queue: JobQueue, org: string, target: string): Promise<FoundJob | string> {
   const resources = syncResources(queue.catalog.values());
   if ((resources as readonly string[]).includes(target)) {
-    const job = await queue.deduplicated(SYNC_QUEUE, syncJobName(queue.catalog.values(), target as (typeof resources)[number]));
+    const job = await queue.deduplicated(SYNC_QUEUE, syncJobName(queue.catalog.values(), target as (typeof resources)[number]), org);
     return job ?? `no sync of ${target} is queued or running; nothing to cancel`;
   }
   const job = await queue.find(target);
@@ -37,9 +37,9 @@ async function cancelTarget(queue: JobQueue, target: string): Promise<FoundJob |
 }
 
 /** Per sync resource, its job when one is queued or orphaned (what cancel may remove); a running one is left out. */
-export async function cancellableSyncs(queue: JobQueue): Promise<Map<string, FoundJob>> {
+export async function cancellableSyncs(queue: JobQueue, org: string): Promise<Map<string, FoundJob>> {
   const found = await Promise.all(
-    syncResources(queue.catalog.values()).map(async (resource) => [resource, await queue.deduplicated(SYNC_QUEUE, syncJobName(queue.catalog.values(), resource))] as const),
+    syncResources(queue.catalog.values()).map(async (resource) => [resource, await queue.deduplicated(SYNC_QUEUE, syncJobName(queue.catalog.values(), resource), org)] as const),
   );
   return new Map(found.filter((entry): entry is readonly [typeof entry[0], FoundJob] => entry[1] !== undefined && (entry[1].state !== 'active' || entry[1].holder?.orphaned === true)));
 }

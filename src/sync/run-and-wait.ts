@@ -8,6 +8,8 @@ import { syncJobName, type SyncResource } from './resources.ts';
 import { syncPayloadSchema, type SyncPayload } from './sync-payload.ts';
 
 export interface RunSyncDeps {
+  /** The organisation to sync. */
+  org: string;
   queue: JobQueue;
   log: Logger;
   /** Records the runs of an orphaned job removed to make way for this request (other options) as cancelled. */
@@ -61,7 +63,7 @@ export async function runSync(deps: RunSyncDeps, resources: readonly SyncResourc
     return { name: syncJobName(deps.queue.catalog.values(), resource), data };
   });
   for (const { name, data } of planned) {
-    const running = await deps.queue.deduplicated(SYNC_QUEUE, name);
+    const running = await deps.queue.deduplicated(SYNC_QUEUE, name, deps.org);
     if (running?.holder?.orphaned) {
       // Its process is gone (killed, or stopped before it handed the job back): nobody will
       // finish it, so this request takes over now rather than after the lock and stalled checks.
@@ -87,7 +89,7 @@ export async function runSync(deps: RunSyncDeps, resources: readonly SyncResourc
   }
   const jobs = [];
   for (const { name, data } of planned) {
-    const job = await deps.queue.add(name, data, { dedupeId: name });
+    const job = await deps.queue.add(name, data, { org: deps.org, dedupeId: name });
     if (job.data !== undefined && optionsOf(job.data) !== optionsOf(data)) {
       throw new SyncConflictError(`${name} was enqueued by another process a moment ago with ${optionsOf(job.data)}; this request (${optionsOf(data)}) was not enqueued. Run it again when that one finishes.`);
     }

@@ -6,6 +6,7 @@
  * int8 columns read back as `number` because createPool installs an int8 parser
  * (see pool.ts). uuid columns are lower-case strings.
  */
+import type { OrganisationTables } from './organisation-tables.ts';
 import type { ColumnType, Generated } from 'kysely';
 import type { GeneratedInstant, Instant, SeenColumns } from './column-types.ts';
 import type { EmployeeTables } from './employee-tables.ts';
@@ -185,7 +186,7 @@ export interface SchemaMigrationsTable {
   applied_at: GeneratedInstant;
 }
 
-export interface Database extends ProvisioningTables, GroupTables, WebhookTables, EmployeeTables, ScimTables {
+export interface Database extends ProvisioningTables, GroupTables, WebhookTables, EmployeeTables, ScimTables, OrganisationTables {
   'training.courses': CoursesTable;
   'training.course_categories': CourseCategoriesTable;
   'training.results': ResultsTable;

@@ -13,6 +13,6 @@ export function webhookResultDedupeId(resultId: string): string {
 }
 
 /** Queues the load of each result (a result already queued absorbs the add). */
-export async function enqueueResultLoads(queue: Pick<JobQueue, 'add'>, resultIds: readonly string[]): Promise<void> {
-  await Promise.all(resultIds.map((resultId) => queue.add(LOAD_WEBHOOK_RESULT_JOB, { resultId }, { dedupeId: webhookResultDedupeId(resultId) })));
+export async function enqueueResultLoads(queue: Pick<JobQueue, 'add'>, org: string, resultIds: readonly string[]): Promise<void> {
+  await Promise.all(resultIds.map((resultId) => queue.add(LOAD_WEBHOOK_RESULT_JOB, { resultId }, { org, dedupeId: webhookResultDedupeId(resultId) })));
 }

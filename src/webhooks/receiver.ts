@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import { listenInbound } from '../lib/inbound-server.ts';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../lib/errors.ts';
@@ -165,7 +166,7 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
       return { status: 200, body: { status: 'stored', eventId: stored.eventId } };
     }
     // Stored: the 2xx no longer depends on Redis. The sweep queues what this misses.
-    const queued = enqueueResultLoads(deps.queue, plan.resultIds).then(
+    const queued = enqueueResultLoads(deps.queue, DEFAULT_ORG, plan.resultIds).then(
       () => true,
       (error: unknown) => {
         log.warn({ err: error, eventId: stored.eventId }, 'could not queue a webhook result; the sweep queues it');

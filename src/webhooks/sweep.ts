@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import type { Database } from '../warehouse/database.ts';
@@ -32,7 +33,7 @@ export interface SweepCounts {
 export async function sweepWebhookEvents(deps: SweepDeps, options: { minAgeMs: number; retentionDays: number }): Promise<SweepCounts> {
   const settled = await settleEvents(deps.db, 'settled by the sweep');
   const resultIds = await pendingResultIds(deps.db, options.minAgeMs, SWEEP_LIMIT);
-  for (let i = 0; i < resultIds.length; i += 100) await enqueueResultLoads(deps.queue, resultIds.slice(i, i + 100));
+  for (let i = 0; i < resultIds.length; i += 100) await enqueueResultLoads(deps.queue, DEFAULT_ORG, resultIds.slice(i, i + 100));
   const pruned = (await pruneEvents(deps.db, options.retentionDays)) + (await pruneRefusals(deps.db, options.retentionDays));
   return { queued: resultIds.length, settled: settled.length, pruned };
 }

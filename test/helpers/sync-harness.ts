@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { DEFAULT_ORG } from '../../src/lib/orgs-file.ts';
 import { allJobs } from '../../jobs/index.ts';
 import { createApp, type App } from '../../src/runtime/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
@@ -68,7 +69,7 @@ export async function createSyncHarness(options: SyncHarnessOptions = {}): Promi
     config,
     app,
     logLines,
-    sync: (resources, payload = {}) => runSync(app, resources, syncPayloadSchema.parse({ trigger: 'cli', ...payload })),
+    sync: (resources, payload = {}) => runSync({ ...app, org: DEFAULT_ORG }, resources, syncPayloadSchema.parse({ trigger: 'cli', ...payload })),
     async close() {
       await app.close();
       await sim.close();

@@ -10,6 +10,8 @@ import { auditEntryFor, auditRows, finishAction, openActions, recordQueuedAction
 
 /** What enqueuing and waiting need: the database (audit rows), the queue and a log. */
 export interface ApplyDeps {
+  /** The organisation whose employees these are. */
+  org: string;
   db: Kysely<Database>;
   queue: ActionQueue;
   log: Logger;
@@ -113,7 +115,7 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
     let node: ChainSpec | undefined;
     for (const action of actions) {
       const job = jobForAction(action, feedHash);
-      node = { name: job.name, data: job.data, jobId: jobIdForAction(action.id), ...(node ? { after: node } : {}) };
+      node = { org: deps.org, name: job.name, data: job.data, jobId: jobIdForAction(action.id), ...(node ? { after: node } : {}) };
       entries.push(auditEntryFor(action, feedHash));
       enqueued.push(action.id);
     }

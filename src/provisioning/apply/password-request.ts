@@ -31,7 +31,7 @@ export async function requestPasswordChange(deps: ApplyDeps & { config: Config }
     },
   ]);
   const data = setPasswordPayloadSchema.parse({ actionId, email: subject, secret: encryptSecret(key, password, subject) });
-  await deps.queue.add(PROVISION_JOBS.setPassword, data, { jobId: jobIdForAction(actionId), waited: true });
+  await deps.queue.add(PROVISION_JOBS.setPassword, data, { org: deps.org, jobId: jobIdForAction(actionId), waited: true });
   const [row] = await waitForActions(deps, [actionId]);
   if (!row) throw new Error(`the audit row of ${actionId} is missing`);
   return row;

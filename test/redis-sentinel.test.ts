@@ -9,7 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { maskUrl } from '../src/lib/infra-errors.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';
-import { NO_FAULTS } from '../src/simulator/index.ts';
+import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionFeed } from '../src/provisioning/provision-feed.ts';
+import { findUser, NO_FAULTS, ORG_EMAIL_DOMAIN } from '../src/simulator/index.ts';
+import { feedDir, rowsFromState, toCsv } from './helpers/hr-feed.ts';
 import { startOwnSentinel, type OwnSentinel } from './helpers/redis-ha.ts';
 import { createSyncHarness, summaryOf, type SyncHarness } from './helpers/sync-harness.ts';
 import { simulatorCourses, simulatorResults, simulatorUsers, warehouseCourses, warehouseResults, warehouseUsers } from './helpers/warehouse-compare.ts';
@@ -73,8 +76,19 @@ describe('behind Redis Sentinel', () => {
     expect(logged).not.toMatch(/"worker error"|"queue error"|"queue events error"/);
     expect(logged.match(/Redis is failing over/g)?.length ?? 0).toBeLessThanOrEqual(1);
 
-    // And a new sync runs on the new master.
+    // And on the new master: a new sync, and a provisioning run (a joiner gets an account).
     summaryOf(await h.sync(['courses']), 'courses');
+    const joiner = { employee_id: 'SN001', email: `sn001.joiner${ORG_EMAIL_DOMAIN}`, first_name: 'Senti', last_name: 'Nel', status: 'active', groups: [], role: 'USER', organisation_identifier: 'SN001' };
+    const files = feedDir();
+    try {
+      const file = files.write('hr.csv', toCsv([...rowsFromState(h.sim.state), joiner]));
+      const result = await provisionFeed(provisionDeps(h.app), { file, mode: 'full', dryRun: false, force: false });
+      expect(result.plan.counts).toMatchObject({ 'create-user': 1 });
+      expect([...new Set(result.applied?.audit.map((r) => r.status))]).toEqual(['succeeded']);
+      expect(findUser(h.sim.state, joiner.email)?.hasAccess).toBe(true);
+    } finally {
+      files.cleanup();
+    }
   });
 
   it('refuses a sentinel URL without a master name, naming REDIS_URL, with an example, password masked', () => {

@@ -22,7 +22,7 @@ const START_TIMEOUT_MS = 30_000;
 const setprivPath = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
 
 /** Polls `check` until it returns a value other than undefined. */
-async function until<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = START_TIMEOUT_MS): Promise<T> {
+async function until<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = START_TIMEOUT_MS, exitedIsFatal = false): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -30,6 +30,7 @@ async function until<T>(check: () => Promise<T | undefined>, what: string, timeo
       const value = await check();
       if (value !== undefined) return value;
     } catch (error) {
+      if (exitedIsFatal && error instanceof Error && / exited:/.test(error.message)) throw error;
       lastError = error;
     }
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (${String(lastError)})` : ''}`);
@@ -67,6 +68,7 @@ function ownDirName(kind: string): string {
 class Servers {
   readonly children: ChildProcess[] = [];
   readonly output = new Map<number, string>();
+  private readonly byPort = new Map<number, ChildProcess>();
   private readonly onExit = (): void => {
     for (const child of this.children) child.kill('SIGKILL');
     rmSync(this.dir, { recursive: true, force: true });
@@ -87,10 +89,16 @@ class Servers {
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
     this.children.push(child);
+    this.byPort.set(port, child);
   }
 
   async waitForPing(port: number): Promise<void> {
-    await until(async () => ((await command(port, ['PING'])) === 'PONG' ? true : undefined), `redis-server on ${port} to answer:\n${this.output.get(port) ?? ''}`);
+    const child = this.byPort.get(port);
+    await until(async () => {
+      // Exited (e.g. the port was taken meanwhile): fail now, not after the timeout.
+      if (child && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`redis-server on ${port} exited:\n${this.output.get(port) ?? ''}`);
+      return (await command(port, ['PING'])) === 'PONG' ? true : undefined;
+    }, `redis-server on ${port} to answer`, START_TIMEOUT_MS, true);
   }
 
   async destroy(): Promise<void> {
@@ -125,8 +133,29 @@ export interface OwnCluster {
   destroy(): Promise<void>;
 }
 
+/**
+ * Once more on a failure: a port found free may be taken by another process before
+ * redis-server binds it (freePort's small race), which a second set of ports avoids.
+ */
+async function twice<T>(start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch {
+    return start();
+  }
+}
+
 /** Three masters with one replica each (cluster-node-timeout 5 s), on free ports. */
-export async function startOwnCluster(): Promise<OwnCluster> {
+export function startOwnCluster(): Promise<OwnCluster> {
+  return twice(startClusterOnce);
+}
+
+/** A master, its replica and one sentinel (quorum 1), on free ports. */
+export function startOwnSentinel(): Promise<OwnSentinel> {
+  return twice(startSentinelOnce);
+}
+
+async function startClusterOnce(): Promise<OwnCluster> {
   const dir = await mkdtemp(path.join(os.tmpdir(), ownDirName('rediscluster')));
   const servers = new Servers(dir);
   try {
@@ -237,8 +266,7 @@ export interface OwnSentinel {
 
 export const SENTINEL_MASTER_NAME = 'mymaster';
 
-/** A master, its replica and one sentinel (quorum 1), on free ports. */
-export async function startOwnSentinel(): Promise<OwnSentinel> {
+async function startSentinelOnce(): Promise<OwnSentinel> {
   const dir = await mkdtemp(path.join(os.tmpdir(), ownDirName('redissentinel')));
   const servers = new Servers(dir);
   try {

@@ -69,6 +69,9 @@ export function createClientFor(target: RedisTarget, options: RedisClientOptions
         retryDelayOnClusterDown: 200,
         retryDelayOnTryAgain: 200,
         slotsRefreshTimeout: 2_000,
+        // TLS: connect by the names the nodes announce, so certificates for those names verify
+        // (ioredis's advice for managed clusters such as ElastiCache).
+        ...(target.tls ? { dnsLookup: (address: string, callback: (error: Error | null, address: string) => void) => callback(null, address) } : {}),
       };
       return new Cluster(target.nodes, clusterOptions);
     }

@@ -86,7 +86,7 @@ describe('on a Redis Cluster', () => {
     leaver.status = 'terminated';
     const joiner = { employee_id: 'CL001', email: `cl001.joiner${ORG_EMAIL_DOMAIN}`, first_name: 'Clu', last_name: 'Ster', status: 'active', groups: [h.sim.state.groups[0]!.id], role: 'USER', organisation_identifier: 'CL001' };
     const file = files.write('hr.csv', toCsv([...rows, joiner]));
-    const result = await provisionFeed(provisionDeps(h.app), { file, mode: 'full', dryRun: false, force: false });
+    const result = await provisionFeed(provisionDeps(h.app, 'default'), { file, mode: 'full', dryRun: false, force: false });
     expect(result.plan.counts).toMatchObject({ 'create-user': 1, disable: 1 });
     expect([...new Set(result.applied?.audit.map((r) => r.status))]).toEqual(['succeeded']);
     expect(findUser(h.sim.state, joiner.email)?.hasAccess).toBe(true);

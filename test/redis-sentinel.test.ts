@@ -82,7 +82,7 @@ describe('behind Redis Sentinel', () => {
     const files = feedDir();
     try {
       const file = files.write('hr.csv', toCsv([...rowsFromState(h.sim.state), joiner]));
-      const result = await provisionFeed(provisionDeps(h.app), { file, mode: 'full', dryRun: false, force: false });
+      const result = await provisionFeed(provisionDeps(h.app, 'default'), { file, mode: 'full', dryRun: false, force: false });
       expect(result.plan.counts).toMatchObject({ 'create-user': 1 });
       expect([...new Set(result.applied?.audit.map((r) => r.status))]).toEqual(['succeeded']);
       expect(findUser(h.sim.state, joiner.email)?.hasAccess).toBe(true);

@@ -314,6 +314,8 @@ describe('SCIM per organisation', () => {
     // No `default` organisation here: the path without a slug serves nobody.
     expect((await request('GET', '/Users', tokens.north)).status).toBe(404);
     expect((await request('GET', '/east/Users', tokens.north)).status).toBe(404);
+    // A malformed escape in the path is a 404, and the endpoint keeps serving.
+    expect((await request('GET', '/north/Users/%E0%A4%A', tokens.north)).status).toBe(404);
 
     const created = await request('POST', '/north/Users', tokens.north, user(email, 'S100'));
     expect(created.status).toBe(201);

@@ -67,9 +67,18 @@ function baseUrl(req: http.IncomingMessage, prefix: string): string {
   return `${proto}://${host}${prefix}`;
 }
 
+/** A path segment decoded; a malformed escape stays as sent (it then names no resource: 404), never a throw in the listener. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 /** Which organisation a path is for, and the path below its prefix; undefined when it names none served. */
 export function routeOrg(pathname: string, orgs: ReadonlyMap<string, unknown>, bareOrg: string | undefined): { org: string; prefix: string; rest: string[] } | { unknown: string } {
-  const parts = pathname.slice(SCIM_PATH.length).split('/').filter(Boolean).map(decodeURIComponent);
+  const parts = pathname.slice(SCIM_PATH.length).split('/').filter(Boolean).map(decodeSegment);
   const first = parts[0];
   if (first !== undefined && SLUG_SEGMENT.test(first)) {
     if (!orgs.has(first)) return { unknown: first };

@@ -1,108 +1,42 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allJobs } from '../jobs/index.ts';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
-import { loadConfig, type Config } from '../src/config.ts';
-import { provisionFeed, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
 import { approveHeldPlan, rejectHeldPlan } from '../src/provisioning/approve-held-plan.ts';
 import { listHeldPlans } from '../src/provisioning/held-plans.ts';
-import { PROVISION_QUEUE } from '../src/queue/names.ts';
-import type { WorkerHandle } from '../src/queue/worker.ts';
-import { createApp, type App } from '../src/runtime/app.ts';
-import { createLogger } from '../src/runtime/log.ts';
-import { heldActions } from '../src/scim/held.ts';
-import { startScimService, type ScimService } from '../src/scim/service.ts';
-import { findUser, FOREIGN_EMAIL_DOMAIN, ORG_EMAIL_DOMAIN, startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
+import { provisionFeed, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
+import { findUser, FOREIGN_EMAIL_DOMAIN, ORG_EMAIL_DOMAIN, type RunningSimulator } from '../src/simulator/index.ts';
+import type { App } from '../src/runtime/app.ts';
 import { runCli } from './helpers/cli.ts';
-import { createTestDatabase, withAdmin, type TestDatabase } from './helpers/db.ts';
 import { feedDir, rowsFromState, toCsv, type HrRow } from './helpers/hr-feed.ts';
-import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
-import { waitFor } from './helpers/worker-process.ts';
+import { createTwoOrgHarness, type TwoOrgHarness } from './helpers/orgs-harness.ts';
 
 /**
- * Two organisations in one warehouse, each its own simulator (its own key) with the SAME
- * seed: the same user GUIDs, e-mails and employee ids on both, exactly the overlap the
- * per-organisation keys must survive. A person listed by both is one platform account in
- * two organisations; their access is per organisation.
+ * HR feeds, provisioning and reconcile with two organisations in one warehouse (see
+ * helpers/orgs-harness.ts: two simulators of the same seed, so both organisations list the
+ * same people under the same GUIDs, e-mails and employee ids). A person listed by both is
+ * one platform account in two organisations; their access is per organisation.
  */
 
-const SEED = 7;
+let h: TwoOrgHarness;
 let north: RunningSimulator;
 let south: RunningSimulator;
-let database: TestDatabase;
-let prefix: string;
-let dir: string;
-let env: Record<string, string>;
-let config: Config;
 let app: App;
-let worker: WorkerHandle;
-let scim: ScimService;
+let env: Record<string, string>;
+let northReader: string;
 let files: ReturnType<typeof feedDir>;
-const northReader = `trainsync_test_north_${randomBytes(4).toString('hex')}`;
-const tokens = { north: randomBytes(24).toString('hex'), south: randomBytes(24).toString('hex') };
 
 beforeAll(async () => {
-  north = await startSimulator({ seed: SEED, apiKey: `north-${randomBytes(8).toString('hex')}`, sizes: { users: 12, groups: 3, courses: 3, results: 5 } });
-  south = await startSimulator({ seed: SEED, apiKey: `south-${randomBytes(8).toString('hex')}`, sizes: { users: 12, groups: 3, courses: 3, results: 5 } });
-  database = await createTestDatabase();
-  prefix = testPrefix();
-  dir = mkdtempSync(path.join(tmpdir(), 'trainsync-orgs-'));
-  const orgsFile = path.join(dir, 'orgs.json');
-  writeFileSync(
-    orgsFile,
-    JSON.stringify({
-      organisations: [
-        // North's BI login sees North's rows only: a reader role of its own (a name of this run's, roles are cluster-wide).
-        { slug: 'north', name: 'North', apiUrl: north.url, apiKey: { env: 'NORTH_KEY' }, scimToken: { env: 'NORTH_SCIM' }, reader: northReader },
-        // South's HR export is the semicolon one: its default profile reads it without --profile.
-        { slug: 'south', name: 'South', apiUrl: south.url, apiKey: { env: 'SOUTH_KEY' }, scimToken: { env: 'SOUTH_SCIM' }, feedProfile: path.resolve('examples/semicolon-profile.json') },
-      ],
-    }),
-  );
-  env = {
-    DATABASE_URL: database.url,
-    REDIS_URL,
-    TRAINSYNC_QUEUE_PREFIX: prefix,
-    TRAINSYNC_ORGS_FILE: orgsFile,
-    NORTH_KEY: north.apiKey,
-    SOUTH_KEY: south.apiKey,
-    NORTH_SCIM: tokens.north,
-    SOUTH_SCIM: tokens.south,
-    TRAINSYNC_REQUESTS_PER_SECOND: '2000',
-    TRAINSYNC_RETRY_MAX_DELAY_MS: '200',
-    TRAINSYNC_METRICS_PORT: '0',
-    TRAINSYNC_SCIM_PORT: '0',
-    TRAINSYNC_SCIM_HOST: '127.0.0.1',
-    TRAINSYNC_SCIM_SWEEP_MS: '200',
-    // One SCIM deactivation per organisation per hour: the guard counts each organisation's own.
-    TRAINSYNC_SCIM_MAX_DISABLE: '1',
-    LOG_LEVEL: 'warn',
-  };
-  config = loadConfig(env);
-  const sink = new Writable({ write: (_chunk, _encoding, callback) => callback() });
-  app = await createApp(config, createLogger(config.LOG_LEVEL, sink), { jobs: allJobs, migrate: true });
-  worker = await app.queue.startWorkers([PROVISION_QUEUE]);
-  scim = (await startScimService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, platform: app.platform, log: app.log }))!;
+  // South's HR export is the semicolon one: its default profile reads it without --profile.
+  h = await createTwoOrgHarness({ entries: { south: { feedProfile: path.resolve('examples/semicolon-profile.json') } } });
+  ({ app, env, northReader } = h);
+  ({ north, south } = h.sims);
   files = feedDir();
 });
 
 afterAll(async () => {
-  await scim?.close();
-  await worker?.close();
-  await app?.close();
-  await north?.close();
-  await south?.close();
-  await database?.drop();
-  await dropPrefix(prefix);
+  await h?.close();
   files?.cleanup();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  // The reader role is cluster-wide: dropped once its database is gone (it owns nothing).
-  await withAdmin((admin) => admin.query(`drop role if exists ${northReader}`)).catch(() => undefined);
 });
 
 function provision(org: 'north' | 'south', rows: readonly HrRow[], mode: 'full' | 'delta' = 'full'): Promise<ProvisionResult> {
@@ -244,7 +178,7 @@ describe('provisioning per organisation', () => {
     expect(so.examples.pending_action!.map((e) => e.email)).toEqual([`j404${FOREIGN_EMAIL_DOMAIN}`]);
 
     // North's reader: North's discrepancies and employees only, through the same view.
-    const client = await database.pool.connect();
+    const client = await h.database.pool.connect();
     try {
       await client.query('begin');
       await client.query(`set local role ${northReader}`);
@@ -268,104 +202,6 @@ describe('provisioning per organisation', () => {
     const feedless = await runCli(['provision', files.write('x.csv', toCsv(southRows)), '--dry-run'], cliEnv);
     expect(feedless.code).toBe(2);
     expect(feedless.stderr).toMatch(/--org/);
-  });
-});
-
-describe('SCIM per organisation', () => {
-  const base = (): string => `http://127.0.0.1:${scim.port}/scim/v2`;
-  async function request(method: string, pathname: string, token: string, body?: unknown): Promise<{ status: number; json: any }> {
-    const response = await fetch(`${base()}${pathname}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return { status: response.status, json: text === '' ? undefined : JSON.parse(text) };
-  }
-  const user = (email: string, id: string) => ({
-    schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
-    userName: email,
-    externalId: id,
-    name: { givenName: 'Sam', familyName: 'Scim' },
-    emails: [{ value: email, primary: true, type: 'work' }],
-    active: true,
-  });
-
-  async function settled(): Promise<void> {
-    await waitFor(
-      async () => {
-        await scim.idle();
-        const { pending } = await app.db.selectFrom('trainsync.scim_users').select(sql<number>`count(*)::int`.as('pending')).where('pending', '=', true).executeTakeFirstOrThrow();
-        const { open } = await app.db.selectFrom('trainsync.provisioning_actions').select(sql<number>`count(*)::int`.as('open')).where('status', 'in', ['planned', 'queued']).executeTakeFirstOrThrow();
-        return pending === 0 && open === 0 ? true : undefined;
-      },
-      30_000,
-      'SCIM changes planned and their actions finished',
-    );
-  }
-
-  it("a token of one organisation is refused on the other's path; on its own it creates in its organisation only", async () => {
-    expect(scim.orgs).toEqual(['north', 'south']);
-    const email = `scim.sam${ORG_EMAIL_DOMAIN}`;
-    const refused = await request('POST', '/south/Users', tokens.north, user(email, 'S100'));
-    expect(refused.status).toBe(401);
-    expect(refused.json.schemas).toEqual(['urn:ietf:params:scim:api:messages:2.0:Error']);
-    expect((await request('GET', '/south/Users', tokens.north)).status).toBe(401);
-    // No `default` organisation here: the path without a slug serves nobody.
-    expect((await request('GET', '/Users', tokens.north)).status).toBe(404);
-    expect((await request('GET', '/east/Users', tokens.north)).status).toBe(404);
-    // A malformed escape in the path is a 404, and the endpoint keeps serving.
-    expect((await request('GET', '/north/Users/%E0%A4%A', tokens.north)).status).toBe(404);
-
-    const created = await request('POST', '/north/Users', tokens.north, user(email, 'S100'));
-    expect(created.status).toBe(201);
-    expect(created.json.meta.location).toBe(`${base()}/north/Users/${created.json.id}`);
-    await settled();
-    expect(findUser(north.state, email)).toMatchObject({ hasAccess: true });
-    expect(findUser(south.state, email)).toBeUndefined();
-
-    // South does not see north's User, by id or by filter; and may create its own of the same userName.
-    expect((await request('GET', `/south/Users/${created.json.id}`, tokens.south)).status).toBe(404);
-    const search = await request('GET', `/south/Users?filter=${encodeURIComponent(`userName eq "${email}"`)}`, tokens.south);
-    expect(search.json.totalResults).toBe(0);
-    const northSearch = await request('GET', `/north/Users?filter=${encodeURIComponent(`userName eq "${email}"`)}`, tokens.north);
-    expect(northSearch.json.totalResults).toBe(1);
-
-    const rows = await app.db.selectFrom('trainsync.scim_users').select(['org', 'employee_id']).execute();
-    expect(rows).toEqual([{ org: 'north', employee_id: 'S100' }]);
-    const audit = await app.db.selectFrom('trainsync.provisioning_actions').select(['org', 'kind', 'status']).where('employee_id', '=', 'S100').execute();
-    expect(audit).toEqual([{ org: 'north', kind: 'create-user', status: 'succeeded' }]);
-    const employee = await app.db.selectFrom('training.employees').select(['org']).where('employee_id', '=', 'S100').execute();
-    expect(employee).toEqual([{ org: 'north' }]);
-
-    // South's own User with the same userName and employee id: its own row, its own account.
-    const theirs = await request('POST', '/south/Users', tokens.south, user(email, 'S100'));
-    expect(theirs.status).toBe(201);
-    await settled();
-    expect(findUser(south.state, email)).toMatchObject({ hasAccess: true });
-    const both = await app.db.selectFrom('trainsync.scim_users').select(['org']).where('employee_id', '=', 'S100').orderBy('org').execute();
-    expect(both).toEqual([{ org: 'north' }, { org: 'south' }]);
-
-    // A deactivation through south's path leaves north's account alone.
-    const off = await request('PATCH', `/south/Users/${theirs.json.id}`, tokens.south, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', value: { active: false } }] });
-    expect(off.status).toBe(200);
-    await settled();
-    expect(findUser(south.state, email)!.hasAccess).toBe(false);
-    expect(findUser(north.state, email)!.hasAccess).toBe(true);
-
-    // The guard's hour is per organisation: south's deactivation spent south's allowance only.
-    const patchOff = { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', value: { active: false } }] };
-    expect((await request('PATCH', `/north/Users/${created.json.id}`, tokens.north, patchOff)).status).toBe(200);
-    await settled();
-    expect(findUser(north.state, email)!.hasAccess).toBe(false);
-    expect(await heldActions(app.db, 'north')).toEqual([]);
-    const second = await request('POST', '/north/Users', tokens.north, user(`scim.sue${ORG_EMAIL_DOMAIN}`, 'S101'));
-    await settled();
-    expect((await request('PATCH', `/north/Users/${second.json.id}`, tokens.north, patchOff)).status).toBe(200);
-    await settled();
-    expect((await heldActions(app.db, 'north')).map((h) => [h.org, h.employeeId])).toEqual([['north', 'S101']]);
-    expect(await heldActions(app.db, 'south')).toEqual([]);
-    expect(findUser(north.state, `scim.sue${ORG_EMAIL_DOMAIN}`)!.hasAccess).toBe(true);
   });
 });
 

@@ -1,0 +1,130 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { heldActions } from '../src/scim/held.ts';
+import type { ScimService } from '../src/scim/service.ts';
+import { findUser, ORG_EMAIL_DOMAIN, type RunningSimulator } from '../src/simulator/index.ts';
+import type { App } from '../src/runtime/app.ts';
+import { createTwoOrgHarness, type TwoOrgHarness } from './helpers/orgs-harness.ts';
+import { waitFor } from './helpers/worker-process.ts';
+
+/**
+ * SCIM with two organisations: one endpoint, a path and a token per organisation
+ * (`/scim/v2/<slug>`). A token of one organisation never reaches the other's Users.
+ */
+
+let h: TwoOrgHarness;
+let north: RunningSimulator;
+let south: RunningSimulator;
+let app: App;
+let scim: ScimService;
+let tokens: TwoOrgHarness['tokens'];
+
+beforeAll(async () => {
+  // One SCIM deactivation per organisation per hour: the guard counts each organisation's own.
+  h = await createTwoOrgHarness({ env: { TRAINSYNC_SCIM_MAX_DISABLE: '1' } });
+  ({ app, scim, tokens } = h);
+  ({ north, south } = h.sims);
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('SCIM per organisation', () => {
+  const base = (): string => `http://127.0.0.1:${scim.port}/scim/v2`;
+  async function request(method: string, pathname: string, token: string, body?: unknown): Promise<{ status: number; json: any }> {
+    const response = await fetch(`${base()}${pathname}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    return { status: response.status, json: text === '' ? undefined : JSON.parse(text) };
+  }
+  const user = (email: string, id: string) => ({
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+    userName: email,
+    externalId: id,
+    name: { givenName: 'Sam', familyName: 'Scim' },
+    emails: [{ value: email, primary: true, type: 'work' }],
+    active: true,
+  });
+
+  async function settled(): Promise<void> {
+    await waitFor(
+      async () => {
+        await scim.idle();
+        const { pending } = await app.db.selectFrom('trainsync.scim_users').select(sql<number>`count(*)::int`.as('pending')).where('pending', '=', true).executeTakeFirstOrThrow();
+        const { open } = await app.db.selectFrom('trainsync.provisioning_actions').select(sql<number>`count(*)::int`.as('open')).where('status', 'in', ['planned', 'queued']).executeTakeFirstOrThrow();
+        return pending === 0 && open === 0 ? true : undefined;
+      },
+      30_000,
+      'SCIM changes planned and their actions finished',
+    );
+  }
+
+  it("a token of one organisation is refused on the other's path; on its own it creates in its organisation only", async () => {
+    expect(scim.orgs).toEqual(['north', 'south']);
+    const email = `scim.sam${ORG_EMAIL_DOMAIN}`;
+    const refused = await request('POST', '/south/Users', tokens.north, user(email, 'S100'));
+    expect(refused.status).toBe(401);
+    expect(refused.json.schemas).toEqual(['urn:ietf:params:scim:api:messages:2.0:Error']);
+    expect((await request('GET', '/south/Users', tokens.north)).status).toBe(401);
+    // No `default` organisation here: the path without a slug serves nobody.
+    expect((await request('GET', '/Users', tokens.north)).status).toBe(404);
+    expect((await request('GET', '/east/Users', tokens.north)).status).toBe(404);
+    // A malformed escape in the path is a 404, and the endpoint keeps serving.
+    expect((await request('GET', '/north/Users/%E0%A4%A', tokens.north)).status).toBe(404);
+
+    const created = await request('POST', '/north/Users', tokens.north, user(email, 'S100'));
+    expect(created.status).toBe(201);
+    expect(created.json.meta.location).toBe(`${base()}/north/Users/${created.json.id}`);
+    await settled();
+    expect(findUser(north.state, email)).toMatchObject({ hasAccess: true });
+    expect(findUser(south.state, email)).toBeUndefined();
+
+    // South does not see north's User, by id or by filter; and may create its own of the same userName.
+    expect((await request('GET', `/south/Users/${created.json.id}`, tokens.south)).status).toBe(404);
+    const search = await request('GET', `/south/Users?filter=${encodeURIComponent(`userName eq "${email}"`)}`, tokens.south);
+    expect(search.json.totalResults).toBe(0);
+    const northSearch = await request('GET', `/north/Users?filter=${encodeURIComponent(`userName eq "${email}"`)}`, tokens.north);
+    expect(northSearch.json.totalResults).toBe(1);
+
+    const rows = await app.db.selectFrom('trainsync.scim_users').select(['org', 'employee_id']).execute();
+    expect(rows).toEqual([{ org: 'north', employee_id: 'S100' }]);
+    const audit = await app.db.selectFrom('trainsync.provisioning_actions').select(['org', 'kind', 'status']).where('employee_id', '=', 'S100').execute();
+    expect(audit).toEqual([{ org: 'north', kind: 'create-user', status: 'succeeded' }]);
+    const employee = await app.db.selectFrom('training.employees').select(['org']).where('employee_id', '=', 'S100').execute();
+    expect(employee).toEqual([{ org: 'north' }]);
+
+    // South's own User with the same userName and employee id: its own row, its own account.
+    const theirs = await request('POST', '/south/Users', tokens.south, user(email, 'S100'));
+    expect(theirs.status).toBe(201);
+    await settled();
+    expect(findUser(south.state, email)).toMatchObject({ hasAccess: true });
+    const both = await app.db.selectFrom('trainsync.scim_users').select(['org']).where('employee_id', '=', 'S100').orderBy('org').execute();
+    expect(both).toEqual([{ org: 'north' }, { org: 'south' }]);
+
+    // A deactivation through south's path leaves north's account alone.
+    const off = await request('PATCH', `/south/Users/${theirs.json.id}`, tokens.south, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', value: { active: false } }] });
+    expect(off.status).toBe(200);
+    await settled();
+    expect(findUser(south.state, email)!.hasAccess).toBe(false);
+    expect(findUser(north.state, email)!.hasAccess).toBe(true);
+
+    // The guard's hour is per organisation: south's deactivation spent south's allowance only.
+    const patchOff = { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', value: { active: false } }] };
+    expect((await request('PATCH', `/north/Users/${created.json.id}`, tokens.north, patchOff)).status).toBe(200);
+    await settled();
+    expect(findUser(north.state, email)!.hasAccess).toBe(false);
+    expect(await heldActions(app.db, 'north')).toEqual([]);
+    const second = await request('POST', '/north/Users', tokens.north, user(`scim.sue${ORG_EMAIL_DOMAIN}`, 'S101'));
+    await settled();
+    expect((await request('PATCH', `/north/Users/${second.json.id}`, tokens.north, patchOff)).status).toBe(200);
+    await settled();
+    expect((await heldActions(app.db, 'north')).map((h) => [h.org, h.employeeId])).toEqual([['north', 'S101']]);
+    expect(await heldActions(app.db, 'south')).toEqual([]);
+    expect(findUser(north.state, `scim.sue${ORG_EMAIL_DOMAIN}`)!.hasAccess).toBe(true);
+  });
+});
+

@@ -63,9 +63,13 @@ describe('SCIM per organisation', () => {
     );
   }
 
-  it("a token of one organisation is refused on the other's path; on its own it creates in its organisation only", async () => {
+  const email = `scim.sam${ORG_EMAIL_DOMAIN}`;
+  const patchOff = { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', value: { active: false } }] };
+  /** The User north created, and south's of the same userName. */
+  const ids = { north: '', south: '' };
+
+  it("a token of one organisation is refused on the other's path; a path names a served organisation", async () => {
     expect(scim.orgs).toEqual(['north', 'south']);
-    const email = `scim.sam${ORG_EMAIL_DOMAIN}`;
     const refused = await request('POST', '/south/Users', tokens.north, user(email, 'S100'));
     expect(refused.status).toBe(401);
     expect(refused.json.schemas).toEqual(['urn:ietf:params:scim:api:messages:2.0:Error']);
@@ -75,10 +79,13 @@ describe('SCIM per organisation', () => {
     expect((await request('GET', '/east/Users', tokens.north)).status).toBe(404);
     // A malformed escape in the path is a 404, and the endpoint keeps serving.
     expect((await request('GET', '/north/Users/%E0%A4%A', tokens.north)).status).toBe(404);
+  });
 
+  it("creates in its own organisation only; the other organisation neither sees the User nor is kept from its own", async () => {
     const created = await request('POST', '/north/Users', tokens.north, user(email, 'S100'));
     expect(created.status).toBe(201);
     expect(created.json.meta.location).toBe(`${base()}/north/Users/${created.json.id}`);
+    ids.north = created.json.id;
     await settled();
     expect(findUser(north.state, email)).toMatchObject({ hasAccess: true });
     expect(findUser(south.state, email)).toBeUndefined();
@@ -104,17 +111,18 @@ describe('SCIM per organisation', () => {
     expect(findUser(south.state, email)).toMatchObject({ hasAccess: true });
     const both = await app.db.selectFrom('trainsync.scim_users').select(['org']).where('employee_id', '=', 'S100').orderBy('org').execute();
     expect(both).toEqual([{ org: 'north' }, { org: 'south' }]);
+    ids.south = theirs.json.id;
+  });
 
-    // A deactivation through south's path leaves north's account alone.
-    const off = await request('PATCH', `/south/Users/${theirs.json.id}`, tokens.south, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', value: { active: false } }] });
+  it("a deactivation through one organisation's path leaves the other's account; the guard counts per organisation", async () => {
+    const off = await request('PATCH', `/south/Users/${ids.south}`, tokens.south, patchOff);
     expect(off.status).toBe(200);
     await settled();
     expect(findUser(south.state, email)!.hasAccess).toBe(false);
     expect(findUser(north.state, email)!.hasAccess).toBe(true);
 
-    // The guard's hour is per organisation: south's deactivation spent south's allowance only.
-    const patchOff = { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', value: { active: false } }] };
-    expect((await request('PATCH', `/north/Users/${created.json.id}`, tokens.north, patchOff)).status).toBe(200);
+    // The guard's hour is per organisation (limit 1 here): south's deactivation spent south's allowance only.
+    expect((await request('PATCH', `/north/Users/${ids.north}`, tokens.north, patchOff)).status).toBe(200);
     await settled();
     expect(findUser(north.state, email)!.hasAccess).toBe(false);
     expect(await heldActions(app.db, 'north')).toEqual([]);

@@ -44,6 +44,8 @@ export interface AssignmentStatusView {
   score: number | null;
   maximum_score: number | null;
   result_id: string | null;
+  /** The organisation (last: views only append columns). */
+  org: string;
 }
 
 export type ReconciliationKind = 'active_without_account' | 'leaver_with_access' | 'account_without_employee' | 'pending_action';
@@ -55,6 +57,8 @@ export interface HrReconciliationView {
   email: string | null;
   user_id: string | null;
   detail: string;
+  /** The organisation whose employees and accounts disagree. */
+  org: string;
 }
 
 export interface GroupTables {

@@ -25,7 +25,7 @@ export async function reconciliationReport(db: Kysely<Database>, org: string, ex
   const byKind = Object.fromEntries(RECONCILIATION_KINDS.map((k) => [k, [] as HrReconciliationView[]])) as Record<ReconciliationKind, HrReconciliationView[]>;
   // One pass over the view: its count per kind, and the first rows of each kind.
   const { rows } = await sql<HrReconciliationView & { n: number; rank: number }>`
-    select kind, employee_id, email, user_id, detail, n, rank from (
+    select kind, employee_id, email, user_id, detail, org, n, rank from (
       select r.*, count(*) over (partition by kind)::int as n,
              row_number() over (partition by kind order by email nulls last, employee_id, user_id)::int as rank
       from training.hr_reconciliation r

@@ -20,6 +20,6 @@ export const setAccess = defineJob({
       ctx,
       p,
       (userId) => (p.active ? ctx.platform.enableUser(userId) : ctx.platform.disableUser(userId)),
-      (db, org, userId) => setIdentityActive(db, org, p.employeeId, p.active, userId),
+      (db, userId) => setIdentityActive(db, ctx.org.slug, p.employeeId, p.active, userId),
     ),
 });

@@ -99,14 +99,14 @@ export function runUserAction(
   ctx: JobContext,
   p: UserActionPayload,
   call: (platformUserId: string) => Promise<void>,
-  record: (db: Kysely<Database>, org: string, platformUserId: string) => Promise<unknown>,
+  record: (db: Kysely<Database>, platformUserId: string) => Promise<unknown>,
 ): Promise<ActionOutcome> {
   return runAction(ctx, p.actionId, async () => {
     const user = await resolveUserId(ctx, p.employeeId, p.email, p.platformUserId);
     if (!user) return needsIdentity(ctx, p.actionId, p.employeeId, p.email);
     await call(user.platformUserId);
     await withTransaction(ctx.withPgClient, async (tx) => {
-      await record(tx.db, ctx.org.slug, user.platformUserId);
+      await record(tx.db, user.platformUserId);
       await finishAction(tx.db, ctx.org.slug, p.actionId, { status: 'succeeded', after: { platformUserId: user.platformUserId } });
     });
     return { actionId: p.actionId, status: 'succeeded', platformUserId: user.platformUserId };

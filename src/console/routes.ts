@@ -171,9 +171,9 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   server.get('/webhooks', async (request, reply) => {
     const q = listQuery.parse(request.query);
     const [backlog, events, refusals] = await Promise.all([
-      webhookBacklog(db),
+      webhookBacklog(db, undefined),
       recentEvents(db, { outcome: q.outcome, page: q.page, pageSize: PAGE_SIZE }),
-      recentRefusals(db, { page: q.rpage, pageSize: PAGE_SIZE }),
+      recentRefusals(db, undefined, { page: q.rpage, pageSize: PAGE_SIZE }),
     ]);
     return send(reply, page('Webhooks', viewerOf(request, reply), webhooksBody(backlog, events.rows, events.hasMore, q.page, q.outcome, { ...refusals, page: q.rpage })));
   });

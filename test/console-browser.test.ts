@@ -108,7 +108,7 @@ beforeAll(async () => {
   h.sim.setFaults({ malformedResultEvery: 7 });
   await h.sync(['courses', 'users', 'results']);
   h.sim.setFaults({ malformedResultEvery: 0 });
-  server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: () => provisionDeps(h.app) }))!;
+  server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: (org) => provisionDeps(h.app, org) }))!;
   base = `http://127.0.0.1:${server.port}`;
   browser = await chromium.launch({
     executablePath: CHROMIUM,

@@ -55,9 +55,9 @@ export interface RefusalRow {
   detail: string | null;
 }
 
-/** One page of an organisation's refusals (undefined: every organisation's), newest first, and the count of the last 24 hours. */
-export async function recentRefusals(db: Kysely<Database>, org: string | undefined, filter: { page: number; pageSize: number }): Promise<{ rows: RefusalRow[]; hasMore: boolean; lastDay: number }> {
-  const only = org === undefined ? sql`true` : sql`org = ${org}`;
+/** One page of the refusals of the organisations named, newest first, and the count of the last 24 hours. */
+export async function recentRefusals(db: Kysely<Database>, orgs: readonly string[], filter: { page: number; pageSize: number }): Promise<{ rows: RefusalRow[]; hasMore: boolean; lastDay: number }> {
+  const only = sql`org = any(${orgs}::text[])`;
   const [{ rows }, day] = await Promise.all([
     sql<RefusalRow>`select org, refused_at, reason, header, remote, detail from trainsync.webhook_refusals where ${only}
       order by id desc limit ${filter.pageSize + 1} offset ${(filter.page - 1) * filter.pageSize}`.execute(db),

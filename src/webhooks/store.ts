@@ -182,25 +182,27 @@ export interface WebhookBacklog {
   lastDay: Record<string, number>;
 }
 
-/** What `status` and the console show of an organisation (undefined: of all of them): the last event received and the backlog. */
-export async function webhookBacklog(db: Kysely<Database>, org: string | undefined): Promise<WebhookBacklog> {
+/** What `status` shows of an organisation (the console: of the organisations it shows): the last event received and the backlog. */
+export async function webhookBacklog(db: Kysely<Database>, org: string | readonly string[]): Promise<WebhookBacklog> {
+  const orgs = typeof org === 'string' ? [org] : [...org];
+  if (orgs.length === 0) return { lastReceivedAt: null, lastEventType: null, lastEventId: null, waiting: 0, oldestWaitingSince: null, lastDay: {} };
   const last = await db
     .selectFrom('trainsync.webhook_events')
     .select(['event_id', 'event_type', 'received_at'])
-    .$if(org !== undefined, (q) => q.where('org', '=', org!))
+    .where('org', 'in', orgs)
     .orderBy('received_at', 'desc')
     .limit(1)
     .executeTakeFirst();
   const waiting = await db
     .selectFrom('trainsync.webhook_events')
     .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min('received_at').as('oldest')])
-    .$if(org !== undefined, (q) => q.where('org', '=', org!))
+    .where('org', 'in', orgs)
     .where('processed_at', 'is', null)
     .executeTakeFirstOrThrow();
   const day = await db
     .selectFrom('trainsync.webhook_events')
     .select((eb) => [eb.fn.coalesce('outcome', sql<string>`'waiting'`).as('outcome'), eb.fn.countAll<number>().as('n')])
-    .$if(org !== undefined, (q) => q.where('org', '=', org!))
+    .where('org', 'in', orgs)
     .where('received_at', '>', sql<Date>`now() - interval '1 day'`)
     .groupBy('outcome')
     .execute();

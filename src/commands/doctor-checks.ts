@@ -179,6 +179,10 @@ export async function checkPlatform(config: Config, log: Logger, org: OrgSetting
  */
 export async function checkWebhook(config: Config, workerAlive: boolean, orgs: readonly OrgSettings[] = config.orgs): Promise<CheckResult> {
   const taking = orgs.filter((org) => org.webhookSecrets && org.webhookSecrets.length > 0);
+  // With an orgs file each organisation names its own secret; the variable would be silently unused.
+  if (config.TRAINSYNC_ORGS_FILE && config.TRAINSYNC_WEBHOOK_SECRET) {
+    return warn('webhooks', `TRAINSYNC_WEBHOOK_SECRET is set but unused: with ${config.TRAINSYNC_ORGS_FILE} each organisation's secret is its webhookSecret`, 'move it to the webhookSecret of its organisation in the orgs file (by reference: {"env": "TRAINSYNC_WEBHOOK_SECRET"}), then unset the variable');
+  }
   if (taking.length === 0) {
     const why = config.TRAINSYNC_ORGS_FILE ? `no webhookSecret for ${orgs.map((o) => o.slug).join(', ')} in ${config.TRAINSYNC_ORGS_FILE}` : 'TRAINSYNC_WEBHOOK_SECRET unset';
     return ok('webhooks', `off (${why}): results arrive with the nightly sync`);

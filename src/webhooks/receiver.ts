@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG, ORG_SLUG_RE } from '../lib/orgs-file.ts';
 import { listenInbound } from '../lib/inbound-server.ts';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../lib/errors.ts';
@@ -27,7 +27,7 @@ export function orgOfPath(path: string): string | undefined {
   if (path === WEBHOOK_PATH || path === `${WEBHOOK_PATH}/`) return DEFAULT_ORG;
   if (!path.startsWith(`${WEBHOOK_PATH}/`)) return undefined;
   const slug = path.slice(WEBHOOK_PATH.length + 1).replace(/\/$/, '');
-  return /^[a-z][a-z0-9_-]{0,39}$/.test(slug) ? slug : undefined;
+  return ORG_SLUG_RE.test(slug) ? slug : undefined;
 }
 
 /** An organisation that takes webhooks, with its decoded validation secrets. */

@@ -13,7 +13,10 @@ import { createApp, type App } from '../src/runtime/app.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { WEBHOOK_PATH } from '../src/webhooks/receiver.ts';
+import { envelopeSchema, planEvent } from '../src/webhooks/events.ts';
 import { startWebhookService, type WebhookService } from '../src/webhooks/service.ts';
+import { storeEvent } from '../src/webhooks/store.ts';
+import { sweepWebhookEvents } from '../src/webhooks/sweep.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 import { createWebhookHarness } from './helpers/webhook-harness.ts';
@@ -198,6 +201,29 @@ describe('webhooks of two organisations', () => {
     expect(rows[0]).toEqual({ platform_org_id: simB.state.organisationId });
   });
 
+  it('the sweep queues each stored event again under its own organisation, so each is read with its own key', async () => {
+    // Stored as the receiver stores them, but never queued (as if Redis had been down).
+    const stored: Array<{ org: string; eventId: string; resultId: string }> = [];
+    for (const [org, sim] of [
+      ['a', simA],
+      ['b', simB],
+    ] as const) {
+      const result = sim.state.results[1]!;
+      const c = completion(sim);
+      const body = JSON.parse(c.body) as Record<string, unknown>;
+      const envelope = envelopeSchema.parse({ ...body, data: { ...(body.data as object), resultId: result.id } });
+      await storeEvent(app.withPgClient, org, envelope, JSON.stringify(envelope), planEvent(envelope));
+      stored.push({ org, eventId: c.eventId, resultId: result.id });
+    }
+    const counts = await sweepWebhookEvents({ db: app.db, queue: app.queue, log: app.log }, { minAgeMs: 0, retentionDays: 30 });
+    expect(counts.queued).toBeGreaterThanOrEqual(2);
+    for (const { org, eventId } of stored) expect(await outcomeOf(org, eventId)).toBe('loaded');
+    expect(fetches(simA, stored[0]!.resultId)).toBeGreaterThanOrEqual(1);
+    expect(fetches(simB, stored[0]!.resultId)).toBe(0);
+    expect(fetches(simB, stored[1]!.resultId)).toBeGreaterThanOrEqual(1);
+    expect(fetches(simA, stored[1]!.resultId)).toBe(0);
+  });
+
   it('answers 404 for the bare path (no default organisation here) and for an organisation not configured', async () => {
     const { body } = completion(simA);
     expect((await post(base, body, secretA)).status).toBe(404);
@@ -224,9 +250,10 @@ describe('webhooks of two organisations', () => {
     const b = await webhookStatusSection(app, 'b');
     expect(a.rows).toHaveLength(1);
     expect(b.rows).toHaveLength(1);
-    const countA = (await database.pool.query<{ n: number }>("select count(*)::int as n from trainsync.webhook_events where org = 'a'")).rows[0]!.n;
-    expect(a.rows[0]!['last 24 h by outcome']).toBe(`loaded ${countA}`);
-    expect(b.rows[0]!['last 24 h by outcome']).toBe('loaded 1');
+    const count = async (org: string): Promise<number> => (await database.pool.query<{ n: number }>('select count(*)::int as n from trainsync.webhook_events where org = $1', [org])).rows[0]!.n;
+    expect(a.rows[0]!['last 24 h by outcome']).toBe(`loaded ${await count('a')}`);
+    expect(b.rows[0]!['last 24 h by outcome']).toBe(`loaded ${await count('b')}`);
+    expect(await count('a')).not.toBe(await count('b'));
   });
 });
 

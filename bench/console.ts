@@ -134,7 +134,7 @@ try {
   dummy.close();
   const rssBefore = rssMb();
   const heapBefore = heapMb();
-  const server = (await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: async () => ({}), repair: () => provisionDeps(app, 'default') }))!;
+  const server = (await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: async () => ({}), repair: (org) => provisionDeps(app, org) }))!;
   const rssStarted = rssMb();
   const base = `http://127.0.0.1:${server.port}`;
   const cookie = await logIn(base);

@@ -108,7 +108,7 @@ beforeAll(async () => {
   h.sim.setFaults({ malformedResultEvery: 7 });
   await h.sync(['courses', 'users', 'results']);
   h.sim.setFaults({ malformedResultEvery: 0 });
-  server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: () => provisionDeps(h.app, 'default') }))!;
+  server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: (org) => provisionDeps(h.app, org) }))!;
   base = `http://127.0.0.1:${server.port}`;
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -317,7 +317,7 @@ describe('the operator console in a browser', () => {
   });
 
   it('shows a badly signed webhook delivery on the Webhooks page: why and which header, never its body or signature', async () => {
-    const receiver = await startWebhookReceiver({ config: h.config, keys: [Buffer.from(WEBHOOK_SECRET, 'base64')], withPgClient: h.app.withPgClient, queue: h.app.queue, metrics: h.app.metrics, log: h.app.log });
+    const receiver = await startWebhookReceiver({ config: h.config, orgs: [{ slug: DEFAULT_ORG, keys: [Buffer.from(WEBHOOK_SECRET, 'base64')] }], withPgClient: h.app.withPgClient, queue: h.app.queue, metrics: h.app.metrics, log: h.app.log });
     try {
       const body = JSON.stringify({ eventId: 'aaaaaaaa-0000-4000-8000-00000000beef', eventType: 'COURSE_COMPLETE', data: { marker: 'body-must-not-show' } });
       const answer = await fetch(`http://127.0.0.1:${receiver.port}${WEBHOOK_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json', [h.config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER]: 'c2lnbmF0dXJlLXZhbHVlLW5vdC1zaG93bg==' }, body });

@@ -94,8 +94,8 @@ describe('results sync under arrivals and removals while paging', () => {
     }
     // /metrics: requests per run, one observation per run.
     const metrics = await h.app.metrics.registry.getSingleMetricAsString('trainsync_run_requests');
-    expect(metrics).toContain('trainsync_run_requests_count{resource="results"} 2');
-    expect(metrics).toContain(`trainsync_run_requests_sum{resource="results"} ${requests}`);
+    expect(metrics).toContain('trainsync_run_requests_count{org="default",resource="results"} 2');
+    expect(metrics).toContain(`trainsync_run_requests_sum{org="default",resource="results"} ${requests}`);
     const status = await runCli(['status', '--json'], h.env);
     expect(status.code).toBe(0);
     const report = JSON.parse(status.stdout) as { runs: Array<{ resource: string; requests: number; pages: number }> };

@@ -48,10 +48,10 @@ describe('processing webhook events', () => {
     expect(fetchesOf(existing.id)).toEqual([200]);
 
     const metrics = await h.app.metrics.registry.metrics();
-    expect(metrics).toMatch(/trainsync_webhook_events_processed_total\{type="COURSE_COMPLETE",outcome="loaded"\} [1-9]/);
-    expect(metrics).toMatch(/trainsync_webhook_delivery_seconds_count\{type="COURSE_COMPLETE"\} [1-9]/);
-    expect(metrics).toMatch(/trainsync_webhook_events_received_total\{type="COURSE_COMPLETE",outcome="stored"\} [1-9]/);
-    expect(metrics).toMatch(/trainsync_rows_loaded_total\{table="results",outcome="inserted"\} [1-9]/);
+    expect(metrics).toMatch(/trainsync_webhook_events_processed_total\{org="default",type="COURSE_COMPLETE",outcome="loaded"\} [1-9]/);
+    expect(metrics).toMatch(/trainsync_webhook_delivery_seconds_count\{org="default",type="COURSE_COMPLETE"\} [1-9]/);
+    expect(metrics).toMatch(/trainsync_webhook_events_received_total\{org="default",type="COURSE_COMPLETE",outcome="stored"\} [1-9]/);
+    expect(metrics).toMatch(/trainsync_rows_loaded_total\{org="default",table="results",outcome="inserted"\} [1-9]/);
   });
 
   it('loads an older revision payload (no completionTime, no passed)', async () => {

@@ -52,7 +52,7 @@ describe('the webhook receiver', () => {
       expect(await stored(eventId)).toMatchObject({ event_type: 'COURSE_COMPLETE', processed_at: null, outcome: null });
       const results = await h.database.pool.query('select result_id, processed_at from trainsync.webhook_event_results where event_id = $1', [eventId]);
       expect(results.rows).toEqual([{ result_id: resultId, processed_at: null }]);
-      expect(await queuedJobs()).toContainEqual({ name: 'load-webhook-result', data: { resultId } });
+      expect(await queuedJobs()).toContainEqual({ name: 'load-webhook-result', data: { resultId, org: 'default' } });
     }
   });
 
@@ -66,8 +66,8 @@ describe('the webhook receiver', () => {
 
   it('refuses a missing, invalid or tampered signature with 401, counts it and stores nothing but the refusal', async () => {
     const refusalsBefore = (await h.database.pool.query<{ id: string }>('select coalesce(max(id), 0) as id from trainsync.webhook_refusals')).rows[0]!.id;
-    const missingBefore = await metric(/trainsync_webhook_signature_failures_total\{reason="missing"\} (\d+)/);
-    const invalidBefore = await metric(/trainsync_webhook_signature_failures_total\{reason="invalid"\} (\d+)/);
+    const missingBefore = await metric(/trainsync_webhook_signature_failures_total\{org="default",reason="missing"\} (\d+)/);
+    const invalidBefore = await metric(/trainsync_webhook_signature_failures_total\{org="default",reason="invalid"\} (\d+)/);
     const wrongKey = randomBytes(32).toString('base64');
     const attempts: Array<{ eventId: string; status: number }> = [];
     for (const encoding of ['base64', 'hex'] as const) {
@@ -81,14 +81,15 @@ describe('the webhook receiver', () => {
     }
     expect(attempts.map((a) => a.status)).toEqual([401, 401, 401, 401, 401, 401]);
     for (const a of attempts) expect(await stored(a.eventId)).toBeUndefined();
-    expect(await metric(/trainsync_webhook_signature_failures_total\{reason="missing"\} (\d+)/)).toBe(missingBefore + 2);
-    expect(await metric(/trainsync_webhook_signature_failures_total\{reason="invalid"\} (\d+)/)).toBe(invalidBefore + 4);
+    expect(await metric(/trainsync_webhook_signature_failures_total\{org="default",reason="missing"\} (\d+)/)).toBe(missingBefore + 2);
+    expect(await metric(/trainsync_webhook_signature_failures_total\{org="default",reason="invalid"\} (\d+)/)).toBe(invalidBefore + 4);
     // Each refusal is recorded for the console: why, the header checked, who sent it; never the body or the signature.
     const refusals = (await h.database.pool.query('select * from trainsync.webhook_refusals where id > $1 order by id', [refusalsBefore])).rows as Array<Record<string, unknown>>;
     expect(refusals.map((r) => r.reason)).toEqual(['missing', 'invalid', 'invalid', 'missing', 'invalid', 'invalid']);
     for (const r of refusals) {
       expect(r).toMatchObject({ header: h.app.config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote: expect.stringMatching(/127\.0\.0\.1/) });
-      expect(Object.keys(r).sort()).toEqual(['header', 'id', 'reason', 'refused_at', 'remote']);
+      expect(Object.keys(r).sort()).toEqual(['detail', 'header', 'id', 'org', 'reason', 'refused_at', 'remote']);
+      expect(r).toMatchObject({ org: 'default', detail: null });
     }
   });
 
@@ -108,7 +109,7 @@ describe('the webhook receiver', () => {
   });
 
   it('acknowledges a duplicate delivery without storing or queueing it again', async () => {
-    const before = await metric(/trainsync_webhook_events_received_total\{type="COURSE_COMPLETE",outcome="duplicate"\} (\d+)/);
+    const before = await metric(/trainsync_webhook_events_received_total\{org="default",type="COURSE_COMPLETE",outcome="duplicate"\} (\d+)/);
     const [completion] = h.sim.webhooks.completeCourse({ copies: 3 });
     await h.sim.webhooks.idle();
     const eventId = completion!.eventIds[0]!;
@@ -117,7 +118,7 @@ describe('the webhook receiver', () => {
     const rows = await h.database.pool.query('select count(*)::int as n from trainsync.webhook_event_results where event_id = $1', [eventId]);
     expect(rows.rows[0].n).toBe(1);
     expect((await queuedJobs()).filter((j) => (j.data as { resultId: string }).resultId === completion!.resultId)).toHaveLength(1);
-    expect(await metric(/trainsync_webhook_events_received_total\{type="COURSE_COMPLETE",outcome="duplicate"\} (\d+)/)).toBe(before + 2);
+    expect(await metric(/trainsync_webhook_events_received_total\{org="default",type="COURSE_COMPLETE",outcome="duplicate"\} (\d+)/)).toBe(before + 2);
     // A result named again by a later event is still one job while that job waits.
     const again = courseComplete(completion!.resultId);
     expect((await h.post(again.body, { 'Platform-Signature': h.sign(again.body) })).status).toBe(200);
@@ -172,8 +173,8 @@ describe('the webhook receiver', () => {
   });
 
   it('keeps the refusals bounded: the last 10,000, none older than the retention', async () => {
-    await h.database.pool.query(`insert into trainsync.webhook_refusals (refused_at, reason, header) values (now() - interval '40 days', 'missing', 'old')`);
-    await h.database.pool.query(`insert into trainsync.webhook_refusals (reason, header) select 'invalid', 'n' || i from generate_series(1, $1::int) i`, [REFUSALS_KEPT + 5]);
+    await h.database.pool.query(`insert into trainsync.webhook_refusals (org, refused_at, reason, header) values ('default', now() - interval '40 days', 'missing', 'old')`);
+    await h.database.pool.query(`insert into trainsync.webhook_refusals (org, reason, header) select 'default', 'invalid', 'n' || i from generate_series(1, $1::int) i`, [REFUSALS_KEPT + 5]);
     expect(await pruneRefusals(h.app.db, 30)).toBeGreaterThanOrEqual(6);
     const left = await h.database.pool.query<{ n: number; old: number; newest: string }>(
       `select count(*)::int as n, count(*) filter (where header = 'old')::int as old, max(header) filter (where id = (select max(id) from trainsync.webhook_refusals)) as newest from trainsync.webhook_refusals`,

@@ -42,7 +42,7 @@ describe('the worker process', () => {
     await waitFor(async () => ((await windowsDone()) >= 5 ? true : undefined), 60_000, 'five finished windows');
 
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    expect(metrics).toMatch(/trainsync_api_requests_total\{method="GET",status="200"\} \d+/);
+    expect(metrics).toMatch(/trainsync_api_requests_total\{org="default",method="GET",status="200"\} \d+/);
     expect(metrics).toMatch(/trainsync_queue_jobs\{queue="sync",state="active"\} 1/);
 
     first.child.kill('SIGTERM');

@@ -36,7 +36,7 @@ Approved plans and retried actions are applied by a running worker. See README, 
         withPgClient: app.withPgClient,
         queue: app.queue,
         log,
-        repair: () => provisionDeps(app, DEFAULT_ORG),
+        repair: (org) => provisionDeps(app, org),
         health: () => runHealthChecks({ postgres: () => sql`select 1`.execute(app.db), redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }) }),
       });
       process.stdout.write(`console: http://${config.TRAINSYNC_CONSOLE_HOST}:${server!.port}/\n`);

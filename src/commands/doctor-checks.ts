@@ -8,11 +8,14 @@ import type { Logger } from '../runtime/log.ts';
 import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
 import { PlatformError } from '../platform/errors.ts';
 import { pendingMigrations } from '../warehouse/migrator.ts';
+import { webhookPathOf } from '../webhooks/receiver.ts';
 import { createRedisClient, type RedisClient } from '../queue/redis-client.ts';
 
 /** One line of `trainsync doctor`. `refuses` marks a failure that is the configuration's (exit 2). */
 export interface CheckResult {
   check: string;
+  /** The organisation a per-organisation check (the platform's) is about; absent for the shared parts. */
+  org?: string;
   level: 'ok' | 'warn' | 'fail';
   detail: string;
   fix?: string;
@@ -35,8 +38,9 @@ export function checkConfiguration(load: () => Config): { config?: Config; resul
     if (!(error instanceof ConfigError)) throw error;
     return { results: error.problems.map((problem) => fail('config', problem, `set ${problem.split(':')[0]} as described, or unset it for the default`, true)) };
   }
-  const results = [ok('config', 'every variable reads (cron lines included)')];
-  if (!config.TRAINSYNC_API_URL || !config.TRAINSYNC_API_KEY) {
+  const results = [ok('config', config.TRAINSYNC_ORGS_FILE ? `every variable reads (cron lines included); ${config.orgs.length} organisation${config.orgs.length === 1 ? '' : 's'} in ${config.TRAINSYNC_ORGS_FILE}: ${config.orgs.map((o) => o.slug).join(', ')}` : 'every variable reads (cron lines included)')];
+  // With an orgs file each organisation names its own URL and key (the file's checks refused any missing one).
+  if (!config.TRAINSYNC_ORGS_FILE && (!config.TRAINSYNC_API_URL || !config.TRAINSYNC_API_KEY)) {
     results.push(warn('config', 'TRAINSYNC_API_URL or TRAINSYNC_API_KEY is unset: sync, provision and seats refuse to start', 'export TRAINSYNC_API_URL=https://… TRAINSYNC_API_KEY=…'));
   }
   if (!config.TRAINSYNC_SECRET_KEY) {
@@ -127,25 +131,35 @@ export async function checkRedis(config: Config): Promise<{ results: CheckResult
   }
 }
 
-/** The key accepted, the page size the platform uses, whether it offers the seats endpoint. */
+/**
+ * One organisation's platform: the key accepted, the page size the platform uses,
+ * whether it offers the seats endpoint. Lines of an organisation other than `default`
+ * start with its slug (and carry `org` in --json), so each is told apart.
+ */
 export async function checkPlatform(config: Config, log: Logger, org: OrgSettings = soleOrg(config)): Promise<CheckResult[]> {
-  if (!org.apiUrl || !org.apiKey) return [warn('platform', org.slug === DEFAULT_ORG ? 'not checked: TRAINSYNC_API_URL or TRAINSYNC_API_KEY is unset' : `not checked: organisation ${org.slug} has no apiUrl or key`, 'set both')];
-  const platform = createPlatformClient(platformClientOptionsFromConfig(config, org, log, { retries: 0, timeoutMs: 5_000, connectTimeoutMs: DOCTOR_CONNECT_TIMEOUT_MS }));
+  const named = org.slug !== DEFAULT_ORG || config.orgs.length > 1;
+  const label = (result: CheckResult): CheckResult => (named ? { ...result, org: org.slug, detail: `[${org.slug}] ${result.detail}` } : result);
+  const keyName = org.slug === DEFAULT_ORG && !config.TRAINSYNC_ORGS_FILE ? 'TRAINSYNC_API_KEY (the organisation API key)' : `the apiKey of organisation ${org.slug} in ${config.TRAINSYNC_ORGS_FILE ?? 'the orgs file'}`;
+  const urlName = org.slug === DEFAULT_ORG && !config.TRAINSYNC_ORGS_FILE ? 'TRAINSYNC_API_URL' : `the apiUrl of organisation ${org.slug}`;
+  if (!org.apiUrl || !org.apiKey) return [label(warn('platform', org.slug === DEFAULT_ORG ? 'not checked: TRAINSYNC_API_URL or TRAINSYNC_API_KEY is unset' : `not checked: organisation ${org.slug} has no apiUrl or key`, 'set both'))];
+  const platform = createPlatformClient(platformClientOptionsFromConfig(config, org, log.child({ org: org.slug }), { retries: 0, timeoutMs: 5_000, connectTimeoutMs: DOCTOR_CONNECT_TIMEOUT_MS }));
   const results: CheckResult[] = [];
   try {
     try {
       for await (const page of platform.listCourses()) {
         const total = page.totalEntities === undefined ? '' : ` of ${page.totalEntities}`;
-        results.push(ok('platform', `${config.TRAINSYNC_API_URL} accepted the key; page size seen ${page.records.length} (courses, first page${total})`));
+        results.push(ok('platform', `${org.apiUrl} accepted the key; page size seen ${page.records.length} (courses, first page${total})`));
         break;
       }
-      if (results.length === 0) results.push(ok('platform', `${config.TRAINSYNC_API_URL} accepted the key (no courses yet)`));
+      if (results.length === 0) results.push(ok('platform', `${org.apiUrl} accepted the key (no courses yet)`));
     } catch (error) {
       const refused = error instanceof PlatformError && (error.status === 401 || error.status === 403);
       return [
-        refused
-          ? fail('platform', `${config.TRAINSYNC_API_URL} refused the key (${error.status} ${error.code})`, 'check TRAINSYNC_API_KEY (the organisation API key)', true)
-          : fail('platform', `${config.TRAINSYNC_API_URL}: ${errorMessage(error)}`, 'check TRAINSYNC_API_URL and that the platform is reachable from here'),
+        label(
+          refused
+            ? fail('platform', `${org.apiUrl} refused the key (${error.status} ${error.code})`, `check ${keyName}`, true)
+            : fail('platform', `${org.apiUrl}: ${errorMessage(error)}`, `check ${urlName} and that the platform is reachable from here`),
+        ),
       ];
     }
     try {
@@ -155,24 +169,38 @@ export async function checkPlatform(config: Config, log: Logger, org: OrgSetting
       if (error instanceof PlatformError && error.code === 'NO_UNLIMITED_PLAN') results.push(ok('platform seats', 'not applicable (NO_UNLIMITED_PLAN): no seat limit to check'));
       else results.push(warn('platform seats', `not offered (${errorMessage(error)})`, 'none needed: provisioning then skips the free-seat guard'));
     }
-    return results;
+    return results.map(label);
   } finally {
     await platform.close();
   }
 }
 
-/** The webhook receiver: off without a secret; with one, its port must be free or already served. */
-export async function checkWebhook(config: Config, workerAlive: boolean): Promise<CheckResult> {
-  if (!config.TRAINSYNC_WEBHOOK_SECRET) return ok('webhooks', 'off (TRAINSYNC_WEBHOOK_SECRET unset): results arrive with the nightly sync');
+/**
+ * The webhook receiver (one for every organisation): off without any secret; with one,
+ * its port must be free or already served. Names the organisations that take webhooks
+ * and their paths, and those of `orgs` that do not.
+ */
+export async function checkWebhook(config: Config, workerAlive: boolean, orgs: readonly OrgSettings[] = config.orgs): Promise<CheckResult> {
+  const taking = orgs.filter((org) => org.webhookSecrets && org.webhookSecrets.length > 0);
+  // With an orgs file each organisation names its own secret; the variable would be silently unused.
+  if (config.TRAINSYNC_ORGS_FILE && config.TRAINSYNC_WEBHOOK_SECRET) {
+    return warn('webhooks', `TRAINSYNC_WEBHOOK_SECRET is set but unused: with ${config.TRAINSYNC_ORGS_FILE} each organisation's secret is its webhookSecret`, 'move it to the webhookSecret of its organisation in the orgs file (by reference: {"env": "TRAINSYNC_WEBHOOK_SECRET"}), then unset the variable');
+  }
+  if (taking.length === 0) {
+    const why = config.TRAINSYNC_ORGS_FILE ? `no webhookSecret for ${orgs.map((o) => o.slug).join(', ')} in ${config.TRAINSYNC_ORGS_FILE}` : 'TRAINSYNC_WEBHOOK_SECRET unset';
+    return ok('webhooks', `off (${why}): results arrive with the nightly sync`);
+  }
+  const without = orgs.filter((org) => !taking.includes(org)).map((org) => org.slug);
+  const paths = `POST ${taking.map((org) => webhookPathOf(org.slug)).join(', ')}${without.length > 0 ? `; no secret, so no webhooks: ${without.join(', ')}` : ''}`;
   const port = config.TRAINSYNC_WEBHOOK_PORT;
   const free = await new Promise<boolean>((resolve) => {
     const server = net.createServer();
     server.once('error', () => resolve(false));
     server.listen(port, config.TRAINSYNC_WEBHOOK_HOST, () => server.close(() => resolve(true)));
   });
-  if (free) return ok('webhooks', `secret set; port ${port} is free for the worker (POST /webhooks/platform)`);
+  if (free) return ok('webhooks', `secret set; port ${port} is free for the worker (${paths})`);
   return workerAlive
-    ? ok('webhooks', `secret set; port ${port} is taken, presumably by the running worker`)
+    ? ok('webhooks', `secret set; port ${port} is taken, presumably by the running worker (${paths})`)
     : fail('webhooks', `port ${port} (TRAINSYNC_WEBHOOK_PORT) is taken by another program`, 'set TRAINSYNC_WEBHOOK_PORT to a free port', true);
 }
 

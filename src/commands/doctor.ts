@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { Config } from '../config.ts';
+import type { OrgSettings } from '../lib/orgs-file.ts';
 import { errorMessage } from '../lib/errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import { createJobCatalog } from '../queue/catalog.ts';
@@ -10,13 +11,14 @@ import { ENQUEUED_BY_NAME } from '../runtime/app.ts';
 import type { CommandDeps } from './deps.ts';
 import { checkConfiguration, checkPlatform, checkPostgres, checkRedis, checkWebhook, type CheckResult } from './doctor-checks.ts';
 import { EXIT, exitWith } from './exit-codes.ts';
+import { requestedOrgs, selectOrgs } from './org-option.ts';
 import { fitWidth } from './terminal.ts';
 
 /** `trainsync doctor`: every part a night's run needs, one line each with the fix. Creates and changes nothing. */
 export function registerDoctorCommand(program: Command, deps: CommandDeps): void {
   program
     .command('doctor')
-    .description('Check the set-up before the first night: configuration, Postgres, Redis, the platform key, webhooks, the worker. Changes nothing.')
+    .description('Check the set-up before the first night: configuration, Postgres, Redis, each organisation\'s platform key, webhooks, the worker. Changes nothing.')
     .option('--json', 'print the checks as JSON')
     .addHelpText(
       'after',
@@ -24,7 +26,9 @@ export function registerDoctorCommand(program: Command, deps: CommandDeps): void
 One line per check: ok, warn or FAIL, and the fix. Checks every variable (cron lines
 included); Postgres (reachable, version, pending migrations, the trainsync_reader role);
 Redis (reachable, version, maxmemory-policy noeviction, persistence); the platform (key
-accepted, page size seen, seats endpoint offered); the webhook port and secret; the
+accepted, page size seen, seats endpoint offered) of every organisation, or of those
+named with --org (lines of a named organisation start with [slug]); the webhook port,
+secrets and paths; the
 worker (connected, schedules registered). A service that refuses the connection fails at
 once, naming its URL (password masked) and how to start it.
 
@@ -33,10 +37,11 @@ migration, a key the platform refuses).
 
 Examples:
   trainsync doctor
+  trainsync doctor --org acme-north
   trainsync doctor --json | jq '.[] | select(.level != "ok")'`,
     )
-    .action(async (options: { json?: boolean }) => {
-      const results = await runChecks(deps);
+    .action(async (options: { json?: boolean }, command: Command) => {
+      const results = await runChecks(deps, requestedOrgs(command));
       if (options.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
       else process.stdout.write(`${results.map(renderCheck).join('\n')}\n`);
       const failed = results.filter((r) => r.level === 'fail');
@@ -55,9 +60,15 @@ export function renderCheck(result: CheckResult): string {
   return result.fix && result.level !== 'ok' ? `${line}\n${fitWidth(`      ${''.padEnd(17)} fix: ${result.fix}`, WIDTH * 2)}` : line;
 }
 
-async function runChecks(deps: CommandDeps): Promise<CheckResult[]> {
+/** Every organisation unless some are named (doctor checks them all by default, unlike the commands that work on one). */
+function doctorOrgs(config: Config, requested: readonly string[]): OrgSettings[] {
+  return requested.length === 0 ? [...config.orgs] : selectOrgs(config, requested);
+}
+
+async function runChecks(deps: CommandDeps, requested: readonly string[]): Promise<CheckResult[]> {
   const { config, results } = checkConfiguration(deps.loadConfig);
   if (!config) return results;
+  const orgs = doctorOrgs(config, requested);
   const log = deps.createLogger(config);
   // Postgres and Redis at once: each fails on its own within the connect timeout.
   const [postgres, redis] = await Promise.all([checkPostgres(config), checkRedis(config)]);
@@ -67,12 +78,13 @@ async function runChecks(deps: CommandDeps): Promise<CheckResult[]> {
     const worker = await checkWorker(config, log, deps);
     workerAlive = worker.alive;
     results.push(...worker.results);
-    results.push(...(await checkPlatform(config, log)));
+    // One at a time: each has its own key and budget, and the lines stay in the file's order.
+    for (const org of orgs) results.push(...(await checkPlatform(config, log, org)));
   } else {
-    results.push({ check: 'platform', level: 'warn', detail: 'not checked: the request budget lives in Redis', fix: 'fix Redis first' });
+    results.push({ check: 'platform', level: 'warn', detail: `not checked (${orgs.map((o) => o.slug).join(', ')}): the request budget lives in Redis`, fix: 'fix Redis first' });
     results.push({ check: 'worker', level: 'warn', detail: 'not checked: Redis is unreachable', fix: 'fix Redis first' });
   }
-  results.push(await checkWebhook(config, workerAlive));
+  results.push(await checkWebhook(config, workerAlive, orgs));
   return results;
 }
 

@@ -1,9 +1,9 @@
 import { webhookBacklog } from '../webhooks/store.ts';
 import type { StatusSection } from './status.ts';
 
-/** `status` section: the last webhook event received and the backlog of stored events not yet processed. */
-export const webhookStatusSection: StatusSection = async (app) => {
-  const backlog = await webhookBacklog(app.db);
+/** `status` section of one organisation: the last webhook event received and the backlog of stored events not yet processed. */
+export const webhookStatusSection: StatusSection = async (app, org) => {
+  const backlog = await webhookBacklog(app.db, org);
   const lastDay = Object.entries(backlog.lastDay)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([outcome, n]) => `${outcome} ${n}`)

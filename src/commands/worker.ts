@@ -48,7 +48,7 @@ TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE is set; see README, "SCIM (ide
       };
       const health = await startHealthServer({ port: config.TRAINSYNC_METRICS_PORT, metrics: app.metrics, log, checks });
       // Off unless TRAINSYNC_CONSOLE_USERS is set (README, "Console").
-      const consoleServer = await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: () => runHealthChecks(checks), repair: () => provisionDeps(app, DEFAULT_ORG) });
+      const consoleServer = await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: () => runHealthChecks(checks), repair: (org) => provisionDeps(app, org) });
       // Off unless TRAINSYNC_WEBHOOK_SECRET is set (README, "Near-real-time results"). Before the
       // workers: events are stored (and acknowledged) even while Redis is unreachable.
       const webhooks = await startWebhookService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, metrics: app.metrics, log });

@@ -25,6 +25,9 @@ body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1d2430; backgro
 header { display: flex; gap: 1.5em; align-items: center; padding: .6em 1.2em; background: #1d2430; color: #fff; }
 header a { color: #cfe0ff; margin-right: 1em; text-decoration: none; }
 header .logout { margin-left: auto; }
+header .org-select { display: flex; gap: .4em; align-items: center; }
+p.scope { color: #4a5568; margin-top: -.4em; }
+td.org { color: #4a5568; white-space: nowrap; }
 main { padding: 1em 1.5em; }
 table { border-collapse: collapse; background: #fff; margin: .5em 0 1em; }
 th, td { border: 1px solid #dde1e6; padding: .3em .6em; text-align: left; vertical-align: top; }

@@ -1,10 +1,33 @@
 import { html, type SafeHtml } from './html.ts';
 import type { ConsoleRole } from '../lib/console-users.ts';
+import type { Scope } from './scope.ts';
 
 export interface Viewer {
   name: string;
   role: ConsoleRole;
   csrfToken: string;
+  /** The organisations this page shows (the selector's choice). */
+  scope: Scope;
+  /** This page's path and query, where the selector comes back to. */
+  path: string;
+}
+
+/** The organisation selector: shown only when several are configured; a form (the CSP allows no inline script). */
+function orgSelector(viewer: Viewer): SafeHtml {
+  const { scope } = viewer;
+  if (!scope.multi) return html``;
+  return html`<form method="post" action="/org" class="org-select" id="org-form"><input type="hidden" name="_csrf" value="${viewer.csrfToken}"><input type="hidden" name="back" value="${viewer.path}">
+<label>organisation <select name="org" id="org-select"><option value="" ${scope.org === undefined ? html`selected` : ''}>all organisations</option>${scope.orgs.map(
+    (o) => html`<option value="${o.slug}" ${o.slug === scope.org ? html`selected` : ''}>${o.name} (${o.slug})</option>`,
+  )}</select></label> <button type="submit" id="org-apply">Show</button></form>`;
+}
+
+/** The scope in words, under the title: which organisation's rows these are. */
+function scopeLine(viewer: Viewer): SafeHtml {
+  const { scope } = viewer;
+  if (!scope.multi) return html``;
+  const chosen = scope.orgs.find((o) => o.slug === scope.org);
+  return html`<p class="scope" id="scope">${chosen ? html`Organisation <strong>${chosen.name}</strong> (${chosen.slug})` : html`All ${scope.orgs.length} organisations`}</p>`;
 }
 
 const NAV: readonly [string, string][] = [
@@ -26,17 +49,30 @@ ${options.chart ? html`<link rel="stylesheet" href="/assets/uplot.css"><script s
 </head><body>
 <header><strong>trainsync</strong>
 ${viewer ? html`<nav>${NAV.map(([href, label]) => html`<a href="${href}">${label}</a>`)}</nav>
+${orgSelector(viewer)}
 <form method="post" action="/logout" class="logout"><input type="hidden" name="_csrf" value="${viewer.csrfToken}"><span>${viewer.name} (${viewer.role})</span> <button type="submit">Log out</button></form>` : ''}
 </header>
 <main><h1>${title}</h1>
+${viewer ? scopeLine(viewer) : ''}
 ${body}
 </main></body></html>`;
 }
 
-/** A POST button with the CSRF token; shown only to operators (the server checks the role regardless). */
-export function actionButton(viewer: Viewer, action: string, label: string, id: string): SafeHtml {
+/**
+ * A POST button with the CSRF token; shown only to operators (the server checks the
+ * role regardless). `org`: the organisation of the row it acts on, sent with the form.
+ */
+export function actionButton(viewer: Viewer, action: string, label: string, id: string, org?: string): SafeHtml {
   if (viewer.role !== 'operator') return html``;
-  return html`<form method="post" action="${action}" class="inline"><input type="hidden" name="_csrf" value="${viewer.csrfToken}"><button type="submit" id="${id}">${label}</button></form>`;
+  return html`<form method="post" action="${action}" class="inline"><input type="hidden" name="_csrf" value="${viewer.csrfToken}">${org ? html`<input type="hidden" name="org" value="${org}">` : ''}<button type="submit" id="${id}">${label}</button></form>`;
+}
+
+/** The organisation column of a list: only when several are configured. */
+export function orgHeader(viewer: Viewer): SafeHtml {
+  return viewer.scope.multi ? html`<th>org</th>` : html``;
+}
+export function orgCell(viewer: Viewer, org: string | undefined): SafeHtml {
+  return viewer.scope.multi ? html`<td class="org">${org ?? ''}</td>` : html``;
 }
 
 /** `pageParam`: the query parameter of this list's page, when a page has more than one list. */

@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import { z } from 'zod';
 import { approveHeldPlan, rejectHeldPlan } from '../provisioning/approve-held-plan.ts';
-import { getHeldPlan, listHeldPlans } from '../provisioning/held-plans.ts';
+import { getHeldPlan, listHeldPlans, type HeldPlan, type HeldPlanSummary } from '../provisioning/held-plans.ts';
 import { retryFailedAction } from '../provisioning/retry-action.ts';
 import { reconcileFix } from '../provisioning/reconcile-fix.ts';
 import { repairBody } from './pages/repair.ts';
@@ -10,13 +9,15 @@ import { RECONCILIATION_KINDS, reconciliationReport } from '../warehouse/reconci
 import { cancelQueuedOrOrphaned, cancellableSyncs } from '../sync/cancel-sync.ts';
 import { recentRefusals } from '../webhooks/refusals.ts';
 import { webhookBacklog } from '../webhooks/store.ts';
-import { assignmentStatusBy, discrepancies, parseGroupBy } from './data/people.ts';
+import { assignmentsIn, assignmentStatusBy, discrepancies, parseGroupBy } from './data/people.ts';
 import { discrepanciesBody } from './pages/discrepancies.ts';
 import { consoleChanges, recordConsoleChange, recentFeeds, searchActions, attentionCount } from './data/provisioning.ts';
 import { getRun, latestRuns, listRuns, resourcesWithRuns, runQuarantine, runSeries, runUnfinishedWindows } from './data/runs.ts';
 import { recentEvents } from './data/webhooks.ts';
 import { html, type SafeHtml } from './html.ts';
 import { page, type Viewer } from './layout.ts';
+import { actingOrg, orgOfRow, scheduleOrg } from './scope.ts';
+import { assignmentsBody } from './pages/assignments.ts';
 import { heldPlanBody, provisioningBody } from './pages/provisioning.ts';
 import { overviewBody } from './pages/overview.ts';
 import { peopleBody } from './pages/people.ts';
@@ -35,7 +36,11 @@ const listQuery = z.object({
   day: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).optional().catch(undefined),
   outcome: text,
   by: text,
+  group: z.string().max(300).optional(),
+  feed: z.string().regex(/^[0-9a-f]{64}$/).optional().catch(undefined),
 });
+/** A change's form may name the organisation of the row it acts on. */
+const orgField = z.object({ org: z.string().max(40).optional() }).catch({});
 const idParam = z.object({ id: z.coerce.number().int().positive() });
 
 type ViewerOf = (request: FastifyRequest, reply: FastifyReply) => Viewer;
@@ -55,126 +60,187 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   };
   // The token is in the form body, so it is checked once the body is parsed; then the role.
   const changeHooks = { preHandler: [server.csrfProtection, operator] };
-  const audit = (request: FastifyRequest, action: string, target: string, detail: Record<string, unknown> = {}): Promise<void> =>
-    recordConsoleChange(db, { username: request.session!.username, role: request.session!.role, action, target, detail });
+  const audit = (request: FastifyRequest, org: string, action: string, target: string, detail: Record<string, unknown> = {}): Promise<void> =>
+    recordConsoleChange(db, { org, username: request.session!.username, role: request.session!.role, action, target, detail });
+  /** The page's scope, and the one organisation it must show for a per-organisation page (undefined when "all" of several is chosen). */
+  const scopeOf = (request: FastifyRequest, reply: FastifyReply): { viewer: Viewer; slugs: string[]; one: string | undefined } => {
+    const viewer = viewerOf(request, reply);
+    return { viewer, slugs: viewer.scope.slugs, one: viewer.scope.org };
+  };
+  /** A page that works on one organisation at a time (reconciliation, drift repair): asks for one when "all" of several is chosen. */
+  const chooseOne = (reply: FastifyReply, viewer: Viewer, title: string): FastifyReply =>
+    send(reply, page(title, viewer, html`<p id="choose-org">This page works on one organisation at a time: choose one with the selector above.</p>`));
 
   server.get('/', async (request, reply) => {
+    const { viewer, slugs } = scopeOf(request, reply);
     const [runs, schedules, health, held, attention, attentionTotal, cancellable] = await Promise.all([
-      latestRuns(db),
+      latestRuns(db, slugs),
       deps.queue.schedules().catch(() => []),
       deps.health(),
-      listHeldPlans(db, { onlyHeld: true }),
-      searchActions(db, { status: 'failed', page: 1, pageSize: 10 }),
-      attentionCount(db),
-      cancellableSyncs(deps.queue, DEFAULT_ORG).catch(() => new Map()),
+      Promise.all(slugs.map((org) => listHeldPlans(db, { org, onlyHeld: true }))).then(mergeHeld),
+      searchActions(db, slugs, { status: 'failed', page: 1, pageSize: 10 }),
+      attentionCount(db, slugs),
+      Promise.all(slugs.map(async (org) => [...(await cancellableSyncs(deps.queue, org).catch(() => new Map()))].map(([resource, job]) => ({ org, resource, job })))).then((lists) => lists.flat()),
     ]);
-    const viewer = viewerOf(request, reply);
-    const pending = [...cancellable].map(([resource, job]) => ({ resource, jobId: job.id, state: job.holder?.orphaned ? `orphaned (worker ${job.holder.worker ?? 'unknown'} is gone)` : job.state }));
-    return send(reply, page('Overview', viewer, overviewBody({ viewer, runs, schedules, health, held, attention: attention.rows, attentionTotal, pending })));
+    const pending = cancellable.map(({ org, resource, job }) => ({ org, resource, jobId: job.id, state: job.holder?.orphaned ? `orphaned (worker ${job.holder.worker ?? 'unknown'} is gone)` : job.state }));
+    const ownSchedules = schedules.filter((s) => slugs.includes(scheduleOrg(s.id)));
+    return send(reply, page('Overview', viewer, overviewBody({ viewer, runs, schedules: ownSchedules, health, held, attention: attention.rows, attentionTotal, pending })));
   });
 
   server.get('/runs', async (request, reply) => {
     const q = listQuery.parse(request.query);
+    const { viewer, slugs, one } = scopeOf(request, reply);
+    // The chart is one organisation's series: with several shown, it waits for a choice.
+    const chartOrg = one ?? (slugs.length === 1 ? slugs[0] : undefined);
     const [list, resources, series] = await Promise.all([
-      listRuns(db, { resource: q.resource, status: q.status, page: q.page, pageSize: PAGE_SIZE }),
-      resourcesWithRuns(db),
-      q.resource ? runSeries(db, q.resource) : Promise.resolve(undefined),
+      listRuns(db, slugs, { resource: q.resource, status: q.status, page: q.page, pageSize: PAGE_SIZE }),
+      resourcesWithRuns(db, slugs),
+      q.resource && chartOrg ? runSeries(db, [chartOrg], q.resource) : Promise.resolve(undefined),
     ]);
-    return send(reply, page('Runs', viewerOf(request, reply), runsBody({ ...list, page: q.page, resources, resource: q.resource, status: q.status, series }), { chart: series !== undefined }));
+    return send(reply, page('Runs', viewer, runsBody(viewer, { ...list, page: q.page, resources, resource: q.resource, status: q.status, series }), { chart: series !== undefined }));
   });
 
   server.get('/runs/:id', async (request, reply) => {
     const { id } = idParam.parse(request.params);
-    const run = await getRun(db, id);
-    if (!run) return reply.code(404).type('text/plain').send(`no run #${id}`);
-    const [quarantined, windows] = await Promise.all([runQuarantine(db, id), runUnfinishedWindows(db, id)]);
-    return send(reply, page(`Run #${id}`, viewerOf(request, reply), runBody(run, quarantined, windows)));
+    const { viewer, slugs } = scopeOf(request, reply);
+    const run = await getRun(db, slugs, id);
+    if (!run) return reply.code(404).type('text/plain').send(`no run #${id} in the organisations shown`);
+    const [quarantined, windows] = await Promise.all([runQuarantine(db, run.org, id), runUnfinishedWindows(db, run.org, id)]);
+    return send(reply, page(`Run #${id}`, viewer, runBody(viewer, run, quarantined, windows)));
   });
 
   server.get('/provisioning', async (request, reply) => {
     const q = listQuery.parse(request.query);
-    const filter = { who: q.who, day: q.day, status: q.status, page: q.page, pageSize: PAGE_SIZE };
-    const [held, feeds, actions, changes] = await Promise.all([listHeldPlans(db), recentFeeds(db), searchActions(db, filter), consoleChanges(db)]);
-    const viewer = viewerOf(request, reply);
+    const { viewer, slugs } = scopeOf(request, reply);
+    const filter = { who: q.who, day: q.day, status: q.status, feed: q.feed, page: q.page, pageSize: PAGE_SIZE };
+    const [held, feeds, actions, changes] = await Promise.all([
+      Promise.all(slugs.map((org) => listHeldPlans(db, { org, onlyHeld: false }))).then(mergeHeld),
+      recentFeeds(db, slugs),
+      searchActions(db, slugs, filter),
+      consoleChanges(db, slugs),
+    ]);
     return send(reply, page('Provisioning', viewer, provisioningBody(viewer, { held, feeds, actions: actions.rows, hasMore: actions.hasMore, filter, changes })));
   });
 
+  /** A held plan, if it is one of the organisations shown (ids are global; the plan names its organisation). */
+  const heldPlanIn = async (slugs: readonly string[], id: number): Promise<{ plan: HeldPlan; org: string } | undefined> => {
+    const plan = await getHeldPlan(db, id);
+    if (!plan) return undefined;
+    const org = orgOfRow(plan) ?? slugs[0]!;
+    return slugs.includes(org) ? { plan, org } : undefined;
+  };
+
   server.get('/provisioning/held/:id', async (request, reply) => {
     const { id } = idParam.parse(request.params);
-    const plan = await getHeldPlan(db, id);
-    if (!plan) return reply.code(404).type('text/plain').send(`no held plan #${id}`);
-    const viewer = viewerOf(request, reply);
-    return send(reply, page(`Held plan #${id}`, viewer, heldPlanBody(viewer, plan)));
+    const { viewer, slugs } = scopeOf(request, reply);
+    const found = await heldPlanIn(slugs, id);
+    if (!found) return reply.code(404).type('text/plain').send(`no held plan #${id} in the organisations shown`);
+    return send(reply, page(`Held plan #${id}`, viewer, heldPlanBody(viewer, found.plan, found.org)));
   });
 
   const outcomePage = (request: FastifyRequest, reply: FastifyReply, title: string, message: string, back: string, ok: boolean): FastifyReply =>
     send(reply.code(ok ? 200 : 409), page(title, viewerOf(request, reply), html`<p class="${ok ? 'ok' : 'error'}" id="outcome">${message}</p><p><a href="${back}">Back</a></p>`));
+  const refuseNoOrg = (request: FastifyRequest, reply: FastifyReply, title: string, back: string): FastifyReply =>
+    send(reply.code(400), page(title, viewerOf(request, reply), html`<p class="error" id="outcome">Which organisation? Choose one with the selector above, or use the button on the row.</p><p><a href="${back}">Back</a></p>`));
 
+  // Approve and reject act in the plan's own organisation, whatever the page's scope.
   server.post('/provisioning/held/:id/approve', changeHooks, async (request, reply) => {
     const { id } = idParam.parse(request.params);
+    const found = await heldPlanIn(viewerOf(request, reply).scope.orgs.map((o) => o.slug), id);
+    if (!found) return outcomePage(request, reply, `Plan #${id}`, `no held plan #${id}`, '/provisioning', false);
     const decider = { by: request.session!.username, role: request.session!.role };
-    const result = await approveHeldPlan({ ...deps, org: DEFAULT_ORG }, id, decider);
-    if (result.ok) await audit(request, 'approve-held-plan', `plan #${id}`, { enqueued: result.enqueued?.enqueued.length ?? 0 });
+    const result = await approveHeldPlan({ ...deps, org: found.org }, id, decider);
+    if (result.ok) await audit(request, found.org, 'approve-held-plan', `plan #${id}`, { enqueued: result.enqueued?.enqueued.length ?? 0 });
     const message = result.ok ? `Plan #${id} approved: ${result.enqueued?.enqueued.length ?? 0} actions enqueued; the workers apply them (see the audit trail).` : result.reason;
     return outcomePage(request, reply, `Plan #${id}`, message, `/provisioning/held/${id}`, result.ok);
   });
 
   server.post('/provisioning/held/:id/reject', changeHooks, async (request, reply) => {
     const { id } = idParam.parse(request.params);
-    const result = await rejectHeldPlan({ ...deps, org: DEFAULT_ORG }, id, { by: request.session!.username, role: request.session!.role });
-    if (result.ok) await audit(request, 'reject-held-plan', `plan #${id}`);
+    const found = await heldPlanIn(viewerOf(request, reply).scope.orgs.map((o) => o.slug), id);
+    if (!found) return outcomePage(request, reply, `Plan #${id}`, `no held plan #${id}`, '/provisioning', false);
+    const result = await rejectHeldPlan({ ...deps, org: found.org }, id, { by: request.session!.username, role: request.session!.role });
+    if (result.ok) await audit(request, found.org, 'reject-held-plan', `plan #${id}`);
     return outcomePage(request, reply, `Plan #${id}`, result.ok ? `Plan #${id} rejected: nothing was enqueued.` : result.reason, `/provisioning/held/${id}`, result.ok);
   });
 
+  // Action ids repeat across organisations: the row's button sends its organisation.
   server.post('/provisioning/actions/:actionId/retry', changeHooks, async (request, reply) => {
     const actionId = z.object({ actionId: z.string().min(1).max(300) }).parse(request.params).actionId;
-    const result = await retryFailedAction({ ...deps, org: DEFAULT_ORG }, actionId);
-    if (result.ok) await audit(request, 'retry-action', actionId);
+    const org = actingOrg(viewerOf(request, reply).scope, orgField.parse(request.body).org);
+    if (!org) return refuseNoOrg(request, reply, 'Retry', '/provisioning?status=failed');
+    const result = await retryFailedAction({ ...deps, org }, actionId);
+    if (result.ok) await audit(request, org, 'retry-action', actionId);
     return outcomePage(request, reply, 'Retry', result.ok ? `Action enqueued again: ${actionId}` : result.reason, '/provisioning?status=failed', result.ok);
   });
 
   server.post('/sync/:resource/cancel', changeHooks, async (request, reply) => {
     const resource = z.object({ resource: z.string().regex(/^[a-z-]{1,40}$/) }).parse(request.params).resource;
+    const org = actingOrg(viewerOf(request, reply).scope, orgField.parse(request.body).org);
+    if (!org) return refuseNoOrg(request, reply, 'Cancel', '/');
     const { username, role } = request.session!;
-    const result = await cancelQueuedOrOrphaned({ ...deps, org: DEFAULT_ORG }, resource, `${username} (${role}) in the console`);
-    if (result.ok) await audit(request, 'cancel-sync', resource, { job: result.job.id, how: result.how, runs: result.runs });
+    const result = await cancelQueuedOrOrphaned({ ...deps, org }, resource, `${username} (${role}) in the console`);
+    if (result.ok) await audit(request, org, 'cancel-sync', resource, { job: result.job.id, how: result.how, runs: result.runs });
     const message = result.ok ? `Cancelled job ${result.job.id} (${result.job.name}, ${result.how})${result.runs > 0 ? '; its run recorded as cancelled' : ''}.` : result.reason;
     return outcomePage(request, reply, 'Cancel', message, '/', result.ok);
   });
 
   server.get('/people', async (request, reply) => {
     const by = parseGroupBy(listQuery.parse(request.query).by);
-    const [report, statuses] = await Promise.all([reconciliationReport(db, DEFAULT_ORG, 5), assignmentStatusBy(db, by)]);
-    return send(reply, page('People', viewerOf(request, reply), peopleBody(report, by, statuses), { chart: true }));
+    const { viewer, one } = scopeOf(request, reply);
+    if (!one) return chooseOne(reply, viewer, 'People');
+    const [report, statuses] = await Promise.all([reconciliationReport(db, one, 5), assignmentStatusBy(db, one, by)]);
+    return send(reply, page('People', viewer, peopleBody(report, by, statuses), { chart: true }));
+  });
+
+  server.get('/people/assignments', async (request, reply) => {
+    const q = listQuery.extend({ status: z.string().max(40) }).parse(request.query);
+    const by = parseGroupBy(q.by);
+    const { viewer, one } = scopeOf(request, reply);
+    if (!one) return chooseOne(reply, viewer, 'Assignments');
+    const group = q.group ?? '';
+    const list = await assignmentsIn(db, one, by, group, q.status, q.page, PAGE_SIZE);
+    return send(reply, page(`Assignments: ${group}, ${q.status}`, viewer, assignmentsBody({ by, group, status: q.status, page: q.page, ...list })));
   });
 
   server.get('/people/discrepancies', async (request, reply) => {
     const q = listQuery.extend({ kind: z.enum(RECONCILIATION_KINDS) }).parse(request.query);
-    const list = await discrepancies(db, q.kind, q.page, PAGE_SIZE);
-    return send(reply, page(`People: ${q.kind}`, viewerOf(request, reply), discrepanciesBody(q.kind, list.rows, q.page, list.hasMore)));
+    const { viewer, one } = scopeOf(request, reply);
+    if (!one) return chooseOne(reply, viewer, `People: ${q.kind}`);
+    const list = await discrepancies(db, one, q.kind, q.page, PAGE_SIZE);
+    return send(reply, page(`People: ${q.kind}`, viewer, discrepanciesBody(q.kind, list.rows, q.page, list.hasMore)));
   });
 
   server.get('/people/repair', async (request, reply) => {
-    const result = await reconcileFix(deps.repair(), { dryRun: true, force: false, wait: false });
-    const viewer = viewerOf(request, reply);
-    return send(reply, page('Drift repair: dry run', viewer, repairBody(viewer, result.plan, result.employees)));
+    const { viewer, one } = scopeOf(request, reply);
+    if (!one) return chooseOne(reply, viewer, 'Drift repair: dry run');
+    const result = await reconcileFix(deps.repair(one), { dryRun: true, force: false, wait: false });
+    return send(reply, page('Drift repair: dry run', viewer, repairBody(viewer, result.plan, result.employees, one)));
   });
 
   server.post('/people/repair', changeHooks, async (request, reply) => {
-    const result = await reconcileFix(deps.repair(), { dryRun: false, force: false, wait: false });
+    const org = actingOrg(viewerOf(request, reply).scope, orgField.parse(request.body).org);
+    if (!org) return refuseNoOrg(request, reply, 'Drift repair', '/people/repair');
+    const result = await reconcileFix(deps.repair(org), { dryRun: false, force: false, wait: false });
     const enqueued = result.applied?.enqueued.length ?? 0;
-    if (result.applied) await audit(request, 'reconcile-fix', 'training.employees', { enqueued, repairs: result.plan.repairs });
+    if (result.applied) await audit(request, org, 'reconcile-fix', 'training.employees', { enqueued, repairs: result.plan.repairs });
     const message = result.plan.refused ? `Refused, nothing enqueued: ${result.plan.refused.message}` : `Repair applied: ${enqueued} actions enqueued (${result.plan.repairs} repairs); the workers apply them.`;
     return outcomePage(request, reply, 'Drift repair', message, '/people/repair', result.plan.refused === undefined);
   });
 
   server.get('/webhooks', async (request, reply) => {
     const q = listQuery.parse(request.query);
+    const { viewer, slugs } = scopeOf(request, reply);
     const [backlog, events, refusals] = await Promise.all([
-      webhookBacklog(db),
-      recentEvents(db, { outcome: q.outcome, page: q.page, pageSize: PAGE_SIZE }),
-      recentRefusals(db, { page: q.rpage, pageSize: PAGE_SIZE }),
+      webhookBacklog(db, slugs),
+      recentEvents(db, slugs, { outcome: q.outcome, page: q.page, pageSize: PAGE_SIZE }),
+      recentRefusals(db, slugs, { page: q.rpage, pageSize: PAGE_SIZE }),
     ]);
-    return send(reply, page('Webhooks', viewerOf(request, reply), webhooksBody(backlog, events.rows, events.hasMore, q.page, q.outcome, { ...refusals, page: q.rpage })));
+    return send(reply, page('Webhooks', viewer, webhooksBody(viewer, backlog, events.rows, events.hasMore, q.page, q.outcome, { ...refusals, page: q.rpage })));
   });
+}
+
+/** Several organisations' lists of held plans as one, newest first, each plan once. */
+function mergeHeld(lists: HeldPlanSummary[][]): HeldPlanSummary[] {
+  return [...new Map(lists.flat().map((p) => [p.id, p])).values()].sort((a, b) => b.id - a.id).slice(0, 50);
 }

@@ -18,9 +18,11 @@ import type { PgLender } from '../warehouse/transaction.ts';
 import { loadAssets } from './assets.ts';
 import { recordConsoleChange } from './data/provisioning.ts';
 import { html, type SafeHtml } from './html.ts';
+import { z } from 'zod';
 import { page, type Viewer } from './layout.ts';
 import { registerPageRoutes } from './routes.ts';
-import { createSession, endSession, findSession, type Session } from './sessions.ts';
+import { isConfigured, scopeOf } from './scope.ts';
+import { createSession, endSession, findSession, setSessionOrg, type Session } from './sessions.ts';
 
 export interface ConsoleDeps {
   config: Config;
@@ -30,8 +32,8 @@ export interface ConsoleDeps {
   log: Logger;
   /** Dependency checks for the Overview (postgres, redis): the failures by name. */
   health: () => Promise<Record<string, string>>;
-  /** What drift repair (`reconcile --fix`) needs, the platform included; built on first use. */
-  repair: () => ProvisionDeps;
+  /** What drift repair (`reconcile --fix`) of one organisation needs, its platform client included; built on first use. */
+  repair: (org: string) => ProvisionDeps;
 }
 
 export interface ConsoleServer {
@@ -105,7 +107,8 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
       if (session.role !== 'operator') return reply.code(403).type('text/plain').send('operators only');
       if (request.headers['sec-fetch-site'] !== 'same-origin') return reply.code(403).type('text/plain').send('same-origin requests only');
       deps.log.info({ user: session.username, role: session.role, method: request.method, url: request.url }, 'console queue change');
-      await recordConsoleChange(deps.db, { username: session.username, role: session.role, action: `queues ${request.method}`, target: request.url });
+      // One queue serves every organisation: the change is recorded without one.
+      await recordConsoleChange(deps.db, { org: null, username: session.username, role: session.role, action: `queues ${request.method}`, target: request.url });
     }
   });
 
@@ -160,8 +163,26 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
     return reply.redirect('/login');
   });
 
-  const viewerOf = (request: FastifyRequest, reply: FastifyReply): Viewer => ({ name: request.session!.username, role: request.session!.role, csrfToken: reply.generateCsrf() });
+  const viewerOf = (request: FastifyRequest, reply: FastifyReply): Viewer => ({
+    name: request.session!.username,
+    role: request.session!.role,
+    csrfToken: reply.generateCsrf(),
+    scope: scopeOf(deps.config, request.session!.org),
+    path: request.url,
+  });
   registerPageRoutes(server, deps, viewerOf);
+
+  /** The selector: keeps the choice in the session, then back to the page it was made on. */
+  server.post('/org', { preHandler: server.csrfProtection }, async (request, reply) => {
+    const form = z.object({ org: z.string().max(40).optional(), back: z.string().max(500).optional() }).catch({}).parse(request.body);
+    const scope = scopeOf(deps.config, request.session!.org);
+    const chosen = form.org && isConfigured(scope, form.org) ? form.org : null;
+    await setSessionOrg(deps.db, request.cookies[SESSION_COOKIE], chosen);
+    // Only a path of this console: never an absolute or protocol-relative URL.
+    const back = form.back && /^\/(?![/\\])/.test(form.back) ? form.back : '/';
+    return reply.redirect(back);
+  });
+
   mountQueueBoard(server, deps.queue, '/queues');
 
   server.setErrorHandler((error: { statusCode?: number; code?: string; message: string }, request, reply) => {

@@ -15,6 +15,8 @@ export interface Session {
   username: string;
   role: ConsoleRole;
   expiresAt: Date;
+  /** The organisation chosen in the selector; null: all of them. */
+  org: string | null;
 }
 
 const hashOf = (token: string): string => createHash('sha256').update(token).digest('hex');
@@ -31,10 +33,15 @@ export async function createSession(db: Db, user: { name: string; role: ConsoleR
 /** The live session of a cookie token, or undefined (unknown, expired, or its user no longer configured). */
 export async function findSession(db: Db, token: string | undefined): Promise<Session | undefined> {
   if (!token || token.length > 100) return undefined;
-  const { rows } = await sql<{ username: string; role: ConsoleRole; expires_at: Date }>`
-    select username, role, expires_at from trainsync.console_sessions where token_hash = ${hashOf(token)} and expires_at > now()`.execute(db);
+  const { rows } = await sql<{ username: string; role: ConsoleRole; expires_at: Date; org: string | null }>`
+    select username, role, expires_at, org from trainsync.console_sessions where token_hash = ${hashOf(token)} and expires_at > now()`.execute(db);
   const row = rows[0];
-  return row ? { username: row.username, role: row.role, expiresAt: row.expires_at } : undefined;
+  return row ? { username: row.username, role: row.role, expiresAt: row.expires_at, org: row.org } : undefined;
+}
+
+/** Keeps the organisation a session looks at (null: all); the caller checks it is configured. */
+export async function setSessionOrg(db: Db, token: string | undefined, org: string | null): Promise<void> {
+  if (token) await sql`update trainsync.console_sessions set org = ${org} where token_hash = ${hashOf(token)} and expires_at > now()`.execute(db);
 }
 
 export async function endSession(db: Db, token: string | undefined): Promise<void> {

@@ -29,7 +29,8 @@ export function isPermanentError(error: unknown): boolean {
  */
 export type AttemptOutcome = 'completed' | 'failed' | 'delayed' | 'waiting-for-postgres';
 
-export type JobFinishedHook = (name: string, outcome: AttemptOutcome, seconds: number, result?: unknown) => void;
+/** `org`: the slug of the job's organisation (for the metrics' `org` label). */
+export type JobFinishedHook = (name: string, outcome: AttemptOutcome, seconds: number, result: unknown, org: string) => void;
 
 /** What runs jobs: the catalog, the services a job may use, and where it reports. */
 export interface JobRunner {
@@ -88,7 +89,7 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
 
   const finish = (outcome: AttemptOutcome, fields: Record<string, unknown> = {}, result?: unknown): void => {
     const seconds = (performance.now() - started) / 1000;
-    runner.onFinished?.(job.name, outcome, seconds, result);
+    runner.onFinished?.(job.name, outcome, seconds, result, org);
     const line = { attempt, seconds: Math.round(seconds * 1000) / 1000, outcome, ...payloadResource(parsed.data), ...fields };
     if (outcome !== 'failed') log.info(line, 'job finished');
     else if (fields.retried === false) log.error(line, 'job finished');

@@ -90,7 +90,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     const org = orgFor(slug);
     let platform = platforms.get(org.slug);
     if (!platform) {
-      platform = createPlatformClient(platformClientOptionsFromConfig(config, org, log.child({ org: org.slug }), { onRequest: (event) => metrics.observeRequest(event) }));
+      platform = createPlatformClient(platformClientOptionsFromConfig(config, org, log.child({ org: org.slug }), { onRequest: (event) => metrics.observeRequest(event, org.slug) }));
       platforms.set(org.slug, platform);
     }
     return platform;

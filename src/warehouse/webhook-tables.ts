@@ -1,6 +1,6 @@
 /**
  * kysely row types of the webhook tables in schema `trainsync` (owned by src/webhooks;
- * sql/migrations/0007_webhooks.sql is the source of truth).
+ * sql/migrations/0007_webhooks.sql and 0017 are the source of truth).
  */
 import type { ColumnType } from 'kysely';
 import type { GeneratedInstant as DefaultInstant, NullableInstant } from './column-types.ts';
@@ -12,6 +12,8 @@ export type WebhookEventOutcome = 'loaded' | 'not-found' | 'failed' | 'test' | '
 export type WebhookResultOutcome = 'loaded' | 'not-found' | 'failed';
 
 export interface WebhookEventsTable {
+  /** The organisation's slug (0017): the key is (org, event_id). */
+  org: string;
   event_id: string;
   event_type: string;
   organisation_id: string | null;
@@ -25,6 +27,7 @@ export interface WebhookEventsTable {
 }
 
 export interface WebhookEventResultsTable {
+  org: string;
   event_id: string;
   result_id: string;
   received_at: ColumnType<Date, Date | string, Date | string>;

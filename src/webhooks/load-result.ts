@@ -52,7 +52,7 @@ function isNotReadable(error: unknown): boolean {
   return error instanceof PlatformError && (error.code === 'RESULT_NOT_FOUND' || error.status === 404);
 }
 
-type Deps = Pick<JobContext, 'db' | 'withPgClient' | 'platform' | 'log' | 'job'>;
+type Deps = Pick<JobContext, 'db' | 'withPgClient' | 'platform' | 'log' | 'job' | 'org'>;
 
 /**
  * Settles the result's rows received up to `cutoff` and the events that are complete
@@ -69,8 +69,8 @@ async function settle(
   return withRetriedTransaction(deps.withPgClient, async (tx) => {
     const counts = found && 'result' in found ? await upsertResults(tx.client, [found.result], { seenAt: new Date() }) : undefined;
     if (found && 'invalid' in found) await quarantineRecords(tx.db, null, [found.invalid]);
-    const eventIds = await settleResult(tx.db, resultId, cutoff, outcome);
-    return { events: await settleEvents(tx.db, error, eventIds), ...(counts ? { counts } : {}) };
+    const eventIds = await settleResult(tx.db, deps.org.slug, resultId, cutoff, outcome);
+    return { events: await settleEvents(tx.db, error, { org: deps.org.slug, eventIds }), ...(counts ? { counts } : {}) };
   });
 }
 
@@ -87,7 +87,7 @@ export async function loadWebhookResult(resultId: string, deps: Deps, attempts =
   };
 
   for (let round = 0; round < MAX_ROUNDS; round += 1) {
-    if (!(await hasPendingResult(deps.db, resultId))) break;
+    if (!(await hasPendingResult(deps.db, deps.org.slug, resultId))) break;
     // Rows received before this instant get this read's answer; later ones need another read.
     const cutoff = await databaseNow(deps.db);
     let result: Result;

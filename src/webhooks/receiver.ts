@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG, ORG_SLUG_RE } from '../lib/orgs-file.ts';
 import { listenInbound } from '../lib/inbound-server.ts';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../lib/errors.ts';
@@ -10,10 +10,31 @@ import type { PgLender } from '../warehouse/transaction.ts';
 import { enqueueResultLoads } from './enqueue.ts';
 import { envelopeSchema, EVENT_TYPES, planEvent, typeLabel } from './events.ts';
 import { signatureHeaderMatcher, signatureHeaderValues, verifySignature } from './signature.ts';
-import { recordRefusal } from './refusals.ts';
+import { organisationGuids, type OrganisationCheck } from './organisation-guid.ts';
+import { recordRefusal, type RefusalReason } from './refusals.ts';
 import { storeEvent, type StoredEvent } from './store.ts';
 
+/** The default organisation's path (today's, unchanged); every organisation also has `<this>/<slug>`. */
 export const WEBHOOK_PATH = '/webhooks/platform';
+
+/** The path an organisation's webhooks post to. */
+export function webhookPathOf(slug: string): string {
+  return slug === DEFAULT_ORG ? WEBHOOK_PATH : `${WEBHOOK_PATH}/${slug}`;
+}
+
+/** The organisation a path names: the bare path is `default`'s; undefined for any other path. */
+export function orgOfPath(path: string): string | undefined {
+  if (path === WEBHOOK_PATH || path === `${WEBHOOK_PATH}/`) return DEFAULT_ORG;
+  if (!path.startsWith(`${WEBHOOK_PATH}/`)) return undefined;
+  const slug = path.slice(WEBHOOK_PATH.length + 1).replace(/\/$/, '');
+  return ORG_SLUG_RE.test(slug) ? slug : undefined;
+}
+
+/** An organisation that takes webhooks, with its decoded validation secrets. */
+export interface WebhookOrg {
+  slug: string;
+  keys: readonly Buffer[];
+}
 
 /** How long the 2xx waits for the jobs to be queued; the sweep queues them later if Redis is slow or down. */
 const ENQUEUE_WAIT_MS = 1_000;
@@ -24,8 +45,11 @@ const SIGNATURE_LOG_EVERY_MS = 10_000;
 
 export interface WebhookReceiverDeps {
   config: Pick<Config, 'TRAINSYNC_WEBHOOK_PORT' | 'TRAINSYNC_WEBHOOK_HOST' | 'TRAINSYNC_WEBHOOK_SIGNATURE_HEADER' | 'TRAINSYNC_WEBHOOK_MAX_BODY_BYTES'>;
-  /** The decoded validation secrets (TRAINSYNC_WEBHOOK_SECRET). */
-  keys: readonly Buffer[];
+  /**
+   * The organisations that take webhooks, each with its own secrets (the default
+   * organisation's: TRAINSYNC_WEBHOOK_SECRET; the others': webhookSecret in the orgs file).
+   */
+  orgs: readonly WebhookOrg[];
   withPgClient: PgLender;
   queue: Pick<JobQueue, 'add'>;
   metrics: Metrics;
@@ -86,12 +110,16 @@ function peekEventType(bytes: Buffer): string | undefined {
 }
 
 /**
- * `POST /webhooks/platform`: the platform's signed events. A 2xx is sent only once the
- * event is stored (a retried delivery of a stored event gets 200 again and nothing
- * else happens); 401 for a missing or bad signature (counted, and recorded without its body); 413 over
- * the body limit; 503 when the database cannot store it (the platform retries for up
- * to 3 days). TEST_EVENT always gets 200: the platform sends it unsigned when a
- * webhook is added, and needs the 2xx to create the webhook.
+ * `POST /webhooks/platform/<slug>` (and `/webhooks/platform` for `default`): the
+ * platform's signed events of one organisation, checked with that organisation's
+ * secrets only. A 2xx is sent only once the event is stored (a retried delivery of a
+ * stored event gets 200 again and nothing else happens); 401 for a missing or bad
+ * signature, another organisation's included (counted, and recorded without its
+ * body); 403 for a signed envelope whose organisationId is not the organisation's GUID
+ * (recorded with both GUIDs); 404 for a path of no organisation that takes webhooks;
+ * 413 over the body limit; 503 when the database cannot store it (the platform
+ * retries for up to 3 days). TEST_EVENT always gets 200: the platform sends it
+ * unsigned when a webhook is added, and needs the 2xx to create the webhook.
  */
 export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<WebhookReceiver> {
   const { config, metrics, log } = deps;
@@ -99,19 +127,28 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
   const isSignatureHeader = signatureHeaderMatcher(config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER);
   let refusedSinceLog = 0;
   let lastRefusalLog = 0;
+  const orgs = new Map(deps.orgs.map((org) => [org.slug, org]));
+  const guids = organisationGuids(deps.withPgClient);
+  const secretName = (org: string): string => (org === DEFAULT_ORG ? 'TRAINSYNC_WEBHOOK_SECRET' : `the webhookSecret of organisation ${org}`);
 
-  const refuse = async (reason: 'missing' | 'invalid', remote: string | undefined): Promise<Answer> => {
-    metrics.webhookSignatureFailures.inc({ reason });
-    // For the console's Webhooks page; the 401 does not depend on it being stored.
-    await recordRefusal(deps.withPgClient, { reason, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote }).catch((error: unknown) =>
-      log.warn({ err: error }, 'could not record a refused webhook delivery'),
+  const refuse = async (org: string, reason: RefusalReason, remote: string | undefined, detail?: string): Promise<Answer> => {
+    if (reason === 'organisation-mismatch') metrics.webhookReceived.inc({ org, type: 'other', outcome: 'organisation-mismatch' });
+    else metrics.webhookSignatureFailures.inc({ org, reason });
+    // For the console's Webhooks page; the answer does not depend on it being stored.
+    await recordRefusal(deps.withPgClient, { org, reason, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote, ...(detail ? { detail } : {}) }).catch((error: unknown) =>
+      log.warn({ err: error, org }, 'could not record a refused webhook delivery'),
     );
+    if (reason === 'organisation-mismatch') {
+      // Signed with this organisation's secret: a set-up mistake worth a line each time.
+      log.warn({ org, remote, detail }, 'webhook refused (403): its organisationId is not this organisation\'s');
+      return { status: 403, body: { error: `organisationId does not match organisation ${org}` } };
+    }
     refusedSinceLog += 1;
     const now = Date.now();
     if (now - lastRefusalLog >= SIGNATURE_LOG_EVERY_MS) {
       log.warn(
-        { reason, refused: refusedSinceLog, remote, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER },
-        'webhook refused (401): signature missing or not made with TRAINSYNC_WEBHOOK_SECRET',
+        { org, reason, refused: refusedSinceLog, remote, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER },
+        `webhook refused (401): signature missing or not made with ${secretName(org)}`,
       );
       lastRefusalLog = now;
       refusedSinceLog = 0;
@@ -119,64 +156,76 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
     return { status: 401, body: { error: reason === 'missing' ? 'signature missing' : 'signature invalid' } };
   };
 
-  const receive = async (req: http.IncomingMessage): Promise<Answer> => {
+  const receive = async (req: http.IncomingMessage, target: WebhookOrg): Promise<Answer> => {
+    const org = target.slug;
     const body = await readBody(req, limit);
     if (body.kind === 'too-large') {
       return { status: 413, body: { error: `body over ${limit} bytes (TRAINSYNC_WEBHOOK_MAX_BODY_BYTES)` }, headers: { connection: 'close' } };
     }
-    const signature = verifySignature(body.bytes, signatureHeaderValues(req.rawHeaders, isSignatureHeader), deps.keys);
+    // Only this organisation's secrets: a body signed with another organisation's is invalid here.
+    const signature = verifySignature(body.bytes, signatureHeaderValues(req.rawHeaders, isSignatureHeader), target.keys);
     if (signature !== 'valid') {
       if (peekEventType(body.bytes) === EVENT_TYPES.test) {
         // Nothing in it to process, so nothing to trust: acknowledged, not stored.
-        metrics.webhookReceived.inc({ type: EVENT_TYPES.test, outcome: 'test-unsigned' });
-        log.info('webhook TEST_EVENT received (unsigned): acknowledged');
+        metrics.webhookReceived.inc({ org, type: EVENT_TYPES.test, outcome: 'test-unsigned' });
+        log.info({ org }, 'webhook TEST_EVENT received (unsigned): acknowledged');
         return { status: 200, body: { status: 'test' } };
       }
-      return await refuse(signature, req.socket.remoteAddress);
+      return await refuse(org, signature, req.socket.remoteAddress);
     }
 
     let json: unknown;
     try {
       json = JSON.parse(body.bytes.toString('utf8'));
     } catch {
-      metrics.webhookReceived.inc({ type: 'other', outcome: 'malformed' });
+      metrics.webhookReceived.inc({ org, type: 'other', outcome: 'malformed' });
       return { status: 400, body: { error: 'the body is not JSON' } };
     }
     const envelope = envelopeSchema.safeParse(json);
     if (!envelope.success) {
-      metrics.webhookReceived.inc({ type: 'other', outcome: 'malformed' });
-      log.warn({ problem: envelope.error.issues[0]?.message }, 'signed webhook without eventId or eventType: refused (400)');
+      metrics.webhookReceived.inc({ org, type: 'other', outcome: 'malformed' });
+      log.warn({ org, problem: envelope.error.issues[0]?.message }, 'signed webhook without eventId or eventType: refused (400)');
       return { status: 400, body: { error: 'eventId and eventType are required' } };
     }
+    let guid: OrganisationCheck;
+    try {
+      guid = await guids.check(org, envelope.data.organisationId);
+    } catch (error) {
+      log.error({ err: error, org, eventId: envelope.data.eventId }, 'could not check a webhook\'s organisationId: answered 503, the platform delivers it again');
+      return { status: 503, body: { error: 'not stored; deliver again later' }, headers: { 'retry-after': '30' } };
+    }
+    if (!guid.ok) return await refuse(org, 'organisation-mismatch', req.socket.remoteAddress, guid.detail);
+    if (guid.learned) log.info({ org, organisationId: envelope.data.organisationId }, 'learned the organisation\'s platform GUID from its first verified webhook');
     const plan = planEvent(envelope.data);
     const type = typeLabel(envelope.data.eventType);
     let stored: StoredEvent;
     try {
-      stored = await storeEvent(deps.withPgClient, envelope.data, JSON.stringify(json), plan);
+      stored = await storeEvent(deps.withPgClient, org, envelope.data, JSON.stringify(json), plan);
     } catch (error) {
-      log.error({ err: error, eventId: envelope.data.eventId }, 'could not store a webhook event: answered 503, the platform delivers it again');
+      log.error({ err: error, org, eventId: envelope.data.eventId }, 'could not store a webhook event: answered 503, the platform delivers it again');
       return { status: 503, body: { error: 'not stored; deliver again later' }, headers: { 'retry-after': '30' } };
     }
-    metrics.webhookReceived.inc({ type, outcome: stored.stored ? 'stored' : 'duplicate' });
+    metrics.webhookReceived.inc({ org, type, outcome: stored.stored ? 'stored' : 'duplicate' });
     if (!stored.stored) return { status: 200, body: { status: 'duplicate', eventId: stored.eventId } };
     if (plan.kind === 'done') {
-      const line = { eventId: stored.eventId, eventType: envelope.data.eventType, outcome: plan.outcome };
+      const line = { org, eventId: stored.eventId, eventType: envelope.data.eventType, outcome: plan.outcome };
       if (plan.outcome === 'invalid') log.warn({ ...line, problem: plan.error }, 'webhook event stored, but its data is unusable: left to the nightly sync');
       else log.info(line, 'webhook event stored; nothing to load');
       return { status: 200, body: { status: 'stored', eventId: stored.eventId } };
     }
     // Stored: the 2xx no longer depends on Redis. The sweep queues what this misses.
-    const queued = enqueueResultLoads(deps.queue, DEFAULT_ORG, plan.resultIds).then(
+    // Queued under this organisation: its job reads the result with this organisation's key.
+    const queued = enqueueResultLoads(deps.queue, org, plan.resultIds).then(
       () => true,
       (error: unknown) => {
-        log.warn({ err: error, eventId: stored.eventId }, 'could not queue a webhook result; the sweep queues it');
+        log.warn({ err: error, org, eventId: stored.eventId }, 'could not queue a webhook result; the sweep queues it');
         return false;
       },
     );
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([queued, new Promise((resolve) => (timer = setTimeout(resolve, ENQUEUE_WAIT_MS)))]);
     clearTimeout(timer);
-    log.debug({ eventId: stored.eventId, eventType: envelope.data.eventType, results: plan.resultIds.length }, 'webhook event stored');
+    log.debug({ org, eventId: stored.eventId, eventType: envelope.data.eventType, results: plan.resultIds.length }, 'webhook event stored');
     return { status: 200, body: { status: 'stored', eventId: stored.eventId } };
   };
 
@@ -187,9 +236,13 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
       res.writeHead(answer.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...answer.headers });
       res.end(text);
     };
-    if (path !== WEBHOOK_PATH) {
+    const slug = orgOfPath(path ?? '/');
+    const target = slug === undefined ? undefined : orgs.get(slug);
+    if (target === undefined) {
       req.resume();
-      reply({ status: 404, body: { error: `not found: the platform posts to ${WEBHOOK_PATH}` } });
+      // The configured slugs are not listed: this answer goes to anyone who asks.
+      const error = slug === undefined ? `not found: the platform posts to ${WEBHOOK_PATH}/<organisation>` : `not found: organisation ${slug} takes no webhooks here`;
+      reply({ status: 404, body: { error } });
       return;
     }
     if (req.method !== 'POST') {
@@ -197,21 +250,21 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
       reply({ status: 405, body: { error: 'POST only' }, headers: { allow: 'POST' } });
       return;
     }
-    receive(req).then(
+    receive(req, target).then(
       (answer) => {
         reply(answer);
         // A body far over the limit is not read to its end: the connection goes.
         if (answer.status === 413) res.on('finish', () => req.socket.destroySoon());
       },
       (error: unknown) => {
-        log.error({ err: error }, 'webhook receiver error');
+        log.error({ err: error, org: target.slug }, 'webhook receiver error');
         if (!res.headersSent) reply({ status: 500, body: { error: errorMessage(error) } });
         else res.destroy();
       },
     );
   };
   const server = await listenInbound(handler, { port: config.TRAINSYNC_WEBHOOK_PORT, host: config.TRAINSYNC_WEBHOOK_HOST });
-  log.info({ port: server.port, host: config.TRAINSYNC_WEBHOOK_HOST, path: WEBHOOK_PATH, signatureHeader: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER }, 'webhook receiver listening');
+  log.info({ port: server.port, host: config.TRAINSYNC_WEBHOOK_HOST, paths: deps.orgs.map((o) => webhookPathOf(o.slug)), signatureHeader: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER }, 'webhook receiver listening');
   // Requests in flight finish (their events are stored and acknowledged); idle keep-alive connections go now.
   return server;
 }

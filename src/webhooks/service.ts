@@ -5,7 +5,7 @@ import type { Metrics } from '../runtime/metrics.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
-import { startWebhookReceiver } from './receiver.ts';
+import { startWebhookReceiver, type WebhookOrg } from './receiver.ts';
 import { startSweeper } from './sweep.ts';
 
 export interface WebhookServiceDeps {
@@ -23,18 +23,24 @@ export interface WebhookService {
   close(): Promise<void>;
 }
 
+/** The organisations that take webhooks: those with a secret (the default one's is TRAINSYNC_WEBHOOK_SECRET). */
+export function webhookOrgs(config: Pick<Config, 'orgs'>): WebhookOrg[] {
+  return config.orgs.flatMap((org) => (org.webhookSecrets && org.webhookSecrets.length > 0 ? [{ slug: org.slug, keys: org.webhookSecrets }] : []));
+}
+
 /**
- * What `worker` runs for webhooks: the receiver on TRAINSYNC_WEBHOOK_PORT and the sweep
- * of stored events not yet processed. Off (undefined) unless TRAINSYNC_WEBHOOK_SECRET is set.
+ * What `worker` runs for webhooks: one receiver on TRAINSYNC_WEBHOOK_PORT with a path
+ * per organisation, and one sweep of stored events not yet processed (every
+ * organisation's). Off (undefined) unless some organisation has a webhook secret.
  */
 export async function startWebhookService(deps: WebhookServiceDeps): Promise<WebhookService | undefined> {
   const { config, log } = deps;
-  const keys = config.TRAINSYNC_WEBHOOK_SECRET;
-  if (keys === undefined) {
-    log.debug('webhook receiver off: TRAINSYNC_WEBHOOK_SECRET is not set');
+  const orgs = webhookOrgs(config);
+  if (orgs.length === 0) {
+    log.debug('webhook receiver off: no organisation has a webhook secret (TRAINSYNC_WEBHOOK_SECRET, or webhookSecret in the orgs file)');
     return undefined;
   }
-  const receiver = await startWebhookReceiver({ config, keys, withPgClient: deps.withPgClient, queue: deps.queue, metrics: deps.metrics, log });
+  const receiver = await startWebhookReceiver({ config, orgs, withPgClient: deps.withPgClient, queue: deps.queue, metrics: deps.metrics, log });
   const sweeper = startSweeper(
     { db: deps.db, queue: deps.queue, log },
     { intervalMs: config.TRAINSYNC_WEBHOOK_SWEEP_MS, retentionDays: config.TRAINSYNC_WEBHOOK_RETENTION_DAYS },

@@ -7,10 +7,13 @@ import { sentAt, type Envelope, type EventPlan } from './events.ts';
 /**
  * Storage of webhook events (trainsync.webhook_events and webhook_event_results).
  * Times that are compared with each other (received, fetched, processed) all come from
- * the database clock, so processes on several hosts agree.
+ * the database clock, so processes on several hosts agree. Every row belongs to one
+ * organisation (`org`, the slug of the path the delivery came to): event ids and
+ * result ids are only unique within one organisation, so every lookup names it.
  */
 
 export interface StoredEvent {
+  org: string;
   /** False when the event id was stored already (a retried or duplicated delivery). */
   stored: boolean;
   eventId: string;
@@ -20,13 +23,14 @@ export interface StoredEvent {
  * Stores an event and the results it names in one transaction; the caller acknowledges
  * only after this resolves. An event with nothing to load is stored already processed.
  */
-export async function storeEvent(lend: PgLender, envelope: Envelope, payloadJson: string, plan: EventPlan): Promise<StoredEvent> {
+export async function storeEvent(lend: PgLender, org: string, envelope: Envelope, payloadJson: string, plan: EventPlan): Promise<StoredEvent> {
   const eventId = envelope.eventId.trim().toLowerCase();
   return withTransaction(lend, async ({ db }) => {
     const done = plan.kind === 'done';
     const inserted = await db
       .insertInto('trainsync.webhook_events')
       .values({
+        org,
         event_id: eventId,
         event_type: envelope.eventType,
         organisation_id: envelope.organisationId ?? null,
@@ -36,17 +40,17 @@ export async function storeEvent(lend: PgLender, envelope: Envelope, payloadJson
         outcome: done ? plan.outcome : null,
         error: done ? (plan.error ?? null) : null,
       })
-      .onConflict((oc) => oc.column('event_id').doNothing())
+      .onConflict((oc) => oc.columns(['org', 'event_id']).doNothing())
       .returning(['received_at'])
       .executeTakeFirst();
-    if (!inserted) return { stored: false, eventId };
+    if (!inserted) return { org, stored: false, eventId };
     if (plan.kind === 'load' && plan.resultIds.length > 0) {
       await db
         .insertInto('trainsync.webhook_event_results')
-        .values(plan.resultIds.map((resultId) => ({ event_id: eventId, result_id: resultId, received_at: inserted.received_at })))
+        .values(plan.resultIds.map((resultId) => ({ org, event_id: eventId, result_id: resultId, received_at: inserted.received_at })))
         .execute();
     }
-    return { stored: true, eventId };
+    return { org, stored: true, eventId };
   });
 }
 
@@ -56,11 +60,12 @@ export async function databaseNow(db: Kysely<Database>): Promise<Date> {
   return rows[0]!.now;
 }
 
-/** Whether any event naming the result still waits for it. */
-export async function hasPendingResult(db: Kysely<Database>, resultId: string): Promise<boolean> {
+/** Whether any event of the organisation naming the result still waits for it. */
+export async function hasPendingResult(db: Kysely<Database>, org: string, resultId: string): Promise<boolean> {
   const row = await db
     .selectFrom('trainsync.webhook_event_results')
     .select('event_id')
+    .where('org', '=', org)
     .where('result_id', '=', resultId)
     .where('processed_at', 'is', null)
     .limit(1)
@@ -74,20 +79,22 @@ export async function hasPendingResult(db: Kysely<Database>, resultId: string): 
  * first, in id order: two jobs finishing two results of one multi-course event then
  * settle it one after the other, so the second one sees the first one's rows.
  */
-export async function settleResult(db: Kysely<Database>, resultId: string, cutoff: Date, outcome: WebhookResultOutcome): Promise<string[]> {
+export async function settleResult(db: Kysely<Database>, org: string, resultId: string, cutoff: Date, outcome: WebhookResultOutcome): Promise<string[]> {
   const events = await db
     .selectFrom('trainsync.webhook_event_results')
     .select('event_id')
+    .where('org', '=', org)
     .where('result_id', '=', resultId)
     .where('processed_at', 'is', null)
     .where('received_at', '<=', cutoff)
     .execute();
   const ids = [...new Set(events.map((e) => e.event_id))].sort();
   if (ids.length === 0) return [];
-  await db.selectFrom('trainsync.webhook_events').select('event_id').where('event_id', 'in', ids).orderBy('event_id').forNoKeyUpdate().execute();
+  await db.selectFrom('trainsync.webhook_events').select('event_id').where('org', '=', org).where('event_id', 'in', ids).orderBy('event_id').forNoKeyUpdate().execute();
   await db
     .updateTable('trainsync.webhook_event_results')
     .set({ processed_at: sql<Date>`clock_timestamp()`, outcome })
+    .where('org', '=', org)
     .where('result_id', '=', resultId)
     .where('event_id', 'in', ids)
     .where('processed_at', 'is', null)
@@ -96,6 +103,7 @@ export async function settleResult(db: Kysely<Database>, resultId: string, cutof
 }
 
 export interface SettledEvent {
+  org: string;
   eventId: string;
   eventType: string;
   outcome: string;
@@ -105,21 +113,22 @@ export interface SettledEvent {
 
 /**
  * Marks events whose every result is settled as processed: `failed` if any result
- * failed, else `not-found` if any could not be read, else `loaded`. With `eventIds`,
- * only those (a job's own); without, every such event (the sweep's safety net).
+ * failed, else `not-found` if any could not be read, else `loaded`. With `only`, just
+ * those events of that organisation (a job's own); without, every such event of every
+ * organisation (the sweep's safety net).
  */
-export async function settleEvents(db: Kysely<Database>, error: string | null, eventIds?: readonly string[]): Promise<SettledEvent[]> {
-  if (eventIds !== undefined && eventIds.length === 0) return [];
-  const only = eventIds === undefined ? sql`` : sql`and r.event_id in (${sql.join(eventIds)})`;
-  const { rows } = await sql<{ event_id: string; event_type: string; outcome: string; seconds: number }>`
+export async function settleEvents(db: Kysely<Database>, error: string | null, only?: { org: string; eventIds: readonly string[] }): Promise<SettledEvent[]> {
+  if (only !== undefined && only.eventIds.length === 0) return [];
+  const these = only === undefined ? sql`` : sql`and r.org = ${only.org} and r.event_id in (${sql.join(only.eventIds)})`;
+  const { rows } = await sql<{ org: string; event_id: string; event_type: string; outcome: string; seconds: number }>`
     with settled as (
-      select r.event_id,
+      select r.org, r.event_id,
              bool_or(r.outcome = 'failed') as any_failed,
              bool_or(r.outcome = 'not-found') as any_missing
       from trainsync.webhook_event_results r
-      join trainsync.webhook_events e on e.event_id = r.event_id and e.processed_at is null
-      where true ${only}
-      group by r.event_id
+      join trainsync.webhook_events e on e.org = r.org and e.event_id = r.event_id and e.processed_at is null
+      where true ${these}
+      group by r.org, r.event_id
       having bool_and(r.processed_at is not null)
     )
     update trainsync.webhook_events e
@@ -127,27 +136,33 @@ export async function settleEvents(db: Kysely<Database>, error: string | null, e
         outcome = case when s.any_failed then 'failed' when s.any_missing then 'not-found' else 'loaded' end,
         error = case when s.any_failed or s.any_missing then ${error}::text else null end
     from settled s
-    where e.event_id = s.event_id and e.processed_at is null
-    returning e.event_id, e.event_type, e.outcome, extract(epoch from e.processed_at - e.received_at)::float8 as seconds`.execute(db);
-  return rows.map((r) => ({ eventId: r.event_id, eventType: r.event_type, outcome: r.outcome, seconds: r.seconds }));
+    where e.org = s.org and e.event_id = s.event_id and e.processed_at is null
+    returning e.org, e.event_id, e.event_type, e.outcome, extract(epoch from e.processed_at - e.received_at)::float8 as seconds`.execute(db);
+  return rows.map((r) => ({ org: r.org, eventId: r.event_id, eventType: r.event_type, outcome: r.outcome, seconds: r.seconds }));
 }
 
-/** Results some stored event still waits for, received at least `minAgeMs` ago (oldest first). */
-export async function pendingResultIds(db: Kysely<Database>, minAgeMs: number, limit: number): Promise<string[]> {
+/** A result some stored event of the organisation still waits for. */
+export interface PendingResult {
+  org: string;
+  resultId: string;
+}
+
+/** Results some stored event still waits for, of every organisation, received at least `minAgeMs` ago (oldest first). */
+export async function pendingResults(db: Kysely<Database>, minAgeMs: number, limit: number): Promise<PendingResult[]> {
   const rows = await db
     .selectFrom('trainsync.webhook_event_results')
-    .select('result_id')
+    .select(['org', 'result_id'])
     .select((eb) => eb.fn.min('received_at').as('first'))
     .where('processed_at', 'is', null)
     .where('received_at', '<=', sql<Date>`clock_timestamp() - make_interval(secs => ${minAgeMs / 1000})`)
-    .groupBy('result_id')
+    .groupBy(['org', 'result_id'])
     .orderBy('first')
     .limit(limit)
     .execute();
-  return rows.map((r) => r.result_id);
+  return rows.map((r) => ({ org: r.org, resultId: r.result_id }));
 }
 
-/** Deletes processed events older than `days` (their result rows go with them); returns how many. */
+/** Deletes processed events older than `days`, of every organisation (their result rows go with them); returns how many. */
 export async function pruneEvents(db: Kysely<Database>, days: number): Promise<number> {
   const deleted = await db
     .deleteFrom('trainsync.webhook_events')
@@ -167,22 +182,27 @@ export interface WebhookBacklog {
   lastDay: Record<string, number>;
 }
 
-/** What `status` shows: the last event received and the backlog. */
-export async function webhookBacklog(db: Kysely<Database>): Promise<WebhookBacklog> {
+/** What `status` shows of an organisation (the console: of the organisations it shows): the last event received and the backlog. */
+export async function webhookBacklog(db: Kysely<Database>, org: string | readonly string[]): Promise<WebhookBacklog> {
+  const orgs = typeof org === 'string' ? [org] : [...org];
+  if (orgs.length === 0) return { lastReceivedAt: null, lastEventType: null, lastEventId: null, waiting: 0, oldestWaitingSince: null, lastDay: {} };
   const last = await db
     .selectFrom('trainsync.webhook_events')
     .select(['event_id', 'event_type', 'received_at'])
+    .where('org', 'in', orgs)
     .orderBy('received_at', 'desc')
     .limit(1)
     .executeTakeFirst();
   const waiting = await db
     .selectFrom('trainsync.webhook_events')
     .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min('received_at').as('oldest')])
+    .where('org', 'in', orgs)
     .where('processed_at', 'is', null)
     .executeTakeFirstOrThrow();
   const day = await db
     .selectFrom('trainsync.webhook_events')
     .select((eb) => [eb.fn.coalesce('outcome', sql<string>`'waiting'`).as('outcome'), eb.fn.countAll<number>().as('n')])
+    .where('org', 'in', orgs)
     .where('received_at', '>', sql<Date>`now() - interval '1 day'`)
     .groupBy('outcome')
     .execute();

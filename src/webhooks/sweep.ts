@@ -1,11 +1,10 @@
 import type { Kysely } from 'kysely';
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import type { Database } from '../warehouse/database.ts';
 import { enqueueResultLoads } from './enqueue.ts';
 import { pruneRefusals } from './refusals.ts';
-import { pendingResultIds, pruneEvents, settleEvents } from './store.ts';
+import { pendingResults, pruneEvents, settleEvents } from './store.ts';
 
 /** Results queued per sweep at most (a larger backlog takes several sweeps; the oldest go first). */
 const SWEEP_LIMIT = 5_000;
@@ -28,14 +27,20 @@ export interface SweepCounts {
  * Processing is driven from the table, not from Redis: this queues every result some
  * stored event still waits for (an event stored just before a crash, or while Redis
  * was down), settles events whose results are all done, and prunes old ones. Queueing
- * a result that already has a job is absorbed by its deduplication.
+ * a result that already has a job is absorbed by its deduplication. One sweep serves
+ * every organisation: each result is queued under the organisation of its event, so
+ * its job reads it with that organisation's key.
  */
 export async function sweepWebhookEvents(deps: SweepDeps, options: { minAgeMs: number; retentionDays: number }): Promise<SweepCounts> {
   const settled = await settleEvents(deps.db, 'settled by the sweep');
-  const resultIds = await pendingResultIds(deps.db, options.minAgeMs, SWEEP_LIMIT);
-  for (let i = 0; i < resultIds.length; i += 100) await enqueueResultLoads(deps.queue, DEFAULT_ORG, resultIds.slice(i, i + 100));
+  const pending = await pendingResults(deps.db, options.minAgeMs, SWEEP_LIMIT);
+  const byOrg = new Map<string, string[]>();
+  for (const { org, resultId } of pending) byOrg.set(org, [...(byOrg.get(org) ?? []), resultId]);
+  for (const [org, resultIds] of byOrg) {
+    for (let i = 0; i < resultIds.length; i += 100) await enqueueResultLoads(deps.queue, org, resultIds.slice(i, i + 100));
+  }
   const pruned = (await pruneEvents(deps.db, options.retentionDays)) + (await pruneRefusals(deps.db, options.retentionDays));
-  return { queued: resultIds.length, settled: settled.length, pruned };
+  return { queued: pending.length, settled: settled.length, pruned };
 }
 
 /** Sweeps now (everything pending) and then every `intervalMs`; failures are logged and retried at the next tick. */

@@ -3,7 +3,10 @@ import type { Database } from '../../warehouse/database.ts';
 
 type Db = Kysely<Database>;
 
+/** Every query names the organisations it reads (`orgs`: the page's scope); actions and feeds are per organisation (0016). */
+
 export interface ActionRow {
+  org: string;
   action_id: string;
   employee_id: string;
   email: string;
@@ -24,21 +27,24 @@ export interface AuditFilter {
   /** A UTC day, YYYY-MM-DD. */
   day?: string | undefined;
   status?: string | undefined;
+  /** The hash of the feed whose actions to show (a "Feeds read" count links here). */
+  feed?: string | undefined;
   page: number;
   pageSize: number;
 }
 
 /** The provisioning audit trail, newest first, filtered. Indexed by (employee_id, created_at) and updated order. */
-export async function searchActions(db: Db, filter: AuditFilter): Promise<{ rows: ActionRow[]; hasMore: boolean }> {
-  const conditions = [sql`true`];
+export async function searchActions(db: Db, orgs: readonly string[], filter: AuditFilter): Promise<{ rows: ActionRow[]; hasMore: boolean }> {
+  const conditions = [sql`org = any(${orgs}::text[])`];
   if (filter.who) {
     const who = filter.who.trim();
     conditions.push(sql`(employee_id = ${who} or lower(email) like ${`%${who.toLowerCase().replace(/[%_\\]/g, (c) => `\\${c}`)}%`})`);
   }
   if (filter.day) conditions.push(sql`updated_at >= ${filter.day}::date and updated_at < ${filter.day}::date + 1`);
   if (filter.status) conditions.push(sql`status = ${filter.status}`);
+  if (filter.feed) conditions.push(sql`feed_hash = ${filter.feed}`);
   const { rows } = await sql<ActionRow>`
-    select action_id, employee_id, email, kind, group_id, status, error_code, error_message, attempts,
+    select org, action_id, employee_id, email, kind, group_id, status, error_code, error_message, attempts,
            before::text as before_text, after::text as after_text, updated_at
       from trainsync.provisioning_actions where ${sql.join(conditions, sql` and `)}
      order by updated_at desc, id desc limit ${filter.pageSize + 1} offset ${(filter.page - 1) * filter.pageSize}`.execute(db);
@@ -47,6 +53,8 @@ export async function searchActions(db: Db, filter: AuditFilter): Promise<{ rows
 
 export interface FeedRow {
   id: number;
+  org: string;
+  hash: string;
   path: string;
   mode: string;
   dry_run: boolean;
@@ -57,25 +65,27 @@ export interface FeedRow {
   created_at: Date;
 }
 
-export async function recentFeeds(db: Db, limit = 20): Promise<FeedRow[]> {
+export async function recentFeeds(db: Db, orgs: readonly string[], limit = 20): Promise<FeedRow[]> {
   const { rows } = await sql<FeedRow>`
-    select id, regexp_replace(path, '^.*/', '') as path, mode, dry_run, rows, errors, actions, refused, created_at
-      from trainsync.feeds order by id desc limit ${limit}`.execute(db);
+    select id, org, hash, regexp_replace(path, '^.*/', '') as path, mode, dry_run, rows, errors, actions, refused, created_at
+      from trainsync.feeds where org = any(${orgs}::text[]) order by id desc limit ${limit}`.execute(db);
   return rows;
 }
 
-export async function attentionCount(db: Db): Promise<number> {
-  const { rows } = await sql<{ n: number }>`select count(*)::int as n from trainsync.provisioning_actions where status in ('failed', 'needs-identity')`.execute(db);
+export async function attentionCount(db: Db, orgs: readonly string[]): Promise<number> {
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from trainsync.provisioning_actions where org = any(${orgs}::text[]) and status in ('failed', 'needs-identity')`.execute(db);
   return rows[0]?.n ?? 0;
 }
 
-export async function recordConsoleChange(db: Db, change: { username: string; role: string; action: string; target: string; detail?: Record<string, unknown> }): Promise<void> {
-  await sql`insert into trainsync.console_audit (username, role, action, target, detail)
-            values (${change.username}, ${change.role}, ${change.action}, ${change.target}, ${JSON.stringify(change.detail ?? {})}::jsonb)`.execute(db);
+/** `org`: the organisation the change acted in (the row's own); null for one that spans all (bull-board's queue actions). */
+export async function recordConsoleChange(db: Db, change: { org: string | null; username: string; role: string; action: string; target: string; detail?: Record<string, unknown> }): Promise<void> {
+  await sql`insert into trainsync.console_audit (org, username, role, action, target, detail)
+            values (${change.org}, ${change.username}, ${change.role}, ${change.action}, ${change.target}, ${JSON.stringify(change.detail ?? {})}::jsonb)`.execute(db);
 }
 
-export async function consoleChanges(db: Db, limit = 50): Promise<Array<{ username: string; role: string; action: string; target: string; at: Date }>> {
-  const { rows } = await sql<{ username: string; role: string; action: string; target: string; at: Date }>`
-    select username, role, action, target, at from trainsync.console_audit order by id desc limit ${limit}`.execute(db);
+/** The console's own changes in `orgs`, and those that span every organisation. */
+export async function consoleChanges(db: Db, orgs: readonly string[], limit = 50): Promise<Array<{ org: string | null; username: string; role: string; action: string; target: string; at: Date }>> {
+  const { rows } = await sql<{ org: string | null; username: string; role: string; action: string; target: string; at: Date }>`
+    select org, username, role, action, target, at from trainsync.console_audit where org is null or org = any(${orgs}::text[]) order by id desc limit ${limit}`.execute(db);
   return rows;
 }

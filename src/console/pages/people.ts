@@ -19,6 +19,10 @@ ${Object.entries(report.counts).map(([kind, n]) => html`<tr><td>${kind}</td><td>
 ${groups.length === 0 ? html`<p>No assignments yet (sync groups and results after provisioning).</p>` : html`
 ${chart('status-chart', { labels: STATUSES, x: groups.map((_g, i) => i), ys: STATUSES.map((st) => groups.map((g) => count(g, st))) })}
 <table id="assignment-status"><tr><th>${by}</th>${STATUSES.map((s) => html`<th>${s}</th>`)}</tr>
-${groups.map((g) => html`<tr><td>${g}</td>${STATUSES.map((st) => html`<td>${count(g, st)}</td>`)}</tr>`)}</table>`}
+${groups.map((g, i) => html`<tr><td>${g}</td>${STATUSES.map((st) => {
+    const n = count(g, st);
+    // Each count links to the people behind it.
+    return html`<td>${n > 0 ? html`<a href="/people/assignments?${new URLSearchParams({ by, group: g, status: st }).toString()}" id="assign-${i}-${st}">${n}</a>` : '0'}</td>`;
+  })}</tr>`)}</table>`}
 </section>`;
 }

@@ -3,7 +3,8 @@ import { actionButton, type Viewer } from '../layout.ts';
 import type { Plan } from '../../provisioning/plan/types.ts';
 
 /** `reconcile --fix` as a dry run: what would be repaired and why; an operator applies it from here. */
-export function repairBody(viewer: Viewer, plan: Plan, employees: number): SafeHtml {
+/** `org`: the organisation repaired (the Apply button sends it). */
+export function repairBody(viewer: Viewer, plan: Plan, employees: number, org: string): SafeHtml {
   return html`
 <p>Planned ${employees} employees of the last HR snapshot (<code>training.employees</code>) against the platform as it is now (${plan.platform}).
 The repair is planned again when applied, so it repairs what is drifted at that moment.</p>
@@ -12,5 +13,5 @@ ${plan.refused ? html`<p class="reason" id="refused">Refused (${plan.refused.rea
 <table id="repair-actions"><tr><th>employee</th><th>e-mail</th><th>action</th><th>why</th></tr>
 ${plan.actions.map((a) => html`<tr><td>${a.employeeId}</td><td>${a.email}</td><td>${a.kind}</td><td>${a.repair ?? ''}</td></tr>`)}</table>
 ${plan.drift.length > 0 ? html`<h2>Drift seen and left alone</h2><ul>${plan.drift.map((d) => html`<li>${d.employeeId} ${d.email}: ${d.message}</li>`)}</ul>` : ''}
-${plan.actions.length > 0 && !plan.refused ? html`<p>${actionButton(viewer, '/people/repair', `Apply: enqueue the repair`, 'apply-repair')}</p>` : ''}`;
+${plan.actions.length > 0 && !plan.refused ? html`<p>${actionButton(viewer, '/people/repair', `Apply: enqueue the repair`, 'apply-repair', org)}</p>` : ''}`;
 }

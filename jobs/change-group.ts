@@ -19,6 +19,6 @@ export const changeGroup = defineJob({
       ctx,
       p,
       (userId) => (p.member ? ctx.platform.addToGroup(p.groupId, userId) : ctx.platform.removeFromGroup(p.groupId, userId)),
-      (db, userId) => setIdentityGroup(db, p.employeeId, p.groupId, p.member, userId),
+      (db, userId) => setIdentityGroup(db, ctx.org.slug, p.employeeId, p.groupId, p.member, userId),
     ),
 });

@@ -52,7 +52,7 @@ function isNotReadable(error: unknown): boolean {
   return error instanceof PlatformError && (error.code === 'RESULT_NOT_FOUND' || error.status === 404);
 }
 
-type Deps = Pick<JobContext, 'db' | 'withPgClient' | 'platform' | 'log' | 'job'>;
+type Deps = Pick<JobContext, 'db' | 'withPgClient' | 'platform' | 'log' | 'job' | 'org'>;
 
 /**
  * Settles the result's rows received up to `cutoff` and the events that are complete
@@ -67,8 +67,8 @@ async function settle(
   found?: { result: Result } | { invalid: QuarantinedRecord },
 ): Promise<{ events: SettledEvent[]; counts?: LoadCounts }> {
   return withRetriedTransaction(deps.withPgClient, async (tx) => {
-    const counts = found && 'result' in found ? await upsertResults(tx.client, [found.result], { seenAt: new Date() }) : undefined;
-    if (found && 'invalid' in found) await quarantineRecords(tx.db, null, [found.invalid]);
+    const counts = found && 'result' in found ? await upsertResults(tx.client, [found.result], { org: deps.org.slug, seenAt: new Date() }) : undefined;
+    if (found && 'invalid' in found) await quarantineRecords(tx.db, deps.org.slug, null, [found.invalid]);
     const eventIds = await settleResult(tx.db, resultId, cutoff, outcome);
     return { events: await settleEvents(tx.db, error, eventIds), ...(counts ? { counts } : {}) };
   });

@@ -54,7 +54,7 @@ export function createUserAction(ctx: JobContext, p: CreateUserPayload): Promise
       const released = platformUserId ? await releasePlatformUserId(tx.db, platformUserId, p.employeeId) : [];
       if (released.length > 0) ctx.log.warn({ actionId: p.actionId, platformUserId, released }, 'another identity held this account id (its account is gone); cleared it');
       await upsertAccountIdentity(tx.db, { employeeId: p.employeeId, platformUserId, active: true, ...account, ...(p.recreate ? { resetGroups: true } : {}) });
-      if (p.recreate) await closeMembershipsOfOtherAccounts(tx.db, p.employeeId, platformUserId);
+      if (p.recreate) await closeMembershipsOfOtherAccounts(tx.db, ctx.org.slug, p.employeeId, platformUserId);
       await finishAction(tx.db, p.actionId, { status: 'succeeded', after: { platformUserId, adopted, ...(p.lookUp === 'later' ? { lookUp: 'later' } : {}) } });
     });
     if (adopted) ctx.log.info({ actionId: p.actionId, platformUserId }, 'the account already existed in this organisation; adopted it');

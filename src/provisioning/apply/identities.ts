@@ -155,23 +155,23 @@ export function setIdentityActive(db: Db, employeeId: string, active: boolean, p
  * offers no read of them). Call it in the transaction that finishes the action.
  * Returns whether an identity row was updated.
  */
-export async function setIdentityGroup(db: Db, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<boolean> {
+export async function setIdentityGroup(db: Db, org: string, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<boolean> {
   const groups = member
     ? sql<string[]>`case when ${groupId}::uuid = any(groups) then groups else array_append(groups, ${groupId}::uuid) end`
     : sql<string[]>`array_remove(groups, ${groupId}::uuid)`;
   const updated = await updateAppliedState(db, employeeId, platformUserId, { groups });
-  await recordGroupMember(db, employeeId, groupId, member, platformUserId);
+  await recordGroupMember(db, org, employeeId, groupId, member, platformUserId);
   return updated;
 }
 
-/** An add (re)starts the membership (`since` kept while it lasts); a removal marks it removed, keeping the row. */
-async function recordGroupMember(db: Db, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<void> {
+/** An add (re)starts the organisation's membership (`since` kept while it lasts); a removal marks it removed, keeping the row. */
+async function recordGroupMember(db: Db, org: string, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<void> {
   if (member) {
     await db
       .insertInto('training.group_members')
-      .values({ group_id: groupId, user_id: platformUserId, employee_id: employeeId, since: sql<Date>`now()`, removed_at: null })
+      .values({ org, group_id: groupId, user_id: platformUserId, employee_id: employeeId, since: sql<Date>`now()`, removed_at: null })
       .onConflict((oc) =>
-        oc.columns(['group_id', 'user_id']).doUpdateSet({
+        oc.columns(['org', 'group_id', 'user_id']).doUpdateSet({
           employee_id: (eb) => eb.ref('excluded.employee_id'),
           since: sql<Date>`case when training.group_members.removed_at is null then training.group_members.since else excluded.since end`,
           removed_at: null,
@@ -183,6 +183,7 @@ async function recordGroupMember(db: Db, employeeId: string, groupId: string, me
   await db
     .updateTable('training.group_members')
     .set({ removed_at: sql<Date>`now()` })
+    .where('org', '=', org)
     .where('group_id', '=', groupId)
     .where('user_id', '=', platformUserId)
     .where('removed_at', 'is', null)
@@ -193,10 +194,11 @@ async function recordGroupMember(db: Db, employeeId: string, groupId: string, me
  * After an account was created again: memberships recorded for the employee's earlier
  * account ended with it (the platform deletes them with the account).
  */
-export async function closeMembershipsOfOtherAccounts(db: Db, employeeId: string, platformUserId: string | null): Promise<void> {
+export async function closeMembershipsOfOtherAccounts(db: Db, org: string, employeeId: string, platformUserId: string | null): Promise<void> {
   let query = db
     .updateTable('training.group_members')
     .set({ removed_at: sql<Date>`now()` })
+    .where('org', '=', org)
     .where('employee_id', '=', employeeId)
     .where('removed_at', 'is', null);
   if (platformUserId !== null) query = query.where('user_id', '<>', platformUserId);

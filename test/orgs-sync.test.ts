@@ -3,7 +3,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allJobs } from '../jobs/index.ts';
+import { loadConfig } from '../src/config.ts';
+import { SYNC_QUEUE } from '../src/queue/names.ts';
+import { createApp } from '../src/runtime/app.ts';
 import { createLogger } from '../src/runtime/log.ts';
+import { syncPayloadSchema } from '../src/sync/sync-payload.ts';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { removeCourse, removeResult, updateCourse } from '../src/simulator/state.ts';
 import { migrate, SQL_DIR } from '../src/warehouse/migrator.ts';
@@ -197,8 +202,24 @@ describe('sync of two organisations into one warehouse', () => {
   it('cancel works within the selected organisation and refuses a job id of another', async () => {
     const none = await runCli(['cancel', 'results'], env);
     expect(none.code).toBe(2);
-    const nothing = await runCli(['cancel', 'results', '--org', 'south'], env);
-    expect(nothing.stderr).toContain('no sync of results is queued or running');
+    // A queued sync of north's courses (no worker runs here, so it stays queued).
+    const app = await createApp(loadConfig(env), createLogger('silent'), { jobs: allJobs });
+    try {
+      const job = await app.queue.add('sync-courses', syncPayloadSchema.parse({ trigger: 'cli' }), { org: 'north', dedupeId: 'sync-courses' });
+      const nothing = await runCli(['cancel', 'courses', '--org', 'south'], env);
+      expect(nothing.code).toBe(2);
+      expect(nothing.stderr).toContain('no sync of courses is queued or running');
+      const other = await runCli(['cancel', job.id, '--org', 'south'], env);
+      expect(other.code).toBe(2);
+      expect(other.stderr).toContain('belongs to organisation north');
+      expect(await app.queue.deduplicated(SYNC_QUEUE, 'sync-courses', 'north')).toMatchObject({ id: job.id });
+      const cancelled = await runCli(['cancel', 'courses', '--org', 'north'], env);
+      expect(cancelled.code).toBe(0);
+      expect(cancelled.stdout).toContain(`cancelled job ${job.id}`);
+      expect(await app.queue.deduplicated(SYNC_QUEUE, 'sync-courses', 'north')).toBeUndefined();
+    } finally {
+      await app.close();
+    }
   });
 });
 

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given: simulator client http writepath warehouse sync startup latency provisioning webhooks employees drift timings scim doctor console
+ *   npm run bench -- sync         # only the names given: simulator client http writepath warehouse sync startup latency provisioning webhooks employees drift timings scim doctor console orgs
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -216,6 +216,28 @@ if (want('console')) {
   const w = (c.workers ?? {}) as Record<string, number>;
   check('console RSS beside the worker', num(w.overheadMb) < 50, `${w.overheadMb} MB (worker ${w.withoutConsoleMb} MB, worker with console ${w.withConsoleStartedMb} MB started → ${w.withConsoleMb} MB after every page x60; target < 50)`);
   verdicts.push(`INFO  console in-process RSS growth ${c.rssOverheadMb} MB (${c.rssBeforeMb} → ${c.rssAfterMb} MB, live heap ${c.heapBeforeMb} → ${c.heapAfterMb} MB; the bench's own client counted too)`);
+}
+
+if (want('orgs')) {
+  process.stdout.write('\n== several organisations: 20 of 10,000 results, 10 requests/s per key, 50 ms latency, two workers; then beside a 200,000-result backfill\n');
+  const orgs = lastJson(await run(['bench/orgs.ts']));
+  figures.orgs = orgs;
+  const a = orgs.a as
+    | { alone: { seconds: Record<string, number | null>; workers: Array<{ peakRssMb: number }>; cpuMicrosPerResult: number }; all: { totalSeconds: number | null; maxPerKeyInAnySecond: number; maxPerKeyInAnyClockSecond: number; worstKey: string | null; workers: Array<{ cpuMs: number; peakRssMb: number }>; cpuMicrosPerResult: number }; ratio: number | null; target: number }
+    | undefined;
+  const b = orgs.b as
+    | { alone: { seconds: Record<string, number | null> }; withBackfill: { seconds: Record<string, number | null>; maxPerKeyInAnySecond: number; workers: Array<{ peakRssMb: number }>; cpuMicrosPerResult: number; backfillRowsAtEnd?: number }; worstRatio: number | null; worstOrg: string | null; target: number; backfillResults: number }
+    | undefined;
+  if (a) {
+    check('orgs: all 20 loaded vs one alone', a.ratio !== null && a.ratio <= a.target, `${a.all.totalSeconds ?? 'not all loaded'} s vs ${a.alone.seconds.org01 ?? '—'} s alone = ${a.ratio ?? '—'}× (target ≤ ${a.target}×)`);
+    check('orgs: requests per key', a.all.maxPerKeyInAnySecond <= num(orgs.budget), `at most ${a.all.maxPerKeyInAnySecond} in any sliding second (${a.all.worstKey}), ${a.all.maxPerKeyInAnyClockSecond} in any clock second (budget ${orgs.budget} per key)`);
+    verdicts.push(`INFO  orgs: workers CPU per result ${a.all.cpuMicrosPerResult} µs (20 at once; ${a.alone.cpuMicrosPerResult} µs alone), peak RSS ${a.all.workers.map((w) => `${w.peakRssMb} MB`).join(' / ')}`);
+  }
+  if (b) {
+    check('orgs: 19 beside a backfill vs alone', b.worstRatio !== null && b.worstRatio <= b.target, `slowest ${b.worstOrg} at ${b.worstRatio ?? 'not loaded'}× its alone time of ${b.alone.seconds.org02 ?? '—'} s (target ≤ ${b.target}×); the backfill had ${b.withBackfill.backfillRowsAtEnd} of ${b.backfillResults} rows by then`);
+    check('orgs: requests per key beside the backfill', b.withBackfill.maxPerKeyInAnySecond <= num(orgs.budget), `at most ${b.withBackfill.maxPerKeyInAnySecond} in any sliding second (budget ${orgs.budget})`);
+    verdicts.push(`INFO  orgs beside the backfill: workers CPU per result ${b.withBackfill.cpuMicrosPerResult} µs, peak RSS ${b.withBackfill.workers.map((w) => `${w.peakRssMb} MB`).join(' / ')}`);
+  }
 }
 
 process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);

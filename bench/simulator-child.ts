@@ -11,7 +11,9 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
  * The simulator in a process of its own, so its CPU is not counted as ours; it prints
  * its URL and key as one JSON line and stops when its stdin closes.
  */
-export async function startSimulatorChild(options: SimulatorOptions): Promise<{ url: string; apiKey: string; stop(): void }> {
+export async function startSimulatorChild(
+  options: SimulatorOptions,
+): Promise<{ url: string; apiKey: string; organisations: Array<{ id: string; name: string; apiKey: string }>; stop(): void }> {
   const child = spawn(process.execPath, [path.join(ROOT, 'bin/run-ts.js'), path.join(ROOT, 'src/simulator/child.ts'), JSON.stringify(options)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -20,7 +22,9 @@ export async function startSimulatorChild(options: SimulatorOptions): Promise<{ 
     lines.once('line', resolve);
     child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
   });
-  const info = z.object({ url: z.string(), apiKey: z.string() }).parse(JSON.parse(line));
+  const info = z
+    .object({ url: z.string(), apiKey: z.string(), organisations: z.array(z.object({ id: z.string(), name: z.string(), apiKey: z.string() })).default([]) })
+    .parse(JSON.parse(line));
   return {
     ...info,
     stop: () => {

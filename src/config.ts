@@ -270,7 +270,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(problems);
   }
   const orgs = organisationsOf(parsed.data, cronLines, env);
-  return Object.freeze({ ...parsed.data, cronLines: Object.freeze(cronLines), LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined, orgs: Object.freeze(orgs) });
+  // Several organisations: each must find a free slot while the others run (README, "Fairness"),
+  // so the defaults grow with their number; a variable that is set rules.
+  const scaled = {
+    ...(cleaned.TRAINSYNC_WORKER_CONCURRENCY === undefined && orgs.length > 1 ? { TRAINSYNC_WORKER_CONCURRENCY: orgs.length + 3 } : {}),
+    ...(cleaned.TRAINSYNC_PROVISION_CONCURRENCY === undefined && orgs.length > 1 ? { TRAINSYNC_PROVISION_CONCURRENCY: Math.max(16, 4 * orgs.length) } : {}),
+  };
+  return Object.freeze({ ...parsed.data, ...scaled, cronLines: Object.freeze(cronLines), LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined, orgs: Object.freeze(orgs) });
 }
 
 /** The organisations of the file, or the one the variables describe; a ConfigError names every bad entry and key. */

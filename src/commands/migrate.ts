@@ -4,7 +4,9 @@ import { toInfrastructureError } from '../lib/infra-errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate } from '../warehouse/migrator.ts';
-import { createPool } from '../warehouse/pool.ts';
+import { createDb, createPool } from '../warehouse/pool.ts';
+import { registerOrganisations } from '../warehouse/organisations.ts';
+import { ensureOrgReaders } from '../warehouse/org-readers.ts';
 
 export interface MigrateCommandDeps {
   loadConfig(): Config;
@@ -29,6 +31,9 @@ are re-created every time, in one transaction. Concurrent runs wait for each oth
 
 Creates the read-only role trainsync_reader (NOLOGIN) with SELECT on schema training;
 let a BI login use it with: GRANT trainsync_reader TO <login>;
+With TRAINSYNC_ORGS_FILE, an organisation with "reader" gets a role of its own
+(trainsync_reader_<slug>, NOLOGIN) that sees only its rows (row-level security):
+GRANT trainsync_reader_<slug> TO <client's BI login>;
 
 Prints the migrations applied to stdout; logs go to stderr.`,
     )
@@ -42,8 +47,12 @@ Prints the migrations applied to stdout; logs go to stderr.`,
       try {
         await ensureDatabase(config.DATABASE_URL, log);
         const { applied, views } = await migrate(pool, log);
+        await registerOrganisations(createDb(pool), config.orgs);
+        const readers = config.orgs.flatMap((org) => (org.readerRole ? [{ slug: org.slug, readerRole: org.readerRole }] : []));
+        const created = await ensureOrgReaders(pool, readers);
         const lines = applied.length === 0 ? ['migrations: up to date'] : applied.map((name) => `applied ${name}`);
         lines.push(`views: ${views} applied`);
+        for (const reader of readers) lines.push(`reader ${reader.readerRole}: sees only ${reader.slug}${created.includes(reader.readerRole) ? ' (created)' : ''}`);
         process.stdout.write(`${lines.join('\n')}\n`);
       } catch (error) {
         throw toInfrastructureError(error, config, 'postgres') ?? error;

@@ -176,5 +176,9 @@ export function readOrgsFile(file: string, context: OrgsFileContext): OrgSetting
       ...(entry.reader === true ? { readerRole: defaultReaderRole(entry.slug) } : typeof entry.reader === 'string' ? { readerRole: entry.reader } : {}),
     });
   }
+  const readers = orgs.flatMap((org) => (org.readerRole ? [org.readerRole] : []));
+  for (const role of new Set(readers)) {
+    if (readers.filter((r) => r === role).length > 1) problems.push(`TRAINSYNC_ORGS_FILE: ${file}: reader: the role ${role} is given to several organisations; each needs its own`);
+  }
   return problems.length > 0 ? problems : orgs;
 }

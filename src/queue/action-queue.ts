@@ -27,6 +27,12 @@ export interface AddJobOptions {
   jobId?: string;
   /** A person waits for this job by id (provisioning): quicker first retries, longer retention. */
   waited?: boolean;
+  /**
+   * The job's position in its organisation's batch (1 = first): jobs run in order of it,
+   * so one organisation's long batch and another's short one interleave (README, "Fairness").
+   * Unset: before every positioned job (schedules, webhooks).
+   */
+  priority?: number;
 }
 
 /** One link of a chain to enqueue; `after` must finish before this one starts. */

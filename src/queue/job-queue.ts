@@ -1,4 +1,4 @@
-import { orgScoped } from './org-scope.ts';
+import { fairPriority, orgScoped } from './org-scope.ts';
 import { Queue, type Job, type JobsOptions } from 'bullmq';
 import type { ActionQueue, AddJobOptions, ChainSpec, EnqueuedJob, JobState } from './action-queue.ts';
 import type { Config } from '../config.ts';
@@ -136,15 +136,15 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     const parsed: unknown = definition.payload.parse(data);
     return { queue: definition.queue, data: typeof parsed === 'object' && parsed !== null ? { ...parsed, org } : parsed };
   };
-  const toLink = (spec: ChainSpec): ChainLink => {
+  const toLink = (spec: ChainSpec, priority: number): ChainLink => {
     const { queue, data } = checked(spec.name, spec.data, spec.org);
     return {
       name: spec.name,
       queue,
       data,
       jobId: spec.jobId,
-      options: { ...optionsFor(spec.name, true), ignoreDependencyOnFailure: true },
-      ...(spec.after ? { after: toLink(spec.after) } : {}),
+      options: { ...optionsFor(spec.name, true), ignoreDependencyOnFailure: true, priority },
+      ...(spec.after ? { after: toLink(spec.after, priority) } : {}),
     };
   };
 
@@ -166,10 +166,13 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
         ...optionsFor(name, options.waited ?? false),
         ...(options.jobId ? { jobId: options.jobId } : {}),
         ...(options.dedupeId ? { deduplication: { id: orgScoped(options.org, options.dedupeId) } } : {}),
+        ...(options.priority ? { priority: fairPriority(options.priority) } : {}),
       });
       return { id: String(added.id), name, queue: job.queue, data: added.data };
     },
-    addChains: (chains) => addChains(config, connection, chains.map(toLink)),
+    // The n-th chain of a batch gets priority n: another organisation's small batch, added
+    // later, runs beside this one's first chains instead of after its last (README, "Fairness").
+    addChains: (chains) => addChains(config, connection, chains.map((chain, index) => toLink(chain, fairPriority(index + 1)))),
     state: (queue, jobId) => queues[queue].getJobState(jobId),
     failedReason: async (queue, jobId) => (await queues[queue].getJob(jobId))?.failedReason || undefined,
     async deduplicated(queue, dedupeId, org) {
@@ -227,7 +230,11 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
       return startWorkers(config, runner, [queue], redis);
     },
     startWorkers: (names) => startWorkers(config, runner, names, redis),
-    counts: (queue) => queues[queue].getJobCounts(...COUNTED_STATES),
+    async counts(queue) {
+      // Positioned jobs (a batch's, see fairPriority) wait in BullMQ's prioritized set: still waiting to a person.
+      const { prioritized = 0, ...counts } = await queues[queue].getJobCounts(...COUNTED_STATES, 'prioritized');
+      return { ...counts, waiting: (counts.waiting ?? 0) + prioritized };
+    },
     workers: (queue) => queues[queue].getWorkersCount(),
     async failedJobs(queue, limit) {
       return (await queues[queue].getFailed(0, limit - 1)).map((job) => ({

@@ -18,3 +18,11 @@ export function jobOrg(data: unknown): string {
   }
   return DEFAULT_ORG;
 }
+
+/** BullMQ's lowest priority (2^21); positions beyond it share it, in FIFO order. */
+const PRIORITY_LIMIT = 2 ** 21;
+
+/** A position in an organisation's batch as a BullMQ priority (1 = first). */
+export function fairPriority(position: number): number {
+  return Math.min(Math.max(1, Math.floor(position)), PRIORITY_LIMIT);
+}

@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import { orgOf, soleOrg } from '../config.ts';
 import type { OrgSettings } from '../lib/orgs-file.ts';
 import { registerOrganisations } from '../warehouse/organisations.ts';
+import { ensureOrgReaders } from '../warehouse/org-readers.ts';
 import type { Services } from './context.ts';
 import type { Logger } from './log.ts';
 import { createMetrics, observeJobs, type Metrics } from './metrics.ts';
@@ -81,6 +82,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   const db = createDb(pool);
   const withPgClient = lendFrom(pool);
   if (!options.readOnly) await registerOrganisations(db, config.orgs);
+  if (options.migrate) await ensureOrgReaders(pool, config.orgs.flatMap((org) => (org.readerRole ? [{ slug: org.slug, readerRole: org.readerRole }] : [])));
   // One client per organisation: its own key, and its own request budget in Redis.
   const platforms = new Map<string, PlatformClient>();
   const orgFor = (slug: string | undefined): OrgSettings => (slug === undefined ? soleOrg(config) : orgOf(config, slug));

@@ -43,6 +43,10 @@ export interface DatasetOptions {
   /** Default true; false => GET groups answers 404 (a platform without it). */
   groupsEndpoint?: boolean;
   dateBounds: DateBoundsMode;
+  /** The organisation's GUID; default: the seed's first GUID (so the data stays what the seed gives). */
+  organisationId?: string;
+  /** The users' e-mail domain, '@' included. Default ORG_EMAIL_DOMAIN; each organisation needs its own (e-mails are unique platform-wide). */
+  emailDomain?: string;
 }
 
 const TOPICS = ['Fire Safety', 'Data Protection', 'Manual Handling', 'Anti-Bribery', 'First Aid', 'Cyber Security', 'Equality and Diversity', 'Food Hygiene', 'Customer Care', 'Leadership', 'Time Management', 'Risk Assessment', 'Working at Height', 'Display Screen Equipment', 'Safeguarding', 'Conflict Resolution'];
@@ -69,7 +73,10 @@ export const ORG_EMAIL_DOMAIN = '@acme-training.example';
 export function generateState(options: DatasetOptions): SimulatorState {
   const { sizes } = options;
   const rng = createPrng(options.seed);
-  const organisationId = rng.guid();
+  // Drawn even when overridden, so the rest of the data is what the seed gives.
+  const seedOrganisationId = rng.guid();
+  const organisationId = options.organisationId?.toLowerCase() ?? seedOrganisationId;
+  const emailDomain = options.emailDomain ?? ORG_EMAIL_DOMAIN;
 
   const courses: ApiCourse[] = [];
   for (let i = 0; i < sizes.courses; i++) {
@@ -108,7 +115,7 @@ export function generateState(options: DatasetOptions): SimulatorState {
   for (let i = 0; i < sizes.users; i++) {
     const first = rng.pick(FIRST);
     const last = rng.pick(LAST);
-    const email = `${first}.${last.replace(/'/g, '')}${i + 1}${ORG_EMAIL_DOMAIN}`.toLowerCase();
+    const email = `${first}.${last.replace(/'/g, '')}${i + 1}${emailDomain}`.toLowerCase();
     // A few SSO accounts: PUT users and POST users/password refuse them (INVALID_USER_TYPE).
     const sso = i % 37 === 36;
     const hasAccess = !rng.chance(0.08);

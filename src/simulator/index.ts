@@ -1,17 +1,17 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_SIZES, generateState, type SimulatorSizes } from './dataset.ts';
-import { faultsPatchSchema, NO_FAULTS, type SimulatorFaults } from './faults.ts';
-import { pushRecord, summariseRequests, type RequestRecord } from './request-log.ts';
+import { handleAdmin } from './admin.ts';
+import { DEFAULT_SIZES, generateState, ORG_EMAIL_DOMAIN, type SimulatorSizes } from './dataset.ts';
+import { NO_FAULTS, type SimulatorFaults } from './faults.ts';
+import { applyOverlap, type OrganisationOptions, type Overlap, type OverlapOptions, type SimOrganisation } from './organisations.ts';
+import { pushRecord, requestsByOrganisation, type OrganisationRequests, type RequestRecord } from './request-log.ts';
 import type { Reply, RouteRequest } from './reply.ts';
 import { invalidModel, json } from './reply.ts';
 import { ROUTES } from './routes.ts';
 import type { Runtime } from './runtime.ts';
 import type { DateBoundsMode, SimulatorState } from './state.ts';
-import { allResults, updateResult } from './state.ts';
-import { z } from 'zod';
-import { createWebhookSender, handleWebhookAdmin, type WebhookSender, type WebhookSettings } from './webhooks.ts';
+import { createWebhookSender, type WebhookSender, type WebhookSettings } from './webhooks.ts';
 
 /**
  * A faithful simulator of the training platform's API v2 over node:http, for the
@@ -19,14 +19,18 @@ import { createWebhookSender, handleWebhookAdmin, type WebhookSender, type Webho
  * provisioning calls change it, tests mutate it through the helpers in state.ts,
  * and faults (latency, 429s, 5xx, malformed records, drift, odd next links) can be
  * switched on in-process (`setFaults`) or over HTTP (`POST /__simulator/faults`).
+ * It serves one organisation by default, or several (`organisations`), one per key:
+ * each request sees only the data of its key's organisation.
  */
 
 export type { SimulatorSizes } from './dataset.ts';
 export { DEFAULT_SIZES, ORG_EMAIL_DOMAIN, generateState } from './dataset.ts';
 export type { SimulatorFaults } from './faults.ts';
 export { NO_FAULTS } from './faults.ts';
-export type { RequestRecord, RequestsSummary } from './request-log.ts';
-export { maxInWindow, summariseRequests, writeCallCount } from './request-log.ts';
+export type { OrganisationRequests, RequestRecord, RequestsSummary } from './request-log.ts';
+export { maxInWindow, requestsByOrganisation, summariseRequests, writeCallCount } from './request-log.ts';
+export type { OrganisationOptions, Overlap, OverlapOptions, SimOrganisation } from './organisations.ts';
+export { selectOrganisation } from './admin.ts';
 export { FOREIGN_EMAIL_DOMAIN, passwordProblems } from './routes-provisioning.ts';
 export { PAGE_SIZE } from './routes-reporting.ts';
 export type { CompleteCourseRequest, Completion, DeliveryRecord, WebhookSender, WebhookSettings } from './webhooks.ts';
@@ -70,6 +74,7 @@ export {
   userAccount,
 } from './state.ts';
 
+
 /** The key the simulator accepts when none is configured. Not a secret. */
 export const DEMO_API_KEY = 'demo-key-not-secret';
 
@@ -78,9 +83,9 @@ export interface SimulatorOptions {
   host?: string;
   /** Default 0: a random free port. */
   port?: number;
-  /** Default 1. */
+  /** Default 1. With `organisations`, the first's seed; the others count on from it. */
   seed?: number;
-  /** Default DEMO_API_KEY. */
+  /** Default DEMO_API_KEY. Not with `organisations` (each names its own). */
   apiKey?: string;
   sizes?: Partial<SimulatorSizes>;
   faults?: Partial<SimulatorFaults>;
@@ -94,24 +99,44 @@ export interface SimulatorOptions {
   groupsEndpoint?: boolean;
   /** How startDate/endDate select dateCompleted. Default 'exclusive-instant'. */
   dateBounds?: DateBoundsMode;
-  /** Signed webhook deliveries (src/simulator/webhooks.ts); none are sent until a URL is set. */
+  /**
+   * Signed webhook deliveries (src/simulator/webhooks.ts); none are sent until a URL is set.
+   * With `organisations`, the defaults of each (its own `webhooks` win), except the secret:
+   * an organisation signs with its own, given or generated.
+   */
   webhooks?: Partial<WebhookSettings>;
+  /**
+   * Several organisations, one per key. The options above (but apiKey) are each one's
+   * defaults. Without it: one organisation with `apiKey`, exactly as before.
+   */
+  organisations?: OrganisationOptions[];
+  /** Shared course GUIDs and a user in two organisations (needs two organisations or more). */
+  overlap?: boolean | OverlapOptions;
 }
 
 export interface RunningSimulator {
   /** e.g. http://127.0.0.1:43123 (no trailing slash). */
   url: string;
   port: number;
+  /** The first organisation's key. */
   apiKey: string;
-  /** The live data. */
+  /** The first organisation's live data. */
   state: SimulatorState;
+  /** Every organisation, in the order given (one when `organisations` was not). */
+  organisations: readonly SimOrganisation[];
+  /** An organisation by name, GUID or key; throws when there is none. */
+  organisation(ref: string): SimOrganisation;
+  /** What the overlap option made; undefined without it. */
+  overlap: Overlap | undefined;
   /** Every request received, in order (the last 200,000). The array is never replaced. */
   requests: RequestRecord[];
+  /** Each organisation's (key's) authorised requests, keyed by its GUID. */
+  requestsByOrganisation(windowMs?: number): Record<string, OrganisationRequests>;
   /** Merges faults and restarts their counters, so "every Nth" counts from the next request. */
   setFaults(f: Partial<SimulatorFaults>): void;
   readonly faults: Readonly<SimulatorFaults>;
   resetRequests(): void;
-  /** Completes courses and delivers their webhook events (also over HTTP: `/__simulator/webhooks/*`). */
+  /** The first organisation's webhooks: completes courses and delivers their events (also over HTTP: `/__simulator/webhooks/*`). */
   webhooks: WebhookSender;
   close(): Promise<void>;
 }
@@ -158,90 +183,83 @@ function readBody(req: http.IncomingMessage): Promise<Buffer | undefined> {
   });
 }
 
+/** Each organisation's full options: the top-level ones are the defaults, and one organisation (DEMO_API_KEY) without a list. */
+function organisationSpecs(options: SimulatorOptions): Array<OrganisationOptions & { seed: number }> {
+  const base = options.seed ?? 1;
+  const { secret: _sharedSecret, ...sharedWebhooks } = options.webhooks ?? {};
+  const defaults = {
+    sizes: options.sizes,
+    totalSeats: options.totalSeats,
+    unlimitedPlan: options.unlimitedPlan,
+    usersEndpoint: options.usersEndpoint,
+    groupsEndpoint: options.groupsEndpoint,
+    dateBounds: options.dateBounds,
+  };
+  if (options.organisations === undefined) {
+    return [{ ...defaults, apiKey: options.apiKey ?? DEMO_API_KEY, seed: base, ...(options.webhooks === undefined ? {} : { webhooks: options.webhooks }) }];
+  }
+  if (options.apiKey !== undefined) throw new Error('apiKey and organisations do not go together: give each organisation its key');
+  if (options.organisations.length === 0) throw new Error('organisations is empty: give one at least');
+  const keys = new Set(options.organisations.map((o) => o.apiKey));
+  if (keys.size !== options.organisations.length) throw new Error('two organisations have the same apiKey: a key belongs to one organisation');
+  return options.organisations.map((o, i) => ({
+    ...defaults,
+    ...o,
+    sizes: { ...options.sizes, ...o.sizes },
+    seed: o.seed ?? base + i,
+    emailDomain: o.emailDomain ?? (i === 0 ? ORG_EMAIL_DOMAIN : `@org${i + 1}.acme-training.example`),
+    webhooks: { ...sharedWebhooks, ...o.webhooks },
+  }));
+}
+
+/** The organisation an Authorization header's key belongs to ('Bearer <key>', the scheme in any case). */
+function organisationOf(byKey: ReadonlyMap<string, SimOrganisation>, authorization: string | undefined): SimOrganisation | undefined {
+  if (authorization === undefined) return undefined;
+  const value = authorization.trim();
+  if (value.slice(0, 7).toLowerCase() !== 'bearer ') return undefined;
+  return byKey.get(value.slice(7));
+}
+
 /** Starts the simulator; resolves once it listens. */
 export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
   const host = options.host ?? '127.0.0.1';
-  const apiKey = options.apiKey ?? DEMO_API_KEY;
-  const expectedAuth = `bearer ${apiKey}`;
-  const sizes: SimulatorSizes = { ...DEFAULT_SIZES, ...options.sizes };
-  const state = generateState({
-    seed: options.seed ?? 1,
-    sizes,
-    ...(options.totalSeats === undefined ? {} : { totalSeats: options.totalSeats }),
-    unlimitedPlan: options.unlimitedPlan ?? true,
-    usersEndpoint: options.usersEndpoint ?? true,
-    groupsEndpoint: options.groupsEndpoint ?? true,
-    dateBounds: options.dateBounds ?? 'exclusive-instant',
+  const specs = organisationSpecs(options);
+  const states = specs.map((spec) =>
+    generateState({
+      seed: spec.seed,
+      sizes: { ...DEFAULT_SIZES, ...spec.sizes },
+      ...(spec.totalSeats === undefined ? {} : { totalSeats: spec.totalSeats }),
+      unlimitedPlan: spec.unlimitedPlan ?? true,
+      usersEndpoint: spec.usersEndpoint ?? true,
+      groupsEndpoint: spec.groupsEndpoint ?? true,
+      dateBounds: spec.dateBounds ?? 'exclusive-instant',
+      ...(spec.id === undefined ? {} : { organisationId: spec.id }),
+      ...(spec.emailDomain === undefined ? {} : { emailDomain: spec.emailDomain }),
+    }),
+  );
+  if (new Set(states.map((s) => s.organisationId)).size !== states.length) throw new Error('two organisations have the same id');
+  const overlap = options.overlap === undefined || options.overlap === false ? undefined : applyOverlap(states, options.overlap === true ? {} : options.overlap);
+  const organisations: SimOrganisation[] = specs.map((spec, index) => {
+    const state = states[index]!;
+    return { index, id: state.organisationId, name: spec.name ?? `Organisation ${index + 1}`, apiKey: spec.apiKey, state, webhooks: createWebhookSender(state, spec.webhooks) };
   });
-  const rt: Runtime = { state, faults: { ...NO_FAULTS, ...options.faults }, port: 0, resultsPagesServed: 0, resultsRemoved: 0 };
-  const webhooks = createWebhookSender(state, options.webhooks);
+  const byKey = new Map(organisations.map((o) => [o.apiKey, o]));
+  const initialFaults: SimulatorFaults = { ...NO_FAULTS, ...options.faults };
+  // One runtime per organisation (its data and fault counters); the faults are the server's.
+  const runtimes: Runtime[] = states.map((state) => ({ state, faults: initialFaults, port: 0, resultsPagesServed: 0, resultsRemoved: 0, platform: states }));
   const requests: RequestRecord[] = [];
   let apiCount = 0;
 
   const setFaults = (f: Partial<SimulatorFaults>): void => {
-    rt.faults = { ...rt.faults, ...f };
+    const next = { ...runtimes[0]!.faults, ...f };
+    for (const rt of runtimes) {
+      rt.faults = next;
+      rt.resultsPagesServed = 0;
+      rt.resultsRemoved = 0;
+    }
     apiCount = 0;
-    rt.resultsPagesServed = 0;
-    rt.resultsRemoved = 0;
   };
-
-  const admin = async (req: http.IncomingMessage, method: string, path: string): Promise<Reply> => {
-    if (path.startsWith('/__simulator/webhooks/')) {
-      return handleWebhookAdmin(webhooks, method, path, new URL(req.url ?? '/', 'http://simulator').searchParams, await readBody(req));
-    }
-    if (method === 'POST' && path === '/__simulator/faults') {
-      const raw = await readBody(req);
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(raw?.toString('utf8') || '{}');
-      } catch {
-        return invalidModel([{ field: 'body', message: 'not valid JSON' }]);
-      }
-      const patch = faultsPatchSchema.safeParse(parsed);
-      if (!patch.success) return invalidModel(patch.error.issues.map((i) => ({ field: i.path.join('.') || 'body', message: i.message })));
-      const clean: Partial<SimulatorFaults> = {};
-      for (const [k, v] of Object.entries(patch.data)) if (v !== undefined) Object.assign(clean, { [k]: v });
-      setFaults(clean);
-      return json(rt.faults);
-    }
-    if (method === 'GET' && path === '/__simulator/faults') return json(rt.faults);
-    if (method === 'GET' && path === '/__simulator/requests/summary') return json(summariseRequests(requests));
-    if (method === 'GET' && path === '/__simulator/requests/arrivals') return json(requests.map((r) => ({ at: r.at, route: r.route })));
-    if (method === 'POST' && path === '/__simulator/requests/reset') {
-      requests.length = 0;
-      return { status: 204 };
-    }
-    if (method === 'POST' && path === '/__simulator/results/mutate') {
-      // For benchmarks in another process: change the score of every Nth result.
-      const raw = await readBody(req);
-      const body = z.object({ fraction: z.number().min(0).max(1) }).safeParse(JSON.parse(raw?.toString('utf8') || '{}'));
-      if (!body.success) return invalidModel([{ field: 'fraction', message: 'a number from 0 to 1' }]);
-      const every = body.data.fraction > 0 ? Math.max(1, Math.round(1 / body.data.fraction)) : 0;
-      let changed = 0;
-      if (every > 0) {
-        for (const result of allResults(state).filter((_, index) => index % every === 0)) {
-          updateResult(state, result.id, { score: (result.score ?? 0) + 1 });
-          changed += 1;
-        }
-      }
-      return json({ changed });
-    }
-    if (method === 'GET' && path === '/__simulator/state/summary') {
-      return json({
-        organisationId: state.organisationId,
-        courses: state.courses.length,
-        filters: state.filters.length,
-        users: state.users.length,
-        groups: state.groups.length,
-        results: state.results.length,
-        undatedResults: state.undatedResults.length,
-        seatsInUse: state.users.filter((u) => u.hasAccess).length,
-        totalSeats: state.seats.totalSeats,
-        version: state.version,
-      });
-    }
-    return { status: 404 };
-  };
+  const adminContext = { organisations, overlap, requests, faults: () => runtimes[0]!.faults, setFaults };
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const method = req.method ?? 'GET';
@@ -251,20 +269,21 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     const rawQuery = q < 0 ? '' : url.slice(q + 1);
 
     if (path.startsWith('/__simulator/')) {
-      send(res, await admin(req, method, path));
+      send(res, await handleAdmin(adminContext, method, path, new URLSearchParams(rawQuery), () => readBody(req)));
       return;
     }
 
     const authorization = req.headers.authorization;
-    const authorized = authorization !== undefined && authorization.trim().toLowerCase() === expectedAuth.toLowerCase() && authorization.trim().slice(7) === apiKey;
+    const org = organisationOf(byKey, authorization);
     const record: RequestRecord = {
       at: performance.timeOrigin + performance.now(),
       method,
       path,
       query: rawQuery,
       status: 0,
-      authorized,
+      authorized: org !== undefined,
       route: `${method} ${path}`,
+      ...(org === undefined ? {} : { organisationId: org.id }),
       ...(authorization === undefined ? {} : { authorization }),
     };
     pushRecord(requests, record);
@@ -287,7 +306,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
 
     const reply = ((): Reply => {
       if (!API_PREFIX.test(path)) return { status: 404 };
-      if (!authorized) return json({ code: 'UNAUTHORIZED', message: 'A valid API key is required: send Authorization: Bearer <key>.' }, 401);
+      if (!org) return json({ code: 'UNAUTHORIZED', message: 'A valid API key is required: send Authorization: Bearer <key>.' }, 401);
+      const rt = runtimes[org.index]!;
       apiCount++;
       const { rateLimitEvery, serverErrorEvery } = rt.faults;
       if (rateLimitEvery > 0 && apiCount % rateLimitEvery === 0) {
@@ -320,7 +340,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     })();
 
     record.status = reply.status;
-    const latency = rt.faults.latencyMs;
+    const latency = runtimes[0]!.faults.latencyMs;
     if (latency > 0) setTimeout(() => send(res, reply), latency);
     else send(res, reply);
   };
@@ -342,26 +362,35 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     });
   });
   const port = (server.address() as AddressInfo).port;
-  rt.port = port;
+  for (const rt of runtimes) rt.port = port;
   const urlHost = host.includes(':') ? `[${host}]` : host;
+  const first = organisations[0]!;
 
   return {
     url: `http://${urlHost}:${port}`,
     port,
-    apiKey,
-    state,
+    apiKey: first.apiKey,
+    state: first.state,
+    organisations,
+    organisation(ref: string) {
+      const found = byKey.get(ref) ?? organisations.find((o) => o.id === ref.toLowerCase() || o.name === ref);
+      if (!found) throw new Error(`no organisation ${ref}`);
+      return found;
+    },
+    overlap,
     requests,
+    requestsByOrganisation: (windowMs?: number) => requestsByOrganisation(requests, windowMs),
     setFaults,
     get faults() {
-      return rt.faults;
+      return runtimes[0]!.faults;
     },
-    webhooks,
+    webhooks: first.webhooks,
     resetRequests: () => {
       requests.length = 0;
     },
     close: () =>
       new Promise<void>((resolve) => {
-        webhooks.close();
+        for (const o of organisations) o.webhooks.close();
         server.close(() => resolve());
         server.closeAllConnections();
       }),

@@ -9,6 +9,8 @@ export interface RequestRecord {
   /** Filled in when the response is sent (0 until then). */
   status: number;
   authorized: boolean;
+  /** The GUID of the organisation whose key authorised the request; absent when none did. */
+  organisationId?: string;
   /** The raw Authorization header, for tests that check the key never leaks elsewhere. */
   authorization?: string;
   /** The route template, e.g. 'GET /api/v2/groups/{groupId}/users/{userId}'. */
@@ -83,4 +85,52 @@ export function summariseRequests(requests: readonly RequestRecord[], windowMs =
     firstAt: requests[0]?.at ?? null,
     lastAt: requests[requests.length - 1]?.at ?? null,
   };
+}
+
+/** One organisation's (one key's) traffic: a budget per key is checked against these. */
+export interface OrganisationRequests {
+  total: number;
+  /** Most requests that arrived within any sliding window of windowMs. */
+  maxInAnyWindow: number;
+  /** Most requests that arrived within one whole clock second (epoch second). */
+  maxInAnyClockSecond: number;
+  /** Requests per clock second, keyed by the epoch second, in order. */
+  perSecond: Record<string, number>;
+  firstAt: number | null;
+  lastAt: number | null;
+}
+
+/**
+ * The authorised requests of each organisation (keyed by its GUID): a bench shows "no
+ * key over its budget in any second" from these. Records arrive in time order, so
+ * each organisation's slice is sorted too.
+ */
+export function requestsByOrganisation(requests: readonly RequestRecord[], windowMs = 1000): Record<string, OrganisationRequests> {
+  const byOrg = new Map<string, RequestRecord[]>();
+  for (const r of requests) {
+    if (r.organisationId === undefined) continue;
+    let list = byOrg.get(r.organisationId);
+    if (!list) byOrg.set(r.organisationId, (list = []));
+    list.push(r);
+  }
+  const out: Record<string, OrganisationRequests> = {};
+  for (const [organisationId, list] of byOrg) {
+    const perSecond: Record<string, number> = {};
+    let maxInAnyClockSecond = 0;
+    for (const r of list) {
+      const second = String(Math.floor(r.at / 1000));
+      const n = (perSecond[second] ?? 0) + 1;
+      perSecond[second] = n;
+      if (n > maxInAnyClockSecond) maxInAnyClockSecond = n;
+    }
+    out[organisationId] = {
+      total: list.length,
+      maxInAnyWindow: maxInWindow(list, windowMs),
+      maxInAnyClockSecond,
+      perSecond,
+      firstAt: list[0]?.at ?? null,
+      lastAt: list[list.length - 1]?.at ?? null,
+    };
+  }
+  return out;
 }

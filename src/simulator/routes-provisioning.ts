@@ -16,6 +16,11 @@ function isForeignEmail(email: string): boolean {
   return email.toLowerCase().endsWith(FOREIGN_EMAIL_DOMAIN);
 }
 
+/** Whether a user of another organisation on this platform (not `except`, the same person) has the e-mail: e-mails are unique platform-wide. */
+function usedInOtherOrganisation(rt: Runtime, lowerEmail: string, except?: string): boolean {
+  return rt.platform.some((other) => other !== rt.state && other.users.some((u) => u.id !== except && u.email.toLowerCase() === lowerEmail));
+}
+
 /** The unpublished strength rules, as this simulator enforces them; the failing ones go in `details`. */
 export function passwordProblems(password: string): Array<{ rule: string; message: string }> {
   const problems: Array<{ rule: string; message: string }> = [];
@@ -92,6 +97,7 @@ export function postUser(rt: Runtime, req: RouteRequest): Reply {
   if (state.users.some((u) => u.email.toLowerCase() === lower)) {
     return apiError('EMAIL_IN_USE_ORG_CONNECTED', 'A member of this organisation already uses this e-mail address.');
   }
+  if (usedInOtherOrganisation(rt, lower)) return apiError('EMAIL_IN_USE', 'A user outside this organisation already uses this e-mail address.');
   if (seatsInUse(state) >= state.seats.totalSeats) return apiError('USER_LIMIT_REACHED', 'The organisation has no seats left.');
   const user: ApiUser = {
     id: state.prng.guid(),
@@ -139,7 +145,7 @@ export function putUser(rt: Runtime, req: RouteRequest): Reply {
   if (!user) return userNotFound();
   if (user.accountType !== 'API') return invalidUserType();
   const lower = model.email.toLowerCase();
-  if (isForeignEmail(lower) || state.users.some((u) => u !== user && u.email.toLowerCase() === lower)) {
+  if (isForeignEmail(lower) || state.users.some((u) => u !== user && u.email.toLowerCase() === lower) || usedInOtherOrganisation(rt, lower, user.id)) {
     return apiError('EMAIL_IN_USE', 'Another user already uses this e-mail address.');
   }
   user.email = model.email;
@@ -208,6 +214,8 @@ export function deleteUser(rt: Runtime, req: RouteRequest): Reply {
   const { state } = rt;
   const user = isGuid(id) ? state.usersById.get(id.toLowerCase()) : undefined;
   if (!user) return userNotFound();
+  // Deleting removes the account from the whole platform, so one in another organisation too stays.
+  if (rt.platform.some((other) => other !== state && other.usersById.has(user.id))) return apiError('USER_IN_OTHER_ORG', 'The account also belongs to another organisation.');
   if (user.usingSeat) return apiError('USER_SEAT_ASSIGNED', 'The user holds an unlimited-plan seat.');
   state.users.splice(state.users.indexOf(user), 1);
   state.usersById.delete(user.id);

@@ -11,4 +11,9 @@ export interface Runtime {
   resultsPagesServed: number;
   /** Results the removal fault deleted since the faults were last set. */
   resultsRemoved: number;
+  /**
+   * Every organisation's data on this platform, this one's included: e-mails are unique
+   * across the whole platform, and an account in two organisations cannot be deleted.
+   */
+  platform: readonly SimulatorState[];
 }

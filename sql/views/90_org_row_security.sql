@@ -1,0 +1,43 @@
+-- Row-level security on the warehouse (issue 20), re-applied at every migrate so a
+-- table added later is covered too. Who sees what:
+-- - trainsync itself connects as the owner of these tables (it runs the migrations),
+--   and an owner is not subject to row-level security: the loads see every row.
+-- - trainsync_reader (BI logins granted it) sees every organisation's rows.
+-- - a per-organisation reader (training.organisations.reader_role, created by
+--   `trainsync migrate` from the orgs file) sees only its organisation's rows: every
+--   policy reads training.organisations, which itself shows such a reader only its own
+--   row. The reader is not a member of trainsync_reader, so SET ROLE cannot widen it.
+-- - any other role sees no row.
+-- Views are declared security_invoker, so the policies apply to whoever reads them.
+
+create or replace function training.sees_organisation(reader_role text) returns boolean
+  language sql stable
+  set search_path = pg_catalog
+as $$
+  select pg_has_role(current_user, 'trainsync_reader', 'MEMBER')
+      or exists (select 1 from pg_roles r where r.rolname = reader_role and pg_has_role(current_user, r.oid, 'MEMBER'))
+$$;
+
+alter table training.organisations enable row level security;
+
+do $$
+declare
+  t record;
+begin
+  if not exists (select 1 from pg_policies where schemaname = 'training' and tablename = 'organisations' and policyname = 'organisation_readers') then
+    create policy organisation_readers on training.organisations for select using (training.sees_organisation(reader_role));
+  end if;
+  for t in
+    select c.relname
+    from pg_class c
+    join pg_namespace n on n.oid = c.relnamespace
+    join pg_attribute a on a.attrelid = c.oid and a.attname = 'org' and not a.attisdropped
+    where n.nspname = 'training' and c.relkind in ('r', 'p')
+  loop
+    execute format('alter table training.%I enable row level security', t.relname);
+    if not exists (select 1 from pg_policies where schemaname = 'training' and tablename = t.relname and policyname = 'organisation_rows') then
+      execute format('create policy organisation_rows on training.%I for select using (org in (select slug from training.organisations))', t.relname);
+    end if;
+  end loop;
+end
+$$;

@@ -1,0 +1,57 @@
+import type pg from 'pg';
+import { TrainsyncError } from '../lib/errors.ts';
+
+/** An organisation whose rows a reader role of its own may see. */
+export interface OrgReader {
+  slug: string;
+  readerRole: string;
+}
+
+/** A per-organisation reader that would see more than its organisation: refused. */
+export class OrgReaderError extends TrainsyncError {
+  constructor(message: string) {
+    super(message, { code: 'ORG_READER', retryable: false });
+    this.name = 'OrgReaderError';
+  }
+}
+
+/**
+ * Creates each organisation's reader role (NOLOGIN: an admin grants it to a BI login),
+ * gives it SELECT on schema training (row-level security, sql/views/90, then shows it
+ * only its organisation's rows) and records it in training.organisations. Safe to run
+ * at every migrate. A role that is a member of trainsync_reader would see everything:
+ * refused, with the fix.
+ */
+export async function ensureOrgReaders(pool: pg.Pool, readers: readonly OrgReader[]): Promise<string[]> {
+  if (readers.length === 0) return [];
+  const client = await pool.connect();
+  const created: string[] = [];
+  try {
+    for (const { slug, readerRole } of readers) {
+      const role = client.escapeIdentifier(readerRole);
+      const exists = await client.query('select 1 from pg_roles where rolname = $1', [readerRole]);
+      if (exists.rowCount === 0) {
+        try {
+          await client.query(`create role ${role} nologin`);
+          created.push(readerRole);
+        } catch (error) {
+          // Another process (a second worker migrating at once) created it first.
+          if ((error as { code?: string }).code !== '42710') {
+            throw new OrgReaderError(`could not create the reader role ${readerRole} of organisation ${slug} (${(error as Error).message}); run \`trainsync migrate\` as a role with CREATEROLE, or create it yourself: CREATE ROLE ${readerRole} NOLOGIN`);
+          }
+        }
+      }
+      const wide = await client.query<{ wide: boolean }>(`select pg_has_role($1, 'trainsync_reader', 'MEMBER') as wide`, [readerRole]);
+      if (wide.rows[0]?.wide) {
+        throw new OrgReaderError(`the reader role ${readerRole} of organisation ${slug} is a member of trainsync_reader, so it would see every organisation; REVOKE trainsync_reader FROM ${readerRole}`);
+      }
+      await client.query(`grant usage on schema training to ${role}`);
+      await client.query(`grant select on all tables in schema training to ${role}`);
+      await client.query(`alter default privileges in schema training grant select on tables to ${role}`);
+      await client.query('update training.organisations set reader_role = $2, updated_at = now() where slug = $1 and reader_role is distinct from $2', [slug, readerRole]);
+    }
+    return created;
+  } finally {
+    client.release();
+  }
+}

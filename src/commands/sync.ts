@@ -89,7 +89,7 @@ again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.
         // One organisation: the output of a single-organisation deployment, as before (no `org`).
         const shown = labelled ? outcomes : outcomes.map(({ org: _org, ...outcome }) => outcome);
         process.stdout.write(options.json ? `${JSON.stringify(shown, null, 2)}\n` : renderSummary(outcomes, labelled));
-        exitWith(syncExitCode(outcomes), syncExitReason(outcomes));
+        exitWith(syncExitCode(outcomes), syncExitReason(outcomes, labelled));
       } catch (error) {
         if (!(error instanceof SyncConflictError || error instanceof SyncInterruptedError)) throw error;
         exitWith(error instanceof SyncConflictError ? SYNC_EXIT.refused : SYNC_EXIT.interrupted, error.message);
@@ -141,11 +141,12 @@ function outcomeWord(outcome: JobOutcome): string {
   return syncSummarySchema.safeParse(outcome.result).data?.status === 'incomplete' ? 'INCOMPLETE' : 'done';
 }
 
-/** The one line printed last when the exit code is not 0. */
-export function syncExitReason(outcomes: readonly JobOutcome[]): string | undefined {
+/** The one line printed last when the exit code is not 0; `labelled` (several organisations): resources named with theirs. */
+export function syncExitReason(outcomes: ReadonlyArray<JobOutcome & { org?: string }>, labelled = false): string | undefined {
+  const named = (o: JobOutcome & { org?: string }): string => `${labelled && o.org ? `${o.org} ` : ''}${o.name.replace(/^sync-/, '')}`;
   const failed = outcomes.filter((o) => o.status === 'failed');
-  if (failed.length > 0) return `${failed.map((o) => o.name.replace(/^sync-/, '')).join(', ')} failed: ${failed[0]!.error ?? 'unknown reason'}`;
-  const incomplete = outcomes.filter((o) => syncSummarySchema.safeParse(o.result).data?.status === 'incomplete').map((o) => o.name.replace(/^sync-/, ''));
+  if (failed.length > 0) return `${failed.map(named).join(', ')} failed: ${failed[0]!.error ?? 'unknown reason'}`;
+  const incomplete = outcomes.filter((o) => syncSummarySchema.safeParse(o.result).data?.status === 'incomplete').map(named);
   return incomplete.length > 0 ? `${incomplete.join(', ')} incomplete: some windows could not be read to the end; the next run reads them again` : undefined;
 }
 

@@ -6,7 +6,9 @@ import { TrainsyncError } from './lib/errors.ts';
 import { parseLookback } from './lib/lookback.ts';
 import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
 import { parseConsoleUsers } from './lib/console-users.ts';
+import { maskUrl } from './lib/infra-errors.ts';
 import { DEFAULT_ORG, readOrgsFile, type OrgSettings } from './lib/orgs-file.ts';
+import { clusterSafePrefix, parseRedisUrl } from './queue/redis-target.ts';
 import { parseMaxDisable } from './provisioning/plan/limits.ts';
 
 /**
@@ -77,9 +79,15 @@ const envSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, 'a Postgres URL, e.g. postgres://postgres@127.0.0.1:5432/trainsync')
     .default('postgres://postgres@127.0.0.1:5432/trainsync'),
+  // One server (redis://), a master behind Sentinel (redis+sentinel://) or a Cluster
+  // (redis+cluster://); src/queue/redis-target.ts reads the forms, README "Redis Sentinel and Cluster".
   REDIS_URL: z
     .string()
-    .regex(/^rediss?:\/\//, 'a Redis URL, e.g. redis://127.0.0.1:6379')
+    .trim()
+    .superRefine((value, ctx) => {
+      const target = parseRedisUrl(value);
+      if (typeof target === 'string') ctx.addIssue({ code: 'custom', message: target });
+    })
     .default('redis://127.0.0.1:6379'),
   TRAINSYNC_REQUESTS_PER_SECOND: z.coerce
     .number({ error: 'a number of requests per second, e.g. 10' })
@@ -92,9 +100,10 @@ const envSchema = z.object({
     .default('info'),
   // Unset on purpose: the logger then picks pretty for a terminal and JSON otherwise.
   LOG_FORMAT: z.enum(['json', 'pretty'], { error: 'json or pretty (unset: pretty on a terminal, JSON otherwise)' }).optional(),
+  // On a Cluster (redis+cluster://) loadConfig puts it in a hash tag, {trainsync}, unless it holds one.
   TRAINSYNC_QUEUE_PREFIX: z
     .string()
-    .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits, "_", ".", ":" or "-", e.g. trainsync')
+    .regex(/^[A-Za-z0-9_.:{}-]+$/, 'letters, digits, "_", ".", ":", "-", or a {hash tag}, e.g. trainsync')
     .default('trainsync'),
   TRAINSYNC_WORKER_CONCURRENCY: positiveInt('4').default(4),
   // Provisioning jobs mostly wait for a request-budget grant: enough of them keep the budget, not the workers, the bound.
@@ -263,7 +272,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       const key = String(issue.path[0] ?? '(environment)');
       if (byKey.has(key)) continue;
       const given = cleaned[key];
-      const shown = given === undefined ? 'missing' : key.includes('KEY') || key.includes('SECRET') || key.includes('TOKEN') || key.includes('USERS') ? 'set but invalid' : `got ${JSON.stringify(given)}`;
+      const shown =
+        given === undefined ? 'missing'
+        : key.includes('KEY') || key.includes('SECRET') || key.includes('TOKEN') || key.includes('USERS') ? 'set but invalid'
+        // A Redis URL may carry a password (and sentinel URLs a sentinelPassword): shown masked.
+        : key === 'REDIS_URL' && /@|password/i.test(given) ? `got ${JSON.stringify(maskUrl(given))}`
+        : `got ${JSON.stringify(given)}`;
       byKey.set(key, `${key}: ${shown}; expected ${issue.message}`);
     }
     const problems = [...byKey.values(), ...cronProblems];
@@ -276,7 +290,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...(cleaned.TRAINSYNC_WORKER_CONCURRENCY === undefined && orgs.length > 1 ? { TRAINSYNC_WORKER_CONCURRENCY: orgs.length + 3 } : {}),
     ...(cleaned.TRAINSYNC_PROVISION_CONCURRENCY === undefined && orgs.length > 1 ? { TRAINSYNC_PROVISION_CONCURRENCY: Math.max(16, 4 * orgs.length) } : {}),
   };
-  return Object.freeze({ ...parsed.data, ...scaled, cronLines: Object.freeze(cronLines), LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined, orgs: Object.freeze(orgs) });
+  // A Cluster keeps a multi-key script's keys in one slot only under a hash tag; a single server or Sentinel keeps the prefix as given.
+  const TRAINSYNC_QUEUE_PREFIX = clusterSafePrefix(parsed.data.TRAINSYNC_QUEUE_PREFIX, parsed.data.REDIS_URL);
+  return Object.freeze({
+    ...parsed.data,
+    ...scaled,
+    TRAINSYNC_QUEUE_PREFIX,
+    cronLines: Object.freeze(cronLines),
+    LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined,
+    orgs: Object.freeze(orgs),
+  });
 }
 
 /** The organisations of the file, or the one the variables describe; a ConfigError names every bad entry and key. */

@@ -1,5 +1,4 @@
 import net from 'node:net';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { ConfigError, soleOrg, type Config } from '../config.ts';
 import { DEFAULT_ORG, type OrgSettings } from '../lib/orgs-file.ts';
@@ -9,6 +8,7 @@ import type { Logger } from '../runtime/log.ts';
 import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
 import { PlatformError } from '../platform/errors.ts';
 import { pendingMigrations } from '../warehouse/migrator.ts';
+import { createRedisClient, type RedisClient } from '../queue/redis-client.ts';
 
 /** One line of `trainsync doctor`. `refuses` marks a failure that is the configuration's (exit 2). */
 export interface CheckResult {
@@ -84,15 +84,18 @@ export async function checkPostgres(config: Config): Promise<{ results: CheckRes
 /** Reachable, version, maxmemory-policy noeviction (BullMQ needs it), persistence on or off. */
 export async function checkRedis(config: Config): Promise<{ results: CheckResult[]; reachable: boolean }> {
   const where = maskUrl(config.REDIS_URL);
-  const redis = new Redis(config.REDIS_URL, {
-    lazyConnect: true,
-    connectTimeout: DOCTOR_CONNECT_TIMEOUT_MS,
+  // A single server, the master behind Sentinel, or a Cluster, as REDIS_URL says.
+  const redis = createRedisClient(config.REDIS_URL, {
+    redis: {
+      lazyConnect: true,
+      connectTimeout: DOCTOR_CONNECT_TIMEOUT_MS,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      // disconnect() waits this long for a dead socket (default 2 s), holding the command's exit.
+      disconnectTimeout: 200,
+    },
     // One attempt: a refused connection is reported at once, not retried.
-    retryStrategy: () => null,
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-    // disconnect() waits this long for a dead socket (default 2 s), holding the command's exit.
-    disconnectTimeout: 200,
+    retry: () => null,
   });
   let lastError: unknown;
   redis.on('error', (error: unknown) => (lastError = error));
@@ -182,7 +185,7 @@ function parseInfo(text: string): Record<string, string> {
   );
 }
 
-async function configGet(redis: Redis, key: string): Promise<string | undefined> {
+async function configGet(redis: RedisClient, key: string): Promise<string | undefined> {
   try {
     const reply = (await redis.config('GET', key)) as unknown;
     return Array.isArray(reply) && typeof reply[1] === 'string' ? reply[1] : undefined;

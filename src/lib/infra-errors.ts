@@ -27,6 +27,14 @@ export class InfrastructureError extends TrainsyncError {
 
 /** The URL with its password (in the userinfo or a `?password=` parameter) replaced by `***`. */
 export function maskUrl(url: string): string {
+  // Sentinel and Cluster URLs list several hosts (h1:26379,h2:26379), which WHATWG URL
+  // refuses: mask with one stand-in host, then put the list back.
+  const multi = /^([a-z][a-z0-9+.-]*:\/\/)((?:[^@/?#]*@)?)([^@/?#]*,[^@/?#]*)(.*)$/is.exec(url);
+  if (multi && !multi[4]!.includes('@')) return maskOneHost(`${multi[1]}${multi[2]}${MULTI_HOST}${multi[4]}`).replace(MULTI_HOST, multi[3]!);
+  return maskOneHost(url);
+}
+
+function maskOneHost(url: string): string {
   const parsed = parseUrl(url);
   // An '@' after the authority means an unencoded '/', '?' or '#' in the password cut
   // the authority short (postgres://u:12/x@db parses as port 12): the rest would leak.
@@ -45,6 +53,7 @@ export function maskUrl(url: string): string {
 }
 
 const DUMMY_HOST = 'dummy-host.invalid';
+const MULTI_HOST = 'multi-host.invalid';
 
 /** pg accepts `postgres://user:pw@/db?host=/socket` (no host), which WHATWG URL rejects: parse it the way pg does. */
 function parseUrl(url: string): { url: URL; dummyHost: boolean } | undefined {
@@ -93,6 +102,11 @@ export function describeRedisError(error: unknown, redisUrl: string): string | u
   if (auth?.message.startsWith('NOAUTH')) reason = 'the server needs a password (NOAUTH); put it in REDIS_URL as redis://:PASSWORD@host:port';
   else if (auth) reason = `${auth.message}; check the user name and password in REDIS_URL`;
   else reason = networkReason(parts, 'REDIS_URL');
+  // Sentinel and Cluster: ioredis says so in words (a Cluster keeps the last node's error in lastNodeError, read above).
+  const sentinels = parts.find((p) => /^All sentinels are unreachable/.test(p.message));
+  const cluster = parts.find((p) => /^(Failed to refresh slots cache|None of startup nodes is available)/.test(p.message));
+  if (sentinels) reason = `no sentinel answered${reason ? ` (${reason.split(';')[0]})` : ''}; are the sentinels up, and are their host:port list and the master's name in REDIS_URL right?`;
+  else if (cluster) reason ??= 'no node of the Cluster answered; are the nodes up, and is the seed list in REDIS_URL right?';
   // ioredis reports a dead or given-up connection by message or error name, not by code.
   const lost = parts.find(
     (p) => p.name === 'MaxRetriesPerRequestError' || /^Connection is closed|Stream isn't writeable/.test(p.message),
@@ -143,7 +157,7 @@ function errorParts(error: unknown, depth = 0): ErrorPart[] {
     port: typeof e.port === 'number' ? e.port : undefined,
     hostname: typeof e.hostname === 'string' ? e.hostname : undefined,
   };
-  const inner = [...(Array.isArray(e.errors) ? e.errors : []), e.cause];
+  const inner = [...(Array.isArray(e.errors) ? e.errors : []), e.cause, e.lastNodeError];
   return [own, ...inner.flatMap((x) => errorParts(x, depth + 1))];
 }
 
@@ -171,7 +185,13 @@ function serviceOf(error: unknown, config: ConnectionSettings): InfrastructureSe
   const parts = errorParts(error);
   // pg's DatabaseError carries a `severity`; these messages are pg's own.
   if (parts.some((p) => /^Connection terminated|does not support SSL/.test(p.message)) || hasSeverity(error)) return 'postgres';
-  if (parts.some((p) => /^(ReplyError|MaxRetriesPerRequestError)$/.test(p.name) || /^(Connection is closed|NOAUTH|WRONGPASS)/.test(p.message))) {
+  if (
+    parts.some(
+      (p) =>
+        /^(ReplyError|MaxRetriesPerRequestError|ClusterAllFailedError)$/.test(p.name) ||
+        /^(Connection is closed|NOAUTH|WRONGPASS|All sentinels are unreachable|Failed to refresh slots cache|None of startup nodes)/.test(p.message),
+    )
+  ) {
     return 'redis';
   }
   const db = endpointOf(config.DATABASE_URL, 5432);

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { createRedisClient, type RedisClient } from '../queue/redis-client.ts';
+import { clusterSafePrefix } from '../queue/redis-target.ts';
 import { sleep } from './retry.ts';
 
 /**
@@ -167,6 +168,16 @@ export function budgetKeyPrefix(keyPrefix: string): string {
   return `${keyPrefix}:platform-budget:`;
 }
 
+/**
+ * The two keys of one budget: its grant log and its pause (RESERVE_LUA's KEYS[1] and
+ * KEYS[2]). The only place they are named: `identity` is whose budget it is (today the
+ * platform origin). On a Cluster `keyPrefix` is a hash tag ({trainsync}, see
+ * clusterSafePrefix), so both keys hash to one slot and the script runs there.
+ */
+export function budgetKeys(keyPrefix: string, identity: string): { log: string; pause: string } {
+  return { log: `${budgetKeyPrefix(keyPrefix)}${identity}`, pause: `${keyPrefix}:platform-pause:${identity}` };
+}
+
 interface Waiter {
   resolve(): void;
   reject(reason: unknown): void;
@@ -176,9 +187,9 @@ interface Waiter {
 
 type ReserveReply = [granted: number, waitMs: number, pausedMs: number, delayMs: number];
 
-interface BudgetRedis extends Redis {
+type BudgetRedis = RedisClient & {
   trainsyncReserve(log: string, pause: string, windowMs: number, slots: number, wanted: number, ttlSeconds: number, lookaheadMs: number): Promise<ReserveReply>;
-}
+};
 
 export function createRequestBudget(options: RequestBudgetOptions): RequestBudget {
   const margin = options.safetyMargin ?? 0.05;
@@ -188,11 +199,14 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
   // One slot: grants are dated ahead by up to half a window (see RESERVE_LUA).
   const lookaheadMs = slots === 1 ? Math.floor(windowMs / 2) : 0;
   const ttlSeconds = Math.ceil(windowMs / 1000) + 1;
-  const limiterId = `${budgetKeyPrefix(options.keyPrefix)}${options.origin}`;
-  const pauseKey = `${options.keyPrefix}:platform-pause:${options.origin}`;
+  // Tagged here too (a no-op for config's prefix, already tagged): a caller passing its own prefix stays cluster-safe.
+  const keys = budgetKeys(clusterSafePrefix(options.keyPrefix, options.redisUrl), options.origin);
+  const limiterId = keys.log;
+  const pauseKey = keys.pause;
   const log = options.log;
 
-  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 }) as BudgetRedis;
+  // A single server, the master behind Sentinel, or a Cluster, as REDIS_URL says.
+  const redis = createRedisClient(options.redisUrl, { redis: { maxRetriesPerRequest: 3 } }) as BudgetRedis;
   // ioredis reports every failed reconnect (about one a second in an outage). The process's
   // queue connections already log an outage when it starts and ends; here a request that
   // cannot get a grant fails with BUDGET_UNAVAILABLE, so one debug line per outage is enough.

@@ -1,7 +1,9 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { describeRedisError, InfrastructureError, maskUrl } from '../lib/infra-errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import { OutageLog } from '../lib/outage-log.ts';
+import { createRedisClient, isCluster, type RedisClient } from './redis-client.ts';
+import { redisTarget } from './redis-target.ts';
 
 /**
  * How a process treats an unreachable Redis. `persistent` (the worker): retry forever
@@ -55,8 +57,11 @@ export class RedisConnections implements RedisStatus {
   readonly url: string;
   readonly mode: RedisMode;
   readonly timeoutMs: number;
-  /** Queues, health checks and the template BullMQ duplicates for Workers and QueueEvents. */
-  readonly primary: Redis;
+  /**
+   * Queues, health checks and the template BullMQ duplicates for Workers and QueueEvents:
+   * a Redis (one server, or the master behind Sentinel) or a Cluster, as REDIS_URL says.
+   */
+  readonly primary: RedisClient;
   private readonly outage: OutageLog;
   private readonly log: Logger;
   private failingSince: number | undefined;
@@ -65,6 +70,9 @@ export class RedisConnections implements RedisStatus {
   /** A one-shot connection that never got through and was refused: given up at once, not after the timeout. */
   private refusedAtStart = false;
   private everReady = false;
+  private failoverLoggedAt = Number.NEGATIVE_INFINITY;
+  /** REDIS_URL names a Sentinel set-up or a Cluster, where masters get replaced. */
+  private readonly replicated: boolean;
   private closing = false;
   private readonly reconnectListeners = new Set<() => void>();
 
@@ -73,6 +81,7 @@ export class RedisConnections implements RedisStatus {
     this.mode = options.mode;
     this.timeoutMs = options.timeoutMs;
     this.log = options.log;
+    this.replicated = redisTarget(options.url).kind !== 'single';
     // A one-shot command says it all in its one error line; its outage log is for LOG_LEVEL=debug.
     const outageLog = options.mode === 'one-shot' && !options.log.isLevelEnabled('debug') ? options.log.child({}, { level: 'error' }) : options.log;
     this.outage = new OutageLog('Redis', outageLog, {
@@ -83,17 +92,17 @@ export class RedisConnections implements RedisStatus {
   }
 
   /** A new connection, watched like every other (BullMQ requires `maxRetriesPerRequest: null` of Workers and QueueEvents). */
-  open(): Redis {
+  open(): RedisClient {
     const options: RedisOptions = {
       maxRetriesPerRequest: null,
       enableReadyCheck: true,
       connectTimeout: this.mode === 'one-shot' ? Math.min(CONNECT_TIMEOUT_MS, this.timeoutMs) : CONNECT_TIMEOUT_MS,
-      retryStrategy: (times) => this.retryDelay(times),
       // disconnect() waits this long for a socket to close before destroying it; a dead
       // socket never closes, and the default 2 s would hold a one-shot command's exit.
       disconnectTimeout: 200,
     };
-    return this.watch(new Redis(this.url, options));
+    // The same retry for a server, for the sentinels and for a whole Cluster: one outage clock.
+    return this.watch(createRedisClient(this.url, { redis: options, retry: (times) => this.retryDelay(times) }));
   }
 
   get isDown(): boolean {
@@ -110,6 +119,12 @@ export class RedisConnections implements RedisStatus {
    * starts one), false for anything else, which the caller logs as it always did.
    */
   failed(error: unknown): boolean {
+    // Behind Sentinel or on a Cluster only: a single server reports these as it always did.
+    const failover = this.replicated ? failoverReply(error) : undefined;
+    if (failover !== undefined) {
+      this.failingOver(failover);
+      return true;
+    }
     const message = describeRedisError(error, this.url);
     if (message === undefined) return false;
     // Connections closing at shutdown report "Connection is closed": not an outage.
@@ -168,14 +183,35 @@ export class RedisConnections implements RedisStatus {
     this.primary.disconnect();
   }
 
-  private watch(redis: Redis): Redis {
-    redis.on('error', (error: unknown) => {
+  private watch<C extends RedisClient>(client: C): C {
+    client.on('error', (error: unknown) => {
       if (!this.failed(error)) this.log.warn({ err: error }, 'Redis connection error');
     });
-    redis.on('ready', () => this.ready());
-    // Copies BullMQ makes (Worker, QueueEvents) are watched too, and connect at once even if the original is lazy.
-    redis.duplicate = (override?: Partial<RedisOptions>): Redis => this.watch(new Redis({ ...redis.options, lazyConnect: false, ...override }));
-    return redis;
+    client.on('ready', () => this.ready());
+    if (isCluster(client)) {
+      // One node dropping (a failover) is the Cluster's to route around; an outage is the
+      // whole Cluster unreachable, which it reports as an 'error' of its own.
+      client.on('node error', (error: unknown, node: string) => this.log.debug({ err: error, node }, 'Redis Cluster node error'));
+      const duplicate = Cluster.prototype.duplicate;
+      client.duplicate = (nodes?: unknown[], override?: ClusterOptions): Cluster => this.watch(duplicate.call(client, nodes, { ...override, lazyConnect: false }));
+    } else {
+      // Copies BullMQ makes (Worker, QueueEvents) are watched too, and connect at once even if the original is lazy.
+      const redis = client as Redis;
+      redis.duplicate = (override?: Partial<RedisOptions>): Redis => this.watch(new Redis({ ...redis.options, lazyConnect: false, ...override }));
+    }
+    return client;
+  }
+
+  /**
+   * A master turning replica (Sentinel, CLUSTER FAILOVER) ends blocked reads with
+   * UNBLOCKED and answers writes with READONLY; BullMQ and ioredis retry on the new
+   * master. Not an outage, and not each Worker's and QueueEvents' error: one line.
+   */
+  private failingOver(reply: string): void {
+    const now = Date.now();
+    if (now - this.failoverLoggedAt < FAILOVER_LOG_GAP_MS) return;
+    this.failoverLoggedAt = now;
+    this.log.info({ reply }, 'Redis is failing over; commands go on with the new master');
   }
 
   private ready(): void {
@@ -219,6 +255,17 @@ export class RedisConnections implements RedisStatus {
   }
 }
 
+/** One failover line per this gap: the replies of one failover come from every connection within a second or two. */
+const FAILOVER_LOG_GAP_MS = 30_000;
+
+/** Replies of a master being replaced or of slots moving (ioredis follows MOVED/ASK itself; these reach us when retries ran out). */
+const FAILOVER_REPLY = /^(UNBLOCKED|READONLY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|LOADING)\b/;
+
+function failoverReply(error: unknown): string | undefined {
+  const message = error instanceof Error ? error.message : undefined;
+  return message !== undefined && FAILOVER_REPLY.test(message) ? message.split(' ')[0] : undefined;
+}
+
 /** describeRedisError's sentence without the "cannot connect to Redis at URL (REDIS_URL): " the outage log says itself. */
 function shortReason(message: string, url: string): string {
   const prefix = `cannot connect to Redis at ${maskUrl(url)} (REDIS_URL): `;
@@ -227,8 +274,10 @@ function shortReason(message: string, url: string): string {
 
 /** A connection refused or a host name that does not resolve: answers that do not change by waiting. */
 function isRefusal(error: unknown): boolean {
-  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
-  return code === 'ECONNREFUSED' || code === 'ENOTFOUND';
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, lastNodeError } = error as { code?: unknown; lastNodeError?: unknown };
+  // A Cluster none of whose seed nodes answered says why in `lastNodeError`.
+  return code === 'ECONNREFUSED' || code === 'ENOTFOUND' || (lastNodeError !== undefined && isRefusal(lastNodeError));
 }
 
 function formatSeconds(ms: number): string {

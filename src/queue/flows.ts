@@ -1,5 +1,5 @@
 import { FlowProducer, type FlowJob, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.ts';
 import type { Config } from '../config.ts';
 
 /** Chains added per FlowProducer call: one Redis round trip each. */
@@ -29,7 +29,7 @@ function toFlowJob(link: ChainLink): FlowJob {
  * Adds chains of jobs as BullMQ flows: in a flow a parent starts only when its child
  * has finished, so each chain's last link is its root and runs last.
  */
-export async function addChains(config: Config, connection: Redis, chains: readonly ChainLink[]): Promise<void> {
+export async function addChains(config: Config, connection: RedisClient, chains: readonly ChainLink[]): Promise<void> {
   if (chains.length === 0) return;
   // On the process's own connection: its errors and outages are reported where every other one's are.
   const flows = new FlowProducer({ connection, prefix: config.TRAINSYNC_QUEUE_PREFIX });

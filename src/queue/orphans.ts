@@ -1,5 +1,5 @@
 import type { Job, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.ts';
 import { jobLockKey } from './keys.ts';
 
 /**
@@ -21,7 +21,7 @@ export async function connectedWorkers(queue: Queue): Promise<Set<string>> {
   return new Set(clients.map((client) => client.rawname?.split(':w:')[1]).filter((name): name is string => name !== undefined));
 }
 
-export async function activeHolder(redis: Redis, queue: Queue, job: Job, prefix: string, workers?: Set<string>): Promise<ActiveHolder> {
+export async function activeHolder(redis: RedisClient, queue: Queue, job: Job, prefix: string, workers?: Set<string>): Promise<ActiveHolder> {
   const worker = job.processedBy || undefined;
   const locked = (await redis.exists(jobLockKey(prefix, queue.name, String(job.id)))) === 1;
   if (!locked) return { orphaned: true, worker };
@@ -35,14 +35,14 @@ export async function activeHolder(redis: Redis, queue: Queue, job: Job, prefix:
  * Puts an orphaned active job back in the queue, under its own id, so the next worker
  * resumes it from its checkpoints (and its run). The dead holder's lock goes first.
  */
-export async function requeueOrphan(redis: Redis, queue: Queue, job: Job, prefix: string): Promise<void> {
+export async function requeueOrphan(redis: RedisClient, queue: Queue, job: Job, prefix: string): Promise<void> {
   await redis.del(jobLockKey(prefix, queue.name, String(job.id)));
   // Token "0": no lock to check (there is none now); BullMQ's own moveToWait does the rest.
   await job.moveToWait('0');
 }
 
 /** Removes a queued or orphaned job for good (its deduplication entry with it). False when BullMQ kept it (it was locked again). */
-export async function removeOrphanOrQueued(redis: Redis, queue: Queue, job: Job, prefix: string): Promise<boolean> {
+export async function removeOrphanOrQueued(redis: RedisClient, queue: Queue, job: Job, prefix: string): Promise<boolean> {
   await redis.del(jobLockKey(prefix, queue.name, String(job.id)));
   const removed = await queue.remove(String(job.id), { removeChildren: false });
   return removed === 1;

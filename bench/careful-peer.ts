@@ -60,7 +60,7 @@ async function writePage(pool: pg.Pool, page: Page): Promise<void> {
     await client.query('begin');
     await client.query(
       `insert into peer.results (${COLUMNS.join(', ')}, first_seen_at, last_seen_at, updated_at) values ${tuples.join(', ')}
-       on conflict (result_id) do update set ${COLUMNS.slice(1).map((c) => `${c} = excluded.${c}`).join(', ')},
+       on conflict (org, result_id) do update set ${COLUMNS.slice(1).map((c) => `${c} = excluded.${c}`).join(', ')},
          last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at`,
       values,
     );
@@ -80,7 +80,10 @@ try {
   await pool.query(`
     create schema if not exists peer;
     create table if not exists peer.results (like training.results including all);
-    create table if not exists peer.result_filter_answers (like training.result_filter_answers including all)`);
+    create table if not exists peer.result_filter_answers (like training.result_filter_answers including all);
+    -- One organisation: the peer writes the column our loader writes, without naming it.
+    alter table peer.results alter column org set default 'default';
+    alter table peer.result_filter_answers alter column org set default 'default'`);
   const cpu0 = process.cpuUsage();
   const started = performance.now();
   const first = await getPage(1);

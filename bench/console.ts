@@ -104,8 +104,8 @@ const config = loadConfig({ ...process.env, DATABASE_URL: database.url, TRAINSYN
 const log = createLogger('warn');
 const app = await createApp(config, log, { jobs: allJobs, migrate: true, redis: 'persistent' });
 try {
-  await sql`insert into trainsync.runs (resource, mode, started_at, finished_at, status, pages, inserted, updated, unchanged, quarantined)
-    select (array[${sql.join(RESOURCES)}])[1 + i % ${RESOURCES.length}], 'incremental', now() - make_interval(mins => ${RUNS} - i),
+  await sql`insert into trainsync.runs (org, resource, mode, started_at, finished_at, status, pages, inserted, updated, unchanged, quarantined)
+    select 'default', (array[${sql.join(RESOURCES)}])[1 + i % ${RESOURCES.length}], 'incremental', now() - make_interval(mins => ${RUNS} - i),
            now() - make_interval(mins => ${RUNS} - i) + make_interval(secs => 5 + i % 40), case when i % 50 = 0 then 'failed' else 'succeeded' end,
            10 + i % 30, i % 100, i % 300, 1000 + i % 500, i % 7
       from generate_series(1, ${RUNS}) i`.execute(app.db);

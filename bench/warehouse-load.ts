@@ -14,6 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import type { Result } from '../src/platform/schemas.ts';
 import { copyLines, type CopyValue } from '../src/warehouse/copy-text.ts';
@@ -74,7 +75,10 @@ async function rawCopy(pool: pg.Pool, results: readonly Result[], indexes: boole
   await pool.query(`
     drop table if exists public.raw_results, public.raw_answers;
     create table public.raw_results (like training.results ${like});
-    create table public.raw_answers (like training.result_filter_answers ${like});`);
+    create table public.raw_answers (like training.result_filter_answers ${like});
+    -- One organisation, as the loader writes it: a constant the COPY text does not carry.
+    alter table public.raw_results alter column org set default 'default';
+    alter table public.raw_answers alter column org set default 'default';`);
   const now = new Date().toISOString();
   function* resultChunks(): Generator<string> {
     for (let i = 0; i < results.length; i += BATCH) {
@@ -109,7 +113,7 @@ async function upsertAll(pool: pg.Pool, results: readonly Result[]): Promise<{ m
   const started = performance.now();
   for (let i = 0; i < results.length; i += BATCH) {
     const batch = results.slice(i, i + BATCH);
-    const loaded = await withTransaction(lend, ({ client }) => upsertResults(client, batch, { seenAt: new Date() }));
+    const loaded = await withTransaction(lend, ({ client }) => upsertResults(client, batch, { org: DEFAULT_ORG, seenAt: new Date() }));
     counts.inserted += loaded.inserted;
     counts.updated += loaded.updated;
     counts.unchanged += loaded.unchanged;

@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
+import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import type { Result } from '../src/platform/schemas.ts';
 import { explainResultBatch, ResultBatch, upsertResultBatch, type WritePhase } from '../src/warehouse/load-results.ts';
@@ -37,7 +38,7 @@ const database = await createBenchDatabase();
 const pool = createPool(database.url, { max: 2, applicationName: 'trainsync-bench' });
 try {
   await migrate(pool, createLogger('silent'));
-  const { rows: [run] } = await pool.query<{ id: number }>(`insert into trainsync.runs (resource, mode, status) values ('results', 'full', 'running') returning id`);
+  const { rows: [run] } = await pool.query<{ id: number }>(`insert into trainsync.runs (org, resource, mode, status) values ('default', 'results', 'full', 'running') returning id`);
   const runId = run!.id;
   const lend = lendFrom(pool);
 
@@ -65,11 +66,11 @@ try {
       await lend(async (client) => {
         await client.query('begin');
         if (!args.synchronousCommit) await client.query('set local synchronous_commit = off');
-        const loaded = await upsertResultBatch(client, batch, { seenAt: new Date(), runId, trackSightings: !firstLoad, fresh: firstLoad, onPhase: (phase, ms) => (totals[phase] += ms) });
+        const loaded = await upsertResultBatch(client, batch, { org: DEFAULT_ORG, seenAt: new Date(), runId, trackSightings: !firstLoad, fresh: firstLoad, onPhase: (phase, ms) => (totals[phase] += ms) });
         mark = performance.now();
         const db = kyselyOn(client);
         await addRunCounts(db, runId, { pages: 40, ...loaded });
-        await saveCheckpoint(db, 'bench:full', { nextPage: i / 50 + 1, total: results.length, drifted: false }, runId);
+        await saveCheckpoint(db, DEFAULT_ORG, 'bench:full', { nextPage: i / 50 + 1, total: results.length, drifted: false }, runId);
         totals['counts+checkpoint'] += performance.now() - mark;
         mark = performance.now();
         await client.query('commit');
@@ -101,12 +102,12 @@ try {
     const batch = new ResultBatch();
     for (const r of changed.slice(0, args.batchRows).map((r, i) => (i % 10 === 1 ? { ...r, score: (r.score ?? 0) + 1 } : r))) batch.add(r);
     await client.query('begin');
-    plans = await explainResultBatch(client, batch, new Date());
+    plans = await explainResultBatch(client, DEFAULT_ORG, batch, new Date());
     await client.query('rollback');
     const fresh = new ResultBatch();
     for (const r of syntheticResults(args.batchRows)) fresh.add(r);
     await client.query('begin');
-    const freshPlans = await explainResultBatch(client, fresh, new Date());
+    const freshPlans = await explainResultBatch(client, DEFAULT_ORG, fresh, new Date());
     await client.query('rollback');
     process.stderr.write(`\n-- upsert of one batch of ${args.batchRows} new results\n${freshPlans.upsert}\n\n-- answers\n${freshPlans.answers}\n\n`);
   } finally {

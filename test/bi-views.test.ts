@@ -31,22 +31,22 @@ async function employee(employeeId: string, email: string, userId: string | null
 }
 
 async function group(groupId: string, name: string, courses: Array<[string, string]>, removed = false): Promise<void> {
-  await q(`insert into training.groups (group_id, name, first_seen_at, last_seen_at, updated_at, removed_at) values ($1, $2, $3, $3, $3, $4)`, [groupId, name, T0, removed ? T0 : null]);
-  for (const [courseId, courseName] of courses) await q('insert into training.group_courses (group_id, course_id, course_name) values ($1, $2, $3)', [groupId, courseId, courseName]);
+  await q(`insert into training.groups (org, group_id, name, first_seen_at, last_seen_at, updated_at, removed_at) values ('default', $1, $2, $3, $3, $3, $4)`, [groupId, name, T0, removed ? T0 : null]);
+  for (const [courseId, courseName] of courses) await q('insert into training.group_courses (org, group_id, course_id, course_name) values (\'default\', $1, $2, $3)', [groupId, courseId, courseName]);
 }
 
 async function member(groupId: string, userId: string, employeeId: string, since: string, removed = false): Promise<void> {
-  await q('insert into training.group_members (group_id, user_id, employee_id, since, removed_at) values ($1, $2, $3, $4, $5)', [groupId, userId, employeeId, since, removed ? '2024-05-01T00:00:00Z' : null]);
+  await q('insert into training.group_members (org, group_id, user_id, employee_id, since, removed_at) values (\'default\', $1, $2, $3, $4, $5)', [groupId, userId, employeeId, since, removed ? '2024-05-01T00:00:00Z' : null]);
 }
 
 async function course(courseId: string, name: string, passRate: number | null): Promise<void> {
-  await q('insert into training.courses (course_id, name, pass_rate, first_seen_at, last_seen_at, updated_at) values ($1, $2, $3, $4, $4, $4)', [courseId, name, passRate, T0]);
+  await q('insert into training.courses (org, course_id, name, pass_rate, first_seen_at, last_seen_at, updated_at) values (\'default\', $1, $2, $3, $4, $4, $4)', [courseId, name, passRate, T0]);
 }
 
 async function result(resultId: string, userId: string, courseId: string, r: { complete: boolean; at?: string; score?: number; max?: number; passRate?: number | null; removed?: boolean }): Promise<void> {
   await q(
-    `insert into training.results (result_id, user_id, course_id, is_complete, date_completed, score, maximum_score, pass_rate, course_type, first_seen_at, last_seen_at, updated_at, removed_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, 'SINGLE_COURSE', $9, $9, $9, $10)`,
+    `insert into training.results (org, result_id, user_id, course_id, is_complete, date_completed, score, maximum_score, pass_rate, course_type, first_seen_at, last_seen_at, updated_at, removed_at)
+     values ('default', $1, $2, $3, $4, $5, $6, $7, $8, 'SINGLE_COURSE', $9, $9, $9, $10)`,
     [resultId, userId, courseId, r.complete, r.at ?? null, r.score ?? null, r.max ?? null, r.passRate ?? null, T0, r.removed ? T0 : null],
   );
 }

@@ -34,9 +34,9 @@ async function warehouseGroups(pool: pg.Pool): Promise<ComparableGroup[]> {
     `select g.group_id::text as id, g.name,
             coalesce(jsonb_agg(jsonb_build_object('id', gc.course_id, 'name', gc.course_name) order by gc.course_id)
                      filter (where gc.course_id is not null), '[]') as courses
-       from training.groups g left join training.group_courses gc using (group_id)
-      where g.removed_at is null
-      group by g.group_id
+       from training.groups g left join training.group_courses gc using (org, group_id)
+      where g.org = 'default' and g.removed_at is null
+      group by g.org, g.group_id
       order by g.group_id::text`,
   );
   return rows;

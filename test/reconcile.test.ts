@@ -27,8 +27,8 @@ async function employee(employeeId: string, email: string, userId: string | null
 
 async function account(userId: string, email: string, hasAccess: boolean, options: { removed?: boolean; orgId?: string } = {}): Promise<void> {
   await q(
-    `insert into training.users (user_id, email, first_name, last_name, role, organisation_identifier, has_access, first_seen_at, last_seen_at, updated_at, removed_at)
-     values ($1, $2, 'F', 'L', 'USER', $3, $4, $5, $5, $5, $6)`,
+    `insert into training.users (org, user_id, email, first_name, last_name, role, organisation_identifier, has_access, first_seen_at, last_seen_at, updated_at, removed_at)
+     values ('default', $1, $2, 'F', 'L', 'USER', $3, $4, $5, $5, $5, $6)`,
     [userId, email, options.orgId ?? null, hasAccess, T0, options.removed ? T0 : null],
   );
 }

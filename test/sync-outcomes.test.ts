@@ -121,7 +121,7 @@ describe('sync outcomes', () => {
 
   it('a run cut off before it could be marked (its worker died, its database went away) is marked failed by the next run', async () => {
     h = await createSyncHarness({ simulator: { sizes: { courses: 10 } } });
-    const { rows } = await h.database.pool.query<{ id: number }>("insert into trainsync.runs (resource, mode) values ('courses', 'snapshot') returning id");
+    const { rows } = await h.database.pool.query<{ id: number }>("insert into trainsync.runs (org, resource, mode) values ('default', 'courses', 'snapshot') returning id");
     const summary = summaryOf(await h.sync(['courses']), 'courses');
     const runs = await h.database.pool.query<{ id: number; status: string; error: string | null }>("select id, status, error from trainsync.runs where resource = 'courses' order by id");
     expect(runs.rows).toEqual([

@@ -3,7 +3,7 @@
 -- passed: score / maximum_score * 100 >= the pass rate (the result's own, else the
 -- course's); null when there is no pass rate, no score or no maximum score (a course
 -- without questions), as the platform's own `passed` flag is.
-create or replace view training.result_details as
+create or replace view training.result_details with (security_invoker = true) as
 select
   r.result_id,
   r.user_id,
@@ -21,10 +21,13 @@ select
     -- Integer arithmetic: no rounding at the boundary.
     else r.score::bigint * 100 >= coalesce(r.pass_rate, c.pass_rate)::bigint * r.maximum_score
   end as passed,
-  r.course_type
+  r.course_type,
+  -- The organisation whose key listed the result (appended: CREATE OR REPLACE keeps the
+  -- columns before it); its course is that organisation's row of a shared course.
+  r.org
 from training.results r
 -- The course row is joined even when removed: its name still labels old results.
-left join training.courses c on c.course_id = r.course_id
+left join training.courses c on c.org = r.org and c.course_id = r.course_id
 where r.removed_at is null;
 
 comment on view training.result_details is

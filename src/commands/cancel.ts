@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
-import { soleOrg } from '../config.ts';
 import { createApp } from '../runtime/app.ts';
 import { cancelQueuedOrOrphaned } from '../sync/cancel-sync.ts';
 import { syncResources } from '../sync/resources.ts';
 import type { CommandDeps } from './deps.ts';
 import { RefusedError } from './exit-codes.ts';
+import { requestedOrgs, selectOneOrg } from './org-option.ts';
 
 /** `trainsync cancel <resource|job id>`: the way out of a stuck job. */
 export function registerCancelCommand(program: Command, deps: CommandDeps): void {
@@ -23,14 +23,19 @@ A new \`trainsync sync\` of the same resource takes an orphaned job over by itse
 
 Examples:
   trainsync cancel results        # the queued or orphaned sync of results
-  trainsync cancel 14             # job 14, in whichever queue holds it`,
+  trainsync cancel 14             # job 14, in whichever queue holds it
+  trainsync cancel results --org north   # with several organisations: north's sync of results
+
+Cancels within one organisation (--org; the only one when just one is configured): a
+resource names that organisation's sync, and a job id of another organisation is refused.`,
     )
-    .action(async (target: string) => {
+    .action(async (target: string, _options: unknown, command: Command) => {
       const config = deps.loadConfig();
+      const org = selectOneOrg(config, requestedOrgs(command));
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       try {
-        const outcome = await cancelQueuedOrOrphaned({ ...app, org: soleOrg(config).slug }, target, `\`trainsync cancel ${target}\``);
+        const outcome = await cancelQueuedOrOrphaned({ ...app, org: org.slug }, target, `\`trainsync cancel ${target}\``);
         if (!outcome.ok) throw new RefusedError(outcome.reason);
         const { job, how, runs } = outcome;
         process.stdout.write(`cancelled job ${job.id} (${job.name}, ${how})${runs > 0 ? `; its run recorded as cancelled` : ''}\n`);

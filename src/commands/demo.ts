@@ -20,6 +20,9 @@ import { provisionDeps } from './provision-deps.ts';
 import { renderReconciliation } from './reconcile.ts';
 import { renderSummary } from './sync.ts';
 
+/** The demo's only organisation: its configuration comes from variables alone (no orgs file). */
+const DEMO_ORG = DEFAULT_ORG;
+
 export const DEMO_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/trainsync_demo';
 export const DEMO_QUEUE_PREFIX = 'trainsync-demo';
 /** The sample feed shipped in the repo; it matches the simulator's seed-1 organisation. */
@@ -92,6 +95,9 @@ trainsync_demo unless DATABASE_URL names another).`,
       const sim = await startSimulator({ seed: 1 });
       const config = loadConfig({
         ...env,
+        // The demo is one organisation, `default`, on its own simulator: an orgs file in the
+        // environment (a real deployment's) is not the demo's.
+        TRAINSYNC_ORGS_FILE: undefined,
         TRAINSYNC_API_URL: sim.url,
         TRAINSYNC_API_KEY: sim.apiKey,
         DATABASE_URL: env.DATABASE_URL || DEMO_DATABASE_URL,
@@ -113,7 +119,7 @@ trainsync_demo unless DATABASE_URL names another).`,
         const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
         try {
           write(`1. migrate: done (${seconds()} s)\n\n2. sync everything\n`);
-          const outcomes = await runSync({ ...app, org: DEFAULT_ORG }, syncResources(app.catalog.values()), syncPayloadSchema.parse({ trigger: 'cli' }));
+          const outcomes = await runSync({ ...app, org: DEMO_ORG }, syncResources(app.catalog.values()), syncPayloadSchema.parse({ trigger: 'cli' }));
           write(renderSummary(outcomes));
           if (outcomes.some((o) => o.status === 'failed')) exitCode = 1;
 
@@ -146,7 +152,7 @@ trainsync_demo unless DATABASE_URL names another).`,
           write(`replanning the same feed now: ${again.plan.actions.length} actions (an unchanged feed makes no write call)\n`);
 
           write(`\n4. sync users and seats again, to see the changes in the warehouse (${seconds()} s)\n`);
-          const after = await runSync({ ...app, org: DEFAULT_ORG }, ['users', 'seats'], syncPayloadSchema.parse({ trigger: 'cli' }));
+          const after = await runSync({ ...app, org: DEMO_ORG }, ['users', 'seats'], syncPayloadSchema.parse({ trigger: 'cli' }));
           write(renderSummary(after));
 
           const counts = new Table({ head: ['table', 'rows'], style: { head: [], border: [], compact: true } });

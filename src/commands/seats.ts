@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { PlatformError } from '../platform/errors.ts';
 import type { CommandDeps } from './deps.ts';
+import { requestedOrgs, selectOneOrg } from './org-option.ts';
 import { withPlatform } from './with-platform.ts';
 
 export function registerSeatsCommand(program: Command, deps: Pick<CommandDeps, 'loadConfig' | 'createLogger'>): void {
@@ -13,10 +14,12 @@ export function registerSeatsCommand(program: Command, deps: Pick<CommandDeps, '
       `
 An organisation that is not on an unlimited-use plan has no seats: the platform answers
 NO_UNLIMITED_PLAN and this prints "not applicable" (exit status 0). The hourly sync-seats
-job records the same figures in training.seat_usage.`,
+job records the same figures in training.seat_usage (per organisation). With several
+organisations configured, name one with --org SLUG: its key asks.`,
     )
-    .action(async (options: { json?: boolean }) => {
+    .action(async (options: { json?: boolean }, command: Command) => {
       const config = deps.loadConfig();
+      const org = selectOneOrg(config, requestedOrgs(command));
       const log = deps.createLogger(config);
       await withPlatform(config, log, async (platform) => {
         try {
@@ -35,6 +38,6 @@ job records the same figures in training.seat_usage.`,
               : 'seats: not applicable (NO_UNLIMITED_PLAN: the organisation is not on an unlimited-use plan)\n',
           );
         }
-      });
+      }, org);
     });
 }

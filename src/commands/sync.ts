@@ -1,17 +1,18 @@
 import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
 import { cancelRunsOfJob } from '../sync/sync-state.ts';
-import { requirePlatform, soleOrg } from '../config.ts';
+import { requirePlatform } from '../config.ts';
 import { syncResources, type SyncResource } from '../sync/resources.ts';
 import { syncSummarySchema } from '../sync/summary.ts';
-import { runSync, SyncConflictError, SyncInterruptedError } from '../sync/run-and-wait.ts';
+import { runSyncOfOrgs, SyncConflictError, SyncInterruptedError, type SyncOutcome } from '../sync/run-and-wait.ts';
 import { syncPayloadSchema, type SyncPayload } from '../sync/sync-payload.ts';
 import type { JobOutcome } from '../queue/wait-for-jobs.ts';
-import { withWaitOptions } from '../queue/job-queue.ts';
+import { withWaitOptions, type JobQueue } from '../queue/job-queue.ts';
 import { parseDay } from '../sync/results/days.ts';
 import type { CommandDeps } from './deps.ts';
 import { EXIT, exitWith, UsageError, type ExitCode } from './exit-codes.ts';
 import { fitTable, tableWidth } from './fit-table.ts';
+import { requestedOrgs, selectOrgs } from './org-option.ts';
 import { createProgressDisplay } from './progress-display.ts';
 import { stderrTerminal, wrapLines } from './terminal.ts';
 
@@ -35,17 +36,23 @@ Examples:
   trainsync sync                       # everything; results incrementally from the watermark
   trainsync sync results --since 2024-01-01 --until 2024-06-30
   trainsync sync results --full        # re-read all results, mark vanished ones removed
+  trainsync sync --org north --org south   # two organisations' syncs, side by side
+With several organisations configured, name them with --org (repeat it, or --org all);
+each line of the progress and the summary then starts with the organisation.
 For sync: 1 a job failed (its reason is printed last); 2 also when the same resource is
 already syncing with other options (a sync whose process is gone is taken over instead; see
 \`trainsync cancel\`); 3 some windows could not be read to the end (the next run reads them
 again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.`,
     )
-    .action(async (resourceArgs: string[], options: { since?: string; until?: string; full?: boolean; json?: boolean }) => {
+    .action(async (resourceArgs: string[], options: { since?: string; until?: string; full?: boolean; json?: boolean }, command: Command) => {
       const resources = parseResources(resourceArgs, known);
       const payload = parseSyncOptions(options);
       const config = deps.loadConfig();
+      const orgs = selectOrgs(config, requestedOrgs(command));
       // Before anything touches Postgres or Redis: the jobs cannot run without the platform.
-      requirePlatform(config);
+      for (const org of orgs) requirePlatform(config, org);
+      // Lines name their organisation only when there are several: one organisation's output is unchanged.
+      const labelled = orgs.length > 1;
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       const interrupt = new AbortController();
@@ -53,22 +60,36 @@ again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.
       process.once('SIGINT', onSigint);
       try {
         const display = createProgressDisplay();
-        let outcomes: JobOutcome[];
+        let outcomes: SyncOutcome[];
+        const jobOrgs = new Map<string, string>();
+        const lineOf = (jobId: string, progress: unknown): unknown => {
+          const org = jobOrgs.get(jobId);
+          if (!labelled || org === undefined || typeof progress !== 'object' || progress === null) return progress;
+          const resource = (progress as { resource?: unknown }).resource;
+          return typeof resource === 'string' ? { ...progress, resource: `${org} ${resource}` } : progress;
+        };
         try {
           // A job making no progress for a while gets one line saying what it waits for.
           const queue = withWaitOptions(app.queue, { onStall: (line) => stderrTerminal.writeLine(line) });
-          outcomes = await runSync({ org: soleOrg(config).slug, queue, log: app.log, cancelRuns: (jobId, reason) => cancelRunsOfJob(app.db, jobId, reason) }, resources, payload, { onProgress: (jobId, progress) => display.update(jobId, progress), signal: interrupt.signal });
+          outcomes = await runSyncOfOrgs(
+            { orgs: orgs.map((org) => org.slug), queue: withJobOrgs(queue, jobOrgs), log: app.log, cancelRuns: (org, jobId, reason) => cancelRunsOfJob(app.db, org, jobId, reason) },
+            resources,
+            payload,
+            { onProgress: (jobId, progress) => display.update(jobId, lineOf(jobId, progress)), signal: interrupt.signal },
+          );
           for (const outcome of outcomes) {
             // The last progress may predate the last page: the line ends with the run's own totals.
             const summary = syncSummarySchema.safeParse(outcome.result);
-            if (summary.success) display.update(outcome.jobId, { resource: summary.data.resource, pages: summary.data.pages, rows: summary.data.inserted + summary.data.updated + summary.data.unchanged });
+            if (summary.success) display.update(outcome.jobId, lineOf(outcome.jobId, { resource: summary.data.resource, pages: summary.data.pages, rows: summary.data.inserted + summary.data.updated + summary.data.unchanged }));
             display.finish(outcome.jobId, outcomeWord(outcome));
           }
         } finally {
           display.stop();
         }
-        process.stdout.write(options.json ? `${JSON.stringify(outcomes, null, 2)}\n` : renderSummary(outcomes));
-        exitWith(syncExitCode(outcomes), syncExitReason(outcomes));
+        // One organisation: the output of a single-organisation deployment, as before (no `org`).
+        const shown = labelled ? outcomes : outcomes.map(({ org: _org, ...outcome }) => outcome);
+        process.stdout.write(options.json ? `${JSON.stringify(shown, null, 2)}\n` : renderSummary(outcomes, labelled));
+        exitWith(syncExitCode(outcomes), syncExitReason(outcomes, labelled));
       } catch (error) {
         if (!(error instanceof SyncConflictError || error instanceof SyncInterruptedError)) throw error;
         exitWith(error instanceof SyncConflictError ? SYNC_EXIT.refused : SYNC_EXIT.interrupted, error.message);
@@ -120,15 +141,30 @@ function outcomeWord(outcome: JobOutcome): string {
   return syncSummarySchema.safeParse(outcome.result).data?.status === 'incomplete' ? 'INCOMPLETE' : 'done';
 }
 
-/** The one line printed last when the exit code is not 0. */
-export function syncExitReason(outcomes: readonly JobOutcome[]): string | undefined {
+/** The one line printed last when the exit code is not 0; `labelled` (several organisations): resources named with theirs. */
+export function syncExitReason(outcomes: ReadonlyArray<JobOutcome & { org?: string }>, labelled = false): string | undefined {
+  const named = (o: JobOutcome & { org?: string }): string => `${labelled && o.org ? `${o.org} ` : ''}${o.name.replace(/^sync-/, '')}`;
   const failed = outcomes.filter((o) => o.status === 'failed');
-  if (failed.length > 0) return `${failed.map((o) => o.name.replace(/^sync-/, '')).join(', ')} failed: ${failed[0]!.error ?? 'unknown reason'}`;
-  const incomplete = outcomes.filter((o) => syncSummarySchema.safeParse(o.result).data?.status === 'incomplete').map((o) => o.name.replace(/^sync-/, ''));
+  if (failed.length > 0) return `${failed.map(named).join(', ')} failed: ${failed[0]!.error ?? 'unknown reason'}`;
+  const incomplete = outcomes.filter((o) => syncSummarySchema.safeParse(o.result).data?.status === 'incomplete').map(named);
   return incomplete.length > 0 ? `${incomplete.join(', ')} incomplete: some windows could not be read to the end; the next run reads them again` : undefined;
 }
 
-export function renderSummary(outcomes: readonly JobOutcome[]): string {
+/**
+ * The queue `runSync…` uses, noting which organisation each job it adds belongs to (for
+ * labelling progress lines before the outcomes name it).
+ */
+function withJobOrgs(queue: JobQueue, jobOrgs: Map<string, string>): JobQueue {
+  const add: JobQueue['add'] = async (name, payload, options) => {
+    const job = await queue.add(name, payload, options);
+    jobOrgs.set(job.id, options.org);
+    return job;
+  };
+  return { ...queue, add };
+}
+
+/** The summary table; `labelled` (several organisations): each row's resource starts with its organisation. */
+export function renderSummary(outcomes: ReadonlyArray<JobOutcome & { org?: string }>, labelled = false): string {
   const rows: unknown[][] = [];
   const notes: string[] = [];
   const table = { push: (row: unknown[]): void => void rows.push(row) };
@@ -138,13 +174,14 @@ export function renderSummary(outcomes: readonly JobOutcome[]): string {
       const s = summary.data;
       // A long note reads better as a sentence under the table than wrapped in a narrow column.
       const long = (s.note ?? '').length > 24;
-      if (long) notes.push(`${s.resource}: ${s.note}`);
-      table.push([s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.requests ?? '', s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), long ? 'see below' : (s.note ?? '')]);
+      if (long) notes.push(`${labelled ? `${outcome.org} ` : ''}${s.resource}: ${s.note}`);
+      table.push([labelled ? `${outcome.org} ${s.resource}` : s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.requests ?? '', s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), long ? 'see below' : (s.note ?? '')]);
     } else {
-      table.push([outcome.name.replace(/^sync-/, ''), outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', '', 'see below']);
+      const resource = outcome.name.replace(/^sync-/, '');
+      table.push([labelled ? `${outcome.org} ${resource}` : resource, outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', '', 'see below']);
     }
   }
-  const failures = outcomes.filter((o) => o.status === 'failed').map((o) => `${o.name} failed: ${o.error ?? 'unknown reason'}`);
+  const failures = outcomes.filter((o) => o.status === 'failed').map((o) => `${labelled ? `${o.org} ` : ''}${o.name} failed: ${o.error ?? 'unknown reason'}`);
   // Short heads, as in `status`: the table fits 80 columns (--json has the full names).
   const head = ['resource', 'status', 'pages', 'req', 'new', 'upd', 'same', 'quar', 'rem', 'sec', 'note'];
   // No note at all: no note column (it would only cost the width).

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { FoundJob, JobQueue } from '../queue/job-queue.ts';
 import { SYNC_QUEUE } from '../queue/names.ts';
+import { jobOrg } from '../queue/org-scope.ts';
 import type { Database } from '../warehouse/database.ts';
 import { syncJobName, syncResources } from './resources.ts';
 import { cancelRunsOfJob } from './sync-state.ts';
@@ -10,7 +11,8 @@ export type CancelOutcome = { ok: true; job: FoundJob; how: string; runs: number
 /**
  * Removes a queued or orphaned job (its process is gone) and records its run as cancelled:
  * `trainsync cancel` and the console's cancel. `target` is a sync resource or a job id; a
- * job a live worker runs is refused. `by` says who cancelled, for the run's error.
+ * job a live worker runs is refused. `by` says who cancelled, for the run's error. Only jobs
+ * and runs of `deps.org` are touched.
  */
 export async function cancelQueuedOrOrphaned(deps: { queue: JobQueue; db: Kysely<Database>; org: string }, target: string, by: string): Promise<CancelOutcome> {
   const found = await cancelTarget(deps.queue, deps.org, target);
@@ -22,7 +24,7 @@ export async function cancelQueuedOrOrphaned(deps: { queue: JobQueue; db: Kysely
   }
   const how = job.holder?.orphaned ? `orphaned: worker ${job.holder.worker ?? 'unknown'} is gone` : job.state;
   if (!(await deps.queue.cancel(job))) return { ok: false, reason: `job ${job.id} (${job.name}) was taken by a worker a moment ago; nothing was removed` };
-  const runs = await cancelRunsOfJob(deps.db, job.id, `cancelled by ${by} (${how})`);
+  const runs = await cancelRunsOfJob(deps.db, deps.org, job.id, `cancelled by ${by} (${how})`);
   return { ok: true, job, how, runs };
 }
 
@@ -33,7 +35,10 @@ async function cancelTarget(queue: JobQueue, org: string, target: string): Promi
     return job ?? `no sync of ${target} is queued or running; nothing to cancel`;
   }
   const job = await queue.find(target);
-  return job ?? `no job ${target} in any queue, and no resource of that name (${resources.join(', ')}); see \`trainsync status\``;
+  if (!job) return `no job ${target} in any queue, and no resource of that name (${resources.join(', ')}); see \`trainsync status\``;
+  // Another organisation's job is not this organisation's to cancel (nor are its runs).
+  const owner = jobOrg(job.data);
+  return owner === org ? job : `job ${target} (${job.name}) belongs to organisation ${owner}, not ${org}; name it with --org ${owner}`;
 }
 
 /** Per sync resource, its job when one is queued or orphaned (what cancel may remove); a running one is left out. */

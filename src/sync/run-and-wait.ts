@@ -12,8 +12,8 @@ export interface RunSyncDeps {
   org: string;
   queue: JobQueue;
   log: Logger;
-  /** Records the runs of an orphaned job removed to make way for this request (other options) as cancelled. */
-  cancelRuns?: (jobId: string, reason: string) => Promise<unknown>;
+  /** Records the runs of an orphaned job (of organisation `org`) removed to make way for this request (other options) as cancelled. */
+  cancelRuns?: (org: string, jobId: string, reason: string) => Promise<unknown>;
 }
 
 export interface RunSyncOptions {
@@ -50,6 +50,9 @@ function optionsOf(data: unknown): string {
   return words.length > 0 ? words.join(' ') : 'no options';
 }
 
+/** A sync job's outcome, with the organisation it synced. */
+export type SyncOutcome = JobOutcome & { org: string };
+
 /**
  * Enqueues one sync job per resource and waits for all of them. A job already queued
  * or running for a resource with the same options is joined instead of doubled
@@ -58,23 +61,45 @@ function optionsOf(data: unknown): string {
  * process runs the jobs itself.
  */
 export async function runSync(deps: RunSyncDeps, resources: readonly SyncResource[], payload: SyncPayload, options: RunSyncOptions = {}): Promise<JobOutcome[]> {
-  const planned = resources.map((resource) => {
-    const data: SyncPayload = resource === 'results' ? payload : { trigger: payload.trigger, full: false };
-    return { name: syncJobName(deps.queue.catalog.values(), resource), data };
-  });
-  for (const { name, data } of planned) {
-    const running = await deps.queue.deduplicated(SYNC_QUEUE, name, deps.org);
+  const { org, ...rest } = deps;
+  const outcomes = await runSyncOfOrgs({ ...rest, orgs: [org] }, resources, payload, options);
+  return outcomes.map(({ org: _org, ...outcome }) => outcome);
+}
+
+/**
+ * `runSync` for several organisations at once: every organisation's requests are checked
+ * first (a conflict in one refuses them all before anything is enqueued), then every job
+ * is enqueued and all are waited for together, so the organisations' jobs run side by side
+ * (each on its own key and request budget) and one process working the queue serves them
+ * all. Outcomes come in organisation order, then resource order.
+ */
+export async function runSyncOfOrgs(
+  deps: Omit<RunSyncDeps, 'org'> & { orgs: readonly string[] },
+  resources: readonly SyncResource[],
+  payload: SyncPayload,
+  options: RunSyncOptions = {},
+): Promise<SyncOutcome[]> {
+  const planned = deps.orgs.flatMap((org) =>
+    resources.map((resource) => {
+      const data: SyncPayload = resource === 'results' ? payload : { trigger: payload.trigger, full: false };
+      return { org, name: syncJobName(deps.queue.catalog.values(), resource), data };
+    }),
+  );
+  const several = deps.orgs.length > 1;
+  const label = (org: string, name: string): string => (several ? `${name} of ${org}` : name);
+  for (const { org, name, data } of planned) {
+    const running = await deps.queue.deduplicated(SYNC_QUEUE, name, org);
     if (running?.holder?.orphaned) {
       // Its process is gone (killed, or stopped before it handed the job back): nobody will
       // finish it, so this request takes over now rather than after the lock and stalled checks.
       if (optionsOf(running.data) === optionsOf(data)) {
         await deps.queue.takeOver(running);
-        deps.log.warn({ job: name, jobId: running.id, worker: running.holder.worker }, 'took over an orphaned sync (its process is gone); it resumes from its checkpoints');
+        deps.log.warn({ org, job: name, jobId: running.id, worker: running.holder.worker }, 'took over an orphaned sync (its process is gone); it resumes from its checkpoints');
       } else {
         const reason = `cancelled: orphaned (worker ${running.holder.worker ?? 'unknown'} gone), replaced by a sync with ${optionsOf(data)}`;
         if (await deps.queue.cancel(running)) {
-          await deps.cancelRuns?.(running.id, reason);
-          deps.log.warn({ job: name, jobId: running.id, worker: running.holder.worker }, 'removed an orphaned sync with other options (its process is gone)');
+          await deps.cancelRuns?.(org, running.id, reason);
+          deps.log.warn({ org, job: name, jobId: running.id, worker: running.holder.worker }, 'removed an orphaned sync with other options (its process is gone)');
         }
       }
       continue;
@@ -82,25 +107,25 @@ export async function runSync(deps: RunSyncDeps, resources: readonly SyncResourc
     if (running && optionsOf(running.data) !== optionsOf(data)) {
       const where = running.holder?.worker ? ` on worker ${running.holder.worker}` : '';
       throw new SyncConflictError(
-        `${name} is already ${running.state === 'active' ? 'running' : running.state} (job ${running.id}${where}) with ${optionsOf(running.data)}; this request (${optionsOf(data)}) was not enqueued. ` +
+        `${label(org, name)} is already ${running.state === 'active' ? 'running' : running.state} (job ${running.id}${where}) with ${optionsOf(running.data)}; this request (${optionsOf(data)}) was not enqueued. ` +
           'Wait for that run to finish (`trainsync status`), or remove it with `trainsync cancel ' + running.id + '`.',
       );
     }
   }
   const jobs = [];
-  for (const { name, data } of planned) {
-    const job = await deps.queue.add(name, data, { org: deps.org, dedupeId: name });
+  for (const { org, name, data } of planned) {
+    const job = await deps.queue.add(name, data, { org, dedupeId: name });
     if (job.data !== undefined && optionsOf(job.data) !== optionsOf(data)) {
-      throw new SyncConflictError(`${name} was enqueued by another process a moment ago with ${optionsOf(job.data)}; this request (${optionsOf(data)}) was not enqueued. Run it again when that one finishes.`);
+      throw new SyncConflictError(`${label(org, name)} was enqueued by another process a moment ago with ${optionsOf(job.data)}; this request (${optionsOf(data)}) was not enqueued. Run it again when that one finishes.`);
     }
-    deps.log.debug({ job: name, jobId: job.id }, 'sync enqueued (or joined the same one already queued)');
-    jobs.push(job);
+    deps.log.debug({ org, job: name, jobId: job.id }, 'sync enqueued (or joined the same one already queued)');
+    jobs.push({ org, job });
   }
-  const outcomes = await processAndWait(deps.queue, SYNC_QUEUE, jobs.map((job) => job.id), {
+  const outcomes = await processAndWait(deps.queue, SYNC_QUEUE, jobs.map(({ job }) => job.id), {
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     interrupted: () => new SyncInterruptedError(),
   });
   // In the order asked for, each under its job's name.
-  return jobs.map((job) => ({ ...outcomes.find((o) => o.jobId === job.id)!, name: job.name }));
+  return jobs.map(({ org, job }) => ({ ...outcomes.find((o) => o.jobId === job.id)!, name: job.name, org }));
 }

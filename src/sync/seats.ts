@@ -22,7 +22,7 @@ export function syncSeatUsage(ctx: JobContext): Promise<SyncSummary> {
     }
     const note = seats.applicable ? undefined : 'not applicable (NO_UNLIMITED_PLAN)';
     await withTransaction(ctx.withPgClient, async (tx) => {
-      await insertSeatUsage(tx.client, { observedAt: new Date(), ...seats });
+      await insertSeatUsage(tx.client, ctx.org.slug, { observedAt: new Date(), ...seats });
       await finishRun(tx.db, run.id, { status: 'succeeded', pages: 1, inserted: 1, note });
     });
   });

@@ -11,9 +11,10 @@ import type { SyncSummary } from './summary.ts';
 export interface SnapshotSpec<T> {
   resource: string;
   pages(signal: AbortSignal): AsyncIterable<Page<T>>;
-  upsert(client: pg.PoolClient, records: T[], seenAt: Date): Promise<LoadCounts>;
-  /** Marks rows not seen at `seenAt` as removed; returns how many. */
-  markMissing(client: pg.PoolClient, seenAt: Date): Promise<number>;
+  /** Writes records under the organisation `org` (the job's `ctx.org.slug`). */
+  upsert(client: pg.PoolClient, org: string, records: T[], seenAt: Date): Promise<LoadCounts>;
+  /** Marks the organisation's rows not seen at `seenAt` as removed; returns how many. */
+  markMissing(client: pg.PoolClient, org: string, seenAt: Date): Promise<number>;
   /**
    * Set for an endpoint a platform may not offer (404/405/501): the run then succeeds
    * with the note this returns instead of failing, e.g. "not available".
@@ -47,7 +48,7 @@ async function loadSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>, runId: nu
     const problems: RecordProblem[] = [];
     const flush = async (): Promise<void> => {
       if (batch.length === 0) return;
-      const loaded = await spec.upsert(tx.client, batch, seenAt);
+      const loaded = await spec.upsert(tx.client, ctx.org.slug, batch, seenAt);
       counts.inserted += loaded.inserted;
       counts.updated += loaded.updated;
       counts.unchanged += loaded.unchanged;
@@ -63,10 +64,10 @@ async function loadSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>, runId: nu
     await flush();
     let note: string | undefined;
     if (problems.length > 0) {
-      counts.quarantined = await quarantineRecords(tx.db, runId, problems);
+      counts.quarantined = await quarantineRecords(tx.db, ctx.org.slug, runId, problems);
       note = `${problems.length} record(s) quarantined: removals not marked this run`;
     } else {
-      counts.removed = await spec.markMissing(tx.client, seenAt);
+      counts.removed = await spec.markMissing(tx.client, ctx.org.slug, seenAt);
     }
     await finishRun(tx.db, runId, { status: 'succeeded', ...counts, note });
   });

@@ -3,7 +3,10 @@
  *
  * Every function takes Kysely first: the process's handle, or `tx.db` inside a
  * transaction (so a checkpoint commits with its rows). Values read back are parsed
- * at this edge.
+ * at this edge. State is per organisation: every function that names state by a key,
+ * a resource or a job takes the organisation's slug next (`ctx.org.slug` in a job) and
+ * writes or filters `org` with it. Functions given a run id need none: run ids are one
+ * sequence across organisations, so an id names one organisation's run.
  */
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
@@ -37,10 +40,10 @@ export interface StartRunInput {
  * Records a run as `running` and returns its id. Times are the wall clock's, not the
  * transaction's: a run's rows may commit in a transaction opened long after it began.
  */
-export async function startRun(db: Db, input: StartRunInput): Promise<number> {
+export async function startRun(db: Db, org: string, input: StartRunInput): Promise<number> {
   const row = await db
     .insertInto('trainsync.runs')
-    .values({ resource: input.resource, mode: input.mode ?? null, params: jsonbText(input.params ?? {}), job_id: input.jobId ?? null, started_at: sql<Date>`clock_timestamp()` })
+    .values({ org, resource: input.resource, mode: input.mode ?? null, params: jsonbText(input.params ?? {}), job_id: input.jobId ?? null, started_at: sql<Date>`clock_timestamp()` })
     .returning('id')
     .executeTakeFirstOrThrow();
   return row.id;
@@ -79,10 +82,11 @@ export async function finishRun(db: Db, runId: number, input: FinishRunInput): P
  * Marks the resource's other runs still `running` as failed (call it only while holding
  * the resource's exclusive lock); returns how many.
  */
-export async function closeAbandonedRuns(db: Db, resource: string, exceptRunId: number): Promise<number> {
+export async function closeAbandonedRuns(db: Db, org: string, resource: string, exceptRunId: number): Promise<number> {
   const result = await db
     .updateTable('trainsync.runs')
     .set({ status: 'failed', finished_at: sql<Date>`clock_timestamp()`, error: 'cut off before it finished (its worker stopped or lost the database); a later run took over' })
+    .where('org', '=', org)
     .where('resource', '=', resource)
     .where('status', '=', 'running')
     .where('id', '<>', exceptRunId)
@@ -91,10 +95,11 @@ export async function closeAbandonedRuns(db: Db, resource: string, exceptRunId: 
 }
 
 /** Closes the runs a removed job left running as cancelled, with why; returns how many. */
-export async function cancelRunsOfJob(db: Db, jobId: string, reason: string): Promise<number> {
+export async function cancelRunsOfJob(db: Db, org: string, jobId: string, reason: string): Promise<number> {
   const result = await db
     .updateTable('trainsync.runs')
     .set({ status: 'cancelled', finished_at: sql<Date>`clock_timestamp()`, error: reason })
+    .where('org', '=', org)
     .where('job_id', '=', jobId)
     .where('status', '=', 'running')
     .executeTakeFirst();
@@ -110,50 +115,50 @@ export async function runTotals(db: Db, runId: number): Promise<RunCounts & { st
  * The checkpoint's value, parsed by `schema`; undefined when there is none. Keys are
  * chosen by the job, e.g. 'results:window:2024-01-01..2024-01-31'.
  */
-export async function getCheckpoint<T>(db: Db, key: string, schema: z.ZodType<T>): Promise<T | undefined> {
-  const row = await db.selectFrom('trainsync.checkpoints').select('value').where('key', '=', key).executeTakeFirst();
+export async function getCheckpoint<T>(db: Db, org: string, key: string, schema: z.ZodType<T>): Promise<T | undefined> {
+  const row = await db.selectFrom('trainsync.checkpoints').select('value').where('org', '=', org).where('key', '=', key).executeTakeFirst();
   return row === undefined ? undefined : schema.parse(row.value);
 }
 
 /** Creates or replaces a checkpoint; call it on the transaction that writes the rows it covers. */
-export async function saveCheckpoint(db: Db, key: string, value: unknown, runId: number | null): Promise<void> {
-  const row = { key, value: jsonbText(value ?? null), run_id: runId, updated_at: sql<Date>`now()` };
+export async function saveCheckpoint(db: Db, org: string, key: string, value: unknown, runId: number | null): Promise<void> {
+  const row = { org, key, value: jsonbText(value ?? null), run_id: runId, updated_at: sql<Date>`now()` };
   await db
     .insertInto('trainsync.checkpoints')
     .values(row)
-    .onConflict((oc) => oc.column('key').doUpdateSet({ value: row.value, run_id: runId, updated_at: row.updated_at }))
+    .onConflict((oc) => oc.columns(['org', 'key']).doUpdateSet({ value: row.value, run_id: runId, updated_at: row.updated_at }))
     .execute();
 }
 
 /** The keys of every checkpoint whose key starts with `prefix` (literally), sorted. */
-export async function listCheckpoints(db: Db, prefix: string): Promise<string[]> {
-  const rows = await db.selectFrom('trainsync.checkpoints').select('key').where(sql<boolean>`starts_with(key, ${prefix})`).orderBy('key').execute();
+export async function listCheckpoints(db: Db, org: string, prefix: string): Promise<string[]> {
+  const rows = await db.selectFrom('trainsync.checkpoints').select('key').where('org', '=', org).where(sql<boolean>`starts_with(key, ${prefix})`).orderBy('key').execute();
   return rows.map((row) => row.key);
 }
 
 /** Deletes every checkpoint whose key starts with `prefix` (literally); returns how many. */
-export async function deleteCheckpoints(db: Db, prefix: string): Promise<number> {
-  const result = await db.deleteFrom('trainsync.checkpoints').where(sql<boolean>`starts_with(key, ${prefix})`).executeTakeFirst();
+export async function deleteCheckpoints(db: Db, org: string, prefix: string): Promise<number> {
+  const result = await db.deleteFrom('trainsync.checkpoints').where('org', '=', org).where(sql<boolean>`starts_with(key, ${prefix})`).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
 
 /** The resource's watermark (e.g. the last fully synced date), or undefined. */
-export async function getWatermark(db: Db, resource: string): Promise<string | undefined> {
-  const row = await db.selectFrom('trainsync.watermarks').select('value').where('resource', '=', resource).executeTakeFirst();
+export async function getWatermark(db: Db, org: string, resource: string): Promise<string | undefined> {
+  const row = await db.selectFrom('trainsync.watermarks').select('value').where('org', '=', org).where('resource', '=', resource).executeTakeFirst();
   return row?.value;
 }
 
-export async function setWatermark(db: Db, resource: string, value: string): Promise<void> {
+export async function setWatermark(db: Db, org: string, resource: string, value: string): Promise<void> {
   await db
     .insertInto('trainsync.watermarks')
-    .values({ resource, value, updated_at: sql<Date>`now()` })
-    .onConflict((oc) => oc.column('resource').doUpdateSet({ value, updated_at: sql<Date>`now()` }))
+    .values({ org, resource, value, updated_at: sql<Date>`now()` })
+    .onConflict((oc) => oc.columns(['org', 'resource']).doUpdateSet({ value, updated_at: sql<Date>`now()` }))
     .execute();
 }
 
-/** Every watermark, by resource (for `status`). */
-export async function listWatermarks(db: Db): Promise<Array<{ resource: string; value: string; updatedAt: Date }>> {
-  const rows = await db.selectFrom('trainsync.watermarks').select(['resource', 'value', 'updated_at']).orderBy('resource').execute();
+/** Every watermark of the organisation, by resource (for `status`). */
+export async function listWatermarks(db: Db, org: string): Promise<Array<{ resource: string; value: string; updatedAt: Date }>> {
+  const rows = await db.selectFrom('trainsync.watermarks').select(['resource', 'value', 'updated_at']).where('org', '=', org).orderBy('resource').execute();
   return rows.map((w) => ({ resource: w.resource, value: w.value, updatedAt: w.updated_at }));
 }
 
@@ -165,7 +170,7 @@ export type QuarantinedRecord = Pick<RecordProblem, 'resource' | 'raw' | 'messag
  * again refreshes its row (run, message, last_seen_at, times_seen) rather than adding
  * one. Returns the number of distinct records stored by this call.
  */
-export async function quarantineRecords(db: Db, runId: number | null, problems: readonly QuarantinedRecord[]): Promise<number> {
+export async function quarantineRecords(db: Db, org: string, runId: number | null, problems: readonly QuarantinedRecord[]): Promise<number> {
   if (problems.length === 0) return 0;
   const rows = problems.map((p, n) => ({ n, resource: p.resource, raw: p.raw === undefined ? null : p.raw, message: p.message, page: p.page }));
   // One statement cannot touch the same row twice: keep the last problem per record.
@@ -175,9 +180,9 @@ export async function quarantineRecords(db: Db, runId: number | null, problems: 
       from jsonb_to_recordset(${jsonbText(rows)}::jsonb) as x(n integer, resource text, raw jsonb, message text, page integer)
       order by x.resource, md5(x.raw::text), x.n desc
     )
-    insert into trainsync.quarantine as q (run_id, resource, raw, message, page)
-    select ${runId}, resource, coalesce(raw, 'null'::jsonb), message, page from listed
-    on conflict (resource, md5(raw::text)) do update set
+    insert into trainsync.quarantine as q (org, run_id, resource, raw, message, page)
+    select ${org}, ${runId}, resource, coalesce(raw, 'null'::jsonb), message, page from listed
+    on conflict (org, resource, md5(raw::text)) do update set
       run_id = excluded.run_id, message = excluded.message, page = excluded.page,
       last_seen_at = now(), times_seen = q.times_seen + 1`.execute(db);
   return Number(result.numAffectedRows ?? 0);
@@ -195,12 +200,13 @@ export interface RunSummary extends RunCounts {
   note: string | null;
 }
 
-/** The latest run of each resource, by resource name (for `status`). */
-export async function lastRuns(db: Db): Promise<RunSummary[]> {
+/** The organisation's latest run of each resource, by resource name (for `status`). */
+export async function lastRuns(db: Db, org: string): Promise<RunSummary[]> {
   const rows = await db
     .selectFrom('trainsync.runs')
     .distinctOn('resource')
     .select(['id', 'resource', 'job_id', 'mode', 'status', 'started_at', 'finished_at', ...COUNTER_NAMES, 'error', 'note'])
+    .where('org', '=', org)
     .orderBy('resource')
     .orderBy('started_at', 'desc')
     .orderBy('id', 'desc')
@@ -240,8 +246,8 @@ export interface UnfinishedWindow {
 }
 
 /** The windows of a resource that earlier runs could not finish, oldest first. */
-export async function listUnfinishedWindows(db: Db, resource: string): Promise<UnfinishedWindow[]> {
-  const rows = await db.selectFrom('trainsync.unfinished_windows').selectAll().where('resource', '=', resource).orderBy('window_key').execute();
+export async function listUnfinishedWindows(db: Db, org: string, resource: string): Promise<UnfinishedWindow[]> {
+  const rows = await db.selectFrom('trainsync.unfinished_windows').selectAll().where('org', '=', org).where('resource', '=', resource).orderBy('window_key').execute();
   return rows.map((r) => ({ key: r.window_key, reason: r.reason, runId: r.run_id, recordedAt: r.recorded_at }));
 }
 
@@ -251,16 +257,17 @@ export async function listUnfinishedWindows(db: Db, resource: string): Promise<U
  */
 export async function recordUnfinishedWindows(
   db: Db,
+  org: string,
   resource: string,
   runId: number,
   outcome: { finished: readonly string[]; unfinished: ReadonlyArray<{ key: string; reason: string }> },
 ): Promise<void> {
   const cleared = [...outcome.finished, ...outcome.unfinished.map((w) => w.key)];
-  if (cleared.length > 0) await db.deleteFrom('trainsync.unfinished_windows').where('resource', '=', resource).where('window_key', 'in', cleared).execute();
+  if (cleared.length > 0) await db.deleteFrom('trainsync.unfinished_windows').where('org', '=', org).where('resource', '=', resource).where('window_key', 'in', cleared).execute();
   if (outcome.unfinished.length === 0) return;
   await db
     .insertInto('trainsync.unfinished_windows')
-    .values(outcome.unfinished.map((w) => ({ resource, window_key: w.key, reason: w.reason, run_id: runId })))
+    .values(outcome.unfinished.map((w) => ({ org, resource, window_key: w.key, reason: w.reason, run_id: runId })))
     .execute();
 }
 
@@ -270,11 +277,12 @@ export interface QuarantineCount {
   lastSeenAt: Date;
 }
 
-/** Quarantined records per resource (for `status`). */
-export async function quarantineCounts(db: Db): Promise<QuarantineCount[]> {
+/** The organisation's quarantined records per resource (for `status`). */
+export async function quarantineCounts(db: Db, org: string): Promise<QuarantineCount[]> {
   const rows = await db
     .selectFrom('trainsync.quarantine')
     .select(['resource', sql<number>`count(*)`.as('count'), sql<Date>`max(last_seen_at)`.as('last_seen_at')])
+    .where('org', '=', org)
     .groupBy('resource')
     .orderBy('resource')
     .execute();

@@ -16,18 +16,24 @@ import type { WebhookTables } from './webhook-tables.ts';
 import type { ScimTables } from '../scim/tables.ts';
 
 export interface CoursesTable extends SeenColumns {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   course_id: string;
   name: string;
   pass_rate: number | null;
 }
 
 export interface CourseCategoriesTable {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   course_id: string;
   category_type: string;
   category_name: string;
 }
 
 export interface ResultsTable extends SeenColumns {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   result_id: string;
   user_id: string;
   course_id: string;
@@ -43,22 +49,30 @@ export interface ResultsTable extends SeenColumns {
 }
 
 export interface ResultFilterAnswersTable {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   result_id: string;
   answer_id: string;
 }
 
 export interface ReportingFiltersTable extends SeenColumns {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   filter_id: string;
   name: string;
 }
 
 export interface ReportingFilterAnswersTable extends SeenColumns {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   answer_id: string;
   filter_id: string;
   answer: string;
 }
 
 export interface SeatUsageTable {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   observed_at: Instant;
   seats_in_use: number | null;
   total_seats: number | null;
@@ -67,6 +81,8 @@ export interface SeatUsageTable {
 }
 
 export interface UsersTable extends SeenColumns {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   user_id: string;
   email: string;
   first_name: string | null;
@@ -78,6 +94,8 @@ export interface UsersTable extends SeenColumns {
 
 /** Read-only views in sql/views (select only). */
 export interface ResultDetailsView {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   result_id: string;
   user_id: string;
   course_id: string;
@@ -93,6 +111,8 @@ export interface ResultDetailsView {
 }
 
 export interface CourseCompletionView {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   course_id: string;
   course_name: string;
   pass_rate: number | null;
@@ -104,6 +124,8 @@ export interface CourseCompletionView {
 }
 
 export interface ResultFilterDetailsView {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   result_id: string;
   user_id: string;
   course_id: string;
@@ -114,6 +136,8 @@ export interface ResultFilterDetailsView {
 }
 
 export interface LatestSeatUsageView {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   observed_at: Date;
   seats_in_use: number | null;
   total_seats: number | null;
@@ -123,6 +147,8 @@ export interface LatestSeatUsageView {
 export type RunStatus = 'running' | 'succeeded' | 'incomplete' | 'failed' | 'cancelled';
 
 export interface RunsTable {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   id: Generated<number>;
   resource: string;
   job_id: string | null;
@@ -143,6 +169,8 @@ export interface RunsTable {
 }
 
 export interface CheckpointsTable {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   key: string;
   value: ColumnType<unknown, string, string>;
   run_id: number | null;
@@ -150,12 +178,16 @@ export interface CheckpointsTable {
 }
 
 export interface WatermarksTable {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   resource: string;
   value: string;
   updated_at: GeneratedInstant;
 }
 
 export interface QuarantineTable {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   id: Generated<number>;
   run_id: number | null;
   resource: string;
@@ -168,6 +200,8 @@ export interface QuarantineTable {
 }
 
 export interface UnfinishedWindowsTable {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   resource: string;
   window_key: string;
   reason: string;
@@ -176,6 +210,8 @@ export interface UnfinishedWindowsTable {
 }
 
 export interface ResultSightingsTable {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   run_id: number;
   result_id: string;
 }

@@ -7,12 +7,16 @@ import type { NullableInstant, SeenColumns } from './column-types.ts';
 
 
 export interface GroupsTable extends SeenColumns {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   group_id: string;
   name: string;
 }
 
 /** Replaced with each listing of its group. */
 export interface GroupCoursesTable {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   group_id: string;
   course_id: string;
   /** The name the group listing gave the course. */
@@ -21,6 +25,8 @@ export interface GroupCoursesTable {
 
 /** Memberships trainsync applied; a removal sets removed_at. */
 export interface GroupMembersTable {
+  /** The organisation's slug (training.organisations). */
+  org: string;
   group_id: string;
   user_id: string;
   employee_id: string;

@@ -25,6 +25,7 @@ const ANSWERS: ListedTable = {
  */
 export async function upsertFilters(
   client: pg.PoolClient,
+  org: string,
   filters: readonly ReportingFilter[],
   seenAt: Date,
 ): Promise<LoadCounts> {
@@ -32,6 +33,7 @@ export async function upsertFilters(
   if (batch.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
   const written = await upsertListed(
     client,
+    org,
     FILTERS,
     batch.map((f) => ({ filter_id: f.id, name: f.name })),
     seenAt,
@@ -40,15 +42,15 @@ export async function upsertFilters(
     batch.flatMap((f) => f.answers.map((a) => ({ answer_id: a.id, filter_id: f.id, answer: a.answer }))),
     (a) => a.answer_id,
   );
-  const answersWritten = await upsertListed(client, ANSWERS, answers, seenAt);
+  const answersWritten = await upsertListed(client, org, ANSWERS, answers, seenAt);
   const filterOfAnswer = new Map(answers.map((a) => [a.answer_id, a.filter_id]));
   const answersOnly = new Set<string>();
   for (const answerId of [...answersWritten.inserted, ...answersWritten.updated]) {
     const filterId = filterOfAnswer.get(answerId)!;
     if (!written.inserted.has(filterId) && !written.updated.has(filterId)) answersOnly.add(filterId);
   }
-  await touchListed(client, FILTERS, batch.map((f) => f.id), [...answersOnly], seenAt);
-  await touchListed(client, ANSWERS, answers.map((a) => a.answer_id), [], seenAt);
+  await touchListed(client, org, FILTERS, batch.map((f) => f.id), [...answersOnly], seenAt);
+  await touchListed(client, org, ANSWERS, answers.map((a) => a.answer_id), [], seenAt);
   const inserted = written.inserted.size;
   const updated = written.updated.size + answersOnly.size;
   return { inserted, updated, unchanged: batch.length - inserted - updated };
@@ -58,6 +60,6 @@ export async function upsertFilters(
  * After a complete listing stamped with `seenAt`: marks filters and answers it did not
  * include as removed. Returns how many rows were marked (filters plus answers).
  */
-export async function markMissingFilters(client: pg.PoolClient, seenAt: Date): Promise<number> {
-  return (await markMissingListed(client, FILTERS, seenAt)) + (await markMissingListed(client, ANSWERS, seenAt));
+export async function markMissingFilters(client: pg.PoolClient, org: string, seenAt: Date): Promise<number> {
+  return (await markMissingListed(client, org, FILTERS, seenAt)) + (await markMissingListed(client, org, ANSWERS, seenAt));
 }

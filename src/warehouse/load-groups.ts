@@ -9,21 +9,21 @@ const GROUPS: ListedTable = {
   columns: [['name', 'text']],
 };
 
-// Replaces the courses of the listed groups (a renamed course counts as a change);
-// returns the groups whose set changed.
+// Replaces the courses of the listed groups of organisation $3 (a renamed course counts
+// as a change); returns the groups whose set changed.
 const REPLACE_COURSES = `
   with listed as (
     select distinct on (group_id, course_id) *
     from jsonb_to_recordset($1::jsonb) as x(group_id uuid, course_id uuid, course_name text)
   ), deleted as (
     delete from training.group_courses gc
-    where gc.group_id = any ($2::uuid[])
+    where gc.org = $3 and gc.group_id = any ($2::uuid[])
       and not exists (select 1 from listed l where l.group_id = gc.group_id and l.course_id = gc.course_id)
     returning gc.group_id
   ), written as (
-    insert into training.group_courses as gc (group_id, course_id, course_name)
-    select group_id, course_id, course_name from listed
-    on conflict (group_id, course_id) do update set course_name = excluded.course_name
+    insert into training.group_courses as gc (org, group_id, course_id, course_name)
+    select $3::text, group_id, course_id, course_name from listed
+    on conflict (org, group_id, course_id) do update set course_name = excluded.course_name
     where gc.course_name is distinct from excluded.course_name
     returning gc.group_id
   )
@@ -38,14 +38,14 @@ const GROUP_LISTING: ListingWithChildren<Group> = {
 };
 
 /** Writes groups and replaces their courses; a change of courses alone counts as updated. */
-export async function upsertGroups(client: pg.PoolClient, groups: readonly Group[], seenAt: Date): Promise<LoadCounts> {
-  return upsertListedWithChildren(client, GROUP_LISTING, groups, seenAt);
+export async function upsertGroups(client: pg.PoolClient, org: string, groups: readonly Group[], seenAt: Date): Promise<LoadCounts> {
+  return upsertListedWithChildren(client, org, GROUP_LISTING, groups, seenAt);
 }
 
 /**
  * After a complete listing stamped with `seenAt`: marks groups it did not include
  * (removed_at = seenAt). Their courses are kept, as they were last listed.
  */
-export async function markMissingGroups(client: pg.PoolClient, seenAt: Date): Promise<number> {
-  return markMissingListed(client, GROUPS, seenAt);
+export async function markMissingGroups(client: pg.PoolClient, org: string, seenAt: Date): Promise<number> {
+  return markMissingListed(client, org, GROUPS, seenAt);
 }

@@ -67,14 +67,18 @@ const LATEST = `latest as materialized (
     select distinct on (result_id) * from ${STAGE} order by result_id, n desc
   )`;
 
+// The organisation is a constant of the batch: a parameter ($2) of the statements, not a
+// column of the staged COPY text (no bytes per row, no wider temp table).
+
 // Counts come back as one row; the written ids stay in Postgres for REPLACE_ANSWERS.
+// $1: the load's instant, $2: the organisation.
 const UPSERT = `
   with ${LATEST}, written as (
     insert into training.results as r
-      (result_id, ${DATA_COLUMNS.join(', ')}, first_seen_at, last_seen_at, updated_at)
-    select result_id, ${DATA_COLUMNS.join(', ')}, $1::timestamptz, $1::timestamptz, $1::timestamptz
+      (org, result_id, ${DATA_COLUMNS.join(', ')}, first_seen_at, last_seen_at, updated_at)
+    select $2::text, result_id, ${DATA_COLUMNS.join(', ')}, $1::timestamptz, $1::timestamptz, $1::timestamptz
     from latest order by result_id
-    on conflict (result_id) do update set
+    on conflict (org, result_id) do update set
       ${DATA_COLUMNS.map((c) => `${c} = excluded.${c}`).join(',\n      ')},
       last_seen_at = excluded.last_seen_at,
       updated_at = excluded.updated_at,
@@ -100,7 +104,7 @@ const UPSERT = `
  * nothing and inserting every answer again (each a conflict) cost two. Ids go to the
  * planner as arrays, so it probes the indexes instead of scanning a table (a hash join
  * over all of `training.results` per batch made a first load quadratic).
- * $1: the load's instant.
+ * $1: the load's instant, $2: the organisation.
  */
 const REPLACE_ANSWERS = `
   with ${LATEST}, existing as materialized (
@@ -109,25 +113,25 @@ const REPLACE_ANSWERS = `
   ), changed as materialized (
     select e.result_id, e.answer_ids from existing e
     where e.answer_ids is distinct from array(
-      select a.answer_id from training.result_filter_answers a where a.result_id = e.result_id order by a.answer_id
+      select a.answer_id from training.result_filter_answers a where a.org = $2 and a.result_id = e.result_id order by a.answer_id
     )
   ), deleted as (
     delete from training.result_filter_answers a
     using changed s
-    where a.result_id = any (array(select result_id from changed))
+    where a.org = $2 and a.result_id = any (array(select result_id from changed))
       and s.result_id = a.result_id and a.answer_id <> all (s.answer_ids)
     returning a.result_id
   ), added as (
-    insert into training.result_filter_answers (result_id, answer_id)
-    select s.result_id, unnest(s.answer_ids) from latest s
+    insert into training.result_filter_answers (org, result_id, answer_id)
+    select $2::text, s.result_id, unnest(s.answer_ids) from latest s
     where not exists (select 1 from existing e where e.result_id = s.result_id)
     union all
-    select s.result_id, unnest(s.answer_ids) from changed s
+    select $2::text, s.result_id, unnest(s.answer_ids) from changed s
     on conflict do nothing
     returning result_id
   ), answers_only as (
     update training.results r set updated_at = $1::timestamptz, last_seen_at = $1::timestamptz
-    where r.result_id = any (array(
+    where r.org = $2 and r.result_id = any (array(
         select result_id from deleted union select result_id from added
         except select result_id from ${WRITTEN}
       ))
@@ -139,21 +143,24 @@ const REPLACE_ANSWERS = `
  * A first load's statements: every staged row is new, so plain INSERTs (no conflict
  * arbitration, no dedup, no answers to compare). Run under a savepoint: an id already
  * stored, or staged twice (pages shifted while paged), fails them with a unique
- * violation, and the batch is written again by the upsert. $1: the load's instant.
+ * violation, and the batch is written again by the upsert. $1: the load's instant, $2
+ * (INSERT_NEW_ANSWERS: $1): the organisation.
  */
 const INSERT_NEW = `
-  insert into training.results (result_id, ${DATA_COLUMNS.join(', ')}, first_seen_at, last_seen_at, updated_at)
-  select result_id, ${DATA_COLUMNS.join(', ')}, $1::timestamptz, $1::timestamptz, $1::timestamptz from ${STAGE} order by result_id`;
-const INSERT_NEW_ANSWERS = `insert into training.result_filter_answers (result_id, answer_id) select result_id, unnest(answer_ids) from ${STAGE}`;
+  insert into training.results (org, result_id, ${DATA_COLUMNS.join(', ')}, first_seen_at, last_seen_at, updated_at)
+  select $2::text, result_id, ${DATA_COLUMNS.join(', ')}, $1::timestamptz, $1::timestamptz, $1::timestamptz from ${STAGE} order by result_id`;
+const INSERT_NEW_ANSWERS = `insert into training.result_filter_answers (org, result_id, answer_id) select $1::text, result_id, unnest(answer_ids) from ${STAGE}`;
 const UNIQUE_VIOLATION = '23505';
 
-/** Every staged id, once, as seen by run $1 (full mode), for markUnseenResultsRemoved. */
-const SIGHT = `insert into trainsync.result_sightings (run_id, result_id) select distinct $1::bigint, result_id from ${STAGE}`;
+/** Every staged id, once, as seen by run $1 of organisation $2 (full mode), for markUnseenResultsRemoved. */
+const SIGHT = `insert into trainsync.result_sightings (org, run_id, result_id) select distinct $2::text, $1::bigint, result_id from ${STAGE}`;
 
 /** The parts of a batch's write, for `npm run bench -- writepath`. */
 export type WritePhase = 'stage' | 'upsert' | 'answers' | 'sightings';
 
 export interface UpsertResultsOptions {
+  /** The organisation whose key listed the results (its slug): every row is written under it. */
+  org: string;
   /** The instant of this load: first_seen_at / last_seen_at / updated_at of rows it writes. */
   seenAt: Date;
   /** Required with trackSightings. */
@@ -251,24 +258,24 @@ export async function upsertResultBatch(client: pg.PoolClient, batch: ResultBatc
   await batch.stage(client);
   lap('stage');
   if (options.fresh) {
-    const inserted = await insertNewResults(client, options.seenAt, lap);
+    const inserted = await insertNewResults(client, options.org, options.seenAt, lap);
     if (inserted !== undefined) {
       if (options.trackSightings) {
-        await client.query(SIGHT, [options.runId]);
+        await client.query(SIGHT, [options.runId, options.org]);
         lap('sightings');
       }
       return { inserted, updated: 0, unchanged: 0 };
     }
   }
   // Each statement answers one row: no row per result comes back to this process.
-  const upserted = await client.query<{ distinct_ids: number; written: number; inserted: number }>(UPSERT, [options.seenAt]);
+  const upserted = await client.query<{ distinct_ids: number; written: number; inserted: number }>(UPSERT, [options.seenAt, options.org]);
   const { distinct_ids: distinct, written, inserted } = upserted.rows[0]!;
   lap('upsert');
-  const replaced = await client.query<{ answers_only: number }>(REPLACE_ANSWERS, [options.seenAt]);
+  const replaced = await client.query<{ answers_only: number }>(REPLACE_ANSWERS, [options.seenAt, options.org]);
   const answersOnly = replaced.rows[0]!.answers_only;
   lap('answers');
   if (options.trackSightings) {
-    await client.query(SIGHT, [options.runId]);
+    await client.query(SIGHT, [options.runId, options.org]);
     lap('sightings');
   }
 
@@ -277,12 +284,12 @@ export async function upsertResultBatch(client: pg.PoolClient, batch: ResultBatc
 }
 
 /** The staged rows by plain INSERTs, or undefined (and nothing written) when one of them exists already. */
-async function insertNewResults(client: pg.PoolClient, seenAt: Date, lap: (phase: WritePhase) => void): Promise<number | undefined> {
+async function insertNewResults(client: pg.PoolClient, org: string, seenAt: Date, lap: (phase: WritePhase) => void): Promise<number | undefined> {
   await client.query('savepoint trainsync_new_results');
   try {
-    const { rowCount } = await client.query(INSERT_NEW, [seenAt]);
+    const { rowCount } = await client.query(INSERT_NEW, [seenAt, org]);
     lap('upsert');
-    await client.query(INSERT_NEW_ANSWERS);
+    await client.query(INSERT_NEW_ANSWERS, [org]);
     lap('answers');
     await client.query('release savepoint trainsync_new_results');
     return rowCount ?? 0;
@@ -306,42 +313,52 @@ export async function upsertResults(client: pg.PoolClient, results: readonly Res
  * Records result ids as seen by a full-mode run without writing them, e.g. results
  * that failed validation: they exist, so they must not be marked removed.
  */
-export async function recordSightings(client: pg.PoolClient, runId: number, resultIds: readonly string[]): Promise<void> {
+export async function recordSightings(client: pg.PoolClient, org: string, runId: number, resultIds: readonly string[]): Promise<void> {
   if (resultIds.length === 0) return;
-  await client.query('insert into trainsync.result_sightings (run_id, result_id) select $1, unnest($2::uuid[])', [
+  await client.query('insert into trainsync.result_sightings (org, run_id, result_id) select $3, $1, unnest($2::uuid[])', [
     runId,
     resultIds,
+    org,
   ]);
 }
 
-/** Whether `training.results` holds no row at all (a first load, which needs no sightings). */
-export async function resultsTableEmpty(db: Kysely<Database>): Promise<boolean> {
-  const { rows } = await sql<{ empty: boolean }>`select not exists (select 1 from training.results) as empty`.execute(db);
+/**
+ * Whether `training.results` holds no row of the organisation (its first load, which needs
+ * no sightings; another organisation's rows are keyed apart, so plain inserts still fit).
+ */
+export async function resultsTableEmpty(db: Kysely<Database>, org: string): Promise<boolean> {
+  const { rows } = await sql<{ empty: boolean }>`select not exists (select 1 from training.results where org = ${org}) as empty`.execute(db);
   return rows[0]!.empty;
 }
 
 /** Forgets a run's sightings without marking anything (a walk that did not finish). */
-export async function clearSightings(client: pg.PoolClient, runId: number): Promise<void> {
-  await client.query('delete from trainsync.result_sightings where run_id = $1', [runId]);
+export async function clearSightings(client: pg.PoolClient, org: string, runId: number): Promise<void> {
+  await client.query('delete from trainsync.result_sightings where org = $2 and run_id = $1', [runId, org]);
 }
 
 /**
- * After a full-mode walk of every result: marks results not sighted by the run
+ * After a full-mode walk of every result of the organisation: marks its results not sighted by the run
  * (`removed_at = now()`) and clears the run's sightings. Returns how many were marked.
  * Call it only when the walk completed; a partial walk would mark live results.
  */
-export async function markUnseenResultsRemoved(client: pg.PoolClient, runId: number): Promise<number> {
+export async function markUnseenResultsRemoved(client: pg.PoolClient, org: string, runId: number): Promise<number> {
+  // A hash anti-join, always: on a table not analysed yet (a reload right after the first
+  // load) `org = $2` looks selective to the planner (0.5 %), and it would loop over every
+  // sighting once per result, minutes for 200,000. Off for this statement only.
+  const { rows } = await client.query<{ was: string }>("select current_setting('enable_nestloop') as was, set_config('enable_nestloop', 'off', true)");
   const { rowCount } = await client.query(
     `update training.results r set removed_at = now()
-     where r.removed_at is null
+     where r.org = $2 and r.removed_at is null
        -- A result written after the walk began (a webhook's) may sit on a page already passed.
        and r.last_seen_at < (select started_at from trainsync.runs where id = $1)
+       -- A run is one organisation's: its sightings need no org test.
        and not exists (
          select 1 from trainsync.result_sightings s where s.run_id = $1 and s.result_id = r.result_id
        )`,
-    [runId],
+    [runId, org],
   );
-  await client.query('delete from trainsync.result_sightings where run_id = $1', [runId]);
+  await client.query("select set_config('enable_nestloop', $1, true)", [rows[0]!.was]);
+  await client.query('delete from trainsync.result_sightings where org = $2 and run_id = $1', [runId, org]);
   return rowCount ?? 0;
 }
 
@@ -349,11 +366,11 @@ export async function markUnseenResultsRemoved(client: pg.PoolClient, runId: num
  * `EXPLAIN (ANALYZE, BUFFERS)` of a batch's upsert and answers statements, run inside
  * the caller's transaction (roll it back afterwards): the plans of the write path.
  */
-export async function explainResultBatch(client: pg.PoolClient, batch: ResultBatch, seenAt: Date): Promise<{ upsert: string; answers: string }> {
+export async function explainResultBatch(client: pg.PoolClient, org: string, batch: ResultBatch, seenAt: Date): Promise<{ upsert: string; answers: string }> {
   await client.query(PREPARE_STAGE);
   await batch.stage(client);
   const explain = async (text: string): Promise<string> => {
-    const plan = await client.query<{ 'QUERY PLAN': string }>(`explain (analyze, buffers) ${text}`, [seenAt]);
+    const plan = await client.query<{ 'QUERY PLAN': string }>(`explain (analyze, buffers) ${text}`, [seenAt, org]);
     return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
   };
   return { upsert: await explain(UPSERT), answers: await explain(REPLACE_ANSWERS) };

@@ -17,11 +17,12 @@ const USERS: ListedTable = {
 };
 
 /** Writes platform users (from `GET users`); stamps last_seen_at for markMissingUsers. */
-export async function upsertUsers(client: pg.PoolClient, users: readonly PlatformUser[], seenAt: Date): Promise<LoadCounts> {
+export async function upsertUsers(client: pg.PoolClient, org: string, users: readonly PlatformUser[], seenAt: Date): Promise<LoadCounts> {
   const batch = dedupeById(users, (u) => u.id);
   if (batch.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
   const written = await upsertListed(
     client,
+    org,
     USERS,
     batch.map((u) => ({
       user_id: u.id,
@@ -34,13 +35,13 @@ export async function upsertUsers(client: pg.PoolClient, users: readonly Platfor
     })),
     seenAt,
   );
-  await touchListed(client, USERS, batch.map((u) => u.id), [], seenAt);
+  await touchListed(client, org, USERS, batch.map((u) => u.id), [], seenAt);
   const inserted = written.inserted.size;
   const updated = written.updated.size;
   return { inserted, updated, unchanged: batch.length - inserted - updated };
 }
 
 /** After a complete, unfiltered user listing stamped with `seenAt`: marks users it did not include. */
-export async function markMissingUsers(client: pg.PoolClient, seenAt: Date): Promise<number> {
-  return markMissingListed(client, USERS, seenAt);
+export async function markMissingUsers(client: pg.PoolClient, org: string, seenAt: Date): Promise<number> {
+  return markMissingListed(client, org, USERS, seenAt);
 }

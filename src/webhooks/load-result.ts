@@ -67,8 +67,8 @@ async function settle(
   found?: { result: Result } | { invalid: QuarantinedRecord },
 ): Promise<{ events: SettledEvent[]; counts?: LoadCounts }> {
   return withRetriedTransaction(deps.withPgClient, async (tx) => {
-    const counts = found && 'result' in found ? await upsertResults(tx.client, [found.result], { seenAt: new Date() }) : undefined;
-    if (found && 'invalid' in found) await quarantineRecords(tx.db, null, [found.invalid]);
+    const counts = found && 'result' in found ? await upsertResults(tx.client, [found.result], { org: deps.org.slug, seenAt: new Date() }) : undefined;
+    if (found && 'invalid' in found) await quarantineRecords(tx.db, deps.org.slug, null, [found.invalid]);
     const eventIds = await settleResult(tx.db, deps.org.slug, resultId, cutoff, outcome);
     return { events: await settleEvents(tx.db, error, { org: deps.org.slug, eventIds }), ...(counts ? { counts } : {}) };
   });

@@ -43,16 +43,17 @@ export function simulatorResults(state: SimulatorState, exceptIds: ReadonlySet<s
   );
 }
 
-export async function warehouseResults(pool: pg.Pool): Promise<ComparableResult[]> {
+/** The organisation's current results (default: `default`), comparable with the simulator's. */
+export async function warehouseResults(pool: pg.Pool, org = 'default'): Promise<ComparableResult[]> {
   const { rows } = await pool.query<{
     result_id: string; user_id: string; course_id: string; multi_course_result_id: string | null; is_complete: boolean;
     date_completed: Date | null; score: number | null; maximum_score: number | null; pass_rate: number | null; course_type: string | null; answers: string[];
   }>(`select r.result_id, r.user_id, r.course_id, r.multi_course_result_id, r.is_complete, r.date_completed, r.score,
             r.maximum_score, r.pass_rate, r.course_type,
             coalesce(array_agg(a.answer_id::text order by a.answer_id) filter (where a.answer_id is not null), '{}') as answers
-       from training.results r left join training.result_filter_answers a using (result_id)
-      where r.removed_at is null
-      group by r.result_id`);
+       from training.results r left join training.result_filter_answers a using (org, result_id)
+      where r.org = $1 and r.removed_at is null
+      group by r.org, r.result_id`, [org]);
   return byId(
     rows.map((r) => ({
       id: r.result_id,
@@ -81,13 +82,14 @@ export function simulatorCourses(state: SimulatorState): unknown[] {
   );
 }
 
-export async function warehouseCourses(pool: pg.Pool): Promise<unknown[]> {
+export async function warehouseCourses(pool: pg.Pool, org = 'default'): Promise<unknown[]> {
   const { rows } = await pool.query<{ course_id: string; name: string; pass_rate: number | null; categories: string[] }>(
     `select c.course_id, c.name, c.pass_rate,
             coalesce(array_agg(k.category_type || ':' || k.category_name order by k.category_type || ':' || k.category_name)
                      filter (where k.course_id is not null), '{}') as categories
-       from training.courses c left join training.course_categories k using (course_id)
-      where c.removed_at is null group by c.course_id`,
+       from training.courses c left join training.course_categories k using (org, course_id)
+      where c.org = $1 and c.removed_at is null group by c.org, c.course_id`,
+    [org],
   );
   return byId(rows.map((r) => ({ id: r.course_id, name: r.name, passRate: r.pass_rate, categories: r.categories })));
 }
@@ -102,13 +104,14 @@ export function simulatorFilters(state: SimulatorState): unknown[] {
   );
 }
 
-export async function warehouseFilters(pool: pg.Pool): Promise<unknown[]> {
+export async function warehouseFilters(pool: pg.Pool, org = 'default'): Promise<unknown[]> {
   const { rows } = await pool.query<{ filter_id: string; name: string; answers: string[] }>(
     `select f.filter_id, f.name,
             coalesce(array_agg(a.answer_id::text || '=' || a.answer order by a.answer_id::text || '=' || a.answer)
                      filter (where a.answer_id is not null and a.removed_at is null), '{}') as answers
-       from training.reporting_filters f left join training.reporting_filter_answers a using (filter_id)
-      where f.removed_at is null group by f.filter_id`,
+       from training.reporting_filters f left join training.reporting_filter_answers a using (org, filter_id)
+      where f.org = $1 and f.removed_at is null group by f.org, f.filter_id`,
+    [org],
   );
   return byId(rows.map((r) => ({ id: r.filter_id, name: r.name, answers: r.answers })));
 }
@@ -127,10 +130,10 @@ export function simulatorUsers(state: SimulatorState): unknown[] {
   );
 }
 
-export async function warehouseUsers(pool: pg.Pool): Promise<unknown[]> {
+export async function warehouseUsers(pool: pg.Pool, org = 'default'): Promise<unknown[]> {
   const { rows } = await pool.query<{
     user_id: string; email: string; first_name: string | null; last_name: string | null; role: string | null; organisation_identifier: string | null; has_access: boolean;
-  }>(`select user_id, email, first_name, last_name, role, organisation_identifier, has_access from training.users where removed_at is null`);
+  }>(`select user_id, email, first_name, last_name, role, organisation_identifier, has_access from training.users where org = $1 and removed_at is null`, [org]);
   return byId(
     rows.map((r) => ({
       id: r.user_id,

@@ -46,8 +46,8 @@ export interface FullWalk {
  */
 export async function walkAllResults(ctx: JobContext, scope: string, runId: number, counts: RunCounts): Promise<FullWalk> {
   const key = `${scope}:full`;
-  const saved = (await getCheckpoint(ctx.db, key, fullWalkCheckpointSchema.catch({}))) ?? {};
-  const firstLoad = saved.firstLoad ?? (saved.nextPage === undefined && (await resultsTableEmpty(ctx.db)));
+  const saved = (await getCheckpoint(ctx.db, ctx.org.slug, key, fullWalkCheckpointSchema.catch({}))) ?? {};
+  const firstLoad = saved.firstLoad ?? (saved.nextPage === undefined && (await resultsTableEmpty(ctx.db, ctx.org.slug)));
   let reads = saved.reads ?? 1;
   let total = saved.total ?? undefined;
   let gap: WalkGap | undefined;
@@ -67,7 +67,7 @@ export async function walkAllResults(ctx: JobContext, scope: string, runId: numb
       trackSightings: !firstLoad,
       firstLoad,
       onBatch: (tx, position) =>
-        saveCheckpoint(tx.db, key, { nextPage: position.done ? 'done' : position.nextPage, total: position.total ?? null, gap: toSaved(position.gap), reads, firstLoad }, runId),
+        saveCheckpoint(tx.db, ctx.org.slug, key, { nextPage: position.done ? 'done' : position.nextPage, total: position.total ?? null, gap: toSaved(position.gap), reads, firstLoad }, runId),
     });
     gap = walk.gap;
     total = walk.total;
@@ -92,7 +92,7 @@ export async function walkAllResults(ctx: JobContext, scope: string, runId: numb
       onBatch: (tx, position) => {
         // Until this read ends, a restart reads the same pages again.
         const next = position.done ? (position.gap ? unionGap(range, position.gap) : undefined) : range;
-        return saveCheckpoint(tx.db, key, { nextPage: 'done', total: position.total ?? total ?? null, gap: toSaved(next), reads, firstLoad }, runId);
+        return saveCheckpoint(tx.db, ctx.org.slug, key, { nextPage: 'done', total: position.total ?? total ?? null, gap: toSaved(next), reads, firstLoad }, runId);
       },
     });
     gap = reread.gap ? unionGap(range, reread.gap) : undefined;

@@ -59,11 +59,11 @@ export async function syncAllResults(payload: SyncPayload, ctx: JobContext): Pro
       // A walk with a gap may have missed results that still exist: mark nothing removed.
       let removed = 0;
       // A first load found nothing stored, so nothing it could mark; it recorded no sightings.
-      if (plan.mode === 'full' && unfinished.length === 0 && !firstLoad) removed = await markUnseenResultsRemoved(tx.client, run.id);
-      else if (plan.mode === 'full') await clearSightings(tx.client, run.id);
-      if (plan.watermark) await setWatermark(tx.db, RESULTS, plan.watermark);
-      await recordUnfinishedWindows(tx.db, RESULTS, run.id, { finished, unfinished });
-      await deleteCheckpoints(tx.db, `${scope}:`);
+      if (plan.mode === 'full' && unfinished.length === 0 && !firstLoad) removed = await markUnseenResultsRemoved(tx.client, ctx.org.slug, run.id);
+      else if (plan.mode === 'full') await clearSightings(tx.client, ctx.org.slug, run.id);
+      if (plan.watermark) await setWatermark(tx.db, ctx.org.slug, RESULTS, plan.watermark);
+      await recordUnfinishedWindows(tx.db, ctx.org.slug, RESULTS, run.id, { finished, unfinished });
+      await deleteCheckpoints(tx.db, ctx.org.slug, `${scope}:`);
       await finishRun(tx.db, run.id, {
         status: unfinished.length > 0 ? 'incomplete' : 'succeeded',
         removed,

@@ -72,12 +72,12 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
     // Counted after commit: a deadlock retry runs the transaction again.
     const outcome = await order.run(
       async (tx) => {
-        const loaded = batch.size > 0 ? await upsertResultBatch(tx.client, batch, { seenAt: new Date(), runId, trackSightings, fresh: firstLoad }) : undefined;
+        const loaded = batch.size > 0 ? await upsertResultBatch(tx.client, batch, { org: ctx.org.slug, seenAt: new Date(), runId, trackSightings, fresh: firstLoad }) : undefined;
         let quarantined = 0;
         if (batchProblems.length > 0) {
-          quarantined = await quarantineRecords(tx.db, runId, batchProblems);
+          quarantined = await quarantineRecords(tx.db, ctx.org.slug, runId, batchProblems);
           // A result we cannot parse still exists: never mark it removed for that.
-          if (trackSightings) await recordSightings(tx.client, runId, problemIds(batchProblems));
+          if (trackSightings) await recordSightings(tx.client, ctx.org.slug, runId, problemIds(batchProblems));
         }
         return { loaded, quarantined };
       },

@@ -36,7 +36,7 @@ export async function readWindows(
   keep?: (result: Result) => boolean,
 ): Promise<WindowsRead> {
   const prefix = `${scope}:window:`;
-  const done = new Set((await listCheckpoints(ctx.db, prefix)).map((key) => key.slice(prefix.length)));
+  const done = new Set((await listCheckpoints(ctx.db, ctx.org.slug, prefix)).map((key) => key.slice(prefix.length)));
   const todo = windows.filter((window) => !done.has(windowKey(window)));
   const resumed = windows.length - todo.length;
   if (resumed > 0) ctx.log.info({ resumed, remaining: todo.length }, 'skipping windows finished before the restart');
@@ -82,7 +82,7 @@ async function readWindow(
       keep,
       onBatch: async (tx, position) => {
         if (position.done && !position.gap) {
-          await saveCheckpoint(tx.db, checkpointKey, { window, finishedAt: new Date().toISOString() }, runId);
+          await saveCheckpoint(tx.db, ctx.org.slug, checkpointKey, { window, finishedAt: new Date().toISOString() }, runId);
         }
       },
     }));

@@ -92,13 +92,13 @@ describe('orphaned sync jobs', () => {
 
   it('a job a live worker runs is not cancelled', async () => {
     // Slow pages, so the job is still running while both commands look at it.
-    h.sim.setFaults({ latencyMs: 300 });
+    h.sim.setFaults({ latencyMs: 1_000 });
     const queued = await h.app.queue.add('sync-results', { trigger: 'cli', since: '2024-01-01', until: '2024-12-31', full: false }, { org: DEFAULT_ORG, dedupeId: 'sync-results' });
     const worker = await h.app.queue.startWorkers([SYNC_QUEUE]);
     try {
       await waitFor(async () => ((await h.app.queue.state(SYNC_QUEUE, queued.id)) === 'active' ? true : undefined), 30_000, 'the job to start');
       const cancel = await runCli(['cancel', queued.id], h.env);
-      expect(cancel.code).toBe(2);
+      expect(cancel.code, cancel.stderr).toBe(2);
       expect(cancel.stderr).toMatch(new RegExp(`job ${queued.id} \\(sync-results\\) is running on worker \\S+; stop that process`));
       const status = await runCli(['status', '--json'], h.env);
       const report = JSON.parse(status.stdout) as { activeJobs: Array<{ id: string; state: string }> };

@@ -66,6 +66,8 @@ export async function walkAllResults(ctx: JobContext, scope: string, runId: numb
       // Sightings serve only the removal pass, which a first load skips.
       trackSightings: !firstLoad,
       firstLoad,
+      // One sequence of pages: without requests ahead, each page would wait a whole round trip.
+      prefetch: ctx.config.TRAINSYNC_RESULTS_CONCURRENCY,
       onBatch: (tx, position) =>
         saveCheckpoint(tx.db, ctx.org.slug, key, { nextPage: position.done ? 'done' : position.nextPage, total: position.total ?? null, gap: toSaved(position.gap), reads, firstLoad }, runId),
     });
@@ -89,6 +91,7 @@ export async function walkAllResults(ctx: JobContext, scope: string, runId: numb
       counts,
       // Pages read again hold rows stored already: the upsert, not plain inserts.
       trackSightings: !firstLoad,
+      prefetch: ctx.config.TRAINSYNC_RESULTS_CONCURRENCY,
       onBatch: (tx, position) => {
         // Until this read ends, a restart reads the same pages again.
         const next = position.done ? (position.gap ? unionGap(range, position.gap) : undefined) : range;

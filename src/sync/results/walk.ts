@@ -43,6 +43,11 @@ export interface WalkOptions {
   trackSightings?: boolean;
   /** A first load into an empty table: rows are written by plain inserts while none exists (see `fresh`). */
   firstLoad?: boolean;
+  /**
+   * Pages requested ahead of the one being read (default 1: windows are read several at
+   * a time already). The full walk is one sequence of pages and asks for more.
+   */
+  prefetch?: number | undefined;
   /** Stores only the results this accepts (a backfill's days); the rest are read, not stored. */
   keep?: (result: Result) => boolean;
 }
@@ -122,9 +127,8 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
       if (failures.length > 0) throw failures[0];
     }
   };
-  // The full walk is one sequence of pages: ask for a few ahead (windows are concurrent already).
   const { endPage } = options;
-  const prefetch = Math.min(trackSightings ? ctx.config.TRAINSYNC_RESULTS_CONCURRENCY : 1, endPage === undefined ? Infinity : endPage - options.startPage);
+  const prefetch = Math.min(options.prefetch ?? 1, endPage === undefined ? Infinity : endPage - options.startPage);
   const pages: AsyncIterable<Page<Result>> = ctx.platform.listResults(options.query, {
     signal: ctx.signal,
     startPage: options.startPage,

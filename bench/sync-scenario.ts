@@ -24,6 +24,7 @@ import { runSync } from '../src/sync/run-and-wait.ts';
 import { syncPayloadSchema } from '../src/sync/sync-payload.ts';
 import { adminQuery } from './admin-query.ts';
 import { startSimulatorChild } from './simulator-child.ts';
+import { BackendCpuSampler, processCpuMicros, simulatorPid } from './sync-proc-cpu.ts';
 
 const argsSchema = z.object({
   results: z.number().int().positive(),
@@ -36,6 +37,13 @@ const argsSchema = z.object({
   writers: z.number().int().positive().optional(),
   /** Run the careful peer (bench/careful-peer.ts) after each of trainsync's loads. */
   peer: z.boolean().default(false),
+  /**
+   * Read every results page once before the timed loads. The simulator serialises each
+   * result on its first serve and keeps the text (about half its CPU per page, on the same
+   * cores as the load); without this, the first of the readers pays that and the careful
+   * peer, which reads after trainsync, never does.
+   */
+  warmSimulator: z.boolean().default(true),
 });
 const args = argsSchema.parse(JSON.parse(process.argv[2] ?? '{}'));
 
@@ -44,8 +52,9 @@ const dbName = `trainsync_bench_${randomBytes(4).toString('hex')}`;
 const databaseUrl = `postgres://postgres@127.0.0.1:5432/${dbName}`;
 
 /** Raw COPY of the loaded rows into identical plain tables: the ceiling the upsert is compared with. */
-async function rawCopyRate(pool: pg.Pool): Promise<number> {
+async function rawCopyRate(pool: pg.Pool): Promise<{ rate: number; postgresMicros: number | undefined }> {
   const client = await pool.connect();
+  const backend = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
   try {
     await client.query('create table bench_results (like training.results including all)');
     await client.query('create table bench_answers (like training.result_filter_answers including all)');
@@ -57,6 +66,7 @@ async function rawCopyRate(pool: pg.Pool): Promise<number> {
     const results = await dump('select * from training.results');
     const answers = await dump('select * from training.result_filter_answers');
     const started = performance.now();
+    const cpu0 = processCpuMicros(backend);
     await client.query('begin');
     const load = async (table: string, chunks: Buffer[]): Promise<void> => {
       const stream = client.query(copyFrom(`copy ${table} from stdin`));
@@ -71,7 +81,8 @@ async function rawCopyRate(pool: pg.Pool): Promise<number> {
     await load('bench_answers', answers);
     await client.query('commit');
     const seconds = (performance.now() - started) / 1000;
-    return args.results / seconds;
+    const cpu1 = processCpuMicros(backend);
+    return { rate: args.results / seconds, postgresMicros: cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0 };
   } finally {
     client.release();
   }
@@ -94,6 +105,19 @@ function microsPerResult(cpu: NodeJS.CpuUsage): number {
   return Number(((cpu.user + cpu.system) / args.results).toFixed(1));
 }
 
+/** Every results page once, a few at a time (see `warmSimulator`). */
+async function warmResults(url: string, apiKey: string): Promise<void> {
+  const pages = Math.ceil(args.results / 50) + 1;
+  let next = 1;
+  const reader = async (): Promise<void> => {
+    for (let page = next++; page <= pages; page = next++) {
+      const response = await fetch(`${url}/api/v2/results?page=${page}`, { headers: { authorization: `Bearer ${apiKey}` } });
+      await response.arrayBuffer();
+    }
+  };
+  await Promise.all(Array.from({ length: 4 }, reader));
+}
+
 const sim = await startSimulatorChild({ seed: 42, sizes: { results: args.results, users: 2_000, resultsFrom: '2024-01-01', resultsTo: '2024-12-31' }, faults: { latencyMs: args.latencyMs } });
 try {
   const config = loadConfig({
@@ -112,13 +136,27 @@ try {
   const app = await createApp(config, log, { jobs: allJobs, migrate: true });
   const rssBeforeMb = Math.round(process.memoryUsage().rss / 1024 / 1024);
   const payload = syncPayloadSchema.parse(args.mode === 'full' ? { trigger: 'cli', full: true } : { trigger: 'cli', since: '2024-01-01', until: '2024-12-31' });
+  if (args.warmSimulator) await warmResults(sim.url, sim.apiKey);
   await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
+  // The other processes on the same cores: the simulator and this database's backends.
+  const simPid = simulatorPid();
+  const adminPool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  const others = async <T>(work: () => Promise<T>): Promise<{ value: T; simulatorMicros: number | undefined; postgresMicros: number }> => {
+    const sampler = new BackendCpuSampler(adminPool, dbName);
+    await sampler.start();
+    const sim0 = simPid === undefined ? undefined : processCpuMicros(simPid);
+    const value = await work();
+    const sim1 = simPid === undefined ? undefined : processCpuMicros(simPid);
+    return { value, simulatorMicros: sim0 === undefined || sim1 === undefined ? undefined : sim1 - sim0, postgresMicros: await sampler.stop() };
+  };
+  const perResult = (micros: number | undefined): number | null => (micros === undefined ? null : Number((micros / args.results).toFixed(1)));
   // CPU of this whole process (every thread) over the run alone: start-up, migrations
   // and the simulator's process are outside it.
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const mono0 = process.hrtime.bigint();
-  const [first] = await runSync({ ...app, org: DEFAULT_ORG }, ['results'], payload);
+  const firstRun = await others(() => runSync({ ...app, org: DEFAULT_ORG }, ['results'], payload));
+  const [first] = firstRun.value;
   const firstSeconds = (performance.now() - t0) / 1000;
   const firstCpu = process.cpuUsage(cpu0);
   // The run's span on the monotonic clock `node --cpu-prof` stamps samples with (µs).
@@ -130,11 +168,15 @@ try {
     latencyMs: args.latencyMs,
     requestsPerSecond: args.requestsPerSecond,
     mode: args.mode,
+    warmSimulator: args.warmSimulator,
     firstLoadSeconds: Number(firstSeconds.toFixed(2)),
     firstLoadResultsPerSecond: Math.round(args.results / firstSeconds),
     firstLoadCpuMicrosPerResult: microsPerResult(firstCpu),
     firstLoadSpanUs,
     firstLoadCpu: { userMs: Math.round(firstCpu.user / 1000), systemMs: Math.round(firstCpu.system / 1000) },
+    // Not the sync's CPU: the simulator serving the pages and Postgres writing them, on the same cores.
+    firstLoadSimulatorCpuMicrosPerResult: perResult(firstRun.simulatorMicros),
+    firstLoadPostgresCpuMicrosPerResult: perResult(firstRun.postgresMicros),
     firstLoad: first.result,
     requests: summary,
   };
@@ -147,9 +189,12 @@ try {
     const mutated = await (await fetch(`${sim.url}/__simulator/results/mutate`, { method: 'POST', body: JSON.stringify({ fraction: args.changeFraction }) })).json();
     const cpu1 = process.cpuUsage();
     const t1 = performance.now();
-    const [second] = await runSync({ ...app, org: DEFAULT_ORG }, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }));
+    const secondRun = await others(() => runSync({ ...app, org: DEFAULT_ORG }, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true })));
+    const [second] = secondRun.value;
     const secondSeconds = (performance.now() - t1) / 1000;
     figures.reloadCpuMicrosPerResult = microsPerResult(process.cpuUsage(cpu1));
+    figures.reloadSimulatorCpuMicrosPerResult = perResult(secondRun.simulatorMicros);
+    figures.reloadPostgresCpuMicrosPerResult = perResult(secondRun.postgresMicros);
     figures.changed = mutated;
     figures.reloadSeconds = Number(secondSeconds.toFixed(2));
     figures.reloadResultsPerSecond = Math.round(args.results / secondSeconds);
@@ -163,9 +208,12 @@ try {
   figures.peakRssMb = Math.round(process.resourceUsage().maxRSS / 1024);
   figures.rssBeforeSyncMb = rssBeforeMb;
   await app.close();
+  await adminPool.end();
   if (args.copy) {
     const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: 1 });
-    figures.rawCopyResultsPerSecond = Math.round(await rawCopyRate(pool).finally(() => pool.end()));
+    const copied = await rawCopyRate(pool).finally(() => pool.end());
+    figures.rawCopyResultsPerSecond = Math.round(copied.rate);
+    figures.rawCopyPostgresCpuMicrosPerResult = perResult(copied.postgresMicros);
   }
   process.stdout.write(`${JSON.stringify(figures)}\n`);
 } finally {

@@ -83,7 +83,8 @@ export class BackendCpuSampler {
     this.before = await backendCpu(this.pool, this.name);
     this.latest = new Map(this.before);
     this.timer = setInterval(() => {
-      this.sampling = this.sample();
+      // A failed sample only loses that sample; the next (or the last, in stop) reads again.
+      this.sampling = this.sample().catch(() => undefined);
     }, this.everyMs);
   }
 

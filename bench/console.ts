@@ -70,12 +70,15 @@ const PAGES: Record<string, string> = { overview: '/', runs: '/runs', runsOfResu
 /**
  * The issue's own measure: two \`trainsync worker --no-schedules\` processes on the same warehouse, one
  * without the console and one with it after serving every page SAMPLES times; the RSS of each (VmRSS),
- * and the difference. The client is this process, so its memory is not counted.
+ * and the difference. The client is this process, so its memory is not counted. \`nodeOptions\`: the
+ * same V8 flags for both (NODE_OPTIONS), e.g. a young generation capped to tell the console's own
+ * memory from the young generation V8 grows for any burst of work and keeps until a full collection.
  */
-async function workersSideBySide(env: Record<string, string>): Promise<{ withoutConsoleMb: number; withConsoleMb: number; overheadMb: number; withConsoleStartedMb: number }> {
+async function workersSideBySide(env: Record<string, string>, nodeOptions?: string): Promise<{ withoutConsoleMb: number; withConsoleMb: number; overheadMb: number; withConsoleStartedMb: number }> {
   const { TRAINSYNC_CONSOLE_USERS: _users, ...withoutUsers } = env;
-  const plain = startWorkerChild({ ...withoutUsers, LOG_FORMAT: 'json', LOG_LEVEL: 'info' });
-  const withConsole = startWorkerChild({ ...env, LOG_FORMAT: 'json', LOG_LEVEL: 'info' });
+  const flags: Record<string, string> = nodeOptions ? { NODE_OPTIONS: nodeOptions } : {};
+  const plain = startWorkerChild({ ...withoutUsers, ...flags, LOG_FORMAT: 'json', LOG_LEVEL: 'info' });
+  const withConsole = startWorkerChild({ ...env, ...flags, LOG_FORMAT: 'json', LOG_LEVEL: 'info' });
   try {
     await logLine(plain.output, () => plain.child.exitCode !== null, 'worker started');
     const serving = await logLine(withConsole.output, () => withConsole.child.exitCode !== null, 'serving the console');
@@ -115,7 +118,7 @@ try {
            case when i % 997 = 0 then 'failed' else 'succeeded' end, 1, now() - make_interval(secs => ${AUDIT_ROWS} - i)
       from generate_series(1, ${AUDIT_ROWS}) i`.execute(app.db);
   await sql`analyze`.execute(app.db);
-  const workers = await workersSideBySide({
+  const workerEnv = {
     DATABASE_URL: database.url,
     REDIS_URL: config.REDIS_URL,
     TRAINSYNC_QUEUE_PREFIX: prefix,
@@ -125,7 +128,12 @@ try {
     TRAINSYNC_METRICS_PORT: '0',
     TRAINSYNC_CONSOLE_PORT: '0',
     TRAINSYNC_CONSOLE_USERS: `bench:operator:${hash}`,
-  });
+  };
+  const workers = await workersSideBySide(workerEnv);
+  // The same pair with V8's young generation capped at 4 MB a semi-space (default 16) in both: the
+  // burst of pages no longer leaves a 32 MB young generation and uncollected old-space garbage in
+  // the console's worker, so the difference is what the console itself keeps (README, "Console").
+  const workersSmallYoung = await workersSideBySide(workerEnv, '--max-semi-space-size=4');
 
   // The bench's own HTTP client (fetch) loads before the first figure, so it is not counted as the console's.
   const dummy = http.createServer((_req, res) => res.end('ok'));
@@ -159,7 +167,7 @@ try {
   // Where the RSS is: V8's reserved heap (heapTotal), Buffers and other memory outside the heap (external).
   const breakdown = Object.fromEntries(Object.entries(process.memoryUsage()).map(([k, v]) => [`${k}Mb`, Math.round(v / 1024 / 1024)]));
   await server.close();
-  process.stdout.write(`${JSON.stringify({ runs: RUNS, auditRows: AUDIT_ROWS, samples: SAMPLES, timings, rssBeforeMb: rssBefore, rssStartedMb: rssStarted, rssAfterMb: rssAfter, rssOverheadMb: rssAfter - rssBefore, heapBeforeMb: heapBefore, heapAfterMb: heapAfter, breakdownAfter: breakdown, workers })}\n`);
+  process.stdout.write(`${JSON.stringify({ runs: RUNS, auditRows: AUDIT_ROWS, samples: SAMPLES, timings, rssBeforeMb: rssBefore, rssStartedMb: rssStarted, rssAfterMb: rssAfter, rssOverheadMb: rssAfter - rssBefore, heapBeforeMb: heapBefore, heapAfterMb: heapAfter, breakdownAfter: breakdown, workers, workersSmallYoung })}\n`);
 } finally {
   await app.close();
   await database.drop();

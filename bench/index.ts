@@ -215,6 +215,8 @@ if (want('console')) {
   verdicts.push(`INFO  console Provisioning p95 ${t.provisioning?.p95Ms} ms, audit search ${t.auditSearch?.p95Ms} ms`);
   const w = (c.workers ?? {}) as Record<string, number>;
   check('console RSS beside the worker', num(w.overheadMb) < 50, `${w.overheadMb} MB (worker ${w.withoutConsoleMb} MB, worker with console ${w.withConsoleStartedMb} MB started → ${w.withConsoleMb} MB after every page x60; target < 50)`);
+  const y = (c.workersSmallYoung ?? {}) as Record<string, number>;
+  verdicts.push(`INFO  console RSS beside the worker, both with --max-semi-space-size=4 (what the console itself keeps, without V8's grown young generation): ${y.overheadMb} MB (worker ${y.withoutConsoleMb} MB, with console ${y.withConsoleStartedMb} → ${y.withConsoleMb} MB)`);
   verdicts.push(`INFO  console in-process RSS growth ${c.rssOverheadMb} MB (${c.rssBeforeMb} → ${c.rssAfterMb} MB, live heap ${c.heapBeforeMb} → ${c.heapAfterMb} MB; the bench's own client counted too)`);
 }
 

@@ -43,7 +43,7 @@ const NAV: readonly [string, string][] = [
 export function page(title: string, viewer: Viewer | undefined, body: SafeHtml, options: { chart?: boolean } = {}): SafeHtml {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · trainsync</title>
+<title>${title} &middot; trainsync</title>
 <link rel="stylesheet" href="/assets/console.css">
 ${options.chart ? html`<link rel="stylesheet" href="/assets/uplot.css"><script src="/assets/uplot.js" defer></script><script src="/assets/charts.js" defer></script>` : ''}
 </head><body>
@@ -83,5 +83,5 @@ export function pager(base: string, page: number, hasMore: boolean, keep: Record
     params.set(pageParam, String(p));
     return `${base}?${params.toString()}`;
   };
-  return html`<p class="pager">${page > 1 ? html`<a href="${link(page - 1)}">← newer</a>` : ''} page ${page} ${hasMore ? html`<a href="${link(page + 1)}">older →</a>` : ''}</p>`;
+  return html`<p class="pager">${page > 1 ? html`<a href="${link(page - 1)}">&larr; newer</a>` : ''} page ${page} ${hasMore ? html`<a href="${link(page + 1)}">older &rarr;</a>` : ''}</p>`;
 }

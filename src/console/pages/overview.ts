@@ -39,7 +39,7 @@ ${d.pending.length === 0 ? html`<p>None.</p>` : html`<table id="pending"><tr>${o
 <table id="last-runs"><tr>${orgHeader(d.viewer)}<th>resource</th><th>status</th><th>started</th><th>rows</th><th>requests</th><th>duration</th><th>quarantined</th><th>next scheduled</th></tr>
 ${d.runs.map((r) => {
   const next = d.schedules.find((s) => s.id === orgScoped(r.org, `sync-${r.resource}`));
-  return html`<tr>${orgCell(d.viewer, r.org)}<td><a href="/runs?resource=${r.resource}">${r.resource}</a></td><td>${statusBadge(r.status)}</td><td><a href="/runs/${r.id}">${r.started_at}</a></td><td><a href="/runs/${r.id}">${r.rows}</a></td><td><a href="/runs/${r.id}">${r.requests}</a></td><td>${seconds(r.seconds)}</td><td><a href="/runs/${r.id}#quarantine" id="${d.viewer.scope.multi ? `quarantined-${r.org}-${r.resource}` : `quarantined-${r.resource}`}">${r.quarantined}</a></td><td>${next?.next ?? '—'}</td></tr>`;
+  return html`<tr>${orgCell(d.viewer, r.org)}<td><a href="/runs?resource=${r.resource}">${r.resource}</a></td><td>${statusBadge(r.status)}</td><td><a href="/runs/${r.id}">${r.started_at}</a></td><td><a href="/runs/${r.id}">${r.rows}</a></td><td><a href="/runs/${r.id}">${r.requests}</a></td><td>${seconds(r.seconds)}</td><td><a href="/runs/${r.id}#quarantine" id="${d.viewer.scope.multi ? `quarantined-${r.org}-${r.resource}` : `quarantined-${r.resource}`}">${r.quarantined}</a></td><td>${next?.next ?? html`&mdash;`}</td></tr>`;
 })}
 </table>
 ${d.runs.length === 0 ? html`<p>No run yet.</p>` : ''}

@@ -15,7 +15,7 @@ ${Object.entries(report.counts).map(([kind, n]) => html`<tr><td>${kind}</td><td>
 </table>
 <p><a href="/people/repair" id="repair-link">Drift repair (reconcile --fix): dry run first</a></p></section>
 <section><h2>Assignment status by ${by}</h2>
-<p>Group by: <a href="/people?by=course">course</a> · <a href="/people?by=department">department</a> · <a href="/people?by=location">location</a></p>
+<p>Group by: <a href="/people?by=course">course</a> &middot; <a href="/people?by=department">department</a> &middot; <a href="/people?by=location">location</a></p>
 ${groups.length === 0 ? html`<p>No assignments yet (sync groups and results after provisioning).</p>` : html`
 ${chart('status-chart', { labels: STATUSES, x: groups.map((_g, i) => i), ys: STATUSES.map((st) => groups.map((g) => count(g, st))) })}
 <table id="assignment-status"><tr><th>${by}</th>${STATUSES.map((s) => html`<th>${s}</th>`)}</tr>

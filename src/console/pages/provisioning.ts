@@ -27,11 +27,11 @@ ${d.feeds.map((x) => html`<tr><td>${x.id}</td>${orgCell(viewer, x.org)}<td>${x.p
 <label>day <input name="day" type="date" value="${f.day ?? ''}"></label>
 <label>status <select name="status"><option value="">all</option>${ACTION_STATUSES.map((s) => html`<option value="${s}" ${s === f.status ? html`selected` : ''}>${s}</option>`)}</select></label>
 ${f.feed ? html`<input type="hidden" name="feed" value="${f.feed}">` : ''}<button type="submit">Search</button></form>
-<table id="actions"><tr>${orgHeader(viewer)}<th>updated</th><th>employee</th><th>e-mail</th><th>action</th><th>before → after</th><th>status</th><th>attempts</th><th>error</th><th></th></tr>
-${d.actions.map((a) => html`<tr>${orgCell(viewer, a.org)}<td>${a.updated_at}</td><td>${a.employee_id}</td><td>${a.email}</td><td>${a.kind}${a.group_id ? html` <small>${a.group_id}</small>` : ''}</td><td><code>${a.before_text ?? '—'}</code> → <code>${a.after_text}</code></td><td>${statusBadge(a.status)}</td><td>${a.attempts}</td><td>${a.error_code ?? ''} ${a.error_message ?? ''}</td>
+<table id="actions"><tr>${orgHeader(viewer)}<th>updated</th><th>employee</th><th>e-mail</th><th>action</th><th>before &rarr; after</th><th>status</th><th>attempts</th><th>error</th><th></th></tr>
+${d.actions.map((a) => html`<tr>${orgCell(viewer, a.org)}<td>${a.updated_at}</td><td>${a.employee_id}</td><td>${a.email}</td><td>${a.kind}${a.group_id ? html` <small>${a.group_id}</small>` : ''}</td><td><code>${a.before_text ?? html`&mdash;`}</code> &rarr; <code>${a.after_text}</code></td><td>${statusBadge(a.status)}</td><td>${a.attempts}</td><td>${a.error_code ?? ''} ${a.error_message ?? ''}</td>
 <td>${a.status === 'failed' ? actionButton(viewer, `/provisioning/actions/${encodeURIComponent(a.action_id)}/retry`, 'Retry', `retry-${a.employee_id}-${a.kind}`, a.org) : ''}</td></tr>`)}
 </table>
-${f.feed ? html`<p id="feed-filter">Actions of feed <code>${f.feed.slice(0, 12)}…</code> only. <a href="/provisioning">Show all</a></p>` : ''}
+${f.feed ? html`<p id="feed-filter">Actions of feed <code>${f.feed.slice(0, 12)}&hellip;</code> only. <a href="/provisioning">Show all</a></p>` : ''}
 ${pager('/provisioning', f.page, d.hasMore, { who: f.who, day: f.day, status: f.status, feed: f.feed })}
 </section>
 <section><h2>Changes made in the console</h2>
@@ -51,6 +51,6 @@ ${viewer.role === 'operator' ? '' : html`<em>Only an operator can approve or rej
 <table id="affected"><tr><th>employee</th><th>e-mail</th><th>changes</th></tr>
 ${plan.people.map((p) => html`<tr><td>${p.employeeId}</td><td>${p.email}</td><td>${p.kinds.join(', ')}</td></tr>`)}</table>
 <h2>Actions</h2>
-<table id="actions"><tr><th>employee</th><th>action</th><th>before → after</th></tr>
-${plan.actions.map((a) => html`<tr><td>${a.employeeId}</td><td>${a.kind}${a.groupId ? html` <small>${a.groupId}</small>` : ''}</td><td><code>${JSON.stringify(a.before)}</code> → <code>${JSON.stringify(a.after)}</code></td></tr>`)}</table>`;
+<table id="actions"><tr><th>employee</th><th>action</th><th>before &rarr; after</th></tr>
+${plan.actions.map((a) => html`<tr><td>${a.employeeId}</td><td>${a.kind}${a.groupId ? html` <small>${a.groupId}</small>` : ''}</td><td><code>${JSON.stringify(a.before)}</code> &rarr; <code>${JSON.stringify(a.after)}</code></td></tr>`)}</table>`;
 }

@@ -32,7 +32,7 @@ export function runBody(viewer: Viewer, run: RunRow, quarantined: QuarantinedRow
   return html`
 <dl class="counts">
 ${viewer.scope.multi ? html`<dt>organisation</dt><dd id="run-org">${run.org}</dd>` : ''}<dt>resource</dt><dd>${run.resource}</dd><dt>status</dt><dd>${statusBadge(run.status)}</dd><dt>mode</dt><dd>${run.mode ?? ''}</dd>
-<dt>started</dt><dd>${run.started_at}</dd><dt>finished</dt><dd>${run.finished_at ?? '—'}</dd><dt>duration</dt><dd>${seconds(run.seconds)}</dd>
+<dt>started</dt><dd>${run.started_at}</dd><dt>finished</dt><dd>${run.finished_at ?? html`&mdash;`}</dd><dt>duration</dt><dd>${seconds(run.seconds)}</dd>
 <dt>pages</dt><dd>${run.pages}</dd><dt>requests</dt><dd>${run.requests}</dd><dt>inserted</dt><dd>${run.inserted}</dd><dt>updated</dt><dd>${run.updated}</dd><dt>unchanged</dt><dd>${run.unchanged}</dd>
 <dt>quarantined</dt><dd>${run.quarantined}</dd><dt>removed</dt><dd>${run.removed}</dd>
 ${run.error ? html`<dt>error</dt><dd>${run.error}</dd>` : ''}${run.note ? html`<dt>note</dt><dd>${run.note}</dd>` : ''}

@@ -52,6 +52,34 @@ function windowsOver(sorted: readonly number[], limit: number, windowMs = 1000):
 const round = (value: number, digits = 1): number => Number(value.toFixed(digits));
 const pct = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
 
+export interface Distribution {
+  n: number;
+  min: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  p999: number;
+  max: number;
+  over10: number;
+  over50: number;
+}
+
+function distribution(values: number[]): Distribution | undefined {
+  if (values.length === 0) return undefined;
+  const d = [...values].sort((a, b) => a - b);
+  return {
+    n: d.length,
+    min: round(d[0]!, 2),
+    p50: round(pct(d, 50), 2),
+    p90: round(pct(d, 90), 2),
+    p99: round(pct(d, 99), 2),
+    p999: round(pct(d, 99.9), 2),
+    max: round(d.at(-1)!, 2),
+    over10: d.filter((x) => x > 10).length,
+    over50: d.filter((x) => x > 50).length,
+  };
+}
+
 export interface WayFigures {
   /** Most requests of one key in any sliding second. */
   maxPerKey: number;
@@ -59,6 +87,8 @@ export interface WayFigures {
   maxPerKeyInClockSecond: number;
   /** Sliding seconds (merged where they overlap) holding more than the budget, over all keys. */
   windowsOverBudget: number;
+  /** The shortest gap between two requests (or grants) of one key, ms. */
+  minGapMs: number | null;
 }
 
 export interface PerKeyComparison {
@@ -67,7 +97,9 @@ export interface PerKeyComparison {
   capture?: WayFigures & { requests: number; unmatchedCaptured: number; unmatchedSimulator: number };
   grants?: WayFigures & { grants: number };
   /** Simulator stamp − capture time over every matched request, ms. */
-  stampDelayMs?: { n: number; min: number; p50: number; p90: number; p99: number; p999: number; max: number; over10: number; over50: number };
+  stampDelayMs?: Distribution;
+  /** Capture time − the latest grant of the same key at or before it (a request's time from its grant to the wire), ms. */
+  sinceGrantMs?: Distribution;
   /**
    * Up to five sliding seconds over the budget by the simulator's stamp: the key, the
    * requests' capture-time gaps and stamp delays, and how many of them one capture second holds.
@@ -82,7 +114,9 @@ function figures(byKey: Map<string, number[]>, budget: number): WayFigures {
   let worstKey: string | null = null;
   let clock = 0;
   let over = 0;
+  let minGap = Number.POSITIVE_INFINITY;
   for (const [key, times] of byKey) {
+    for (let i = 1; i < times.length; i++) minGap = Math.min(minGap, times[i]! - times[i - 1]!);
     const m = maxInSlidingWindow(times);
     if (m > maxPerKey) {
       maxPerKey = m;
@@ -91,7 +125,7 @@ function figures(byKey: Map<string, number[]>, budget: number): WayFigures {
     clock = Math.max(clock, maxInClockSecond(times));
     over += windowsOver(times, budget).length;
   }
-  return { maxPerKey, worstKey, maxPerKeyInClockSecond: clock, windowsOverBudget: over };
+  return { maxPerKey, worstKey, maxPerKeyInClockSecond: clock, windowsOverBudget: over, minGapMs: Number.isFinite(minGap) ? round(minGap, 2) : null };
 }
 
 function group<T extends { key: string; at: number }>(items: readonly T[]): Map<string, T[]> {
@@ -145,19 +179,20 @@ export function comparePerKey(input: { budget: number; simulator: readonly Arriv
   }
   const captureTimes = times(cap);
   out.capture = { ...figures(captureTimes, budget), requests: input.captured.length, unmatchedCaptured: input.captured.length - matched, unmatchedSimulator };
-  delays.sort((a, b) => a - b);
-  if (delays.length > 0) {
-    out.stampDelayMs = {
-      n: delays.length,
-      min: round(delays[0]!, 2),
-      p50: round(pct(delays, 50), 2),
-      p90: round(pct(delays, 90), 2),
-      p99: round(pct(delays, 99), 2),
-      p999: round(pct(delays, 99.9), 2),
-      max: round(delays.at(-1)!, 2),
-      over10: delays.filter((d) => d > 10).length,
-      over50: delays.filter((d) => d > 50).length,
-    };
+  const stampDelay = distribution(delays);
+  if (stampDelay) out.stampDelayMs = stampDelay;
+  if (out.grants && input.grants) {
+    const since: number[] = [];
+    for (const [key, list] of captureTimes) {
+      const grants = [...(input.grants.get(key) ?? [])].sort((a, b) => a - b);
+      // 1 ms of slack: Redis and the capture read the same wall clock, at different resolutions.
+      for (let i = 0, g = -1; i < list.length; i++) {
+        while (g + 1 < grants.length && grants[g + 1]! <= list[i]! + 1) g++;
+        if (g >= 0) since.push(list[i]! - grants[g]!);
+      }
+    }
+    const d = distribution(since);
+    if (d) out.sinceGrantMs = d;
   }
   out.simulatorOverBudget = [];
   for (const [key, records] of sim) {
@@ -211,6 +246,10 @@ export function describeComparison(c: PerKeyComparison): string {
   if (c.stampDelayMs) {
     const d = c.stampDelayMs;
     parts.push(`simulator stamp − capture: p50 ${d.p50}, p90 ${d.p90}, p99 ${d.p99}, p99.9 ${d.p999}, max ${d.max} ms (${d.over10} over 10 ms, ${d.over50} over 50 ms)`);
+  }
+  if (c.sinceGrantMs) {
+    const d = c.sinceGrantMs;
+    parts.push(`capture − grant: p50 ${d.p50}, p99 ${d.p99}, max ${d.max} ms; shortest gap per key: capture ${c.capture?.minGapMs ?? '—'}, grants ${c.grants?.minGapMs ?? '—'}, simulator stamp ${c.simulator.minGapMs ?? '—'} ms`);
   }
   return parts.join('; ');
 }

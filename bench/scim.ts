@@ -45,12 +45,20 @@ export interface ScimBench {
   statuses: Record<string, number>;
   platformRequests: number;
   platformRequestsByRoute: Record<string, number>;
+  /**
+   * Most platform requests in any sliding second: by the kernel's capture time when the
+   * run was captured (`arrivalTimes`), else by the simulator's stamp, which a busy
+   * simulator event loop can make late (README, the orgs bench).
+   */
   maxInAnySecond: number;
+  arrivalTimes: 'capture' | 'simulator stamp';
+  /** The same by the simulator's stamp (its request log), always. */
+  maxInAnySecondBySimulatorStamp: number;
   /** Start of the burst → the first platform request. */
   firstRequestSeconds: number;
   /** Platform requests that came more than 150 ms after the one before (the budget spaces them 105 ms). */
   gapsOver150Ms: number;
-  /** For up to three seconds over the budget: the gaps between its arrivals, ms. */
+  /** For up to three seconds over the budget by the simulator's stamp: the gaps between its stamps, ms. */
   overBudgetGapsMs: number[][];
   /** The platform requests by simulator stamp, kernel capture time and Redis grant time (bench/arrivals-per-key.ts). */
   arrivals: PerKeyComparison;
@@ -197,7 +205,9 @@ export async function benchScim(options: { users?: number; responsesOnly?: boole
       statuses,
       platformRequests: requests.total,
       platformRequestsByRoute: requests.byRoute,
-      maxInAnySecond: requests.maxInAnyWindow,
+      maxInAnySecond: perKey.capture?.maxPerKey ?? requests.maxInAnyWindow,
+      arrivalTimes: perKey.capture ? 'capture' : 'simulator stamp',
+      maxInAnySecondBySimulatorStamp: requests.maxInAnyWindow,
       firstRequestSeconds: round(((arrivals[0] ?? Number.NaN) - performance.timeOrigin - started) / 1000, 2),
       gapsOver150Ms: gaps.filter((g) => g > 150).length,
       overBudgetGapsMs: overBudgetGapsMs.slice(0, 3),

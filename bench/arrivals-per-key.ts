@@ -94,7 +94,13 @@ export interface WayFigures {
 export interface PerKeyComparison {
   budget: number;
   simulator: WayFigures;
-  capture?: WayFigures & { requests: number; unmatchedCaptured: number; unmatchedSimulator: number };
+  capture?: WayFigures & {
+    requests: number;
+    unmatchedCaptured: number;
+    unmatchedSimulator: number;
+    /** Of the unmatched simulator records, those stamped after the last captured request (sent after the capture stopped). */
+    unmatchedSimulatorAfterCapture: number;
+  };
   grants?: WayFigures & { grants: number };
   /** Simulator stamp − capture time over every matched request, ms. */
   stampDelayMs?: Distribution;
@@ -156,7 +162,9 @@ export function comparePerKey(input: { budget: number; simulator: readonly Arriv
   const delayOf = new Map<Arrival, number>();
   const captureOf = new Map<Arrival, Arrival>();
   let unmatchedSimulator = 0;
+  let unmatchedAfter = 0;
   let matched = 0;
+  const lastCaptured = Math.max(...(input.captured.map((c) => c.at)), Number.NEGATIVE_INFINITY);
   for (const [key, records] of sim) {
     const queues = new Map<string, Arrival[]>();
     for (const c of cap.get(key) ?? []) {
@@ -169,6 +177,7 @@ export function comparePerKey(input: { budget: number; simulator: readonly Arriv
       const c = queues.get(`${r.method} ${r.target}`)?.shift();
       if (!c) {
         unmatchedSimulator += 1;
+        if (r.at > lastCaptured) unmatchedAfter += 1;
         continue;
       }
       matched += 1;
@@ -178,7 +187,7 @@ export function comparePerKey(input: { budget: number; simulator: readonly Arriv
     }
   }
   const captureTimes = times(cap);
-  out.capture = { ...figures(captureTimes, budget), requests: input.captured.length, unmatchedCaptured: input.captured.length - matched, unmatchedSimulator };
+  out.capture = { ...figures(captureTimes, budget), requests: input.captured.length, unmatchedCaptured: input.captured.length - matched, unmatchedSimulator, unmatchedSimulatorAfterCapture: unmatchedAfter };
   const stampDelay = distribution(delays);
   if (stampDelay) out.stampDelayMs = stampDelay;
   if (out.grants && input.grants) {
@@ -239,7 +248,7 @@ export function describeComparison(c: PerKeyComparison): string {
   if (c.capture) {
     parts.push(
       `capture (kernel time on loopback): at most ${c.capture.maxPerKey} (${c.capture.worstKey}), ${c.capture.maxPerKeyInClockSecond} in any clock second, ` +
-        `${c.capture.requests} requests captured, ${c.capture.unmatchedCaptured}/${c.capture.unmatchedSimulator} unmatched (capture/simulator)`,
+        `${c.capture.requests} requests captured, ${c.capture.unmatchedCaptured}/${c.capture.unmatchedSimulator} unmatched (capture/simulator; ${c.capture.unmatchedSimulatorAfterCapture} of these after the capture stopped)`,
     );
   }
   if (c.grants) parts.push(`Redis grant log: at most ${c.grants.maxPerKey} grants (${c.grants.worstKey}) of ${c.grants.grants}`);

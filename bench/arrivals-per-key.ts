@@ -31,7 +31,9 @@ export function maxInSlidingWindow(sorted: readonly number[], windowMs = 1000): 
 function maxInClockSecond(sorted: readonly number[]): number {
   const perSecond = new Map<number, number>();
   for (const t of sorted) perSecond.set(Math.floor(t / 1000), (perSecond.get(Math.floor(t / 1000)) ?? 0) + 1);
-  return Math.max(0, ...perSecond.values());
+  let best = 0;
+  for (const n of perSecond.values()) best = Math.max(best, n);
+  return best;
 }
 
 /** Each window (by its first index) holding more than `limit`, as [lo, hi] index pairs, overlapping ones merged to the largest. */
@@ -164,7 +166,7 @@ export function comparePerKey(input: { budget: number; simulator: readonly Arriv
   let unmatchedSimulator = 0;
   let unmatchedAfter = 0;
   let matched = 0;
-  const lastCaptured = Math.max(...(input.captured.map((c) => c.at)), Number.NEGATIVE_INFINITY);
+  const lastCaptured = input.captured.reduce((m, c) => Math.max(m, c.at), Number.NEGATIVE_INFINITY);
   for (const [key, records] of sim) {
     const queues = new Map<string, Arrival[]>();
     for (const c of cap.get(key) ?? []) {

@@ -91,6 +91,11 @@ export interface WayFigures {
   windowsOverBudget: number;
   /** The shortest gap between two requests (or grants) of one key, ms. */
   minGapMs: number | null;
+  /**
+   * The shortest time spanned by budget + 1 consecutive requests (or grants) of one key, ms:
+   * ≥ 1000 means no sliding second held more than the budget, and by how much it did not.
+   */
+  tightestSpanMs: number | null;
 }
 
 export interface PerKeyComparison {
@@ -123,8 +128,10 @@ function figures(byKey: Map<string, number[]>, budget: number): WayFigures {
   let clock = 0;
   let over = 0;
   let minGap = Number.POSITIVE_INFINITY;
+  let tightest = Number.POSITIVE_INFINITY;
   for (const [key, times] of byKey) {
     for (let i = 1; i < times.length; i++) minGap = Math.min(minGap, times[i]! - times[i - 1]!);
+    for (let i = budget; i < times.length; i++) tightest = Math.min(tightest, times[i]! - times[i - budget]!);
     const m = maxInSlidingWindow(times);
     if (m > maxPerKey) {
       maxPerKey = m;
@@ -133,7 +140,7 @@ function figures(byKey: Map<string, number[]>, budget: number): WayFigures {
     clock = Math.max(clock, maxInClockSecond(times));
     over += windowsOver(times, budget).length;
   }
-  return { maxPerKey, worstKey, maxPerKeyInClockSecond: clock, windowsOverBudget: over, minGapMs: Number.isFinite(minGap) ? round(minGap, 2) : null };
+  return { maxPerKey, worstKey, maxPerKeyInClockSecond: clock, windowsOverBudget: over, minGapMs: Number.isFinite(minGap) ? round(minGap, 2) : null, tightestSpanMs: Number.isFinite(tightest) ? round(tightest, 1) : null };
 }
 
 function group<T extends { key: string; at: number }>(items: readonly T[]): Map<string, T[]> {
@@ -260,8 +267,13 @@ export function describeComparison(c: PerKeyComparison): string {
   }
   if (c.sinceGrantMs) {
     const d = c.sinceGrantMs;
-    parts.push(`capture − grant: p50 ${d.p50}, p99 ${d.p99}, max ${d.max} ms; shortest gap per key: capture ${c.capture?.minGapMs ?? '—'}, grants ${c.grants?.minGapMs ?? '—'}, simulator stamp ${c.simulator.minGapMs ?? '—'} ms`);
+    parts.push(`capture − grant: p50 ${d.p50}, p99 ${d.p99}, max ${d.max} ms`);
   }
+  const way = (name: string, f: WayFigures | undefined): string => (f ? `${name} ${f.minGapMs ?? '—'} / ${f.tightestSpanMs ?? '—'}` : '');
+  parts.push(
+    `shortest gap / shortest span of ${c.budget + 1} in a row, per key (ms; a span under 1000 is a second over the budget): ` +
+      [way('capture', c.capture), way('grants', c.grants), way('simulator stamp', c.simulator)].filter((x) => x !== '').join(', '),
+  );
   return parts.join('; ');
 }
 

@@ -28,6 +28,8 @@ export interface CapturedRequest {
   target: string;
   /** The Authorization header (kept in memory only, to attribute the request to its key). */
   authorization: string | undefined;
+  /** The first request on its TCP connection (the client had to connect before sending it). */
+  firstOnConnection: boolean;
 }
 
 export interface ArrivalCapture {
@@ -117,6 +119,7 @@ interface Chunk {
 interface Stream {
   nextSeq: number;
   chunks: Chunk[];
+  requests: number;
 }
 
 const METHODS = /^(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) (\S+) HTTP\/1\.[01]$/;
@@ -201,7 +204,7 @@ export function parsePcapRequests(pcap: Buffer): { requests: CapturedRequest[]; 
     if (payload.length === 0) continue;
     const id = `${src}:${srcPort}>${dst}:${dstPort}`;
     let stream = streams.get(id);
-    if (!stream) streams.set(id, (stream = { nextSeq: seq, chunks: [] }));
+    if (!stream) streams.set(id, (stream = { nextSeq: seq, chunks: [], requests: 0 }));
     const ahead = (seq - stream.nextSeq) | 0; // sequence numbers wrap at 2^32
     let data = payload;
     if (ahead < 0) {
@@ -247,7 +250,8 @@ function drain(stream: Stream, out: CapturedRequest[]): void {
         length = end + 7;
       } else length += contentLength;
       if (buffer.length < length) return;
-      out.push({ at: stream.chunks[0]!.at, method: line[1]!, target: line[2]!, authorization });
+      out.push({ at: stream.chunks[0]!.at, method: line[1]!, target: line[2]!, authorization, firstOnConnection: stream.requests === 0 });
+      stream.requests += 1;
     } else {
       // Not at a request line (a capture gap): skip to the next one.
       const next = /\r\n(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) /.exec(buffer.toString('latin1'));

@@ -16,6 +16,8 @@ export interface Arrival {
   at: number;
   method: string;
   target: string;
+  /** Captured only: the first request on its TCP connection. */
+  firstOnConnection?: boolean;
 }
 
 /** The most times of a sorted list within any window of `windowMs` (half-open: [t, t + windowMs)). */
@@ -120,6 +122,11 @@ export interface PerKeyComparison {
   simulatorOverBudget?: Array<{ key: string; count: number; captureCount: number; captureGapsMs: number[]; stampDelaysMs: number[] }>;
   /** The same for seconds over the budget by capture time, with each request's capture − grant time when known. */
   captureOverBudget?: Array<{ key: string; count: number; captureGapsMs: number[]; sinceGrantMs: Array<number | null> }>;
+  /**
+   * The budget + 1 captured requests in a row of one key that span the least time: their
+   * gaps, each one's capture − grant, and which were the first on a new connection.
+   */
+  tightestCaptured?: { key: string; spanMs: number; captureGapsMs: number[]; sinceGrantMs: Array<number | null>; newConnection: boolean[] };
 }
 
 function figures(byKey: Map<string, number[]>, budget: number): WayFigures {
@@ -228,6 +235,29 @@ export function comparePerKey(input: { budget: number; simulator: readonly Arriv
       });
     }
   }
+  let tight: { key: string; lo: number; span: number } | undefined;
+  for (const [key, list] of cap) {
+    for (let i = budget; i < list.length; i++) {
+      const span = list[i]!.at - list[i - budget]!.at;
+      if (tight === undefined || span < tight.span) tight = { key, lo: i - budget, span };
+    }
+  }
+  if (tight) {
+    const inWindow = cap.get(tight.key)!.slice(tight.lo, tight.lo + budget + 1);
+    const grants = input.grants?.get(tight.key) ? [...input.grants.get(tight.key)!].sort((a, b) => a - b) : undefined;
+    out.tightestCaptured = {
+      key: tight.key,
+      spanMs: round(tight.span),
+      captureGapsMs: inWindow.slice(1).map((c, i) => round(c.at - inWindow[i]!.at)),
+      sinceGrantMs: inWindow.map((c) => {
+        if (!grants) return null;
+        let g: number | undefined;
+        for (const x of grants) if (x <= c.at + 1) g = x;
+        return g === undefined ? null : round(c.at - g);
+      }),
+      newConnection: inWindow.map((c) => c.firstOnConnection === true),
+    };
+  }
   out.captureOverBudget = [];
   for (const [key, list] of captureTimes) {
     const grants = input.grants?.get(key) ? [...input.grants.get(key)!].sort((a, b) => a - b) : undefined;
@@ -274,6 +304,13 @@ export function describeComparison(c: PerKeyComparison): string {
     `shortest gap / shortest span of ${c.budget + 1} in a row, per key (ms; a span under 1000 is a second over the budget): ` +
       [way('capture', c.capture), way('grants', c.grants), way('simulator stamp', c.simulator)].filter((x) => x !== '').join(', '),
   );
+  if (c.tightestCaptured) {
+    const t = c.tightestCaptured;
+    parts.push(
+      `tightest ${c.budget + 1} captured (${t.key}, ${t.spanMs} ms): gaps ${t.captureGapsMs.join(' ')}; capture − grant ${t.sinceGrantMs.map((x) => x ?? '?').join(' ')}` +
+        `${t.newConnection.some(Boolean) ? `; first on a new connection: #${t.newConnection.flatMap((n, i) => (n ? [i + 1] : [])).join(', #')}` : ''}`,
+    );
+  }
   return parts.join('; ');
 }
 

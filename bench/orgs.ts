@@ -278,7 +278,7 @@ async function stopWatching(sim: Simulator, args: Args, watching: Awaited<Return
   }
   const capturedArrivals = captured?.requests.flatMap((r) => {
     const key = r.authorization === undefined ? undefined : slugOfKey.get(r.authorization);
-    return key === undefined ? [] : [{ key, at: r.at, method: r.method, target: r.target }];
+    return key === undefined ? [] : [{ key, at: r.at, method: r.method, target: r.target, firstOnConnection: r.firstOnConnection }];
   });
   const arrivals = comparePerKey({ budget: args.budget, simulator, grants, ...(capturedArrivals ? { captured: capturedArrivals } : {}) });
   if (captured && (captured.streamGaps > 0 || (captured.dropped ?? 0) > 0)) say(`   capture: ${captured.streamGaps} stream gaps, ${captured.dropped} packets dropped by the kernel`);

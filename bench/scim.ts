@@ -182,7 +182,7 @@ export async function benchScim(options: { users?: number; responsesOnly?: boole
       budget: BUDGET,
       simulator: records.map(asArrival),
       grants: granted,
-      ...(captured ? { captured: captured.requests.filter((r) => r.authorization === `Bearer ${sim.apiKey}`).map((r) => ({ key: 'key', at: r.at, method: r.method, target: r.target })) } : {}),
+      ...(captured ? { captured: captured.requests.filter((r) => r.authorization === `Bearer ${sim.apiKey}`).map((r) => ({ key: 'key', at: r.at, method: r.method, target: r.target, firstOnConnection: r.firstOnConnection })) } : {}),
     });
     process.stderr.write(`   platform requests: ${describeComparison(perKey)}${captureUnavailable === undefined ? '' : ` (no capture: ${captureUnavailable})`}\n`);
     const gaps = arrivals.slice(1).map((at, i) => at - arrivals[i]!);

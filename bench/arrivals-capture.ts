@@ -30,6 +30,32 @@ export interface CapturedRequest {
   authorization: string | undefined;
   /** The first request on its TCP connection (the client had to connect before sending it). */
   firstOnConnection: boolean;
+  /** The client's TCP port: which process sent it, with `watchConnections`. */
+  srcPort: number;
+}
+
+/**
+ * Which process owns each client connection to `port` (`ss -tnp`, polled): local port → pid.
+ * Keep-alive connections last seconds, so a poll every 200 ms sees nearly all of them.
+ */
+export function watchConnections(port: number, everyMs = 200): { stop(): Map<number, number> } {
+  const owners = new Map<number, number>();
+  const poll = (): void => {
+    const out = spawnSync('ss', ['-tnpH', 'state', 'established', `( dport = :${port} )`], { encoding: 'utf8' });
+    for (const line of (out.stdout ?? '').split('\n')) {
+      const m = /:(\d+)\s+\S+:\d+\s+users:\(\("[^"]*",pid=(\d+)/.exec(line);
+      if (m) owners.set(Number(m[1]), Number(m[2]));
+    }
+  };
+  poll();
+  const timer = setInterval(poll, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      poll();
+      return owners;
+    },
+  };
 }
 
 export interface ArrivalCapture {
@@ -120,6 +146,7 @@ interface Stream {
   nextSeq: number;
   chunks: Chunk[];
   requests: number;
+  srcPort: number;
 }
 
 const METHODS = /^(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) (\S+) HTTP\/1\.[01]$/;
@@ -204,7 +231,7 @@ export function parsePcapRequests(pcap: Buffer): { requests: CapturedRequest[]; 
     if (payload.length === 0) continue;
     const id = `${src}:${srcPort}>${dst}:${dstPort}`;
     let stream = streams.get(id);
-    if (!stream) streams.set(id, (stream = { nextSeq: seq, chunks: [], requests: 0 }));
+    if (!stream) streams.set(id, (stream = { nextSeq: seq, chunks: [], requests: 0, srcPort }));
     const ahead = (seq - stream.nextSeq) | 0; // sequence numbers wrap at 2^32
     let data = payload;
     if (ahead < 0) {
@@ -250,7 +277,7 @@ function drain(stream: Stream, out: CapturedRequest[]): void {
         length = end + 7;
       } else length += contentLength;
       if (buffer.length < length) return;
-      out.push({ at: stream.chunks[0]!.at, method: line[1]!, target: line[2]!, authorization, firstOnConnection: stream.requests === 0 });
+      out.push({ at: stream.chunks[0]!.at, method: line[1]!, target: line[2]!, authorization, firstOnConnection: stream.requests === 0, srcPort: stream.srcPort });
       stream.requests += 1;
     } else {
       // Not at a request line (a capture gap): skip to the next one.

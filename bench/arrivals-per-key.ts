@@ -18,6 +18,8 @@ export interface Arrival {
   target: string;
   /** Captured only: the first request on its TCP connection. */
   firstOnConnection?: boolean;
+  /** Captured only, when known: the sending process. */
+  pid?: number;
 }
 
 /** The most times of a sorted list within any window of `windowMs` (half-open: [t, t + windowMs)). */
@@ -126,7 +128,7 @@ export interface PerKeyComparison {
    * The budget + 1 captured requests in a row of one key that span the least time: their
    * gaps, each one's capture − grant, and which were the first on a new connection.
    */
-  tightestCaptured?: { key: string; spanMs: number; captureGapsMs: number[]; sinceGrantMs: Array<number | null>; newConnection: boolean[] };
+  tightestCaptured?: { key: string; spanMs: number; captureGapsMs: number[]; sinceGrantMs: Array<number | null>; newConnection: boolean[]; pids: Array<number | null> };
 }
 
 function figures(byKey: Map<string, number[]>, budget: number): WayFigures {
@@ -256,6 +258,7 @@ export function comparePerKey(input: { budget: number; simulator: readonly Arriv
         return g === undefined ? null : round(c.at - g);
       }),
       newConnection: inWindow.map((c) => c.firstOnConnection === true),
+      pids: inWindow.map((c) => c.pid ?? null),
     };
   }
   out.captureOverBudget = [];
@@ -308,7 +311,8 @@ export function describeComparison(c: PerKeyComparison): string {
     const t = c.tightestCaptured;
     parts.push(
       `tightest ${c.budget + 1} captured (${t.key}, ${t.spanMs} ms): gaps ${t.captureGapsMs.join(' ')}; capture − grant ${t.sinceGrantMs.map((x) => x ?? '?').join(' ')}` +
-        `${t.newConnection.some(Boolean) ? `; first on a new connection: #${t.newConnection.flatMap((n, i) => (n ? [i + 1] : [])).join(', #')}` : ''}`,
+        `${t.newConnection.some(Boolean) ? `; first on a new connection: #${t.newConnection.flatMap((n, i) => (n ? [i + 1] : [])).join(', #')}` : ''}` +
+        `; sent by pid ${t.pids.map((x) => x ?? '?').join(' ')}`,
     );
   }
   return parts.join('; ');

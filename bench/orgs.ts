@@ -33,7 +33,7 @@ import { budgetKeys } from '../src/platform/request-budget.ts';
 import { clusterSafePrefix } from '../src/queue/redis-target.ts';
 import type { OrganisationOptions } from '../src/simulator/index.ts';
 import { createBenchDatabase } from './admin-query.ts';
-import { startArrivalCapture, type ArrivalCapture } from './arrivals-capture.ts';
+import { startArrivalCapture, watchConnections, type ArrivalCapture } from './arrivals-capture.ts';
 import { comparePerKey, describeComparison, watchGrants, type Arrival, type PerKeyComparison } from './arrivals-per-key.ts';
 import { startSimulatorChild } from './simulator-child.ts';
 
@@ -250,7 +250,11 @@ interface RunFigures {
 const arrivalsSchema = z.array(z.object({ at: z.number(), route: z.string(), query: z.string().default(''), organisationId: z.string().optional() }));
 
 /** The capture and the grant watch of one measured run; both optional. */
-async function startWatching(sim: Simulator, args: Args, prefix: string): Promise<{ capture: ArrivalCapture | undefined; unavailable: string | undefined; grants: ReturnType<typeof watchGrants> }> {
+async function startWatching(
+  sim: Simulator,
+  args: Args,
+  prefix: string,
+): Promise<{ capture: ArrivalCapture | undefined; unavailable: string | undefined; grants: ReturnType<typeof watchGrants>; connections?: ReturnType<typeof watchConnections> }> {
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const origin = new URL(sim.url).origin;
   const keys = new Map(sim.orgs.map((o) => [budgetKeys(clusterSafePrefix(prefix, redisUrl), budgetIdentity(origin, o.apiKey)).log, o.slug]));
@@ -261,11 +265,12 @@ async function startWatching(sim: Simulator, args: Args, prefix: string): Promis
     if (args.capture === 'on') throw new Error(`capture: ${started.unavailable}`);
     return { capture: undefined, unavailable: started.unavailable, grants };
   }
-  return { capture: started, unavailable: undefined, grants };
+  return { capture: started, unavailable: undefined, grants, connections: watchConnections(Number(new URL(sim.url).port)) };
 }
 
 async function stopWatching(sim: Simulator, args: Args, watching: Awaited<ReturnType<typeof startWatching>>): Promise<{ arrivals: PerKeyComparison; captureUnavailable?: string }> {
   const captured = watching.capture ? await watching.capture.stop() : undefined;
+  const owners = watching.connections?.stop() ?? new Map<number, number>();
   const grants = await watching.grants.stop();
   const slugOfId = new Map((await perKey(sim.url)).organisations.map((o) => [o.id, o.name]));
   const slugOfKey = new Map(sim.orgs.map((o) => [`Bearer ${o.apiKey}`, o.slug]));
@@ -278,7 +283,8 @@ async function stopWatching(sim: Simulator, args: Args, watching: Awaited<Return
   }
   const capturedArrivals = captured?.requests.flatMap((r) => {
     const key = r.authorization === undefined ? undefined : slugOfKey.get(r.authorization);
-    return key === undefined ? [] : [{ key, at: r.at, method: r.method, target: r.target, firstOnConnection: r.firstOnConnection }];
+    const pid = owners.get(r.srcPort);
+    return key === undefined ? [] : [{ key, at: r.at, method: r.method, target: r.target, firstOnConnection: r.firstOnConnection, ...(pid === undefined ? {} : { pid }) }];
   });
   const arrivals = comparePerKey({ budget: args.budget, simulator, grants, ...(capturedArrivals ? { captured: capturedArrivals } : {}) });
   if (captured && (captured.streamGaps > 0 || (captured.dropped ?? 0) > 0)) say(`   capture: ${captured.streamGaps} stream gaps, ${captured.dropped} packets dropped by the kernel`);
@@ -334,6 +340,7 @@ async function measure(sim: Simulator, file: string, args: Args, spec: RunSpec):
     const t0 = performance.now();
     const timed = trainsync(['sync', 'results', ...spec.sync.flatMap((org) => ['--org', org])], env);
     syncs.push(timed);
+    if (watching.connections) say(`   pids: workers ${workers.map((w) => w.child.pid).join(', ')}; syncs ${syncs.map((p) => p.child.pid).join(', ')}`);
     const seconds: Record<string, number | null> = Object.fromEntries(spec.watch.map((slug) => [slug, null]));
     const deadline = t0 + args.timeoutSeconds * 1000;
     let latest = before;
@@ -381,6 +388,7 @@ async function measure(sim: Simulator, file: string, args: Args, spec: RunSpec):
     // A run that failed: the capture process and the Redis poller must not outlive it (a no-op when read already).
     await watching?.capture?.stop().catch(() => undefined);
     await watching?.grants.stop();
+    watching?.connections?.stop();
     // Waiting syncs go first (a sync stopped by Ctrl-C leaves its jobs to the workers), then the workers.
     for (const s of syncs) await stop(s, 10_000, 'SIGINT');
     await Promise.all(workers.map((w) => stop(w)));

@@ -65,7 +65,7 @@ async function redisText(prefix: string): Promise<{ keys: number; text: string }
 
 describe('passwords', () => {
   const strong = `Pw-${randomUUID()}-7`;
-  const weak = `weak${randomUUID().replace(/[\d-]/g, '')}`;
+  const weak = `weakpassword${randomUUID().replace(/[\d-]/g, '')}`;
   const piped = `Piped-${randomUUID()}-3`;
   let generated = '';
 

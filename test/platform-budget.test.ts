@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createPlatformClient } from '../src/platform/client.ts';
-import { budgetKeyPrefix, budgetShape, createRequestBudget, grantLeaseMs } from '../src/platform/request-budget.ts';
+import { createTransport } from '../src/platform/http.ts';
+import { budgetKeyPrefix, budgetShape, createRequestBudget, grantLeaseMs, type RequestBudget } from '../src/platform/request-budget.ts';
 import { maxInWindow, NO_FAULTS, startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { capturingLogger } from './helpers/log-capture.ts';
 import { runRateClients, type RateClientSummary } from './helpers/rate-clients.ts';
@@ -164,6 +165,48 @@ describe('request budget', () => {
       // A lower bound only: a slow machine makes the gap longer, never shorter.
       expect(performance.now() - left).toBeGreaterThanOrEqual((1000 / 10) * 1.025 - 1);
     } finally {
+      await budget.close();
+    }
+  });
+
+  it('hears from the transport that a request left when undici writes it, not when it was handed over', async () => {
+    // undici writes a request on an idle keep-alive socket one event-loop turn after the call
+    // (it first lets pending bytes on the socket be read); on a busy worker that turn took up
+    // to 140 ms (README, the orgs bench), so `sent` at the call let two requests of one key
+    // reach the platform 53–94 ms apart where the budget spaces them ≥ 102.5 ms.
+    const real = createRequestBudget({ redisUrl: REDIS_URL, keyPrefix: newPrefix(), origin: sim.url, requestsPerSecond: 1000, log });
+    const events: string[] = [];
+    const budget: RequestBudget = {
+      minTimeMs: real.minTimeMs,
+      leaseMs: real.leaseMs,
+      limiterId: real.limiterId,
+      pauseKey: real.pauseKey,
+      async acquire(signal) {
+        await real.acquire(signal);
+        events.push('granted');
+        setImmediate(() => events.push('a turn later'));
+      },
+      sent() {
+        events.push('sent');
+        real.sent?.();
+      },
+      pauseFor: (ms) => real.pauseFor(ms),
+      pausedForMs: () => real.pausedForMs(),
+      close: () => real.close(),
+    };
+    const transport = createTransport({ apiUrl: sim.url, apiKey: sim.apiKey, log, budget, retry: { retries: 0, baseDelayMs: 1, maxDelayMs: 1 }, timeoutMs: 10_000, connectTimeoutMs: 5_000 });
+    try {
+      const get = (): Promise<string> => transport.send({ method: 'GET', path: 'users', query: new URLSearchParams({ page: '1' }), parse: (body) => body });
+      // The first opens the connection (written once connected, after the turn too).
+      await get();
+      expect(events.filter((e) => e !== 'a turn later')).toEqual(['granted', 'sent']);
+      events.length = 0;
+      // The same connection, now idle: the write (and so `sent`) comes a turn after the grant.
+      await get();
+      expect(events).toEqual(['granted', 'a turn later', 'sent']);
+      expect(sim.requests).toHaveLength(2);
+    } finally {
+      transport.close();
       await budget.close();
     }
   });

@@ -77,7 +77,8 @@ export async function handleAdmin(ctx: AdminContext, method: string, path: strin
   }
   if (method === 'GET' && path === '/__simulator/faults') return json(ctx.faults());
   if (method === 'GET' && path === '/__simulator/requests/summary') return json(summariseRequests(ctx.requests));
-  if (method === 'GET' && path === '/__simulator/requests/arrivals') return json(ctx.requests.map((r) => ({ at: r.at, route: r.route })));
+  // The query and key's organisation let a bench match each stamp to the same request captured elsewhere.
+  if (method === 'GET' && path === '/__simulator/requests/arrivals') return json(ctx.requests.map((r) => ({ at: r.at, route: r.route, query: r.query, organisationId: r.organisationId })));
   if (method === 'GET' && path === '/__simulator/requests/organisations') {
     // Per key: the bench's "no key over its budget in any second".
     const q = windowSchema.safeParse(Object.fromEntries(query));

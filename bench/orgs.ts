@@ -30,7 +30,7 @@ import pg from 'pg';
 import { z } from 'zod';
 import { budgetIdentity } from '../src/platform/client.ts';
 import { budgetKeys } from '../src/platform/request-budget.ts';
-import { clusterSafePrefix } from '../src/queue/redis-target.ts';
+import { clusterSafePrefix } from '../src/lib/redis-target.ts';
 import type { OrganisationOptions } from '../src/simulator/index.ts';
 import { createBenchDatabase } from './admin-query.ts';
 import { startArrivalCapture, watchConnections, type ArrivalCapture } from './arrivals-capture.ts';

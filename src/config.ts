@@ -8,7 +8,7 @@ import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-sec
 import { parseConsoleUsers } from './lib/console-users.ts';
 import { maskUrl } from './lib/infra-errors.ts';
 import { DEFAULT_ORG, readOrgsFile, type OrgSettings } from './lib/orgs-file.ts';
-import { clusterSafePrefix, parseRedisUrl } from './queue/redis-target.ts';
+import { clusterSafePrefix, parseRedisUrl } from './lib/redis-target.ts';
 import { parseMaxDisable } from './provisioning/plan/limits.ts';
 
 /**
@@ -80,7 +80,7 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'a Postgres URL, e.g. postgres://postgres@127.0.0.1:5432/trainsync')
     .default('postgres://postgres@127.0.0.1:5432/trainsync'),
   // One server (redis://), a master behind Sentinel (redis+sentinel://) or a Cluster
-  // (redis+cluster://); src/queue/redis-target.ts reads the forms, README "Redis Sentinel and Cluster".
+  // (redis+cluster://); src/lib/redis-target.ts reads the forms, README "Redis Sentinel and Cluster".
   REDIS_URL: z
     .string()
     .trim()

@@ -13,7 +13,7 @@ import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { budgetKeys, createRequestBudget } from '../src/platform/request-budget.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';
-import { createRedisClient, masters } from '../src/queue/redis-client.ts';
+import { createRedisClient, masters } from '../src/lib/redis-client.ts';
 import { findUser, maxInWindow, NO_FAULTS, ORG_EMAIL_DOMAIN } from '../src/simulator/index.ts';
 import { feedDir, rowsFromState, toCsv } from './helpers/hr-feed.ts';
 import { capturingLogger } from './helpers/log-capture.ts';

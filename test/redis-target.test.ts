@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { maskUrl } from '../src/lib/infra-errors.ts';
 import { RedisConnections } from '../src/queue/connection.ts';
-import { clusterSafePrefix, hasHashTag, parseRedisUrl } from '../src/queue/redis-target.ts';
+import { clusterSafePrefix, hasHashTag, parseRedisUrl } from '../src/lib/redis-target.ts';
 import { capturingLogger } from './helpers/log-capture.ts';
 import { freePort } from './helpers/own-services.ts';
 

@@ -9,7 +9,7 @@ import { createPlatformClient, platformClientOptionsFromConfig } from '../platfo
 import { PlatformError } from '../platform/errors.ts';
 import { pendingMigrations } from '../warehouse/migrator.ts';
 import { webhookPathOf } from '../webhooks/receiver.ts';
-import { createRedisClient, type RedisClient } from '../queue/redis-client.ts';
+import { createRedisClient, type RedisClient } from '../lib/redis-client.ts';
 
 /** One line of `trainsync doctor`. `refuses` marks a failure that is the configuration's (exit 2). */
 export interface CheckResult {

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { createRedisClient, type RedisClient } from '../queue/redis-client.ts';
-import { clusterSafePrefix } from '../queue/redis-target.ts';
+import { createRedisClient, type RedisClient } from '../lib/redis-client.ts';
+import { clusterSafePrefix } from '../lib/redis-target.ts';
 import { sleep } from './retry.ts';
 
 /**

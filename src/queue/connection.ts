@@ -2,8 +2,8 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { describeRedisError, InfrastructureError, maskUrl } from '../lib/infra-errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import { OutageLog } from '../lib/outage-log.ts';
-import { createRedisClient, isCluster, type RedisClient } from './redis-client.ts';
-import { redisTarget } from './redis-target.ts';
+import { createRedisClient, isCluster, type RedisClient } from '../lib/redis-client.ts';
+import { redisTarget } from '../lib/redis-target.ts';
 
 /**
  * How a process treats an unreachable Redis. `persistent` (the worker): retry forever

@@ -1,5 +1,5 @@
 import { FlowProducer, type FlowJob, type JobsOptions } from 'bullmq';
-import type { RedisClient } from './redis-client.ts';
+import type { RedisClient } from '../lib/redis-client.ts';
 import type { Config } from '../config.ts';
 
 /** Chains added per FlowProducer call: one Redis round trip each. */

@@ -1,7 +1,7 @@
 /**
  * BullMQ's Redis key layout, written in one place (as BullMQ's own queue-keys.ts does):
  * nothing else builds a key by hand. `prefix` is config's TRAINSYNC_QUEUE_PREFIX, which on
- * a Cluster is a hash tag ({trainsync}, src/queue/redis-target.ts): these keys then hash to
+ * a Cluster is a hash tag ({trainsync}, src/lib/redis-target.ts): these keys then hash to
  * the queue's own slot, as BullMQ's do.
  */
 export function queueKeys(prefix: string, queue: string): { events: string; meta: string; schedulers: string } {

@@ -1,5 +1,5 @@
 import type { Job, Queue } from 'bullmq';
-import type { RedisClient } from './redis-client.ts';
+import type { RedisClient } from '../lib/redis-client.ts';
 import { jobLockKey } from './keys.ts';
 
 /**

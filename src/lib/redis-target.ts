@@ -7,7 +7,7 @@
  *
  * `rediss` instead of `redis` speaks TLS. The userinfo's password is the data nodes'
  * (AUTH); sentinels that need their own take `?sentinelPassword=` (and `sentinelUsername=`).
- * Pure parsing, no I/O: src/config.ts validates with it, src/queue/redis-client.ts connects with it.
+ * Pure parsing, no I/O: src/config.ts validates with it, src/lib/redis-client.ts connects with it.
  */
 
 export interface RedisEndpoint {

@@ -23,9 +23,3 @@ export async function registerOrganisations(db: Kysely<Database>, orgs: readonly
     )
     .execute();
 }
-
-/** The GUID the platform gave an organisation, once a verified webhook told it. */
-export async function platformOrgIdOf(db: Kysely<Database>, slug: string): Promise<string | undefined> {
-  const row = await db.selectFrom('training.organisations').select('platform_org_id').where('slug', '=', slug).executeTakeFirst();
-  return row?.platform_org_id ?? undefined;
-}

@@ -73,11 +73,23 @@ export function createBatcher<T, R>(run: (items: T[]) => Promise<R[]>, keyOf: (i
     }
   };
 
+  // Requests read in the same turn of the event loop (a burst) join one batch: starting at
+  // the first would write it alone and make the rest wait for it.
+  let startScheduled = false;
+  const scheduleStart = (): void => {
+    if (startScheduled) return;
+    startScheduled = true;
+    setImmediate(() => {
+      startScheduled = false;
+      start();
+    });
+  };
+
   return {
     submit(item) {
       return new Promise<R>((resolve, reject) => {
         waiting.push({ item, resolve, reject });
-        start();
+        scheduleStart();
       });
     },
     async idle() {

@@ -9,7 +9,7 @@ import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';
 import { hashConsolePassword } from '../src/lib/console-users.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
-import { QUEUE_NAMES, SYNC_QUEUE } from '../src/queue/names.ts';
+import { QUEUE_NAMES, SYNC_QUEUE, WEBHOOK_QUEUE } from '../src/queue/names.ts';
 import type { WorkerHandle } from '../src/queue/worker.ts';
 import { startWebhookReceiver, WEBHOOK_PATH } from '../src/webhooks/receiver.ts';
 import { addGroup, findUser, groupMembers } from '../src/simulator/index.ts';
@@ -54,18 +54,41 @@ async function login(who: { name: string; password: string }): Promise<{ context
   return { context, page };
 }
 
+/** With CONSOLE_SCREENSHOTS=<dir>, saves the page as <dir>/console-<name>.png, 1200×800 like every other. */
+async function screenshot(page: Page, name: string): Promise<void> {
+  const shots = process.env.CONSOLE_SCREENSHOTS;
+  if (!shots) return;
+  mkdirSync(shots, { recursive: true });
+  await page.setViewportSize({ width: 1200, height: 800 });
+  // bull-board draws its page from its API after loading: wait until the queues are listed.
+  if (name === 'queues') await queuesListed(page);
+  await page.screenshot({ path: path.join(shots, `console-${name}.png`) });
+}
+
+/** bull-board's page, once its script has run and listed every queue (its HTML alone only says "Loading"). */
+async function queuesListed(page: Page): Promise<void> {
+  for (const name of QUEUE_NAMES) await page.getByText(name, { exact: true }).first().waitFor({ timeout: 20_000 });
+  await page.getByText('Loading...').waitFor({ state: 'detached', timeout: 20_000 });
+}
+
+/** The pages whose screenshots are in the README (a run's page: whichever run the test opens). */
+const screenshotName = (url: string): string | undefined =>
+  /^\/runs\/\d+$/.test(url) ? 'run' : { '/': 'overview', '/runs?resource=results': 'runs', '/provisioning': 'provisioning', '/people?by=department': 'people', '/webhooks': 'webhooks', '/queues': 'queues' }[url];
+
 /** Visits a page, keeps its HTML for the secret scan, and returns the response status. */
 async function visit(page: Page, url: string): Promise<number> {
   const response = await page.goto(`${base}${url}`);
   pagesSeen.set(url, await page.content());
-  const shots = process.env.CONSOLE_SCREENSHOTS;
-  const name = { '/': 'overview', '/runs?resource=results': 'runs', '/provisioning': 'provisioning', '/people?by=department': 'people', '/webhooks': 'webhooks' }[url];
-  if (shots && name) {
-    mkdirSync(shots, { recursive: true });
-    await page.setViewportSize({ width: 1200, height: 800 });
-    await page.screenshot({ path: path.join(shots, `console-${name}.png`) });
-  }
+  const name = screenshotName(url);
+  if (name) await screenshot(page, name);
   return response?.status() ?? 0;
+}
+
+/** The console's audit rows of one change, as the test reads them. */
+async function auditRows(action: string): Promise<Array<{ org: string | null; username: string; role: string; target: string }>> {
+  const { rows } = await sql<{ org: string | null; username: string; role: string; target: string }>`
+    select org, username, role, target from trainsync.console_audit where action = ${action} order by id`.execute(h.app.db);
+  return rows;
 }
 
 const csrfOf = (page: Page): Promise<string> => page.locator('input[name=_csrf]').first().inputValue();
@@ -136,6 +159,7 @@ describe('the operator console in a browser', () => {
     await page.goto(`${base}/login`);
     await page.fill('input[name=username]', OPERATOR.name);
     await page.fill('input[name=password]', 'not-the-password');
+    await screenshot(page, 'login');
     await page.click('#login button[type=submit]');
     expect(await page.locator('.error').innerText()).toMatch(/Wrong user name or password/);
     expect((await context.cookies()).some((c) => c.name === 'trainsync_console')).toBe(false);
@@ -194,6 +218,8 @@ describe('the operator console in a browser', () => {
     const actionsAfter = await sql<{ n: number }>`select count(*)::int as n from trainsync.provisioning_actions`.execute(h.app.db);
     expect(actionsAfter.rows[0]!.n).toBe(actionsBefore.rows[0]!.n);
     expect(accessSnapshot(h.sim.state)).toEqual(before);
+    // The rejection itself is a change: audited with the user and the role.
+    expect(await auditRows('reject-held-plan')).toEqual([{ org: DEFAULT_ORG, username: OPERATOR.name, role: 'operator', target: `plan #${held.id}` }]);
   });
 
   it('refuses a change with a wrong CSRF token; a held plan approved in the browser is applied, and audited with user and role', async () => {
@@ -265,10 +291,12 @@ describe('the operator console in a browser', () => {
       expect(row.rows[0]!.status).toBe('succeeded');
     }, { timeout: 30_000, interval: 100 });
     expect(groupMembers(h.sim.state, missingGroup)).toContain(findUser(h.sim.state, someone!.email)!.id);
-    // A viewer's retry is refused by the server.
+    expect(await auditRows('retry-action')).toEqual([{ org: DEFAULT_ORG, username: OPERATOR.name, role: 'operator', target: failed.actionId }]);
+    // A viewer's retry is refused by the server, and a refused change writes no audit row.
     await visit(viewer.page, '/provisioning');
     const refused = await viewer.context.request.post(`${base}/provisioning/actions/${encodeURIComponent(failed.actionId)}/retry`, { form: { _csrf: await csrfOf(viewer.page) }, maxRedirects: 0 });
     expect(refused.status()).toBe(403);
+    expect(await auditRows('retry-action')).toHaveLength(1);
   });
 
   it("shows a run's quarantined records with their reasons, and the runs list and chart", async () => {
@@ -304,8 +332,7 @@ describe('the operator console in a browser', () => {
     await operator.page.click('#apply-repair');
     expect(await operator.page.locator('#outcome').innerText()).toMatch(/Repair applied: \d+ actions enqueued/);
     await vi.waitFor(() => expect(findUser(h.sim.state, email)!.hasAccess).toBe(true), { timeout: 30_000, interval: 100 });
-    const audit = await sql<{ username: string; role: string }>`select username, role from trainsync.console_audit where action = 'reconcile-fix'`.execute(h.app.db);
-    expect(audit.rows).toEqual([{ username: 'olga', role: 'operator' }]);
+    expect(await auditRows('reconcile-fix')).toEqual([{ org: DEFAULT_ORG, username: OPERATOR.name, role: 'operator', target: 'training.employees' }]);
     // Each reconciliation count links to its rows.
     const kinds = await sql<{ kind: string; n: number }>`select kind, count(*)::int as n from training.hr_reconciliation group by kind order by n desc, kind limit 1`.execute(h.app.db);
     const { kind, n } = kinds.rows[0]!;
@@ -332,6 +359,37 @@ describe('the operator console in a browser', () => {
     const content = await viewer.page.content();
     expect(content).not.toContain('body-must-not-show');
     expect(content).not.toContain('c2lnbmF0dXJlLXZhbHVlLW5vdC1zaG93bg==');
+  });
+
+  it('the Queues page (bull-board) renders behind the CSP and lists every queue', async () => {
+    expect(await visit(viewer.page, '/queues')).toBe(200);
+    await queuesListed(viewer.page);
+    // Its pages may set a same-origin <base> (bull-board's own); nothing else is loosened, and other pages allow no base.
+    const queuesCsp = (await viewer.context.request.get(`${base}/queues`)).headers()['content-security-policy']!;
+    expect(queuesCsp).toContain("base-uri 'self'");
+    expect(queuesCsp).toContain("script-src 'self'");
+    expect(queuesCsp).not.toContain('unsafe-inline');
+    expect((await viewer.context.request.get(`${base}/runs`)).headers()['content-security-policy']).toContain("base-uri 'none'");
+  });
+
+  it("an operator's bull-board action is audited with user and role; the Provisioning page lists every change made in the console", async () => {
+    const webhooks = h.app.queue.queues[WEBHOOK_QUEUE];
+    const url = `/queues/api/queues/${WEBHOOK_QUEUE}/pause`;
+    try {
+      const pause = await operator.context.request.put(`${base}${url}`, { headers: { 'sec-fetch-site': 'same-origin' }, maxRedirects: 0 });
+      expect(pause.status()).toBe(200);
+      expect(await webhooks.isPaused()).toBe(true);
+    } finally {
+      await webhooks.resume();
+    }
+    // One queue serves every organisation: the row names none.
+    expect(await auditRows('queues PUT')).toEqual([{ org: null, username: OPERATOR.name, role: 'operator', target: url }]);
+    // Every change of the tests above, each by the operator; the viewer's refused attempts wrote none.
+    const all = await sql<{ username: string; role: string; action: string }>`select distinct username, role, action from trainsync.console_audit order by action`.execute(h.app.db);
+    expect(all.rows).toEqual(['approve-held-plan', 'cancel-sync', 'queues PUT', 'reconcile-fix', 'reject-held-plan', 'retry-action'].map((action) => ({ username: OPERATOR.name, role: 'operator', action })));
+    expect(await visit(viewer.page, '/provisioning')).toBe(200);
+    const shown = await viewer.page.locator('#console-audit').innerText();
+    for (const { action } of all.rows) expect(shown).toMatch(new RegExp(`${OPERATOR.name}\\s+operator\\s+${action}`));
   });
 
   it('no secret on any page: API key, webhook secret, password hashes, passwords, the session token', async () => {

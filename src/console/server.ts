@@ -55,6 +55,12 @@ const CSP = [
   "frame-ancestors 'none'",
   "form-action 'self'",
 ].join('; ');
+/**
+ * bull-board's page sets `<base href="/queues/">` and loads its script and style relative to
+ * it: with `base-uri 'none'` the browser fetches them from /static/ (404) and the page stays
+ * on "Loading". Its pages alone may set a base, and only to this origin.
+ */
+const QUEUES_CSP = CSP.replace("base-uri 'none'", "base-uri 'self'");
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -86,7 +92,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
   const secure = (request: FastifyRequest): boolean => request.protocol === 'https';
 
   server.addHook('onSend', async (request, reply, payload) => {
-    reply.header('content-security-policy', CSP);
+    reply.header('content-security-policy', /^\/queues(?:[/?]|$)/.test(request.url) ? QUEUES_CSP : CSP);
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
     reply.header('x-frame-options', 'DENY');

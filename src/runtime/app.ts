@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { limitHeapGrowth } from './heap-growth.ts';
 import type { Config } from '../config.ts';
 import { orgOf, soleOrg } from '../config.ts';
 import type { OrgSettings } from '../lib/orgs-file.ts';
@@ -68,6 +69,7 @@ const QUEUE_COUNTS_TIMEOUT_MS = 800;
 
 /** Composition root of one process: config in, connected parts out. */
 export async function createApp(config: Config, log: Logger, options: CreateAppOptions): Promise<App> {
+  limitHeapGrowth();
   const catalog = createJobCatalog(options.jobs, ENQUEUED_BY_NAME);
   if (!options.readOnly) await ensureDatabase(config.DATABASE_URL, log);
   const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY * config.TRAINSYNC_RESULTS_WRITERS + 4), log });

@@ -17,6 +17,23 @@ let h: SyncHarness;
 let behindProxy: ConsoleServer;
 let direct: ConsoleServer;
 
+/** A Set-Cookie header's attributes, names in lower case. */
+function attributesOf(cookie: string): Map<string, string> {
+  return new Map(cookie.split(';').map((part) => {
+    const [name, ...value] = part.trim().split('=');
+    return [name!.toLowerCase(), value.join('=')] as const;
+  }));
+}
+
+/** The log-in form's CSRF secret cookie: its attributes. */
+async function csrfCookie(server: ConsoleServer, headers: Record<string, string> = {}): Promise<Map<string, string>> {
+  const form = await fetch(`http://127.0.0.1:${server.port}/login`, { headers });
+  await form.text();
+  const cookie = form.headers.getSetCookie().find((c) => c.startsWith('trainsync_csrf='));
+  expect(cookie).toBeDefined();
+  return attributesOf(cookie!);
+}
+
 /** Logs in through the form (its CSRF token and cookie included); returns the session cookie's attributes, names in lower case. */
 async function sessionCookie(server: ConsoleServer, headers: Record<string, string> = {}): Promise<Map<string, string>> {
   const base = `http://127.0.0.1:${server.port}`;
@@ -36,10 +53,7 @@ async function sessionCookie(server: ConsoleServer, headers: Record<string, stri
   // The session works: the home page answers instead of sending to the log-in form.
   const home = await fetch(`${base}/`, { headers: { ...headers, cookie: cookie!.split(';')[0]! }, redirect: 'manual' });
   expect(home.status).toBe(200);
-  return new Map(cookie!.split(';').map((part) => {
-    const [name, ...value] = part.trim().split('=');
-    return [name!.toLowerCase(), value.join('=')] as const;
-  }));
+  return attributesOf(cookie!);
 }
 
 function expectAlwaysSet(attributes: Map<string, string>): void {
@@ -76,6 +90,19 @@ describe('the console session cookie', () => {
     const attributes = await sessionCookie(behindProxy, { 'x-forwarded-proto': 'https' });
     expect(attributes.has('secure')).toBe(true);
     expectAlwaysSet(attributes);
+  });
+
+  it('and the CSRF secret cookie follows the same rule: Secure behind the TLS proxy only, always HttpOnly and SameSite=Strict', async () => {
+    const behindTls = await csrfCookie(behindProxy, { 'x-forwarded-proto': 'https' });
+    expect(behindTls.has('secure')).toBe(true);
+    const plain = await csrfCookie(behindProxy);
+    const spoofed = await csrfCookie(direct, { 'x-forwarded-proto': 'https' });
+    for (const attributes of [behindTls, plain, spoofed]) {
+      expect(attributes.has('httponly')).toBe(true);
+      expect(attributes.get('samesite')).toBe('Strict');
+    }
+    expect(plain.has('secure')).toBe(false);
+    expect(spoofed.has('secure')).toBe(false);
   });
 
   it('on plain HTTP (no proxy marker) is not Secure, and still HttpOnly, SameSite=Strict and expiring', async () => {

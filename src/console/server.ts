@@ -86,7 +86,8 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
   await server.register(fastifyCsrf, {
     sessionPlugin: '@fastify/cookie',
     cookieKey: 'trainsync_csrf',
-    cookieOpts: { path: '/', httpOnly: true, sameSite: 'strict', signed: true },
+    // Secure on the same rule as the session cookie: the request came by https (a trusted proxy's X-Forwarded-Proto).
+    cookieOpts: { path: '/', httpOnly: true, sameSite: 'strict', signed: true, secure: 'auto' },
   });
   const assets = loadAssets();
   const secure = (request: FastifyRequest): boolean => request.protocol === 'https';

@@ -9,8 +9,10 @@
  *      node bin/run-ts.js bench/scim.ts '{"users":100}'   (a quick look)
  */
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { Agent, request } from 'undici';
 import { z } from 'zod';
 import { budgetIdentity } from '../src/platform/client.ts';
@@ -18,6 +20,7 @@ import { budgetKeys } from '../src/platform/request-budget.ts';
 import { SCIM_PATH } from '../src/scim/server.ts';
 import { freePort } from '../test/helpers/own-services.ts';
 import { createBenchDatabase } from './admin-query.ts';
+import { BackendCpuSampler, processCpuMicros } from './sync-proc-cpu.ts';
 import { openBurstClient, type BurstClient, type BurstRequest } from './http-burst-client.ts';
 import { startArrivalCapture, type ArrivalCapture } from './arrivals-capture.ts';
 import { comparePerKey, describeComparison, watchGrants, type Arrival, type PerKeyComparison } from './arrivals-per-key.ts';
@@ -48,6 +51,12 @@ export interface ScimBench {
   floorP95Ms: number;
   /** The no-work burst as this bench sent it before: undici, 1,000 fresh connections (the harness's own cost shows). */
   floorFreshUndiciP95Ms: number;
+  /** Start of the burst → its last answer. */
+  burstMs: number;
+  /** CPU spent during the burst by the worker, this database's Postgres backends, the Redis server and the bench's client. */
+  burstCpuMs: { worker: number; postgres: number; redis: number; client: number };
+  /** Half their sum: the shortest the burst could take on two cores, however it were scheduled. */
+  burstCpuBoundMs: number;
   statuses: Record<string, number>;
   platformRequests: number;
   platformRequestsByRoute: Record<string, number>;
@@ -70,6 +79,27 @@ export interface ScimBench {
   arrivals: PerKeyComparison;
   /** Why there are no capture figures, when there are none. */
   captureUnavailable?: string;
+}
+
+/** The local redis-server's pid (the bench's Redis is 127.0.0.1:6379), from /proc; undefined elsewhere. */
+function redisServerPid(): number | undefined {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // redis-server names itself "redis-server 127.0.0.1:6379" in its command line.
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (cmdline.startsWith('redis-server') && cmdline.includes(':6379')) return Number(entry);
+    } catch {
+      // Gone since the listing.
+    }
+  }
+  return undefined;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -100,6 +130,7 @@ export async function benchScim(options: { users?: number; responsesOnly?: boole
     TRAINSYNC_SCIM_HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
   });
+  const adminPool = new pg.Pool({ connectionString: database.url, max: 1 });
   const base = `http://127.0.0.1:${port}/scim/v2`;
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' };
   // The same burst through undici on fresh connections, as this bench measured before: the harness's share.
@@ -160,8 +191,23 @@ export async function benchScim(options: { users?: number; responsesOnly?: boole
         active: true,
       }),
     }));
+    // The CPU each process spends on the burst, until the last answer: with two cores, half
+    // their sum is the shortest the burst could take however it were scheduled.
+    const sampler = new BackendCpuSampler(adminPool, new URL(database.url).pathname.slice(1), 50);
+    await sampler.start();
+    const redisPid = redisServerPid();
+    const cpuBefore = { worker: processCpuMicros(worker.child.pid!), redis: redisPid === undefined ? undefined : processCpuMicros(redisPid), client: process.cpuUsage() };
     const started = performance.now();
     const answers = await burst.burst(creates);
+    const burstMs = performance.now() - started;
+    const clientCpu = process.cpuUsage(cpuBefore.client);
+    const spent = (before: number | undefined, after: number | undefined): number => (before === undefined || after === undefined ? Number.NaN : (after - before) / 1000);
+    const burstCpuMs = {
+      worker: round(spent(cpuBefore.worker, processCpuMicros(worker.child.pid!))),
+      postgres: round((await sampler.stop()) / 1000),
+      redis: round(spent(cpuBefore.redis, redisPid === undefined ? undefined : processCpuMicros(redisPid))),
+      client: round((clientCpu.user + clientCpu.system) / 1000),
+    };
     const latencies = answers.map((a) => a.ms);
     const statuses: Record<string, number> = {};
     for (const a of answers) statuses[a.status] = (statuses[a.status] ?? 0) + 1;
@@ -216,6 +262,9 @@ export async function benchScim(options: { users?: number; responsesOnly?: boole
       floorP50Ms: round(percentile(floor, 50)),
       floorP95Ms: round(percentile(floor, 95)),
       floorFreshUndiciP95Ms: round(percentile(floorFreshUndici, 95)),
+      burstMs: round(burstMs),
+      burstCpuMs,
+      burstCpuBoundMs: round((burstCpuMs.worker + burstCpuMs.postgres + burstCpuMs.redis + burstCpuMs.client) / 2),
       statuses,
       platformRequests: requests.total,
       platformRequestsByRoute: requests.byRoute,
@@ -236,6 +285,7 @@ export async function benchScim(options: { users?: number; responsesOnly?: boole
     worker.child.kill('SIGTERM');
     await new Promise((resolve) => (worker.child.exitCode === null ? worker.child.once('exit', resolve) : resolve(undefined)));
     sim.stop();
+    await adminPool.end();
     await database.drop();
     const redis = new Redis('redis://127.0.0.1:6379');
     for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 }) as AsyncIterable<string[]>) if (keys.length > 0) await redis.del(...keys);

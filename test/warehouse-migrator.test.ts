@@ -50,7 +50,14 @@ describe('migrate', () => {
 
     const second = await migrate(t.pool, log);
     expect(second.applied).toEqual([]);
-    expect(second.views).toBe(viewFiles.length);
+    // Nothing changed: the views are left as they are (no lock taken on the tables).
+    expect(second.views).toBe(0);
+    // `trainsync migrate` applies them anyway (a view dropped by hand comes back).
+    await t.pool.query('drop view training.assignment_status');
+    const repaired = await migrate(t.pool, log, { reapplyViews: true });
+    expect(repaired.views).toBe(viewFiles.length);
+    const view = await t.pool.query("select to_regclass('training.assignment_status') as v");
+    expect(view.rows[0].v).not.toBeNull();
     const count = await t.pool.query('select count(*)::int as n from trainsync.schema_migrations');
     expect(count.rows[0].n).toBe(migrationFiles.length);
   });
@@ -98,6 +105,48 @@ describe('migrate', () => {
     // The lock was released: a later run still works once the file is restored.
     await writeFile(edited, (await readFile(edited, 'utf8')).replace('\n-- a later edit\n', ''));
     expect((await migrate(t.pool, log, { sqlDir: dir })).applied).toEqual(['1000_more.sql']);
+  });
+
+  it('applies the views again when a view file changed or a migration ran, and only then', async () => {
+    const t = await emptyDatabase();
+    const dir = path.join(scratch, 'views-changed');
+    await cp(SQL_DIR, dir, { recursive: true });
+    await migrate(t.pool, log, { sqlDir: dir });
+    expect((await migrate(t.pool, log, { sqlDir: dir })).views).toBe(0);
+
+    await writeFile(path.join(dir, 'views', '95_extra_view.sql'), 'create or replace view training.extra_view as select 1 as one;\n');
+    expect((await migrate(t.pool, log, { sqlDir: dir })).views).toBe(viewFiles.length + 1);
+    const extra = await t.pool.query("select to_regclass('training.extra_view') as v");
+    expect(extra.rows[0].v).not.toBeNull();
+    expect((await migrate(t.pool, log, { sqlDir: dir })).views).toBe(0);
+
+    await writeFile(path.join(dir, 'migrations', '0999_extra.sql'), 'create table training.extra_thing (id int);\n');
+    const migrated = await migrate(t.pool, log, { sqlDir: dir });
+    expect(migrated.applied).toEqual(['0999_extra.sql']);
+    expect(migrated.views).toBe(viewFiles.length + 1);
+  });
+
+  it('starts beside a load in progress without waiting for its locks when nothing changed', async () => {
+    const t = await emptyDatabase();
+    await migrate(t.pool, log);
+    // A load's transaction holding a row lock mode on the tables the row-security views name.
+    const load = new pg.Client({ connectionString: t.url });
+    await load.connect();
+    // A process starting: re-creating the views or policies would need an ACCESS EXCLUSIVE
+    // lock on those tables, and fails at once (lock_timeout) instead of waiting behind the load.
+    const starting = new pg.Pool({ connectionString: t.url, max: 1, options: '-c lock_timeout=500' });
+    try {
+      await load.query('begin');
+      await load.query('lock table training.results, training.courses, training.users in row exclusive mode');
+      const outcome = await migrate(starting, log);
+      expect(outcome).toEqual({ applied: [], views: 0 });
+      // The same with the views applied anyway is refused by the held lock: the test can fail.
+      await expect(migrate(starting, log, { reapplyViews: true })).rejects.toThrow(/lock timeout/);
+    } finally {
+      await load.query('rollback').catch(() => undefined);
+      await load.end();
+      await starting.end();
+    }
   });
 
   it('rolls back a failing migration and names it', async () => {

@@ -46,7 +46,7 @@ Prints the migrations applied to stdout; logs go to stderr.`,
       const pool = createPool(config.DATABASE_URL, { max: 1, log });
       try {
         await ensureDatabase(config.DATABASE_URL, log);
-        const { applied, views } = await migrate(pool, log);
+        const { applied, views } = await migrate(pool, log, { reapplyViews: true });
         await registerOrganisations(createDb(pool), config.orgs);
         const readers = config.orgs.flatMap((org) => (org.readerRole ? [{ slug: org.slug, readerRole: org.readerRole }] : []));
         const created = await ensureOrgReaders(pool, readers);

@@ -18,15 +18,33 @@ export const MIGRATION_LOCK_KEY = '7236512894561230001';
 
 const MIGRATION_FILE_RE = /^(\d{4})_[a-z0-9_]+\.sql$/;
 
+/** Postgres' deadlock_detected: the views' DDL met a running load's row locks in the other order. */
+const DEADLOCK = '40P01';
+/** Tries of the views' transaction when Postgres breaks a deadlock by cancelling it. */
+const VIEW_TRIES = 3;
+
+/** One digest of every view file (names and contents), to tell whether they changed since last applied. */
+function viewsDigest(views: readonly SqlFile[]): string {
+  const hash = createHash('sha256');
+  for (const view of views) hash.update(`${view.name}\0${view.checksum}\n`);
+  return hash.digest('hex');
+}
+
 export interface MigrateOptions {
   /** Folder holding `migrations/` and `views/`; default the package's `sql/`. */
   sqlDir?: string;
+  /**
+   * Apply the views even when they and the tables are as last applied (`trainsync
+   * migrate`: a person repairing a view dropped by hand). Otherwise they are applied only
+   * when a migration ran or a view file changed.
+   */
+  reapplyViews?: boolean;
 }
 
 export interface MigrateResult {
   /** Migration files applied by this call, in order (empty when up to date). */
   applied: string[];
-  /** How many view files were (re)applied. */
+  /** How many view files were (re)applied: 0 when they were already as in `sql/views`. */
   views: number;
 }
 
@@ -85,7 +103,12 @@ async function readMigrations(dir: string): Promise<SqlFile[]> {
 /**
  * Applies `sql/migrations/NNNN_name.sql` not yet applied, in order, each in its own
  * transaction and recorded in `trainsync.schema_migrations`; then re-applies every
- * `sql/views/*.sql` (create or replace view) in one transaction. The whole run holds
+ * `sql/views/*.sql` (create or replace view, row security) in one transaction when a
+ * migration ran or a view file changed since they were last applied (their digest is in
+ * `trainsync.applied_views`): every process runs this at start, and re-creating the views
+ * and policies takes an ACCESS EXCLUSIVE lock on each table they name, which a worker's
+ * load in progress would otherwise meet (a deadlock Postgres breaks by cancelling one of
+ * them) and which blocks every reader meanwhile. The whole run holds
  * an advisory lock, so concurrent callers wait and then find nothing to do. Refuses
  * (MigrationChangedError) when an applied migration's file has changed.
  */
@@ -111,6 +134,11 @@ export async function migrate(pool: pg.Pool, log: Logger, options: MigrateOption
       create table if not exists trainsync.schema_migrations (
         name       text primary key,
         checksum   text not null,
+        applied_at timestamptz not null default now()
+      );
+      create table if not exists trainsync.applied_views (
+        only_row   boolean primary key default true check (only_row),
+        digest     text not null,
         applied_at timestamptz not null default now()
       );`);
     const { rows } = await client.query<{ name: string; checksum: string }>(
@@ -143,21 +171,36 @@ export async function migrate(pool: pg.Pool, log: Logger, options: MigrateOption
       log.info({ migration: file.name, ms: Date.now() - started }, 'migration applied');
     }
 
-    if (views.length > 0) {
-      await inTransaction(client, async () => {
-        for (const view of views) {
-          try {
-            await client.query(view.text);
-          } catch (error) {
-            throw new Error(`view ${view.name} failed: ${errorMessage(error)}`, {
-              cause: error,
-            });
-          }
+    const digest = viewsDigest(views);
+    const { rows: viewState } = await client.query<{ digest: string }>('select digest from trainsync.applied_views');
+    const viewsCurrent = appliedNow.length === 0 && viewState[0]?.digest === digest && options.reapplyViews !== true;
+    if (views.length > 0 && !viewsCurrent) {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await inTransaction(client, async () => {
+            for (const view of views) {
+              try {
+                await client.query(view.text);
+              } catch (error) {
+                throw new Error(`view ${view.name} failed: ${errorMessage(error)}`, { cause: error });
+              }
+            }
+            await client.query(
+              `insert into trainsync.applied_views (digest) values ($1)
+               on conflict (only_row) do update set digest = excluded.digest, applied_at = now()`,
+              [digest],
+            );
+          });
+          break;
+        } catch (error) {
+          const code = (error as { cause?: { code?: unknown } }).cause?.code;
+          if (code !== DEADLOCK || attempt >= VIEW_TRIES) throw error;
+          log.warn({ attempt, error: errorMessage(error) }, 'views: deadlock with a running load, trying again');
         }
-      });
+      }
       log.debug({ views: views.length }, 'views applied');
     }
-    return { applied: appliedNow, views: views.length };
+    return { applied: appliedNow, views: viewsCurrent ? 0 : views.length };
   } catch (error) {
     // The connection may be gone or mid-transaction: never hand it back to the pool.
     failed = error instanceof Error ? error : new Error(String(error));

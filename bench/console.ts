@@ -19,7 +19,6 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { allJobs } from '../jobs/index.ts';
@@ -29,6 +28,7 @@ import { startConsole } from '../src/console/server.ts';
 import { hashConsolePassword } from '../src/lib/console-users.ts';
 import { createApp } from '../src/runtime/app.ts';
 import { createLogger } from '../src/runtime/log.ts';
+import { deleteBenchKeys } from './redis-cleanup.ts';
 import { createBenchDatabase } from './admin-query.ts';
 import { startSimulatorChild } from './simulator-child.ts';
 import { startWorkerChild } from './worker-child.ts';
@@ -248,14 +248,5 @@ try {
   sim.stop();
   await database.drop();
   await plainDatabase.drop();
-  // Every queue and budget key of the run names the random prefix.
-  const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await redis.connect();
-    for await (const keys of redis.scanStream({ match: `*${prefix}*`, count: 1000 }) as AsyncIterable<string[]>) if (keys.length > 0) await redis.del(...keys);
-  } catch {
-    // A Redis URL this client cannot open (Sentinel, Cluster): the keys stay, under a prefix no one else uses.
-  } finally {
-    redis.disconnect();
-  }
+  await deleteBenchKeys(config.REDIS_URL, prefix);
 }

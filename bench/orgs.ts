@@ -25,13 +25,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { z } from 'zod';
 import { budgetIdentity } from '../src/platform/client.ts';
 import { budgetKeys } from '../src/platform/request-budget.ts';
 import { clusterSafePrefix } from '../src/lib/redis-target.ts';
 import type { OrganisationOptions } from '../src/simulator/index.ts';
+import { deleteBenchKeys } from './redis-cleanup.ts';
 import { createBenchDatabase } from './admin-query.ts';
 import { startArrivalCapture, watchConnections, type ArrivalCapture } from './arrivals-capture.ts';
 import { comparePerKey, describeComparison, watchGrants, type Arrival, type PerKeyComparison } from './arrivals-per-key.ts';
@@ -394,16 +394,7 @@ async function measure(sim: Simulator, file: string, args: Args, spec: RunSpec):
     await Promise.all(workers.map((w) => stop(w)));
     await db.end().catch(() => undefined);
     await database.drop();
-    // The run's queues and budgets: every key names the random prefix (in a hash tag on a Cluster).
-    const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
-    try {
-      await redis.connect();
-      for await (const keys of redis.scanStream({ match: `*${prefix}*`, count: 1000 }) as AsyncIterable<string[]>) if (keys.length > 0) await redis.del(...keys);
-    } catch {
-      // A Redis URL this client cannot open (Sentinel, Cluster): the keys stay, under a prefix no one else uses.
-    } finally {
-      redis.disconnect();
-    }
+    await deleteBenchKeys(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix);
   }
 }
 

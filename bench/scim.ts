@@ -9,9 +9,7 @@
  *      node bin/run-ts.js bench/scim.ts '{"users":100}'   (a quick look)
  */
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { Agent, request } from 'undici';
 import { z } from 'zod';
@@ -20,7 +18,8 @@ import { budgetKeys } from '../src/platform/request-budget.ts';
 import { SCIM_PATH } from '../src/scim/server.ts';
 import { freePort } from '../test/helpers/own-services.ts';
 import { createBenchDatabase } from './admin-query.ts';
-import { BackendCpuSampler, processCpuMicros } from './sync-proc-cpu.ts';
+import { deleteBenchKeys } from './redis-cleanup.ts';
+import { BackendCpuSampler, processCpuMicros, redisServerPid } from './sync-proc-cpu.ts';
 import { openBurstClient, type BurstClient, type BurstRequest } from './http-burst-client.ts';
 import { startArrivalCapture, type ArrivalCapture } from './arrivals-capture.ts';
 import { comparePerKey, describeComparison, watchGrants, type Arrival, type PerKeyComparison } from './arrivals-per-key.ts';
@@ -79,27 +78,6 @@ export interface ScimBench {
   arrivals: PerKeyComparison;
   /** Why there are no capture figures, when there are none. */
   captureUnavailable?: string;
-}
-
-/** The local redis-server's pid (the bench's Redis is 127.0.0.1:6379), from /proc; undefined elsewhere. */
-function redisServerPid(): number | undefined {
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return undefined;
-  }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // redis-server names itself "redis-server 127.0.0.1:6379" in its command line.
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmdline.startsWith('redis-server') && cmdline.includes(':6379')) return Number(entry);
-    } catch {
-      // Gone since the listing.
-    }
-  }
-  return undefined;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -287,9 +265,7 @@ export async function benchScim(options: { users?: number; responsesOnly?: boole
     sim.stop();
     await adminPool.end();
     await database.drop();
-    const redis = new Redis('redis://127.0.0.1:6379');
-    for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 }) as AsyncIterable<string[]>) if (keys.length > 0) await redis.del(...keys);
-    redis.disconnect();
+    await deleteBenchKeys('redis://127.0.0.1:6379', prefix);
   }
 }
 

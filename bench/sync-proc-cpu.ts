@@ -22,8 +22,8 @@ export function processCpuMicros(pid: number): number | undefined {
   }
 }
 
-/** The pids whose parent is `parent` (the simulator child of this process). */
-export function childPids(parent: number): number[] {
+/** The pids of /proc whose stat and command line `accept` (empty without /proc). */
+function pidsWhere(accept: (stat: string, cmdline: () => string) => boolean): number[] {
   const pids: number[] = [];
   let entries: string[];
   try {
@@ -34,14 +34,25 @@ export function childPids(parent: number): number[] {
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === parent) pids.push(Number(entry));
+      if (accept(readFileSync(`/proc/${entry}/stat`, 'utf8'), () => readFileSync(`/proc/${entry}/cmdline`, 'utf8'))) pids.push(Number(entry));
     } catch {
       // Gone since the listing.
     }
   }
   return pids;
+}
+
+/** The pids whose parent is `parent` (the simulator child of this process). */
+export function childPids(parent: number): number[] {
+  return pidsWhere((stat) => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === parent);
+}
+
+/** The local redis-server's pid (the benches' Redis, 127.0.0.1:6379: it names itself so in its command line). */
+export function redisServerPid(): number | undefined {
+  return pidsWhere((_stat, cmdline) => {
+    const line = cmdline();
+    return line.startsWith('redis-server') && line.includes(':6379');
+  })[0];
 }
 
 /** CPU µs of each backend of database `name` (pg_stat_activity), by pid. */

@@ -24,6 +24,7 @@ import { runSync } from '../src/sync/run-and-wait.ts';
 import { syncPayloadSchema } from '../src/sync/sync-payload.ts';
 import { adminQuery } from './admin-query.ts';
 import { startSimulatorChild } from './simulator-child.ts';
+import { deleteBenchKeys } from './redis-cleanup.ts';
 import { BackendCpuSampler, processCpuMicros, simulatorPid } from './sync-proc-cpu.ts';
 
 const argsSchema = z.object({
@@ -127,13 +128,14 @@ function warmResults(url: string, apiKey: string): Promise<void> {
   });
 }
 
+const prefix = `bench-${randomBytes(4).toString('hex')}`;
 const sim = await startSimulatorChild({ seed: 42, sizes: { results: args.results, users: 2_000, resultsFrom: '2024-01-01', resultsTo: '2024-12-31' }, faults: { latencyMs: args.latencyMs } });
 try {
   const config = loadConfig({
     TRAINSYNC_API_URL: sim.url,
     TRAINSYNC_API_KEY: sim.apiKey,
     DATABASE_URL: databaseUrl,
-    TRAINSYNC_QUEUE_PREFIX: `bench-${randomBytes(4).toString('hex')}`,
+    TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_REQUESTS_PER_SECOND: String(args.requestsPerSecond),
     TRAINSYNC_RESULTS_WINDOW_DAYS: '31',
     ...(args.batchRows ? { TRAINSYNC_BATCH_ROWS: String(args.batchRows) } : {}),
@@ -228,4 +230,5 @@ try {
 } finally {
   sim.stop();
   await adminQuery(ADMIN, `drop database if exists ${dbName} with (force)`);
+  await deleteBenchKeys(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix);
 }

@@ -45,4 +45,20 @@ describe('SCIM group commit', () => {
     expect(sizes).toEqual([4, 4, 2]);
     await batcher.idle();
   });
+
+  it('idle() waits for changes submitted in the same turn, whose batch has not started yet', async () => {
+    const written: number[] = [];
+    const batcher = createBatcher<number, number>(
+      async (items) => {
+        written.push(...items);
+        return items;
+      },
+      (i) => String(i),
+      500,
+    );
+    const answers = [batcher.submit(1), batcher.submit(2)];
+    await batcher.idle();
+    expect(written).toEqual([1, 2]);
+    await Promise.all(answers);
+  });
 });

@@ -93,7 +93,11 @@ export function createBatcher<T, R>(run: (items: T[]) => Promise<R[]>, keyOf: (i
       });
     },
     async idle() {
-      while (running.size > 0) await Promise.all(running);
+      // A start still scheduled (changes submitted this turn) counts as work to wait for.
+      while (running.size > 0 || startScheduled) {
+        if (running.size > 0) await Promise.all(running);
+        else await new Promise((resolve) => setImmediate(resolve));
+      }
     },
   };
 }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { inTransaction } from './transaction.ts';
+import { inRetriedTransaction, inTransaction } from './transaction.ts';
 
 /** `sql/` of this package, wherever the process was started from. */
 export const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
@@ -18,16 +18,36 @@ export const MIGRATION_LOCK_KEY = '7236512894561230001';
 
 const MIGRATION_FILE_RE = /^(\d{4})_[a-z0-9_]+\.sql$/;
 
-/** Postgres' deadlock_detected: the views' DDL met a running load's row locks in the other order. */
-const DEADLOCK = '40P01';
-/** Tries of the views' transaction when Postgres breaks a deadlock by cancelling it. */
-const VIEW_TRIES = 3;
-
 /** One digest of every view file (names and contents), to tell whether they changed since last applied. */
 function viewsDigest(views: readonly SqlFile[]): string {
   const hash = createHash('sha256');
   for (const view of views) hash.update(`${view.name}\0${view.checksum}\n`);
   return hash.digest('hex');
+}
+
+/**
+ * Every view file, then the digest they were applied with, in one transaction. Run again
+ * when Postgres breaks a deadlock by cancelling it: the views' DDL can meet a running
+ * load's row locks in the other order. A failure names the view.
+ */
+async function applyViews(client: pg.PoolClient, views: readonly SqlFile[], digest: string): Promise<void> {
+  let failing: string | undefined;
+  try {
+    await inRetriedTransaction(client, async () => {
+      for (const view of views) {
+        failing = view.name;
+        await client.query(view.text);
+      }
+      failing = undefined;
+      await client.query(
+        `insert into trainsync.applied_views (digest) values ($1)
+         on conflict (only_row) do update set digest = excluded.digest, applied_at = now()`,
+        [digest],
+      );
+    });
+  } catch (error) {
+    throw new Error(`${failing === undefined ? 'views' : `view ${failing}`} failed: ${errorMessage(error)}`, { cause: error });
+  }
 }
 
 export interface MigrateOptions {
@@ -175,29 +195,7 @@ export async function migrate(pool: pg.Pool, log: Logger, options: MigrateOption
     const { rows: viewState } = await client.query<{ digest: string }>('select digest from trainsync.applied_views');
     const viewsCurrent = appliedNow.length === 0 && viewState[0]?.digest === digest && options.reapplyViews !== true;
     if (views.length > 0 && !viewsCurrent) {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await inTransaction(client, async () => {
-            for (const view of views) {
-              try {
-                await client.query(view.text);
-              } catch (error) {
-                throw new Error(`view ${view.name} failed: ${errorMessage(error)}`, { cause: error });
-              }
-            }
-            await client.query(
-              `insert into trainsync.applied_views (digest) values ($1)
-               on conflict (only_row) do update set digest = excluded.digest, applied_at = now()`,
-              [digest],
-            );
-          });
-          break;
-        } catch (error) {
-          const code = (error as { cause?: { code?: unknown } }).cause?.code;
-          if (code !== DEADLOCK || attempt >= VIEW_TRIES) throw error;
-          log.warn({ attempt, error: errorMessage(error) }, 'views: deadlock with a running load, trying again');
-        }
-      }
+      await applyViews(client, views, digest);
       log.debug({ views: views.length }, 'views applied');
     }
     return { applied: appliedNow, views: viewsCurrent ? 0 : views.length };

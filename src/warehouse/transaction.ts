@@ -77,19 +77,29 @@ export async function withTransaction<T>(lend: PgLender, fn: (tx: Tx) => Promise
 const RETRYABLE_SQLSTATES = new Set(['40P01', '40001']);
 const MAX_ATTEMPTS = 5;
 
+/** Runs `attempt` again (with a short, growing pause) while Postgres aborts it for a deadlock or a serialization failure. */
+async function retryingAborts<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries += 1) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
+      if (!RETRYABLE_SQLSTATES.has(code) || tries >= MAX_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20 * tries + Math.random() * 50));
+    }
+  }
+}
+
 /**
  * `withTransaction`, run again when Postgres aborts it for a deadlock or a
  * serialization failure. Concurrent windows overlap by a day, so two batches may
  * upsert the same result at once; a retry of the whole batch is always safe.
  */
-export async function withRetriedTransaction<T>(lend: PgLender, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await withTransaction(lend, fn);
-    } catch (error) {
-      const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
-      if (!RETRYABLE_SQLSTATES.has(code) || attempt >= MAX_ATTEMPTS) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20 * attempt + Math.random() * 50));
-    }
-  }
+export function withRetriedTransaction<T>(lend: PgLender, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return retryingAborts(() => withTransaction(lend, fn));
+}
+
+/** `inTransaction` on a client the caller holds (the migrator's, under its lock), run again the same way. */
+export function inRetriedTransaction<T>(client: pg.PoolClient, fn: () => Promise<T>): Promise<T> {
+  return retryingAborts(() => inTransaction(client, fn));
 }

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { allJobs } from '../jobs/index.ts';
 import { mapConcurrent } from '../src/lib/map-concurrent.ts';
-import { readAhead } from '../src/platform/read-ahead.ts';
 import { defineJob } from '../src/queue/define-job.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';
 import { createJobCatalog, lookupJob } from '../src/queue/catalog.ts';
@@ -66,35 +65,3 @@ describe('mapConcurrent', () => {
   });
 });
 
-describe('readAhead', () => {
-  it('yields every item in order and asks for the next while the consumer is busy', async () => {
-    const log: string[] = [];
-    async function* source() {
-      for (let i = 1; i <= 3; i += 1) {
-        log.push(`fetch ${i}`);
-        yield i;
-      }
-    }
-    const got: number[] = [];
-    for await (const n of readAhead(source(), 1)) {
-      log.push(`use ${n}`);
-      got.push(n);
-    }
-    expect(got).toEqual([1, 2, 3]);
-    // Item 2 was fetched before item 1 was used.
-    expect(log.indexOf('fetch 2')).toBeLessThan(log.indexOf('use 1'));
-  });
-  it('surfaces an error at the item where it happened', async () => {
-    async function* source() {
-      yield 1;
-      throw new Error('page 2 failed');
-    }
-    const got: number[] = [];
-    await expect(
-      (async () => {
-        for await (const n of readAhead(source(), 2)) got.push(n);
-      })(),
-    ).rejects.toThrow('page 2 failed');
-    expect(got).toEqual([1]);
-  });
-});

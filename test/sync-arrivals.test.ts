@@ -72,7 +72,7 @@ describe('results sync under arrivals and removals while paging', () => {
     expect([...byQuery.values()].filter((pages) => pages.length >= 10)).toHaveLength(2);
   });
 
-  it('`sync results --full` under arrivals ends ok, equals the simulator, walks once, and counts its requests', async () => {
+  it('`sync results --full` under arrivals ends ok, equals the simulator, re-reads only what was in flight, and counts its requests', async () => {
     h = await createSyncHarness({ simulator: { sizes: { results: 1_200 } } });
     let requests = 0;
     for (const label of ['first load', 'full walk']) {
@@ -85,9 +85,12 @@ describe('results sync under arrivals and removals while paging', () => {
       expect(await warehouseResults(h.database.pool), label).toEqual(simulatorResults(h.sim.state));
 
       const pages = h.sim.requests.slice(requestsBefore).filter((r) => r.path === '/api/v2/results').map((r) => Number(new URLSearchParams(r.query).get('page')));
-      expect(repeated(pages), label).toEqual([]);
-      // Every page of the list once, plus the few asked for ahead at its end (4 windows' worth of concurrency).
-      expect(pages.length, label).toBeLessThanOrEqual(listPages(h.sim, '') + 4);
+      // Pages read ahead while the list grew cannot be placed (they may have been served in
+      // any order): those in flight at the first change are read again, one at a time, and
+      // from there the walk reads one page at a time, where arrivals cost nothing.
+      expect(repeated(pages).length, label).toBeGreaterThan(0);
+      expect(repeated(pages).length, label).toBeLessThanOrEqual(2 * 4);
+      expect(pages.length, label).toBeLessThanOrEqual(listPages(h.sim, '') + 2 * 4);
       // Requests per run: every request this run sent, as the simulator saw them.
       expect(summary.requests, label).toBe(h.sim.requests.length - requestsBefore);
       requests += Number(summary.requests);
@@ -103,7 +106,7 @@ describe('results sync under arrivals and removals while paging', () => {
     expect(results?.requests).toBeGreaterThanOrEqual(results!.pages);
   });
 
-  it('a result removed behind a window while it pages: the window is read again and no result is missed', async () => {
+  it('a result removed behind a window while it pages: the page before is read again and no result is missed', async () => {
     h = await createSyncHarness({
       simulator: { sizes: { results: 600, resultsFrom: '2024-01-01', resultsTo: '2024-03-31' } },
       env: { TRAINSYNC_RESULTS_WINDOW_DAYS: '100', TRAINSYNC_RESULTS_CONCURRENCY: '1' },
@@ -129,12 +132,14 @@ describe('results sync under arrivals and removals while paging', () => {
     const [dataWindow] = [...byQuery.entries()].filter(([, pages]) => pages.length > 2);
     expect(dataWindow).toBeDefined();
     const [key, pages] = dataWindow!;
-    // Read twice whole, and no more.
-    expect(pages.filter((page) => page === 1)).toHaveLength(2);
-    expect(pages.length).toBeLessThanOrEqual(2 * listPages(h.sim, key) + 2);
+    // The removal showed as a fall of the total on the next page: the reader went back one
+    // page, once, and the page that showed the fall (of the same list) needed no second read.
+    expect(repeated(pages)).toHaveLength(1);
+    expect(pages.filter((page) => page === 1)).toHaveLength(1);
+    expect(pages.length).toBe(listPages(h.sim, key) + 1);
   });
 
-  it('a result removed behind the full walk: only the pages it names are read again, and the next walk marks it removed', async () => {
+  it('a result removed behind the full walk: the reader goes back one page, and the next walk marks it removed', async () => {
     h = await createSyncHarness({ simulator: { sizes: { results: 1_000 } }, env: { TRAINSYNC_RESULTS_CONCURRENCY: '1' } });
     const before = new Set(simulatorResults(h.sim.state).map((r) => r.id));
     h.sim.setFaults({ removeEvery: 8, removeLimit: 1 });
@@ -149,12 +154,11 @@ describe('results sync under arrivals and removals while paging', () => {
 
     const pages = resultPagesByQuery(h.sim).get('') ?? [];
     const again = repeated(pages);
-    // The page the moved result now sits on (and its neighbour), not the whole list.
+    // The page the moved result now sits on, and the one that showed the fall: not the whole list.
     expect(again.length).toBeGreaterThan(0);
-    expect(again.length).toBeLessThanOrEqual(3);
-    expect(again.every((page) => page >= 6 && page <= 10)).toBe(true);
-    expect(pages.length).toBeLessThanOrEqual(listPages(h.sim, '') + 3 + 2);
-    expect(h.logLines.join('')).toContain('reading those pages again');
+    expect(again.length).toBeLessThanOrEqual(2);
+    expect(again.every((page) => page >= 7 && page <= 10)).toBe(true);
+    expect(pages.length).toBeLessThanOrEqual(listPages(h.sim, '') + 2 + 2);
 
     // It was read before it went, so this walk could not know; the next one marks it.
     const next = summaryOf(await h.sync(['results'], { full: true }), 'results');

@@ -74,10 +74,11 @@ describe('a worker killed with SIGKILL in the middle of a first full load with s
       { ...defaultJobOptions(h.config), deduplication: { id: 'sync-results' } },
     );
     const key = `results:job:${job.id}:full`;
+    // The page a restart reads first: the one holding the first position not proven read.
     const nextPage = async (): Promise<number | undefined> => {
-      const { rows } = await h.database.pool.query<{ next: unknown }>(`select value->'nextPage' as next from trainsync.checkpoints where key = $1`, [key]);
-      const next = rows[0]?.next;
-      return typeof next === 'number' ? next : undefined;
+      const { rows } = await h.database.pool.query<{ read: { cursor: number; pageSize: number } | null }>(`select value->'read' as read from trainsync.checkpoints where key = $1`, [key]);
+      const read = rows[0]?.read;
+      return read && read.pageSize > 0 ? Math.floor(read.cursor / read.pageSize) + 1 : undefined;
     };
 
     const first = startWorkerProcess(h.env, ['--no-schedules', '--queues', 'sync']);

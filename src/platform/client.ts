@@ -7,7 +7,7 @@ import { InvalidRecordError, malformed, PlatformError } from './errors.ts';
 import { checkOrParse, fastCheckFor } from './fast-checks.ts';
 import { apiBase, createTransport, type ApiRequest } from './http.ts';
 import { parseLoginUrl } from './login-url.ts';
-import { describeIssues, paginate } from './paginate.ts';
+import { describeIssues, nextPageFromLinks, paginate, validateEntities } from './paginate.ts';
 import { createRequestBudget } from './request-budget.ts';
 import { DEFAULT_RETRY_POLICY } from './retry.ts';
 import {
@@ -22,7 +22,7 @@ import {
   type Envelope,
   type PlatformUser,
 } from './schemas.ts';
-import type { Page, PlatformClient, RequestEvent } from './types.ts';
+import type { Page, PlatformClient, RequestEvent, ResultsQuery } from './types.ts';
 
 export interface PlatformClientOptions {
   /** The configured origin, e.g. `http://127.0.0.1:4000`; `/api/v2/...` is appended. */
@@ -186,6 +186,12 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     });
   }
 
+  function resultsParams(query: ResultsQuery): URLSearchParams {
+    const q = params({ startDate: query.startDate, endDate: query.endDate });
+    for (const filter of query.reportingFilters ?? []) q.append('reportingFilters[]', filter);
+    return q;
+  }
+
   function params(entries: Record<string, string | undefined>): URLSearchParams {
     const q = new URLSearchParams();
     for (const [key, value] of Object.entries(entries)) if (value !== undefined && value !== '') q.set(key, value);
@@ -198,9 +204,21 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     },
 
     listResults(query = {}, listOptions = {}) {
-      const q = params({ startDate: query.startDate, endDate: query.endDate });
-      for (const filter of query.reportingFilters ?? []) q.append('reportingFilters[]', filter);
-      return list('results', 'results', resultSchema, q, 'links', listOptions);
+      return list('results', 'results', resultSchema, resultsParams(query), 'links', listOptions);
+    },
+
+    async getResultsPage(query, page, pageOptions = {}) {
+      const q = resultsParams(query);
+      q.set('page', String(page));
+      const envelope = await send({ method: 'GET', path: 'results', query: q, parse: jsonOf<Envelope>(envelopeSchema, 'GET', '/api/v2/results'), signal: pageOptions.signal });
+      if (envelope.page !== undefined && envelope.page !== page) {
+        throw new PlatformError(`paging through results stopped: asked for page ${page}, the platform answered page ${envelope.page}`, { code: 'PAGINATION_LOOP', retryable: false });
+      }
+      // The walk pages by number and total; a link is still checked (a foreign host is logged, a broken one refused).
+      nextPageFromLinks(envelope.links, { origin, resource: 'results', log });
+      const { records, problems } = validateEntities('results', page, envelope.entities, resultSchema);
+      if (problems.length > 0) log.warn({ resource: 'results', page, problems: problems.length }, 'records failed validation and were set aside');
+      return { page, totalEntities: envelope.totalEntities, records, problems };
     },
 
     getResult(resultId) {

@@ -53,6 +53,11 @@ export interface PlatformClient {
   listCourses(query?: CourseQuery, options?: { signal?: AbortSignal }): AsyncIterable<Page<Course>>;
   /** `prefetch`: following pages requested ahead while one is used; `endPage`: the last page to read (see paginate.ts). */
   listResults(query?: ResultsQuery, options?: { signal?: AbortSignal; startPage?: number; endPage?: number; prefetch?: number }): AsyncIterable<Page<Result>>;
+  /**
+   * One page of GET results by number, validated record by record (the results walk
+   * chooses its own pages: see src/sync/results/completeness.ts).
+   */
+  getResultsPage(query: ResultsQuery, page: number, options?: { signal?: AbortSignal }): Promise<Page<Result>>;
   /** A record that fails validation throws InvalidRecordError (code INVALID_RECORD, not retried): quarantine it. */
   getResult(resultId: string): Promise<Result>;
   listFilters(options?: { signal?: AbortSignal }): AsyncIterable<Page<ReportingFilter>>;

@@ -21,15 +21,16 @@ function incompleteNote(unfinished: readonly UnfinishedRead[]): string {
  * Results are incremental: each run re-reads a lookback window up to today, split into
  * date windows read concurrently; each window commits a checkpoint with its last rows,
  * so a crash resumes at the first unfinished window. The first run, and `--full`,
- * walk every page instead (undated results included) and checkpoint by page.
+ * walk every page instead (undated results included) and checkpoint the completeness
+ * rule's state with each batch.
  *
  * Checkpoints are scoped to the BullMQ job: its retries and a restart after a crash
- * resume them; a new job starts a fresh plan (idempotent, so never wrong). Results
- * arriving while it pages are no reason to read anything again; a possible gap (a
- * result removed behind the reader, gaps.ts) is closed by reading the affected
- * window or pages again. A run that still has a gap, or whose page failed for good,
- * ends `incomplete`, and what it missed is remembered in `trainsync.unfinished_windows`
- * for the next plain run.
+ * resume them; a new job starts a fresh plan (idempotent, so never wrong). Whether a
+ * read is complete is the completeness rule's to say (completeness.ts): results
+ * arriving while it pages cost nothing, a result removed behind the reader makes it
+ * read back over the pages affected. A read the rule cannot prove, or whose page failed
+ * for good, makes the run `incomplete`, and what it missed is remembered in
+ * `trainsync.unfinished_windows` for the next plain run.
  */
 export async function syncAllResults(payload: SyncPayload, ctx: JobContext): Promise<SyncSummary> {
   const plan = await planResultsRun(payload, ctx);

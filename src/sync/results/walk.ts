@@ -1,40 +1,29 @@
 import type { JobContext } from '../../runtime/context.ts';
-import { readAhead } from '../../platform/read-ahead.ts';
 import { normaliseGuid, type Result } from '../../platform/schemas.ts';
 import type { Page, RecordProblem, ResultsQuery } from '../../platform/types.ts';
 import { recordSightings, ResultBatch, upsertResultBatch } from '../../warehouse/load-results.ts';
 import { addRunCounts, quarantineRecords, type RunCounts } from '../sync-state.ts';
 import { CommitOrder } from '../../warehouse/commit-order.ts';
 import type { Tx } from '../../warehouse/transaction.ts';
-import { GapWatch, type WalkGap } from './gaps.ts';
+import { CompletenessRule, type ReadCheckpoint, type Verdict } from './completeness.ts';
 import { RESULTS } from './plan.ts';
 
-/** A window, or the pages of the full walk, that may have a gap is read this many times at most. */
-export const MAX_READS = 3;
-
 export interface WalkPosition {
-  nextPage: number;
-  done: boolean;
-  /** A possible gap seen so far (at `done`: of the whole read; see gaps.ts). */
-  gap: WalkGap | undefined;
-  total: number | undefined;
+  /** The rule's verdict: `reading` until the last batch. */
+  verdict: Verdict;
+  /** Where a restart resumes from; true of every row committed with it. */
+  read: ReadCheckpoint | undefined;
 }
 
 export interface WalkReport {
-  gap: WalkGap | undefined;
-  /** The last totalEntities seen. */
-  total: number | undefined;
+  verdict: Exclude<Verdict, { kind: 'reading' }>;
 }
 
 export interface WalkOptions {
   runId: number;
   query: ResultsQuery;
-  startPage: number;
-  /** The last page to read (a re-read of a page range); default: to the end of the list. */
-  endPage?: number | undefined;
-  expectedTotal?: number | undefined;
-  /** A gap found before a restart (from the checkpoint), still to be read again. */
-  knownGap?: WalkGap | undefined;
+  /** A read interrupted by a restart, from its checkpoint. */
+  resume?: ReadCheckpoint | undefined;
   /** Counts of this attempt, for progress; the run's totals are recorded with each batch. */
   counts: RunCounts;
   /** Writes the checkpoint for the position reached, in the batch's own transaction. */
@@ -44,28 +33,31 @@ export interface WalkOptions {
   /** A first load into an empty table: rows are written by plain inserts while none exists (see `fresh`). */
   firstLoad?: boolean;
   /**
-   * Pages requested ahead of the one being read (default 1: windows are read several at
-   * a time already). The full walk is one sequence of pages and asks for more.
+   * Pages kept in flight while the list is quiet (default 1: one page at a time;
+   * windows are read several at a time already). The full walk is one sequence of
+   * pages and asks for more; the rule (completeness.ts) decides when it may.
    */
-  prefetch?: number | undefined;
+  readAhead?: number | undefined;
   /** Stores only the results this accepts (a backfill's days); the rest are read, not stored. */
   keep?: (result: Result) => boolean;
 }
 
+type Arrival = { page: number; answer: Page<Result> } | { page: number; error: unknown };
+
 /**
- * One paged walk of a query: batches rows into transactions, each of which also
- * commits `onBatch`'s checkpoint for the position reached, and reports a possible gap
- * (gaps.ts): only a removal behind the reader, or ids that do not account for
- * the total, make one; results arriving while it pages do not.
+ * One paged read of a query until the completeness rule (completeness.ts) says every
+ * result listed throughout the read was read, or that it cannot say so: the rule
+ * chooses each page to ask for (read ahead while the list is quiet, one at a time once
+ * it changed, back over pages a removal shifted results onto). Rows are batched into
+ * transactions, each of which also commits `onBatch`'s checkpoint: the rule's state as
+ * of the pages in it.
  */
 export async function walkResults(ctx: JobContext, options: WalkOptions): Promise<WalkReport> {
   const { runId, counts, trackSightings = false, firstLoad = false, keep } = options;
-  const watch = new GapWatch(options.startPage, options.expectedTotal, options.knownGap);
-  let finalGap: WalkGap | undefined;
+  const rule = new CompletenessRule({ readAhead: options.readAhead ?? 1, resume: options.resume });
   // Rows go into their batch's COPY text as each page arrives (see ResultBatch).
   let rows = new ResultBatch();
   let problems: RecordProblem[] = [];
-  let lastPage = options.startPage - 1;
   // Batches are written while the next is fetched, up to TRAINSYNC_RESULTS_WRITERS at
   // once, each on a connection of its own; they commit in order (CommitOrder), so a
   // checkpoint never gets ahead of the rows before it.
@@ -88,7 +80,7 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
       },
       async (tx, written) => {
         // The run's totals move with the rows, so a run resumed after a crash still adds up.
-        // Quarantined records are counted once, when the run finishes: a window read
+        // Quarantined records are counted once, when the run finishes: a page read
         // again meets the same records again.
         await addRunCounts(tx.db, runId, { pages, ...written.loaded });
         await options.onBatch(tx, position);
@@ -103,7 +95,7 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
     counts.quarantined += outcome.quarantined;
   };
   const flush = async (done: boolean): Promise<void> => {
-    const position: WalkPosition = { nextPage: lastPage + 1, done, gap: done ? finalGap : watch.soFar(), total: watch.total };
+    const position: WalkPosition = { verdict: rule.state, read: rule.checkpoint() };
     const batch = rows;
     const batchProblems = problems;
     const pages = pagesInBatch;
@@ -127,32 +119,63 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
       if (failures.length > 0) throw failures[0];
     }
   };
-  const { endPage } = options;
-  const prefetch = Math.min(options.prefetch ?? 1, endPage === undefined ? Infinity : endPage - options.startPage);
-  const pages: AsyncIterable<Page<Result>> = ctx.platform.listResults(options.query, {
-    signal: ctx.signal,
-    startPage: options.startPage,
-    prefetch,
-    ...(endPage === undefined ? {} : { endPage }),
-  });
+
+  // Answers in the order they arrive: the rule reasons about that order.
+  const arrived: Arrival[] = [];
+  const asked = new Set<Promise<void>>();
+  let wake: (() => void) | undefined;
+  const ask = (): void => {
+    for (let page = rule.ask(); page !== undefined; page = rule.ask()) {
+      const pageNo = page;
+      const request = ctx.platform.getResultsPage(options.query, pageNo, { signal: ctx.signal }).then(
+        (answer) => {
+          arrived.push({ page: pageNo, answer });
+        },
+        (error: unknown) => {
+          arrived.push({ page: pageNo, error });
+        },
+      );
+      const tracked = request.finally(() => {
+        asked.delete(tracked);
+        wake?.();
+      });
+      asked.add(tracked);
+    }
+  };
   try {
-    for await (const page of readAhead(pages, endPage === undefined ? 2 : 1)) {
+    for (;;) {
+      if (rule.state.kind === 'reading') ask();
+      if (arrived.length === 0) {
+        if (asked.size === 0) break;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+        continue;
+      }
+      const arrival = arrived.shift()!;
+      if ('error' in arrival) {
+        // A page asked ahead that failed after the rule had decided is not needed.
+        if (rule.state.kind !== 'reading') continue;
+        throw arrival.error;
+      }
+      const page = arrival.answer;
+      rule.answered(arrival.page, page.totalEntities, page.records.length + page.problems.length);
       counts.pages += 1;
       pagesInBatch += 1;
-      lastPage = page.page;
-      watch.page(page.page, page.timing, page.totalEntities, pageIds(page));
       for (const record of page.records) if (!keep || keep(record)) rows.add(record);
       for (const problem of page.problems) problems.push(problem);
       if (rows.size >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);
       ctx.progress({ resource: RESULTS, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.size });
     }
-    finalGap = watch.end(endPage === undefined);
     await flush(true);
   } finally {
-    // Never leave a write running behind a failed walk.
-    await Promise.allSettled(writing);
+    // Never leave a request or a write running behind a failed walk.
+    await Promise.allSettled([...asked, ...writing]);
   }
-  return { gap: finalGap, total: watch.total };
+  const verdict = rule.state;
+  if (verdict.kind === 'reading') throw new Error('the results walk stopped before the completeness rule decided');
+  return { verdict };
 }
 
 /** The id of each record of a page, valid or not (undefined when unreadable). */

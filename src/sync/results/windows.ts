@@ -6,8 +6,7 @@ import type { Result } from '../../platform/schemas.ts';
 import { listCheckpoints, saveCheckpoint, type RunCounts } from '../sync-state.ts';
 import { windowKey, windowQuery, type ResultWindow } from './days.ts';
 import { RESULTS } from './plan.ts';
-import type { WalkGap } from './gaps.ts';
-import { MAX_READS, walkResults } from './walk.ts';
+import { walkResults } from './walk.ts';
 
 /** A window (or the whole walk) a run could not read to the end, and why. */
 export interface UnfinishedRead {
@@ -59,10 +58,11 @@ export async function readWindows(
 }
 
 /**
- * Reads one window until a read has no possible gap (results arriving while it pages
- * are no gap: see gaps.ts); its checkpoint commits with its last rows. A
- * window with a gap is read again whole (windows are short). Returns why it is
- * unfinished when a gap remained for every read allowed.
+ * Reads one window, one page at a time, until the completeness rule (completeness.ts)
+ * has proven every result listed throughout the read read (results arriving while it
+ * pages cost nothing; a removal makes it read back over the page it shifted a result
+ * onto); its checkpoint commits with its last rows. Returns why it is unfinished when
+ * the rule could not prove it.
  */
 async function readWindow(
   ctx: JobContext,
@@ -72,23 +72,18 @@ async function readWindow(
   counts: RunCounts,
   keep?: (result: Result) => boolean,
 ): Promise<string | undefined> {
-  let gap: WalkGap | undefined;
-  for (let read = 1; read <= MAX_READS; read += 1) {
-    ({ gap } = await walkResults(ctx, {
-      runId,
-      query: windowQuery(window),
-      startPage: 1,
-      counts,
-      keep,
-      onBatch: async (tx, position) => {
-        if (position.done && !position.gap) {
-          await saveCheckpoint(tx.db, ctx.org.slug, checkpointKey, { window, finishedAt: new Date().toISOString() }, runId);
-        }
-      },
-    }));
-    if (!gap) return undefined;
-    if (read < MAX_READS) ctx.log.info({ window, read, gap: gap.reason }, 'a result may have shifted past this window\'s pages while paged; reading the window again');
-  }
-  ctx.log.warn({ window, reads: MAX_READS, gap: gap?.reason }, 'a gap remained in this window after every read; the run ends incomplete and the next run reads it again');
-  return `a gap remained after ${MAX_READS} reads: ${gap?.reason ?? 'unknown'}`;
+  const { verdict } = await walkResults(ctx, {
+    runId,
+    query: windowQuery(window),
+    counts,
+    keep,
+    onBatch: async (tx, position) => {
+      if (position.verdict.kind === 'complete') {
+        await saveCheckpoint(tx.db, ctx.org.slug, checkpointKey, { window, finishedAt: new Date().toISOString() }, runId);
+      }
+    },
+  });
+  if (verdict.kind === 'complete') return undefined;
+  ctx.log.warn({ window, reason: verdict.reason }, 'this window could not be proven read; the run ends incomplete and the next run reads it again');
+  return verdict.reason;
 }

@@ -12,8 +12,21 @@ describe('result windows', () => {
     expect(splitWindows('2024-01-03', '2024-01-03', 7)).toEqual([]);
   });
 
+  it('as date-times, asks for exactly its days under an exclusive or an inclusive reading', () => {
+    const query = windowQuery({ start: '2024-03-01', end: '2024-03-08' }, 'instant');
+    expect(query).toEqual({ startDate: '2024-02-29T23:59:59.999Z', endDate: '2024-03-08T00:00:00.000Z' });
+    const from = Date.parse(query.startDate);
+    const to = Date.parse(query.endDate);
+    for (const instant of ['2024-03-01T00:00:00.000Z', '2024-03-07T23:59:59.999Z']) {
+      const t = Date.parse(instant);
+      expect(t > from && t < to).toBe(true);
+    }
+    // The day after the window is outside it under an exclusive reading, and only its first instant under an inclusive one.
+    expect(Date.parse('2024-03-08T00:00:00.001Z') <= to).toBe(false);
+  });
+
   it('asks a day more on each side, so any reading of the bounds covers the window', () => {
-    const query = windowQuery({ start: '2024-03-01', end: '2024-03-08' });
+    const query = windowQuery({ start: '2024-03-01', end: '2024-03-08' }, 'day');
     expect(query).toEqual({ startDate: '2024-02-29', endDate: '2024-03-09' });
     // Exclusive instants (startDate, endDate) at midnight UTC contain all of [start, end).
     const from = Date.parse(`${query.startDate}T00:00:00Z`);

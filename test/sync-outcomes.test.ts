@@ -18,7 +18,7 @@ describe('sync outcomes', () => {
   const unfinished = async (harness: SyncHarness): Promise<string[]> =>
     (await harness.database.pool.query<{ window_key: string }>('select window_key from trainsync.unfinished_windows order by 1')).rows.map((r) => r.window_key);
 
-  it('windows with a gap after the re-read cap end the run incomplete; the next plain run reads them again and converges', async () => {
+  it('windows the rule cannot prove read end the run incomplete; the next plain run reads them again and converges', async () => {
     h = await createSyncHarness({
       simulator: { sizes: { results: 400, resultsFrom: '2024-01-01', resultsTo: '2024-03-31' } },
       env: { TRAINSYNC_RESULTS_WINDOW_DAYS: '45', TRAINSYNC_RESULTS_CONCURRENCY: '1' },
@@ -26,20 +26,20 @@ describe('sync outcomes', () => {
     // A first full run sets the watermark, so later plain runs are incremental.
     expect(summaryOf(await h.sync(['results']), 'results')).toMatchObject({ mode: 'full', status: 'succeeded' });
 
-    // Every page served removes a result already served: every read of every window has a gap.
+    // Every page served removes a result already served: the reader never catches up.
     h.sim.setFaults({ removeEvery: 1, malformedResultEvery: 40 });
     const backfill = summaryOf(await h.sync(['results'], { since: '2024-01-01', until: '2024-03-31' }), 'results');
     h.sim.setFaults({ removeEvery: 0 });
     expect(backfill.status).toBe('incomplete');
     // The last window is one page: a removal after its only page shifts nothing past it, so it counts as read.
     expect(backfill.note).toMatch(
-      /^incomplete: 2 window\(s\) may have missed results \(2024-01-01\.\.2024-02-15: a gap remained after 3 reads: \d+ result\(s\) removed while paged \(totalEntities fell\); 2024-02-15\.\.2024-03-31: a gap remained after 3 reads: \d+ result\(s\) removed while paged \(totalEntities fell\)\); the next run reads them again$/,
+      /^incomplete: 2 window\(s\) may have missed results \(2024-01-01\.\.2024-02-15: the list kept changing behind the reader: \d+ pages read where it holds \d+, and the results from position \d+ of \d+ on are not proven read; 2024-02-15\.\.2024-03-31: the list kept changing behind the reader: .*\); the next run reads them again$/,
     );
     expect(await unfinished(h)).toEqual(['2024-01-01..2024-02-15', '2024-02-15..2024-03-31']);
     const run = await h.database.pool.query<{ status: string }>('select status from trainsync.runs where id = $1', [backfill.runId]);
     expect(run.rows[0]?.status).toBe('incomplete');
 
-    // Each window was read three times, yet a quarantined record counts once in the run.
+    // Each window's pages were read many times, yet a quarantined record counts once in the run.
     const distinct = await h.database.pool.query<{ n: number }>('select count(*)::int as n from trainsync.quarantine where run_id = $1', [backfill.runId]);
     expect(distinct.rows[0]!.n).toBeGreaterThan(0);
     expect(backfill.quarantined).toBe(distinct.rows[0]!.n);
@@ -56,7 +56,7 @@ describe('sync outcomes', () => {
     expect(await warehouseResults(h.database.pool)).toEqual(simulatorResults(h.sim.state));
   });
 
-  it('a full walk with a gap after the cap marks nothing removed, ends incomplete, and the next plain run walks again', async () => {
+  it('a full walk the rule cannot prove marks nothing removed, ends incomplete, and the next plain run walks again', async () => {
     h = await createSyncHarness({ simulator: { sizes: { results: 300 }, faults: { removeEvery: 1 } } });
     const first = summaryOf(await h.sync(['results']), 'results');
     expect(first).toMatchObject({ mode: 'full', status: 'incomplete', removed: 0 });

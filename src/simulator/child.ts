@@ -33,7 +33,7 @@ const datasetShape = {
   unlimitedPlan: z.boolean().optional(),
   usersEndpoint: z.boolean().optional(),
   groupsEndpoint: z.boolean().optional(),
-  dateBounds: z.enum(['exclusive-instant', 'inclusive-date']).optional(),
+  dateBounds: z.enum(['exclusive-instant', 'inclusive-date', 'date-only']).optional(),
 };
 const webhooksSchema = webhookSettingsPatchSchema.transform((w) => ({ ...w, url: w.url ?? undefined }));
 const organisationSchema = z

@@ -88,8 +88,9 @@ export function getResults(rt: Runtime, req: RouteRequest): Reply {
   const rawEnd = req.query.get('endDate');
   const start = rawStart === null || rawStart === '' ? undefined : parseBound(rawStart);
   const end = rawEnd === null || rawEnd === '' ? undefined : parseBound(rawEnd);
-  if (rawStart && !start) problems.push({ field: 'startDate', message: `The value '${rawStart}' is not valid.` });
-  if (rawEnd && !end) problems.push({ field: 'endDate', message: `The value '${rawEnd}' is not valid.` });
+  const dateOnly = rt.state.dateBounds === 'date-only';
+  if (rawStart && (!start || (dateOnly && !start.dateOnly))) problems.push({ field: 'startDate', message: `The value '${rawStart}' is not valid.` });
+  if (rawEnd && (!end || (dateOnly && !end.dateOnly))) problems.push({ field: 'endDate', message: `The value '${rawEnd}' is not valid.` });
   const filters = [...req.query.getAll('reportingFilters[]'), ...req.query.getAll('reportingFilters')].filter((f) => f !== '');
   for (const f of filters) if (!isGuid(f)) problems.push({ field: 'reportingFilters', message: `The value '${f}' is not valid.` });
   if (problems.length > 0) return invalidModel(problems);

@@ -76,7 +76,8 @@ export interface ApiResult {
   [extra: string]: unknown;
 }
 
-export type DateBoundsMode = 'exclusive-instant' | 'inclusive-date';
+/** `date-only`: the seed's reading, dates inclusive, and a date-time refused with 400 INVALID_MODEL. */
+export type DateBoundsMode = 'exclusive-instant' | 'inclusive-date' | 'date-only';
 
 export interface ResultMeta {
   /** dateCompleted in epoch ms; null for undated (incomplete) results. */

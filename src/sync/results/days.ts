@@ -51,8 +51,21 @@ export function splitWindows(start: string, end: string, windowDays: number): Re
   return windows;
 }
 
+/**
+ * How a window's bounds are sent: `instant`, full date-times with an offset (the vendor
+ * parses a DateTimeOffset), so a window that closed before the run began asks for exactly
+ * its days; `day`, whole dates a day wider on each side, for a platform that refuses a
+ * date-time (see windows.ts).
+ */
+export type WindowBounds = 'instant' | 'day';
+
 /** The query parameters that cover a window under any reading of the bounds (see above). */
-export function windowQuery(window: ResultWindow): { startDate: string; endDate: string } {
+export function windowQuery(window: ResultWindow, bounds: WindowBounds): { startDate: string; endDate: string } {
+  if (bounds === 'instant') {
+    // "After" the start and "before" the end: a millisecond before midnight keeps a
+    // result at midnight under an exclusive reading, and costs nothing under an inclusive one.
+    return { startDate: new Date(parseDay(window.start) - 1).toISOString(), endDate: new Date(parseDay(window.end)).toISOString() };
+  }
   return { startDate: addDays(window.start, -1), endDate: addDays(window.end, 1) };
 }
 

@@ -3,8 +3,8 @@ import { errorMessage } from '../../lib/errors.ts';
 import { mapConcurrent } from '../../lib/map-concurrent.ts';
 import { PlatformError } from '../../platform/errors.ts';
 import type { Result } from '../../platform/schemas.ts';
-import { listCheckpoints, saveCheckpoint, type RunCounts } from '../sync-state.ts';
-import { windowKey, windowQuery, type ResultWindow } from './days.ts';
+import { getWatermark, listCheckpoints, saveCheckpoint, setWatermark, type RunCounts } from '../sync-state.ts';
+import { windowKey, windowQuery, type ResultWindow, type WindowBounds } from './days.ts';
 import { RESULTS } from './plan.ts';
 import { walkResults } from './walk.ts';
 
@@ -36,6 +36,7 @@ export async function readWindows(
 ): Promise<WindowsRead> {
   const prefix = `${scope}:window:`;
   const done = new Set((await listCheckpoints(ctx.db, ctx.org.slug, prefix)).map((key) => key.slice(prefix.length)));
+  const bounds = await windowBounds(ctx);
   const todo = windows.filter((window) => !done.has(windowKey(window)));
   const resumed = windows.length - todo.length;
   if (resumed > 0) ctx.log.info({ resumed, remaining: todo.length }, 'skipping windows finished before the restart');
@@ -44,7 +45,7 @@ export async function readWindows(
   await mapConcurrent(todo, ctx.config.TRAINSYNC_RESULTS_CONCURRENCY, async (window) => {
     const key = windowKey(window);
     try {
-      const reason = await readWindow(ctx, `${prefix}${key}`, runId, window, counts, keep);
+      const reason = await readWindow(ctx, `${prefix}${key}`, runId, window, counts, bounds, keep);
       if (reason) unfinished.push({ key, reason });
     } catch (error) {
       if (ctx.signal.aborted || !(error instanceof PlatformError) || !error.retryable) throw error;
@@ -70,11 +71,58 @@ async function readWindow(
   runId: number,
   window: ResultWindow,
   counts: RunCounts,
+  bounds: Bounds,
   keep?: (result: Result) => boolean,
 ): Promise<string | undefined> {
-  const { verdict } = await walkResults(ctx, {
+  let verdict;
+  const asked = bounds.now;
+  try {
+    ({ verdict } = await walkWindow(ctx, checkpointKey, runId, window, counts, asked, keep));
+  } catch (error) {
+    if (asked !== 'instant' || !refusesDateTimes(error)) throw error;
+    // Once per organisation: remembered, so later runs ask in whole days from the start.
+    if (bounds.now === 'instant') {
+      bounds.now = 'day';
+      await setWatermark(ctx.db, ctx.org.slug, BOUNDS_KEY, 'day');
+      ctx.log.warn({ window, error: errorMessage(error) }, 'the platform refused date-time bounds; reading windows by whole days from now on');
+    }
+    ({ verdict } = await walkWindow(ctx, checkpointKey, runId, window, counts, bounds.now, keep));
+  }
+  if (verdict.kind === 'complete') return undefined;
+  ctx.log.warn({ window, reason: verdict.reason }, 'this window could not be proven read; the run ends incomplete and the next run reads it again');
+  return verdict.reason;
+}
+
+/** Where the bounds this organisation's platform takes are remembered (beside the watermark). */
+export const BOUNDS_KEY = 'results:window-bounds';
+
+/** Shared by the windows of one run, so one refusal switches them all. */
+interface Bounds {
+  now: WindowBounds;
+}
+
+async function windowBounds(ctx: JobContext): Promise<Bounds> {
+  return { now: (await getWatermark(ctx.db, ctx.org.slug, BOUNDS_KEY)) === 'day' ? 'day' : 'instant' };
+}
+
+/** A 400 naming a date bound: the platform reads dates only (the seed's reading). */
+function refusesDateTimes(error: unknown): boolean {
+  if (!(error instanceof PlatformError) || error.status !== 400) return false;
+  return /startDate|endDate/i.test(`${JSON.stringify(error.details ?? null)} ${error.message}`);
+}
+
+function walkWindow(
+  ctx: JobContext,
+  checkpointKey: string,
+  runId: number,
+  window: ResultWindow,
+  counts: RunCounts,
+  bounds: WindowBounds,
+  keep?: (result: Result) => boolean,
+): ReturnType<typeof walkResults> {
+  return walkResults(ctx, {
     runId,
-    query: windowQuery(window),
+    query: windowQuery(window, bounds),
     counts,
     keep,
     onBatch: async (tx, position) => {
@@ -83,7 +131,4 @@ async function readWindow(
       }
     },
   });
-  if (verdict.kind === 'complete') return undefined;
-  ctx.log.warn({ window, reason: verdict.reason }, 'this window could not be proven read; the run ends incomplete and the next run reads it again');
-  return verdict.reason;
 }

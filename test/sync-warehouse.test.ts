@@ -104,7 +104,8 @@ describe('sync: the warehouse equals the platform', () => {
     expect(summary).toMatchObject({ mode: 'backfill', updated: 1, inserted: 0 });
     // Windows of 7 days over March: 5 windows, each asked with a day of overlap either side.
     const asked = h.sim.requests.filter((r) => r.path === '/api/v2/results').map((r) => new URLSearchParams(r.query).get('startDate'));
-    expect(new Set(asked)).toEqual(new Set(['2024-02-29', '2024-03-07', '2024-03-14', '2024-03-21', '2024-03-28']));
+    // Each window's exact days, as date-times: a millisecond before its first midnight.
+    expect(new Set(asked)).toEqual(new Set(['2024-02-29T23:59:59.999Z', '2024-03-07T23:59:59.999Z', '2024-03-14T23:59:59.999Z', '2024-03-21T23:59:59.999Z', '2024-03-28T23:59:59.999Z']));
     const after = await h.database.pool.query('select value from trainsync.watermarks where resource = $1', ['results']);
     expect(after.rows).toEqual(before.rows);
     const left = await h.database.pool.query('select count(*)::int as n from trainsync.checkpoints');

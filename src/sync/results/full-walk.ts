@@ -58,7 +58,8 @@ export async function walkAllResults(ctx: JobContext, scope: string, runId: numb
     trackSightings: !firstLoad,
     firstLoad,
     // One sequence of pages: without requests ahead, each page would wait a whole round trip.
-    readAhead: ctx.config.TRAINSYNC_RESULTS_CONCURRENCY,
+    // As many as the windows of an incremental run read at once, and two more to cover the time a page takes to use.
+    readAhead: ctx.config.TRAINSYNC_RESULTS_CONCURRENCY + 2,
     onBatch: (tx, position) => {
       const { verdict } = position;
       const ended = verdict.kind === 'reading' ? undefined : { complete: verdict.kind === 'complete', ...(verdict.kind === 'incomplete' ? { reason: verdict.reason } : {}) };

@@ -57,9 +57,10 @@ export async function walkAllResults(ctx: JobContext, scope: string, runId: numb
     // Sightings serve only the removal pass, which a first load skips.
     trackSightings: !firstLoad,
     firstLoad,
-    // One sequence of pages: without requests ahead, each page would wait a whole round trip.
-    // As many as the windows of an incremental run read at once, and two more to cover the time a page takes to use.
-    readAhead: ctx.config.TRAINSYNC_RESULTS_CONCURRENCY + 2,
+    // One sequence of pages: without requests ahead, each page would wait a whole round
+    // trip. Two more than the windows an incremental run reads at once cover the time a
+    // page takes to use; a concurrency of 1 means one request at a time.
+    readAhead: ctx.config.TRAINSYNC_RESULTS_CONCURRENCY > 1 ? ctx.config.TRAINSYNC_RESULTS_CONCURRENCY + 2 : 1,
     onBatch: (tx, position) => {
       const { verdict } = position;
       const ended = verdict.kind === 'reading' ? undefined : { complete: verdict.kind === 'complete', ...(verdict.kind === 'incomplete' ? { reason: verdict.reason } : {}) };

@@ -44,11 +44,14 @@ import { createBenchDatabase } from './admin-query.ts';
 import { deleteBenchKeys } from './redis-cleanup.ts';
 import { startSimulatorChild } from './simulator-child.ts';
 
+const SCENARIO_KEYS = ['arrivalsHead', 'arrivalsMiddle', 'removals', 'mixed'] as const;
+type ScenarioKey = (typeof SCENARIO_KEYS)[number];
+
 const args = z
   .object({
     results: z.number().int().positive().default(100_000),
     /** Only these scenarios, besides the quiet one. */
-    only: z.array(z.enum(['arrivalsHead', 'arrivalsMiddle', 'removals', 'mixed'])).optional(),
+    only: z.array(z.enum(SCENARIO_KEYS)).optional(),
   })
   .parse(JSON.parse(process.argv[2] ?? '{}'));
 
@@ -62,7 +65,7 @@ const removeEvery = arriveEvery * Math.max(1, Math.round(walkPages / 8 / arriveE
 const QUIET: Partial<SimulatorFaults> = { driftEvery: 0, driftCount: 1, arrivalsAt: 'tail', removeEvery: 0, removeLimit: 0, removeAt: 'served' };
 
 interface Scenario {
-  key: string;
+  key: ScenarioKey;
   label: string;
   faults: Partial<SimulatorFaults>;
   removes: boolean;

@@ -7,11 +7,13 @@
  *   removals               results deleted anywhere in the listing, ahead or behind
  *   removals and arrivals  both (arrivals drawn at the head, middle or tail)
  *
- * at a rate of about 80 arrivals and 8 removals a walk of the whole list (at 100,000:
- * one arrival every 25 pages, one removal every 250). Removals come after every rth page
- * and arrivals before every dth with r a multiple of d, so an arrival never comes in the
- * interval between the page after which a result was removed and the next one: a total
- * that stays put then does not hide a removal (the risk the read rule accepts).
+ * The faults come as one arrival before every 25th page served and one removal after
+ * every 250th (`arriveEvery`, `removeEvery` to change them): 80 and 8
+ * over a walk of the 2,000 pages of 100,000 results (a smaller walk keeps the arrival
+ * rate and meets at least 4 removals). The removal period is a multiple of the arrival
+ * period, so an arrival never comes between the page after which a result was removed
+ * and the next page: a total that stays put then never hides a removal (that case is
+ * the risk the read rule accepts).
  *
  * Each scenario starts from a fresh simulator of the same seed, in a database of its
  * own: a first load (`sync results` into an empty warehouse: pages asked for ahead),
@@ -50,6 +52,10 @@ type ScenarioKey = (typeof SCENARIO_KEYS)[number];
 const args = z
   .object({
     results: z.number().int().positive().default(100_000),
+    /** One arrival before every Nth page served: 80 over a walk of 2,000 pages. */
+    arriveEvery: z.number().int().positive().default(25),
+    /** One removal after every Nth page served: 8 over a walk of 2,000 pages (at least 4 a walk when shrunk; a multiple of arriveEvery). */
+    removeEvery: z.number().int().positive().default(250),
     /** Only these scenarios, besides the quiet one. */
     only: z.array(z.enum(SCENARIO_KEYS)).optional(),
   })
@@ -58,9 +64,9 @@ const args = z
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PAGE_SIZE = 50;
 const walkPages = Math.max(1, Math.ceil(args.results / PAGE_SIZE));
-/** One arrival every `arriveEvery` pages (≈ 80 a walk), one removal every `removeEvery` (≈ 8 a walk, a multiple of it). */
-const arriveEvery = Math.max(1, Math.round(walkPages / 80));
-const removeEvery = arriveEvery * Math.max(1, Math.round(walkPages / 8 / arriveEvery));
+const arriveEvery = args.arriveEvery;
+// A walk shrunk below 1,000 pages still meets 4 removals; a multiple of arriveEvery (see the header).
+const removeEvery = arriveEvery * Math.max(1, Math.floor(Math.min(args.removeEvery, walkPages / 4) / arriveEvery));
 
 const QUIET: Partial<SimulatorFaults> = { driftEvery: 0, driftCount: 1, arrivalsAt: 'tail', removeEvery: 0, removeLimit: 0, removeAt: 'served' };
 

@@ -41,7 +41,7 @@ import { createLogger } from '../src/runtime/log.ts';
 import type { SimulatorFaults } from '../src/simulator/index.ts';
 import { runSync } from '../src/sync/run-and-wait.ts';
 import { syncPayloadSchema } from '../src/sync/sync-payload.ts';
-import { fetchResultChanges, listedResultIds, missingResults, warehouseResultIds } from '../test/helpers/completeness.ts';
+import { fetchResultChanges, listedResultIds, missingResults, warehouseResultIds } from '../test/helpers/missing-results.ts';
 import { createBenchDatabase } from './admin-query.ts';
 import { deleteBenchKeys } from './redis-cleanup.ts';
 import { startSimulatorChild } from './simulator-child.ts';

@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { allResults, type SimulatorFaults } from '../src/simulator/index.ts';
 import type { SyncPayload } from '../src/sync/sync-payload.ts';
-import { fetchResultChanges, missingResults, warehouseResultIds } from './helpers/completeness.ts';
+import { fetchResultChanges, missingResults, warehouseResultIds } from './helpers/missing-results.ts';
 import { createSyncHarness, summaryOf, type SyncHarness } from './helpers/sync-harness.ts';
 
 /**
@@ -12,8 +12,9 @@ import { createSyncHarness, summaryOf, type SyncHarness } from './helpers/sync-h
  *
  * Each fault is run as (a) a first load: `sync results` into an empty warehouse, a walk
  * of every page with pages asked for ahead, and (b) a windowed read: a `--since/--until`
- * backfill of the data's year in 30-day windows into an empty warehouse. A fresh
- * simulator of the same seed each time, so the quiet runs' page counts hold for all.
+ * backfill of the data's year in 30-day windows into an empty warehouse, several windows
+ * at a time, each read one page at a time. A fresh simulator of the same seed each time,
+ * so the quiet runs' page counts hold for all.
  */
 
 const SIZES = { results: 4_000, resultsFrom: '2024-01-01', resultsTo: '2024-12-31' };
@@ -44,9 +45,10 @@ const FAULTS: Fault[] = [
   /*
    * Both, never in the same interval between two page answers (the risk the rule
    * accepts: a removal behind the reader and an arrival there cancel out in the total).
-   * A removal follows page 8k and arrivals precede pages 4j, never page 8k + 1; and the
-   * windows are read one at a time, so no other window's page (whose arrival may land
-   * in this window's overlapping day) comes between two pages of a window.
+   * A removal follows page 8k and arrivals precede pages 4j, never page 8k + 1 (pages
+   * counted as the simulator serves them, of any query). The windows are read one at a
+   * time: read together, their pages interleave, and a window's next page after a
+   * removal could be the simulator's page 8k + 4, an arrival's.
    */
   {
     name: 'removals and arrivals',

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { queryResults, startSimulator, type ResultsQuery, type RunningSimulator } from '../src/simulator/index.ts';
-import { fetchResultChanges, listedResultIds } from './helpers/completeness.ts';
+import { fetchResultChanges, listedResultIds } from './helpers/missing-results.ts';
 
 /**
  * The simulator's data faults while a query pages: where arrivals land (`arrivalsAt`),

@@ -4,6 +4,7 @@ import type { Overlap, SimOrganisation } from './organisations.ts';
 import type { Reply } from './reply.ts';
 import { invalidModel, json } from './reply.ts';
 import { requestsByOrganisation, summariseRequests, type RequestRecord } from './request-log.ts';
+import type { ResultChanges } from './runtime.ts';
 import { allResults, updateResult } from './state.ts';
 import { handleWebhookAdmin } from './webhooks.ts';
 
@@ -20,6 +21,8 @@ export interface AdminContext {
   requests: RequestRecord[];
   faults(): Readonly<SimulatorFaults>;
   setFaults(f: Partial<SimulatorFaults>): void;
+  /** The results the arrival and removal faults added and deleted in an organisation since the faults were last set. */
+  resultChanges(org: SimOrganisation): Readonly<ResultChanges>;
 }
 
 /** The organisation `?org=` names (its name or GUID, case-insensitive); the first when absent. */
@@ -116,6 +119,12 @@ export async function handleAdmin(ctx: AdminContext, method: string, path: strin
       }
     }
     return json({ changed });
+  }
+  if (method === 'GET' && path === '/__simulator/results/changes') {
+    // Which results were there before a run and still are after it: the ids listed at its start, less `removed`.
+    if (!org) return noSuchOrg();
+    const changes = ctx.resultChanges(org);
+    return json({ added: changes.added, removed: changes.removed });
   }
   if (method === 'GET' && path === '/__simulator/state/summary') {
     if (!org) return noSuchOrg();

@@ -1,5 +1,10 @@
 import { z } from 'zod';
 
+export const ARRIVAL_PLACES = ['tail', 'head', 'middle', 'random'] as const;
+export type ArrivalPlace = (typeof ARRIVAL_PLACES)[number];
+export const REMOVAL_PLACES = ['served', 'anywhere'] as const;
+export type RemovalPlace = (typeof REMOVAL_PLACES)[number];
+
 /** Misbehaviours the simulator can be told to show; all off by default. */
 export interface SimulatorFaults {
   /** Added to every response. */
@@ -14,23 +19,40 @@ export interface SimulatorFaults {
   malformedResultEvery: number;
   /**
    * Arrivals: before every Nth results page is served (pages past the end do not count),
-   * `driftCount` new results appear at the newest end of the listing, where new
-   * completions land on a list ordered oldest first: dated after every other result
-   * (listed last by every dated query whose range reaches them), or, while an undated
-   * query pages, as just-started results after the incomplete ones (0 = off).
+   * `driftCount` new results appear in the listing of the query being paged, matching
+   * its filters and date range, where `arrivalsAt` says (0 = off).
    */
   driftEvery: number;
   /** New results per arrival (default 1). */
   driftCount: number;
   /**
-   * Removal while paging: after every Nth results page served (as for arrivals), one result of that
-   * query's listing on a page already served is deleted, so every later result shifts
-   * back by one and the first result of the next page moves onto a page the client has
-   * read (0 = off).
+   * Where an arrival lands in the listing of the query being paged (dated results are
+   * listed oldest first):
+   * - `tail` (default): at its newest end, where new completions land: dated after the
+   *   newest result it selects (after every other result when its range reaches that
+   *   far), or, while an undated query pages, a just-started result after the
+   *   incomplete ones;
+   * - `head`: listed first: dated just before the earliest result it selects;
+   * - `middle`: a completion recorded late: dated a few days before the newest result it
+   *   selects (between its earliest and newest when its range is shorter);
+   * - `random`: one of the three, drawn for each arrival.
+   */
+  arrivalsAt: ArrivalPlace;
+  /**
+   * Removal while paging: after every Nth results page served (as for arrivals), one
+   * result of that query's listing is deleted, where `removeAt` says (0 = off).
    */
   removeEvery: number;
   /** Removals in all before the removal fault stops (0 = no limit). */
   removeLimit: number;
+  /**
+   * Which result a removal deletes:
+   * - `served` (default): one on a page already served, so every later result shifts
+   *   back by one and the first result of the next page moves onto a page the client
+   *   has read;
+   * - `anywhere`: any result of the listing, ahead of the reader or behind it.
+   */
+  removeAt: RemovalPlace;
   /** "Next Page" hrefs name http://evil.invalid:<port> instead of this host. */
   foreignNextLink: boolean;
   /** "Next Page" hrefs keep only ?page=N. */
@@ -45,8 +67,10 @@ export const NO_FAULTS: Readonly<SimulatorFaults> = Object.freeze({
   malformedResultEvery: 0,
   driftEvery: 0,
   driftCount: 1,
+  arrivalsAt: 'tail',
   removeEvery: 0,
   removeLimit: 0,
+  removeAt: 'served',
   foreignNextLink: false,
   dropFiltersInNextLink: false,
 });
@@ -63,8 +87,10 @@ export const faultsPatchSchema = z
     malformedResultEvery: count,
     driftEvery: count,
     driftCount: count.min(1).max(1_000),
+    arrivalsAt: z.enum(ARRIVAL_PLACES),
     removeEvery: count,
     removeLimit: count,
+    removeAt: z.enum(REMOVAL_PLACES),
     foreignNextLink: z.boolean(),
     dropFiltersInNextLink: z.boolean(),
   })

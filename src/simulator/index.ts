@@ -9,7 +9,7 @@ import { pushRecord, requestsByOrganisation, type OrganisationRequests, type Req
 import type { Reply, RouteRequest } from './reply.ts';
 import { invalidModel, json } from './reply.ts';
 import { ROUTES } from './routes.ts';
-import type { Runtime } from './runtime.ts';
+import type { ResultChanges, Runtime } from './runtime.ts';
 import type { DateBoundsMode, SimulatorState } from './state.ts';
 import { createWebhookSender, type WebhookSender, type WebhookSettings } from './webhooks.ts';
 
@@ -25,7 +25,8 @@ import { createWebhookSender, type WebhookSender, type WebhookSettings } from '.
 
 export type { SimulatorSizes } from './dataset.ts';
 export { DEFAULT_SIZES, ORG_EMAIL_DOMAIN, generateState } from './dataset.ts';
-export type { SimulatorFaults } from './faults.ts';
+export type { ArrivalPlace, RemovalPlace, SimulatorFaults } from './faults.ts';
+export type { ResultChanges } from './runtime.ts';
 export { NO_FAULTS } from './faults.ts';
 export type { OrganisationRequests, RequestRecord, RequestsSummary } from './request-log.ts';
 export { maxInWindow, requestsByOrganisation, summariseRequests, writeCallCount } from './request-log.ts';
@@ -134,6 +135,13 @@ export interface RunningSimulator {
   requestsByOrganisation(windowMs?: number): Record<string, OrganisationRequests>;
   /** Merges faults and restarts their counters, so "every Nth" counts from the next request. */
   setFaults(f: Partial<SimulatorFaults>): void;
+  /**
+   * The ids of the results the arrival and removal faults added and deleted in an
+   * organisation (default: the first) since the faults were last set, in order (also
+   * over HTTP: `GET /__simulator/results/changes?org=`). Read it before setting the
+   * faults again: that starts a new record.
+   */
+  resultChanges(org?: string): Readonly<ResultChanges>;
   readonly faults: Readonly<SimulatorFaults>;
   resetRequests(): void;
   /** The first organisation's webhooks: completes courses and delivers their events (also over HTTP: `/__simulator/webhooks/*`). */
@@ -246,7 +254,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const byKey = new Map(organisations.map((o) => [o.apiKey, o]));
   const initialFaults: SimulatorFaults = { ...NO_FAULTS, ...options.faults };
   // One runtime per organisation (its data and fault counters); the faults are the server's.
-  const runtimes: Runtime[] = states.map((state) => ({ state, faults: initialFaults, port: 0, resultsPagesServed: 0, resultsRemoved: 0, platform: states }));
+  const runtimes: Runtime[] = states.map((state) => ({ state, faults: initialFaults, port: 0, resultsPagesServed: 0, resultsRemoved: 0, resultChanges: { added: [], removed: [] }, platform: states }));
   const requests: RequestRecord[] = [];
   let apiCount = 0;
 
@@ -256,10 +264,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       rt.faults = next;
       rt.resultsPagesServed = 0;
       rt.resultsRemoved = 0;
+      rt.resultChanges = { added: [], removed: [] };
     }
     apiCount = 0;
   };
-  const adminContext = { organisations, overlap, requests, faults: () => runtimes[0]!.faults, setFaults };
+  const resultChanges = (org: SimOrganisation): Readonly<ResultChanges> => runtimes[org.index]!.resultChanges;
+  const adminContext = { organisations, overlap, requests, faults: () => runtimes[0]!.faults, setFaults, resultChanges };
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const method = req.method ?? 'GET';
@@ -365,6 +375,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   for (const rt of runtimes) rt.port = port;
   const urlHost = host.includes(':') ? `[${host}]` : host;
   const first = organisations[0]!;
+  const findOrganisation = (ref: string): SimOrganisation => {
+    const found = byKey.get(ref) ?? organisations.find((o) => o.id === ref.toLowerCase() || o.name === ref);
+    if (!found) throw new Error(`no organisation ${ref}`);
+    return found;
+  };
 
   return {
     url: `http://${urlHost}:${port}`,
@@ -372,15 +387,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     apiKey: first.apiKey,
     state: first.state,
     organisations,
-    organisation(ref: string) {
-      const found = byKey.get(ref) ?? organisations.find((o) => o.id === ref.toLowerCase() || o.name === ref);
-      if (!found) throw new Error(`no organisation ${ref}`);
-      return found;
-    },
+    organisation: findOrganisation,
     overlap,
     requests,
     requestsByOrganisation: (windowMs?: number) => requestsByOrganisation(requests, windowMs),
     setFaults,
+    resultChanges: (ref?: string) => resultChanges(ref === undefined ? first : findOrganisation(ref)),
     get faults() {
       return runtimes[0]!.faults;
     },

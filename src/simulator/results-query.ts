@@ -119,6 +119,8 @@ function filteredLists(state: SimulatorState, ids: string[]): FilteredLists {
 
 export interface ResultsSelection {
   total: number;
+  /** How many of the selection are dated: they come first, oldest first. */
+  dated: number;
   /** Returns the items at [from, to) of the selection, in listing order. */
   slice(from: number, to: number): ApiResult[];
 }
@@ -136,6 +138,7 @@ export function selectResults(state: SimulatorState, range: DateRange, reporting
   const undated = bounded ? [] : lists.undated;
   return {
     total: datedCount + undated.length,
+    dated: datedCount,
     slice(from, to) {
       const out: ApiResult[] = [];
       for (let i = from; i < to && i < datedCount + undated.length; i++) {

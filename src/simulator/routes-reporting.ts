@@ -1,6 +1,7 @@
-import { dateRange, parseBound, selectResults, type DateRange } from './results-query.ts';
+import { insertArrival, removeWhilePaging } from './drift.ts';
+import { dateRange, parseBound, selectResults } from './results-query.ts';
 import type { ApiResult, ApiUser } from './state.ts';
-import { addResult, findGroup, getResult, metaOf, removeResult, resultJson, seatsInUse } from './state.ts';
+import { getResult, metaOf, resultJson, seatsInUse } from './state.ts';
 import type { FieldProblem, Reply, RouteRequest } from './reply.ts';
 import { apiError, envelopeJson, invalidModel, isGuid, json, rawJson, readPage } from './reply.ts';
 import type { Runtime } from './runtime.ts';
@@ -111,58 +112,8 @@ export function getResults(rt: Runtime, req: RouteRequest): Reply {
   const reply = rawJson(envelopeJson(entities, page, selection.total, links));
 
   const removing = rt.faults.removeEvery > 0 && (rt.faults.removeLimit === 0 || rt.resultsRemoved < rt.faults.removeLimit);
-  if (removing && served > 0 && served % rt.faults.removeEvery === 0) removeServed(rt, range, filters, Math.min(from + PAGE_SIZE, selection.total));
+  if (removing && served > 0 && served % rt.faults.removeEvery === 0) removeWhilePaging(rt, range, filters, Math.min(from + PAGE_SIZE, selection.total));
   return reply;
-}
-
-/** Removal while paging: deletes one of the first `served` results of the query's listing. */
-function removeServed(rt: Runtime, range: DateRange, filters: string[], served: number): void {
-  if (served <= 0) return;
-  const selection = selectResults(rt.state, range, filters);
-  const index = Math.floor(rt.state.prng.next() * Math.min(served, selection.total));
-  const victim = selection.slice(index, index + 1)[0];
-  if (victim && removeResult(rt.state, victim.id)) rt.resultsRemoved++;
-}
-
-/**
- * An arrival at the newest end of the listing (see SimulatorFaults.driftEvery): a
- * completion dated after every other (the queries whose range reaches it list it
- * last), or, while an undated query pages, a just-started result (listed last);
- * matching the query's filters either way.
- */
-function insertArrival(rt: Runtime, range: DateRange, filters: string[]): void {
-  const { state } = rt;
-  const rng = state.prng;
-  if (state.users.length === 0 || state.courses.length === 0) return;
-  const bounded = range.lo !== undefined || range.hi !== undefined;
-  let dateCompleted: string | null = null;
-  if (bounded) {
-    // A completion now: after the newest of all, seen by the queries whose range reaches it.
-    const newest = state.results[state.results.length - 1];
-    const newestT = newest ? metaOf(state, newest).t! : Date.parse(`${state.resultsTo}T12:00:00.000Z`);
-    dateCompleted = new Date(newestT + 1 + Math.floor(rng.next() * 60_000)).toISOString();
-  }
-  let user: ApiUser = rng.pick(state.users);
-  const resultFilters: string[] = [];
-  const first = filters[0]?.toLowerCase();
-  if (first !== undefined) {
-    const group = findGroup(state, first);
-    const members = group ? [...group.memberIds] : [];
-    const memberUser = members.length === 0 ? undefined : state.usersById.get(rng.pick(members));
-    if (memberUser) user = memberUser;
-    else resultFilters.push(first);
-  }
-  const course = rng.pick(state.courses);
-  addResult(state, {
-    userId: user.id,
-    courseId: course.id,
-    dateCompleted,
-    isComplete: dateCompleted !== null,
-    score: dateCompleted === null ? null : rng.int(0, 100),
-    maximumScore: 100,
-    passRate: course.passRate,
-    resultFilters,
-  });
 }
 
 export function getResultById(rt: Runtime, req: RouteRequest): Reply {

@@ -1,6 +1,11 @@
 import type { SimulatorFaults } from './faults.ts';
 import type { SimulatorState } from './state.ts';
 
+export interface ResultChanges {
+  added: string[];
+  removed: string[];
+}
+
 /** What routes share with the server: the data, the current faults and their counters. */
 export interface Runtime {
   state: SimulatorState;
@@ -11,6 +16,8 @@ export interface Runtime {
   resultsPagesServed: number;
   /** Results the removal fault deleted since the faults were last set. */
   resultsRemoved: number;
+  /** The ids of results the arrival and removal faults added and deleted since the faults were last set, in order. */
+  resultChanges: ResultChanges;
   /**
    * Every organisation's data on this platform, this one's included: e-mails are unique
    * across the whole platform, and an account in two organisations cannot be deleted.

@@ -1,7 +1,7 @@
 # The trainsync worker image. The sources are bundled once at build time (esbuild, into
 # node_modules/.cache/trainsync); bin/trainsync.js uses the bundle only while it matches
 # the sources, else tsx's loader, so no build output can go stale.
-FROM node:20-bookworm-slim
+FROM node:22-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -289,6 +289,85 @@ describe('profile validation', () => {
   });
 });
 
+/** Text as single bytes: ASCII as it is, and `\xNN` escapes as the byte NN (how a Windows export is on disk). */
+function bytes(text: string): Buffer {
+  return Buffer.from([...text].map((c) => c.charCodeAt(0)));
+}
+
+describe('Windows-1252 and ISO-8859-1 exports', () => {
+  // 0xEB ë, 0xFC ü in both; 0x80 € and 0x92 ’ in Windows-1252 only (control codes in ISO-8859-1).
+  const export1252 = bytes('employee_id,email,first_name,last_name,status,Notes\nE1,zoe@example.com,Zo\xeb,M\xfcller,active,\x80 5 \x92s\nE2,ann@example.com,Ann,Smith,active,\n');
+
+  it.each(['windows-1252', 'cp1252', 'CP-1252', 'Windows1252', 'win1252'])('reads "Zoë Müller" and "€ 5 ’s" with "encoding": "%s"', async (name) => {
+    const at = await file('zoe-1252.csv', export1252);
+    const result = await readFeed(at, feedReadOptions(parseFeedProfile(JSON.stringify({ encoding: name }), 'p.json')));
+    expect(result.fileErrors).toEqual([]);
+    expect(result.rows.map((r) => [r.line, r.firstName, r.lastName, r.attributes?.Notes])).toEqual([
+      [2, 'Zoë', 'Müller', '€ 5 ’s'],
+      [3, 'Ann', 'Smith', undefined],
+    ]);
+    expect(result.reading).toMatchObject({ encoding: 'windows-1252', encodingSource: 'profile' });
+  });
+
+  it.each(['iso-8859-1', 'latin1', 'Latin-1', 'ISO8859-1'])('reads ISO-8859-1 with "encoding": "%s" (0x80-0x9F are control codes there)', async (name) => {
+    const at = await file('zoe-latin1.csv', export1252);
+    const result = await readFeed(at, feedReadOptions(parseFeedProfile(JSON.stringify({ encoding: name }), 'p.json')));
+    expect(result.fileErrors).toEqual([]);
+    expect(result.rows.map((r) => [r.firstName, r.lastName, r.attributes?.Notes])).toEqual([
+      ['Zoë', 'Müller', '\u0080 5 \u0092s'],
+      ['Ann', 'Smith', undefined],
+    ]);
+    expect(result.reading).toMatchObject({ encoding: 'iso-8859-1', encodingSource: 'profile' });
+  });
+
+  it('reads JSON Lines in Windows-1252 too', async () => {
+    const at = await file('zoe-1252.jsonl', bytes('{"employee_id": "J1", "email": "zoe@example.com", "first_name": "Zo\xeb", "last_name": "M\xfcller"}\n'));
+    const result = await readFeed(at, { encoding: 'windows-1252' });
+    expect(result.fileErrors).toEqual([]);
+    expect(result.rows.map((r) => [r.firstName, r.lastName])).toEqual([['Zoë', 'Müller']]);
+  });
+
+  it('without the setting, refuses the file naming line, byte and offset, and suggests "encoding": "windows-1252"', async () => {
+    const at = await file('zoe-default.csv', export1252);
+    const result = await readFeed(at);
+    expect(result.rows).toEqual([]);
+    // Line 2 starts at offset 52 (the header's 51 bytes and its LF), then "E1,zoe@example.com,Zo" (21 bytes): 0xEB is its 22nd.
+    expect(result.fileErrors).toEqual([
+      'zoe-default.csv line 2, byte 22 (offset 73 in the file): the byte 0xEB is not valid UTF-8 here (the file has no UTF-16 byte-order mark, so it is read as UTF-8), ' +
+        'so the text cannot be read; nothing was planned: if the export is Windows-1252 or Latin-1 (there 0xEB is "ë"), as many HR systems on Windows write it, ' +
+        'put "encoding": "windows-1252" in a feed profile (--profile FILE.json); or save the export as UTF-8',
+    ]);
+    // A profile that says UTF-8 is told to change it.
+    const said = await readFeed(at, feedReadOptions(parseFeedProfile('{"encoding": "utf-8"}', 'p.json')));
+    expect(said.fileErrors[0]).toMatch(/the profile's "encoding" says UTF-8\), .*change the profile's "encoding" to "windows-1252"; or save the export as UTF-8$/);
+  });
+
+  it('names a byte Windows-1252 does not define, and suggests ISO-8859-1', async () => {
+    const at = await file('undefined-1252.csv', bytes('employee_id,email,first_name\nE1,a@example.com,X\x81\n'));
+    const result = await readFeed(at, { encoding: 'windows-1252' });
+    expect(result.fileErrors).toEqual([
+      'undefined-1252.csv line 2, byte 19 (offset 47 in the file): the byte 0x81 is not valid Windows-1252 here ' +
+        '(the file has no byte-order mark and the profile\'s "encoding" says Windows-1252), so the text cannot be read; nothing was planned: ' +
+        'bytes 0x81, 0x8D, 0x8F, 0x90 and 0x9D are no Windows-1252 character: if the export is Latin-1, put "encoding": "iso-8859-1" in the feed profile, or save the export as UTF-8',
+    ]);
+    expect((await readFeed(at, { encoding: 'iso-8859-1' })).rows.map((r) => r.firstName)).toEqual(['X\u0081']);
+  });
+
+  it('a UTF-8 byte-order mark still wins over "encoding": "windows-1252"', async () => {
+    const at = await file('bom-utf8.csv', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('employee_id,email,first_name\nE1,a@example.com,Zoë\n')]));
+    const result = await readFeed(at, { encoding: 'windows-1252' });
+    expect(result.rows.map((r) => r.firstName)).toEqual(['Zoë']);
+    expect(result.reading).toMatchObject({ encoding: 'utf-8', encodingSource: 'bom' });
+  });
+
+  it('refuses an encoding it does not read, listing the ones it does', () => {
+    expect(problemsOf('{"encoding": "ebcdic"}')).toEqual([
+      'profile p.json, key "encoding": "ebcdic" is not an encoding trainsync reads; fix: write "encoding": "utf-8" (default), "utf-16le", "utf-16be", ' +
+        '"windows-1252" (or "cp1252") or "iso-8859-1" (or "latin1"), as the HR system exports it (a file with a byte-order mark is read by its mark whatever this says)',
+    ]);
+  });
+});
+
 describe('command line over profile', () => {
   it('replaces the format, and the column of each field given with --map', async () => {
     const profile = parseFeedProfile('{"format": "jsonl", "columns": {"employee_id": "Id", "email": "Work Email"}}', 'p.json');
@@ -333,7 +412,7 @@ describe('trainsync feed check', () => {
     const run = await runCli(['feed', 'check', 'examples/semicolon-export.csv', '--profile', 'examples/semicolon-profile.json', '--rows', '3'], env);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain('examples/semicolon-export.csv (profile examples/semicolon-profile.json): csv, delimiter ";", UTF-8, 13 lines');
+    expect(run.stdout).toContain('examples/semicolon-export.csv (profile examples/semicolon-profile.json): csv, delimiter ";", read as UTF-8 (its byte-order mark), 13 lines');
     expect(run.stdout).toContain('records: 12; valid: 12 (10 active, 2 inactive); rejected: 0');
     expect(run.stdout).toContain(
       'attributes kept: department ← "Afdeling", manager ← "Leidinggevende", location ← "Locatie", hire_date ← "Datum in dienst", end_date ← "Datum uit dienst"',
@@ -363,5 +442,24 @@ describe('trainsync feed check', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain(`profile ${profile}, key "delimter": not a profile key; did you mean "delimiter"? fix: rename it to "delimiter"`);
     expect(bad.stdout).toBe('');
+  });
+  it('names the encoding it read the file with; a Windows-1252 export without the setting fails with the fix', async () => {
+    const feed = await file('hr-1252.csv', bytes('employee_id,email,first_name,last_name\nE1,zoe@example.com,Zo\xeb,M\xfcller\n'));
+    const profile = await file('hr-1252.json', '{"encoding": "windows-1252"}');
+    const read = await runCli(['feed', 'check', feed, '--profile', profile], env);
+    expect(read.stderr).toBe('');
+    expect(read.code).toBe(0);
+    expect(read.stdout.split('\n')[0]).toBe(`${feed} (profile ${profile}): csv, delimiter "," (detected), read as Windows-1252 (the profile's "encoding"), 2 lines`);
+    expect(read.stdout).toMatch(/│ 2 +│ E1 +│ zoe@example\.com +│ Zoë +│ Müller +│/);
+    const json = JSON.parse((await runCli(['feed', 'check', feed, '--profile', profile, '--json'], env)).stdout) as { reading: Record<string, unknown> };
+    expect(json.reading).toMatchObject({ encoding: 'windows-1252', encodingSource: 'profile' });
+
+    const refused = await runCli(['feed', 'check', feed], env);
+    expect(refused.code).toBe(2);
+    expect(refused.stdout.split('\n')[0]).toBe(`${feed}: csv, delimiter "," (detected), read as UTF-8 (the default), 1 lines`);
+    expect(refused.stdout).toContain(
+      'FILE ERROR: hr-1252.csv line 2, byte 22 (offset 60 in the file): the byte 0xEB is not valid UTF-8 here',
+    );
+    expect(refused.stdout).toContain('(there 0xEB is "ë"), as many HR systems on Windows write it, put "encoding": "windows-1252" in a feed profile (--profile FILE.json)');
   });
 });

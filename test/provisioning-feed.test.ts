@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ColumnMapError, parseColumnMap } from '../src/provisioning/feed/columns.ts';
-import { FeedDecoder } from '../src/provisioning/feed/lines.ts';
+import { FeedDecoder, FeedEncodingError } from '../src/provisioning/feed/lines.ts';
 import { readFeed } from '../src/provisioning/feed/read.ts';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/feeds/', import.meta.url));
@@ -214,12 +214,14 @@ function utf16(text: string, order: 'LE' | 'BE'): Buffer {
 }
 
 describe('readFeed: encodings', () => {
-  it('refuses a CSV with bytes that are not UTF-8, naming the line and the fix', async () => {
+  it('refuses a CSV with bytes that are not UTF-8, naming the line, the byte and the fix', async () => {
     const result = await readFeed(fixture('invalid-utf8.csv'));
     expect(result.rows).toEqual([]);
+    // "E2,b@example.com,J" then 0xFF: the 19th byte of line 3, which starts at offset 66.
     expect(result.fileErrors).toEqual([
-      'invalid-utf8.csv line 3: bytes that are not valid UTF-8 (the file has no UTF-16 byte-order mark, so it is read as UTF-8), so the text cannot be read; ' +
-        'nothing was planned: save the export as UTF-8, or UTF-16 with a BOM',
+      'invalid-utf8.csv line 3, byte 19 (offset 84 in the file): the byte 0xFF is not valid UTF-8 here (the file has no UTF-16 byte-order mark, so it is read as UTF-8), ' +
+        'so the text cannot be read; nothing was planned: if the export is Windows-1252 or Latin-1 (there 0xFF is "ÿ"), as many HR systems on Windows write it, ' +
+        'put "encoding": "windows-1252" in a feed profile (--profile FILE.json); or save the export as UTF-8',
     ]);
   });
 
@@ -227,7 +229,7 @@ describe('readFeed: encodings', () => {
     const result = await readFeed(fixture('invalid-utf8.jsonl'));
     expect(result.rows).toEqual([]);
     expect(result.fileErrors).toHaveLength(1);
-    expect(result.fileErrors[0]).toMatch(/^invalid-utf8\.jsonl line 2: bytes that are not valid UTF-8 .*save the export as UTF-8, or UTF-16 with a BOM$/);
+    expect(result.fileErrors[0]).toMatch(/^invalid-utf8\.jsonl line 2, byte 85 \(offset 174 in the file\): the byte 0xFC is not valid UTF-8 here .*\(there 0xFC is "ü"\).*"encoding": "windows-1252"/);
   });
 
   it.each([
@@ -266,10 +268,16 @@ describe('readFeed: encodings', () => {
   it('refuses a UTF-16 file cut off inside a character or holding a lone surrogate', async () => {
     const cut = path.join(dir, 'utf16-cut.csv');
     await writeFile(cut, utf16('employee_id,email\nE1,a@example.com\nE2,b', 'LE').subarray(0, -1));
-    expect((await readFeed(cut)).fileErrors).toEqual([expect.stringMatching(/^utf16-cut\.csv line 3: bytes that are not valid UTF-16LE \(the file starts with a UTF-16LE byte-order mark\)/)]);
+    // The BOM and two lines (2 + 36 + 34 bytes), then "E2," and the half of "b" that is left: the cut character starts at offset 78.
+    expect((await readFeed(cut)).fileErrors).toEqual([
+      expect.stringMatching(/^utf16-cut\.csv line 3, byte 7 \(offset 78 in the file\): bytes that are not valid UTF-16LE \(the file starts with a UTF-16LE byte-order mark\)/),
+    ]);
     const lone = path.join(dir, 'utf16-lone.csv');
     await writeFile(lone, utf16('employee_id,email\nE1,a@example.com,\ud800x\nE2,b@example.com\n', 'BE'));
-    expect((await readFeed(lone)).fileErrors).toEqual([expect.stringMatching(/^utf16-lone\.csv line 2: bytes that are not valid UTF-16BE/)]);
+    // The BOM (2) and line 1 (18 characters with its LF: 36 bytes), then "E1,a@example.com," (17 characters): the surrogate.
+    expect((await readFeed(lone)).fileErrors).toEqual([
+      expect.stringMatching(/^utf16-lone\.csv line 2, byte 35 \(offset 72 in the file\): bytes that are not valid UTF-16BE .*save the export as UTF-8, or UTF-16 with a BOM$/),
+    ]);
   });
 
   it.each([['UTF-8', 'utf8'], ['UTF-16LE', 'LE'], ['UTF-16BE', 'BE']] as const)(
@@ -291,7 +299,9 @@ describe('readFeed: encodings', () => {
       const broken = encode(text.replace('Zoë 5000,', '\ud800 5000,'));
       if (encoding === 'utf8') broken.writeUInt8(0xe9, broken.indexOf('E5001,') - 4);
       await writeFile(file, broken);
-      expect((await readFeed(file)).fileErrors[0]).toMatch(new RegExp(`^large-${encoding}\\.csv line ${5000 + 5 + 1}: bytes that are not valid`));
+      // Far past the first chunk, the offset is still the file's: the bad byte's own.
+      const bad = encoding === 'utf8' ? broken.indexOf(Buffer.from([0xe9])) : broken.indexOf(utf16('\ud800 5000,', encoding).subarray(2));
+      expect((await readFeed(file)).fileErrors[0]).toMatch(new RegExp(`^large-${encoding}\\.csv line ${5000 + 5 + 1}, byte \\d+ \\(offset ${bad} in the file\\): `));
     },
   );
 
@@ -306,6 +316,25 @@ describe('readFeed: encodings', () => {
         expect(out).toBe(text);
         expect(decoder.lineCount).toBe(3);
       }
+    }
+  });
+
+  it('finds a bad character at its first byte whatever the chunk sizes, a BOM and a real U+FFFD before it', () => {
+    // "€" cut short (E2 82, then "A") after a U+FFFD the file really holds: the BOM (3) and line 1 (9), then "E1," and U+FFFD (6).
+    const bytes = Buffer.concat([Buffer.from('\ufeffid,email\nE1,\ufffd'), Buffer.from([0xe2, 0x82]), Buffer.from('A\n')]);
+    expect(bytes.indexOf(Buffer.from([0xe2, 0x82]))).toBe(18);
+    for (const size of [1, 2, 3, 5, 64]) {
+      const decoder = new FeedDecoder();
+      let caught: unknown;
+      try {
+        for (let at = 0; at < bytes.length; at += size) decoder.write(bytes.subarray(at, at + size));
+        decoder.end();
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught, `chunks of ${size}`).toBeInstanceOf(FeedEncodingError);
+      expect((caught as FeedEncodingError).at, `chunks of ${size}`).toEqual({ offset: 18, column: 7, byte: 0xe2 });
+      expect((caught as FeedEncodingError).line).toBe(2);
     }
   });
 });

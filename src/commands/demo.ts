@@ -5,6 +5,9 @@ import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { sql } from 'kysely';
 import { createApp } from '../runtime/app.ts';
+import { errorMessage } from '../lib/errors.ts';
+import { deletePrefixKeys } from '../queue/delete-prefix.ts';
+import { tryAdvisoryLock, withAdvisoryLock } from '../warehouse/advisory-lock.ts';
 import { loadConfig } from '../config.ts';
 import type { Logger } from '../runtime/log.ts';
 import { provisionFeed } from '../provisioning/provision-feed.ts';
@@ -25,6 +28,18 @@ const DEMO_ORG = DEFAULT_ORG;
 
 export const DEMO_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/trainsync_demo';
 export const DEMO_QUEUE_PREFIX = 'trainsync-demo';
+
+/**
+ * Each run's own BullMQ prefix (trainsync-demo-<8 hex>): two demos at once never take each
+ * other's jobs (a process works the queue it waits on, with its own simulator), and no
+ * worker of a deployment takes a demo's. Its keys are deleted when the run ends.
+ */
+/** Held for a run's steps: one demo at a time per database. */
+const DEMO_LOCK = 'trainsync:demo';
+
+export function demoQueuePrefix(): string {
+  return `${DEMO_QUEUE_PREFIX}-${randomBytes(4).toString('hex')}`;
+}
 /** The sample feed shipped in the repo; it matches the simulator's seed-1 organisation. */
 export const DEMO_FEED = fileURLToPath(new URL('../../examples/hr-feed.csv', import.meta.url));
 
@@ -57,14 +72,15 @@ export interface DemoCommandDeps extends Pick<CommandDeps, 'createLogger' | 'job
   /** Default: process.env. The demo overrides the platform, the queue prefix and (when unset) the database. */
   env?: Record<string, string | undefined>;
   write?: (text: string) => void;
-  /** Default DEMO_QUEUE_PREFIX; tests give their own. */
+  /** Default: a prefix of the run's own (demoQueuePrefix), deleted at the end; tests may give theirs (left to them). */
   queuePrefix?: string;
 }
 
 /**
  * `trainsync demo`: the whole product on one machine in under a minute, against an
- * in-process simulator. The state it keeps (database trainsync_demo, Redis prefix
- * trainsync-demo) makes a second run show the steady state: nothing to provision.
+ * in-process simulator. The state it keeps (database trainsync_demo, for BI queries
+ * afterwards) makes a second run repair the drift of its fresh simulator. Its queues live
+ * under a Redis prefix of the run's own, deleted at the end.
  */
 export function registerDemoCommand(program: Command, deps: DemoCommandDeps): void {
   program
@@ -75,9 +91,13 @@ export function registerDemoCommand(program: Command, deps: DemoCommandDeps): vo
       'after',
       `
 Needs only Postgres and Redis (e.g. \`docker compose up -d postgres redis\`). Uses DATABASE_URL
-when set, else ${DEMO_DATABASE_URL} (created if missing), TRAINSYNC_QUEUE_PREFIX when
-set, else the Redis prefix ${DEMO_QUEUE_PREFIX}, and an ephemeral TRAINSYNC_SECRET_KEY when none is set. The simulator
-(seed 1: 40 courses, 300 users, 3000 results) lives only while the demo runs.
+when set, else ${DEMO_DATABASE_URL} (created if missing, and kept for queries afterwards),
+and an ephemeral TRAINSYNC_SECRET_KEY when none is set. Its jobs live under a Redis prefix
+of the run's own (${DEMO_QUEUE_PREFIX}-<8 hex digits>, deleted when it ends; not
+TRAINSYNC_QUEUE_PREFIX, so no worker of a deployment takes them), so two demos at once
+never take each other's jobs; two at once against the same database run one after the
+other (the second says it waits). The simulator (seed 1: 40 courses, 300 users, 3000
+results) lives only while the demo runs.
 
 The sample feed (examples/hr-feed.csv) lists the organisation's employees with a few
 joiners, leavers, a returner, movers, a renamed employee and one bad row. The first run
@@ -92,6 +112,7 @@ trainsync_demo unless DATABASE_URL names another).`,
       const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
       const env = deps.env ?? process.env;
       const started = performance.now();
+      const queuePrefix = deps.queuePrefix ?? demoQueuePrefix();
       const sim = await startSimulator({ seed: 1 });
       const config = loadConfig({
         ...env,
@@ -101,7 +122,7 @@ trainsync_demo unless DATABASE_URL names another).`,
         TRAINSYNC_API_URL: sim.url,
         TRAINSYNC_API_KEY: sim.apiKey,
         DATABASE_URL: env.DATABASE_URL || DEMO_DATABASE_URL,
-        TRAINSYNC_QUEUE_PREFIX: deps.queuePrefix ?? (env.TRAINSYNC_QUEUE_PREFIX || DEMO_QUEUE_PREFIX),
+        TRAINSYNC_QUEUE_PREFIX: queuePrefix,
         TRAINSYNC_SECRET_KEY: env.TRAINSYNC_SECRET_KEY || randomBytes(32).toString('hex'),
         // A local simulator: a budget that keeps the demo quick (set it to see the limiter at work).
         TRAINSYNC_REQUESTS_PER_SECOND: env.TRAINSYNC_REQUESTS_PER_SECOND || '50',
@@ -117,7 +138,8 @@ trainsync_demo unless DATABASE_URL names another).`,
             `  database: ${new URL(config.DATABASE_URL).pathname.slice(1)}   redis prefix: ${config.TRAINSYNC_QUEUE_PREFIX}   request budget: ${config.TRAINSYNC_REQUESTS_PER_SECOND}/s\n\n`,
         );
         const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
-        try {
+        const database = decodeURIComponent(new URL(config.DATABASE_URL).pathname.slice(1));
+        const steps = async (): Promise<void> => {
           write(`1. migrate: done (${seconds()} s)\n\n2. sync everything\n`);
           const outcomes = await runSync({ ...app, org: DEMO_ORG }, syncResources(app.catalog.values()), syncPayloadSchema.parse({ trigger: 'cli' }));
           write(renderSummary(outcomes));
@@ -171,10 +193,24 @@ trainsync_demo unless DATABASE_URL names another).`,
           );
           write(`\n7. HR against the platform (npx trainsync reconcile)\n${renderReconciliation(await reconciliationReport(app.db, DEFAULT_ORG, 0))}`);
           write(`\nAll done in ${seconds()} s. Run \`npm run demo\` again: its simulator starts afresh, so the same feed repairs that drift and the reconcile ends at 0.\n`);
-          const database = decodeURIComponent(new URL(config.DATABASE_URL).pathname.slice(1));
           write(`Start from scratch: dropdb ${/^[A-Za-z0-9_]+$/.test(database) ? database : JSON.stringify(database)}\n`);
+        };
+        try {
+          // Two demos on one database would undo each other's provisioning (each has its own
+          // simulator, so its own platform ids): the second waits for the first.
+          const alone = await tryAdvisoryLock(app.withPgClient, DEMO_LOCK, steps);
+          if (!alone.acquired) {
+            write(`another demo is running against the database ${database}: waiting for it to finish (or set DATABASE_URL to another database)\n`);
+            await withAdvisoryLock(app.withPgClient, DEMO_LOCK, steps);
+          }
         } finally {
           await app.close();
+          // The run's own prefix only (a test's is the test's): its queues, finished jobs and request budget.
+          if (deps.queuePrefix === undefined) {
+            await deletePrefixKeys(config.REDIS_URL, config.TRAINSYNC_QUEUE_PREFIX).catch((error: unknown) =>
+              write(`(could not delete this run's Redis keys, prefix ${config.TRAINSYNC_QUEUE_PREFIX}: ${errorMessage(error)})\n`),
+            );
+          }
         }
       } finally {
         await sim.close();

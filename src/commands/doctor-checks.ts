@@ -3,7 +3,7 @@ import pg from 'pg';
 import { ConfigError, soleOrg, type Config } from '../config.ts';
 import { DEFAULT_ORG, type OrgSettings } from '../lib/orgs-file.ts';
 import { errorMessage } from '../lib/errors.ts';
-import { describeDatabaseError, describeRedisError, maskUrl } from '../lib/infra-errors.ts';
+import { describeDatabaseError, describeRedisError, isNotRedis, maskUrl } from '../lib/infra-errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
 import { PlatformError } from '../platform/errors.ts';
@@ -102,11 +102,16 @@ export async function checkRedis(config: Config): Promise<{ results: CheckResult
     retry: () => null,
   });
   let lastError: unknown;
-  redis.on('error', (error: unknown) => (lastError = error));
+  // A reply that was not Redis's protocol is the cause; the socket's close after it is not.
+  redis.on('error', (error: unknown) => (lastError = isNotRedis(lastError) ? lastError : error));
   try {
     try {
       await redis.connect();
     } catch (error) {
+      if (isNotRedis(lastError)) {
+        const detail = describeRedisError(lastError, config.REDIS_URL)!.split('; point REDIS_URL')[0]!;
+        return { reachable: false, results: [fail('redis', detail, 'point REDIS_URL at a Redis server (redis://HOST:6379), not at another service\'s port', true)] };
+      }
       const described = describeRedisError(lastError ?? error, config.REDIS_URL) ?? `cannot connect to Redis at ${where} (REDIS_URL): ${errorMessage(error)}`;
       return { reachable: false, results: [fail('redis', described, 'start it (`docker compose up -d postgres redis`, or the system service), or fix REDIS_URL')] };
     }

@@ -1,5 +1,6 @@
 import { CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError } from '../config.ts';
+import { InfrastructureError } from '../lib/infra-errors.ts';
 import { NotMigratedError } from '../warehouse/migrator.ts';
 
 /** The exit codes of every command (README, "Exit codes"). */
@@ -39,6 +40,8 @@ export function exitCodeFor(error: unknown): ExitCode {
     return error.exitCode === 0 ? EXIT.ok : EXIT.refused;
   }
   if (error instanceof UsageError || error instanceof RefusedError || error instanceof ConfigError || error instanceof NotMigratedError || error instanceof InvalidArgumentError) return EXIT.refused;
+  // A setting naming something that is not the service (REDIS_URL at an HTTP port) is configuration.
+  if (error instanceof InfrastructureError && error.misconfigured) return EXIT.refused;
   return EXIT.failed;
 }
 

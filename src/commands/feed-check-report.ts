@@ -1,5 +1,6 @@
 import Table from 'cli-table3';
 import { delimiterName } from '../provisioning/feed/delimiter.ts';
+import { encodingName, type EncodingSource, type FeedEncoding } from '../provisioning/feed/lines.ts';
 import type { FeedErrorField, FeedReadResult, FeedRow, FeedRowErrorCode } from '../provisioning/feed/types.ts';
 
 /** What `trainsync feed check` shows: how the feed reads, without doing anything with it. */
@@ -11,7 +12,10 @@ export interface FeedCheckReport {
     /** `,` `;` `\t` `|`; null for JSON Lines. */
     delimiter: string | null;
     delimiterDetected: boolean;
-    encoding: string | null;
+    /** The encoding the file was read with (utf-8, windows-1252, …); null when it could not be opened. */
+    encoding: FeedEncoding | null;
+    /** How it was chosen: the file's byte-order mark, the default (UTF-8), or the profile's "encoding". */
+    encodingSource: EncodingSource | null;
     /** field → column, for fields read from another column than their own name. */
     columns: Record<string, string>;
     /** CSV: the attributes kept and their columns; null for JSON Lines (keys vary by line). */
@@ -46,6 +50,7 @@ export function feedCheckReport(feed: FeedReadResult, options: { file: string; p
       delimiter: reading?.delimiter ?? null,
       delimiterDetected: reading?.delimiterDetected ?? false,
       encoding: reading?.encoding ?? null,
+      encodingSource: reading?.encodingSource ?? null,
       columns: Object.fromEntries(reading?.map ?? []),
       attributes: reading?.attributes ?? null,
     },
@@ -87,12 +92,14 @@ function attributesText(row: FeedRow): string {
 
 const ERRORS_SHOWN = 20;
 
+const ENCODING_SOURCES: Record<EncodingSource, string> = { bom: 'its byte-order mark', default: 'the default', profile: 'the profile\'s "encoding"' };
+
 /** The report as text: how the file was read, counts, errors (file, line, field, fix), then the first rows. */
 export function formatFeedCheck(report: FeedCheckReport): string {
   const r = report.reading;
   const how = [r.format];
   if (r.delimiter !== null) how.push(`delimiter ${delimiterName(r.delimiter)}${r.delimiterDetected ? ' (detected)' : ''}`);
-  if (r.encoding !== null) how.push(r.encoding.toUpperCase());
+  if (r.encoding !== null) how.push(`read as ${encodingName(r.encoding)}${r.encodingSource === null ? '' : ` (${ENCODING_SOURCES[r.encodingSource]})`}`);
   const lines = [`${report.file}${report.profile ? ` (profile ${report.profile})` : ''}: ${how.join(', ')}, ${report.counts.lines} lines`];
   const mapped = Object.entries(r.columns).map(([field, column]) => `${field} ← ${JSON.stringify(column)}`);
   if (mapped.length > 0) lines.push(`columns: ${mapped.join(', ')}`);

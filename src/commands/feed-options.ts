@@ -84,7 +84,9 @@ Feed profile (--profile FILE, JSON; every key optional; options on the command l
    "statusMap": {"Long-term leave": "inactive", "On Leave": "active"},
    "leaverRule": {"column": "Contract End", "dateFormat": "d-M-yyyy"},
    "attributes": {"department": "Department", "manager": "ManagerID"}}
-Without a profile the delimiter is detected from the header line (, ; tab |).`;
+Without a profile the delimiter is detected from the header line (, ; tab |).
+"encoding": utf-8 (default), utf-16le, utf-16be, windows-1252 (cp1252) or iso-8859-1
+(latin1); many HR systems on Windows export windows-1252. A byte-order mark always wins.`;
 
 /** `--mode full|delta`, worded for what the command does with an employee the feed leaves out. */
 export function addModeOption(command: Command, fullMeans: string): Command {

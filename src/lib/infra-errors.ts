@@ -18,10 +18,17 @@ export type InfrastructureService = 'postgres' | 'redis';
 /** A dependency is unreachable or refuses us; retrying later (or fixing the setting) helps. */
 export class InfrastructureError extends TrainsyncError {
   readonly service: InfrastructureService;
-  constructor(service: InfrastructureService, message: string, options?: { cause?: unknown }) {
-    super(message, { code: `${service.toUpperCase()}_UNAVAILABLE`, retryable: true, cause: options?.cause });
+  /**
+   * The setting names something that is not this service at all (REDIS_URL at an HTTP
+   * port): waiting cannot help, the configuration is wrong (exit 2, not 1).
+   */
+  readonly misconfigured: boolean;
+  constructor(service: InfrastructureService, message: string, options?: { cause?: unknown; misconfigured?: boolean }) {
+    const misconfigured = options?.misconfigured === true;
+    super(message, { code: misconfigured ? `${service.toUpperCase()}_MISCONFIGURED` : `${service.toUpperCase()}_UNAVAILABLE`, retryable: !misconfigured, cause: options?.cause });
     this.name = 'InfrastructureError';
     this.service = service;
+    this.misconfigured = misconfigured;
   }
 }
 
@@ -96,6 +103,8 @@ export function describeDatabaseError(error: unknown, databaseUrl: string): stri
 
 /** A one-line explanation of a Redis connection/login failure, or undefined for any other error. */
 export function describeRedisError(error: unknown, redisUrl: string): string | undefined {
+  const foreign = describeNotRedis(error, redisUrl);
+  if (foreign !== undefined) return foreign;
   const parts = errorParts(error);
   const auth = parts.find((p) => /^(NOAUTH|WRONGPASS|ERR invalid password)/.test(p.message));
   let reason: string | undefined;
@@ -116,6 +125,70 @@ export function describeRedisError(error: unknown, redisUrl: string): string | u
 }
 
 /**
+ * Something answered at REDIS_URL, but not in Redis's protocol (ioredis's parser met a
+ * reply type byte no Redis sends): an HTTP server, an SSH or mail server. One line
+ * naming host:port and what it sent, or undefined when `error` is no such thing.
+ */
+export function describeNotRedis(error: unknown, redisUrl: string): string | undefined {
+  const reply = foreignReply(error);
+  if (reply === undefined) return undefined;
+  const sent = reply.bytes.length === 0 ? '' : ` (it sent "${excerpt(reply.bytes)}")`;
+  return scrub(`REDIS_URL: ${redisWhere(redisUrl)} answered, but not as Redis${sent}; point REDIS_URL at a Redis server, e.g. redis://127.0.0.1:6379`, redisUrl);
+}
+
+/** True when `error` (or what it wraps) is ioredis's parser refusing a reply: the server is not Redis. */
+export function isNotRedis(error: unknown): boolean {
+  return foreignReply(error) !== undefined;
+}
+
+/**
+ * redis-parser's ParserError ("Protocol error, got "H" as reply type byte"), with the
+ * bytes it held: a Buffer, or (as redis-parser stores it) that Buffer JSON-encoded.
+ */
+function foreignReply(error: unknown, depth = 0): { bytes: Uint8Array } | undefined {
+  if (typeof error !== 'object' || error === null || depth > 4) return undefined;
+  const e = error as Record<string, unknown>;
+  if (e.name === 'ParserError' || (typeof e.message === 'string' && /^Protocol error, got /.test(e.message))) return { bytes: parserBytes(e.buffer) };
+  for (const inner of [...(Array.isArray(e.errors) ? e.errors : []), e.cause, e.lastNodeError]) {
+    const found = foreignReply(inner, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function parserBytes(buffer: unknown): Uint8Array {
+  if (buffer instanceof Uint8Array) return buffer;
+  if (typeof buffer !== 'string') return new Uint8Array();
+  try {
+    const parsed = JSON.parse(buffer) as { data?: unknown };
+    return Array.isArray(parsed.data) && parsed.data.every((b) => typeof b === 'number') ? Uint8Array.from(parsed.data as number[]) : new Uint8Array();
+  } catch {
+    return new Uint8Array();
+  }
+}
+
+/** The first line of what the server sent, printable ASCII only (others as \xNN), at most 40 characters. */
+function excerpt(bytes: Uint8Array): string {
+  const MAX = 40;
+  let out = '';
+  let index = 0;
+  for (; index < bytes.length && out.length < MAX; index += 1) {
+    const byte = bytes[index]!;
+    if (byte === 0x0d || byte === 0x0a) break;
+    out += byte >= 0x20 && byte < 0x7f && byte !== 0x22 && byte !== 0x5c ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, '0')}`;
+  }
+  // "…" when more than the line's end follows.
+  return bytes.subarray(index).some((byte) => byte !== 0x0d && byte !== 0x0a) ? `${out}…` : out;
+}
+
+/** host:port of a single-server REDIS_URL; the (masked) URL itself for Sentinel and Cluster, whose node answered is not known. */
+function redisWhere(redisUrl: string): string {
+  if (!/^rediss?:\/\//i.test(redisUrl)) return maskUrl(redisUrl);
+  const parsed = parseUrl(redisUrl)?.url;
+  return parsed ? `${parsed.hostname}:${parsed.port || '6379'}` : maskUrl(redisUrl);
+}
+
+/**
  * The InfrastructureError for `error` (cause kept), or undefined when it is not a
  * connection/login problem. Without `service`, it is inferred from the error itself:
  * pg and ioredis errors look different, and socket errors carry the port they tried.
@@ -130,7 +203,8 @@ export function toInfrastructureError(
     service === 'postgres' ? describeDatabaseError(error, config.DATABASE_URL)
     : service === 'redis' ? describeRedisError(error, config.REDIS_URL)
     : undefined;
-  return message === undefined || service === undefined ? undefined : new InfrastructureError(service, message, { cause: error });
+  if (message === undefined || service === undefined) return undefined;
+  return new InfrastructureError(service, message, { cause: error, misconfigured: service === 'redis' && isNotRedis(error) });
 }
 
 interface ErrorPart {
@@ -188,7 +262,7 @@ function serviceOf(error: unknown, config: ConnectionSettings): InfrastructureSe
   if (
     parts.some(
       (p) =>
-        /^(ReplyError|MaxRetriesPerRequestError|ClusterAllFailedError)$/.test(p.name) ||
+        /^(ReplyError|ParserError|MaxRetriesPerRequestError|ClusterAllFailedError)$/.test(p.name) ||
         /^(Connection is closed|NOAUTH|WRONGPASS|All sentinels are unreachable|Failed to refresh slots cache|None of startup nodes)/.test(p.message),
     )
   ) {

@@ -1,5 +1,5 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { describeRedisError, InfrastructureError, maskUrl } from '../lib/infra-errors.ts';
+import { describeRedisError, InfrastructureError, isNotRedis, maskUrl } from '../lib/infra-errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import { OutageLog } from '../lib/outage-log.ts';
 import { createRedisClient, isCluster, type RedisClient } from '../lib/redis-client.ts';
@@ -66,6 +66,11 @@ export class RedisConnections implements RedisStatus {
   private readonly log: Logger;
   private failingSince: number | undefined;
   private lastError: unknown;
+  /**
+   * The first reply that was not Redis's protocol (REDIS_URL at an HTTP port): kept,
+   * because the socket's reset or close that follows it says nothing of the cause.
+   */
+  private foreignReply: unknown;
   private gaveUp = false;
   /** A one-shot connection that never got through and was refused: given up at once, not after the timeout. */
   private refusedAtStart = false;
@@ -129,6 +134,7 @@ export class RedisConnections implements RedisStatus {
     if (message === undefined) return false;
     // Connections closing at shutdown report "Connection is closed": not an outage.
     if (this.closing) return true;
+    if (this.foreignReply === undefined && isNotRedis(error)) this.foreignReply = error;
     this.lastError = error;
     this.failingSince ??= Date.now();
     this.outage.down(shortReason(message, this.url));
@@ -157,6 +163,10 @@ export class RedisConnections implements RedisStatus {
   }
 
   unreachable(cause?: unknown, waitedMs?: number): InfrastructureError {
+    if (this.foreignReply !== undefined) {
+      // Not Redis at all: no "waited" (nothing was waited for), and exit 2, the setting's fault.
+      return new InfrastructureError('redis', describeRedisError(this.foreignReply, this.url)!, { cause: this.foreignReply, misconfigured: true });
+    }
     const described = describeRedisError(this.lastError, this.url) ?? describeRedisError(cause, this.url);
     const setting = (ms: number): string => (this.mode === 'one-shot' && ms === this.timeoutMs ? ', TRAINSYNC_REDIS_TIMEOUT_MS' : '');
     const waited =
@@ -220,6 +230,7 @@ export class RedisConnections implements RedisStatus {
     const dropped = this.failingSince !== undefined || this.outage.isDown || this.gaveUp;
     this.failingSince = undefined;
     this.lastError = undefined;
+    this.foreignReply = undefined;
     this.gaveUp = false;
     this.outage.up();
     if (!dropped) return;
@@ -238,9 +249,10 @@ export class RedisConnections implements RedisStatus {
     this.failingSince ??= now;
     const delay = Math.min(100 * 2 ** Math.min(times - 1, 5), MAX_RETRY_DELAY_MS);
     if (this.mode === 'persistent') return delay;
-    // Nothing listens there (or the name does not resolve): waiting would not change that
-    // for a command a person just typed, so it fails now, naming REDIS_URL and how to start it.
-    if (!this.everReady && isRefusal(this.lastError)) {
+    // Nothing listens there (or the name does not resolve), or what listens is not Redis:
+    // waiting would not change that for a command a person just typed, so it fails now,
+    // naming REDIS_URL and how to start it (or what answered instead).
+    if (!this.everReady && (isRefusal(this.lastError) || this.foreignReply !== undefined)) {
       this.gaveUp = true;
       this.refusedAtStart = true;
       return null;
@@ -269,7 +281,9 @@ function failoverReply(error: unknown): string | undefined {
 /** describeRedisError's sentence without the "cannot connect to Redis at URL (REDIS_URL): " the outage log says itself. */
 function shortReason(message: string, url: string): string {
   const prefix = `cannot connect to Redis at ${maskUrl(url)} (REDIS_URL): `;
-  return message.startsWith(prefix) ? message.slice(prefix.length) : message;
+  if (message.startsWith(prefix)) return message.slice(prefix.length);
+  // describeNotRedis's "REDIS_URL: host:port answered, but not as Redis…": the log names REDIS_URL already.
+  return message.startsWith('REDIS_URL: ') ? message.slice('REDIS_URL: '.length) : message;
 }
 
 /** A connection refused or a host name that does not resolve: answers that do not change by waiting. */

@@ -7,7 +7,7 @@ import { resolveHeader, type HeaderResolution } from './columns.ts';
 import { attributePairs } from './attributes.ts';
 import type { FeedCollector, RecordExtras } from './collector.ts';
 import { delimiterName, detectDelimiter } from './delimiter.ts';
-import { FeedDecoder, LineIndex, readFailure, type FeedEncoding } from './lines.ts';
+import { FeedDecoder, LineIndex, readFailure, type EncodingSource, type FeedEncoding } from './lines.ts';
 import type { FeedRecord } from './row.ts';
 import type { AttributeSelection, ColumnMap, FeedDelimiter, FeedField } from './types.ts';
 
@@ -28,6 +28,7 @@ export interface CsvReadInfo {
   hash: string;
   lineCount: number;
   encoding?: FeedEncoding;
+  encodingSource?: EncodingSource;
   delimiter: FeedDelimiter;
   delimiterDetected: boolean;
   /** The attributes kept and their columns (empty until the header was read). */
@@ -260,7 +261,7 @@ export async function readCsvInto(path: string, file: string, settings: CsvSetti
   return {
     hash: decoder.digest(),
     lineCount: decoder.lineCount,
-    ...(encoding !== undefined ? { encoding } : {}),
+    ...(encoding !== undefined ? { encoding, encodingSource: decoder.encodingSource } : {}),
     delimiter,
     delimiterDetected: settings.delimiter === undefined,
     attributes: kept,

@@ -2,7 +2,7 @@ import { errorMessage } from '../../lib/errors.ts';
 import { createReadStream } from 'node:fs';
 import { columnFor } from './columns.ts';
 import type { FeedCollector, RecordExtras } from './collector.ts';
-import { FeedDecoder, readFailure, type FeedEncoding } from './lines.ts';
+import { FeedDecoder, readFailure, type EncodingSource, type FeedEncoding } from './lines.ts';
 import type { FeedRecord } from './row.ts';
 import { FEED_FIELDS, type ColumnMap, type JsonValue } from './types.ts';
 
@@ -47,7 +47,7 @@ export async function readJsonlInto(
   file: string,
   settings: { map?: ColumnMap | undefined; encoding?: FeedEncoding | undefined },
   collector: FeedCollector,
-): Promise<{ hash: string; lineCount: number; encoding?: FeedEncoding }> {
+): Promise<{ hash: string; lineCount: number; encoding?: FeedEncoding; encodingSource?: EncodingSource }> {
   const { map } = settings;
   const fieldKeys = new Set(FEED_FIELDS.map((field) => columnFor(field, map)));
   const decoder = new FeedDecoder(settings.encoding);
@@ -90,5 +90,5 @@ export async function readJsonlInto(
     collector.fileError(readFailure(file, error));
   }
   const encoding = decoder.detectedEncoding;
-  return { hash: decoder.digest(), lineCount: decoder.lineCount, ...(encoding !== undefined ? { encoding } : {}) };
+  return { hash: decoder.digest(), lineCount: decoder.lineCount, ...(encoding !== undefined ? { encoding, encodingSource: decoder.encodingSource } : {}) };
 }

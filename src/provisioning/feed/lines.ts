@@ -2,19 +2,41 @@ import { TrainsyncError } from '../../lib/errors.ts';
 import { errorMessage } from '../../lib/errors.ts';
 import { createHash, type Hash } from 'node:crypto';
 import { TextDecoder } from 'node:util';
+import iconv from 'iconv-lite';
 
 const LF = 0x0a;
 const CR = 0x0d;
 
-export type FeedEncoding = 'utf-8' | 'utf-16le' | 'utf-16be';
+/**
+ * The encodings a feed may be in. Besides Unicode, the two single-byte ones HR systems on
+ * Windows export: Windows-1252 (cp1252, "ANSI") and ISO-8859-1 (Latin-1), which differ
+ * only in 0x80-0x9F (€, curly quotes and dashes in Windows-1252; control codes in Latin-1).
+ */
+export type FeedEncoding = 'utf-8' | 'utf-16le' | 'utf-16be' | 'windows-1252' | 'iso-8859-1';
 
-const ENCODING_NAMES: Record<FeedEncoding, string> = { 'utf-8': 'UTF-8', 'utf-16le': 'UTF-16LE', 'utf-16be': 'UTF-16BE' };
+const ENCODING_NAMES: Record<FeedEncoding, string> = {
+  'utf-8': 'UTF-8',
+  'utf-16le': 'UTF-16LE',
+  'utf-16be': 'UTF-16BE',
+  'windows-1252': 'Windows-1252',
+  'iso-8859-1': 'ISO-8859-1',
+};
+
+/** The name a person reads for an encoding ("Windows-1252"). */
+export function encodingName(encoding: FeedEncoding): string {
+  return ENCODING_NAMES[encoding];
+}
+
+/** How the encoding of a file was chosen: its byte-order mark, the default (UTF-8), or the profile's `encoding`. */
+export type EncodingSource = 'bom' | 'default' | 'profile';
 
 /** The line feed as a code unit of each encoding. */
 const LF_UNITS: Record<FeedEncoding, Buffer> = {
   'utf-8': Buffer.from([LF]),
   'utf-16le': Buffer.from([LF, 0x00]),
   'utf-16be': Buffer.from([0x00, LF]),
+  'windows-1252': Buffer.from([LF]),
+  'iso-8859-1': Buffer.from([LF]),
 };
 
 /** The encoding a byte-order mark names, if the file starts with one. */
@@ -25,10 +47,32 @@ function bomEncoding(bytes: Buffer): FeedEncoding | undefined {
   return undefined;
 }
 
-/** Encoding names a profile may give (case-insensitive, with or without the hyphen). */
+/** Names a profile may give, lower case without "-", "_" or spaces. */
+const ENCODING_ALIASES: Readonly<Record<string, FeedEncoding>> = {
+  utf8: 'utf-8',
+  utf16le: 'utf-16le',
+  utf16be: 'utf-16be',
+  windows1252: 'windows-1252',
+  cp1252: 'windows-1252',
+  win1252: 'windows-1252',
+  iso88591: 'iso-8859-1',
+  latin1: 'iso-8859-1',
+};
+
+/** Encoding names a profile may give (case-insensitive, with or without hyphens; cp1252 and latin1 as aliases). */
 export function parseFeedEncoding(value: string): FeedEncoding | undefined {
-  const name = value.trim().toLowerCase().replace(/^utf(?!-)/, 'utf-');
-  return name === 'utf-8' || name === 'utf-16le' || name === 'utf-16be' ? name : undefined;
+  const key = value.trim().toLowerCase().replace(/[-_\s]/g, '');
+  return Object.hasOwn(ENCODING_ALIASES, key) ? ENCODING_ALIASES[key] : undefined;
+}
+
+/** Where in the file decoding failed: the first byte that is not a character of the encoding. */
+export interface BadBytes {
+  /** 0-based offset in the file. */
+  offset: number;
+  /** 1-based column of that byte in its line, counted in bytes. */
+  column: number;
+  /** The byte itself. */
+  byte: number;
 }
 
 /** Bytes that do not decode in the feed's encoding: a file error, since any value may be garbled. */
@@ -37,7 +81,9 @@ export class FeedEncodingError extends TrainsyncError {
     readonly line: number,
     readonly encoding: FeedEncoding,
     /** How the encoding was chosen: by the file's BOM, or (no BOM) the default or a profile's `encoding`. */
-    readonly chosenBy: 'bom' | 'default' | 'profile' = encoding === 'utf-8' ? 'default' : 'bom',
+    readonly chosenBy: EncodingSource = encoding === 'utf-8' ? 'default' : 'bom',
+    /** The first bad byte, when it could be found (a cut-off file ends inside a character instead). */
+    readonly at?: BadBytes,
   ) {
     super(`line ${line} is not valid ${ENCODING_NAMES[encoding]}`, { code: 'FEED_ENCODING', retryable: false });
     this.name = 'FeedEncodingError';
@@ -52,8 +98,28 @@ export class FeedEncodingError extends TrainsyncError {
         : this.chosenBy === 'profile'
           ? `the file has no byte-order mark and the profile's "encoding" says ${name}`
           : 'the file has no UTF-16 byte-order mark, so it is read as UTF-8';
-    return `${file} line ${this.line}: bytes that are not valid ${name} (${why}), so the text cannot be read; nothing was planned: save the export as UTF-8, or UTF-16 with a BOM`;
+    const where = this.at === undefined ? '' : `, byte ${this.at.column} (offset ${this.at.offset} in the file)`;
+    const what =
+      this.at !== undefined && LF_UNITS[this.encoding].length === 1 ? `the byte ${hex(this.at.byte)} is not valid ${name} here` : `bytes that are not valid ${name}`;
+    return `${file} line ${this.line}${where}: ${what} (${why}), so the text cannot be read; nothing was planned: ${this.fix()}`;
   }
+
+  private fix(): string {
+    const byte = this.at?.byte;
+    if (this.encoding === 'utf-8' && this.chosenBy !== 'bom') {
+      // A byte ≥ 0x80 that is not UTF-8 is almost always a Windows export: show the letter it stands for there.
+      const letter = byte !== undefined && byte >= 0x80 ? iconv.decode(Buffer.from([byte]), 'windows-1252') : undefined;
+      const shown = letter !== undefined && letter !== '\ufffd' ? ` (there ${hex(byte!)} is "${letter}")` : '';
+      const setting = this.chosenBy === 'profile' ? 'change the profile\'s "encoding" to "windows-1252"' : 'put "encoding": "windows-1252" in a feed profile (--profile FILE.json)';
+      return `if the export is Windows-1252 or Latin-1${shown}, as many HR systems on Windows write it, ${setting}; or save the export as UTF-8`;
+    }
+    if (this.encoding === 'windows-1252') return 'bytes 0x81, 0x8D, 0x8F, 0x90 and 0x9D are no Windows-1252 character: if the export is Latin-1, put "encoding": "iso-8859-1" in the feed profile, or save the export as UTF-8';
+    return 'save the export as UTF-8, or UTF-16 with a BOM';
+  }
+}
+
+function hex(byte: number): string {
+  return `0x${byte.toString(16).toUpperCase().padStart(2, '0')}`;
 }
 
 /** The file error for a read that stopped: undecodable bytes at their line, or the I/O error. */
@@ -62,35 +128,99 @@ export function readFailure(file: string, error: unknown): string {
   return `cannot read ${file}: ${errorMessage(error)}`;
 }
 
+/** Text from bytes, chunk by chunk; throws on bytes that are not a character of the encoding. */
+interface Decoding {
+  decode(bytes: Uint8Array | undefined, stream: boolean): string;
+  /** The offset in `bytes` of the first byte that does not decode, if this decoding alone (no carried bytes) finds one. */
+  firstBad(bytes: Uint8Array): number | undefined;
+}
+
+/** UTF-8 and UTF-16: Node's own decoder, fatal. */
+function unicodeDecoding(encoding: 'utf-8' | 'utf-16le' | 'utf-16be'): Decoding {
+  // ignoreBOM false: the decoder drops the byte-order mark, so parsers never see it.
+  const decoder = new TextDecoder(encoding, { fatal: true, ignoreBOM: false });
+  const unit = encoding === 'utf-8' ? 1 : 2;
+  return {
+    decode: (bytes, stream) => decoder.decode(bytes, { stream }),
+    firstBad(bytes) {
+      // The lenient decoder puts U+FFFD where bytes are bad; a U+FFFD the file really holds is skipped.
+      const text = new TextDecoder(encoding, { ignoreBOM: true }).decode(bytes);
+      const real = Buffer.from(encoding === 'utf-8' ? [0xef, 0xbf, 0xbd] : encoding === 'utf-16le' ? [0xfd, 0xff] : [0xff, 0xfd]);
+      for (let at = text.indexOf('\ufffd'); at >= 0; at = text.indexOf('\ufffd', at + 1)) {
+        const offset = unit === 1 ? Buffer.byteLength(text.slice(0, at), 'utf8') : at * 2;
+        if (!Buffer.from(bytes.subarray(offset, offset + real.length)).equals(real)) return offset;
+      }
+      return undefined;
+    },
+  };
+}
+
+/** Windows-1252 and ISO-8859-1: one byte, one character (iconv-lite's tables); Windows-1252 leaves five bytes undefined. */
+function singleByteDecoding(encoding: 'windows-1252' | 'iso-8859-1'): Decoding {
+  const firstBad = (bytes: Uint8Array): number | undefined => {
+    const at = iconv.decode(Buffer.from(bytes), encoding).indexOf('\ufffd');
+    return at < 0 ? undefined : at;
+  };
+  return {
+    decode(bytes) {
+      if (bytes === undefined) return '';
+      const text = iconv.decode(Buffer.from(bytes), encoding);
+      if (text.includes('\ufffd')) throw new Error(`not ${ENCODING_NAMES[encoding]}`);
+      return text;
+    },
+    firstBad,
+  };
+}
+
+function decodingFor(encoding: FeedEncoding): Decoding {
+  return encoding === 'windows-1252' || encoding === 'iso-8859-1' ? singleByteDecoding(encoding) : unicodeDecoding(encoding);
+}
+
 /**
- * Turns a feed's bytes (UTF-8, or UTF-16 LE/BE with a BOM) into text, chunk by chunk.
- * Decoding is fatal: bad bytes throw a FeedEncodingError naming their line instead of
- * becoming U+FFFD in some employee's name. To know that line, each chunk is decoded
- * one line at a time (split on the LF code unit, which always ends a character), with
- * a streaming decoder carrying characters cut by chunk ends, so memory stays flat
+ * Turns a feed's bytes (UTF-8, UTF-16 LE/BE with a BOM, or what a profile names) into
+ * text, chunk by chunk.
+ * Decoding is fatal: bad bytes throw a FeedEncodingError naming their line and offset
+ * instead of becoming U+FFFD in some employee's name. To know that line, each chunk is
+ * decoded one line at a time (split on the LF code unit, which always ends a character),
+ * with a streaming decoder carrying characters cut by chunk ends, so memory stays flat
  * however long a line is. Also hashes the raw bytes and counts the lines.
  */
 export class FeedDecoder {
   readonly hash: Hash = createHash('sha256');
   private encoding: FeedEncoding | undefined;
-  private decoder: TextDecoder | undefined;
+  private decoding: Decoding | undefined;
   private lf: Buffer = LF_UNITS['utf-8'];
   /** Bytes held back: the first bytes until a BOM can be seen, or half a UTF-16 code unit. */
   private carry: Buffer = Buffer.alloc(0);
   /** 1-based line of the next byte to decode. */
   private line = 1;
+  /** Offsets in the file of the next byte to decode, and of the start of its line. */
+  private offset = 0;
+  private lineStart = 0;
+  /**
+   * The last bytes given to the decoder that it holds back, unread: the start of a
+   * character cut by a chunk end. Kept so a bad character is found at its first byte.
+   */
+  private held: Buffer = Buffer.alloc(0);
+  /** Bytes of a byte-order mark the decoder drops from its first text (they are in no character). */
+  private bomBytes = 0;
   private lastLineHasText = false;
-  private chosenBy: 'bom' | 'default' | 'profile' = 'default';
+  private chosenBy: EncodingSource = 'default';
 
   /**
    * @param fallback the encoding of a file without a byte-order mark (default UTF-8;
-   *   a profile may say UTF-16). A BOM always wins: it is what the exporting tool wrote.
+   *   a profile may say another). A BOM always wins: it is what the exporting tool wrote.
    */
   constructor(private readonly fallback?: FeedEncoding) {}
 
   /** The encoding in use, once the first bytes were seen. */
   get detectedEncoding(): FeedEncoding | undefined {
     return this.encoding;
+  }
+
+  /** How the encoding in use was chosen (meaningful once the first bytes were seen). */
+  get encodingSource(): EncodingSource {
+    return this.chosenBy;
   }
 
   /** Text of the chunk (possibly less or more than its bytes: cut characters wait for the next). */
@@ -130,14 +260,12 @@ export class FeedDecoder {
 
   private start(firstBytes: Buffer): void {
     const bom = bomEncoding(firstBytes);
-    // A UTF-8 BOM keeps the default's wording: "no UTF-16 byte-order mark, so read as UTF-8" is still true.
-    if (bom === 'utf-16le' || bom === 'utf-16be') this.chosenBy = 'bom';
-    else this.chosenBy = bom === undefined && this.fallback !== undefined && this.fallback !== 'utf-8' ? 'profile' : 'default';
+    this.chosenBy = bom !== undefined ? 'bom' : this.fallback !== undefined ? 'profile' : 'default';
     const encoding = bom ?? this.fallback ?? 'utf-8';
     this.encoding = encoding;
+    this.bomBytes = bom === undefined ? 0 : bom === 'utf-8' ? 3 : 2;
     this.lf = LF_UNITS[encoding];
-    // ignoreBOM false: the decoder drops the byte-order mark, so parsers never see it.
-    this.decoder = new TextDecoder(encoding, { fatal: true, ignoreBOM: false });
+    this.decoding = decodingFor(encoding);
   }
 
   private decodeLines(bytes: Buffer): string {
@@ -147,6 +275,7 @@ export class FeedDecoder {
     for (let lf = this.nextLf(bytes, 0); lf >= 0; lf = this.nextLf(bytes, from)) {
       text += this.decode(bytes.subarray(from, lf + unit), true);
       this.line += 1;
+      this.lineStart = this.offset;
       this.lastLineHasText = false;
       from = lf + unit;
     }
@@ -168,12 +297,29 @@ export class FeedDecoder {
     return -1;
   }
 
-  private decode(bytes: Uint8Array | undefined, stream: boolean): string {
+  /** Decodes the next bytes of the file (`undefined`: the end), moving the offset past them. */
+  private decode(bytes: Buffer | undefined, stream: boolean): string {
+    const pending = bytes === undefined || bytes.length === 0 ? this.held : this.held.length === 0 ? bytes : Buffer.concat([this.held, bytes]);
+    let text: string;
     try {
-      return this.decoder!.decode(bytes, { stream });
+      text = this.decoding!.decode(bytes, stream);
     } catch {
-      throw new FeedEncodingError(this.line, this.encoding!, this.chosenBy);
+      throw new FeedEncodingError(this.line, this.encoding!, this.chosenBy, this.badBytes(pending));
     }
+    this.offset += bytes?.length ?? 0;
+    // Fatal decoding gives back exactly the bytes it read: what it did not is held for the next call.
+    const read = (this.encoding === 'utf-8' ? Buffer.byteLength(text, 'utf8') : text.length * this.lf.length) + this.bomBytes;
+    if (this.bomBytes > 0 && pending.length >= this.bomBytes) this.bomBytes = 0;
+    this.held = read >= pending.length ? Buffer.alloc(0) : Buffer.from(pending.subarray(read));
+    return text;
+  }
+
+  /** The first bad byte of `pending` (held bytes, then the ones just given), where the decoder failed. */
+  private badBytes(pending: Buffer): BadBytes | undefined {
+    if (pending.length === 0) return undefined;
+    const within = this.decoding!.firstBad(pending) ?? 0;
+    const offset = this.offset - this.held.length + within;
+    return { offset, column: offset - this.lineStart + 1, byte: pending[within]! };
   }
 }
 

@@ -71,7 +71,9 @@ const FIXES = {
   description: 'write any text, e.g. "description": "Workday worker export"',
   format: 'write "format": "csv" or "jsonl" (or leave it out: the file extension decides)',
   delimiter: 'write "delimiter": one of ",", ";", "\\t" (or "tab"), "|", or "auto" (or leave it out: it is detected from the header line)',
-  encoding: 'write "encoding": "utf-8", "utf-16le" or "utf-16be" (a file with a byte-order mark is read by its mark whatever this says)',
+  encoding:
+    'write "encoding": "utf-8" (default), "utf-16le", "utf-16be", "windows-1252" (or "cp1252") or "iso-8859-1" (or "latin1"), as the HR system exports it ' +
+    '(a file with a byte-order mark is read by its mark whatever this says)',
   columns: `write "columns": {"<feed field>": "<header in the export>"}, e.g. {"employee_id": "WorkerID", "email": "Work Email"}; feed fields: ${FEED_FIELDS.join(', ')}`,
   statusMap: 'write "statusMap": {"<status word in the export>": "active" or "inactive"}, e.g. {"Long-term leave": "inactive"}',
   leaverRule: 'write "leaverRule": {"column": "<end-date header>", "dateFormat": "d-M-yyyy"} (tokens: d, dd, M, MM, yyyy)',

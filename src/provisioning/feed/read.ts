@@ -12,7 +12,8 @@ export function feedFormatFor(path: string): FeedFormat {
 }
 
 /**
- * Reads an HR feed (CSV with a header row, or JSON Lines; UTF-8, or UTF-16 with a BOM),
+ * Reads an HR feed (CSV with a header row, or JSON Lines; UTF-8, UTF-16 with a BOM, or the
+ * encoding the profile names, e.g. Windows-1252),
  * streaming: only the valid rows are held. Bad rows are reported and left out; their keys are kept so the
  * planner never disables an employee whose row merely failed to read. A profile's
  * options (see profile.ts) add status words, the end-date leaver rule and the attributes kept.
@@ -30,7 +31,7 @@ export async function readFeed(path: string, options: ReadFeedOptions = {}): Pro
   const reading: FeedReading = { format, map: options.map ?? new Map() };
   if (format === 'jsonl') {
     const info = await readJsonlInto(path, file, { map: options.map, encoding: options.encoding }, collector);
-    if (info.encoding !== undefined) reading.encoding = info.encoding;
+    if (info.encoding !== undefined) Object.assign(reading, { encoding: info.encoding, encodingSource: info.encodingSource });
     return { ...collector.finish(info.hash, info.lineCount), reading };
   }
   const info = await readCsvInto(
@@ -39,7 +40,7 @@ export async function readFeed(path: string, options: ReadFeedOptions = {}): Pro
     { map: options.map, delimiter: options.delimiter, encoding: options.encoding, leaverColumn: leaver?.column, attributes: options.attributes },
     collector,
   );
-  if (info.encoding !== undefined) reading.encoding = info.encoding;
+  if (info.encoding !== undefined) Object.assign(reading, { encoding: info.encoding, encodingSource: info.encodingSource });
   Object.assign(reading, { delimiter: info.delimiter, delimiterDetected: info.delimiterDetected, attributes: info.attributes });
   return { ...collector.finish(info.hash, info.lineCount), reading };
 }

@@ -11,7 +11,7 @@
  *            HR data for the warehouse (`training.employees.attributes`).
  * - profile: a JSON file holding how one HR system's export is read (see profile.ts).
  */
-import type { FeedEncoding } from './lines.ts';
+import type { EncodingSource, FeedEncoding } from './lines.ts';
 
 /** The contract's HR-feed fields, in the order a report lists them. */
 export const FEED_FIELDS = [
@@ -129,6 +129,8 @@ export interface FeedReading {
   delimiterDetected?: boolean;
   /** undefined when the file could not be opened. */
   encoding?: FeedEncoding;
+  /** How `encoding` was chosen: the file's byte-order mark, the default (UTF-8), or the profile. */
+  encodingSource?: EncodingSource;
   /** field → column, for every field read from a column other than its own name. */
   map: ColumnMap;
   /** CSV: the attributes kept, and the header column of each. JSON Lines: undefined (keys vary by line). */

@@ -3,14 +3,6 @@ import type { JobQueue } from './job-queue.ts';
 import { QUEUE_NAMES } from './names.ts';
 
 /**
- * Serves bull-board (every queue of this process) under `basePath` of a Fastify server; the
- * BullMQ objects stay inside src/queue. The caller guards the routes (login, roles).
- *
- * bull-board, its view engine and its static UI are loaded on the first request under
- * `basePath`, into a Fastify instance of their own that requests are handed to: a console
- * nobody opens the Queues page of never pays for them (README, "Console", memory).
- */
-/**
  * Additions to bull-board's page (its HTML, served from the entry route): markup for the
  * head and the start of the body, outside the element its script renders into, so it stays.
  * `links`: entries of its header menu (bull-board's `miscLinks`).
@@ -24,11 +16,19 @@ export interface QueueBoardPage {
 /** `page` markup inserted once into an HTML answer; any other answer is left as it is. */
 export function decorateBoardHtml(body: string, page: QueueBoardPage): string {
   let out = body;
-  if (page.head) out = out.replace(/<\/head>/i, `${page.head}</head>`);
+  if (page.head) out = out.replace(/<\/head>/i, (tag) => `${page.head}${tag}`);
   if (page.bodyStart) out = out.replace(/<body[^>]*>/i, (tag) => `${tag}${page.bodyStart}`);
   return out;
 }
 
+/**
+ * Serves bull-board (every queue of this process) under `basePath` of a Fastify server; the
+ * BullMQ objects stay inside src/queue. The caller guards the routes (login, roles).
+ *
+ * bull-board, its view engine and its static UI are loaded on the first request under
+ * `basePath`, into a Fastify instance of their own that requests are handed to: a console
+ * nobody opens the Queues page of never pays for them (README, "Console", memory).
+ */
 export function mountQueueBoard(server: FastifyInstance, queue: JobQueue, basePath: string, page: QueueBoardPage = {}): void {
   let board: Promise<FastifyInstance> | undefined;
   const load = async (): Promise<FastifyInstance> => {

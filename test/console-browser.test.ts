@@ -39,6 +39,9 @@ let viewer: { context: BrowserContext; page: Page };
 let base: string;
 let hashes: string[];
 const pagesSeen = new Map<string, string>();
+/** Earlier runs of results, six hours apart over the last day, at 17 min 5 s past an hour (UTC). */
+const HOUR = 3_600_000;
+const EARLIER_RUNS = Array.from({ length: 5 }, (_, i) => new Date(Math.floor(Date.now() / HOUR) * HOUR - (26 - 6 * i) * HOUR + 17 * 60_000 + 5_000));
 /** Whether bull-board's modules are in this process (CommonJS packages: Node's module cache). */
 const bullBoardLoaded = (): boolean => Object.keys(createRequire(import.meta.url).cache).some((file) => file.includes(`${path.sep}@bull-board${path.sep}`));
 
@@ -73,7 +76,7 @@ async function queuesListed(page: Page): Promise<void> {
 
 /** The pages whose screenshots are in the README (a run's page: whichever run the test opens). */
 const screenshotName = (url: string): string | undefined =>
-  /^\/runs\/\d+$/.test(url) ? 'run' : { '/': 'overview', '/runs?resource=results': 'runs', '/provisioning': 'provisioning', '/people?by=department': 'people', '/webhooks': 'webhooks', '/queues': 'queues' }[url];
+  /^\/runs\/\d+$/.test(url) ? 'run' : { '/': 'overview', '/runs?resource=results': 'runs', '/provisioning': 'provisioning', '/people': 'people', '/webhooks': 'webhooks', '/queues': 'queues' }[url];
 
 /** Visits a page, keeps its HTML for the secret scan, and returns the response status. */
 async function visit(page: Page, url: string): Promise<number> {
@@ -129,8 +132,18 @@ beforeAll(async () => {
   // The applied state: every account adopted by a first, unchanged feed.
   await provisionFeed(provisionDeps(h.app, 'default'), { file: feedWith(() => undefined), mode: 'full', dryRun: false, force: false });
   h.sim.setFaults({ malformedResultEvery: 7 });
-  await h.sync(['courses', 'users', 'results']);
+  await h.sync(['courses', 'groups', 'users', 'results']);
   h.sim.setFaults({ malformedResultEvery: 0 });
+  // Schedules three hours off or more (none fires during the test): the Overview's "next scheduled".
+  const hour = (new Date().getUTCHours() + 3) % 24;
+  for (const [i, resource] of ['courses', 'groups', 'users', 'results'].entries()) {
+    await h.app.queue.upsertSchedule({ id: `sync-${resource}`, org: DEFAULT_ORG, job: `sync-${resource}`, queue: SYNC_QUEUE, pattern: `${15 * i} ${hour} * * *` });
+  }
+  // Earlier runs of results, for the chart to have a history (the synced run stays the latest).
+  for (const [i, at] of EARLIER_RUNS.entries()) {
+    await sql`insert into trainsync.runs (org, resource, mode, started_at, finished_at, status, inserted, updated, unchanged, requests, pages)
+              values (${DEFAULT_ORG}, 'results', 'incremental', ${at.toISOString()}, ${new Date(at.getTime() + (20 + 7 * i) * 1000).toISOString()}, 'succeeded', ${3 * i}, ${i}, ${40 + 2 * i}, ${2 + i}, ${1 + i})`.execute(h.app.db);
+  }
   server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: (org) => provisionDeps(h.app, org) }))!;
   base = `http://127.0.0.1:${server.port}`;
   browser = await chromium.launch({
@@ -361,9 +374,64 @@ describe('the operator console in a browser', () => {
     expect(content).not.toContain('c2lnbmF0dXJlLXZhbHVlLW5vdC1zaG93bg==');
   });
 
-  it('the Queues page (bull-board) renders behind the CSP and lists every queue', async () => {
+  it('the runs chart reads in UTC, as the tables do, in a browser whose zone is not UTC', async () => {
+    const context = await browser.newContext({ timezoneId: 'America/Los_Angeles', storageState: await operator.context.storageState() });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${base}/runs?resource=results`);
+      await page.waitForSelector('#runs-chart .uplot');
+      expect(await page.evaluate(() => new Date(Date.UTC(2026, 0, 1, 12)).getHours())).toBe(4);
+      expect(await page.locator('#runs-chart .u-legend .u-series').first().locator('th').innerText()).toBe('time (UTC)');
+      // The cursor at the plot's left edge snaps to the first run: the legend names its start in UTC, to the second.
+      const over = page.locator('#runs-chart .u-over');
+      const box = (await over.boundingBox())!;
+      await page.mouse.move(box.x + 1, box.y + box.height / 2);
+      const first = EARLIER_RUNS[0]!.toISOString();
+      await expect.poll(() => page.locator('#runs-chart .u-legend .u-series').first().locator('.u-value').innerText()).toBe(`${first.slice(0, 10)} ${first.slice(11, 19)} UTC`);
+      // The table says the same instant, to the minute.
+      expect(await page.locator('#runs').innerText()).toContain(`${first.slice(0, 10)} ${first.slice(11, 16)} UTC`);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('draws assignment status by course as bars: a segment per count, as wide as the count, opening its people', async () => {
+    expect(await visit(operator.page, '/people')).toBe(200);
+    const cells = await operator.page.locator('#assignment-status a[id^=assign-]').evaluateAll((links) => links.map((a) => Number(a.textContent)));
+    expect(cells.length).toBeGreaterThan(1);
+    const segments = await operator.page.locator('#status-chart svg rect').evaluateAll((rects) =>
+      rects.map((r) => ({ n: Number(r.getAttribute('data-count')), group: r.closest('g')!.getAttribute('data-group'), width: r.getBoundingClientRect().width, height: r.getBoundingClientRect().height })),
+    );
+    // Every non-zero count of the table is one drawn segment, and no uPlot line chart is left on the page.
+    expect(segments.map((x) => x.n).sort()).toEqual([...cells].sort());
+    expect(await operator.page.locator('#status-chart canvas, .uplot').count()).toBe(0);
+    // Drawn at the same scale: width per assignment is the same for every segment, whatever its bar.
+    const perOne = segments.map((x) => x.width / x.n);
+    for (const w of perOne) expect(Math.abs(w - perOne[0]!)).toBeLessThan(0.05);
+    for (const x of segments) expect(x.height).toBeGreaterThan(8);
+    const largest = segments.reduce((a, b) => (b.n > a.n ? b : a));
+    const link = operator.page.locator(`#status-chart svg g[data-group="${largest.group}"] rect[data-count="${largest.n}"]`).first();
+    const status = await link.getAttribute('data-status');
+    await link.click();
+    await operator.page.waitForURL(/\/people\/assignments\?/);
+    expect(new URL(operator.page.url()).searchParams.get('status')).toBe(status);
+    expect(await operator.page.locator('#assignments tr').count()).toBe(1 + Math.min(largest.n, 50));
+  });
+
+  it('the Queues page (bull-board) renders behind the CSP and lists every queue, with a way back to the console', async () => {
     expect(await visit(viewer.page, '/queues')).toBe(200);
     await queuesListed(viewer.page);
+    // Pinned over bull-board's page, where nothing covers it (a click that another element would catch fails).
+    const back = viewer.page.locator('#trainsync-back');
+    expect(await back.innerText()).toBe('← Console');
+    // In the first screen, at its bottom left (below bull-board's list of queues, above its version line).
+    const box = (await back.boundingBox())!;
+    const screen = viewer.page.viewportSize()!;
+    expect(box.x).toBeLessThan(40);
+    expect(box.y + box.height).toBeLessThanOrEqual(screen.height);
+    expect(box.y).toBeGreaterThan(screen.height / 2);
+    await back.click();
+    await viewer.page.waitForURL(`${base}/`);
     // Its pages may set a same-origin <base> (bull-board's own); nothing else is loosened, and other pages allow no base.
     const queuesCsp = (await viewer.context.request.get(`${base}/queues`)).headers()['content-security-policy']!;
     expect(queuesCsp).toContain("base-uri 'self'");

@@ -4,17 +4,37 @@
  */
 
 export const CHARTS_JS = `'use strict';
+// Times in UTC, 24-hour, as every table of the console shows them (whatever the browser's zone).
+var S = 1, M = 60, H = 3600, D = 86400;
+var UTC_TICKS = [
+  // tick step, label, then the label where a new year/month/day/hour/minute/second starts (null: none), 1: appended
+  [D * 365, '{YYYY}', null, null, null, null, null, null, 1],
+  [D * 28, '{MMM}', '\\n{YYYY}', null, null, null, null, null, 1],
+  [D, '{MM}-{DD}', '\\n{YYYY}', null, null, null, null, null, 1],
+  [H, '{HH}:{mm}', '\\n{YYYY}-{MM}-{DD}', null, '\\n{MM}-{DD}', null, null, null, 1],
+  [M, '{HH}:{mm}', '\\n{YYYY}-{MM}-{DD}', null, '\\n{MM}-{DD}', null, null, null, 1],
+  [S, '{HH}:{mm}:{ss}', '\\n{YYYY}-{MM}-{DD}', null, '\\n{MM}-{DD}', null, null, null, 1]
+];
+function utc(ts) { return uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC'); }
+// One point (or all at one time): an hour either side (uPlot widens it by 86,400 x 1,000 s, years).
+function timeRange(u, min, max) {
+  var xs = u.data[0];
+  return xs.length > 0 && xs[0] === xs[xs.length - 1] ? [xs[0] - H, xs[0] + H] : [min, max];
+}
 document.addEventListener('DOMContentLoaded', function () {
   var palette = ['#2f6fdf', '#d9822b', '#3a9d5d', '#c23b3b', '#7a5cc2'];
   document.querySelectorAll('[data-chart]').forEach(function (el) {
     var spec = JSON.parse(el.getAttribute('data-chart'));
-    var series = [{}].concat(spec.labels.map(function (label, i) {
+    var time = spec.x.length > 0 && spec.x[0] > 1e8;
+    var first = time ? { label: 'time (UTC)', value: '{YYYY}-{MM}-{DD} {HH}:{mm}:{ss} UTC' } : {};
+    var series = [first].concat(spec.labels.map(function (label, i) {
       return { label: label, stroke: palette[i % palette.length], width: 2, scale: spec.dual && i > 0 ? 'y2' : 'y' };
     }));
-    var axes = [{}, { scale: 'y' }];
+    var axes = [time ? { values: UTC_TICKS, label: 'UTC' } : {}, { scale: 'y' }];
     if (spec.dual) axes.push({ scale: 'y2', side: 1 });
     var opts = { width: Math.min(el.clientWidth || 900, 1100), height: 260, series: series, axes: axes,
-      scales: { x: { time: spec.x.length > 0 && spec.x[0] > 1e8 } } };
+      scales: { x: time ? { time: true, range: timeRange } : { time: false } } };
+    if (time) opts.tzDate = utc;
     new uPlot(opts, [spec.x].concat(spec.ys), el);
   });
 });
@@ -44,4 +64,34 @@ dl.counts { display: grid; grid-template-columns: max-content auto; gap: .2em 1e
 dl.counts dt { font-weight: 600; }
 .error { color: #b00020; }
 .chart { margin: 1em 0; }
+time { white-space: nowrap; }
+span.id { font-family: ui-monospace, monospace; font-size: 12px; white-space: nowrap; }
+.relative { color: #4a5568; white-space: nowrap; }
+table.change { margin: 0; font-size: 12px; background: transparent; }
+table.change th, table.change td { padding: .1em .4em; }
+table.change th[scope=row] { font-weight: 500; background: transparent; }
+table.change tr.changed { background: #fff6d6; }
+table.change del { color: #7a2e2e; }
+table.change ins { text-decoration: none; font-weight: 600; color: #1f6b3a; }
+p.why { margin: .3em 0 0; font-size: 12px; color: #4a5568; max-width: 36em; }
+p.pager { margin-top: -.3em; }
+figure.bars { margin: 1em 0; max-width: 900px; }
+figure.bars figcaption { font-weight: 600; }
+figure.bars svg { width: 100%; height: auto; background: #fff; border: 1px solid #dde1e6; }
+figure.bars text { font: 12px system-ui, sans-serif; fill: #1d2430; }
+figure.bars a:hover rect, figure.bars a:focus rect { stroke: #1d2430; stroke-width: 1.5; }
+ul.legend { display: flex; gap: 1.2em; list-style: none; padding: 0; margin: .4em 0; }
+.swatch { display: inline-block; width: .9em; height: .9em; margin-right: .35em; vertical-align: -.1em; border-radius: 2px; }
+.st-passed { fill: #3a9d5d; background: #3a9d5d; }
+.st-completed { fill: #2f6fdf; background: #2f6fdf; }
+.st-failed { fill: #c23b3b; background: #c23b3b; }
+.st-in_progress { fill: #e0a526; background: #e0a526; }
+.st-not_started { fill: #a9b1bc; background: #a9b1bc; }
+`;
+
+/** The Queues page (bull-board's own page): only the way back to the console, pinned where bull-board draws nothing. */
+export const QUEUES_CSS = `
+#trainsync-back { position: fixed; left: 12px; bottom: 44px; z-index: 1000; padding: .35em .8em; border-radius: 6px;
+  background: #1d2430; color: #fff; font: 600 13px/1.4 system-ui, sans-serif; text-decoration: none; box-shadow: 0 1px 3px rgba(0,0,0,.3); }
+#trainsync-back:hover, #trainsync-back:focus { background: #2f6fdf; }
 `;

@@ -1,3 +1,5 @@
+import { utcText } from './time.ts';
+
 /**
  * Server-rendered HTML: every interpolated value is escaped unless it is already `SafeHtml`
  * (the output of `html` itself), so a value from the warehouse or a feed can never become markup.
@@ -26,11 +28,8 @@ function render(value: Interpolated): string {
     for (const item of value as readonly Interpolated[]) out += render(item);
     return out;
   }
-  // Digits, dashes and colons only: nothing to escape (a page has dozens of these per row).
-  if (value instanceof Date) {
-    const iso = value.toISOString();
-    return `${iso.slice(0, 10)} ${iso.slice(11, 19)}Z`;
-  }
+  // Every moment reads the same on every page (time.ts); digits, dashes and colons: nothing to escape.
+  if (value instanceof Date) return utcText(value);
   if (typeof value === 'number') return String(value);
   return escapeHtml(String(value));
 }

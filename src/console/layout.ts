@@ -75,13 +75,20 @@ export function orgCell(viewer: Viewer, org: string | undefined): SafeHtml {
   return viewer.scope.multi ? html`<td class="org">${org ?? ''}</td>` : html``;
 }
 
-/** `pageParam`: the query parameter of this list's page, when a page has more than one list. */
-export function pager(base: string, page: number, hasMore: boolean, keep: Record<string, string | undefined>, pageParam = 'page'): SafeHtml {
+/**
+ * Newer/older links of a paged list, keeping `keep` (the filters, and the pages of a page's
+ * other lists). `pageParam`: this list's page parameter, when a page has more than one list;
+ * `anchor`: the list's element id, so the link lands on the list rather than the page's top.
+ */
+export function pager(base: string, page: number, hasMore: boolean, keep: Record<string, string | number | undefined>, pageParam = 'page', anchor?: string): SafeHtml {
   const link = (p: number): string => {
     const params = new URLSearchParams();
-    for (const [k, v] of Object.entries(keep)) if (v) params.set(k, v);
-    params.set(pageParam, String(p));
-    return `${base}?${params.toString()}`;
+    for (const [k, v] of Object.entries(keep)) if (v !== undefined && v !== '' && k !== pageParam) params.set(k, String(v));
+    if (p > 1) params.set(pageParam, String(p));
+    const search = params.toString();
+    return `${base}${search ? `?${search}` : ''}${anchor ? `#${anchor}` : ''}`;
   };
-  return html`<p class="pager">${page > 1 ? html`<a href="${link(page - 1)}">&larr; newer</a>` : ''} page ${page} ${hasMore ? html`<a href="${link(page + 1)}">older &rarr;</a>` : ''}</p>`;
+  // A list that fits one page needs no pager.
+  if (page === 1 && !hasMore) return html``;
+  return html`<p class="pager" data-list="${pageParam}">${page > 1 ? html`<a href="${link(page - 1)}" rel="prev">&larr; newer</a>` : ''} page ${page} ${hasMore ? html`<a href="${link(page + 1)}" rel="next">older &rarr;</a>` : ''}</p>`;
 }

@@ -26,10 +26,17 @@ import { webhooksBody } from './pages/webhooks.ts';
 import type { ConsoleDeps } from './server.ts';
 
 const PAGE_SIZE = 50;
+/** The Provisioning page holds four lists: each paged short, so the page stays readable (its own page parameter each). */
+export const PROVISIONING_PAGE_SIZE = 20;
+const pageNumber = z.coerce.number().int().min(1).max(100_000).catch(1);
 const text = z.string().trim().max(200).optional().transform((v) => (v ? v : undefined));
 const listQuery = z.object({
-  page: z.coerce.number().int().min(1).max(100_000).catch(1),
-  rpage: z.coerce.number().int().min(1).max(100_000).catch(1),
+  page: pageNumber,
+  rpage: pageNumber,
+  /** The Provisioning page's other lists: held plans, feeds, console changes. */
+  hpage: pageNumber,
+  fpage: pageNumber,
+  cpage: pageNumber,
   resource: text,
   status: text,
   who: text,
@@ -84,7 +91,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     ]);
     const pending = cancellable.map(({ org, resource, job }) => ({ org, resource, jobId: job.id, state: job.holder?.orphaned ? `orphaned (worker ${job.holder.worker ?? 'unknown'} is gone)` : job.state }));
     const ownSchedules = schedules.filter((s) => slugs.includes(scheduleOrg(s.id)));
-    return send(reply, page('Overview', viewer, overviewBody({ viewer, runs, schedules: ownSchedules, health, held, attention: attention.rows, attentionTotal, pending })));
+    return send(reply, page('Overview', viewer, overviewBody({ viewer, runs, schedules: ownSchedules, health, held, attention: attention.rows, attentionTotal, pending, now: new Date() })));
   });
 
   server.get('/runs', async (request, reply) => {
@@ -109,17 +116,28 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     return send(reply, page(`Run #${id}`, viewer, runBody(viewer, run, quarantined, windows)));
   });
 
+  /** One page of the held plans of `slugs`, newest first (ids are global: one order across organisations). */
+  const heldPlansPage = async (slugs: readonly string[], pageNo: number, size: number): Promise<{ rows: HeldPlanSummary[]; hasMore: boolean }> => {
+    const offset = (pageNo - 1) * size;
+    // Each organisation's first offset + size + 1, merged: the page and whether one follows.
+    const lists = await Promise.all(slugs.map((org) => listHeldPlans(db, { org, limit: offset + size + 1 })));
+    const merged = [...new Map(lists.flat().map((p) => [p.id, p])).values()].sort((a, b) => b.id - a.id).slice(offset, offset + size + 1);
+    return { rows: merged.slice(0, size), hasMore: merged.length > size };
+  };
+
   server.get('/provisioning', async (request, reply) => {
     const q = listQuery.parse(request.query);
     const { viewer, slugs } = scopeOf(request, reply);
-    const filter = { who: q.who, day: q.day, status: q.status, feed: q.feed, page: q.page, pageSize: PAGE_SIZE };
+    const size = PROVISIONING_PAGE_SIZE;
+    const filter = { who: q.who, day: q.day, status: q.status, feed: q.feed, page: q.page, pageSize: size };
     const [held, feeds, actions, changes] = await Promise.all([
-      Promise.all(slugs.map((org) => listHeldPlans(db, { org, onlyHeld: false }))).then(mergeHeld),
-      recentFeeds(db, slugs),
+      heldPlansPage(slugs, q.hpage, size),
+      recentFeeds(db, slugs, { page: q.fpage, pageSize: size }),
       searchActions(db, slugs, filter),
-      consoleChanges(db, slugs),
+      consoleChanges(db, slugs, { page: q.cpage, pageSize: size }),
     ]);
-    return send(reply, page('Provisioning', viewer, provisioningBody(viewer, { held, feeds, actions: actions.rows, hasMore: actions.hasMore, filter, changes })));
+    const pages = { held: q.hpage, feeds: q.fpage, changes: q.cpage };
+    return send(reply, page('Provisioning', viewer, provisioningBody(viewer, { held, feeds, actions, filter, changes, pages })));
   });
 
   /** A held plan, if it is one of the organisations shown (ids are global; the plan names its organisation). */
@@ -190,7 +208,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, 'People');
     const [report, statuses] = await Promise.all([reconciliationReport(db, one, 5), assignmentStatusBy(db, one, by)]);
-    return send(reply, page('People', viewer, peopleBody(report, by, statuses), { chart: true }));
+    return send(reply, page('People', viewer, peopleBody(report, by, statuses)));
   });
 
   server.get('/people/assignments', async (request, reply) => {
@@ -236,7 +254,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
       recentEvents(db, slugs, { outcome: q.outcome, page: q.page, pageSize: PAGE_SIZE }),
       recentRefusals(db, slugs, { page: q.rpage, pageSize: PAGE_SIZE }),
     ]);
-    return send(reply, page('Webhooks', viewer, webhooksBody(viewer, backlog, events.rows, events.hasMore, q.page, q.outcome, { ...refusals, page: q.rpage })));
+    return send(reply, page('Webhooks', viewer, webhooksBody(viewer, backlog, events.rows, events.hasMore, q.page, q.outcome, { ...refusals, page: q.rpage }, new Date())));
   });
 }
 

@@ -190,7 +190,13 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
     return reply.redirect(back);
   });
 
-  mountQueueBoard(server, deps.queue, '/queues');
+  // bull-board's own logo leads to its own front page: the way back is ours, a link kept outside
+  // the part its script redraws (style from /assets, as the CSP allows no inline style), and its menu.
+  mountQueueBoard(server, deps.queue, '/queues', {
+    head: '<link rel="stylesheet" href="/assets/queues.css">',
+    bodyStart: '<a id="trainsync-back" href="/">&larr; Console</a>',
+    links: [{ text: '← Back to the trainsync console', url: '/' }],
+  });
 
   server.setErrorHandler((error: { statusCode?: number; code?: string; message: string }, request, reply) => {
     const status = error.statusCode ?? 500;

@@ -93,8 +93,8 @@ return 0`;
  * Reserves up to ARGV[3] grants at once. KEYS[1]: the grant log (members scored by Redis
  * time in µs), KEYS[2]: the pause. ARGV: windowMs, slots, wanted, key TTL in seconds,
  * lookahead ms. Returns {granted, ms to wait for a free slot, ms left of the pause, ms
- * until the grant's time}. Members carry the count so grants of one call, or of two
- * calls in the same µs, never collapse into one.
+ * until the grant's time, the grant's score (Redis time in µs; 0 when none)}. Members carry
+ * the count so grants of one call, or of two calls in the same µs, never collapse into one.
  *
  * Lookahead (one slot only): a caller asking at most `lookahead` ms before the slot frees
  * gets the grant dated when it frees, exactly one window after the previous one, and
@@ -104,7 +104,7 @@ return 0`;
  */
 const RESERVE_LUA = `
 local paused = redis.call('PTTL', KEYS[2])
-if paused > 0 then return {0, 0, paused, 0} end
+if paused > 0 then return {0, 0, paused, 0, 0} end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local window = tonumber(ARGV[1]) * 1000
@@ -119,9 +119,9 @@ if used >= slots then
   if slots == 1 and lookahead > 0 and at - now <= lookahead then
     redis.call('ZADD', KEYS[1], at, time[1] .. '.' .. time[2] .. ':a')
     redis.call('EXPIRE', KEYS[1], ARGV[4])
-    return {1, 0, 0, math.max(0, math.ceil((at - now) / 1000))}
+    return {1, 0, 0, math.max(0, math.ceil((at - now) / 1000)), at}
   end
-  return {0, math.max(1, math.ceil((at - lookahead - now) / 1000)), 0, 0}
+  return {0, math.max(1, math.ceil((at - lookahead - now) / 1000)), 0, 0, 0}
 end
 local n = math.min(slots - used, tonumber(ARGV[3]))
 local args = {}
@@ -131,7 +131,10 @@ for i = 1, n do
 end
 redis.call('ZADD', KEYS[1], unpack(args))
 redis.call('EXPIRE', KEYS[1], ARGV[4])
-return {n, 0, 0, 0}`;
+return {n, 0, 0, 0, now}`;
+
+/** The debug line of each reservation that got grants: `granted` grants scored `grantedAtUs` (Redis time, µs) in the log `budget`. */
+export const GRANT_LOG_MESSAGE = 'request budget: granted';
 
 /** Grants asked for in one reservation at most: small, so a misjudged batch wastes little. */
 const MAX_BATCH = 16;
@@ -185,7 +188,7 @@ interface Waiter {
   onAbort: (() => void) | undefined;
 }
 
-type ReserveReply = [granted: number, waitMs: number, pausedMs: number, delayMs: number];
+type ReserveReply = [granted: number, waitMs: number, pausedMs: number, delayMs: number, grantedAtUs: number];
 
 type BudgetRedis = RedisClient & {
   trainsyncReserve(log: string, pause: string, windowMs: number, slots: number, wanted: number, ttlSeconds: number, lookaheadMs: number): Promise<ReserveReply>;
@@ -281,9 +284,12 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
           for (const waiter of waiters.splice(0)) settle(waiter, error);
           return;
         }
-        const [granted, waitMs, paused, delayMs] = reply;
+        const [granted, waitMs, paused, delayMs, grantedAtUs] = reply;
         lastReplyAt = performance.now();
         if (granted > 0) {
+          // Each grant as Redis recorded it (its score: Redis time, the one clock every process shares):
+          // what LOG_LEVEL=debug shows to check the budget, and what the budget tests count.
+          log.debug({ budget: limiterId, granted, grantedAtUs }, GRANT_LOG_MESSAGE);
           if (maxBatch === 1) {
             // Not before the grant's own time (lookahead), nor sooner after the last request's
             // actual departure than the send gap (see `sent`): a grant that waits here is late, never early.

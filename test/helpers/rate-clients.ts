@@ -25,6 +25,8 @@ export interface RateClientSummary {
   /** Epoch ms when the process began its requests and when it finished them. */
   startedAt: number;
   endedAt: number;
+  /** The budget's debug lines of the grants this process got (helpers/budget-grants.ts reads them). */
+  grantLines: string[];
   code: number | null;
   output: string;
 }
@@ -56,13 +58,13 @@ function startRateClient(options: RateClientOptions): RateClient {
   const summary = new Promise<RateClientSummary>((resolve) => {
     child.on('exit', (code) => {
       const last = stdout.trim().split('\n').at(-1) ?? '{}';
-      let parsed: { done?: number; startedAt?: number; endedAt?: number } = {};
+      let parsed: { done?: number; startedAt?: number; endedAt?: number; grantLines?: string[] } = {};
       try {
         parsed = JSON.parse(last) as typeof parsed;
       } catch {
         // Reported through `output` below.
       }
-      resolve({ done: parsed.done ?? -1, startedAt: parsed.startedAt ?? Number.NaN, endedAt: parsed.endedAt ?? Number.NaN, code, output: stdout + stderr });
+      resolve({ done: parsed.done ?? -1, startedAt: parsed.startedAt ?? Number.NaN, endedAt: parsed.endedAt ?? Number.NaN, grantLines: parsed.grantLines ?? [], code, output: stdout + stderr });
     });
   });
   return { ready, go: () => child.stdin.write('go\n'), summary };

@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { z } from 'zod';
 import type { Database } from '../../warehouse/database.ts';
 
 type Db = Kysely<Database>;
@@ -16,10 +17,23 @@ export interface ActionRow {
   error_code: string | null;
   error_message: string | null;
   attempts: number;
-  before_text: string | null;
-  after_text: string;
+  /** The state the action moved from (null: none, as for a create) and to, as JSON objects. */
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown>;
   updated_at: Date;
 }
+
+/** One page of a list, newest first: `hasMore` when an older page exists. */
+export interface ListPage<T> {
+  rows: T[];
+  hasMore: boolean;
+}
+
+/** The jsonb columns before and after, checked at the edge: objects of JSON values. */
+const stateColumn = z.record(z.string(), z.json());
+
+/** `limit pageSize + 1`: the one row past the page says whether another page exists. */
+const pageOf = <T>(rows: T[], pageSize: number): ListPage<T> => ({ rows: rows.slice(0, pageSize), hasMore: rows.length > pageSize });
 
 export interface AuditFilter {
   /** Employee id or e-mail (substring, case-insensitive). */
@@ -34,7 +48,7 @@ export interface AuditFilter {
 }
 
 /** The provisioning audit trail, newest first, filtered. Indexed by (employee_id, created_at) and updated order. */
-export async function searchActions(db: Db, orgs: readonly string[], filter: AuditFilter): Promise<{ rows: ActionRow[]; hasMore: boolean }> {
+export async function searchActions(db: Db, orgs: readonly string[], filter: AuditFilter): Promise<ListPage<ActionRow>> {
   const conditions = [sql`org = any(${orgs}::text[])`];
   if (filter.who) {
     const who = filter.who.trim();
@@ -43,12 +57,12 @@ export async function searchActions(db: Db, orgs: readonly string[], filter: Aud
   if (filter.day) conditions.push(sql`updated_at >= ${filter.day}::date and updated_at < ${filter.day}::date + 1`);
   if (filter.status) conditions.push(sql`status = ${filter.status}`);
   if (filter.feed) conditions.push(sql`feed_hash = ${filter.feed}`);
-  const { rows } = await sql<ActionRow>`
-    select org, action_id, employee_id, email, kind, group_id, status, error_code, error_message, attempts,
-           before::text as before_text, after::text as after_text, updated_at
+  const { rows } = await sql<Omit<ActionRow, 'before' | 'after'> & { before: unknown; after: unknown }>`
+    select org, action_id, employee_id, email, kind, group_id, status, error_code, error_message, attempts, before, after, updated_at
       from trainsync.provisioning_actions where ${sql.join(conditions, sql` and `)}
      order by updated_at desc, id desc limit ${filter.pageSize + 1} offset ${(filter.page - 1) * filter.pageSize}`.execute(db);
-  return { rows: rows.slice(0, filter.pageSize), hasMore: rows.length > filter.pageSize };
+  const checked = rows.map((r) => ({ ...r, before: r.before === null ? null : stateColumn.parse(r.before), after: stateColumn.parse(r.after) }));
+  return pageOf(checked, filter.pageSize);
 }
 
 export interface FeedRow {
@@ -65,11 +79,12 @@ export interface FeedRow {
   created_at: Date;
 }
 
-export async function recentFeeds(db: Db, orgs: readonly string[], limit = 20): Promise<FeedRow[]> {
+/** One page of the feeds read, newest first. */
+export async function recentFeeds(db: Db, orgs: readonly string[], list: { page: number; pageSize: number }): Promise<ListPage<FeedRow>> {
   const { rows } = await sql<FeedRow>`
     select id, org, hash, regexp_replace(path, '^.*/', '') as path, mode, dry_run, rows, errors, actions, refused, created_at
-      from trainsync.feeds where org = any(${orgs}::text[]) order by id desc limit ${limit}`.execute(db);
-  return rows;
+      from trainsync.feeds where org = any(${orgs}::text[]) order by id desc limit ${list.pageSize + 1} offset ${(list.page - 1) * list.pageSize}`.execute(db);
+  return pageOf(rows, list.pageSize);
 }
 
 export async function attentionCount(db: Db, orgs: readonly string[]): Promise<number> {
@@ -83,9 +98,19 @@ export async function recordConsoleChange(db: Db, change: { org: string | null; 
             values (${change.org}, ${change.username}, ${change.role}, ${change.action}, ${change.target}, ${JSON.stringify(change.detail ?? {})}::jsonb)`.execute(db);
 }
 
-/** The console's own changes in `orgs`, and those that span every organisation. */
-export async function consoleChanges(db: Db, orgs: readonly string[], limit = 50): Promise<Array<{ org: string | null; username: string; role: string; action: string; target: string; at: Date }>> {
-  const { rows } = await sql<{ org: string | null; username: string; role: string; action: string; target: string; at: Date }>`
-    select org, username, role, action, target, at from trainsync.console_audit where org is null or org = any(${orgs}::text[]) order by id desc limit ${limit}`.execute(db);
-  return rows;
+export interface ConsoleChangeRow {
+  org: string | null;
+  username: string;
+  role: string;
+  action: string;
+  target: string;
+  at: Date;
+}
+
+/** One page of the console's own changes in `orgs`, and those that span every organisation, newest first. */
+export async function consoleChanges(db: Db, orgs: readonly string[], list: { page: number; pageSize: number }): Promise<ListPage<ConsoleChangeRow>> {
+  const { rows } = await sql<ConsoleChangeRow>`
+    select org, username, role, action, target, at from trainsync.console_audit where org is null or org = any(${orgs}::text[])
+     order by id desc limit ${list.pageSize + 1} offset ${(list.page - 1) * list.pageSize}`.execute(db);
+  return pageOf(rows, list.pageSize);
 }

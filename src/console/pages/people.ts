@@ -1,7 +1,7 @@
 import { html, type SafeHtml } from '../html.ts';
 import type { ReconciliationReport } from '../../warehouse/reconciliation.ts';
 import type { GroupBy, StatusByGroup } from '../data/people.ts';
-import { chart } from './format.ts';
+import { statusBars } from './status-bars.ts';
 
 const STATUSES = ['passed', 'completed', 'failed', 'in_progress', 'not_started'];
 
@@ -17,7 +17,12 @@ ${Object.entries(report.counts).map(([kind, n]) => html`<tr><td>${kind}</td><td>
 <section><h2>Assignment status by ${by}</h2>
 <p>Group by: <a href="/people?by=course">course</a> &middot; <a href="/people?by=department">department</a> &middot; <a href="/people?by=location">location</a></p>
 ${groups.length === 0 ? html`<p>No assignments yet (sync groups and results after provisioning).</p>` : html`
-${chart('status-chart', { labels: STATUSES, x: groups.map((_g, i) => i), ys: STATUSES.map((st) => groups.map((g) => count(g, st))) })}
+${statusBars(groups.map((g) => ({ label: g, counts: Object.fromEntries(STATUSES.map((st) => [st, count(g, st)])) })), {
+    id: 'status-chart',
+    keys: STATUSES,
+    title: `Assignments of active employees by ${by} and status`,
+    href: (group, status) => `/people/assignments?${new URLSearchParams({ by, group, status }).toString()}`,
+  })}
 <table id="assignment-status"><tr><th>${by}</th>${STATUSES.map((s) => html`<th>${s}</th>`)}</tr>
 ${groups.map((g, i) => html`<tr><td>${g}</td>${STATUSES.map((st) => {
     const n = count(g, st);

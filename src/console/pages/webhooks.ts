@@ -3,7 +3,7 @@ import { orgCell, orgHeader, pager, type Viewer } from '../layout.ts';
 import type { WebhookBacklog } from '../../webhooks/store.ts';
 import type { EventRow } from '../data/webhooks.ts';
 import type { RefusalRow } from '../../webhooks/refusals.ts';
-import { statusBadge } from './format.ts';
+import { statusBadge, when } from './format.ts';
 
 const REFUSAL_LABELS: Record<string, string> = { missing: 'signature missing', invalid: 'signature invalid', 'organisation-mismatch': 'organisation mismatch' };
 
@@ -14,19 +14,19 @@ export interface RefusalsView {
   page: number;
 }
 
-export function webhooksBody(viewer: Viewer, backlog: WebhookBacklog, events: EventRow[], hasMore: boolean, page: number, outcome: string | undefined, refusals: RefusalsView): SafeHtml {
+export function webhooksBody(viewer: Viewer, backlog: WebhookBacklog, events: EventRow[], hasMore: boolean, page: number, outcome: string | undefined, refusals: RefusalsView, now: Date): SafeHtml {
   return html`
-<dl class="counts"><dt>last event</dt><dd>${backlog.lastEventType ?? 'none'} ${backlog.lastReceivedAt ?? ''}</dd>
-<dt>backlog (not yet processed)</dt><dd><a href="/webhooks?outcome=waiting">${backlog.waiting}</a>${backlog.oldestWaitingSince ? html`, oldest since ${backlog.oldestWaitingSince}` : ''}</dd>
+<dl class="counts"><dt>last event</dt><dd>${backlog.lastEventType ?? 'none'} ${when(backlog.lastReceivedAt, now, '')}</dd>
+<dt>backlog (not yet processed)</dt><dd><a href="/webhooks?outcome=waiting">${backlog.waiting}</a>${backlog.oldestWaitingSince ? html`, oldest since ${when(backlog.oldestWaitingSince, now)}` : ''}</dd>
 <dt>last 24 hours</dt><dd>${Object.entries(backlog.lastDay).map(([k, n]) => html`<a href="/webhooks?outcome=${k}">${k}: ${n}</a> `)}</dd>
 <dt>signature failures, last 24 hours</dt><dd><a href="#refusals">${refusals.lastDay}</a></dd></dl>
 <table id="events"><tr>${orgHeader(viewer)}<th>received</th><th>type</th><th>event</th><th>outcome</th><th>processed</th><th>error</th></tr>
-${events.map((e) => html`<tr>${orgCell(viewer, e.org)}<td>${e.received_at}</td><td>${e.event_type}</td><td>${e.event_id}</td><td>${statusBadge(e.outcome ?? 'waiting')}</td><td>${e.processed_at ?? ''}</td><td>${e.error ?? ''}</td></tr>`)}</table>
+${events.map((e) => html`<tr>${orgCell(viewer, e.org)}<td>${when(e.received_at)}</td><td>${e.event_type}</td><td>${e.event_id}</td><td>${statusBadge(e.outcome ?? 'waiting')}</td><td>${when(e.processed_at, undefined, '')}</td><td>${e.error ?? ''}</td></tr>`)}</table>
 ${pager('/webhooks', page, hasMore, { outcome, rpage: refusals.page > 1 ? String(refusals.page) : undefined })}
 <h2>Refused deliveries</h2>
 <p>Deliveries refused for a missing or invalid signature (401; another organisation's secret is invalid here), or signed but naming another organisation's GUID (403): when, which header was checked, who sent it. Their bodies are never kept.</p>
 <table id="refusals"><tr>${orgHeader(viewer)}<th>refused</th><th>reason</th><th>header</th><th>remote address</th><th>detail</th></tr>
-${refusals.rows.map((r) => html`<tr>${orgCell(viewer, r.org)}<td>${r.refused_at}</td><td>${statusBadge(REFUSAL_LABELS[r.reason] ?? r.reason)}</td><td>${r.header}</td><td>${r.remote ?? ''}</td><td>${r.detail ?? ''}</td></tr>`)}</table>
+${refusals.rows.map((r) => html`<tr>${orgCell(viewer, r.org)}<td>${when(r.refused_at)}</td><td>${statusBadge(REFUSAL_LABELS[r.reason] ?? r.reason)}</td><td>${r.header}</td><td>${r.remote ?? ''}</td><td>${r.detail ?? ''}</td></tr>`)}</table>
 ${refusals.rows.length === 0 ? html`<p>No refused delivery.</p>` : ''}
 ${pager('/webhooks', refusals.page, refusals.hasMore, { outcome, page: page > 1 ? String(page) : undefined }, 'rpage')}`;
 }

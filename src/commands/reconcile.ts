@@ -10,6 +10,8 @@ import { createDb, createPool } from '../warehouse/pool.ts';
 import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
 import type { CommandDeps } from './deps.ts';
 import { runReconcileFix } from './reconcile-fix.ts';
+import { exitWith } from './exit-codes.ts';
+import { fitText } from './terminal.ts';
 import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import { requestedOrgs, selectOneOrg, selectOrgs } from './org-option.ts';
 
@@ -111,7 +113,8 @@ Examples:
       const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
       const requested = requestedOrgs(command);
       if (options.fix) {
-        process.exitCode = await runReconcileFix(deps, options, write, (config) => selectOneOrg(config, requested));
+        const { code, reason } = await runReconcileFix(deps, options, write, (config) => selectOneOrg(config, requested));
+        exitWith(code, reason);
         return;
       }
       const fixOnly = (['dryRun', 'force', 'maxDisable', 'reassertGroups'] as const).filter((k) => options[k] !== undefined);
@@ -131,7 +134,7 @@ Examples:
         for (const org of orgs) reports.push(await reconciliationReport(db, org.slug, options.examples));
         if (options.json) write(`${JSON.stringify(reports.length === 1 ? reports[0] : { organisations: reports }, null, 2)}\n`);
         // One organisation (the single-organisation case included) reads as before; several, each under its name.
-        else write(reports.length === 1 ? renderReconciliation(reports[0]!) : reports.map((r) => `== organisation ${r.org} ==\n${renderReconciliation(r)}`).join('\n'));
+        else write(fitText(reports.length === 1 ? renderReconciliation(reports[0]!) : reports.map((r) => `== organisation ${r.org} ==\n${renderReconciliation(r)}`).join('\n')));
       } catch (error) {
         if (error instanceof NotMigratedError) throw error;
         throw toInfrastructureError(error, config, 'postgres') ?? error;

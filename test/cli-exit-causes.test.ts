@@ -3,10 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
-import { cliEnv, runCli } from './helpers/cli.ts';
+import { cliEnv, runCli, startCli } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 import { runInTerminal } from './helpers/terminal.ts';
+import { waitFor } from './helpers/worker-process.ts';
 
 /**
  * One exit code per cause, whatever the command (README, "Exit codes"): the platform
@@ -88,5 +89,24 @@ describe('exit codes per cause across commands', () => {
     const load = await runCli(['load-feed', missing], accepted());
     expect(load.code).toBe(2);
     expect(load.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('Ctrl-C during a sync: the requests it aborts are no warnings, the last line says interrupted (exit 130)', async () => {
+    // Every request waits 20 s: the sync is surely inside one when it is interrupted.
+    await fetch(`${sim.url}/__simulator/faults`, { method: 'POST', body: JSON.stringify({ latencyMs: 20_000 }) });
+    try {
+      const before = sim.requests.length;
+      const run = startCli(['sync', 'courses'], accepted());
+      await waitFor(async () => (sim.requests.slice(before).some((r) => r.path === '/api/v2/courses') ? true : undefined), 30_000, 'the sync to ask for courses');
+      run.kill('SIGINT');
+      const done = await run.done;
+      expect(done.code, done.stderr).toBe(130);
+      const records = done.stderr.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { level: number; msg: string });
+      // Before: one WARN "platform request failed: … was aborted" per request in flight, then the message.
+      expect(records.filter((r) => r.level >= 40)).toEqual([]);
+      expect(done.stderr.trim().split('\n').at(-1)).toMatch(/^trainsync: interrupted: /);
+    } finally {
+      await fetch(`${sim.url}/__simulator/faults`, { method: 'POST', body: JSON.stringify({ latencyMs: 0 }) });
+    }
   });
 });

@@ -100,7 +100,8 @@ employees, identities and audit rows are that organisation's only. Without --pro
 organisation's feedProfile (if set) reads the feed.
 
 For provision: 1 applied, but rows were rejected or actions failed or need an identity (see
-\`trainsync status\`); 2 refused (a limit, the seats, an invalid profile): nothing enqueued.
+\`trainsync status\`); 2 refused (a limit, the seats, an invalid profile, a feed file that
+cannot be opened, an API key the platform refuses): nothing enqueued.
 
 Examples:
   trainsync provision hr.csv --dry-run

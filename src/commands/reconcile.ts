@@ -94,7 +94,8 @@ training.users when a users sync ran after the last provisioning write and withi
 TRAINSYNC_PLATFORM_FRESHNESS_MINUTES). A leaver with access is disabled again, an
 account deleted by hand is created again, an active employee's removed access is
 restored (TRAINSYNC_DRIFT_ACCESS_REMOVED). Same guards, audit and exit status as
-provision: 0 applied, 1 actions failed or need an identity, 2 refused.
+provision: 0 applied, 1 actions failed or need an identity, 2 refused (a limit, the seats,
+an API key the platform refuses).
 
 Several organisations (TRAINSYNC_ORGS_FILE): each organisation's employees are compared with
 the accounts its own key lists. --org SLUG (repeatable, or all) reports each named

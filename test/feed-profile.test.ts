@@ -452,7 +452,7 @@ describe('trainsync feed check', () => {
     expect(read.stderr).toBe('');
     expect(read.code).toBe(0);
     expect(read.stdout.split('\n')[0]).toBe(`${feed} (profile ${profile}): csv, delimiter "," (detected), read as Windows-1252 (the profile's "encoding"), 2 lines`);
-    expect(read.stdout).toMatch(/│ 2 +│ E1 +│ zoe@example\.com +│ Zoë +│ Müller +│/);
+    expect(read.stdout).toMatch(/│ 2 +│ E1 +│ zoe@example\.com +│ Zoë Müller +│/);
     const json = JSON.parse((await runCli(['feed', 'check', feed, '--profile', profile, '--json'], env)).stdout) as { reading: Record<string, unknown> };
     expect(json.reading).toMatchObject({ encoding: 'windows-1252', encodingSource: 'profile' });
 

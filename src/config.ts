@@ -10,11 +10,40 @@ import { maskUrl } from './lib/infra-errors.ts';
 import { DEFAULT_ORG, readOrgsFile, type OrgSettings } from './lib/orgs-file.ts';
 import { clusterSafePrefix, parseRedisUrl } from './lib/redis-target.ts';
 import { parseMaxDisable } from './provisioning/plan/limits.ts';
+import { unknownVariables, type UnknownVariable } from './lib/unknown-variables.ts';
 
 /**
  * The only place environment variables are read. `loadConfig(env)` parses once and
  * returns a frozen object that is passed down; nothing else touches `process.env`.
  */
+
+/** The fields of a cron line (5, or 6 with seconds first) and how many values each has. */
+const CRON_FIELDS: ReadonlyArray<{ name: string; values: number }> = [
+  { name: 'second', values: 60 },
+  { name: 'minute', values: 60 },
+  { name: 'hour', values: 24 },
+  { name: 'day-of-month', values: 31 },
+  { name: 'month', values: 12 },
+  { name: 'day-of-week', values: 7 },
+];
+
+/**
+ * A step larger than its field (`*\/61` minutes) is a mistake the parser lets through:
+ * it picks the first value only (`*\/61` runs hourly). The problem in words, naming the
+ * field and the range allowed, or undefined.
+ */
+export function cronStepProblem(line: string): string | undefined {
+  const fields = line.trim().split(/\s+/);
+  const names = fields.length === 6 ? CRON_FIELDS : CRON_FIELDS.slice(1);
+  for (const [i, field] of fields.entries()) {
+    const { name, values } = names[i]!;
+    for (const item of field.split(',')) {
+      const step = /\/(\d+)$/.exec(item)?.[1];
+      if (step !== undefined && (Number(step) < 1 || Number(step) > values)) return `${name} field "${field}": step ${step} is out of range; allowed 1-${values}`;
+    }
+  }
+  return undefined;
+}
 
 const cronLine = z
   .string()
@@ -26,7 +55,10 @@ const cronLine = z
       CronExpressionParser.parse(value, { tz: 'UTC' });
     } catch (error) {
       ctx.addIssue({ code: 'custom', message: `a valid cron line (${error instanceof Error ? error.message : String(error)}), e.g. "0 2 * * *"` });
+      return;
     }
+    const step = cronStepProblem(value);
+    if (step) ctx.addIssue({ code: 'custom', message: `a valid cron line (${step}), e.g. "0 2 * * *"` });
   });
 
 const positiveInt = (example: string) =>
@@ -235,6 +267,8 @@ export type Config = Readonly<
     LOG_LEVEL_GIVEN?: boolean;
     /** The organisations served: those of TRAINSYNC_ORGS_FILE, or one named `default` from the variables. */
     orgs: readonly OrgSettings[];
+    /** TRAINSYNC_* variables set that trainsync does not read (typos): warned about, not refused. */
+    unknownVariables?: readonly UnknownVariable[];
   }
 >;
 
@@ -248,8 +282,24 @@ export class ConfigError extends TrainsyncError {
   }
 }
 
+/** Variables of docker-compose.yml (the ports it publishes), read by Docker Compose, not trainsync. */
+const COMPOSE_VARIABLES = ['TRAINSYNC_POSTGRES_PORT', 'TRAINSYNC_REDIS_PORT'];
+
+/** Every variable of envSchema: the settings trainsync reads (cron lines aside). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(envSchema.shape);
+
+export interface LoadConfigOptions {
+  /**
+   * The TRAINSYNC_CRON_* settings the jobs declare. Given, any other TRAINSYNC_CRON_* is an
+   * unknown variable (a typo: TRAINSYNC_CRON_RESLUTS), warned about, never refused; not
+   * given, every TRAINSYNC_CRON_* line is kept and checked.
+   */
+  cronSettings?: readonly string[];
+}
+
 /** Parses the environment once; throws a ConfigError naming every bad key. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(env: Record<string, string | undefined> = process.env, options: LoadConfigOptions = {}): Config {
+  const cronSettings = options.cronSettings === undefined ? undefined : new Set(options.cronSettings);
   const cleaned: Record<string, string> = {};
   for (const key of Object.keys(envSchema.shape)) {
     const value = env[key];
@@ -261,6 +311,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const cronProblems: string[] = [];
   for (const [key, value] of Object.entries(env)) {
     if (!key.startsWith(CRON_PREFIX) || value === undefined || value === '') continue;
+    // Not a job's setting: ignored, and named by unknownVariables (a warning, not a refusal).
+    if (cronSettings !== undefined && !cronSettings.has(key)) continue;
     const line = cronLine.safeParse(value);
     if (line.success) cronLines[key] = line.data;
     else cronProblems.push(`${key}: got ${JSON.stringify(value)}; expected ${line.error.issues[0]?.message ?? 'a cron line'}`);
@@ -283,7 +335,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const problems = [...byKey.values(), ...cronProblems];
     throw new ConfigError(problems);
   }
-  const orgs = organisationsOf(parsed.data, cronLines, env);
+  // The orgs file names the variables its secrets are in ({"env": "ACME_API_KEY"}): those are read too.
+  const readByOrgsFile = new Set<string>();
+  const tracked = new Proxy(env, {
+    get(target, key) {
+      if (typeof key === 'string') readByOrgsFile.add(key);
+      return Reflect.get(target, key) as unknown;
+    },
+  });
+  const orgs = organisationsOf(parsed.data, cronLines, tracked);
+  const known = new Set([...CONFIG_VARIABLES, ...COMPOSE_VARIABLES, ...readByOrgsFile, ...(cronSettings ?? Object.keys(cronLines))]);
+  const set = Object.keys(env).filter((key) => env[key] !== undefined && env[key] !== '');
+  // Without the jobs' settings every TRAINSYNC_CRON_* line is taken as meant.
+  const unknown = unknownVariables(cronSettings === undefined ? set.filter((key) => !key.startsWith(CRON_PREFIX)) : set, known);
   // Several organisations: each must find a free slot while the others run (README, "Fairness"),
   // so the defaults grow with their number; a variable that is set rules.
   const scaled = {
@@ -299,6 +363,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     cronLines: Object.freeze(cronLines),
     LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined,
     orgs: Object.freeze(orgs),
+    unknownVariables: Object.freeze(unknown),
   });
 }
 

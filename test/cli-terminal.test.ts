@@ -30,7 +30,8 @@ describe('the terminal', () => {
     const { screen } = run;
     // Before: 1,352 lines, 648 of them INFO records. Now the plan, four progress lines, the outcome.
     expect(screen.length).toBeGreaterThan(30);
-    expect(screen.length).toBeLessThanOrEqual(50);
+    // (50, and the last line wrapped at word boundaries rather than cut: 3 lines at 80 columns.)
+    expect(screen.length).toBeLessThanOrEqual(53);
     for (const line of screen) expect([...line].length, line).toBeLessThanOrEqual(80);
     expect(screen.join('\n')).not.toMatch(/\bINFO\b/);
     // One live line per action kind, each finished.
@@ -38,17 +39,22 @@ describe('the terminal', () => {
       expect(screen.filter((line) => line.startsWith(` ${kind} `))).toEqual([expect.stringMatching(new RegExp(`${total}/${total} actions {2}done$`))]);
     }
     expect(screen).toContainEqual(expect.stringMatching(/^│ create-user\s+│ 5\s+│ ada\.lovelace\.e000301@acme-training\.ex/));
-    // The rejected row is the reason for exit 1, and it is said last.
-    expect(screen.at(-1)).toMatch(/^trainsync: 1 row rejected \(hr-feed\.csv line 307/);
+    // The rejected row is the reason for exit 1, and it is said last, wrapped at word boundaries.
+    const reasonAt = screen.findIndex((line) => /^trainsync: 1 row rejected \(hr-feed\.csv line 307/.test(line));
+    expect(reasonAt, screen.join('\n')).toBeGreaterThan(0);
+    expect(screen.slice(reasonAt + 1).every((line) => line.startsWith('  '))).toBe(true);
+    expect(screen.slice(reasonAt).join(' ').replace(/\s+/g, ' ')).toContain('fix the value in the HR export or drop the row)');
   });
 
-  it('not on a terminal, log records are JSON lines as before', async () => {
+  it('not on a terminal, stderr is JSON lines only: progress is a log record too', async () => {
     const run = await runCli(['sync', 'courses'], { ...env(), LOG_LEVEL: 'info' });
     expect(run.code, run.stderr).toBe(0);
-    // JSON records, and the plain progress line a log file has always had every few seconds.
-    const lines = run.stderr.trim().split('\n').filter((line) => !line.startsWith('progress '));
+    const lines = run.stderr.trim().split('\n');
     expect(lines.length).toBeGreaterThan(1);
-    for (const line of lines) expect(JSON.parse(line)).toMatchObject({ app: 'trainsync' });
+    // Before: a plain `progress courses: pages 1 rows 40` line among the records.
+    for (const line of lines) expect(JSON.parse(line), line).toMatchObject({ app: 'trainsync' });
+    const progress = lines.map((line) => JSON.parse(line) as { msg: string; progress?: unknown }).filter((record) => record.progress !== undefined);
+    expect(progress[0]).toMatchObject({ msg: expect.stringMatching(/^progress courses: pages \d+ rows \d+$/), progress: { resource: 'courses' } });
   });
 
   it('--dry-run prints the whole plan; --output writes it to a file', async () => {

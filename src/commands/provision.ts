@@ -11,11 +11,12 @@ import { provisionFeed, type ProvisionResult } from '../provisioning/provision-f
 import { formatOutcome, formatPlanReport, provisionExitCode, provisionResultJson } from './provision-report.ts';
 import { formatSnapshotCounts } from '../provisioning/snapshot-feed.ts';
 import { provisionDeps } from './provision-deps.ts';
+import { requireFeedFile } from './feed-file.ts';
 import { exitWith, UsageError, type ExitCode } from './exit-codes.ts';
 import { tableWidth } from './fit-table.ts';
 import { formatWholePlan } from './plan-listing.ts';
 import { createProgressDisplay } from './progress-display.ts';
-import { wrapLines } from './terminal.ts';
+import { fitText } from './terminal.ts';
 import type { CommandDeps } from './deps.ts';
 import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, withOrgProfile, type FeedCliOptions } from './feed-options.ts';
 
@@ -99,7 +100,8 @@ employees, identities and audit rows are that organisation's only. Without --pro
 organisation's feedProfile (if set) reads the feed.
 
 For provision: 1 applied, but rows were rejected or actions failed or need an identity (see
-\`trainsync status\`); 2 refused (a limit, the seats, an invalid profile): nothing enqueued.
+\`trainsync status\`); 2 refused (a limit, the seats, an invalid profile, a feed file that
+cannot be opened, an API key the platform refuses): nothing enqueued.
 
 Examples:
   trainsync provision hr.csv --dry-run
@@ -116,15 +118,16 @@ Examples:
       const options = withOrgProfile(cliOptions, org);
       // Before anything touches Postgres or Redis: planning reads the platform.
       requireOrgPlatform(org);
-      // And a bad profile is reported before any connection is made.
+      // A feed that cannot be opened, and a bad profile, are reported before any connection is made.
+      await requireFeedFile(file);
       const reading = await feedReadingOrExit(file, options);
       if (reading === undefined) return;
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       const width = tableWidth();
-      const display = options.json ? undefined : createProgressDisplay();
-      // Sentences wrap at the width; tables are drawn to fit it.
-      const say = (text: string): void => void process.stdout.write(`${process.stdout.isTTY ? wrapLines(text, width) : text}\n`);
+      const display = options.json ? undefined : createProgressDisplay({ log: app.log });
+      // Sentences wrap at the width when it is known (a terminal, COLUMNS); tables are drawn to fit it.
+      const say = (text: string): void => void process.stdout.write(fitText(text));
       try {
         const result = await provisionFeed(provisionDeps(app, org.slug), {
           file,
@@ -146,7 +149,7 @@ Examples:
         if (result.applied) for (const kind of new Set(result.applied.audit.map((r) => r.kind))) display?.finish(kind, 'done');
         display?.stop();
         if (options.dryRun && !options.json) {
-          if (options.output === undefined) process.stdout.write(`${formatWholePlan(result.plan)}\n`);
+          if (options.output === undefined) say(formatWholePlan(result.plan));
           else {
             await writeFile(options.output, options.output.endsWith('.json') ? `${planToJson(result.plan)}\n` : `${formatWholePlan(result.plan)}\n`);
             process.stdout.write(`the whole plan (${result.plan.actions.length} actions) is in ${options.output}\n`);

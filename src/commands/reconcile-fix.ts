@@ -7,6 +7,10 @@ import { formatOutcome, PROVISION_EXIT } from './provision-report.ts';
 import { reconcileFix, RECONCILE_SOURCE, type ReconcileFixResult } from '../provisioning/reconcile-fix.ts';
 import type { CommandDeps } from './deps.ts';
 import { provisionDeps } from './provision-deps.ts';
+import type { ExitCode } from './exit-codes.ts';
+import { tableWidth } from './fit-table.ts';
+import { createProgressDisplay } from './progress-display.ts';
+import { fitText } from './terminal.ts';
 
 export interface ReconcileFixCliOptions {
   dryRun?: boolean;
@@ -17,17 +21,17 @@ export interface ReconcileFixCliOptions {
 }
 
 /** The exit status of `reconcile --fix`, as `provision`'s: 2 refused, 1 actions failed or need an identity, else 0. */
-export function reconcileFixExitCode(result: ReconcileFixResult): number {
+export function reconcileFixExitCode(result: ReconcileFixResult): ExitCode {
   if (result.plan.refused !== undefined) return PROVISION_EXIT.refused;
   const problems = result.applied?.audit.filter((r) => r.status === 'failed' || r.status === 'needs-identity').length ?? 0;
   return problems + result.plan.errors.length > 0 ? PROVISION_EXIT.attention : PROVISION_EXIT.ok;
 }
 
-export function formatReconcileFixPlan(result: ReconcileFixResult): string {
+export function formatReconcileFixPlan(result: ReconcileFixResult, options: { width?: number } = {}): string {
   return [
     `reconcile --fix: ${result.employees} employees of ${RECONCILE_SOURCE} that trainsync has applied, against the platform as it is now (${result.platformRequests} requests)`,
     result.seats.note,
-    formatPlanTable(result.plan),
+    formatPlanTable(result.plan, options),
   ].join('\n');
 }
 
@@ -37,13 +41,15 @@ export async function runReconcileFix(
   options: ReconcileFixCliOptions,
   write: (text: string) => void,
   choose: (config: ReturnType<CommandDeps['loadConfig']>) => OrgSettings,
-): Promise<number> {
+): Promise<{ code: ExitCode; reason?: string }> {
   const config = deps.loadConfig();
   const org = choose(config);
   requireOrgPlatform(org);
   const log = deps.createLogger(config);
   const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
-  let lastProgress = 0;
+  // Sentences wrap at the width when it is known; the plan's table is drawn to fit it.
+  const say = (text: string): void => write(fitText(text));
+  const display = options.json ? undefined : createProgressDisplay({ log: app.log });
   try {
     const result = await reconcileFix(provisionDeps(app, org.slug), {
       dryRun: options.dryRun ?? false,
@@ -52,26 +58,25 @@ export async function runReconcileFix(
       reassertGroups: options.reassertGroups ?? false,
       wait: true,
       onPlan: (planned) => {
-        if (!options.json) write(`${formatReconcileFixPlan(planned)}\n`);
+        if (!options.json) say(formatReconcileFixPlan(planned, { width: tableWidth() }));
       },
-      onProgress: (finished, total) => {
-        if (options.json || Date.now() - lastProgress < 5_000) return;
-        lastProgress = Date.now();
-        process.stderr.write(`progress reconcile --fix: ${finished}/${total} actions finished\n`);
-      },
+      onProgress: (finished, total) => display?.update('reconcile --fix', { resource: 'reconcile --fix', done: finished, total, unit: 'actions' }),
     });
+    if (result.applied && result.applied.audit.length > 0) display?.finish('reconcile --fix', 'done');
+    display?.stop();
     const exitCode = reconcileFixExitCode(result);
     if (options.json) {
       write(`${JSON.stringify({ employees: result.employees, seats: result.seats, platformRequests: result.platformRequests, plan: result.plan, applied: result.applied ?? null, exitCode }, null, 2)}\n`);
     } else if (result.plan.refused) {
-      process.stderr.write(`trainsync: refused, nothing was enqueued: ${result.plan.refused.message}\n`);
+      // Said last, by the exit reason.
     } else if (options.dryRun) {
-      write('dry run: nothing was enqueued\n');
+      say('dry run: nothing was enqueued');
     } else if (result.applied) {
-      write(result.applied.audit.length > 0 ? `${formatOutcome(result.applied.audit)}\n` : 'No drift: nothing to repair.\n');
+      say(result.applied.audit.length > 0 ? formatOutcome(result.applied.audit) : 'No drift: nothing to repair.');
     }
-    return exitCode;
+    return { code: exitCode, ...(result.plan.refused ? { reason: `refused, nothing was enqueued: ${result.plan.refused.message}` } : {}) };
   } finally {
+    display?.stop();
     await app.close();
   }
 }

@@ -10,6 +10,8 @@ import { createDb, createPool } from '../warehouse/pool.ts';
 import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
 import type { CommandDeps } from './deps.ts';
 import { runReconcileFix } from './reconcile-fix.ts';
+import { exitWith } from './exit-codes.ts';
+import { fitText } from './terminal.ts';
 import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import { requestedOrgs, selectOneOrg, selectOrgs } from './org-option.ts';
 
@@ -92,7 +94,8 @@ training.users when a users sync ran after the last provisioning write and withi
 TRAINSYNC_PLATFORM_FRESHNESS_MINUTES). A leaver with access is disabled again, an
 account deleted by hand is created again, an active employee's removed access is
 restored (TRAINSYNC_DRIFT_ACCESS_REMOVED). Same guards, audit and exit status as
-provision: 0 applied, 1 actions failed or need an identity, 2 refused.
+provision: 0 applied, 1 actions failed or need an identity, 2 refused (a limit, the seats,
+an API key the platform refuses).
 
 Several organisations (TRAINSYNC_ORGS_FILE): each organisation's employees are compared with
 the accounts its own key lists. --org SLUG (repeatable, or all) reports each named
@@ -111,7 +114,8 @@ Examples:
       const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
       const requested = requestedOrgs(command);
       if (options.fix) {
-        process.exitCode = await runReconcileFix(deps, options, write, (config) => selectOneOrg(config, requested));
+        const { code, reason } = await runReconcileFix(deps, options, write, (config) => selectOneOrg(config, requested));
+        exitWith(code, reason);
         return;
       }
       const fixOnly = (['dryRun', 'force', 'maxDisable', 'reassertGroups'] as const).filter((k) => options[k] !== undefined);
@@ -131,7 +135,7 @@ Examples:
         for (const org of orgs) reports.push(await reconciliationReport(db, org.slug, options.examples));
         if (options.json) write(`${JSON.stringify(reports.length === 1 ? reports[0] : { organisations: reports }, null, 2)}\n`);
         // One organisation (the single-organisation case included) reads as before; several, each under its name.
-        else write(reports.length === 1 ? renderReconciliation(reports[0]!) : reports.map((r) => `== organisation ${r.org} ==\n${renderReconciliation(r)}`).join('\n'));
+        else write(fitText(reports.length === 1 ? renderReconciliation(reports[0]!) : reports.map((r) => `== organisation ${r.org} ==\n${renderReconciliation(r)}`).join('\n')));
       } catch (error) {
         if (error instanceof NotMigratedError) throw error;
         throw toInfrastructureError(error, config, 'postgres') ?? error;

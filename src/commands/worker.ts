@@ -8,7 +8,8 @@ import { QUEUE_NAMES, SYNC_QUEUE, type QueueName } from '../queue/names.ts';
 import { sql } from 'kysely';
 import { registerSchedulers, watchSchedulers } from '../queue/schedulers.ts';
 import { startScimService } from '../scim/service.ts';
-import { startWebhookService } from '../webhooks/service.ts';
+import { startWebhookService, webhookOrgs } from '../webhooks/service.ts';
+import { endpointLines } from './worker-endpoints.ts';
 import type { CommandDeps } from './deps.ts';
 
 export function registerWorkerCommand(program: Command, deps: CommandDeps): void {
@@ -21,6 +22,7 @@ export function registerWorkerCommand(program: Command, deps: CommandDeps): void
     .description('Process every queue until stopped: runs scheduled syncs and provisioning jobs, serves /healthz and /metrics, stops cleanly on SIGTERM.')
     .option('--queues <names>', `comma-separated queues to process (${QUEUE_NAMES.join(', ')})`, QUEUE_NAMES.join(','))
     .option('--no-schedules', 'do not register the cron schedules (another worker does)')
+    .option('--print-endpoints', 'print one line per endpoint served, with its URL, also when stdout is not a terminal (on one, they are always printed)')
     .addHelpText(
       'after',
       `
@@ -32,9 +34,11 @@ Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (
 Webhooks: POST http://<host>:$TRAINSYNC_WEBHOOK_PORT/webhooks/platform (default port 9465), served
 only when TRAINSYNC_WEBHOOK_SECRET is set; see README, "Near-real-time results".
 SCIM 2.0: http://<host>:$TRAINSYNC_SCIM_PORT/scim/v2 (default port 9466), served only when
-TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE is set; see README, "SCIM (identity providers)".`,
+TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE is set; see README, "SCIM (identity providers)".
+On a terminal (or with --print-endpoints) it prints one line per endpoint with its URL,
+e.g. "health    http://127.0.0.1:9464/healthz  (all interfaces)"; logs go to stderr.`,
     )
-    .action(async (options: { queues: string; schedules: boolean }) => {
+    .action(async (options: { queues: string; schedules: boolean; printEndpoints?: boolean }) => {
       const config = deps.loadConfig();
       const log = deps.createLogger(config);
       const queues = parseQueues(options.queues);
@@ -54,6 +58,17 @@ TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE is set; see README, "SCIM (ide
       const webhooks = await startWebhookService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, metrics: app.metrics, log });
       // Off unless TRAINSYNC_SCIM_TOKEN(_FILE) is set (README, "SCIM (identity providers)").
       const scim = await startScimService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, platform: app.platform, log });
+      // A person who started it sees where it answers (before the workers, which wait for an
+      // unreachable Redis); logs stay JSON lines on stderr elsewhere.
+      if (process.stdout.isTTY || options.printEndpoints) {
+        const lines = endpointLines({
+          health: { port: health.port },
+          ...(webhooks ? { webhooks: { port: webhooks.port, host: config.TRAINSYNC_WEBHOOK_HOST, orgs: webhookOrgs(config).map((o) => o.slug) } } : {}),
+          ...(scim ? { scim: { port: scim.port, host: config.TRAINSYNC_SCIM_HOST, orgs: scim.orgs } } : {}),
+          ...(consoleServer ? { console: { port: consoleServer.port, host: config.TRAINSYNC_CONSOLE_HOST } } : {}),
+        });
+        process.stdout.write(`${lines.join('\n')}\n`);
+      }
       const worker = await app.queue.startWorkers(queues);
       let stopWatching = (): void => undefined;
       if (options.schedules && queues.includes(SYNC_QUEUE)) {

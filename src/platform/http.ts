@@ -217,9 +217,12 @@ export function createTransport(options: TransportOptions): Transport {
         const error = caught instanceof PlatformError ? caught : classifyTransportError(caught, request.method, logPath);
         const context = { method: request.method, path: logPath, status: error.status, code: error.code, attempt: n };
         if (!error.retryable || n > retry.retries || request.signal?.aborted) {
-          // A documented 400 is a business answer the caller handles (EMAIL_IN_USE…), not an incident.
-          const expected = error.status === 400 && !error.code.startsWith('HTTP_');
-          log[expected ? 'info' : 'warn']({ ...context, retryable: error.retryable }, `platform request failed: ${error.message}`);
+          // A documented 400 is a business answer the caller handles (EMAIL_IN_USE…), not an incident;
+          // a refused key is reported once, by whoever called (a job's failure, a command's last
+          // line, a doctor check); an abort is our own stop (Ctrl-C, shutdown), not a failure.
+          const expected = (error.status === 400 && !error.code.startsWith('HTTP_')) || error.code === 'UNAUTHORIZED';
+          const level = error.code === 'ABORTED' && request.signal?.aborted ? 'debug' : expected ? 'info' : 'warn';
+          log[level]({ ...context, retryable: error.retryable }, `platform request failed: ${error.message}`);
           throw error;
         }
         const rateLimited = error.status === 429;

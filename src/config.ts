@@ -112,7 +112,7 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'a Postgres URL, e.g. postgres://postgres@127.0.0.1:5432/trainsync')
     .default('postgres://postgres@127.0.0.1:5432/trainsync'),
   // One server (redis://), a master behind Sentinel (redis+sentinel://) or a Cluster
-  // (redis+cluster://); src/lib/redis-target.ts reads the forms, README "Redis Sentinel and Cluster".
+  // (redis+cluster://); src/lib/redis-target.ts reads the forms, docs/operator.md, "Redis Sentinel and Cluster".
   REDIS_URL: z
     .string()
     .trim()
@@ -348,7 +348,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const set = Object.keys(env).filter((key) => env[key] !== undefined && env[key] !== '');
   // Without the jobs' settings every TRAINSYNC_CRON_* line is taken as meant.
   const unknown = unknownVariables(cronSettings === undefined ? set.filter((key) => !key.startsWith(CRON_PREFIX)) : set, known);
-  // Several organisations: each must find a free slot while the others run (README, "Fairness"),
+  // Several organisations: each must find a free slot while the others run (docs/several-organisations.md, "Fairness"),
   // so the defaults grow with their number; a variable that is set rules.
   const scaled = {
     ...(cleaned.TRAINSYNC_WORKER_CONCURRENCY === undefined && orgs.length > 1 ? { TRAINSYNC_WORKER_CONCURRENCY: orgs.length + 3 } : {}),

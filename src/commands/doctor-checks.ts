@@ -47,7 +47,7 @@ export function checkConfiguration(load: () => Config): { config?: Config; resul
   if (unknown.length > 0) {
     const renames = unknown.filter((u) => u.suggestion !== undefined).map((u) => `rename ${u.name} to ${u.suggestion}`);
     const others = unknown.filter((u) => u.suggestion === undefined).map((u) => u.name);
-    const fix = [...renames, ...(others.length > 0 ? [`unset ${others.join(', ')} (or check the spelling against README "Configuration")`] : [])].join('; ');
+    const fix = [...renames, ...(others.length > 0 ? [`unset ${others.join(', ')} (or check the spelling against docs/reference.md)`] : [])].join('; ');
     results.push(warn('config', describeUnknownVariables(unknown), fix));
   }
   // With an orgs file each organisation names its own URL and key (the file's checks refused any missing one).

@@ -4,7 +4,7 @@ import { InfrastructureError } from '../lib/infra-errors.ts';
 import { NotMigratedError } from '../warehouse/migrator.ts';
 import { isRefusedKeyMessage, PlatformError } from '../platform/errors.ts';
 
-/** The exit codes of every command (README, "Exit codes"). */
+/** The exit codes of every command (docs/reference.md, "Exit codes"). */
 export const EXIT = { ok: 0, failed: 1, refused: 2, incomplete: 3, interrupted: 130 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 

@@ -26,7 +26,7 @@ export const scimHeldSection: StatusSection = async (app, org) => ({
 
 /** `trainsync scim held`: lists, releases or drops the deactivations the SCIM guard held. */
 export function registerScimCommand(program: Command, deps: CommandDeps): void {
-  const scim = program.command('scim').description('The SCIM 2.0 endpoint served by `worker` (README, "SCIM (identity providers)").');
+  const scim = program.command('scim').description('The SCIM 2.0 endpoint served by `worker` (docs/scim.md).');
   scim
     .command('held')
     .description('List the SCIM deactivations the guard held; --release or --drop one.')

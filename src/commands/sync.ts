@@ -16,7 +16,7 @@ import { requestedOrgs, selectOrgs } from './org-option.ts';
 import { createProgressDisplay } from './progress-display.ts';
 import { fitText, stderrTerminal } from './terminal.ts';
 
-/** Exit statuses of `sync` (README, "Operations"). */
+/** Exit statuses of `sync` (docs/reference.md, "Exit codes"). */
 export const SYNC_EXIT = EXIT;
 
 export function registerSyncCommand(program: Command, deps: CommandDeps): void {

@@ -10,7 +10,7 @@ const MIN_WIDTH = 40;
 
 /**
  * The columns output for a person may take: the terminal's when stdout is one, else
- * COLUMNS (a shell's, a test's), else 100; never more than 100 (README, "Commands").
+ * COLUMNS (a shell's, a test's), else 100; never more than 100 (docs/reference.md).
  * COLUMNS is the terminal's setting, read here like TERM and NO_COLOR, not trainsync's
  * configuration (src/config.ts).
  */

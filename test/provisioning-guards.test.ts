@@ -159,6 +159,12 @@ describe('provisioning guards (CLI, worker, Postgres, Redis, simulator)', () => 
     // The warehouse's user list predates the run: it still shows those three with access.
     expect(await count(`select count(*)::int as n from training.users u join trainsync.identities i on i.platform_user_id = u.user_id where u.has_access and i.employee_id in ('${disabled.join("','")}')`)).toBe(3);
 
+    // The audit trail names groups: the view has the name beside the GUID, the console shows the name.
+    const audited = (await h.database.pool.query<{ group_id: string; group_name: string }>("select group_id::text, group_name from trainsync.provisioning_audit where kind = 'add-to-group' order by id desc limit 1")).rows[0]!;
+    expect(audited.group_name).toBe((await h.database.pool.query<{ name: string }>('select name from training.groups where group_id = $1', [audited.group_id])).rows[0]!.name);
+    const trail = await page('/provisioning');
+    expect(trail).toContain(`<span class="group" title="${audited.group_id}" data-id="${audited.group_id}">${audited.group_name}</span>`);
+
     const report = await reconcileJson();
     expect(report.counts.leaver_with_access).toBe(0);
     expect(report.platformList.repairedSince).toBe(3);

@@ -10,6 +10,7 @@ import { maskUrl } from './lib/infra-errors.ts';
 import { DEFAULT_ORG, readOrgsFile, type OrgSettings } from './lib/orgs-file.ts';
 import { clusterSafePrefix, parseRedisUrl } from './lib/redis-target.ts';
 import { parseMaxDisable } from './provisioning/plan/limits.ts';
+import { DEFAULT_FEED_MIN_SHARE, parseFeedMinShare } from './lib/feed-min-share.ts';
 import { unknownVariables, type UnknownVariable } from './lib/unknown-variables.ts';
 
 /**
@@ -173,6 +174,9 @@ const envSchema = z.object({
   // An active employee whose access was removed on the platform outside trainsync:
   // restore (enable it again, as Entra ID provisioning does) or keep (report only).
   TRAINSYNC_DRIFT_ACCESS_REMOVED: z.enum(['restore', 'keep'], { error: 'restore or keep' }).default('restore'),
+  // A full feed listing fewer rows than this share of the active employees trainsync knows is
+  // refused before planning (an export cut short upstream); `provision --allow-shrink` overrides.
+  TRAINSYNC_FEED_MIN_SHARE: parsedBy(parseFeedMinShare).default(DEFAULT_FEED_MIN_SHARE),
   TRAINSYNC_METRICS_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9464' }).int().min(0).max(65_535).default(9464),
   TRAINSYNC_SHUTDOWN_TIMEOUT_MS: positiveInt('30000').default(30_000),
   TRAINSYNC_FAILED_JOBS_KEPT: positiveInt('1000').default(1000),
@@ -378,6 +382,7 @@ function organisationsOf(settings: z.output<typeof envSchema>, cronLines: Record
         ...(settings.TRAINSYNC_API_URL ? { apiUrl: settings.TRAINSYNC_API_URL } : {}),
         ...(settings.TRAINSYNC_API_KEY ? { apiKey: settings.TRAINSYNC_API_KEY } : {}),
         requestsPerSecond: settings.TRAINSYNC_REQUESTS_PER_SECOND,
+        feedMinShare: settings.TRAINSYNC_FEED_MIN_SHARE,
         cronLines: Object.freeze({ ...cronLines }),
         ...(settings.TRAINSYNC_WEBHOOK_SECRET ? { webhookSecrets: settings.TRAINSYNC_WEBHOOK_SECRET } : {}),
         ...(token ? { scimToken: token } : {}),
@@ -388,6 +393,7 @@ function organisationsOf(settings: z.output<typeof envSchema>, cronLines: Record
     env,
     cronLines,
     defaultRequestsPerSecond: settings.TRAINSYNC_REQUESTS_PER_SECOND,
+    defaultFeedMinShare: settings.TRAINSYNC_FEED_MIN_SHARE,
     checkCron: (value) => {
       const line = cronLine.safeParse(value);
       return line.success ? undefined : (line.error.issues[0]?.message ?? 'a cron line');

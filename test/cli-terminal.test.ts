@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { cliEnv, runCli } from './helpers/cli.ts';
@@ -30,8 +33,8 @@ describe('the terminal', () => {
     const { screen } = run;
     // Before: 1,352 lines, 648 of them INFO records. Now the plan, four progress lines, the outcome.
     expect(screen.length).toBeGreaterThan(30);
-    // (50, and the last line wrapped at word boundaries rather than cut: 3 lines at 80 columns.)
-    expect(screen.length).toBeLessThanOrEqual(53);
+    // (52 with 5 examples per action kind, and the last line wrapped at word boundaries rather than cut: 3 lines at 80 columns.)
+    expect(screen.length).toBeLessThanOrEqual(55);
     for (const line of screen) expect([...line].length, line).toBeLessThanOrEqual(80);
     expect(screen.join('\n')).not.toMatch(/\bINFO\b/);
     // One live line per action kind, each finished.
@@ -57,18 +60,32 @@ describe('the terminal', () => {
     expect(progress[0]).toMatchObject({ msg: expect.stringMatching(/^progress courses: pages \d+ rows \d+$/), progress: { resource: 'courses' } });
   });
 
-  it('--dry-run prints the whole plan; --output writes it to a file', async () => {
-    const run = await runCli(['provision', 'examples/hr-feed.csv', '--dry-run'], env());
-    expect(run.code).toBe(1);
-    expect(run.stdout).toContain('Every action:');
-    // Every action the plan holds, each on its own line: no "… and N more" after the table.
-    const listing = run.stdout.slice(run.stdout.indexOf('Every action:'));
-    expect(listing).not.toMatch(/… and \d+ more/);
-    const planned = /unchanged\s+│ (\d+)/.exec(run.stdout);
-    expect(planned).not.toBeNull();
-    const json = await runCli(['provision', 'examples/hr-feed.csv', '--dry-run', '--json'], env());
-    const plan = (JSON.parse(json.stdout) as { plan: { actions: Array<{ email: string }> } }).plan;
-    for (const action of plan.actions) expect(listing).toContain(action.email);
+  it('--dry-run prints the count of each action with 5 examples; --output writes every action to a file', async () => {
+    // A database of its own: a first run (the one above applied the feed), so the plan has hundreds of actions.
+    const fresh = await createTestDatabase();
+    const env = (): Record<string, string> => cliEnv({ sim, databaseUrl: fresh.url, prefix, redisUrl: REDIS_URL }, { TRAINSYNC_REQUESTS_PER_SECOND: '500' });
+    const dir = mkdtempSync(path.join(tmpdir(), 'trainsync-plan-'));
+    try {
+      const run = await runCli(['provision', 'examples/hr-feed.csv', '--dry-run'], env());
+      expect(run.code).toBe(1);
+      // One screen: no line per action; the table's examples stop at 5 with "… and N more".
+      expect(run.stdout).not.toContain('Every action:');
+      expect(run.stdout).toMatch(/│ +│ +│ … and \d+ more +│/);
+      expect(run.stdout).toContain('dry run: nothing was enqueued (every action: --output FILE, .csv for CSV, else JSON Lines)');
+      const planned = /unchanged\s+│ (\d+)/.exec(run.stdout);
+      expect(planned).not.toBeNull();
+      const file = path.join(dir, 'plan.jsonl');
+      const written = await runCli(['provision', 'examples/hr-feed.csv', '--dry-run', '--output', file], env());
+      expect(written.code).toBe(1);
+      const json = await runCli(['provision', 'examples/hr-feed.csv', '--dry-run', '--json'], env());
+      const plan = (JSON.parse(json.stdout) as { plan: { actions: Array<{ id: string }> } }).plan;
+      const lines = readFileSync(file, 'utf8').trimEnd().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+      expect(lines.length).toBeGreaterThan(300);
+      expect(lines.sort()).toEqual(plan.actions.map((a) => a.id).sort());
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await fresh.drop();
+    }
   });
 
   it('the screen model draws what a terminal draws (cursor up, erase, columns)', () => {

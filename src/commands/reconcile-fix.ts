@@ -2,7 +2,11 @@ import { createApp } from '../runtime/app.ts';
 import { requireOrgPlatform } from '../config.ts';
 import type { OrgSettings } from '../lib/orgs-file.ts';
 import type { MaxDisable } from '../provisioning/plan/types.ts';
-import { formatPlanTable } from './plan-format.ts';
+import { formatPlanTable, type PlanTableOptions } from './plan-format.ts';
+import { loadGroupNames } from '../provisioning/group-names.ts';
+import { reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
+import { describePlatformListAge } from '../warehouse/platform-list-age.ts';
+import { refusedReason } from './refusal-line.ts';
 import { formatOutcome, PROVISION_EXIT } from './provision-report.ts';
 import { reconcileFix, RECONCILE_SOURCE, type ReconcileFixResult } from '../provisioning/reconcile-fix.ts';
 import type { CommandDeps } from './deps.ts';
@@ -27,11 +31,23 @@ export function reconcileFixExitCode(result: ReconcileFixResult): ExitCode {
   return problems + result.plan.errors.length > 0 ? PROVISION_EXIT.attention : PROVISION_EXIT.ok;
 }
 
-export function formatReconcileFixPlan(result: ReconcileFixResult, options: { width?: number } = {}): string {
+/**
+ * What `reconcile` (and the console's People page) counts on the same data, beside the
+ * repair: they compare with the last users sync, the repair with the platform now, so the
+ * line says how old that list is and what trainsync changed since.
+ */
+export function formatReconciliationBeside(report: ReconciliationReport): string {
+  const c = report.counts;
+  const age = describePlatformListAge(report);
+  return `reconcile counts ${c.leaver_with_access} leaver_with_access, ${c.active_without_account} active_without_account, ${c.pending_action} pending_action${age ? `. ${age}` : ''}`;
+}
+
+export function formatReconcileFixPlan(result: ReconcileFixResult, options: PlanTableOptions & { report?: ReconciliationReport } = {}): string {
   return [
     `reconcile --fix: ${result.employees} employees of ${RECONCILE_SOURCE} that trainsync has applied, against the platform as it is now (${result.platformRequests} requests)`,
+    ...(options.report ? [formatReconciliationBeside(options.report)] : []),
     result.seats.note,
-    formatPlanTable(result.plan, options),
+    formatPlanTable(result.plan, { ...options, everyAction: 'every one: reconcile --fix --dry-run --json' }),
   ].join('\n');
 }
 
@@ -51,6 +67,7 @@ export async function runReconcileFix(
   const say = (text: string): void => write(fitText(text));
   const display = options.json ? undefined : createProgressDisplay({ log: app.log });
   try {
+    const [groupNames, report] = options.json ? [undefined, undefined] : await Promise.all([loadGroupNames(app.db, org.slug), reconciliationReport(app.db, org.slug, 0)]);
     const result = await reconcileFix(provisionDeps(app, org.slug), {
       dryRun: options.dryRun ?? false,
       force: options.force ?? false,
@@ -58,7 +75,7 @@ export async function runReconcileFix(
       reassertGroups: options.reassertGroups ?? false,
       wait: true,
       onPlan: (planned) => {
-        if (!options.json) say(formatReconcileFixPlan(planned, { width: tableWidth() }));
+        if (!options.json) say(formatReconcileFixPlan(planned, { width: tableWidth(), ...(groupNames ? { groupNames } : {}), ...(report ? { report } : {}) }));
       },
       onProgress: (finished, total) => display?.update('reconcile --fix', { resource: 'reconcile --fix', done: finished, total, unit: 'actions' }),
     });
@@ -74,7 +91,9 @@ export async function runReconcileFix(
     } else if (result.applied) {
       say(result.applied.audit.length > 0 ? formatOutcome(result.applied.audit) : 'No drift: nothing to repair.');
     }
-    return { code: exitCode, ...(result.plan.refused ? { reason: `refused, nothing was enqueued: ${result.plan.refused.message}` } : {}) };
+    const refused = result.plan.refused;
+    const reason = refused ? refusedReason(refused, { disables: result.plan.counts.disable, limit: result.plan.maxDisable, dryRun: options.dryRun ?? false, json: options.json ?? false }) : undefined;
+    return { code: exitCode, ...(reason ? { reason } : {}) };
   } finally {
     display?.stop();
     await app.close();

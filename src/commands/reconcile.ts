@@ -13,6 +13,7 @@ import { runReconcileFix } from './reconcile-fix.ts';
 import { exitWith } from './exit-codes.ts';
 import { fitText } from './terminal.ts';
 import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { describePlatformListAge } from '../warehouse/platform-list-age.ts';
 import { requestedOrgs, selectOneOrg, selectOrgs } from './org-option.ts';
 
 export interface ReconcileCommandDeps extends Pick<CommandDeps, 'loadConfig' | 'createLogger' | 'jobs'> {
@@ -45,7 +46,8 @@ function examplesOption(value: string): number {
 export function renderReconciliation(report: ReconciliationReport): string {
   const counts = new Table({ head: ['kind', 'count', 'meaning'], style: { head: [], border: [], compact: true } });
   for (const kind of RECONCILIATION_KINDS) counts.push([kind, report.counts[kind], MEANING[kind] ?? '']);
-  const lines = [`HR against the platform: ${report.total} discrepanc${report.total === 1 ? 'y' : 'ies'} (training.hr_reconciliation)`, counts.toString()];
+  const age = describePlatformListAge(report);
+  const lines = [`HR against the platform: ${report.total} discrepanc${report.total === 1 ? 'y' : 'ies'} (training.hr_reconciliation)`, ...(age ? [age] : []), counts.toString()];
   // Zero discrepancies against nothing is no news: say what is missing.
   // The `default` organisation (one organisation, no orgs file) reads as before; another names itself.
   const of = report.org === DEFAULT_ORG ? { table: 'is empty', flag: '' } : { table: `has no row of ${report.org}`, flag: ` --org ${report.org}` };

@@ -62,6 +62,8 @@ export interface ProvisionOptions {
   /** Called once the plan is known, before anything is enqueued (the CLI prints it). */
   onPlan?: (result: ProvisionResult) => void;
   onProgress?: (finished: number, total: number, byKind: ReadonlyMap<string, { done: number; total: number }>) => void;
+  /** The feed, already read from `file` with these options (the command reads it first, to guard it). */
+  feed?: FeedReadResult | undefined;
 }
 
 export interface SeatsInfo {
@@ -131,7 +133,7 @@ export async function freeSeats(platform: PlatformClient): Promise<SeatsInfo> {
  */
 export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptions): Promise<ProvisionResult> {
   const format = options.format ?? feedFormatFor(options.file);
-  const feed = await readFeed(options.file, { ...options.reading, format, ...(options.map ? { map: options.map } : {}) });
+  const feed = options.feed ?? await readFeed(options.file, { ...options.reading, format, ...(options.map ? { map: options.map } : {}) });
   const planAndEnqueue = async (): Promise<{ planned: ProvisionResult; enqueued?: EnqueueResult; snapshot?: Pick<ProvisionResult, 'employees' | 'employeesError'> }> => {
     const applied = await loadAppliedEmployees(deps.db, deps.org);
     const drift = deps.drift ?? DEFAULT_DRIFT_SETTINGS;

@@ -123,12 +123,10 @@ function memberIds(value: unknown): string[] {
   return ids.map((id) => id.toLowerCase());
 }
 
+/** A Group body with the attributes no schema defines left out (ignored, as on Users). */
 function checkGroupBody(body: unknown): Record<string, unknown> {
   if (!isObject(body)) throw badRequest('the body must be a JSON object (a SCIM Group)', 'invalidSyntax');
-  for (const key of Object.keys(body)) {
-    if (!KNOWN_GROUP_KEYS.has(key.toLowerCase())) throw badRequest(`unknown attribute "${key}" in a Group (see GET /Schemas)`, 'invalidSyntax');
-  }
-  return body;
+  return Object.fromEntries(Object.entries(body).filter(([key]) => KNOWN_GROUP_KEYS.has(key.toLowerCase())));
 }
 
 /** A Group body's value of an attribute, whatever its case (Entra: "DisplayName"). */

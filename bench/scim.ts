@@ -45,6 +45,8 @@ export interface ScimBench {
   noneLost: boolean;
   /** Start of the burst → the last accepted account on the simulator. */
   allExistSeconds: number;
+  /** The burst's last answer → the last accepted account (what the target bounds). */
+  allExistAfterLastAnswerSeconds: number;
   targetSeconds: number;
   responseP50Ms: number;
   responseP95Ms: number;
@@ -246,6 +248,7 @@ export async function benchScim(options: { users?: number; responsesOnly?: boole
       accepted,
       noneLost,
       allExistSeconds: round(allExist, 1),
+      allExistAfterLastAnswerSeconds: round(allExist - burstMs / 1000, 1),
       targetSeconds: round(1.1 * (accepted / BUDGET), 1),
       responseP50Ms: round(percentile(latencies, 50)),
       responseP95Ms: round(percentile(latencies, 95)),

@@ -240,6 +240,8 @@ const envSchema = z.object({
   TRAINSYNC_SCIM_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9466' }).int().min(0).max(65_535).default(9466),
   TRAINSYNC_SCIM_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1 or 0.0.0.0').default('0.0.0.0'),
   TRAINSYNC_SCIM_MAX_BODY_BYTES: positiveInt('262144').min(1_024, 'at least 1024, e.g. 262144').default(262_144),
+  // SCIM requests worked on at once; past it 429 with Retry-After (identity providers back off on it).
+  TRAINSYNC_SCIM_MAX_IN_FLIGHT: positiveInt('100').default(100),
   // Deactivations via SCIM allowed per sliding hour before the guard holds the rest; unset:
   // the feed's default threshold (the larger of 5 and 10% of the active employees).
   TRAINSYNC_SCIM_MAX_DISABLE: z

@@ -15,7 +15,8 @@ interface Attribute {
   type: 'string' | 'boolean' | 'complex' | 'reference' | 'dateTime';
   multiValued?: boolean;
   required?: boolean;
-  mutability?: 'readOnly' | 'readWrite' | 'immutable';
+  mutability?: 'readOnly' | 'readWrite' | 'immutable' | 'writeOnly';
+  returned?: 'always' | 'default' | 'never';
   uniqueness?: 'none' | 'server';
   subAttributes?: Attribute[];
 }
@@ -29,6 +30,8 @@ export const USER_ATTRIBUTES: Attribute[] = [
   { name: 'name', type: 'complex', subAttributes: ['formatted', 'familyName', 'givenName', 'middleName', 'honorificPrefix', 'honorificSuffix'].map((n) => str(n)) },
   str('displayName'),
   str('nickName'),
+  // Okta sends it on create when "Sync password" is on: queued encrypted, never stored nor returned.
+  str('password', { mutability: 'writeOnly', returned: 'never' }),
   str('profileUrl'),
   str('title'),
   str('userType'),
@@ -115,7 +118,7 @@ export function serviceProviderConfig(base: string, maxBodyBytes: number) {
     patch: { supported: true },
     bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
     filter: { supported: true, maxResults: 200 },
-    changePassword: { supported: false },
+    changePassword: { supported: true },
     sort: { supported: false },
     etag: { supported: false },
     authenticationSchemes: [
@@ -123,6 +126,56 @@ export function serviceProviderConfig(base: string, maxBodyBytes: number) {
     ],
     meta: { resourceType: 'ServiceProviderConfig', location: `${base}/ServiceProviderConfig` },
   };
+}
+
+/** The canonical spelling of names (SCIM attribute names are case-insensitive: Entra sends "Primary", "Department"). */
+const byLowerName = (attributes: readonly Attribute[]): Map<string, Attribute> => new Map(attributes.map((a) => [a.name.toLowerCase(), a]));
+const TOP_LEVEL: Record<'User' | 'Group', Map<string, Attribute>> = {
+  User: byLowerName([...COMMON_ATTRIBUTES.map((n) => ({ name: n, type: 'complex' as const })), ...USER_ATTRIBUTES, { name: ENTERPRISE_SCHEMA, type: 'complex', subAttributes: ENTERPRISE_ATTRIBUTES }]),
+  Group: byLowerName([...COMMON_ATTRIBUTES.map((n) => ({ name: n, type: 'complex' as const })), ...GROUP_ATTRIBUTES]),
+};
+
+type Json = Record<string, unknown>;
+const isJsonObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+function canonicalObject(value: Json, known: ReadonlyMap<string, Attribute>, prefix: string, ignored: string[]): Json {
+  const out: Json = {};
+  for (const [key, item] of Object.entries(value)) {
+    const attribute = known.get(key.toLowerCase());
+    if (attribute === undefined) {
+      ignored.push(`${prefix}${key}`);
+      continue;
+    }
+    out[attribute.name] = canonicalValue(item, attribute, `${prefix}${attribute.name}${attribute.name.startsWith('urn:') ? ':' : '.'}`, ignored);
+  }
+  return out;
+}
+
+function canonicalValue(item: unknown, attribute: Attribute, prefix: string, ignored: string[]): unknown {
+  if (!attribute.subAttributes) return item;
+  const subs = byLowerName(attribute.subAttributes);
+  if (Array.isArray(item)) return item.map((entry) => (isJsonObject(entry) ? canonicalObject(entry, subs, prefix, ignored) : entry));
+  return isJsonObject(item) ? canonicalObject(item, subs, prefix, ignored) : item;
+}
+
+/**
+ * A body with every attribute name in its canonical case, at every level; names no schema
+ * defines are left out and listed in `ignored` (e.g. `adresses`, `emails.label`).
+ */
+export function canonicalAttributes(body: Json, resource: 'User' | 'Group'): { value: Json; ignored: string[] } {
+  const ignored: string[] = [];
+  const known = TOP_LEVEL[resource];
+  const value: Json = {};
+  for (const [key, item] of Object.entries(body)) {
+    const attribute = known.get(key.toLowerCase());
+    if (attribute === undefined) {
+      ignored.push(key);
+      continue;
+    }
+    // schemas, id, externalId, meta are kept as given.
+    value[attribute.name] = (COMMON_ATTRIBUTES as readonly string[]).includes(attribute.name) ? item : canonicalValue(item, attribute, `${attribute.name}${attribute.name.startsWith('urn:') ? ':' : '.'}`, ignored);
+  }
+  return { value, ignored };
 }
 
 /** `Users`' known attribute names at the top level, lower case (SCIM attribute names are case-insensitive). */

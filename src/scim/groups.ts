@@ -1,21 +1,26 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
+import { withTransaction } from '../warehouse/transaction.ts';
 import { GROUP_SCHEMA, KNOWN_GROUP_KEYS, LIST_SCHEMA } from './discovery.ts';
 import { badRequest, conflict, notFound } from './errors.ts';
 import { parseFilter, parsePage } from './filter.ts';
 import { isObject } from './json.ts';
 import { applyPatch } from './patch.ts';
 import { findUsersByIds } from './store.ts';
+import { projection } from './projection.ts';
 import { MAX_RESULTS, type ResourceContext, type ScimAnswer } from './users.ts';
 
 /**
  * /Groups: the platform's existing groups (training.groups, as `sync groups` last listed
  * them). The SCIM id is the platform group GUID. The platform cannot create groups, so
- * POST only maps: by externalId mapped before, by a GUID as externalId, or by
- * displayName (case-insensitive); an unknown one is refused (400 invalidValue) naming
- * the fix. Member changes become add-to-group / remove-from-group jobs through the
- * members' own plans.
+ * POST only maps: the displayName (case-insensitive) decides which group; without one, an
+ * externalId mapped before or a GUID given as externalId. An unknown one is refused (400
+ * invalidValue) naming the fix; an externalId already mapped to another group is 409
+ * uniqueness. Member changes become add-to-group / remove-from-group jobs through the
+ * members' own plans. Each request writes in one transaction: a refused member leaves nothing written.
  */
+
+type Db = Kysely<Database> | Transaction<Database>;
 
 interface GroupRow {
   group_id: string;
@@ -26,7 +31,7 @@ interface GroupRow {
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The organisation's platform groups (training.groups rows of org; its org column is the sync wing's, hence `sql`). */
-function groups(db: Kysely<Database>, org: string) {
+function groups(db: Db, org: string) {
   return db
     .selectFrom('training.groups as g')
     .leftJoin('trainsync.scim_groups as s', (join) => join.onRef('s.group_id', '=', 'g.group_id').on('s.org', '=', org))
@@ -35,13 +40,13 @@ function groups(db: Kysely<Database>, org: string) {
     .where('g.removed_at', 'is', null);
 }
 
-async function findGroup(db: Kysely<Database>, org: string, id: string): Promise<GroupRow> {
+async function findGroup(db: Db, org: string, id: string): Promise<GroupRow> {
   const row = GUID.test(id) ? await groups(db, org).where('g.group_id', '=', id.toLowerCase()).executeTakeFirst() : undefined;
   if (!row) throw notFound(`no Group ${id}: not a platform group in training.groups (run \`trainsync sync groups\` if it is new)`);
   return row;
 }
 
-async function membersOf(db: Kysely<Database>, org: string, groupIds: readonly string[]): Promise<Map<string, { value: string; display: string }[]>> {
+async function membersOf(db: Db, org: string, groupIds: readonly string[]): Promise<Map<string, { value: string; display: string }[]>> {
   const out = new Map<string, { value: string; display: string }[]>();
   if (groupIds.length === 0) return out;
   const rows = await db
@@ -69,8 +74,6 @@ function groupResponse(row: GroupRow, members: { value: string; display: string 
   };
 }
 
-const wantsMembers = (params: URLSearchParams): boolean => !/(^|,)\s*members\s*(,|$)/i.test(params.get('excludedAttributes') ?? '');
-
 export async function searchGroups(ctx: ResourceContext, params: URLSearchParams): Promise<ScimAnswer> {
   const filter = parseFilter(params.get('filter'), ['displayName', 'externalId', 'id']);
   const page = parsePage(params, MAX_RESULTS);
@@ -82,7 +85,8 @@ export async function searchGroups(ctx: ResourceContext, params: URLSearchParams
   }
   const { total } = await query.clearSelect().select(sql<number>`count(*)::int`.as('total')).executeTakeFirstOrThrow();
   const rows = page.count === 0 ? [] : await query.orderBy('g.name').orderBy('g.group_id').offset(page.startIndex - 1).limit(page.count).execute();
-  const members = wantsMembers(params) ? await membersOf(ctx.db, ctx.org, rows.map((r) => r.group_id)) : undefined;
+  const project = projection(params);
+  const members = project.wants('members') ? await membersOf(ctx.db, ctx.org, rows.map((r) => r.group_id)) : undefined;
   return {
     status: 200,
     body: {
@@ -90,46 +94,62 @@ export async function searchGroups(ctx: ResourceContext, params: URLSearchParams
       totalResults: total,
       startIndex: page.startIndex,
       itemsPerPage: rows.length,
-      Resources: rows.map((r) => groupResponse(r, members ? (members.get(r.group_id) ?? []) : undefined, ctx.base)),
+      Resources: rows.map((r) => project.apply(groupResponse(r, members ? (members.get(r.group_id) ?? []) : undefined, ctx.base))),
     },
   };
 }
 
 export async function getGroup(ctx: ResourceContext, id: string, params: URLSearchParams): Promise<ScimAnswer> {
   const row = await findGroup(ctx.db, ctx.org, id);
-  const members = wantsMembers(params) ? ((await membersOf(ctx.db, ctx.org, [row.group_id])).get(row.group_id) ?? []) : undefined;
-  return { status: 200, body: groupResponse(row, members, ctx.base) };
+  const project = projection(params);
+  const members = project.wants('members') ? ((await membersOf(ctx.db, ctx.org, [row.group_id])).get(row.group_id) ?? []) : undefined;
+  return { status: 200, body: project.apply(groupResponse(row, members, ctx.base)) };
 }
 
+const USER_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The member ids of a members value; anything but a list of {"value": "<User id>"} is 400 invalidValue, before anything is written. */
 function memberIds(value: unknown): string[] {
   if (value === undefined || value === null) return [];
-  if (!Array.isArray(value)) throw badRequest('members: expected a list of {"value": "<User id>"}', 'invalidValue');
-  return value.map((m) => {
+  if (!Array.isArray(value)) throw badRequest(`members: expected a list of {"value": "<User id>"}, got ${JSON.stringify(value).slice(0, 80)}`, 'invalidValue');
+  const ids = value.map((m) => {
     if (!isObject(m) || typeof m.value !== 'string') throw badRequest('members: each member needs "value": the User id', 'invalidValue');
-    return m.value.toLowerCase();
+    return m.value.trim();
   });
+  const bad = ids.filter((id) => !USER_ID.test(id));
+  if (bad.length > 0) {
+    throw badRequest(`members: ${bad.map((b) => JSON.stringify(b.slice(0, 80))).join(', ')} ${bad.length === 1 ? 'is' : 'are'} not a User id (the id trainsync gave the User, a UUID); nothing was changed`, 'invalidValue');
+  }
+  return ids.map((id) => id.toLowerCase());
 }
 
+/** A Group body with the attributes no schema defines left out (ignored, as on Users). */
 function checkGroupBody(body: unknown): Record<string, unknown> {
   if (!isObject(body)) throw badRequest('the body must be a JSON object (a SCIM Group)', 'invalidSyntax');
-  for (const key of Object.keys(body)) {
-    if (!KNOWN_GROUP_KEYS.has(key.toLowerCase())) throw badRequest(`unknown attribute "${key}" in a Group (see GET /Schemas)`, 'invalidSyntax');
-  }
-  return body;
+  return Object.fromEntries(Object.entries(body).filter(([key]) => KNOWN_GROUP_KEYS.has(key.toLowerCase())));
 }
 
-/** Makes the group's SCIM members exactly `wanted`; each changed User is planned (group-membership jobs). */
-async function setMembers(ctx: ResourceContext, groupId: string, wanted: readonly string[]): Promise<void> {
-  const current = (await membersOf(ctx.db, ctx.org, [groupId])).get(groupId)?.map((m) => m.value) ?? [];
+/** A Group body's value of an attribute, whatever its case (Entra: "DisplayName"). */
+function attribute(body: Record<string, unknown>, name: string): unknown {
+  const key = Object.keys(body).find((k) => k.toLowerCase() === name.toLowerCase());
+  return key === undefined ? undefined : body[key];
+}
+
+/**
+ * Makes the group's SCIM members exactly `wanted`, within the request's transaction; returns
+ * the Users whose groups changed (each to plan once it commits).
+ */
+async function setMembers(ctx: ResourceContext, trx: Db, groupId: string, wanted: readonly string[]): Promise<string[]> {
+  const current = (await membersOf(trx, ctx.org, [groupId])).get(groupId)?.map((m) => m.value) ?? [];
   const want = new Set(wanted);
   const added = [...want].filter((id) => !current.includes(id));
   const removed = current.filter((id) => !want.has(id));
-  const known = new Set((await findUsersByIds(ctx.db, ctx.org, added)).map((u) => u.scim_id));
+  const known = new Set((await findUsersByIds(trx, ctx.org, added)).map((u) => u.scim_id));
   const unknown = added.filter((id) => !known.has(id));
-  if (unknown.length > 0) throw badRequest(`members: no User ${unknown.join(', ')}; create the User first`, 'invalidValue');
+  if (unknown.length > 0) throw badRequest(`members: no User ${unknown.join(', ')}; create the User first (nothing was changed)`, 'invalidValue');
   const changed = [...added, ...removed];
-  if (changed.length === 0) return;
-  await ctx.db
+  if (changed.length === 0) return [];
+  await trx
     .updateTable('trainsync.scim_users')
     .set({
       groups: sql<string[]>`case when scim_id = any(${sql.val(added)}::uuid[])
@@ -142,39 +162,67 @@ async function setMembers(ctx: ResourceContext, groupId: string, wanted: readonl
     .where('org', '=', ctx.org)
     .where('scim_id', 'in', changed)
     .execute();
+  return changed;
+}
+
+/** Runs a request's writes in one transaction, then plans the Users it changed (their jobs durable before the answer). */
+async function inOneTransaction<T>(ctx: ResourceContext, write: (trx: Db) => Promise<{ value: T; changed: string[] }>): Promise<T> {
+  const { value, changed } = await withTransaction(ctx.withPgClient, ({ db }) => write(db));
   await Promise.all(changed.map((id) => ctx.submit(id)));
+  return value;
+}
+
+/** The platform group a POST names: by displayName; without one, by an externalId mapped before or a GUID as externalId. */
+async function pickGroup(db: Db, org: string, displayName: string, externalId: string | null): Promise<GroupRow | undefined> {
+  if (displayName !== '') {
+    const named = await groups(db, org).where(sql<string>`lower(g.name)`, '=', displayName.toLowerCase()).execute();
+    if (named.length <= 1) return named[0];
+    const chosen = externalId !== null && GUID.test(externalId) ? named.find((g) => g.group_id === externalId.toLowerCase()) : undefined;
+    if (chosen) return chosen;
+    throw conflict(`${named.length} platform groups are named ${JSON.stringify(displayName)}; give the group's GUID as externalId to pick one`);
+  }
+  if (externalId === null) return undefined;
+  return (
+    (await groups(db, org).where('s.external_id', '=', externalId).executeTakeFirst()) ??
+    (GUID.test(externalId) ? await groups(db, org).where('g.group_id', '=', externalId.toLowerCase()).executeTakeFirst() : undefined)
+  );
 }
 
 /** POST /Groups: maps an existing platform group; never creates one. */
 export async function createGroup(ctx: ResourceContext, body: unknown): Promise<ScimAnswer> {
   const group = checkGroupBody(body);
-  const displayName = typeof group.displayName === 'string' ? group.displayName.trim() : '';
-  const externalId = typeof group.externalId === 'string' && group.externalId.trim() !== '' ? group.externalId.trim() : null;
+  const rawName = attribute(group, 'displayName');
+  const rawExternal = attribute(group, 'externalId');
+  const displayName = typeof rawName === 'string' ? rawName.trim() : '';
+  const externalId = typeof rawExternal === 'string' && rawExternal.trim() !== '' ? rawExternal.trim() : null;
   if (displayName === '' && externalId === null) throw badRequest('displayName is required: the name of an existing platform group', 'invalidValue');
-  let row: GroupRow | undefined;
-  if (externalId !== null) row = await groups(ctx.db, ctx.org).where('s.external_id', '=', externalId).executeTakeFirst();
-  if (!row && externalId !== null && GUID.test(externalId)) row = await groups(ctx.db, ctx.org).where('g.group_id', '=', externalId.toLowerCase()).executeTakeFirst();
-  if (!row && displayName !== '') {
-    const named = await groups(ctx.db, ctx.org).where(sql<string>`lower(g.name)`, '=', displayName.toLowerCase()).execute();
-    if (named.length > 1) throw conflict(`${named.length} platform groups are named ${JSON.stringify(displayName)}; give the group's GUID as externalId to pick one`);
-    row = named[0];
-  }
-  if (!row) {
-    throw badRequest(
-      `no platform group named ${JSON.stringify(displayName || externalId)}: the training platform cannot create groups over its API. ` +
-        'Create it in the platform, run `trainsync sync groups`, then push the group again (or give an existing group\'s GUID as externalId)',
-      'invalidValue',
-    );
-  }
-  await ctx.db
-    .insertInto('trainsync.scim_groups')
-    .values({ org: ctx.org, group_id: row.group_id, display_name: displayName || row.name, external_id: externalId })
-    .onConflict((oc) => oc.columns(['org', 'group_id']).doUpdateSet({ display_name: displayName || row.name, external_id: externalId ?? sql<string>`trainsync.scim_groups.external_id` }))
-    .execute();
-  if (group.members !== undefined) await setMembers(ctx, row.group_id, [...new Set([...((await membersOf(ctx.db, ctx.org, [row.group_id])).get(row.group_id)?.map((m) => m.value) ?? []), ...memberIds(group.members)])]);
-  const mapped = await findGroup(ctx.db, ctx.org, row.group_id);
-  const members = (await membersOf(ctx.db, ctx.org, [row.group_id])).get(row.group_id) ?? [];
-  return { status: 201, body: groupResponse(mapped, members, ctx.base), headers: { location: `${ctx.base}/Groups/${row.group_id}` } };
+  const rawMembers = attribute(group, 'members');
+  const members = memberIds(rawMembers);
+  const groupId = await inOneTransaction(ctx, async (trx) => {
+    const row = await pickGroup(trx, ctx.org, displayName, externalId);
+    if (!row) {
+      throw badRequest(
+        `no platform group named ${JSON.stringify(displayName || externalId)}: the training platform cannot create groups over its API. ` +
+          'Create it in the platform, run `trainsync sync groups`, then push the group again (or give an existing group\'s GUID as externalId)',
+        'invalidValue',
+      );
+    }
+    if (externalId !== null) {
+      const holder = await trx.selectFrom('trainsync.scim_groups').select(['group_id', 'display_name']).where('org', '=', ctx.org).where('external_id', '=', externalId).where('group_id', '<>', row.group_id).executeTakeFirst();
+      if (holder) throw conflict(`externalId ${JSON.stringify(externalId)} is already the Group ${holder.group_id} (${holder.display_name}); each platform group has its own externalId`);
+    }
+    await trx
+      .insertInto('trainsync.scim_groups')
+      .values({ org: ctx.org, group_id: row.group_id, display_name: displayName || row.name, external_id: externalId })
+      .onConflict((oc) => oc.columns(['org', 'group_id']).doUpdateSet({ display_name: displayName || row.name, external_id: externalId ?? sql<string>`trainsync.scim_groups.external_id` }))
+      .execute();
+    const current = (await membersOf(trx, ctx.org, [row.group_id])).get(row.group_id)?.map((m) => m.value) ?? [];
+    const changed = rawMembers === undefined ? [] : await setMembers(ctx, trx, row.group_id, [...new Set([...current, ...members])]);
+    return { value: row.group_id, changed };
+  });
+  const mapped = await findGroup(ctx.db, ctx.org, groupId);
+  const current = (await membersOf(ctx.db, ctx.org, [groupId])).get(groupId) ?? [];
+  return { status: 201, body: groupResponse(mapped, current, ctx.base), headers: { location: `${ctx.base}/Groups/${groupId}` } };
 }
 
 function checkName(row: GroupRow, displayName: unknown): void {
@@ -184,23 +232,27 @@ function checkName(row: GroupRow, displayName: unknown): void {
 }
 
 export async function patchGroup(ctx: ResourceContext, id: string, body: unknown): Promise<ScimAnswer> {
-  const row = await findGroup(ctx.db, ctx.org, id);
-  const current = (await membersOf(ctx.db, ctx.org, [row.group_id])).get(row.group_id) ?? [];
-  const document = { schemas: [GROUP_SCHEMA], displayName: row.name, members: current.map((m) => ({ value: m.value })) };
-  const patched = applyPatch(document, body, KNOWN_GROUP_KEYS);
-  checkName(row, patched.displayName);
-  await setMembers(ctx, row.group_id, memberIds(patched.members));
+  await inOneTransaction(ctx, async (trx) => {
+    const row = await findGroup(trx, ctx.org, id);
+    const current = (await membersOf(trx, ctx.org, [row.group_id])).get(row.group_id) ?? [];
+    const document = { schemas: [GROUP_SCHEMA], displayName: row.name, members: current.map((m) => ({ value: m.value })) };
+    const patched = applyPatch(document, body, KNOWN_GROUP_KEYS);
+    checkName(row, patched.displayName);
+    return { value: undefined, changed: await setMembers(ctx, trx, row.group_id, memberIds(patched.members)) };
+  });
   return { status: 204 };
 }
 
 export async function replaceGroup(ctx: ResourceContext, id: string, body: unknown): Promise<ScimAnswer> {
-  const row = await findGroup(ctx.db, ctx.org, id);
   const group = checkGroupBody(body);
-  checkName(row, group.displayName);
-  await setMembers(ctx, row.group_id, memberIds(group.members));
-  return getGroup(ctx, row.group_id, new URLSearchParams());
+  const members = memberIds(attribute(group, 'members'));
+  const groupId = await inOneTransaction(ctx, async (trx) => {
+    const row = await findGroup(trx, ctx.org, id);
+    checkName(row, attribute(group, 'displayName'));
+    return { value: row.group_id, changed: await setMembers(ctx, trx, row.group_id, members) };
+  });
+  return getGroup(ctx, groupId, new URLSearchParams());
 }
-
 /** DELETE /Groups/{id}: forgets the mapping only; the platform group and its memberships stay. */
 export async function deleteGroup(ctx: ResourceContext, id: string): Promise<ScimAnswer> {
   const row = await findGroup(ctx.db, ctx.org, id);

@@ -11,6 +11,22 @@ export const SCIM_PATH = '/scim/v2';
 const CONTENT_TYPE = 'application/scim+json; charset=utf-8';
 /** A path segment that names an organisation (resource names start with a capital: Users, Groups…). */
 const SLUG_SEGMENT = /^[a-z][a-z0-9_-]*$/;
+/**
+ * The resource endpoints by their lower-case name: matched case-insensitively (Microsoft's
+ * reference collection asks for `/users`), and `serviceConfiguration` as that collection names
+ * the ServiceProviderConfig.
+ */
+const RESOURCES = new Map([
+  ['users', 'Users'],
+  ['groups', 'Groups'],
+  ['serviceproviderconfig', 'ServiceProviderConfig'],
+  ['serviceconfiguration', 'ServiceProviderConfig'],
+  ['resourcetypes', 'ResourceTypes'],
+  ['schemas', 'Schemas'],
+]);
+const canonicalResource = (segment: string | undefined): string | undefined => (segment === undefined ? undefined : (RESOURCES.get(segment.toLowerCase()) ?? segment));
+/** Seconds an identity provider is asked to wait when the endpoint is at its limit of requests in flight. */
+export const RETRY_AFTER_SECONDS = 1;
 
 /** One organisation's SCIM: its token and what its requests see. */
 export interface ScimOrgRoute {
@@ -31,6 +47,8 @@ export interface ScimServerOptions {
   /** The organisation `/scim/v2/…` without a slug serves (`default`: identity providers set up before organisations keep working). */
   bareOrg?: string | undefined;
   maxBodyBytes: number;
+  /** Requests worked on at once; past it, 429 with Retry-After (TRAINSYNC_SCIM_MAX_IN_FLIGHT). */
+  maxInFlight: number;
   log: Logger;
 }
 
@@ -77,13 +95,17 @@ function decodeSegment(segment: string): string {
 }
 
 /** Which organisation a path is for, and the path below its prefix; undefined when it names none served. */
-export function routeOrg(pathname: string, orgs: ReadonlyMap<string, unknown>, bareOrg: string | undefined): { org: string; prefix: string; rest: string[] } | { unknown: string } {
+export function routeOrg(pathname: string, orgs: ReadonlyMap<string, unknown>, bareOrg: string | undefined): { org: string; prefix: string; rest: string[] } | { unknown: string; resource?: string } {
   const parts = pathname.slice(SCIM_PATH.length).split('/').filter(Boolean).map(decodeSegment);
   const first = parts[0];
-  if (first !== undefined && SLUG_SEGMENT.test(first)) {
-    if (!orgs.has(first)) return { unknown: first };
-    return { org: first, prefix: `${SCIM_PATH}/${first}`, rest: parts.slice(1) };
+  if (first !== undefined && SLUG_SEGMENT.test(first) && !orgs.has(first)) {
+    // `/scim/v2/users`: a resource in lower case, not an organisation.
+    const resource = RESOURCES.get(first);
+    if (resource === undefined) return { unknown: first };
+    if (bareOrg === undefined || !orgs.has(bareOrg)) return { unknown: '', resource };
+    return { org: bareOrg, prefix: SCIM_PATH, rest: parts };
   }
+  if (first !== undefined && SLUG_SEGMENT.test(first)) return { org: first, prefix: `${SCIM_PATH}/${first}`, rest: parts.slice(1) };
   if (bareOrg === undefined || !orgs.has(bareOrg)) return { unknown: '' };
   return { org: bareOrg, prefix: SCIM_PATH, rest: parts };
 }
@@ -91,7 +113,8 @@ export function routeOrg(pathname: string, orgs: ReadonlyMap<string, unknown>, b
 const list = (resources: unknown[]) => ({ schemas: [LIST_SCHEMA], totalResults: resources.length, startIndex: 1, itemsPerPage: resources.length, Resources: resources });
 
 async function route(req: http.IncomingMessage, url: URL, parts: readonly string[], ctx: ResourceContext, maxBodyBytes: number): Promise<ScimAnswer> {
-  const [resource, id, extra] = parts;
+  const [segment, id, extra] = parts;
+  const resource = canonicalResource(segment);
   const method = req.method ?? 'GET';
   const body = async (): Promise<unknown> => {
     const read = await readJson(req, maxBodyBytes);
@@ -121,7 +144,7 @@ async function route(req: http.IncomingMessage, url: URL, parts: readonly string
         if (method === 'POST') return createUser(ctx, await body());
         return only('GET, POST');
       }
-      if (method === 'GET') return getUser(ctx, id);
+      if (method === 'GET') return getUser(ctx, id, url.searchParams);
       if (method === 'PUT') return replaceUser(ctx, id, await body());
       if (method === 'PATCH') return patchUser(ctx, id, await body());
       if (method === 'DELETE') return deleteUser(ctx, id);
@@ -149,6 +172,7 @@ async function route(req: http.IncomingMessage, url: URL, parts: readonly string
 export async function startScimServer(options: ScimServerOptions): Promise<ScimServer> {
   const { log } = options;
   const authorised = new Map([...options.orgs].map(([slug, org]) => [slug, bearerMatcher(org.token)]));
+  let inFlight = 0;
 
   const handler: http.RequestListener = (req, res) => {
     const reply = (answer: ScimAnswer): void => {
@@ -170,8 +194,12 @@ export async function startScimServer(options: ScimServerOptions): Promise<ScimS
     const target = routeOrg(url.pathname, options.orgs, options.bareOrg);
     if ('unknown' in target) {
       req.resume();
-      const served = [...options.orgs.keys()].map((slug) => `${SCIM_PATH}/${slug}`).join(', ');
-      reply({ status: 404, body: errorBody(404, `not found: ${target.unknown ? `no organisation "${target.unknown}" serves SCIM here` : `${SCIM_PATH} without an organisation is not served`}; SCIM is served under ${served}`) });
+      const served = [...options.orgs.keys()].map((slug) => `${SCIM_PATH}/${slug}`);
+      const detail = target.resource
+        ? `${SCIM_PATH} without an organisation is not served: the ${target.resource} endpoint is ${served.map((p) => `${p}/${target.resource}`).join(', ')}`
+        : `${target.unknown ? `no organisation "${target.unknown}" serves SCIM here` : `${SCIM_PATH} without an organisation is not served`}; ` +
+          `SCIM is served under ${served.join(', ')} (e.g. ${served[0]}/Users${options.bareOrg && options.orgs.has(options.bareOrg) ? ` or ${SCIM_PATH}/Users` : ''})`;
+      reply({ status: 404, body: errorBody(404, `not found: ${detail}`) });
       return;
     }
     // The path's organisation's token only: another organisation's token is refused here.
@@ -181,10 +209,25 @@ export async function startScimServer(options: ScimServerOptions): Promise<ScimS
       log.info({ org: target.org, method: req.method, path: url.pathname, status: 401 }, 'SCIM request refused: no valid token');
       return;
     }
+    // Past the limit, the identity provider is told to come back rather than queued without bound.
+    if (inFlight >= options.maxInFlight) {
+      req.resume();
+      reply({
+        status: 429,
+        body: errorBody(429, `${inFlight} requests are being worked on (TRAINSYNC_SCIM_MAX_IN_FLIGHT=${options.maxInFlight}); nothing was recorded: send it again after ${RETRY_AFTER_SECONDS} s`),
+        headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+      });
+      log.debug({ org: target.org, method: req.method, path: url.pathname, status: 429, inFlight }, 'SCIM request refused: too many in flight');
+      return;
+    }
+    inFlight += 1;
+    res.once('close', () => (inFlight -= 1));
     const ctx: ResourceContext = { ...options.orgs.get(target.org)!.context, base: baseUrl(req, target.prefix) };
     route(req, url, target.rest, ctx, options.maxBodyBytes).then(
       (answer) => {
-        reply(answer);
+        const { ignored, ...sent } = answer;
+        reply(sent);
+        if (ignored) log.info({ org: target.org, method: req.method, path: url.pathname, status: answer.status, ignored }, 'SCIM attributes no schema defines were ignored');
         log.debug({ org: target.org, method: req.method, path: url.pathname, status: answer.status }, 'SCIM request');
       },
       (error: unknown) => {

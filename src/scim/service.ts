@@ -18,6 +18,7 @@ import { resolveDeferredIds } from './resolve-ids.ts';
 import type { ScimError } from './errors.ts';
 import { employeeIdFor, insertUsers, pendingUsers, type NewUser, type ScimUserRow } from './store.ts';
 import type { ScimUserResource } from './user-mapping.ts';
+import { checkPasswordAccepted, queueScimPassword } from './password.ts';
 
 /** A batch item: a User to plan, inserted first when it is new. */
 interface Intake {
@@ -123,7 +124,14 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   };
   return {
     slug: org.slug,
-    route: { token: org.scimToken, context: { org: org.slug, db: deps.db, withPgClient: deps.withPgClient, submit, create } },
+    route: {
+      token: org.scimToken,
+      context: {
+        org: org.slug, db: deps.db, withPgClient: deps.withPgClient, submit, create,
+        checkPassword: () => checkPasswordAccepted(config),
+        queuePassword: (row, password) => queueScimPassword({ org: org.slug, db: deps.db, queue: deps.queue, config }, row, password),
+      },
+    },
     idle: () => batcher.idle(),
     sweep,
   };
@@ -151,6 +159,7 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
     orgs: new Map(orgs.map((o) => [o.slug, o.route])),
     bareOrg: orgs.some((o) => o.slug === DEFAULT_ORG) ? DEFAULT_ORG : undefined,
     maxBodyBytes: config.TRAINSYNC_SCIM_MAX_BODY_BYTES,
+    maxInFlight: config.TRAINSYNC_SCIM_MAX_IN_FLIGHT,
     log,
   });
 

@@ -3,7 +3,7 @@ import type { Database } from '../warehouse/database.ts';
 import { conflict, notFound, type ScimError } from './errors.ts';
 import type { Equality } from './filter.ts';
 import type { ScimUsersTable } from './tables.ts';
-import { mintedEmployeeId, namedEmployeeId, type ScimUserResource } from './user-mapping.ts';
+import { accountEmail, mintedEmployeeId, namedEmployeeId, type ScimUserResource } from './user-mapping.ts';
 
 /**
  * `trainsync.scim_users`: the Users as the identity providers stated them (deleted ones are invisible).
@@ -38,6 +38,7 @@ export async function listUsers(db: Db, org: string, filter: readonly Equality[]
     if (attribute === 'userName') query = query.where(sql<string>`lower(user_name)`, '=', value.toLowerCase());
     else if (attribute === 'externalId') query = query.where('external_id', '=', value);
     else if (attribute === 'id') query = query.where(sql<string>`scim_id::text`, '=', value.toLowerCase());
+    else if (attribute === 'displayName') query = query.where(sql<string>`lower(resource->>'displayName')`, '=', value.toLowerCase());
   }
   const [{ total }] = [await query.clearSelect().select(sql<number>`count(*)::int`.as('total')).executeTakeFirstOrThrow()];
   const rows = page.count === 0 ? [] : await query.orderBy('created_at').orderBy('scim_id').offset(page.startIndex - 1).limit(page.count).execute();
@@ -52,7 +53,7 @@ export async function listUsers(db: Db, org: string, filter: readonly Equality[]
 export async function employeeIdFor(db: Db, org: string, user: ScimUserResource, scimId: string): Promise<string> {
   const named = namedEmployeeId(user);
   if (named !== undefined) return named;
-  const email = user.userName.toLowerCase();
+  const email = accountEmail(user).toLowerCase();
   const known =
     (await db.selectFrom('trainsync.identities').select('employee_id').where('org', '=', org).where(sql<string>`lower(email)`, '=', email).executeTakeFirst()) ??
     (await db.selectFrom('training.employees').select('employee_id').where('org', '=', org).where('email', '=', email).orderBy('updated_at', 'desc').executeTakeFirst());

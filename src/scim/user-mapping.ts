@@ -1,12 +1,14 @@
 import type { FeedAttributes, FeedRow } from '../provisioning/feed/types.ts';
-import { ENTERPRISE_SCHEMA, KNOWN_ENTERPRISE_KEYS, KNOWN_USER_KEYS, USER_ATTRIBUTES, USER_SCHEMA } from './discovery.ts';
+import { canonicalAttributes, ENTERPRISE_SCHEMA, USER_SCHEMA } from './discovery.ts';
 import { badRequest } from './errors.ts';
 import { isObject, type JsonObject } from './json.ts';
 
 /**
  * A SCIM User ⇄ the HR-feed row the provisioning flow knows.
  *
- * - userName → email (lower case is the key; as given is what the platform stores)
+ * - the account's e-mail: userName when it is an e-mail address, else the one in `emails`
+ *   (the primary, else type work); lower case is the key, as given is what the platform stores
+ * - password (create, PUT, PATCH) → a set-password job, encrypted; never stored nor returned
  * - name.givenName / name.familyName → first_name / last_name
  * - active → status (active / inactive)
  * - externalId, else the enterprise extension's employeeNumber → employee_id
@@ -22,8 +24,6 @@ export interface ScimUserResource extends JsonObject {
   userName: string;
   active: boolean;
 }
-
-const CANONICAL_USER_KEYS = new Map([...KNOWN_USER_KEYS].map((k) => [k, [...USER_ATTRIBUTES.map((a) => a.name), 'schemas', 'id', 'externalId', 'meta', ENTERPRISE_SCHEMA].find((n) => n.toLowerCase() === k)!]));
 
 /** `active` as a boolean; Entra sends "True"/"False" as text in some PATCH requests. */
 function booleanOf(value: unknown, field: string): boolean {
@@ -41,43 +41,82 @@ function optionalText(value: unknown, field: string): string | undefined {
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
+export const isEmail = (text: string): boolean => EMAIL.test(text);
+
+/** A User body as read: the resource to store, and what is not stored (the password, attributes no schema defines). */
+export interface ParsedUser {
+  user: ScimUserResource;
+  /** The password sent (Okta's "Sync password"): queued encrypted, never stored. */
+  password?: string;
+  /** Attribute names no schema defines: ignored (an identity provider's custom mapping must not block a joiner). */
+  ignored: string[];
+}
+
+/**
+ * The e-mail in `emails` a User's account takes when its userName is not one: the primary
+ * entry, else the first of type work. Undefined when neither is an e-mail address.
+ */
+function emailFromEmails(emails: unknown): string | undefined {
+  if (!Array.isArray(emails)) return undefined;
+  const entries = emails.filter(isObject);
+  const primary = entries.find((e) => e.primary === true || (typeof e.primary === 'string' && e.primary.toLowerCase() === 'true'));
+  const work = entries.find((e) => typeof e.type === 'string' && e.type.toLowerCase() === 'work');
+  for (const entry of [primary, work]) {
+    const value = typeof entry?.value === 'string' ? entry.value.trim() : '';
+    if (isEmail(value)) return value;
+  }
+  return undefined;
+}
+
+/** The e-mail of the User's platform account, as given (its lower case is the identity key). */
+export function accountEmail(user: ScimUserResource): string {
+  return isEmail(user.userName) ? user.userName : (emailFromEmails(user.emails) ?? user.userName);
+}
+
 /**
  * Checks a User body (POST, PUT, or a resource after PATCH) and returns it cleaned:
- * attribute names in their canonical case, `active` a boolean (default true), read-only
- * attributes (id, meta, groups) dropped. An attribute the schemas do not define is
- * refused: 400 invalidSyntax naming it.
+ * attribute names in their canonical case (sub-attributes too: Entra's "Primary"), `active` a
+ * boolean (default true), read-only attributes (id, meta, groups) dropped, the password taken
+ * out. An attribute no schema defines is ignored and named in `ignored`. The account needs an
+ * e-mail: userName, else `emails` (primary, else type work); neither is 400 naming both.
  */
-export function parseUserResource(body: unknown): ScimUserResource {
+export function parseUserResource(body: unknown): ParsedUser {
   if (!isObject(body)) throw badRequest('the body must be a JSON object (a SCIM User)', 'invalidSyntax');
+  const { value, ignored } = canonicalAttributes(body, 'User');
   const out: JsonObject = {};
-  for (const [key, value] of Object.entries(body)) {
-    const canonical = CANONICAL_USER_KEYS.get(key.toLowerCase());
-    if (canonical === undefined) {
-      throw badRequest(`unknown attribute "${key}": not in ${USER_SCHEMA} nor ${ENTERPRISE_SCHEMA} (see GET /Schemas)`, 'invalidSyntax');
+  let password: string | undefined;
+  for (const [key, item] of Object.entries(value)) {
+    if (key === 'id' || key === 'meta' || key === 'groups') continue;
+    if (key === 'password') {
+      // Never echoed back in an error: the value is a secret.
+      if (item === null || item === undefined || item === '') continue;
+      if (typeof item !== 'string') throw badRequest('password: expected text', 'invalidValue');
+      password = item;
+      continue;
     }
-    if (canonical === 'id' || canonical === 'meta' || canonical === 'groups') continue;
-    if (value === null) continue;
-    out[canonical] = value;
+    if (item === null) continue;
+    out[key] = item;
   }
   const userName = optionalText(out.userName, 'userName');
-  if (userName === undefined) throw badRequest('userName is required: the e-mail address of the employee', 'invalidValue');
-  if (!EMAIL.test(userName)) throw badRequest(`userName ${JSON.stringify(userName)} is not an e-mail address; trainsync maps userName to the platform account's e-mail`, 'invalidValue');
+  if (userName === undefined) throw badRequest('userName is required: the e-mail address of the employee, or an id with the e-mail in emails', 'invalidValue');
   out.userName = userName;
+  if (!isEmail(userName) && emailFromEmails(out.emails) === undefined) {
+    throw badRequest(
+      `userName ${JSON.stringify(userName)} is not an e-mail address and emails has none (primary, else type work): ` +
+        'the platform account needs an e-mail; map a mailbox to userName or to emails[type eq "work"].value',
+      'invalidValue',
+    );
+  }
   out.active = out.active === undefined ? true : booleanOf(out.active, 'active');
   if (out.name !== undefined && !isObject(out.name)) throw badRequest('name: expected an object with givenName and familyName', 'invalidValue');
   const enterprise = out[ENTERPRISE_SCHEMA];
-  if (enterprise !== undefined) {
-    if (!isObject(enterprise)) throw badRequest(`${ENTERPRISE_SCHEMA}: expected an object`, 'invalidValue');
-    for (const key of Object.keys(enterprise)) {
-      if (!KNOWN_ENTERPRISE_KEYS.has(key.toLowerCase())) throw badRequest(`unknown attribute "${ENTERPRISE_SCHEMA}:${key}" (see GET /Schemas)`, 'invalidSyntax');
-    }
-  }
+  if (enterprise !== undefined && !isObject(enterprise)) throw badRequest(`${ENTERPRISE_SCHEMA}: expected an object`, 'invalidValue');
   if (out.externalId !== undefined) out.externalId = optionalText(out.externalId, 'externalId');
   if (out.externalId === undefined) delete out.externalId;
   const schemas = new Set([USER_SCHEMA, ...(Array.isArray(out.schemas) ? out.schemas.filter((s): s is string => typeof s === 'string') : [])]);
   if (enterprise !== undefined) schemas.add(ENTERPRISE_SCHEMA);
   out.schemas = [...schemas];
-  return out as ScimUserResource;
+  return { user: out as ScimUserResource, ...(password === undefined ? {} : { password }), ignored };
 }
 
 function enterpriseOf(user: ScimUserResource): JsonObject {
@@ -123,8 +162,8 @@ export function toFeedRow(user: ScimUserResource, employeeId: string, groups: re
   return {
     line: 1,
     employeeId,
-    email: user.userName.toLowerCase(),
-    emailDisplay: user.userName,
+    email: accountEmail(user).toLowerCase(),
+    emailDisplay: accountEmail(user),
     firstName: optionalText(name.givenName, 'name.givenName') ?? null,
     lastName: optionalText(name.familyName, 'name.familyName') ?? null,
     status: user.active ? 'active' : 'inactive',

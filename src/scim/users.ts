@@ -5,8 +5,9 @@ import { badRequest } from './errors.ts';
 import { parseFilter, parsePage } from './filter.ts';
 import { canonicalJson } from './json.ts';
 import { applyPatch } from './patch.ts';
+import { projection } from './projection.ts';
 import { checkUserNameFree, findUser, listUsers, updateUser, type ScimUserRow } from './store.ts';
-import { namedEmployeeId, parseUserResource, requireNames, type ScimUserResource } from './user-mapping.ts';
+import { namedEmployeeId, parseUserResource, requireNames, type ParsedUser, type ScimUserResource } from './user-mapping.ts';
 import { withTransaction, type PgLender } from '../warehouse/transaction.ts';
 
 /** The /Users operations. Each change is durable (scim_users, then the batch's employee row and jobs) before it is answered. */
@@ -15,6 +16,8 @@ export interface ScimAnswer {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** Attribute names the body carried that no schema defines: ignored, and named in the request's log line. */
+  ignored?: string[];
 }
 
 export interface ResourceContext {
@@ -26,6 +29,10 @@ export interface ResourceContext {
   submit(scimId: string): Promise<void>;
   /** Inserts a new User and plans it in the next batch; resolves with its row once that batch is durable (409 when taken). */
   create(user: ScimUserResource): Promise<ScimUserRow>;
+  /** Throws (400) when a password could not be queued: asked before anything is written. */
+  checkPassword(): void;
+  /** Queues a set-password job for the User, after its jobs still queued; resolves once durable. */
+  queuePassword(row: ScimUserRow, password: string): Promise<void>;
   /** e.g. https://idp-facing.example.com/scim/v2 */
   base: string;
 }
@@ -48,25 +55,31 @@ export function userResponse(row: ScimUserRow, base: string): Record<string, unk
   };
 }
 
+const ignoredOf = (parsed: ParsedUser): Pick<ScimAnswer, 'ignored'> => (parsed.ignored.length > 0 ? { ignored: parsed.ignored } : {});
+
 export async function createUser(ctx: ResourceContext, body: unknown): Promise<ScimAnswer> {
-  const user = parseUserResource(body);
-  requireNames(user);
-  const row = await ctx.create(user);
+  const parsed = parseUserResource(body);
+  requireNames(parsed.user);
+  if (parsed.password !== undefined) ctx.checkPassword();
+  const row = await ctx.create(parsed.user);
+  // After the create is queued: the password job waits for it.
+  if (parsed.password !== undefined) await ctx.queuePassword(row, parsed.password);
   const location = `${ctx.base}/Users/${row.scim_id}`;
-  return { status: 201, body: userResponse(row, ctx.base), headers: { location } };
+  return { status: 201, body: userResponse(row, ctx.base), headers: { location }, ...ignoredOf(parsed) };
 }
 
-export async function getUser(ctx: ResourceContext, scimId: string): Promise<ScimAnswer> {
-  return { status: 200, body: userResponse(await findUser(ctx.db, ctx.org, scimId), ctx.base) };
+export async function getUser(ctx: ResourceContext, scimId: string, params: URLSearchParams): Promise<ScimAnswer> {
+  return { status: 200, body: projection(params, [ENTERPRISE_SCHEMA]).apply(userResponse(await findUser(ctx.db, ctx.org, scimId), ctx.base)) };
 }
 
 export async function searchUsers(ctx: ResourceContext, params: URLSearchParams): Promise<ScimAnswer> {
-  const filter = parseFilter(params.get('filter'), ['userName', 'externalId', 'id']);
+  const filter = parseFilter(params.get('filter'), ['userName', 'externalId', 'id', 'displayName']);
   const page = parsePage(params, MAX_RESULTS);
+  const project = projection(params, [ENTERPRISE_SCHEMA]);
   const { total, rows } = await listUsers(ctx.db, ctx.org, filter, page);
   return {
     status: 200,
-    body: { schemas: [LIST_SCHEMA], totalResults: total, startIndex: page.startIndex, itemsPerPage: rows.length, Resources: rows.map((r) => userResponse(r, ctx.base)) },
+    body: { schemas: [LIST_SCHEMA], totalResults: total, startIndex: page.startIndex, itemsPerPage: rows.length, Resources: rows.map((r) => project.apply(userResponse(r, ctx.base))) },
   };
 }
 
@@ -82,33 +95,37 @@ function checkEmployeeId(row: ScimUserRow, user: ScimUserResource): void {
   }
 }
 
-async function writeUser(ctx: ResourceContext, scimId: string, next: (row: ScimUserRow) => ScimUserResource, options: { deleted?: boolean } = {}): Promise<ScimUserRow> {
+async function writeUser(ctx: ResourceContext, scimId: string, next: (row: ScimUserRow) => ParsedUser, options: { deleted?: boolean } = {}): Promise<{ row: ScimUserRow; parsed: ParsedUser }> {
+  let parsed: ParsedUser | undefined;
   const row = await withTransaction(ctx.withPgClient, async ({ db: trx }) => {
     const before = await findUser(trx, ctx.org, scimId, true);
-    const user = next(before);
+    parsed = next(before);
+    if (parsed.password !== undefined) ctx.checkPassword();
+    const { user } = parsed;
     checkEmployeeId(before, user);
     if (user.userName.toLowerCase() !== before.user_name.toLowerCase()) await checkUserNameFree(trx, ctx.org, user.userName, before.scim_id);
     const changed = canonicalJson(user) !== canonicalJson(before.resource) || options.deleted === true;
     return updateUser(trx, before, user, before.groups, changed, options.deleted);
   });
   await ctx.submit(row.scim_id);
-  return row;
+  if (parsed!.password !== undefined) await ctx.queuePassword(row, parsed!.password);
+  return { row, parsed: parsed! };
 }
 
 export async function replaceUser(ctx: ResourceContext, scimId: string, body: unknown): Promise<ScimAnswer> {
-  const user = parseUserResource(body);
-  requireNames(user);
-  const row = await writeUser(ctx, scimId, () => user);
-  return { status: 200, body: userResponse(row, ctx.base) };
+  const parsed = parseUserResource(body);
+  requireNames(parsed.user);
+  const { row } = await writeUser(ctx, scimId, () => parsed);
+  return { status: 200, body: userResponse(row, ctx.base), ...ignoredOf(parsed) };
 }
 
 export async function patchUser(ctx: ResourceContext, scimId: string, body: unknown): Promise<ScimAnswer> {
-  const row = await writeUser(ctx, scimId, (before) => parseUserResource(applyPatch(before.resource, body, KNOWN_USER_KEYS)));
-  return { status: 200, body: userResponse(row, ctx.base) };
+  const { row, parsed } = await writeUser(ctx, scimId, (before) => parseUserResource(applyPatch(before.resource, body, KNOWN_USER_KEYS)));
+  return { status: 200, body: userResponse(row, ctx.base), ...ignoredOf(parsed) };
 }
 
 /** DELETE: the account is disabled (never deleted on the platform); the User is gone (404 from now on). */
 export async function deleteUser(ctx: ResourceContext, scimId: string): Promise<ScimAnswer> {
-  await writeUser(ctx, scimId, (before) => ({ ...(before.resource as ScimUserResource), active: false }), { deleted: true });
+  await writeUser(ctx, scimId, (before) => ({ user: { ...(before.resource as ScimUserResource), active: false }, ignored: [] }), { deleted: true });
   return { status: 204 };
 }

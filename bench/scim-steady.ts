@@ -1,0 +1,212 @@
+/**
+ * SCIM under steady load, as identity providers send it: a small pool of persistent
+ * connections (20), each sending a create and then a PATCH of that User back to back, for
+ * 60 s, to `trainsync worker` (child process) at the default request budget, against the
+ * simulator (child process).
+ *
+ * Targets: response p95 < 100 ms and p99 < 250 ms; every change durable when answered (each
+ * 201's User and each 200's PATCH are in trainsync.scim_users, each create has its audit row);
+ * no platform request over the budget in any second; every account on the platform within
+ * (creates ÷ budget) × 1.1 s of the last answer. A 429 (TRAINSYNC_SCIM_MAX_IN_FLIGHT) is
+ * backed off for its Retry-After and sent again, as Okta and Entra do.
+ *
+ * Run: node bin/run-ts.js bench/scim-steady.ts                 (60 s of load, then the drain at the budget)
+ *      node bin/run-ts.js bench/scim-steady.ts '{"seconds":10}'  (a quick look)
+ */
+import { randomBytes } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { Pool } from 'undici';
+import { z } from 'zod';
+import { freePort } from '../test/helpers/own-services.ts';
+import { createBenchDatabase } from './admin-query.ts';
+import { deleteBenchKeys } from './redis-cleanup.ts';
+import { startSimulatorChild } from './simulator-child.ts';
+import { startWorkerChild } from './worker-child.ts';
+
+/** The default of TRAINSYNC_REQUESTS_PER_SECOND (the worker is started without it). */
+const BUDGET = 10;
+const EXISTING_USERS = 20;
+
+export interface ScimSteadyBench {
+  connections: number;
+  seconds: number;
+  budget: number;
+  creates: number;
+  patches: number;
+  statuses: Record<string, number>;
+  /** 429s answered (each sent again after its Retry-After). */
+  retried: number;
+  responseP50Ms: number;
+  responseP95Ms: number;
+  responseP99Ms: number;
+  responseMaxMs: number;
+  /** Answers per second over the load. */
+  answersPerSecond: number;
+  /** Whether every answered change was found durable right after the last answer. */
+  durable: boolean;
+  durableDetail: string;
+  /** Last answer → the last account on the simulator. */
+  allExistSeconds: number;
+  /** (creates ÷ budget) × 1.1. */
+  targetSeconds: number;
+  platformRequests: number;
+  maxInAnySecond: number;
+  /** GET /Groups answered after the load (Okta's SPEC Test asks for under 600 ms). */
+  groupsGetMs: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const round = (value: number, digits = 0): number => Number(value.toFixed(digits));
+const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+
+const stateSchema = z.object({ users: z.number() });
+const summarySchema = z.object({ total: z.number(), maxInAnyWindow: z.number() });
+
+export async function benchScimSteady(options: { seconds?: number; connections?: number } = {}): Promise<ScimSteadyBench> {
+  const SECONDS = options.seconds ?? 60;
+  const CONNECTIONS = options.connections ?? 20;
+  const sim = await startSimulatorChild({ seed: 94, sizes: { users: EXISTING_USERS, courses: 4, results: 10, groups: 3 }, totalSeats: 100_000 });
+  const database = await createBenchDatabase();
+  const prefix = `bench-${randomBytes(4).toString('hex')}`;
+  const token = randomBytes(32).toString('hex');
+  const port = await freePort();
+  const worker = startWorkerChild({
+    TRAINSYNC_API_URL: sim.url,
+    TRAINSYNC_API_KEY: sim.apiKey,
+    DATABASE_URL: database.url,
+    TRAINSYNC_QUEUE_PREFIX: prefix,
+    TRAINSYNC_METRICS_PORT: '0',
+    TRAINSYNC_SCIM_TOKEN: token,
+    TRAINSYNC_SCIM_PORT: String(port),
+    TRAINSYNC_SCIM_HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+  });
+  const adminPool = new pg.Pool({ connectionString: database.url, max: 1 });
+  const origin = `http://127.0.0.1:${port}`;
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' };
+  // The identity provider's pool: a few persistent connections, one request at a time on each.
+  const pool = new Pool(origin, { connections: CONNECTIONS, pipelining: 1 });
+  try {
+    for (let i = 0; ; i += 1) {
+      const up = await fetch(`${origin}/scim/v2/ServiceProviderConfig`, { headers }).then((r) => r.ok, () => false);
+      if (up) break;
+      if (i > 300 || worker.child.exitCode !== null) throw new Error(`the worker did not start its SCIM endpoint:\n${worker.output()}`);
+      await sleep(100);
+    }
+    await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
+    const latencies: number[] = [];
+    const statuses: Record<string, number> = {};
+    let retried = 0;
+    const created: { id: string; i: number }[] = [];
+    const patched: { id: string; title: string }[] = [];
+    /** One request, sent again after Retry-After on a 429; the latency of each answer counts. */
+    const send = async (method: 'POST' | 'PATCH', path: string, body: unknown): Promise<{ status: number; json: { id?: string } }> => {
+      for (;;) {
+        const sent = performance.now();
+        const response = await pool.request({ method, path, headers, body: JSON.stringify(body) });
+        const text = await response.body.text();
+        latencies.push(performance.now() - sent);
+        statuses[response.statusCode] = (statuses[response.statusCode] ?? 0) + 1;
+        if (response.statusCode !== 429) return { status: response.statusCode, json: text === '' ? {} : (JSON.parse(text) as { id?: string }) };
+        retried += 1;
+        await sleep(Number(response.headers['retry-after'] ?? 1) * 1000);
+      }
+    };
+    let next = 0;
+    const started = performance.now();
+    const until = started + SECONDS * 1000;
+    let lastAnswer = started;
+    await Promise.all(
+      Array.from({ length: CONNECTIONS }, async () => {
+        while (performance.now() < until) {
+          const i = next++;
+          const create = await send('POST', '/scim/v2/Users', {
+            schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+            userName: `steady${i}@acme-training.example`,
+            externalId: `S${String(i).padStart(6, '0')}`,
+            name: { givenName: 'Steady', familyName: `User ${i}` },
+            active: true,
+          });
+          if (create.status !== 201 || create.json.id === undefined) throw new Error(`create ${i}: ${create.status} ${JSON.stringify(create.json)}`);
+          created.push({ id: create.json.id, i });
+          const title = `Title ${i}`;
+          const patch = await send('PATCH', `/scim/v2/Users/${create.json.id}`, {
+            schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+            Operations: [{ op: 'replace', value: { title } }],
+          });
+          if (patch.status !== 200) throw new Error(`patch ${i}: ${patch.status} ${JSON.stringify(patch.json)}`);
+          patched.push({ id: create.json.id, title });
+          lastAnswer = performance.now();
+        }
+      }),
+    );
+    const loadSeconds = (lastAnswer - started) / 1000;
+    // Durable when answered: every answered change is in Postgres now (the worker keeps running).
+    const { rows } = await adminPool.query<{ scim_id: string; title: string | null }>(`select scim_id::text, resource->>'title' as title from trainsync.scim_users where user_name like 'steady%'`);
+    const byId = new Map(rows.map((r) => [r.scim_id, r.title]));
+    const missingCreates = created.filter((c) => !byId.has(c.id)).length;
+    const missingPatches = patched.filter((p) => byId.get(p.id) !== p.title).length;
+    const { rows: audit } = await adminPool.query<{ n: number }>(`select count(*)::int as n from trainsync.provisioning_actions a join trainsync.scim_users u on u.employee_id = a.employee_id where a.kind = 'create-user' and u.user_name like 'steady%'`);
+    const { rows: pendingRows } = await adminPool.query<{ n: number }>(`select count(*)::int as n from trainsync.scim_users where pending and user_name like 'steady%'`);
+    const audited = audit[0]!.n;
+    const pending = pendingRows[0]!.n;
+    // A create answered while the employee's earlier jobs ran is planned by the sweep: durable as pending.
+    const durable = missingCreates === 0 && missingPatches === 0 && audited + pending >= created.length;
+    const durableDetail = `${created.length - missingCreates}/${created.length} creates and ${patched.length - missingPatches}/${patched.length} PATCHes in trainsync.scim_users; ${audited} create-user audit rows, ${pending} Users pending for the sweep`;
+    process.stderr.write(`   steady load: ${created.length} creates and ${patched.length} PATCHes in ${round(loadSeconds, 1)} s; ${durableDetail}\n`);
+
+    const groupsSent = performance.now();
+    await (await fetch(`${origin}/scim/v2/Groups`, { headers })).text();
+    const groupsGetMs = performance.now() - groupsSent;
+
+    let allExist = Number.NaN;
+    const target = 1.1 * (created.length / BUDGET);
+    const deadline = Date.now() + (target * 2 + 60) * 1000;
+    while (Date.now() < deadline) {
+      const state = stateSchema.parse(await (await fetch(`${sim.url}/__simulator/state/summary`)).json());
+      if (state.users >= EXISTING_USERS + created.length) {
+        allExist = (performance.now() - lastAnswer) / 1000;
+        break;
+      }
+      await sleep(500);
+    }
+    await sleep(3_000);
+    const requests = summarySchema.parse(await (await fetch(`${sim.url}/__simulator/requests/summary`)).json());
+    latencies.sort((a, b) => a - b);
+    return {
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      budget: BUDGET,
+      creates: created.length,
+      patches: patched.length,
+      statuses,
+      retried,
+      responseP50Ms: round(percentile(latencies, 50)),
+      responseP95Ms: round(percentile(latencies, 95)),
+      responseP99Ms: round(percentile(latencies, 99)),
+      responseMaxMs: round(latencies.at(-1) ?? Number.NaN),
+      answersPerSecond: round(latencies.length / loadSeconds),
+      durable,
+      durableDetail,
+      allExistSeconds: round(allExist, 1),
+      targetSeconds: round(target, 1),
+      platformRequests: requests.total,
+      maxInAnySecond: requests.maxInAnyWindow,
+      groupsGetMs: round(groupsGetMs),
+    };
+  } finally {
+    await pool.close();
+    worker.child.kill('SIGTERM');
+    await new Promise((resolve) => (worker.child.exitCode === null ? worker.child.once('exit', resolve) : resolve(undefined)));
+    sim.stop();
+    await adminPool.end();
+    await database.drop();
+    await deleteBenchKeys('redis://127.0.0.1:6379', prefix);
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const options = z.object({ seconds: z.number().positive(), connections: z.number().int().positive() }).partial().parse(JSON.parse(process.argv[2] ?? '{}'));
+  process.stdout.write(`${JSON.stringify(await benchScimSteady(options))}\n`);
+}

@@ -1,0 +1,63 @@
+import { sql, type Kysely } from 'kysely';
+import type { Config } from '../config.ts';
+import { jobIdForAction } from '../provisioning/apply/actions.ts';
+import { queuePasswordChange } from '../provisioning/apply/password-request.ts';
+import type { ChainSpec, JobQueue } from '../queue/job-queue.ts';
+import type { Database } from '../warehouse/database.ts';
+import { badRequest } from './errors.ts';
+import type { ScimUserRow } from './store.ts';
+import { accountEmail, type ScimUserResource } from './user-mapping.ts';
+
+/**
+ * A password an identity provider sends (Okta's "Sync password": on create, PUT or PATCH)
+ * becomes a set-password job through the same encrypted path as `trainsync password`: the
+ * secret is encrypted with TRAINSYNC_SECRET_KEY before it is written anywhere, and the
+ * SCIM resource never holds it. The job runs after the employee's jobs still queued (the
+ * create of a new User), so the account exists when the password is set.
+ */
+
+export interface ScimPasswordDeps {
+  org: string;
+  db: Kysely<Database>;
+  queue: JobQueue;
+  config: Config;
+}
+
+/** States of a job that has not finished: a new link can wait for it. */
+const UNFINISHED = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
+
+/** The last job of the employee's chain still queued (its root: nothing waits for it yet), if any. */
+async function openChainRoot(deps: ScimPasswordDeps, employeeId: string): Promise<ChainSpec | undefined> {
+  const open = await deps.db
+    .selectFrom('trainsync.provisioning_actions')
+    .select('action_id')
+    .where('org', '=', deps.org)
+    .where('employee_id', '=', employeeId)
+    .where('status', 'in', ['planned', 'queued'])
+    .orderBy(sql`created_at`, 'desc')
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (!open) return undefined;
+  const job = await deps.queue.find(jobIdForAction(deps.org, open.action_id));
+  if (!job || !UNFINISHED.has(String(job.state))) return undefined;
+  return { org: deps.org, name: job.name, data: job.data, jobId: job.id };
+}
+
+/** Refuses a password before anything is written when it could not be queued (no secret key). */
+export function checkPasswordAccepted(config: Pick<Config, 'TRAINSYNC_SECRET_KEY'>): void {
+  if (config.TRAINSYNC_SECRET_KEY === undefined) {
+    throw badRequest(
+      'password: trainsync cannot take passwords: TRAINSYNC_SECRET_KEY is not set (it encrypts them in the queue). ' +
+        'Set it on the worker, or turn off password sync in the identity provider',
+      'invalidValue',
+    );
+  }
+}
+
+/** Queues the User's password change; resolves once its audit row and job are durable. */
+export async function queueScimPassword(deps: ScimPasswordDeps, row: ScimUserRow, password: string): Promise<void> {
+  checkPasswordAccepted(deps.config);
+  const after = await openChainRoot(deps, row.employee_id);
+  await queuePasswordChange(deps, { employeeId: row.employee_id, email: accountEmail(row.resource as ScimUserResource), password, ...(after ? { after } : {}) });
+}

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { heldActions } from '../src/scim/held.ts';
+import { getHeldPlan, listHeldPlans } from '../src/provisioning/held-plans.ts';
 import type { ScimService } from '../src/scim/service.ts';
 import { findUser, ORG_EMAIL_DOMAIN, type RunningSimulator } from '../src/simulator/index.ts';
 import type { App } from '../src/runtime/app.ts';
@@ -29,6 +29,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
+
+/** The people the organisation's open held plans hold, as [org, employee id]. */
+async function heldPeople(org: string): Promise<Array<[string, string]>> {
+  const plans = await listHeldPlans(app.db, { org, onlyHeld: true });
+  const full = await Promise.all(plans.map((p) => getHeldPlan(app.db, p.id)));
+  return full.flatMap((p) => p!.people.map((person): [string, string] => [p!.org, person.employeeId]));
+}
 
 describe('SCIM per organisation', () => {
   const base = (): string => `http://127.0.0.1:${scim.port}/scim/v2`;
@@ -125,13 +132,13 @@ describe('SCIM per organisation', () => {
     expect((await request('PATCH', `/north/Users/${ids.north}`, tokens.north, patchOff)).status).toBe(200);
     await settled();
     expect(findUser(north.state, email)!.hasAccess).toBe(false);
-    expect(await heldActions(app.db, 'north')).toEqual([]);
+    expect(await heldPeople('north')).toEqual([]);
     const second = await request('POST', '/north/Users', tokens.north, user(`scim.sue${ORG_EMAIL_DOMAIN}`, 'S101'));
     await settled();
     expect((await request('PATCH', `/north/Users/${second.json.id}`, tokens.north, patchOff)).status).toBe(200);
     await settled();
-    expect((await heldActions(app.db, 'north')).map((h) => [h.org, h.employeeId])).toEqual([['north', 'S101']]);
-    expect(await heldActions(app.db, 'south')).toEqual([]);
+    expect(await heldPeople('north')).toEqual([['north', 'S101']]);
+    expect(await heldPeople('south')).toEqual([]);
     expect(findUser(north.state, `scim.sue${ORG_EMAIL_DOMAIN}`)!.hasAccess).toBe(true);
   });
 });

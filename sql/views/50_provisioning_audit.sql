@@ -24,7 +24,10 @@ select
   extract(epoch from (a.finished_at - a.created_at))::double precision as seconds_to_finish,
   i.platform_user_id,
   i.active      as currently_active,
-  a.org
+  a.org,
+  -- Which source planned the action (feed, scim, reconcile) and why (0018); null for a password change.
+  a.source,
+  a.reason
 from trainsync.provisioning_actions a
 left join trainsync.identities i on i.org = a.org and i.employee_id = a.employee_id
 left join lateral (

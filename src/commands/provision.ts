@@ -22,7 +22,7 @@ import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, wi
 /** The one line said last when provision exits non-zero. */
 function provisionExitReason(result: ProvisionResult): string | undefined {
   if (result.plan.refused) {
-    const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId}: an operator can review the people affected and approve or reject it in the console (Provisioning).`;
+    const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId}: review the people affected with \`trainsync held\` or in the console (Provisioning), then approve it (\`trainsync held --approve ${result.heldPlanId} --confirm N\`, N the number who lose access) or reject it.`;
     return `refused, nothing was enqueued: ${result.plan.refused.message}${held}`;
   }
   const rejected = result.feed.errors.length + result.plan.errors.length;

@@ -62,9 +62,10 @@ export async function runReconcileFix(
     });
     const exitCode = reconcileFixExitCode(result);
     if (options.json) {
-      write(`${JSON.stringify({ employees: result.employees, seats: result.seats, platformRequests: result.platformRequests, plan: result.plan, applied: result.applied ?? null, exitCode }, null, 2)}\n`);
+      write(`${JSON.stringify({ employees: result.employees, seats: result.seats, platformRequests: result.platformRequests, plan: result.plan, applied: result.applied ?? null, heldPlanId: result.heldPlanId ?? null, exitCode }, null, 2)}\n`);
     } else if (result.plan.refused) {
-      process.stderr.write(`trainsync: refused, nothing was enqueued: ${result.plan.refused.message}\n`);
+      const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId}: review it with \`trainsync held\` or in the console, then approve or reject it.`;
+      process.stderr.write(`trainsync: refused, nothing was enqueued: ${result.plan.refused.message}${held}\n`);
     } else if (options.dryRun) {
       write('dry run: nothing was enqueued\n');
     } else if (result.applied) {

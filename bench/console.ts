@@ -207,7 +207,7 @@ try {
   const workersIdle = await workersSideBySide(workerEnv);
   // The idle pair with V8's young generation capped at 4 MB a semi-space (default 16) in both: the
   // burst of pages no longer leaves a 32 MB young generation and uncollected old-space garbage in
-  // the console's worker, so the difference is what the console itself keeps (README, "Console").
+  // the console's worker, so the difference is what the console itself keeps (docs/operator.md, "Console").
   const workersSmallYoung = await workersSideBySide(workerEnv, { nodeOptions: '--max-semi-space-size=4' });
 
   // The bench's own HTTP client (fetch) loads before the first figure, so it is not counted as the console's.

@@ -5,7 +5,7 @@
  * last byte of its answer. undici's client costs ~150 µs of CPU a request on this
  * machine, on the same two cores as the server it measures: a trivial Node server
  * answering 1,000 requests at once measured p95 140–160 ms through undici and 22 ms
- * through this client (README, SCIM bench). Requests are pre-serialised bytes and
+ * through this client (docs/benchmarks.md, SCIM). Requests are pre-serialised bytes and
  * answers are read only far enough to know where each ends.
  */
 import net from 'node:net';

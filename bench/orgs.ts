@@ -231,7 +231,7 @@ interface RunFigures {
    * Per key: the most requests in any sliding second and in any clock second, by the
    * kernel's capture time when the run was captured (`perKeyTimes`), else by the
    * simulator's stamp. The stamp can be late when the simulator's event loop is busy
-   * (measured: up to 0.9 s, README), which alone made sliding seconds of 11.
+   * (measured: up to 0.9 s, docs/benchmarks.md), which alone made sliding seconds of 11.
    */
   maxPerKeyInAnySecond: number;
   maxPerKeyInAnyClockSecond: number;

@@ -62,7 +62,7 @@ export interface ScimBench {
   /**
    * Most platform requests in any sliding second: by the kernel's capture time when the
    * run was captured (`arrivalTimes`), else by the simulator's stamp, which a busy
-   * simulator event loop can make late (README, the orgs bench).
+   * simulator event loop can make late (docs/benchmarks.md, the orgs bench).
    */
   maxInAnySecond: number;
   arrivalTimes: 'capture' | 'simulator stamp';

@@ -10,15 +10,39 @@ import { buildProgram } from './commands/program.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { toInfrastructureError } from './lib/infra-errors.ts';
 import { createLogger, logFormatFor, type Logger } from './runtime/log.ts';
-import { fitWidth, stderrTerminal } from './commands/terminal.ts';
+import { isFinalFailureRecord } from './queue/run-job.ts';
+import { describeUnknownVariables } from './lib/unknown-variables.ts';
+import { stderrLine, stderrTerminal } from './commands/terminal.ts';
+
+/** The TRAINSYNC_CRON_* settings the jobs declare: any other TRAINSYNC_CRON_* is a typo. */
+const cronSettings = allJobs.flatMap((job) => (job.schedule ? [job.schedule.setting] : []));
+
+const readConfig = (): Config => loadConfig(process.env, { cronSettings });
 
 /** The configuration, or undefined when it cannot be read (its error is reported already). */
 function configOrNothing(): Config | undefined {
   try {
-    return loadConfig(process.env);
+    return readConfig();
   } catch {
     return undefined;
   }
+}
+
+/** The command being run (`worker`, `sync`…), known once commander has parsed the line. */
+let commandName: string | undefined;
+
+/**
+ * Before a command runs: one warning naming the TRAINSYNC_* variables set that trainsync
+ * does not read (a typo keeps a setting at its default, silently otherwise). Not for
+ * `doctor`, which lists them among its checks, nor `feed check`, which reads no
+ * configuration; a configuration that does not load is the command's to report.
+ */
+function warnUnknownVariables(command: Command, verbose: boolean): void {
+  if (command.name() === 'doctor' || command.parent?.name() === 'feed') return;
+  const config = configOrNothing();
+  const unknown = config?.unknownVariables ?? [];
+  if (config === undefined || unknown.length === 0) return;
+  commandLogger(config, verbose).warn(describeUnknownVariables(unknown));
 }
 
 /** The line a person reads: a Postgres or Redis failure names its setting (password masked). */
@@ -36,24 +60,31 @@ function commandLogger(config: Config, verbose: boolean): Logger {
   const format = logFormatFor(config, stderrTerminal.isTty);
   if (!stderrTerminal.isTty || format === 'json') return createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
   const level = config.LOG_LEVEL_GIVEN ? config.LOG_LEVEL : verbose ? 'info' : 'warn';
-  return createLogger({ level, format, destination: stderrTerminal.logDestination, terminal: true });
+  // A command that waits for its jobs says how each failed (its summary, its last line); only
+  // the worker, which reports to nobody, shows a job's final failure as a record.
+  const hide = commandName === 'worker' ? undefined : isFinalFailureRecord;
+  return createLogger({ level, format, destination: stderrTerminal.logDestination, terminal: true, hide });
 }
 
 async function main(): Promise<void> {
-  const program: Command = buildProgram({ loadConfig: () => loadConfig(process.env), createLogger: (config) => commandLogger(config, program.opts<{ verbose?: boolean }>().verbose === true), jobs: allJobs });
+  const verbose = (): boolean => program.opts<{ verbose?: boolean }>().verbose === true;
+  const program: Command = buildProgram({ loadConfig: readConfig, createLogger: (config) => commandLogger(config, verbose()), jobs: allJobs });
+  program.hook('preAction', (_program, command) => {
+    commandName = command.name();
+    warnUnknownVariables(command, verbose());
+  });
   try {
     await program.parseAsync(process.argv);
     // The reason for a non-zero exit, last, in one line: never scrolled away by the output.
     const reason = exitReason();
-    // On a terminal it is cut to the width (the whole message is above); elsewhere it is whole.
-    const line = `trainsync: ${reason}`;
-    if (reason !== undefined && process.exitCode !== undefined && process.exitCode !== 0) process.stderr.write(`${stderrTerminal.isTty ? fitWidth(line, stderrTerminal.columns - 1) : line}\n`);
+    // On a terminal it wraps at word boundaries (a terminal would cut words); elsewhere it is one line.
+    if (reason !== undefined && process.exitCode !== undefined && process.exitCode !== 0) stderrLine(reason);
   } catch (error) {
     // Commander has printed its own message (unknown option, bad value); the code is the table's.
     process.exitCode = exitCodeFor(error);
     if (error instanceof CommanderError) return;
     // Errors a person can act on: the message says what to fix; no stack trace.
-    process.stderr.write(`trainsync: ${describe(error)}\n`);
+    stderrLine(describe(error));
     if (!(error instanceof ConfigError) && configOrNothing()?.LOG_LEVEL === 'debug' && error instanceof Error) process.stderr.write(`${error.stack}\n`);
   }
 }

@@ -10,11 +10,41 @@ import { maskUrl } from './lib/infra-errors.ts';
 import { DEFAULT_ORG, readOrgsFile, type OrgSettings } from './lib/orgs-file.ts';
 import { clusterSafePrefix, parseRedisUrl } from './lib/redis-target.ts';
 import { parseMaxDisable } from './provisioning/plan/limits.ts';
+import { DEFAULT_FEED_MIN_SHARE, parseFeedMinShare } from './lib/feed-min-share.ts';
+import { unknownVariables, type UnknownVariable } from './lib/unknown-variables.ts';
 
 /**
  * The only place environment variables are read. `loadConfig(env)` parses once and
  * returns a frozen object that is passed down; nothing else touches `process.env`.
  */
+
+/** The fields of a cron line (5, or 6 with seconds first) and how many values each has. */
+const CRON_FIELDS: ReadonlyArray<{ name: string; values: number }> = [
+  { name: 'second', values: 60 },
+  { name: 'minute', values: 60 },
+  { name: 'hour', values: 24 },
+  { name: 'day-of-month', values: 31 },
+  { name: 'month', values: 12 },
+  { name: 'day-of-week', values: 7 },
+];
+
+/**
+ * A step larger than its field (`*\/61` minutes) is a mistake the parser lets through:
+ * it picks the first value only (`*\/61` runs hourly). The problem in words, naming the
+ * field and the range allowed, or undefined.
+ */
+export function cronStepProblem(line: string): string | undefined {
+  const fields = line.trim().split(/\s+/);
+  const names = fields.length === 6 ? CRON_FIELDS : CRON_FIELDS.slice(1);
+  for (const [i, field] of fields.entries()) {
+    const { name, values } = names[i]!;
+    for (const item of field.split(',')) {
+      const step = /\/(\d+)$/.exec(item)?.[1];
+      if (step !== undefined && (Number(step) < 1 || Number(step) > values)) return `${name} field "${field}": step ${step} is out of range; allowed 1-${values}`;
+    }
+  }
+  return undefined;
+}
 
 const cronLine = z
   .string()
@@ -26,7 +56,10 @@ const cronLine = z
       CronExpressionParser.parse(value, { tz: 'UTC' });
     } catch (error) {
       ctx.addIssue({ code: 'custom', message: `a valid cron line (${error instanceof Error ? error.message : String(error)}), e.g. "0 2 * * *"` });
+      return;
     }
+    const step = cronStepProblem(value);
+    if (step) ctx.addIssue({ code: 'custom', message: `a valid cron line (${step}), e.g. "0 2 * * *"` });
   });
 
 const positiveInt = (example: string) =>
@@ -80,7 +113,7 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'a Postgres URL, e.g. postgres://postgres@127.0.0.1:5432/trainsync')
     .default('postgres://postgres@127.0.0.1:5432/trainsync'),
   // One server (redis://), a master behind Sentinel (redis+sentinel://) or a Cluster
-  // (redis+cluster://); src/lib/redis-target.ts reads the forms, README "Redis Sentinel and Cluster".
+  // (redis+cluster://); src/lib/redis-target.ts reads the forms, docs/operator.md, "Redis Sentinel and Cluster".
   REDIS_URL: z
     .string()
     .trim()
@@ -141,6 +174,9 @@ const envSchema = z.object({
   // An active employee whose access was removed on the platform outside trainsync:
   // restore (enable it again, as Entra ID provisioning does) or keep (report only).
   TRAINSYNC_DRIFT_ACCESS_REMOVED: z.enum(['restore', 'keep'], { error: 'restore or keep' }).default('restore'),
+  // A full feed listing fewer rows than this share of the active employees trainsync knows is
+  // refused before planning (an export cut short upstream); `provision --allow-shrink` overrides.
+  TRAINSYNC_FEED_MIN_SHARE: parsedBy(parseFeedMinShare).default(DEFAULT_FEED_MIN_SHARE),
   TRAINSYNC_METRICS_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9464' }).int().min(0).max(65_535).default(9464),
   TRAINSYNC_SHUTDOWN_TIMEOUT_MS: positiveInt('30000').default(30_000),
   TRAINSYNC_FAILED_JOBS_KEPT: positiveInt('1000').default(1000),
@@ -235,6 +271,8 @@ export type Config = Readonly<
     LOG_LEVEL_GIVEN?: boolean;
     /** The organisations served: those of TRAINSYNC_ORGS_FILE, or one named `default` from the variables. */
     orgs: readonly OrgSettings[];
+    /** TRAINSYNC_* variables set that trainsync does not read (typos): warned about, not refused. */
+    unknownVariables?: readonly UnknownVariable[];
   }
 >;
 
@@ -248,8 +286,24 @@ export class ConfigError extends TrainsyncError {
   }
 }
 
+/** Variables of docker-compose.yml (the ports it publishes), read by Docker Compose, not trainsync. */
+const COMPOSE_VARIABLES = ['TRAINSYNC_POSTGRES_PORT', 'TRAINSYNC_REDIS_PORT'];
+
+/** Every variable of envSchema: the settings trainsync reads (cron lines aside). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(envSchema.shape);
+
+export interface LoadConfigOptions {
+  /**
+   * The TRAINSYNC_CRON_* settings the jobs declare. Given, any other TRAINSYNC_CRON_* is an
+   * unknown variable (a typo: TRAINSYNC_CRON_RESLUTS), warned about, never refused; not
+   * given, every TRAINSYNC_CRON_* line is kept and checked.
+   */
+  cronSettings?: readonly string[];
+}
+
 /** Parses the environment once; throws a ConfigError naming every bad key. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(env: Record<string, string | undefined> = process.env, options: LoadConfigOptions = {}): Config {
+  const cronSettings = options.cronSettings === undefined ? undefined : new Set(options.cronSettings);
   const cleaned: Record<string, string> = {};
   for (const key of Object.keys(envSchema.shape)) {
     const value = env[key];
@@ -261,6 +315,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const cronProblems: string[] = [];
   for (const [key, value] of Object.entries(env)) {
     if (!key.startsWith(CRON_PREFIX) || value === undefined || value === '') continue;
+    // Not a job's setting: ignored, and named by unknownVariables (a warning, not a refusal).
+    if (cronSettings !== undefined && !cronSettings.has(key)) continue;
     const line = cronLine.safeParse(value);
     if (line.success) cronLines[key] = line.data;
     else cronProblems.push(`${key}: got ${JSON.stringify(value)}; expected ${line.error.issues[0]?.message ?? 'a cron line'}`);
@@ -283,8 +339,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const problems = [...byKey.values(), ...cronProblems];
     throw new ConfigError(problems);
   }
-  const orgs = organisationsOf(parsed.data, cronLines, env);
-  // Several organisations: each must find a free slot while the others run (README, "Fairness"),
+  // The orgs file names the variables its secrets are in ({"env": "ACME_API_KEY"}): those are read too.
+  const readByOrgsFile = new Set<string>();
+  const tracked = new Proxy(env, {
+    get(target, key) {
+      if (typeof key === 'string') readByOrgsFile.add(key);
+      return Reflect.get(target, key) as unknown;
+    },
+  });
+  const orgs = organisationsOf(parsed.data, cronLines, tracked);
+  const known = new Set([...CONFIG_VARIABLES, ...COMPOSE_VARIABLES, ...readByOrgsFile, ...(cronSettings ?? Object.keys(cronLines))]);
+  const set = Object.keys(env).filter((key) => env[key] !== undefined && env[key] !== '');
+  // Without the jobs' settings every TRAINSYNC_CRON_* line is taken as meant.
+  const unknown = unknownVariables(cronSettings === undefined ? set.filter((key) => !key.startsWith(CRON_PREFIX)) : set, known);
+  // Several organisations: each must find a free slot while the others run (docs/several-organisations.md, "Fairness"),
   // so the defaults grow with their number; a variable that is set rules.
   const scaled = {
     ...(cleaned.TRAINSYNC_WORKER_CONCURRENCY === undefined && orgs.length > 1 ? { TRAINSYNC_WORKER_CONCURRENCY: orgs.length + 3 } : {}),
@@ -299,6 +367,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     cronLines: Object.freeze(cronLines),
     LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined,
     orgs: Object.freeze(orgs),
+    unknownVariables: Object.freeze(unknown),
   });
 }
 
@@ -313,6 +382,7 @@ function organisationsOf(settings: z.output<typeof envSchema>, cronLines: Record
         ...(settings.TRAINSYNC_API_URL ? { apiUrl: settings.TRAINSYNC_API_URL } : {}),
         ...(settings.TRAINSYNC_API_KEY ? { apiKey: settings.TRAINSYNC_API_KEY } : {}),
         requestsPerSecond: settings.TRAINSYNC_REQUESTS_PER_SECOND,
+        feedMinShare: settings.TRAINSYNC_FEED_MIN_SHARE,
         cronLines: Object.freeze({ ...cronLines }),
         ...(settings.TRAINSYNC_WEBHOOK_SECRET ? { webhookSecrets: settings.TRAINSYNC_WEBHOOK_SECRET } : {}),
         ...(token ? { scimToken: token } : {}),
@@ -323,6 +393,7 @@ function organisationsOf(settings: z.output<typeof envSchema>, cronLines: Record
     env,
     cronLines,
     defaultRequestsPerSecond: settings.TRAINSYNC_REQUESTS_PER_SECOND,
+    defaultFeedMinShare: settings.TRAINSYNC_FEED_MIN_SHARE,
     checkCron: (value) => {
       const line = cronLine.safeParse(value);
       return line.success ? undefined : (line.error.issues[0]?.message ?? 'a cron line');

@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { cliEnv, runCli } from './helpers/cli.ts';
@@ -30,7 +33,8 @@ describe('the terminal', () => {
     const { screen } = run;
     // Before: 1,352 lines, 648 of them INFO records. Now the plan, four progress lines, the outcome.
     expect(screen.length).toBeGreaterThan(30);
-    expect(screen.length).toBeLessThanOrEqual(50);
+    // (52 with 5 examples per action kind, and the last line wrapped at word boundaries rather than cut: 3 lines at 80 columns.)
+    expect(screen.length).toBeLessThanOrEqual(55);
     for (const line of screen) expect([...line].length, line).toBeLessThanOrEqual(80);
     expect(screen.join('\n')).not.toMatch(/\bINFO\b/);
     // One live line per action kind, each finished.
@@ -38,31 +42,50 @@ describe('the terminal', () => {
       expect(screen.filter((line) => line.startsWith(` ${kind} `))).toEqual([expect.stringMatching(new RegExp(`${total}/${total} actions {2}done$`))]);
     }
     expect(screen).toContainEqual(expect.stringMatching(/^│ create-user\s+│ 5\s+│ ada\.lovelace\.e000301@acme-training\.ex/));
-    // The rejected row is the reason for exit 1, and it is said last.
-    expect(screen.at(-1)).toMatch(/^trainsync: 1 row rejected \(hr-feed\.csv line 307/);
+    // The rejected row is the reason for exit 1, and it is said last, wrapped at word boundaries.
+    const reasonAt = screen.findIndex((line) => /^trainsync: 1 row rejected \(hr-feed\.csv line 307/.test(line));
+    expect(reasonAt, screen.join('\n')).toBeGreaterThan(0);
+    expect(screen.slice(reasonAt + 1).every((line) => line.startsWith('  '))).toBe(true);
+    expect(screen.slice(reasonAt).join(' ').replace(/\s+/g, ' ')).toContain('fix the value in the HR export or drop the row)');
   });
 
-  it('not on a terminal, log records are JSON lines as before', async () => {
+  it('not on a terminal, stderr is JSON lines only: progress is a log record too', async () => {
     const run = await runCli(['sync', 'courses'], { ...env(), LOG_LEVEL: 'info' });
     expect(run.code, run.stderr).toBe(0);
-    // JSON records, and the plain progress line a log file has always had every few seconds.
-    const lines = run.stderr.trim().split('\n').filter((line) => !line.startsWith('progress '));
+    const lines = run.stderr.trim().split('\n');
     expect(lines.length).toBeGreaterThan(1);
-    for (const line of lines) expect(JSON.parse(line)).toMatchObject({ app: 'trainsync' });
+    // Before: a plain `progress courses: pages 1 rows 40` line among the records.
+    for (const line of lines) expect(JSON.parse(line), line).toMatchObject({ app: 'trainsync' });
+    const progress = lines.map((line) => JSON.parse(line) as { msg: string; progress?: unknown }).filter((record) => record.progress !== undefined);
+    expect(progress[0]).toMatchObject({ msg: expect.stringMatching(/^progress courses: pages \d+ rows \d+$/), progress: { resource: 'courses' } });
   });
 
-  it('--dry-run prints the whole plan; --output writes it to a file', async () => {
-    const run = await runCli(['provision', 'examples/hr-feed.csv', '--dry-run'], env());
-    expect(run.code).toBe(1);
-    expect(run.stdout).toContain('Every action:');
-    // Every action the plan holds, each on its own line: no "… and N more" after the table.
-    const listing = run.stdout.slice(run.stdout.indexOf('Every action:'));
-    expect(listing).not.toMatch(/… and \d+ more/);
-    const planned = /unchanged\s+│ (\d+)/.exec(run.stdout);
-    expect(planned).not.toBeNull();
-    const json = await runCli(['provision', 'examples/hr-feed.csv', '--dry-run', '--json'], env());
-    const plan = (JSON.parse(json.stdout) as { plan: { actions: Array<{ email: string }> } }).plan;
-    for (const action of plan.actions) expect(listing).toContain(action.email);
+  it('--dry-run prints the count of each action with 5 examples; --output writes every action to a file', async () => {
+    // A database of its own: a first run (the one above applied the feed), so the plan has hundreds of actions.
+    const fresh = await createTestDatabase();
+    const env = (): Record<string, string> => cliEnv({ sim, databaseUrl: fresh.url, prefix, redisUrl: REDIS_URL }, { TRAINSYNC_REQUESTS_PER_SECOND: '500' });
+    const dir = mkdtempSync(path.join(tmpdir(), 'trainsync-plan-'));
+    try {
+      const run = await runCli(['provision', 'examples/hr-feed.csv', '--dry-run'], env());
+      expect(run.code).toBe(1);
+      // One screen: no line per action; the table's examples stop at 5 with "… and N more".
+      expect(run.stdout).not.toContain('Every action:');
+      expect(run.stdout).toMatch(/│ +│ +│ … and \d+ more +│/);
+      expect(run.stdout).toContain('dry run: nothing was enqueued (every action: --output FILE, .csv for CSV, else JSON Lines)');
+      const planned = /unchanged\s+│ (\d+)/.exec(run.stdout);
+      expect(planned).not.toBeNull();
+      const file = path.join(dir, 'plan.jsonl');
+      const written = await runCli(['provision', 'examples/hr-feed.csv', '--dry-run', '--output', file], env());
+      expect(written.code).toBe(1);
+      const json = await runCli(['provision', 'examples/hr-feed.csv', '--dry-run', '--json'], env());
+      const plan = (JSON.parse(json.stdout) as { plan: { actions: Array<{ id: string }> } }).plan;
+      const lines = readFileSync(file, 'utf8').trimEnd().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+      expect(lines.length).toBeGreaterThan(300);
+      expect(lines.sort()).toEqual(plan.actions.map((a) => a.id).sort());
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await fresh.drop();
+    }
   });
 
   it('the screen model draws what a terminal draws (cursor up, erase, columns)', () => {

@@ -1,6 +1,8 @@
 -- Every provisioning action with the employee's current identity and the feed that
 -- planned it. Operational data: schema trainsync, not training. Per organisation: the
 -- identity and the feed are the action's own organisation's (ids repeat across them).
+-- group_name: the group's name as the last groups sync read it (null when none did);
+-- last, so `create or replace` can add it to a view that exists.
 create or replace view trainsync.provisioning_audit with (security_invoker = true) as
 select
   a.id,
@@ -25,11 +27,13 @@ select
   i.platform_user_id,
   i.active      as currently_active,
   a.org,
+  g.name        as group_name,
   -- Which source planned the action (feed, scim, reconcile) and why (0018); null for a password change.
   a.source,
   a.reason
 from trainsync.provisioning_actions a
 left join trainsync.identities i on i.org = a.org and i.employee_id = a.employee_id
+left join training.groups g on g.org = a.org and g.group_id = a.group_id
 left join lateral (
   select path, mode from trainsync.feeds
   where feeds.org = a.org and feeds.hash = a.feed_hash

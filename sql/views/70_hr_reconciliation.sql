@@ -3,7 +3,11 @@
 --   active_without_account    active current employee with no platform account: none
 --                             linked (user_id) or with the same e-mail, or the linked
 --                             one is no longer listed by the platform
---   leaver_with_access        inactive or removed employee whose account still has access
+--   leaver_with_access        inactive or removed employee whose account still has access, unless
+--                             trainsync disabled it after the users listing that shows the access
+--                             (its latest access action is a disable that succeeded after the
+--                             account's last_seen_at): the listing predates the repair, so it is
+--                             counted as repaired, not as a discrepancy (reconcile says how many)
 --   account_without_employee  platform account with access that no employee row lists
 --                             (by user_id, e-mail or organisation identifier); only once
 --                             a feed has been loaded
@@ -32,9 +36,9 @@ with employee_accounts as (
 ), latest_actions as (
   -- Enable and disable (or an add and a removal of one group) are one question: the latest answers it.
   -- Named columns only: the reader is granted these (see the grants below), not the whole row.
-  select distinct on (a.org, a.employee_id, a.family) a.org, a.employee_id, a.email, a.kind, a.group_id, a.status, a.error_code, a.error_message
+  select distinct on (a.org, a.employee_id, a.family) a.org, a.employee_id, a.email, a.kind, a.group_id, a.status, a.error_code, a.error_message, a.finished_at
   from (
-    select a.id, a.org, a.employee_id, a.email, a.kind, a.group_id, a.status, a.error_code, a.error_message, case
+    select a.id, a.org, a.employee_id, a.email, a.kind, a.group_id, a.status, a.error_code, a.error_message, a.finished_at, case
         when a.kind in ('enable', 'disable') then 'access'
         when a.kind in ('add-to-group', 'remove-from-group') then 'group ' || a.group_id::text
         else a.kind
@@ -70,6 +74,12 @@ where (ea.status = 'inactive' or ea.removed_at is not null)
     select 1 from employee_accounts o
     where o.org = ea.org and o.account_id = u.user_id and o.removed_at is null and o.status = 'active'
   )
+  -- Repaired since the listing was read: trainsync disabled the account after the sync saw it.
+  and not exists (
+    select 1 from latest_actions la
+    where la.org = ea.org and la.employee_id = ea.employee_id and la.kind = 'disable' and la.status = 'succeeded'
+      and la.finished_at > u.last_seen_at
+  )
 
 union all
 
@@ -103,7 +113,7 @@ grant select on training.hr_reconciliation to trainsync_reader;
 -- them, and the rest of schema trainsync stays closed to the reader. Both tables carry org, so
 -- row-level security can limit a per-organisation reader to its own rows.
 grant usage on schema trainsync to trainsync_reader;
-grant select (id, org, employee_id, email, kind, group_id, status, error_code, error_message) on trainsync.provisioning_actions to trainsync_reader;
+grant select (id, org, employee_id, email, kind, group_id, status, error_code, error_message, finished_at) on trainsync.provisioning_actions to trainsync_reader;
 grant select (org, employee_id, platform_user_id) on trainsync.identities to trainsync_reader;
 -- Per-organisation readers get the same columns (src/warehouse/org-readers.ts); row-level
 -- security keeps them to their organisation's rows, as on training.* (90_org_row_security.sql).

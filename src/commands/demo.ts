@@ -11,6 +11,10 @@ import { tryAdvisoryLock, withAdvisoryLock } from '../warehouse/advisory-lock.ts
 import { loadConfig } from '../config.ts';
 import type { Logger } from '../runtime/log.ts';
 import { provisionFeed } from '../provisioning/provision-feed.ts';
+import { feedFormatFor, readFeed } from '../provisioning/feed/read.ts';
+import { checkFeedShrink } from '../provisioning/feed-shrink-check.ts';
+import { loadGroupNames } from '../provisioning/group-names.ts';
+import { DEFAULT_FEED_MIN_SHARE } from '../lib/feed-min-share.ts';
 import { formatOutcome, formatPlanReport } from './provision-report.ts';
 import { syncResources } from '../sync/resources.ts';
 import { runSync } from '../sync/run-and-wait.ts';
@@ -147,12 +151,29 @@ trainsync_demo unless DATABASE_URL names another).`,
 
           write(`\n3. provision ${options.feed} (${seconds()} s)\n`);
           const writesBefore = writeCallCount(sim.requests);
+          // The demo provisions a full feed: the shrink guard stands before it as before `provision`'s.
+          const feed = await readFeed(options.feed);
+          const shrink = await checkFeedShrink(app.db, DEFAULT_ORG, feed, {
+            file: options.feed,
+            format: feedFormatFor(options.feed),
+            mode: 'full',
+            dryRun: false,
+            allowShrink: false,
+            minSharePercent: config.orgs[0]?.feedMinShare ?? DEFAULT_FEED_MIN_SHARE,
+          });
+          if (shrink.decision.refused) {
+            write(`REFUSED (${shrink.decision.reason}): ${shrink.decision.message}\n`);
+            exitCode = 2;
+            return;
+          }
+          const groupNames = await loadGroupNames(app.db, DEFAULT_ORG);
           const result = await provisionFeed(provisionDeps(app, DEFAULT_ORG), {
             file: options.feed,
+            feed,
             mode: 'full',
             dryRun: false,
             force: false,
-            onPlan: (planned) => write(`${formatPlanReport(planned, options.feed.split('/').pop() ?? options.feed)}\n`),
+            onPlan: (planned) => write(`${formatPlanReport(planned, options.feed.split('/').pop() ?? options.feed, { groupNames })}\n`),
           });
           if (result.plan.refused) {
             write(`refused: ${result.plan.refused.message}\n`);

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { ConfigError, soleOrg, type Config } from '../config.ts';
 import { DEFAULT_ORG, type OrgSettings } from '../lib/orgs-file.ts';
 import { errorMessage } from '../lib/errors.ts';
+import { describeUnknownVariables } from '../lib/unknown-variables.ts';
 import { describeDatabaseError, describeRedisError, isNotRedis, maskUrl } from '../lib/infra-errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
@@ -38,7 +39,17 @@ export function checkConfiguration(load: () => Config): { config?: Config; resul
     if (!(error instanceof ConfigError)) throw error;
     return { results: error.problems.map((problem) => fail('config', problem, `set ${problem.split(':')[0]} as described, or unset it for the default`, true)) };
   }
-  const results = [ok('config', config.TRAINSYNC_ORGS_FILE ? `every variable reads (cron lines included); ${config.orgs.length} organisation${config.orgs.length === 1 ? '' : 's'} in ${config.TRAINSYNC_ORGS_FILE}: ${config.orgs.map((o) => o.slug).join(', ')}` : 'every variable reads (cron lines included)')];
+  const unknown = config.unknownVariables ?? [];
+  // "every variable" would claim the misspelt ones too: those are the warning below.
+  const reads = `every ${unknown.length > 0 ? 'trainsync ' : ''}variable reads (cron lines included)`;
+  const results = [ok('config', config.TRAINSYNC_ORGS_FILE ? `${reads}; ${config.orgs.length} organisation${config.orgs.length === 1 ? '' : 's'} in ${config.TRAINSYNC_ORGS_FILE}: ${config.orgs.map((o) => o.slug).join(', ')}` : reads)];
+  // A misspelt variable is ignored, so its setting silently keeps the default: worth a warning, not a refusal.
+  if (unknown.length > 0) {
+    const renames = unknown.filter((u) => u.suggestion !== undefined).map((u) => `rename ${u.name} to ${u.suggestion}`);
+    const others = unknown.filter((u) => u.suggestion === undefined).map((u) => u.name);
+    const fix = [...renames, ...(others.length > 0 ? [`unset ${others.join(', ')} (or check the spelling against docs/reference.md)`] : [])].join('; ');
+    results.push(warn('config', describeUnknownVariables(unknown), fix));
+  }
   // With an orgs file each organisation names its own URL and key (the file's checks refused any missing one).
   if (!config.TRAINSYNC_ORGS_FILE && (!config.TRAINSYNC_API_URL || !config.TRAINSYNC_API_KEY)) {
     results.push(warn('config', 'TRAINSYNC_API_URL or TRAINSYNC_API_KEY is unset: sync, provision and seats refuse to start', 'export TRAINSYNC_API_URL=https://… TRAINSYNC_API_KEY=…'));

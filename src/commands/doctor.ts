@@ -12,7 +12,7 @@ import type { CommandDeps } from './deps.ts';
 import { checkConfiguration, checkPlatform, checkPostgres, checkRedis, checkWebhook, type CheckResult } from './doctor-checks.ts';
 import { EXIT, exitWith } from './exit-codes.ts';
 import { requestedOrgs, selectOrgs } from './org-option.ts';
-import { fitWidth } from './terminal.ts';
+import { lineWidth, wrapLine } from './terminal.ts';
 
 /** `trainsync doctor`: every part a night's run needs, one line each with the fix. Creates and changes nothing. */
 export function registerDoctorCommand(program: Command, deps: CommandDeps): void {
@@ -43,7 +43,7 @@ Examples:
     .action(async (options: { json?: boolean }, command: Command) => {
       const results = await runChecks(deps, requestedOrgs(command));
       if (options.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
-      else process.stdout.write(`${results.map(renderCheck).join('\n')}\n`);
+      else process.stdout.write(`${results.map((result) => renderCheck(result)).join('\n')}\n`);
       const failed = results.filter((r) => r.level === 'fail');
       if (failed.length > 0) {
         exitWith(failed.some((r) => r.refuses) ? EXIT.refused : EXIT.failed, `doctor: ${failed.length} check${failed.length === 1 ? '' : 's'} failed (first: ${failed[0]!.check}: ${failed[0]!.fix ?? failed[0]!.detail})`);
@@ -51,13 +51,20 @@ Examples:
     });
 }
 
-const WIDTH = 100;
+/** The column a check's detail starts in: `FAIL  redis memory      ` */
+const DETAIL_AT = 24;
 
-/** `ok   postgres      reachable …` and, under a warning or failure, `     → the fix`. */
-export function renderCheck(result: CheckResult): string {
+/**
+ * `ok   postgres      reachable …` and, under a warning or failure, `fix: …`; each wrapped
+ * at `width` (when known) with its continuation under the text it continues.
+ */
+export function renderCheck(result: CheckResult, width: number | undefined = lineWidth()): string {
   const mark = result.level === 'ok' ? 'ok  ' : result.level === 'warn' ? 'warn' : 'FAIL';
-  const line = `${mark}  ${result.check.padEnd(17)} ${result.detail}`;
-  return result.fix && result.level !== 'ok' ? `${line}\n${fitWidth(`      ${''.padEnd(17)} fix: ${result.fix}`, WIDTH * 2)}` : line;
+  const indent = ' '.repeat(DETAIL_AT);
+  const lines = [`${mark}  ${result.check.padEnd(17)} ${result.detail}`];
+  if (result.fix && result.level !== 'ok') lines.push(`${indent}fix: ${result.fix}`);
+  if (width === undefined) return lines.join('\n');
+  return [...wrapLine(lines[0]!, width, indent), ...(lines[1] === undefined ? [] : wrapLine(lines[1], width, `${indent}     `))].join('\n');
 }
 
 /** Every organisation unless some are named (doctor checks them all by default, unlike the commands that work on one). */

@@ -2,8 +2,9 @@ import { CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError } from '../config.ts';
 import { InfrastructureError } from '../lib/infra-errors.ts';
 import { NotMigratedError } from '../warehouse/migrator.ts';
+import { isRefusedKeyMessage, PlatformError } from '../platform/errors.ts';
 
-/** The exit codes of every command (README, "Exit codes"). */
+/** The exit codes of every command (docs/reference.md, "Exit codes"). */
 export const EXIT = { ok: 0, failed: 1, refused: 2, incomplete: 3, interrupted: 130 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
@@ -12,8 +13,9 @@ export const EXIT_CODE_HELP = `
 Exit codes (the same for every command):
   0    ok
   1    rows rejected, actions failed, or a service (Postgres, Redis, the platform) failed
-  2    refused: usage (unknown option or command, bad value, impossible date) or
-       configuration (a variable, a missing migration); nothing was changed
+  2    refused: usage (unknown option or command, bad value, impossible date, a feed
+       file that cannot be read) or configuration (a variable, a missing migration, an
+       API key the platform refuses); nothing was changed
   3    incomplete: some data could not be read to the end; the next run reads it
   130  interrupted (Ctrl-C)`;
 
@@ -33,6 +35,15 @@ export class RefusedError extends Error {
   }
 }
 
+/**
+ * The platform refused the API key (401/403): the configuration's fault, like a bad
+ * variable, so exit 2 from every command. A job's failure arrives as its message only.
+ */
+export function isRefusedKey(error: unknown): boolean {
+  if (error instanceof PlatformError) return error.code === 'UNAUTHORIZED';
+  return typeof error === 'string' && isRefusedKeyMessage(error);
+}
+
 /** The exit code for an error that ended a command. */
 export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof CommanderError) {
@@ -42,6 +53,7 @@ export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof UsageError || error instanceof RefusedError || error instanceof ConfigError || error instanceof NotMigratedError || error instanceof InvalidArgumentError) return EXIT.refused;
   // A setting naming something that is not the service (REDIS_URL at an HTTP port) is configuration.
   if (error instanceof InfrastructureError && error.misconfigured) return EXIT.refused;
+  if (isRefusedKey(error)) return EXIT.refused;
   return EXIT.failed;
 }
 

@@ -1,6 +1,6 @@
-import Table from 'cli-table3';
 import { delimiterName } from '../provisioning/feed/delimiter.ts';
 import { encodingName, type EncodingSource, type FeedEncoding } from '../provisioning/feed/lines.ts';
+import { fitTable } from './fit-table.ts';
 import type { FeedErrorField, FeedReadResult, FeedRow, FeedRowErrorCode } from '../provisioning/feed/types.ts';
 
 /** What `trainsync feed check` shows: how the feed reads, without doing anything with it. */
@@ -78,16 +78,11 @@ export function feedCheckExitCode(report: FeedCheckReport): number {
   return report.errors.length > 0 ? 1 : 0;
 }
 
-const cut = (text: string, width: number): string => (text.length > width ? `${text.slice(0, width - 1)}…` : text);
-
 function attributesText(row: FeedRow): string {
   if (row.attributes === undefined) return '';
-  return cut(
-    Object.entries(row.attributes)
-      .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
-      .join('; '),
-    60,
-  );
+  return Object.entries(row.attributes)
+    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .join('; ');
 }
 
 const ERRORS_SHOWN = 20;
@@ -95,7 +90,7 @@ const ERRORS_SHOWN = 20;
 const ENCODING_SOURCES: Record<EncodingSource, string> = { bom: 'its byte-order mark', default: 'the default', profile: 'the profile\'s "encoding"' };
 
 /** The report as text: how the file was read, counts, errors (file, line, field, fix), then the first rows. */
-export function formatFeedCheck(report: FeedCheckReport): string {
+export function formatFeedCheck(report: FeedCheckReport, options: { width?: number } = {}): string {
   const r = report.reading;
   const how = [r.format];
   if (r.delimiter !== null) how.push(`delimiter ${delimiterName(r.delimiter)}${r.delimiterDetected ? ' (detected)' : ''}`);
@@ -114,15 +109,13 @@ export function formatFeedCheck(report: FeedCheckReport): string {
   for (const e of report.errors.slice(0, ERRORS_SHOWN)) lines.push(`row error: ${e.message}`);
   if (report.errors.length > ERRORS_SHOWN) lines.push(`row error: … and ${report.errors.length - ERRORS_SHOWN} more (see --json)`);
   if (report.rows.length > 0) {
-    const table = new Table({
-      head: ['line', 'employee_id', 'email', 'first_name', 'last_name', 'status', 'groups', 'role', 'attributes'],
-      style: { head: [], border: [], compact: true },
-      wordWrap: false,
-    });
-    for (const row of report.rows) {
-      table.push([row.line, row.employeeId, row.email, row.firstName ?? '', row.lastName ?? '', row.status, row.groups.length, row.role, attributesText(row)]);
-    }
-    lines.push(`first ${report.rows.length} rows as read:`, table.toString());
+    // Seven columns: too wide, the id column gives way first (its head wraps), then the name, then the e-mail.
+    const head = ['line', 'employee_id', 'email', 'name', 'status', 'role', 'groups'];
+    const rows = report.rows.map((row) => [row.line, row.employeeId, row.email, [row.firstName, row.lastName].filter(Boolean).join(' '), row.status, row.role, row.groups.length]);
+    lines.push(`first ${report.rows.length} rows as read:`, fitTable(head, rows, { width: options.width, flex: [1, 3, 2] }));
+    // Attributes are as long as an export makes them: a line each, under the table, rather than a column cut short.
+    const withAttributes = report.rows.filter((row) => attributesText(row) !== '');
+    if (withAttributes.length > 0) lines.push('attributes as read:', ...withAttributes.map((row) => `  line ${row.line}: ${attributesText(row)}`));
   }
   lines.push('nothing was changed (feed check touches no database, queue or platform)');
   return lines.join('\n');

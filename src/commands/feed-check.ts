@@ -1,5 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { feedCheckExitCode, feedCheckReport, formatFeedCheck } from './feed-check-report.ts';
+import { tableWidth } from './fit-table.ts';
+import { fitText } from './terminal.ts';
 import { readFeed } from '../provisioning/feed/read.ts';
 import { addFeedOptions, FEED_PROFILE_HELP, feedReadingOrExit, type FeedCliOptions } from './feed-options.ts';
 
@@ -47,7 +49,7 @@ Examples:
       if (reading === undefined) return;
       const result = await readFeed(file, reading.options);
       const report = feedCheckReport(result, { file, profile: options.profile, rows: options.rows });
-      process.stdout.write(`${options.json ? JSON.stringify(report, null, 2) : formatFeedCheck(report)}\n`);
+      process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : fitText(formatFeedCheck(report, { width: tableWidth() })));
       process.exitCode = feedCheckExitCode(report);
     });
 }

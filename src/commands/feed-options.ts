@@ -33,7 +33,7 @@ function columnMap(value: string): ColumnMap {
 export function addFeedOptions(command: Command): Command {
   return command
     .argument('<file>', 'the HR feed: CSV with a header row, or JSON Lines (.jsonl/.ndjson)')
-    .option('--profile <file>', 'a JSON feed profile: delimiter, encoding, columns, status words, end-date leaver rule, attributes (see README "Feed profiles")')
+    .option('--profile <file>', 'a JSON feed profile: delimiter, encoding, columns, status words, end-date leaver rule, attributes (see docs/it-admin.md, "Feed profiles")')
     .option('--format <format>', 'csv or jsonl (default: the profile\'s, else by the file extension)', oneOf(['csv', 'jsonl'] as const))
     .option('--map <field=Header,...>', 'read fields from differently named columns, e.g. "email=Work Email,employee_id=Person Number"; each pair overrides the profile\'s', columnMap);
 }

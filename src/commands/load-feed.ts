@@ -9,6 +9,7 @@ import { migrate } from '../warehouse/migrator.ts';
 import { createPool } from '../warehouse/pool.ts';
 import { lendFrom } from '../warehouse/transaction.ts';
 import type { CommandDeps } from './deps.ts';
+import { requireFeedFile } from './feed-file.ts';
 import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, withOrgProfile, type FeedCliOptions } from './feed-options.ts';
 import { requestedOrgs, selectOneOrg } from './org-option.ts';
 
@@ -57,6 +58,7 @@ Examples:
       const needsOrg = cliOptions.profile === undefined || requestedOrgs(command).length > 0;
       const chosen = needsOrg ? selectOneOrg(deps.loadConfig(), requestedOrgs(command)) : undefined;
       const options = chosen ? withOrgProfile(cliOptions, chosen) : cliOptions;
+      await requireFeedFile(file);
       const reading = await feedReadingOrExit(file, options);
       if (reading === undefined) return;
       const feed = await readFeed(file, reading.options);

@@ -1,5 +1,6 @@
 import cliProgress from 'cli-progress';
 import { z } from 'zod';
+import type { Logger } from '../runtime/log.ts';
 import { fitWidth, stderrTerminal, type Terminal } from './terminal.ts';
 
 const progressSchema = z.looseObject({
@@ -43,12 +44,24 @@ export function progressLine(p: Progress, state: string, width: number): string 
   return fitWidth(parts.join('  '), width);
 }
 
+export interface ProgressDisplayOptions {
+  /** Off a terminal, progress is a log record (info) here every few seconds; without it, nothing. */
+  log?: Logger;
+  terminal?: Terminal;
+  stream?: NodeJS.WriteStream;
+}
+
+/** How often, off a terminal, one key's progress is logged. */
+const LOG_EVERY_MS = 5_000;
+
 /**
- * Progress of long jobs: one live line per key on a terminal (log lines are written
- * above them, see terminal.ts), a plain line every few seconds otherwise (logs and
- * CI), always on stderr so stdout keeps only the summary.
+ * Progress of long jobs: one live line per key on a terminal (log records are written
+ * above them, see terminal.ts); anywhere else a log record every few seconds, so stderr
+ * stays JSON lines for whatever reads it. Always on stderr: stdout keeps the summary.
  */
-export function createProgressDisplay(terminal: Terminal = stderrTerminal, stream: NodeJS.WriteStream = process.stderr): ProgressDisplay {
+export function createProgressDisplay(options: ProgressDisplayOptions = {}): ProgressDisplay {
+  const terminal = options.terminal ?? stderrTerminal;
+  const stream = options.stream ?? process.stderr;
   if (terminal.isTty) {
     const width = (): number => Math.max(20, terminal.columns - 1);
     // Made at the first update: a command with nothing to show leaves no trace on the screen.
@@ -101,20 +114,20 @@ export function createProgressDisplay(terminal: Terminal = stderrTerminal, strea
       },
     };
   }
-  const lastPrinted = new Map<string, number>();
+  const lastLogged = new Map<string, number>();
   return {
     update(key, raw) {
       const parsed = progressSchema.safeParse(raw);
-      if (!parsed.success) return;
+      if (!parsed.success || options.log === undefined) return;
       const now = Date.now();
-      if (now - (lastPrinted.get(key) ?? 0) < 5_000) return;
-      lastPrinted.set(key, now);
+      if (now - (lastLogged.get(key) ?? 0) < LOG_EVERY_MS) return;
+      lastLogged.set(key, now);
       const p = parsed.data;
       const windows = p.windowsTotal === undefined ? '' : ` windows ${p.windowsDone ?? 0}/${p.windowsTotal}`;
       const actions = p.total === undefined ? '' : ` ${p.done ?? 0}/${p.total} ${p.unit ?? ''}`.trimEnd();
       const pages = p.pages === undefined ? '' : ` pages ${p.pages}`;
       const rows = p.rows === undefined ? '' : ` rows ${p.rows}`;
-      stream.write(`progress ${p.resource}:${windows}${actions}${pages}${rows}\n`);
+      options.log.info({ progress: p }, `progress ${p.resource}:${windows}${actions}${pages}${rows}`);
     },
     finish() {},
     stop() {},

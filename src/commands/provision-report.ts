@@ -1,7 +1,8 @@
 import Table from 'cli-table3';
 import type { AuditRow } from '../provisioning/apply/audit.ts';
 import type { FeedReadResult } from '../provisioning/feed/types.ts';
-import { formatPlanTable } from './plan-format.ts';
+import { formatPlanTable, type PlanTableOptions } from './plan-format.ts';
+import type { FeedShrinkCheck } from '../provisioning/feed-shrink-check.ts';
 import type { ProvisionResult } from '../provisioning/provision-feed.ts';
 
 /** Exit statuses of `trainsync provision`. */
@@ -48,7 +49,7 @@ export function provisionExitCode(result: ProvisionResult): number {
 }
 
 /** The plan part of the report (before anything is applied). */
-export function formatPlanReport(result: Pick<ProvisionResult, 'feed' | 'plan' | 'seats' | 'adoptionNote'>, file: string, options: { width?: number } = {}): string {
+export function formatPlanReport(result: Pick<ProvisionResult, 'feed' | 'plan' | 'seats' | 'adoptionNote'>, file: string, options: PlanTableOptions = {}): string {
   const { feed, plan } = result;
   const lines = [
     `${file}: ${feed.rows.length} rows read, ${feed.errors.length} rejected (sha256 ${feed.hash.slice(0, 12)}…)`,
@@ -71,6 +72,24 @@ export function provisionResultJson(result: ProvisionResult): string {
       plan: result.plan,
       applied: result.applied ?? null,
       exitCode: provisionExitCode(result),
+    },
+    null,
+    2,
+  );
+}
+
+/** A feed the shrink guard refused, as --json prints it: nothing was planned, so there is no plan. */
+export function shrinkRefusalJson(feed: FeedReadResult, check: FeedShrinkCheck): string {
+  const refused = check.decision.refused ? { reason: check.decision.reason, message: check.decision.message, needed: check.decision.needed } : null;
+  return JSON.stringify(
+    {
+      feed: { hash: feed.hash, rows: feed.rows.length, dataRows: check.dataRows, errors: feed.errors, fileErrors: feed.fileErrors, lineCount: feed.lineCount },
+      activeEmployees: check.activeEmployees,
+      minSharePercent: check.minSharePercent,
+      refused,
+      plan: null,
+      applied: null,
+      exitCode: PROVISION_EXIT.refused,
     },
     null,
     2,

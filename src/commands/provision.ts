@@ -6,25 +6,28 @@ import { requestedOrgs, selectOneOrg } from './org-option.ts';
 import { parseMaxDisable } from '../provisioning/plan/limits.ts';
 import type { MaxDisable, PlanMode } from '../provisioning/plan/types.ts';
 import { writeFile } from 'node:fs/promises';
-import { planToJson } from './plan-format.ts';
 import { provisionFeed, type ProvisionResult } from '../provisioning/provision-feed.ts';
-import { formatOutcome, formatPlanReport, provisionExitCode, provisionResultJson } from './provision-report.ts';
+import { formatFeedErrors, formatOutcome, formatPlanReport, PROVISION_EXIT, provisionExitCode, provisionResultJson, shrinkRefusalJson } from './provision-report.ts';
+import { readFeed } from '../provisioning/feed/read.ts';
+import { checkFeedShrink } from '../provisioning/feed-shrink-check.ts';
+import { DEFAULT_FEED_MIN_SHARE } from '../lib/feed-min-share.ts';
+import { loadGroupNames } from '../provisioning/group-names.ts';
+import { formatPlanFile, PLAN_FILE_FORMAT_NAME, planFileFormat } from './plan-output.ts';
+import { refusedReason, shrinkReason } from './refusal-line.ts';
 import { formatSnapshotCounts } from '../provisioning/snapshot-feed.ts';
 import { provisionDeps } from './provision-deps.ts';
+import { requireFeedFile } from './feed-file.ts';
 import { exitWith, UsageError, type ExitCode } from './exit-codes.ts';
 import { tableWidth } from './fit-table.ts';
-import { formatWholePlan } from './plan-listing.ts';
 import { createProgressDisplay } from './progress-display.ts';
-import { wrapLines } from './terminal.ts';
+import { fitText } from './terminal.ts';
 import type { CommandDeps } from './deps.ts';
 import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, withOrgProfile, type FeedCliOptions } from './feed-options.ts';
 
 /** The one line said last when provision exits non-zero. */
-function provisionExitReason(result: ProvisionResult): string | undefined {
-  if (result.plan.refused) {
-    const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId}: review the people affected with \`trainsync held\` or in the console (Provisioning), then approve it (\`trainsync held --approve ${result.heldPlanId} --confirm N\`, N the number who lose access) or reject it.`;
-    return `refused, nothing was enqueued: ${result.plan.refused.message}${held}`;
-  }
+function provisionExitReason(result: ProvisionResult, options: { dryRun: boolean; json: boolean }): string | undefined {
+  const refused = result.plan.refused;
+  if (refused) return refusedReason(refused, { disables: result.plan.counts.disable, limit: result.plan.maxDisable, heldPlanId: result.heldPlanId, ...options });
   const rejected = result.feed.errors.length + result.plan.errors.length;
   const attention = result.applied?.audit.filter((r) => r.status === 'failed' || r.status === 'needs-identity').length ?? 0;
   const parts = [
@@ -49,6 +52,7 @@ interface ProvisionCliOptions extends FeedCliOptions {
   json?: boolean;
   maxDisable?: MaxDisable;
   force?: boolean;
+  allowShrink?: boolean;
 }
 
 export function registerProvisionCommand(program: Command, deps: CommandDeps): void {
@@ -56,11 +60,12 @@ export function registerProvisionCommand(program: Command, deps: CommandDeps): v
     .command('provision')
     .description('Read an HR feed, print the plan, enqueue the actions (create, disable, enable, group changes) and wait for them.');
   addModeOption(addFeedOptions(command), 'employees missing from the feed are leavers')
-    .option('--dry-run', 'print the whole plan (every action) and change nothing')
-    .option('--output <file>', 'with --dry-run: write the whole plan to FILE (JSON when it ends in .json) instead of printing it')
+    .option('--dry-run', 'print the plan (the count of each action, 5 examples each) and change nothing')
+    .option('--output <file>', 'with --dry-run: write every action to FILE: CSV for .csv, the whole plan as one JSON document for .json, else JSON Lines')
     .option('--json', 'print the feed errors, the plan and the outcome as one JSON document')
     .option('--max-disable <N|P%>', 'refuse a plan that disables more (default: the larger of 5 and 10% of active employees)', maxDisable)
     .option('--force', 'enqueue even when the disable or seat limit is exceeded')
+    .option('--allow-shrink', 'plan a full feed that lists fewer rows than TRAINSYNC_FEED_MIN_SHARE of the active employees (or none)')
     .addHelpText(
       'after',
       `
@@ -81,10 +86,17 @@ an active employee's removed access is restored (TRAINSYNC_DRIFT_ACCESS_REMOVED)
 action says why ("repair: …", and "repair" in --json). Group membership cannot be read through
 the API: memberships follow what trainsync applied.
 
-Safety: a plan that would disable more than --max-disable employees (repairs included), or create more users
-than there are free seats, is refused and nothing is enqueued. Review it with --dry-run;
-override with --force. The same feed enqueued twice never doubles an action, and an
-unchanged feed makes no write call at all.
+Safety: a full feed with no data rows, or with fewer than TRAINSYNC_FEED_MIN_SHARE (default 50%)
+of the active employees trainsync knows, is refused before anything is planned (an export
+that failed upstream); override with --allow-shrink. A plan that would disable more than
+--max-disable employees (repairs included) is held for approval (\`trainsync held\`, or the
+console), one that needs more seats than are free is refused; nothing is enqueued. Review it
+with --dry-run; override with --force. The same feed enqueued twice never doubles an action,
+and an unchanged feed makes no write call at all.
+
+--dry-run prints the count of each action with 5 examples (group names, not GUIDs);
+--output FILE writes every action: CSV for .csv, the whole plan as JSON for .json, else
+JSON Lines (one action a line, with the group's GUID and name).
 
 A run that applies (not --dry-run, not refused) also snapshots the feed into the
 warehouse (training.employees and training.employee_history), like \`trainsync load-feed\`.
@@ -99,11 +111,12 @@ employees, identities and audit rows are that organisation's only. Without --pro
 organisation's feedProfile (if set) reads the feed.
 
 For provision: 1 applied, but rows were rejected or actions failed or need an identity (see
-\`trainsync status\`); 2 refused (a limit, the seats, an invalid profile): nothing enqueued.
+\`trainsync status\`); 2 refused (a feed that shrank, a limit, the seats, an invalid profile, a
+feed file that cannot be opened, an API key the platform refuses): nothing enqueued.
 
 Examples:
   trainsync provision hr.csv --dry-run
-  trainsync provision hr.csv --dry-run --output plan.json
+  trainsync provision hr.csv --dry-run --output plan.csv
   trainsync provision export.csv --map "email=Work Email,employee_id=Person Number" --mode delta
   trainsync provision hr.jsonl --max-disable 25 --json
   trainsync provision workday.csv --profile examples/workday-profile.json --dry-run
@@ -116,27 +129,48 @@ Examples:
       const options = withOrgProfile(cliOptions, org);
       // Before anything touches Postgres or Redis: planning reads the platform.
       requireOrgPlatform(org);
-      // And a bad profile is reported before any connection is made.
+      // A feed that cannot be opened, and a bad profile, are reported before any connection is made.
+      await requireFeedFile(file);
       const reading = await feedReadingOrExit(file, options);
       if (reading === undefined) return;
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       const width = tableWidth();
-      const display = options.json ? undefined : createProgressDisplay();
-      // Sentences wrap at the width; tables are drawn to fit it.
-      const say = (text: string): void => void process.stdout.write(`${process.stdout.isTTY ? wrapLines(text, width) : text}\n`);
+      const display = options.json ? undefined : createProgressDisplay({ log: app.log });
+      // Sentences wrap at the width when it is known (a terminal, COLUMNS); tables are drawn to fit it.
+      const say = (text: string): void => void process.stdout.write(fitText(text));
       try {
+        const feed = await readFeed(file, reading.options);
+        const dryRun = options.dryRun ?? false;
+        // Before planning: a full feed far shorter than the workforce is an accident, refused here (exit 2).
+        const shrink = await checkFeedShrink(app.db, org.slug, feed, {
+          file,
+          format: reading.format,
+          mode: options.mode,
+          dryRun,
+          allowShrink: options.allowShrink ?? false,
+          minSharePercent: org.feedMinShare ?? DEFAULT_FEED_MIN_SHARE,
+          shareSetting: config.TRAINSYNC_ORGS_FILE === undefined ? 'TRAINSYNC_FEED_MIN_SHARE' : `feedMinShare of ${org.slug}`,
+        });
+        if (shrink.decision.refused) {
+          if (options.json) process.stdout.write(`${shrinkRefusalJson(feed, shrink)}\n`);
+          else say([`${file}: ${feed.rows.length} rows read, ${feed.errors.length} rejected (sha256 ${feed.hash.slice(0, 12)}…)`, ...formatFeedErrors(feed), `REFUSED (${shrink.decision.reason}): ${shrink.decision.message}`].join('\n'));
+          exitWith(PROVISION_EXIT.refused, shrinkReason(shrink, options.json ?? false));
+          return;
+        }
+        const groupNames = await loadGroupNames(app.db, org.slug);
         const result = await provisionFeed(provisionDeps(app, org.slug), {
           file,
           format: reading.format,
           map: reading.options.map,
           reading: reading.options,
+          feed,
           mode: options.mode,
-          dryRun: options.dryRun ?? false,
+          dryRun,
           maxDisable: options.maxDisable,
           force: options.force ?? false,
           onPlan: (planned) => {
-            if (!options.json) say(formatPlanReport(planned, file, { width }));
+            if (!options.json) say(formatPlanReport(planned, file, { width, groupNames }));
           },
           // One line per action kind: created, disabled, groups joined…
           onProgress: (_finished, _total, byKind) => {
@@ -145,18 +179,16 @@ Examples:
         });
         if (result.applied) for (const kind of new Set(result.applied.audit.map((r) => r.kind))) display?.finish(kind, 'done');
         display?.stop();
-        if (options.dryRun && !options.json) {
-          if (options.output === undefined) process.stdout.write(`${formatWholePlan(result.plan)}\n`);
-          else {
-            await writeFile(options.output, options.output.endsWith('.json') ? `${planToJson(result.plan)}\n` : `${formatWholePlan(result.plan)}\n`);
-            process.stdout.write(`the whole plan (${result.plan.actions.length} actions) is in ${options.output}\n`);
-          }
+        if (options.dryRun && options.output !== undefined) {
+          const format = planFileFormat(options.output);
+          await writeFile(options.output, formatPlanFile(result.plan, format, groupNames));
+          if (!options.json) say(`every action (${result.plan.actions.length}) is in ${options.output} (${PLAN_FILE_FORMAT_NAME[format]})`);
         }
         if (options.json) process.stdout.write(`${provisionResultJson(result)}\n`);
         else {
           if (result.plan.refused) {
             // Said last, by the exit reason.
-          } else if (options.dryRun) say('dry run: nothing was enqueued');
+          } else if (options.dryRun) say(`dry run: nothing was enqueued${options.output === undefined && result.plan.actions.length > 0 ? ' (every action: --output FILE, .csv for CSV, else JSON Lines)' : ''}`);
           if (result.applied) {
             const skipped = result.applied.skippedEmployees.length;
             if (skipped > 0) say(`${skipped} employees still have actions queued from an earlier run; waited for those and left them alone this run`);
@@ -165,7 +197,7 @@ Examples:
           if (result.employees) say(`warehouse ${formatSnapshotCounts(result.employees)}`);
           if (result.employeesError) process.stderr.write(`trainsync: the employee snapshot failed (the actions were applied): ${result.employeesError}\n`);
         }
-        exitWith(provisionExitCode(result) as ExitCode, provisionExitReason(result));
+        exitWith(provisionExitCode(result) as ExitCode, provisionExitReason(result, { dryRun, json: options.json ?? false }));
       } finally {
         display?.stop();
         await app.close();

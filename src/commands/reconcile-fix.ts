@@ -2,11 +2,19 @@ import { createApp } from '../runtime/app.ts';
 import { requireOrgPlatform } from '../config.ts';
 import type { OrgSettings } from '../lib/orgs-file.ts';
 import type { MaxDisable } from '../provisioning/plan/types.ts';
-import { formatPlanTable } from './plan-format.ts';
+import { formatPlanTable, type PlanTableOptions } from './plan-format.ts';
+import { loadGroupNames } from '../provisioning/group-names.ts';
+import { reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
+import { describePlatformListAge } from '../warehouse/platform-list-age.ts';
+import { refusedReason } from './refusal-line.ts';
 import { formatOutcome, PROVISION_EXIT } from './provision-report.ts';
 import { reconcileFix, RECONCILE_SOURCE, type ReconcileFixResult } from '../provisioning/reconcile-fix.ts';
 import type { CommandDeps } from './deps.ts';
 import { provisionDeps } from './provision-deps.ts';
+import type { ExitCode } from './exit-codes.ts';
+import { tableWidth } from './fit-table.ts';
+import { createProgressDisplay } from './progress-display.ts';
+import { fitText } from './terminal.ts';
 
 export interface ReconcileFixCliOptions {
   dryRun?: boolean;
@@ -17,17 +25,29 @@ export interface ReconcileFixCliOptions {
 }
 
 /** The exit status of `reconcile --fix`, as `provision`'s: 2 refused, 1 actions failed or need an identity, else 0. */
-export function reconcileFixExitCode(result: ReconcileFixResult): number {
+export function reconcileFixExitCode(result: ReconcileFixResult): ExitCode {
   if (result.plan.refused !== undefined) return PROVISION_EXIT.refused;
   const problems = result.applied?.audit.filter((r) => r.status === 'failed' || r.status === 'needs-identity').length ?? 0;
   return problems + result.plan.errors.length > 0 ? PROVISION_EXIT.attention : PROVISION_EXIT.ok;
 }
 
-export function formatReconcileFixPlan(result: ReconcileFixResult): string {
+/**
+ * What `reconcile` (and the console's People page) counts on the same data, beside the
+ * repair: they compare with the last users sync, the repair with the platform now, so the
+ * line says how old that list is and what trainsync changed since.
+ */
+export function formatReconciliationBeside(report: ReconciliationReport): string {
+  const c = report.counts;
+  const age = describePlatformListAge(report);
+  return `reconcile counts ${c.leaver_with_access} leaver_with_access, ${c.active_without_account} active_without_account, ${c.pending_action} pending_action${age ? `. ${age}` : ''}`;
+}
+
+export function formatReconcileFixPlan(result: ReconcileFixResult, options: PlanTableOptions & { report?: ReconciliationReport } = {}): string {
   return [
     `reconcile --fix: ${result.employees} employees of ${RECONCILE_SOURCE} that trainsync has applied, against the platform as it is now (${result.platformRequests} requests)`,
+    ...(options.report ? [formatReconciliationBeside(options.report)] : []),
     result.seats.note,
-    formatPlanTable(result.plan),
+    formatPlanTable(result.plan, { ...options, everyAction: 'every one: reconcile --fix --dry-run --json' }),
   ].join('\n');
 }
 
@@ -37,14 +57,17 @@ export async function runReconcileFix(
   options: ReconcileFixCliOptions,
   write: (text: string) => void,
   choose: (config: ReturnType<CommandDeps['loadConfig']>) => OrgSettings,
-): Promise<number> {
+): Promise<{ code: ExitCode; reason?: string }> {
   const config = deps.loadConfig();
   const org = choose(config);
   requireOrgPlatform(org);
   const log = deps.createLogger(config);
   const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
-  let lastProgress = 0;
+  // Sentences wrap at the width when it is known; the plan's table is drawn to fit it.
+  const say = (text: string): void => write(fitText(text));
+  const display = options.json ? undefined : createProgressDisplay({ log: app.log });
   try {
+    const [groupNames, report] = options.json ? [undefined, undefined] : await Promise.all([loadGroupNames(app.db, org.slug), reconciliationReport(app.db, org.slug, 0)]);
     const result = await reconcileFix(provisionDeps(app, org.slug), {
       dryRun: options.dryRun ?? false,
       force: options.force ?? false,
@@ -52,27 +75,27 @@ export async function runReconcileFix(
       reassertGroups: options.reassertGroups ?? false,
       wait: true,
       onPlan: (planned) => {
-        if (!options.json) write(`${formatReconcileFixPlan(planned)}\n`);
+        if (!options.json) say(formatReconcileFixPlan(planned, { width: tableWidth(), ...(groupNames ? { groupNames } : {}), ...(report ? { report } : {}) }));
       },
-      onProgress: (finished, total) => {
-        if (options.json || Date.now() - lastProgress < 5_000) return;
-        lastProgress = Date.now();
-        process.stderr.write(`progress reconcile --fix: ${finished}/${total} actions finished\n`);
-      },
+      onProgress: (finished, total) => display?.update('reconcile --fix', { resource: 'reconcile --fix', done: finished, total, unit: 'actions' }),
     });
+    if (result.applied && result.applied.audit.length > 0) display?.finish('reconcile --fix', 'done');
+    display?.stop();
     const exitCode = reconcileFixExitCode(result);
     if (options.json) {
       write(`${JSON.stringify({ employees: result.employees, seats: result.seats, platformRequests: result.platformRequests, plan: result.plan, applied: result.applied ?? null, heldPlanId: result.heldPlanId ?? null, exitCode }, null, 2)}\n`);
     } else if (result.plan.refused) {
-      const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId}: review it with \`trainsync held\` or in the console, then approve or reject it.`;
-      process.stderr.write(`trainsync: refused, nothing was enqueued: ${result.plan.refused.message}${held}\n`);
+      // Said last, by the exit reason.
     } else if (options.dryRun) {
-      write('dry run: nothing was enqueued\n');
+      say('dry run: nothing was enqueued');
     } else if (result.applied) {
-      write(result.applied.audit.length > 0 ? `${formatOutcome(result.applied.audit)}\n` : 'No drift: nothing to repair.\n');
+      say(result.applied.audit.length > 0 ? formatOutcome(result.applied.audit) : 'No drift: nothing to repair.');
     }
-    return exitCode;
+    const refused = result.plan.refused;
+    const reason = refused ? refusedReason(refused, { disables: result.plan.counts.disable, limit: result.plan.maxDisable, heldPlanId: result.heldPlanId, dryRun: options.dryRun ?? false, json: options.json ?? false }) : undefined;
+    return { code: exitCode, ...(reason ? { reason } : {}) };
   } finally {
+    display?.stop();
     await app.close();
   }
 }

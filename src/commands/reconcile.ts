@@ -10,7 +10,10 @@ import { createDb, createPool } from '../warehouse/pool.ts';
 import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
 import type { CommandDeps } from './deps.ts';
 import { runReconcileFix } from './reconcile-fix.ts';
+import { exitWith } from './exit-codes.ts';
+import { fitText } from './terminal.ts';
 import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { describePlatformListAge } from '../warehouse/platform-list-age.ts';
 import { requestedOrgs, selectOneOrg, selectOrgs } from './org-option.ts';
 
 export interface ReconcileCommandDeps extends Pick<CommandDeps, 'loadConfig' | 'createLogger' | 'jobs'> {
@@ -43,7 +46,8 @@ function examplesOption(value: string): number {
 export function renderReconciliation(report: ReconciliationReport): string {
   const counts = new Table({ head: ['kind', 'count', 'meaning'], style: { head: [], border: [], compact: true } });
   for (const kind of RECONCILIATION_KINDS) counts.push([kind, report.counts[kind], MEANING[kind] ?? '']);
-  const lines = [`HR against the platform: ${report.total} discrepanc${report.total === 1 ? 'y' : 'ies'} (training.hr_reconciliation)`, counts.toString()];
+  const age = describePlatformListAge(report);
+  const lines = [`HR against the platform: ${report.total} discrepanc${report.total === 1 ? 'y' : 'ies'} (training.hr_reconciliation)`, ...(age ? [age] : []), counts.toString()];
   // Zero discrepancies against nothing is no news: say what is missing.
   // The `default` organisation (one organisation, no orgs file) reads as before; another names itself.
   const of = report.org === DEFAULT_ORG ? { table: 'is empty', flag: '' } : { table: `has no row of ${report.org}`, flag: ` --org ${report.org}` };
@@ -92,7 +96,8 @@ training.users when a users sync ran after the last provisioning write and withi
 TRAINSYNC_PLATFORM_FRESHNESS_MINUTES). A leaver with access is disabled again, an
 account deleted by hand is created again, an active employee's removed access is
 restored (TRAINSYNC_DRIFT_ACCESS_REMOVED). Same guards, audit and exit status as
-provision: 0 applied, 1 actions failed or need an identity, 2 refused.
+provision: 0 applied, 1 actions failed or need an identity, 2 refused (a limit, the seats,
+an API key the platform refuses).
 
 Several organisations (TRAINSYNC_ORGS_FILE): each organisation's employees are compared with
 the accounts its own key lists. --org SLUG (repeatable, or all) reports each named
@@ -111,7 +116,8 @@ Examples:
       const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
       const requested = requestedOrgs(command);
       if (options.fix) {
-        process.exitCode = await runReconcileFix(deps, options, write, (config) => selectOneOrg(config, requested));
+        const { code, reason } = await runReconcileFix(deps, options, write, (config) => selectOneOrg(config, requested));
+        exitWith(code, reason);
         return;
       }
       const fixOnly = (['dryRun', 'force', 'maxDisable', 'reassertGroups'] as const).filter((k) => options[k] !== undefined);
@@ -131,7 +137,7 @@ Examples:
         for (const org of orgs) reports.push(await reconciliationReport(db, org.slug, options.examples));
         if (options.json) write(`${JSON.stringify(reports.length === 1 ? reports[0] : { organisations: reports }, null, 2)}\n`);
         // One organisation (the single-organisation case included) reads as before; several, each under its name.
-        else write(reports.length === 1 ? renderReconciliation(reports[0]!) : reports.map((r) => `== organisation ${r.org} ==\n${renderReconciliation(r)}`).join('\n'));
+        else write(fitText(reports.length === 1 ? renderReconciliation(reports[0]!) : reports.map((r) => `== organisation ${r.org} ==\n${renderReconciliation(r)}`).join('\n')));
       } catch (error) {
         if (error instanceof NotMigratedError) throw error;
         throw toInfrastructureError(error, config, 'postgres') ?? error;

@@ -18,7 +18,7 @@ export const SCIM_HELD_NOTE = 'note: `trainsync scim held` is now `trainsync hel
 
 /** `trainsync scim held`: the alias of `trainsync held` it became (--release ID is --approve ID, --drop ID is --reject ID). */
 export function registerScimCommand(program: Command, deps: CommandDeps): void {
-  const scim = program.command('scim').description('The SCIM 2.0 endpoint served by `worker` (README, "SCIM (identity providers)").');
+  const scim = program.command('scim').description('The SCIM 2.0 endpoint served by `worker` (docs/scim.md).');
   scim
     .command('held')
     .description('Alias of `trainsync held`: held changes, SCIM bursts among them; --release (approve) or --drop (reject) one.')

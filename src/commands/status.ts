@@ -184,7 +184,7 @@ function orgParts(report: StatusReport, mine: (entry: OfOrg) => boolean): Record
             // Narrow: the mode, start and exact times are in --json.
             ['resource', 'status', 'ended', 'pages', 'req', 'new', 'upd', 'same', 'quar', 'rem', 'note'],
             runs.map((r) => [r.resource, r.status === 'succeeded' ? 'ok' : r.status, shortTime(r.finishedAt ?? r.startedAt), r.pages, r.requests, r.inserted, r.updated, r.unchanged, r.quarantined, r.removed, r.error ?? r.note]),
-            [1, 10],
+            [10, 1],
           ),
     ],
     watermarks: ['Watermarks', watermarks.length === 0 ? '(none)' : table(['resource', 'value', 'updated'], watermarks.map((w) => [w.resource, w.value, w.updatedAt]))],

@@ -10,13 +10,13 @@ import type { JobOutcome } from '../queue/wait-for-jobs.ts';
 import { withWaitOptions, type JobQueue } from '../queue/job-queue.ts';
 import { parseDay } from '../sync/results/days.ts';
 import type { CommandDeps } from './deps.ts';
-import { EXIT, exitWith, UsageError, type ExitCode } from './exit-codes.ts';
-import { fitTable, tableWidth } from './fit-table.ts';
+import { EXIT, exitWith, isRefusedKey, UsageError, type ExitCode } from './exit-codes.ts';
+import { fitTable } from './fit-table.ts';
 import { requestedOrgs, selectOrgs } from './org-option.ts';
 import { createProgressDisplay } from './progress-display.ts';
-import { stderrTerminal, wrapLines } from './terminal.ts';
+import { fitText, stderrTerminal } from './terminal.ts';
 
-/** Exit statuses of `sync` (README, "Operations"). */
+/** Exit statuses of `sync` (docs/reference.md, "Exit codes"). */
 export const SYNC_EXIT = EXIT;
 
 export function registerSyncCommand(program: Command, deps: CommandDeps): void {
@@ -39,8 +39,9 @@ Examples:
   trainsync sync --org north --org south   # two organisations' syncs, side by side
 With several organisations configured, name them with --org (repeat it, or --org all);
 each line of the progress and the summary then starts with the organisation.
-For sync: 1 a job failed (its reason is printed last); 2 also when the same resource is
-already syncing with other options (a sync whose process is gone is taken over instead; see
+For sync: 1 a job failed (its reason is printed last); 2 also when the platform refuses the
+API key (the summary marks the resources "key refused") or the same resource is already
+syncing with other options (a sync whose process is gone is taken over instead; see
 \`trainsync cancel\`); 3 some windows could not be read to the end (the next run reads them
 again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.`,
     )
@@ -59,7 +60,7 @@ again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.
       const onSigint = (): void => interrupt.abort();
       process.once('SIGINT', onSigint);
       try {
-        const display = createProgressDisplay();
+        const display = createProgressDisplay({ log: app.log });
         let outcomes: SyncOutcome[];
         const jobOrgs = new Map<string, string>();
         const lineOf = (jobId: string, progress: unknown): unknown => {
@@ -69,8 +70,8 @@ again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.
           return typeof resource === 'string' ? { ...progress, resource: `${org} ${resource}` } : progress;
         };
         try {
-          // A job making no progress for a while gets one line saying what it waits for.
-          const queue = withWaitOptions(app.queue, { onStall: (line) => stderrTerminal.writeLine(line) });
+          // A job making no progress for a while gets one line saying what it waits for (a log record off a terminal).
+          const queue = withWaitOptions(app.queue, { onStall: (line) => (stderrTerminal.isTty ? stderrTerminal.writeLine(line) : app.log.warn(line)) });
           outcomes = await runSyncOfOrgs(
             { orgs: orgs.map((org) => org.slug), queue: withJobOrgs(queue, jobOrgs), log: app.log, cancelRuns: (org, jobId, reason) => cancelRunsOfJob(app.db, org, jobId, reason) },
             resources,
@@ -128,8 +129,12 @@ function parseSyncOptions(options: { since?: string; until?: string; full?: bool
   return syncPayloadSchema.parse({ trigger: 'cli', since: options.since, until: options.until, full: options.full ?? false });
 }
 
-/** 1 when a job failed, else 3 when a run ended incomplete, else 0. */
+/** A job that failed because the platform refused the API key (the configuration's fault). */
+const keyRefused = (outcome: JobOutcome): boolean => outcome.status === 'failed' && isRefusedKey(outcome.error ?? '');
+
+/** 2 when the platform refused the API key, else 1 when a job failed, else 3 when a run ended incomplete, else 0. */
 export function syncExitCode(outcomes: readonly JobOutcome[]): ExitCode {
+  if (outcomes.some(keyRefused)) return SYNC_EXIT.refused;
   if (outcomes.some((outcome) => outcome.status === 'failed')) return SYNC_EXIT.failed;
   const incomplete = outcomes.some((outcome) => syncSummarySchema.safeParse(outcome.result).data?.status === 'incomplete');
   return incomplete ? SYNC_EXIT.incomplete : SYNC_EXIT.ok;
@@ -144,6 +149,9 @@ function outcomeWord(outcome: JobOutcome): string {
 /** The one line printed last when the exit code is not 0; `labelled` (several organisations): resources named with theirs. */
 export function syncExitReason(outcomes: ReadonlyArray<JobOutcome & { org?: string }>, labelled = false): string | undefined {
   const named = (o: JobOutcome & { org?: string }): string => `${labelled && o.org ? `${o.org} ` : ''}${o.name.replace(/^sync-/, '')}`;
+  // A refused key fails every job the same way: said once, here (the summary only marks them).
+  const refused = outcomes.filter(keyRefused);
+  if (refused.length > 0) return `the platform refused the API key, so ${refused.map(named).join(', ')} ${refused.length === 1 ? 'was' : 'were'} not synced: ${refused[0]!.error}`;
   const failed = outcomes.filter((o) => o.status === 'failed');
   if (failed.length > 0) return `${failed.map(named).join(', ')} failed: ${failed[0]!.error ?? 'unknown reason'}`;
   const incomplete = outcomes.filter((o) => syncSummarySchema.safeParse(o.result).data?.status === 'incomplete').map(named);
@@ -178,16 +186,15 @@ export function renderSummary(outcomes: ReadonlyArray<JobOutcome & { org?: strin
       table.push([labelled ? `${outcome.org} ${s.resource}` : s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.requests ?? '', s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), long ? 'see below' : (s.note ?? '')]);
     } else {
       const resource = outcome.name.replace(/^sync-/, '');
-      table.push([labelled ? `${outcome.org} ${resource}` : resource, outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', '', 'see below']);
+      table.push([labelled ? `${outcome.org} ${resource}` : resource, outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', '', keyRefused(outcome) ? 'key refused' : 'see below']);
     }
   }
-  const failures = outcomes.filter((o) => o.status === 'failed').map((o) => `${labelled ? `${o.org} ` : ''}${o.name} failed: ${o.error ?? 'unknown reason'}`);
+  const failures = outcomes.filter((o) => o.status === 'failed' && !keyRefused(o)).map((o) => `${labelled ? `${o.org} ` : ''}${o.name} failed: ${o.error ?? 'unknown reason'}`);
   // Short heads, as in `status`: the table fits 80 columns (--json has the full names).
   const head = ['resource', 'status', 'pages', 'req', 'new', 'upd', 'same', 'quar', 'rem', 'sec', 'note'];
   // No note at all: no note column (it would only cost the width).
   const withNotes = rows.some((row) => row.at(-1) !== '');
   const drawn = withNotes ? fitTable(head, rows) : fitTable(head.slice(0, -1), rows.map((row) => row.slice(0, -1)));
-  const text = [drawn, ...notes, ...failures].join('\n');
-  // Sentences wrap on a terminal only: a log file keeps each on one line, for grep.
-  return `${process.stdout.isTTY ? wrapLines(text, tableWidth()) : text}\n`;
+  // Sentences wrap when the width is known (a terminal, COLUMNS): a log file keeps each on one line, for grep.
+  return fitText([drawn, ...notes, ...failures].join('\n'));
 }

@@ -1,4 +1,7 @@
 import { Writable } from 'node:stream';
+import { fitWidth, lineWidth, wrapLine } from '../lib/text-width.ts';
+
+export { fitWidth, lineWidth, MAX_WIDTH, outputWidth, splitWord, wrapLine } from '../lib/text-width.ts';
 
 /**
  * stderr as a person sees it. While a progress display is live, every line (log records,
@@ -60,31 +63,30 @@ export function createTerminal(stream: NodeJS.WriteStream = process.stderr): Ter
 /** The process's stderr: one instance, shared by the logger and the progress display. */
 export const stderrTerminal: Terminal = createTerminal(process.stderr);
 
-/** Cuts `text` to `width` visible characters (an ellipsis marks the cut). */
-export function fitWidth(text: string, width: number): string {
-  return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`;
-}
+/** A drawn table's line (box characters): laid out to fit already, never re-wrapped. */
+const TABLE_LINE = /^[│┌├└┬┼┴─]/;
 
 /**
- * Sentences longer than `width` wrapped at spaces, continued with a two-space indent, so a
- * terminal never cuts a word; lines of a drawn table (box characters) are left alone.
+ * Every line of `text` wrapped to `width` at spaces (see wrapLine), so a terminal never
+ * cuts a word; lines of a drawn table are left alone (fitTable draws them to fit).
  */
 export function wrapLines(text: string, width: number): string {
   return text
     .split('\n')
-    .flatMap((line) => {
-      if (line.length <= width || /^[│┌├└]/.test(line)) return [line];
-      const out: string[] = [];
-      let current = '';
-      for (const word of line.split(' ')) {
-        const next = current === '' ? word : `${current} ${word}`;
-        if (next.length > width && current.trim() !== '') {
-          out.push(current);
-          current = `  ${word}`;
-        } else current = next;
-      }
-      if (current !== '') out.push(current);
-      return out;
-    })
+    .flatMap((line) => (TABLE_LINE.test(line) ? [line] : wrapLine(line, width)))
     .join('\n');
+}
+
+/** `text` for a person, with a final newline: every line wrapped at lineWidth() when the width is known. */
+export function fitText(text: string, width: number | undefined = lineWidth()): string {
+  const body = text.replace(/\n$/, '');
+  return `${width === undefined ? body : wrapLines(body, width)}\n`;
+}
+
+/**
+ * A line for a person on stderr, `trainsync: ` first (an error, the reason for an exit):
+ * wrapped at the terminal's width (or COLUMNS), whole anywhere else.
+ */
+export function stderrLine(text: string, stream: NodeJS.WriteStream = process.stderr): void {
+  stream.write(fitText(`trainsync: ${text}`, lineWidth(stream)));
 }

@@ -8,7 +8,8 @@ import { QUEUE_NAMES, SYNC_QUEUE, type QueueName } from '../queue/names.ts';
 import { sql } from 'kysely';
 import { registerSchedulers, watchSchedulers } from '../queue/schedulers.ts';
 import { startScimService } from '../scim/service.ts';
-import { startWebhookService } from '../webhooks/service.ts';
+import { startWebhookService, webhookOrgs } from '../webhooks/service.ts';
+import { endpointLines } from './worker-endpoints.ts';
 import type { CommandDeps } from './deps.ts';
 
 export function registerWorkerCommand(program: Command, deps: CommandDeps): void {
@@ -21,6 +22,7 @@ export function registerWorkerCommand(program: Command, deps: CommandDeps): void
     .description('Process every queue until stopped: runs scheduled syncs and provisioning jobs, serves /healthz and /metrics, stops cleanly on SIGTERM.')
     .option('--queues <names>', `comma-separated queues to process (${QUEUE_NAMES.join(', ')})`, QUEUE_NAMES.join(','))
     .option('--no-schedules', 'do not register the cron schedules (another worker does)')
+    .option('--print-endpoints', 'print one line per endpoint served, with its URL, also when stdout is not a terminal (on one, they are always printed)')
     .addHelpText(
       'after',
       `
@@ -30,11 +32,13 @@ Any number of workers may run against one Redis:
 each scheduled sync runs once, and no two syncs of one resource ever run at once.
 Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (default port 9464).
 Webhooks: POST http://<host>:$TRAINSYNC_WEBHOOK_PORT/webhooks/platform (default port 9465), served
-only when TRAINSYNC_WEBHOOK_SECRET is set; see README, "Near-real-time results".
+only when TRAINSYNC_WEBHOOK_SECRET is set; see docs/operator.md, "Webhooks".
 SCIM 2.0: http://<host>:$TRAINSYNC_SCIM_PORT/scim/v2 (default port 9466), served only when
-TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE is set; see README, "SCIM (identity providers)".`,
+TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE is set; see docs/scim.md.
+On a terminal (or with --print-endpoints) it prints one line per endpoint with its URL,
+e.g. "health    http://127.0.0.1:9464/healthz  (all interfaces)"; logs go to stderr.`,
     )
-    .action(async (options: { queues: string; schedules: boolean }) => {
+    .action(async (options: { queues: string; schedules: boolean; printEndpoints?: boolean }) => {
       const config = deps.loadConfig();
       const log = deps.createLogger(config);
       const queues = parseQueues(options.queues);
@@ -47,13 +51,24 @@ TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE is set; see README, "SCIM (ide
         redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }),
       };
       const health = await startHealthServer({ port: config.TRAINSYNC_METRICS_PORT, metrics: app.metrics, log, checks });
-      // Off unless TRAINSYNC_CONSOLE_USERS is set (README, "Console").
+      // Off unless TRAINSYNC_CONSOLE_USERS is set (docs/operator.md, "Console").
       const consoleServer = await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: () => runHealthChecks(checks), repair: (org) => provisionDeps(app, org) });
-      // Off unless TRAINSYNC_WEBHOOK_SECRET is set (README, "Near-real-time results"). Before the
+      // Off unless TRAINSYNC_WEBHOOK_SECRET is set (docs/operator.md, "Webhooks"). Before the
       // workers: events are stored (and acknowledged) even while Redis is unreachable.
       const webhooks = await startWebhookService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, metrics: app.metrics, log });
-      // Off unless TRAINSYNC_SCIM_TOKEN(_FILE) is set (README, "SCIM (identity providers)").
+      // Off unless TRAINSYNC_SCIM_TOKEN(_FILE) is set (docs/scim.md).
       const scim = await startScimService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, platform: app.platform, log });
+      // A person who started it sees where it answers (before the workers, which wait for an
+      // unreachable Redis); logs stay JSON lines on stderr elsewhere.
+      if (process.stdout.isTTY || options.printEndpoints) {
+        const lines = endpointLines({
+          health: { port: health.port },
+          ...(webhooks ? { webhooks: { port: webhooks.port, host: config.TRAINSYNC_WEBHOOK_HOST, orgs: webhookOrgs(config).map((o) => o.slug) } } : {}),
+          ...(scim ? { scim: { port: scim.port, host: config.TRAINSYNC_SCIM_HOST, orgs: scim.orgs } } : {}),
+          ...(consoleServer ? { console: { port: consoleServer.port, host: config.TRAINSYNC_CONSOLE_HOST } } : {}),
+        });
+        process.stdout.write(`${lines.join('\n')}\n`);
+      }
       const worker = await app.queue.startWorkers(queues);
       let stopWatching = (): void => undefined;
       if (options.schedules && queues.includes(SYNC_QUEUE)) {

@@ -4,6 +4,7 @@ import { approveHeldPlan, rejectHeldPlan } from '../provisioning/approve-held-pl
 import { getHeldPlan, listHeldPlans, type HeldPlan, type HeldPlanSummary } from '../provisioning/held-plans.ts';
 import { retryFailedAction } from '../provisioning/retry-action.ts';
 import { reconcileFix } from '../provisioning/reconcile-fix.ts';
+import { loadGroupNames } from '../provisioning/group-names.ts';
 import { repairBody } from './pages/repair.ts';
 import { RECONCILIATION_KINDS, reconciliationReport } from '../warehouse/reconciliation.ts';
 import { cancelQueuedOrOrphaned, cancellableSyncs } from '../sync/cancel-sync.ts';
@@ -157,7 +158,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { viewer, slugs } = scopeOf(request, reply);
     const found = await heldPlanIn(slugs, id);
     if (!found) return reply.code(404).type('text/plain').send(`no held plan #${id} in the organisations shown`);
-    return send(reply, page(`Held plan #${id}`, viewer, heldPlanBody(viewer, found.plan, found.org)));
+    return send(reply, page(`Held plan #${id}`, viewer, heldPlanBody(viewer, found.plan, found.org, await loadGroupNames(db, found.org))));
   });
 
   const outcomePage = (request: FastifyRequest, reply: FastifyReply, title: string, message: string, back: string, ok: boolean): FastifyReply =>
@@ -242,8 +243,8 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   server.get('/people/repair', async (request, reply) => {
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, 'Drift repair: dry run');
-    const result = await reconcileFix(deps.repair(one), { dryRun: true, force: false, wait: false });
-    return send(reply, page('Drift repair: dry run', viewer, repairBody(viewer, result.plan, result.employees, one)));
+    const [result, report, groupNames] = await Promise.all([reconcileFix(deps.repair(one), { dryRun: true, force: false, wait: false }), reconciliationReport(db, one, 0), loadGroupNames(db, one)]);
+    return send(reply, page('Drift repair: dry run', viewer, repairBody(viewer, result.plan, result.employees, one, { report, groupNames })));
   });
 
   server.post('/people/repair', changeHooks, async (request, reply) => {

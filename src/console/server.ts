@@ -72,7 +72,7 @@ declare module 'fastify' {
 const PUBLIC = (url: string): boolean => url === '/login' || url.startsWith('/login?') || url.startsWith('/assets/');
 
 /**
- * Starts the operator console (README, "Console"); undefined when no user is configured
+ * Starts the operator console (docs/operator.md, "Console"); undefined when no user is configured
  * (TRAINSYNC_CONSOLE_USERS), so it is off by default.
  */
 export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | undefined> {

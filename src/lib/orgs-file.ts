@@ -9,6 +9,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { parseWebhookSecrets } from './webhook-secrets.ts';
+import { parseFeedMinShare } from './feed-min-share.ts';
 
 /** The organisation of a deployment without an orgs file: today's variables describe it. */
 export const DEFAULT_ORG = 'default';
@@ -28,6 +29,12 @@ export interface OrgSettings {
   /** The organisation's API key (a secret: never logged). */
   apiKey?: string;
   requestsPerSecond: number;
+  /**
+   * The share (whole percent) of the active employees a full feed must list, or `provision`
+   * refuses it before planning (TRAINSYNC_FEED_MIN_SHARE, overridden by the file's `feedMinShare`).
+   * Optional for settings built by hand (tests); the default is DEFAULT_FEED_MIN_SHARE.
+   */
+  feedMinShare?: number;
   /** Cron lines by setting (`TRAINSYNC_CRON_RESULTS`…): the environment's, overridden by the file's. */
   cronLines: Readonly<Record<string, string>>;
   webhookSecrets?: Buffer[];
@@ -53,6 +60,18 @@ const entrySchema = z
       .refine((u) => /^https?:\/\//.test(u), 'an http(s) URL, e.g. https://training.example.com'),
     apiKey: reference,
     requestsPerSecond: z.number({ error: 'a number of requests per second, e.g. 10' }).positive('a number above 0, e.g. 10').max(10_000, 'at most 10000').optional(),
+    /** As TRAINSYNC_FEED_MIN_SHARE: "50%" or 50. */
+    feedMinShare: z
+      .union([z.string(), z.number()])
+      .transform((value, ctx) => {
+        const parsed = parseFeedMinShare(value);
+        if (typeof parsed === 'string') {
+          ctx.addIssue({ code: 'custom', message: parsed });
+          return z.NEVER;
+        }
+        return parsed;
+      })
+      .optional(),
     /** Keys are a job's setting without the prefix (RESULTS, USERS…) or the whole name. */
     cron: z.record(z.string().regex(/^[A-Z][A-Z0-9_]*$/, 'a schedule name in capitals, e.g. RESULTS'), z.string().trim().min(1)).optional(),
     webhookSecret: reference.optional(),
@@ -72,6 +91,8 @@ export interface OrgsFileContext {
   /** Cron lines the environment sets (TRAINSYNC_CRON_*), the base each organisation overrides. */
   cronLines: Readonly<Record<string, string>>;
   defaultRequestsPerSecond: number;
+  /** TRAINSYNC_FEED_MIN_SHARE: the share of an organisation that sets none. */
+  defaultFeedMinShare: number;
   /** Returns a problem in words, or undefined for a valid cron line. */
   checkCron: CronLineCheck;
 }
@@ -129,7 +150,7 @@ export function readOrgsFile(file: string, context: OrgsFileContext): OrgSetting
       const byKey = new Map<string, string>();
       for (const issue of parsed.error.issues) {
         const key = issue.path.length > 0 ? issue.path.join('.') : (issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : '(entry)');
-        if (!byKey.has(key)) byKey.set(key, `${where}: ${key}: ${issue.code === 'unrecognized_keys' ? 'unknown key; expected slug, name, apiUrl, apiKey, requestsPerSecond, cron, webhookSecret, scimToken, feedProfile, reader' : issue.message}`);
+        if (!byKey.has(key)) byKey.set(key, `${where}: ${key}: ${issue.code === 'unrecognized_keys' ? 'unknown key; expected slug, name, apiUrl, apiKey, requestsPerSecond, feedMinShare, cron, webhookSecret, scimToken, feedProfile, reader' : issue.message}`);
       }
       problems.push(...byKey.values());
       continue;
@@ -169,6 +190,7 @@ export function readOrgsFile(file: string, context: OrgsFileContext): OrgSetting
       apiUrl: entry.apiUrl,
       ...(typeof apiKey === 'string' ? { apiKey } : {}),
       requestsPerSecond: entry.requestsPerSecond ?? context.defaultRequestsPerSecond,
+      feedMinShare: entry.feedMinShare ?? context.defaultFeedMinShare,
       cronLines: Object.freeze(cronLines),
       ...(webhookSecrets ? { webhookSecrets } : {}),
       ...(scimToken ? { scimToken } : {}),

@@ -110,6 +110,14 @@ function parseErrorBody(body: string): { code: string; message: string | undefin
   return { code: parsed.data.code, message: parsed.data.message, details: parsed.data.details ?? null };
 }
 
+/** How classifyResponse words a refused key: a job's failure reaches whoever waits for it as this text only. */
+const REFUSED_KEY_MESSAGE = /\bwas refused with HTTP 40[13] \(/;
+
+/** True for the message of a refused API key (401/403), e.g. a failed job's reason. */
+export function isRefusedKeyMessage(message: string): boolean {
+  return REFUSED_KEY_MESSAGE.test(message);
+}
+
 /** Turns a non-2xx response into a PlatformError with the right code and retryability. */
 export function classifyResponse(facts: ResponseFacts): PlatformError {
   const { method, path, status } = facts;

@@ -16,7 +16,7 @@ import type { RequestEvent } from './types.ts';
  * The transport is undici, not got (the stack's named client): a results walk sends
  * thousands of GETs a minute, and got's per-request objects plus node:http cost 2–2.5×
  * undici's CPU per page (`npm run bench -- http`); swapping this file alone took a sync's
- * CPU per result from ~24 to ~14 µs (README, "The results write path"). What got gave us is kept here, each explicitly:
+ * CPU per result from ~24 to ~14 µs (docs/benchmarks.md). What got gave us is kept here, each explicitly:
  * - the key only to the configured origin: a Pool is bound to one origin and takes only
  *   a path, so no request of ours can go anywhere else, and it never follows a redirect
  *   (a 3xx is classified like any other status, not retried);
@@ -93,7 +93,7 @@ export function createTransport(options: TransportOptions): Transport {
   // The budget's `sent` is the moment undici writes the request, not the call: on an idle
   // keep-alive socket undici writes one event-loop turn later (it first checks the socket),
   // 14 ms at the median and up to 140 ms later on a busy process (measured against packet
-  // capture, README "The bench"), so two requests could reach the platform closer than the
+  // capture, docs/benchmarks.md), so two requests could reach the platform closer than the
   // budget spaces them. onRequestStart runs synchronously just before the headers are written.
   // DecoratorHandler adapts the caller's handler (request()'s is of undici's older API); its typings omit the methods it has.
   interface StartHandler extends Dispatcher.DispatchHandler {
@@ -217,9 +217,12 @@ export function createTransport(options: TransportOptions): Transport {
         const error = caught instanceof PlatformError ? caught : classifyTransportError(caught, request.method, logPath);
         const context = { method: request.method, path: logPath, status: error.status, code: error.code, attempt: n };
         if (!error.retryable || n > retry.retries || request.signal?.aborted) {
-          // A documented 400 is a business answer the caller handles (EMAIL_IN_USE…), not an incident.
-          const expected = error.status === 400 && !error.code.startsWith('HTTP_');
-          log[expected ? 'info' : 'warn']({ ...context, retryable: error.retryable }, `platform request failed: ${error.message}`);
+          // A documented 400 is a business answer the caller handles (EMAIL_IN_USE…), not an incident;
+          // a refused key is reported once, by whoever called (a job's failure, a command's last
+          // line, a doctor check); an abort is our own stop (Ctrl-C, shutdown), not a failure.
+          const expected = (error.status === 400 && !error.code.startsWith('HTTP_')) || error.code === 'UNAUTHORIZED';
+          const level = error.code === 'ABORTED' && request.signal?.aborted ? 'debug' : expected ? 'info' : 'warn';
+          log[level]({ ...context, retryable: error.retryable }, `platform request failed: ${error.message}`);
           throw error;
         }
         const rateLimited = error.status === 429;

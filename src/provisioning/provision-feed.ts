@@ -22,6 +22,8 @@ export interface ProvisionOptions {
   /** Called once the plan is known, before anything is enqueued (the CLI prints it). */
   onPlan?: (result: ProvisionResult) => void;
   onProgress?: (finished: number, total: number, byKind: ReadonlyMap<string, { done: number; total: number }>) => void;
+  /** The feed, already read from `file` with these options (the command reads it first, to guard it). */
+  feed?: FeedReadResult | undefined;
 }
 
 export interface ProvisionResult {
@@ -54,7 +56,7 @@ export interface ProvisionResult {
  */
 export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptions): Promise<ProvisionResult> {
   const format = options.format ?? feedFormatFor(options.file);
-  const feed = await readFeed(options.file, { ...options.reading, format, ...(options.map ? { map: options.map } : {}) });
+  const feed = options.feed ?? (await readFeed(options.file, { ...options.reading, format, ...(options.map ? { map: options.map } : {}) }));
   const source = feedSource(deps, {
     hash: feed.hash,
     file: basename(options.file),

@@ -29,7 +29,7 @@ export interface AddJobOptions {
   waited?: boolean;
   /**
    * The job's position in its organisation's batch (1 = first): jobs run in order of it,
-   * so one organisation's long batch and another's short one interleave (README, "Fairness").
+   * so one organisation's long batch and another's short one interleave (docs/several-organisations.md, "Fairness").
    * Unset: before every positioned job (schedules, webhooks).
    */
   priority?: number;

@@ -27,7 +27,7 @@ export function decorateBoardHtml(body: string, page: QueueBoardPage): string {
  *
  * bull-board, its view engine and its static UI are loaded on the first request under
  * `basePath`, into a Fastify instance of their own that requests are handed to: a console
- * nobody opens the Queues page of never pays for them (README, "Console", memory).
+ * nobody opens the Queues page of never pays for them (docs/operator.md, "Console").
  */
 export function mountQueueBoard(server: FastifyInstance, queue: JobQueue, basePath: string, page: QueueBoardPage = {}): void {
   let board: Promise<FastifyInstance> | undefined;

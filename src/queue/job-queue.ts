@@ -171,7 +171,7 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
       return { id: String(added.id), name, queue: job.queue, data: added.data };
     },
     // The n-th chain of a batch gets priority n: another organisation's small batch, added
-    // later, runs beside this one's first chains instead of after its last (README, "Fairness").
+    // later, runs beside this one's first chains instead of after its last (docs/several-organisations.md, "Fairness").
     addChains: (chains) => addChains(config, connection, chains.map((chain, index) => toLink(chain, fairPriority(index + 1)))),
     state: (queue, jobId) => queues[queue].getJobState(jobId),
     failedReason: async (queue, jobId) => (await queues[queue].getJob(jobId))?.failedReason || undefined,

@@ -29,6 +29,17 @@ export function isPermanentError(error: unknown): boolean {
  */
 export type AttemptOutcome = 'completed' | 'failed' | 'delayed' | 'waiting-for-postgres';
 
+/** The message of the record each attempt ends with. */
+export const JOB_FINISHED = 'job finished';
+
+/**
+ * The record of a job that failed for good: a command that waits for its jobs (sync,
+ * provision) reports that failure itself, so on a terminal this record would say it twice.
+ */
+export function isFinalFailureRecord(fields: Readonly<Record<string, unknown>>, message: string | undefined): boolean {
+  return message === JOB_FINISHED && fields.outcome === 'failed' && fields.retried === false;
+}
+
 /** `org`: the slug of the job's organisation (for the metrics' `org` label). */
 export type JobFinishedHook = (name: string, outcome: AttemptOutcome, seconds: number, result: unknown, org: string) => void;
 
@@ -91,9 +102,9 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     const seconds = (performance.now() - started) / 1000;
     runner.onFinished?.(job.name, outcome, seconds, result, org);
     const line = { attempt, seconds: Math.round(seconds * 1000) / 1000, outcome, ...payloadResource(parsed.data), ...fields };
-    if (outcome !== 'failed') log.info(line, 'job finished');
-    else if (fields.retried === false) log.error(line, 'job finished');
-    else log.warn(line, 'job finished');
+    if (outcome !== 'failed') log.info(line, JOB_FINISHED);
+    else if (fields.retried === false) log.error(line, JOB_FINISHED);
+    else log.warn(line, JOB_FINISHED);
   };
   /** Puts the job back in the delayed set; the error to throw so BullMQ leaves it there. */
   const putBack = async (delayMs: number, outcome: AttemptOutcome, fields: Record<string, unknown>): Promise<Error> => {

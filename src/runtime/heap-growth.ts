@@ -8,7 +8,7 @@ import v8 from 'node:v8';
  * load, so a 400,000-result first load peaked at 193–216 MB of RSS for a live heap of
  * 24 MB, and more results meant a higher peak. At 100 (the limit twice the live heap)
  * the peak was 151–158 MB, with throughput and CPU a result within their run-to-run
- * spread; 50 saved 10 MB more for about 1 µs more CPU a result (README, "Memory"). The
+ * spread; 50 saved 10 MB more for about 1 µs more CPU a result (docs/benchmarks.md, "Memory"). The
  * flag is read at every collection, so setting it at start-up takes effect without a
  * command-line option.
  */

@@ -1,6 +1,7 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
 import pretty from 'pino-pretty';
 import type { Config } from '../config.ts';
+import { lineWidth, wrapLine } from '../lib/text-width.ts';
 
 export type { Logger };
 
@@ -15,6 +16,8 @@ export interface LoggerOptions {
   destination?: DestinationStream | undefined;
   /** The destination is a person's terminal (the CLI's line writer, which keeps log lines off its progress lines). */
   terminal?: boolean | undefined;
+  /** Records left out (a command that reports the same thing itself, once); children too. */
+  hide?: ((fields: Readonly<Record<string, unknown>>, message: string | undefined) => boolean) | undefined;
 }
 
 /**
@@ -51,7 +54,7 @@ export function logFormatFor(config: { readonly LOG_FORMAT?: Config['LOG_FORMAT'
 export function createLogger(options: LoggerOptions): Logger;
 export function createLogger(level: string, destination?: DestinationStream): Logger;
 export function createLogger(levelOrOptions: string | LoggerOptions, legacyDestination?: DestinationStream): Logger {
-  const { level, format, destination, terminal }: LoggerOptions =
+  const { level, format, destination, terminal, hide }: LoggerOptions =
     typeof levelOrOptions === 'string' ? { level: levelOrOptions, format: 'json', destination: legacyDestination } : levelOrOptions;
   // A caller-supplied destination is a pipe or a test sink, never a person (auto means JSON there), unless it says it is a terminal.
   const toTerminal = terminal === true || (destination === undefined && process.stderr.isTTY === true);
@@ -62,10 +65,24 @@ export function createLogger(levelOrOptions: string | LoggerOptions, legacyDesti
       level,
       base: { app: 'trainsync' },
       redact: { paths: [...REDACTED_PATHS], censor: '[redacted]' },
+      ...(hide === undefined
+        ? {}
+        : {
+            hooks: {
+              logMethod(args, method) {
+                const [first, second] = args as unknown[];
+                if (typeof first === 'object' && first !== null && hide(first as Record<string, unknown>, typeof second === 'string' ? second : undefined)) return;
+                method.apply(this, args);
+              },
+            },
+          }),
     },
     resolved === 'pretty' ? prettyStream(destination, toTerminal) : (destination ?? pino.destination(2)),
   );
 }
+
+/** `12:03:04  WARN: `: the time, the level right-aligned in 5, a colon and a space. */
+const PREFIX_WIDTH = 16;
 
 /** Keys that are noise on a terminal (the level and time are already at the start of the line). */
 const HIDDEN_KEYS = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'app']);
@@ -97,7 +114,11 @@ function prettyStream(destination: DestinationStream | undefined, toTerminal: bo
         .map(([key, value]) => `${key}=${showValue(value)}`);
       const message = typeof log[messageKey] === 'string' ? log[messageKey] : '';
       // Control characters (newlines, terminal escapes from remote data) would break the one-line promise.
-      return `${message}${fields.length > 0 ? ` (${fields.join(' ')})` : ''}`.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ');
+      const text = `${message}${fields.length > 0 ? ` (${fields.join(' ')})` : ''}`.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ');
+      // On a terminal a long record wraps at word boundaries, continued under its message (the
+      // terminal would cut words); a file keeps one record per line.
+      const width = toTerminal ? lineWidth(process.stderr) : undefined;
+      return width === undefined ? text : wrapLine(text, width - PREFIX_WIDTH, '').join(`\n${' '.repeat(PREFIX_WIDTH)}`);
     },
   });
 }

@@ -61,7 +61,7 @@ async function readJson(req: http.IncomingMessage, limit: number): Promise<Body>
 
 /** The base the request came by: `…/scim/v2` or `…/scim/v2/<slug>` (locations keep the identity provider's path). */
 function baseUrl(req: http.IncomingMessage, prefix: string): string {
-  // Behind the TLS proxy (README): the identity provider's view of the URL.
+  // Behind the TLS proxy (docs/scim.md): the identity provider's view of the URL.
   const proto = String(req.headers['x-forwarded-proto'] ?? 'http').split(',')[0]!.trim();
   const host = String(req.headers['x-forwarded-host'] ?? req.headers.host ?? 'localhost').split(',')[0]!.trim();
   return `${proto}://${host}${prefix}`;

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { TrainsyncError } from '../lib/errors.ts';
 
 /** The columns of schema trainsync that training.hr_reconciliation reads (as in its grants to trainsync_reader). */
-const HR_RECONCILIATION_AUDIT_COLUMNS = ['id', 'org', 'employee_id', 'email', 'kind', 'group_id', 'status', 'error_code', 'error_message'] as const;
+const HR_RECONCILIATION_AUDIT_COLUMNS = ['id', 'org', 'employee_id', 'email', 'kind', 'group_id', 'status', 'error_code', 'error_message', 'finished_at'] as const;
 const HR_RECONCILIATION_IDENTITY_COLUMNS = ['org', 'employee_id', 'platform_user_id'] as const;
 
 /** An organisation whose rows a reader role of its own may see. */

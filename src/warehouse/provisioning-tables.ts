@@ -99,6 +99,8 @@ export interface ProvisioningAuditView {
   platform_user_id: string | null;
   currently_active: boolean | null;
   org: string;
+  /** The group's name from training.groups; null when no groups sync named it (or not a group action). */
+  group_name: string | null;
 }
 
 export interface ProvisioningTables {

@@ -17,6 +17,24 @@ export interface ReconciliationReport {
   hrFeedLoaded: boolean;
   /** False until `sync users` ran: no account can be matched then. */
   usersLoaded: boolean;
+  /** How old the platform's side of the comparison is: see PlatformListAge. */
+  platformList: PlatformListAge;
+}
+
+/**
+ * The platform's user list the report compares with is the last users sync's (training.users),
+ * not the platform now: trainsync may have changed accounts since.
+ */
+export interface PlatformListAge {
+  /** When the last users sync read the list (the latest last_seen_at); null before any. */
+  readAt: Date | null;
+  /** Provisioning actions trainsync applied (succeeded) after that: changes the list does not show. */
+  changesSince: number;
+  /**
+   * Leavers the list shows with access whom trainsync disabled after it was read: repaired,
+   * so not counted as leaver_with_access (the view's rule, the same here).
+   */
+  repairedSince: number;
 }
 
 /** Counts and a few examples per kind from `training.hr_reconciliation`, for one organisation. */
@@ -37,6 +55,7 @@ export async function reconciliationReport(db: Kysely<Database>, org: string, ex
     counts[row.kind] = n;
     if (rank <= examples) byKind[row.kind].push(row);
   }
+  const platformList = await platformListAge(db, org);
   const { rows: loaded } = await sql<{ employees: boolean; users: boolean }>`
     select exists (select 1 from training.employees where org = ${org}) as employees,
            exists (select 1 from training.users where org = ${org}) as users`.execute(db);
@@ -47,5 +66,49 @@ export async function reconciliationReport(db: Kysely<Database>, org: string, ex
     examples: byKind,
     hrFeedLoaded: loaded[0]?.employees ?? false,
     usersLoaded: loaded[0]?.users ?? false,
+    platformList,
   };
+}
+
+/**
+ * When training.users was read, what trainsync applied after, and the leavers with access
+ * in it that trainsync has disabled since. The last count mirrors the exclusion in
+ * training.hr_reconciliation's leaver_with_access (sql/views/70): the same leavers, the same
+ * latest access action, the same comparison with the account's last_seen_at.
+ */
+export async function platformListAge(db: Kysely<Database>, org: string): Promise<PlatformListAge> {
+  const { rows } = await sql<{ read_at: Date | null; changes_since: number; repaired_since: number }>`
+    with listing as (select max(last_seen_at) as read_at from training.users where org = ${org}),
+    latest_access as (
+      select distinct on (a.employee_id) a.employee_id, a.kind, a.status, a.finished_at
+        from trainsync.provisioning_actions a
+       where a.org = ${org} and a.kind in ('enable', 'disable') and a.status <> 'skipped'
+       order by a.employee_id, a.id desc
+    ),
+    employee_accounts as (
+      select e.employee_id, e.status, e.removed_at, coalesce(e.user_id, m.user_id) as account_id
+        from training.employees e
+        left join lateral (
+          select m.user_id from training.users m
+           where e.user_id is null and m.org = e.org and lower(m.email) = lower(e.email) and m.removed_at is null
+           order by m.user_id limit 1
+        ) m on true
+       where e.org = ${org}
+    ),
+    accounts as (
+      select ea.employee_id, u.last_seen_at
+        from employee_accounts ea
+        join training.users u on u.org = ${org} and u.user_id = ea.account_id and u.removed_at is null and u.has_access
+       where (ea.status = 'inactive' or ea.removed_at is not null)
+         and not exists (select 1 from employee_accounts o where o.account_id = u.user_id and o.removed_at is null and o.status = 'active')
+    )
+    select (select read_at from listing) as read_at,
+           (select count(*)::int from trainsync.provisioning_actions a
+             where a.org = ${org} and a.status = 'succeeded'
+               and a.finished_at > coalesce((select read_at from listing), '-infinity')) as changes_since,
+           (select count(distinct ac.employee_id)::int from accounts ac
+              join latest_access la on la.employee_id = ac.employee_id
+             where la.kind = 'disable' and la.status = 'succeeded' and la.finished_at > ac.last_seen_at) as repaired_since`.execute(db);
+  const row = rows[0];
+  return { readAt: row?.read_at ?? null, changesSince: row?.changes_since ?? 0, repairedSince: row?.repaired_since ?? 0 };
 }

@@ -10,8 +10,11 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Starts `node bin/trainsync.js <args>` as a user would, with only `env` (and PATH), feeding `stdin`; `output()` is what it said so far. */
-export function startCli(args: readonly string[], env: Record<string, string>, stdin = ''): { done: Promise<CliRun>; output(): string } {
+/**
+ * Starts `node bin/trainsync.js <args>` as a user would, with only `env` (and PATH), feeding `stdin`;
+ * `output()` is what it said so far; `kill(signal)` signals it (Ctrl-C is SIGINT).
+ */
+export function startCli(args: readonly string[], env: Record<string, string>, stdin = ''): { done: Promise<CliRun>; output(): string; kill(signal: NodeJS.Signals): void } {
   const child = spawn(process.execPath, [path.join(ROOT, 'bin/trainsync.js'), ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
@@ -26,7 +29,7 @@ export function startCli(args: readonly string[], env: Record<string, string>, s
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
   child.stdin.end(stdin);
-  return { done, output: () => stdout + stderr };
+  return { done, output: () => stdout + stderr, kill: (signal) => void child.kill(signal) };
 }
 
 /** Runs `node bin/trainsync.js <args>` as a user would, with only `env` (and PATH), feeding `stdin`. */

@@ -13,6 +13,8 @@ export interface ActionRow {
   email: string;
   kind: string;
   group_id: string | null;
+  /** The group's name from training.groups (null: not a group action, or no groups sync named it). */
+  group_name: string | null;
   status: string;
   error_code: string | null;
   error_message: string | null;
@@ -58,9 +60,11 @@ export async function searchActions(db: Db, orgs: readonly string[], filter: Aud
   if (filter.status) conditions.push(sql`status = ${filter.status}`);
   if (filter.feed) conditions.push(sql`feed_hash = ${filter.feed}`);
   const { rows } = await sql<Omit<ActionRow, 'before' | 'after'> & { before: unknown; after: unknown }>`
-    select org, action_id, employee_id, email, kind, group_id, status, error_code, error_message, attempts, before, after, updated_at
-      from trainsync.provisioning_actions where ${sql.join(conditions, sql` and `)}
-     order by updated_at desc, id desc limit ${filter.pageSize + 1} offset ${(filter.page - 1) * filter.pageSize}`.execute(db);
+    select a.org, a.action_id, a.employee_id, a.email, a.kind, a.group_id, g.name as group_name, a.status, a.error_code, a.error_message, a.attempts, a.before, a.after, a.updated_at
+      from (select * from trainsync.provisioning_actions where ${sql.join(conditions, sql` and `)}
+             order by updated_at desc, id desc limit ${filter.pageSize + 1} offset ${(filter.page - 1) * filter.pageSize}) a
+      left join training.groups g on g.org = a.org and g.group_id = a.group_id
+     order by a.updated_at desc, a.id desc`.execute(db);
   const checked = rows.map((r) => ({ ...r, before: r.before === null ? null : stateColumn.parse(r.before), after: stateColumn.parse(r.after) }));
   return pageOf(checked, filter.pageSize);
 }

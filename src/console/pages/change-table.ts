@@ -17,6 +17,11 @@ export function shortId(id: string): SafeHtml | string {
   return UUID.test(id) ? html`<span class="id" title="${id}" data-id="${id}">${id.slice(0, 8)}&hellip;</span>` : id;
 }
 
+/** A group by its name (training.groups), the GUID in its tooltip and `data-id`; by its short id when no groups sync has named it. */
+export function groupCell(groupId: string, name: string | null | undefined): SafeHtml | string {
+  return name ? html`<span class="group" title="${groupId}" data-id="${groupId}">${name}</span>` : shortId(groupId);
+}
+
 const shown = (value: unknown): SafeHtml | string => (value === undefined ? html`&mdash;` : typeof value === 'string' ? shortId(value) : JSON.stringify(value));
 
 /**

@@ -2,6 +2,7 @@ import { html, type SafeHtml } from '../html.ts';
 import type { ReconciliationReport } from '../../warehouse/reconciliation.ts';
 import type { GroupBy, StatusByGroup } from '../data/people.ts';
 import { statusBars } from './status-bars.ts';
+import { describePlatformListAge } from '../../warehouse/platform-list-age.ts';
 
 const STATUSES = ['passed', 'completed', 'failed', 'in_progress', 'not_started'];
 
@@ -10,6 +11,7 @@ export function peopleBody(report: ReconciliationReport, by: GroupBy, statuses: 
   const count = (g: string, st: string): number => statuses.find((s) => s.grp === g && s.status === st)?.n ?? 0;
   return html`
 <section><h2>Reconciliation: HR against the platform</h2>
+${describePlatformListAge(report) ? html`<p id="platform-list-age">${describePlatformListAge(report)}</p>` : ''}
 <table id="reconciliation"><tr><th>discrepancy</th><th>count</th><th>examples</th></tr>
 ${Object.entries(report.counts).map(([kind, n]) => html`<tr><td>${kind}</td><td><a href="/people/discrepancies?kind=${kind}" id="count-${kind}">${n}</a></td><td>${report.examples[kind as keyof typeof report.examples].map((e) => html`<div>${e.employee_id ?? ''} ${e.email ?? ''}: ${e.detail}</div>`)}</td></tr>`)}
 </table>

@@ -3,7 +3,8 @@ import { actionButton, orgCell, orgHeader, pager, type Viewer } from '../layout.
 import { orgOfRow } from '../scope.ts';
 import type { ActionRow, AuditFilter, ConsoleChangeRow, FeedRow, ListPage } from '../data/provisioning.ts';
 import type { HeldPlan, HeldPlanSummary } from '../../provisioning/held-plans.ts';
-import { changeTable, shortId } from './change-table.ts';
+import { changeTable, groupCell } from './change-table.ts';
+import { NO_GROUP_NAMES, type GroupNames } from '../../provisioning/group-names.ts';
 import { statusBadge, when } from './format.ts';
 
 const ACTION_STATUSES = ['planned', 'queued', 'succeeded', 'failed', 'needs-identity', 'skipped'];
@@ -43,7 +44,7 @@ ${pager('/provisioning', d.pages.feeds, d.feeds.hasMore, keep, 'fpage', 'feeds-r
 <label>status <select name="status"><option value="">all</option>${ACTION_STATUSES.map((s) => html`<option value="${s}" ${s === f.status ? html`selected` : ''}>${s}</option>`)}</select></label>
 ${f.feed ? html`<input type="hidden" name="feed" value="${f.feed}">` : ''}${(['hpage', 'fpage', 'cpage'] as const).map((k) => (keep[k] ? html`<input type="hidden" name="${k}" value="${keep[k]}">` : ''))}<button type="submit">Search</button></form>
 <table id="actions"><tr>${orgHeader(viewer)}<th>updated</th><th>employee</th><th>e-mail</th><th>action</th><th>before &rarr; after</th><th>status</th><th>attempts</th><th>error</th><th></th></tr>
-${d.actions.rows.map((a) => html`<tr>${orgCell(viewer, a.org)}<td>${when(a.updated_at)}</td><td>${a.employee_id}</td><td>${a.email}</td><td>${a.kind}${a.group_id ? html` <small>${shortId(a.group_id)}</small>` : ''}</td><td>${changeTable(a.before, a.after)}</td><td>${statusBadge(a.status)}</td><td>${a.attempts}</td><td>${a.error_code ?? ''} ${a.error_message ?? ''}</td>
+${d.actions.rows.map((a) => html`<tr>${orgCell(viewer, a.org)}<td>${when(a.updated_at)}</td><td>${a.employee_id}</td><td>${a.email}</td><td>${a.kind}${a.group_id ? html` <small>${groupCell(a.group_id, a.group_name)}</small>` : ''}</td><td>${changeTable(a.before, a.after)}</td><td>${statusBadge(a.status)}</td><td>${a.attempts}</td><td>${a.error_code ?? ''} ${a.error_message ?? ''}</td>
 <td>${a.status === 'failed' ? actionButton(viewer, `/provisioning/actions/${encodeURIComponent(a.action_id)}/retry`, 'Retry', `retry-${a.employee_id}-${a.kind}`, a.org) : ''}</td></tr>`)}
 </table>
 ${f.feed ? html`<p id="feed-filter">Actions of feed <code>${f.feed.slice(0, 12)}&hellip;</code> only. <a href="/provisioning#audit">Show all</a></p>` : ''}
@@ -86,7 +87,7 @@ function rejectForm(viewer: Viewer, plan: HeldPlan): SafeHtml {
 }
 
 /** `org`: the plan's organisation (approve and reject act in it). */
-export function heldPlanBody(viewer: Viewer, plan: HeldPlan, org: string): SafeHtml {
+export function heldPlanBody(viewer: Viewer, plan: HeldPlan, org: string, groupNames: GroupNames = NO_GROUP_NAMES): SafeHtml {
   const losing = plan.people.filter((p) => p.kinds.includes('disable'));
   return html`
 ${whyHeld(plan)}
@@ -103,5 +104,5 @@ ${viewer.role === 'operator' ? '' : html`<em>Only an operator can approve or rej
 ${plan.people.map((p) => html`<tr><td>${p.employeeId}</td><td>${p.email}</td><td>${p.department ?? ''}</td><td>${p.kinds.join(', ')}</td></tr>`)}</table>
 <h2>Actions</h2>
 <table id="actions"><tr><th>employee</th><th>action</th><th>before &rarr; after</th></tr>
-${plan.actions.map((a) => html`<tr><td>${a.employeeId}</td><td>${a.kind}${a.groupId ? html` <small>${shortId(a.groupId)}</small>` : ''}</td><td>${changeTable(a.before, a.repair === undefined ? a.after : { ...a.after, repair: a.repair })}</td></tr>`)}</table>`;
+${plan.actions.map((a) => html`<tr><td>${a.employeeId}</td><td>${a.kind}${a.groupId ? html` <small>${groupCell(a.groupId, groupNames.get(a.groupId.toLowerCase()))}</small>` : ''}</td><td>${changeTable(a.before, a.repair === undefined ? a.after : { ...a.after, repair: a.repair })}</td></tr>`)}</table>`;
 }

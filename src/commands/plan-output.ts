@@ -1,0 +1,51 @@
+import { stringify } from 'csv-stringify/sync';
+import { groupLabel, type GroupNames } from '../provisioning/group-names.ts';
+import { ACTION_KINDS, type Plan, type PlannedAction } from '../provisioning/plan/types.ts';
+import { planToJson } from './plan-format.ts';
+
+/**
+ * `provision --dry-run --output FILE`: every action of the plan, by the file's name:
+ * `.csv` CSV (a header, one action a row), `.json` the whole plan as one JSON document
+ * (as --json prints it), anything else JSON Lines (one action a line; e.g. plan.jsonl).
+ */
+export type PlanFileFormat = 'csv' | 'json' | 'jsonl';
+
+export function planFileFormat(file: string): PlanFileFormat {
+  const lower = file.toLowerCase();
+  return lower.endsWith('.csv') ? 'csv' : lower.endsWith('.json') ? 'json' : 'jsonl';
+}
+
+/** How the format is named to a person. */
+export const PLAN_FILE_FORMAT_NAME: Readonly<Record<PlanFileFormat, string>> = { csv: 'CSV', json: 'one JSON document', jsonl: 'JSON Lines' };
+
+/** The plan's actions in the order a person reads them: by kind, then as planned. */
+function ordered(plan: Plan): PlannedAction[] {
+  return ACTION_KINDS.flatMap((kind) => plan.actions.filter((a) => a.kind === kind));
+}
+
+/** One action as a flat record: the GUID and the group's name side by side. */
+function record(a: PlannedAction, names: GroupNames): Record<string, unknown> {
+  return {
+    kind: a.kind,
+    employeeId: a.employeeId,
+    email: a.email,
+    groupId: a.groupId ?? null,
+    groupName: a.groupId === undefined ? null : groupLabel(a.groupId, names),
+    platformUserId: a.platformUserId,
+    repair: a.repair ?? null,
+    before: a.before,
+    after: a.after,
+    id: a.id,
+  };
+}
+
+const CSV_COLUMNS = ['kind', 'employee_id', 'email', 'group_id', 'group_name', 'platform_user_id', 'repair', 'before', 'after', 'action_id'] as const;
+
+/** The file's text, and how many actions it holds. */
+export function formatPlanFile(plan: Plan, format: PlanFileFormat, names: GroupNames): string {
+  if (format === 'json') return `${planToJson(plan)}\n`;
+  const records = ordered(plan).map((a) => record(a, names));
+  if (format === 'jsonl') return records.map((r) => `${JSON.stringify(r)}\n`).join('');
+  const rows = records.map((r) => [r.kind, r.employeeId, r.email, r.groupId, r.groupName, r.platformUserId, r.repair, r.before === null ? '' : JSON.stringify(r.before), JSON.stringify(r.after), r.id]);
+  return stringify(rows, { header: true, columns: [...CSV_COLUMNS], cast: { object: (value) => JSON.stringify(value) } });
+}

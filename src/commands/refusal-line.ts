@@ -1,0 +1,44 @@
+import type { PlanRefusal } from '../provisioning/plan/types.ts';
+import type { FeedShrinkCheck } from '../provisioning/feed-shrink-check.ts';
+
+/**
+ * The reason said last when a plan is refused (stderr, after everything else). On a
+ * terminal the whole refusal is printed above it (the plan's REFUSED line), so this stays
+ * short and its last line is what to do next: for a held plan, the command that approves
+ * it. With --json the refusal's whole message goes here (stdout is the JSON document).
+ */
+
+/** How the other helper's approval command is typed: the plan's id and the people who lose access. */
+export function approveCommand(planId: number, disables: number): string {
+  return `trainsync held --approve ${planId} --confirm ${disables}`;
+}
+
+export interface RefusalContext {
+  disables: number;
+  limit: number;
+  heldPlanId?: number | undefined;
+  dryRun: boolean;
+  json: boolean;
+}
+
+export function refusedReason(refused: PlanRefusal, ctx: RefusalContext): string {
+  const held = ctx.heldPlanId === undefined ? '' : ` Held as plan #${ctx.heldPlanId}: approve it with \`${approveCommand(ctx.heldPlanId, ctx.disables)}\`, or in the console (Provisioning).`;
+  if (ctx.json) return `refused, nothing was enqueued: ${refused.message}${held}`;
+  if (refused.reason === 'max-disable') {
+    const over = `${ctx.disables} disables, over the limit of ${ctx.limit}`;
+    if (ctx.heldPlanId !== undefined) return `refused, nothing was enqueued: ${over}. Held for review.\n  approve plan #${ctx.heldPlanId}: ${approveCommand(ctx.heldPlanId, ctx.disables)}`;
+    return `refused${ctx.dryRun ? ' (dry run, nothing held)' : ', nothing was enqueued'}: ${over}.\n  review the plan above; then --force, or --max-disable ${ctx.disables}`;
+  }
+  if (refused.reason === 'seats') return 'refused, nothing was enqueued: not enough free seats (see REFUSED above).\n  free seats on the platform, or rerun with --force';
+  return 'refused, nothing was enqueued: the feed file cannot be read (see the feed errors above).';
+}
+
+/** The reason said last when the feed-shrink guard refused the feed (the whole sentence is printed above it). */
+export function shrinkReason(check: FeedShrinkCheck, json: boolean): string {
+  if (!check.decision.refused) return '';
+  if (json) return `refused, nothing was planned: ${check.decision.message}`;
+  return (
+    `refused, nothing was planned: ${check.dataRows} data rows in a full feed; ${check.decision.needed} needed ` +
+    `(${check.minSharePercent}% of ${check.activeEmployees} active employees).\n  if the feed is right: rerun with --allow-shrink`
+  );
+}

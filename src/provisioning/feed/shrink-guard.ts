@@ -1,0 +1,78 @@
+import type { FeedReadResult } from './types.ts';
+import type { PlanMode } from '../plan/types.ts';
+
+/**
+ * The feed-shrink guard: a full feed is the whole workforce, so every active employee it
+ * does not list is a leaver. An export that failed upstream (a header and no rows, a file
+ * cut short) would make most of the organisation leavers; this guard refuses such a feed
+ * before anything is planned, read from the platform or written. Pure: the command reads
+ * the feed and counts the active employees, this decides (docs/it-admin.md, "Feeds that
+ * shrink", has the argument why it cannot let an accident through).
+ */
+
+export interface ShrinkGuardInput {
+  mode: PlanMode;
+  /** Data rows the feed holds (valid and rejected alike; the header is not one). */
+  dataRows: number;
+  /** Active employees trainsync knows for the organisation (see countKnownActive). */
+  activeEmployees: number;
+  /** TRAINSYNC_FEED_MIN_SHARE (or the organisation's feedMinShare): a whole percent, 0..100. */
+  minSharePercent: number;
+  /** `--allow-shrink`: the person running it says the feed is right. */
+  allowShrink: boolean;
+  /** Where the share was set, for the message; default TRAINSYNC_FEED_MIN_SHARE. */
+  shareSetting?: string | undefined;
+}
+
+export type ShrinkRefusalReason = 'empty-feed' | 'feed-shrink';
+
+export type ShrinkDecision =
+  | { refused: false }
+  | {
+      refused: true;
+      reason: ShrinkRefusalReason;
+      /** The least number of rows the feed needed (ceil(share × active employees), at least 1). */
+      needed: number;
+      /** A full sentence: rows read, active employees known, the share, the flag. */
+      message: string;
+    };
+
+/** Rows a feed needs: ceil(share% × active), in integers (no float rounding), and never 0 (an empty full feed is never right). */
+export function rowsNeeded(activeEmployees: number, minSharePercent: number): number {
+  return Math.max(1, Math.ceil((activeEmployees * minSharePercent) / 100));
+}
+
+/** Refused exactly when: full mode, no --allow-shrink, and fewer data rows than rowsNeeded. */
+export function decideFeedShrink(input: ShrinkGuardInput): ShrinkDecision {
+  const { mode, dataRows, activeEmployees, minSharePercent, allowShrink } = input;
+  // A delta feed lists changes only: an employee it leaves out keeps their access.
+  if (mode !== 'full' || allowShrink) return { refused: false };
+  const needed = rowsNeeded(activeEmployees, minSharePercent);
+  if (dataRows >= needed) return { refused: false };
+  const known = `${activeEmployees} active employee${activeEmployees === 1 ? '' : 's'} known`;
+  if (dataRows === 0) {
+    return {
+      refused: true,
+      reason: 'empty-feed',
+      needed,
+      message:
+        `the feed has 0 data rows (a header only, or nothing), and in full mode every one of the ${known} would be a leaver; ` +
+        'nothing was planned. An export that failed upstream looks like this: check the HR export. ' +
+        'If the organisation really has no employees left, rerun with --allow-shrink.',
+    };
+  }
+  return {
+    refused: true,
+    reason: 'feed-shrink',
+    needed,
+    message:
+      `the feed has ${dataRows} data row${dataRows === 1 ? '' : 's'}, fewer than ${minSharePercent}% of the ${known} (${needed} needed, TRAINSYNC_FEED_MIN_SHARE); ` +
+      'in full mode everyone it leaves out would be a leaver, so nothing was planned. A feed cut short, or a partial export, looks like this: check it with --dry-run --allow-shrink. ' +
+      'If it is right, rerun with --allow-shrink (or --mode delta if it lists changes only).',
+  };
+}
+
+/** The feed's data rows: every line that held a row, valid or rejected (a rejected row is still someone). */
+export function feedDataRows(feed: Pick<FeedReadResult, 'rows' | 'errors'>): number {
+  return new Set([...feed.rows.map((r) => r.line), ...feed.errors.map((e) => e.line)]).size;
+}

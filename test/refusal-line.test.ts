@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { approveCommand, refusedReason } from '../src/commands/refusal-line.ts';
+import { wrapLine } from '../src/lib/text-width.ts';
+
+/** The line said last when a plan is refused: short, what to do next, and whole in --json. */
+describe('refusedReason', () => {
+  const maxDisable = { reason: 'max-disable' as const, message: 'The plan would disable 277 employees, more than the limit of 27; nothing was enqueued. Review it first with --dry-run.' };
+
+  it('a held plan ends with the command that approves it, in the form `trainsync held --approve ID --confirm N`', () => {
+    const reason = refusedReason(maxDisable, { disables: 277, limit: 27, heldPlanId: 12, dryRun: false, json: false });
+    expect(reason.split('\n').at(-1)).toBe(`  approve plan #12: ${approveCommand(12, 277)}`);
+    expect(approveCommand(12, 277)).toBe('trainsync held --approve 12 --confirm 277');
+    // The last line fits an 80-column terminal with room to spare: never wrapped there.
+    expect(wrapLine(reason.split('\n').at(-1)!, 62)).toHaveLength(1);
+  });
+
+  it('a dry run past the limit holds nothing and says how to go on; seats and feed errors say theirs', () => {
+    expect(refusedReason(maxDisable, { disables: 277, limit: 27, dryRun: true, json: false })).toBe('refused (dry run, nothing held): 277 disables, over the limit of 27.\n  review the plan above; then --force, or --max-disable 277');
+    expect(refusedReason({ reason: 'seats', message: 'x' }, { disables: 0, limit: 5, dryRun: false, json: false })).toMatch(/\n {2}free seats on the platform, or rerun with --force$/);
+    expect(refusedReason({ reason: 'feed-errors', message: 'x' }, { disables: 0, limit: 5, dryRun: false, json: false })).toMatch(/the feed file cannot be read/);
+  });
+
+  it('with --json the whole message, and the approve command, are in the reason (stdout is the document)', () => {
+    const reason = refusedReason(maxDisable, { disables: 277, limit: 27, heldPlanId: 3, dryRun: false, json: true });
+    expect(reason).toBe(`refused, nothing was enqueued: ${maxDisable.message} Held as plan #3: approve it with \`trainsync held --approve 3 --confirm 277\`, or in the console (Provisioning).`);
+  });
+});

@@ -253,7 +253,8 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const result = await reconcileFix(deps.repair(org), { dryRun: false, force: false, wait: false });
     const enqueued = result.applied?.enqueued.length ?? 0;
     if (result.applied) await audit(request, org, 'reconcile-fix', 'training.employees', { enqueued, repairs: result.plan.repairs });
-    const message = result.plan.refused ? `Refused, nothing enqueued: ${result.plan.refused.message}` : `Repair applied: ${enqueued} actions enqueued (${result.plan.repairs} repairs); the workers apply them.`;
+    const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId}: review it under Provisioning, held plans.`;
+    const message = result.plan.refused ? `Refused, nothing enqueued: ${result.plan.refused.message}${held}` : `Repair applied: ${enqueued} actions enqueued (${result.plan.repairs} repairs); the workers apply them.`;
     return outcomePage(request, reply, 'Drift repair', message, '/people/repair', result.plan.refused === undefined);
   });
 

@@ -58,12 +58,31 @@ function describe(error: unknown): string {
  */
 function commandLogger(config: Config, verbose: boolean): Logger {
   const format = logFormatFor(config, stderrTerminal.isTty);
-  if (!stderrTerminal.isTty || format === 'json') return createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
+  if (!stderrTerminal.isTty || format === 'json') return (piped = createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT }));
   const level = config.LOG_LEVEL_GIVEN ? config.LOG_LEVEL : verbose ? 'info' : 'warn';
   // A command that waits for its jobs says how each failed (its summary, its last line); only
   // the worker, which reports to nobody, shows a job's final failure as a record.
   const hide = commandName === 'worker' ? undefined : isFinalFailureRecord;
   return createLogger({ level, format, destination: stderrTerminal.logDestination, terminal: true, hide });
+}
+
+/** The JSON logger of a command whose stderr is not a terminal: written asynchronously. */
+let piped: Logger | undefined;
+
+/**
+ * Log records are written to stderr asynchronously, the last line synchronously: on a busy
+ * machine a record logged before it (the worker stopping) could land after it.
+ */
+function logsWritten(): Promise<void> {
+  const log = piped;
+  if (log === undefined) return Promise.resolve();
+  return new Promise((resolve) => {
+    try {
+      log.flush(() => resolve());
+    } catch {
+      resolve();
+    }
+  });
 }
 
 async function main(): Promise<void> {
@@ -78,12 +97,16 @@ async function main(): Promise<void> {
     // The reason for a non-zero exit, last, in one line: never scrolled away by the output.
     const reason = exitReason();
     // On a terminal it wraps at word boundaries (a terminal would cut words); elsewhere it is one line.
-    if (reason !== undefined && process.exitCode !== undefined && process.exitCode !== 0) stderrLine(reason);
+    if (reason !== undefined && process.exitCode !== undefined && process.exitCode !== 0) {
+      await logsWritten();
+      stderrLine(reason);
+    }
   } catch (error) {
     // Commander has printed its own message (unknown option, bad value); the code is the table's.
     process.exitCode = exitCodeFor(error);
     if (error instanceof CommanderError) return;
     // Errors a person can act on: the message says what to fix; no stack trace.
+    await logsWritten();
     stderrLine(describe(error));
     if (!(error instanceof ConfigError) && configOrNothing()?.LOG_LEVEL === 'debug' && error instanceof Error) process.stderr.write(`${error.stack}\n`);
   }

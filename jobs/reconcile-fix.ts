@@ -33,7 +33,8 @@ export const reconcileFixJob = defineJob({
     );
     const { plan } = result;
     if (plan.refused !== undefined) {
-      throw new TrainsyncError(`scheduled reconcile --fix refused, nothing was enqueued: ${plan.refused.message}`, {
+      const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId} (\`trainsync held\`).`;
+      throw new TrainsyncError(`scheduled reconcile --fix refused, nothing was enqueued: ${plan.refused.message}${held}`, {
         code: `PLAN_REFUSED_${plan.refused.reason.toUpperCase().replace(/-/g, '_')}`,
         retryable: false,
       });

@@ -243,7 +243,26 @@ describe('the operator console in a browser', () => {
     expect(noToken.status()).toBe(403);
     for (const email of held.emails) expect(findUser(h.sim.state, email)!.hasAccess).toBe(true);
 
+    // The page says why it was held, and names the first people who would lose access, with their department.
     await visit(operator.page, `/provisioning/held/${held.id}`);
+    expect(await operator.page.locator('#why').innerText()).toMatch(/^Held by the disable limit: 10 people would lose access\. The organisation has \d+ active employees\. The feed feed-\w+\.csv has \d+ valid rows\.$/);
+    const read = await sql<{ rows: number }>`select rows from trainsync.feeds where refused = 'max-disable' order by id desc limit 1`.execute(h.app.db);
+    expect(await operator.page.locator('#rows-read').innerText()).toBe(String(read.rows[0]!.rows));
+    expect(await operator.page.locator('#losing tr').count()).toBe(11);
+    expect(await operator.page.locator('#losing').innerText()).toContain(held.emails[0]!.toLowerCase());
+
+    // Approving takes the typed number of people who lose access: without it (or with another) the server refuses, 400.
+    const token = await csrfOf(operator.page);
+    const bare = await operator.context.request.post(`${base}/provisioning/held/${held.id}/approve`, { form: { _csrf: token }, maxRedirects: 0 });
+    expect(bare.status()).toBe(400);
+    expect(await bare.text()).toMatch(/Not approved: plan #\d+ takes access away from people: to approve it, give the number of people who will lose access/);
+    const wrong = await operator.context.request.post(`${base}/provisioning/held/${held.id}/approve`, { form: { _csrf: token, confirm: '9' }, maxRedirects: 0 });
+    expect(wrong.status()).toBe(400);
+    for (const email of held.emails) expect(findUser(h.sim.state, email)!.hasAccess).toBe(true);
+    expect((await sql<{ status: string }>`select status from trainsync.held_plans where id = ${held.id}`.execute(h.app.db)).rows[0]!.status).toBe('held');
+
+    await visit(operator.page, `/provisioning/held/${held.id}`);
+    await operator.page.fill('#confirm', '10');
     await operator.page.click('#approve');
     expect(await operator.page.locator('#outcome').innerText()).toMatch(/approved: 10 actions enqueued/);
     await vi.waitFor(() => {
@@ -252,8 +271,14 @@ describe('the operator console in a browser', () => {
     // The feed is snapshotted as `provision --force` would: training.employees shows them inactive.
     const employees = await sql<{ status: string }>`select status from training.employees where email = any(${held.emails.map((e) => e.toLowerCase())})`.execute(h.app.db);
     expect(employees.rows.map((r) => r.status)).toEqual(held.emails.map(() => 'inactive'));
-    const audit = await sql<{ username: string; role: string; action: string }>`select username, role, action from trainsync.console_audit where target = ${`plan #${held.id}`}`.execute(h.app.db);
-    expect(audit.rows).toEqual([{ username: 'olga', role: 'operator', action: 'approve-held-plan' }]);
+    const audit = await sql<{ username: string; role: string; action: string; detail: unknown }>`select username, role, action, detail from trainsync.console_audit where target = ${`plan #${held.id}`}`.execute(h.app.db);
+    expect(audit.rows).toEqual([{ username: 'olga', role: 'operator', action: 'approve-held-plan', detail: { enqueued: 10, confirmed: 10, source: 'feed' } }]);
+    const decided = await sql<{ decided_by: string; decided_role: string }>`select decided_by, decided_role from trainsync.held_plans where id = ${held.id}`.execute(h.app.db);
+    expect(decided.rows).toEqual([{ decided_by: 'olga', decided_role: 'operator' }]);
+    // The audit trail says which source planned each action, and why.
+    const actions = await sql<{ source: string; reason: string }>`select source, reason from trainsync.provisioning_actions where kind = 'disable' and email = any(${held.emails.map((e) => e.toLowerCase())})`.execute(h.app.db);
+    expect(actions.rows).toHaveLength(10);
+    for (const row of actions.rows) expect(row).toEqual({ source: 'feed', reason: expect.stringMatching(/^feed-\w+\.csv line \d+: status inactive$/) });
     // Decided once: a second approval is refused.
     await visit(operator.page, `/provisioning/held/${held.id}`);
     expect(await operator.page.locator('#approve').count()).toBe(0);

@@ -23,12 +23,10 @@ const TABLES = [
   'trainsync.identities',
   'trainsync.feeds',
   'trainsync.provisioning_actions',
-  'trainsync.held_plans',
   'training.employees',
   'training.employee_history',
   'trainsync.scim_users',
   'trainsync.scim_groups',
-  'trainsync.scim_held_actions',
 ] as const;
 
 let database: TestDatabase;
@@ -73,6 +71,9 @@ describe('0016_org_provisioning on a single-organisation warehouse', () => {
       const { rows } = await q(`select org, count(*)::int as n from ${table} group by org`);
       expect(rows, table).toEqual([{ org: 'default', n: 1 }]);
     }
+    // The held plan and the held SCIM deactivation are both default's held plans now (0018 moved the latter).
+    const held = await q(`select org, source, disables from trainsync.held_plans order by id`);
+    expect(held.rows).toEqual([{ org: 'default', source: 'feed', disables: 9 }, { org: 'default', source: 'scim', disables: 1 }]);
     // The views read them, with the organisation last.
     const audit = await q(`select org, feed_path, platform_user_id from trainsync.provisioning_audit`);
     expect(audit.rows).toEqual([{ org: 'default', feed_path: '/data/hr.csv', platform_user_id: G1 }]);

@@ -140,8 +140,9 @@ describe('provisioning per organisation', () => {
     expect((await listHeldPlans(app.db, { org: 'north', onlyHeld: true })).map((p) => [p.id, p.org])).toEqual([[id, 'north']]);
     expect(await listHeldPlans(app.db, { org: 'south', onlyHeld: true })).toEqual([]);
     const decider = { by: 'tester', role: 'operator' };
-    const across = await approveHeldPlan({ ...provisionDeps(app, 'south') }, id, decider);
-    expect(across).toEqual({ ok: false, reason: `plan #${id} is organisation north's, not south's` });
+    const confirm = { typed: held.plan.counts.disable, ask: { give: '--confirm N', shownBy: '`trainsync held`' } };
+    const across = await approveHeldPlan({ ...provisionDeps(app, 'south') }, id, decider, confirm);
+    expect(across).toEqual({ ok: false, reason: `plan #${id} is organisation north's, not south's`, code: 'other-org' });
     expect((await rejectHeldPlan(provisionDeps(app, 'south'), id, decider)).ok).toBe(false);
     expect((await rejectHeldPlan(provisionDeps(app, 'north'), id, decider)).ok).toBe(true);
     expect(north.state.users.filter((u) => u.hasAccess).length).toBeGreaterThan(3);

@@ -1,10 +1,11 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { heldActions } from '../src/scim/held.ts';
+import { getHeldPlan, listHeldPlans } from '../src/provisioning/held-plans.ts';
 import type { ScimService } from '../src/scim/service.ts';
 import { findUser, ORG_EMAIL_DOMAIN, type RunningSimulator } from '../src/simulator/index.ts';
 import type { App } from '../src/runtime/app.ts';
 import { createTwoOrgHarness, type TwoOrgHarness } from './helpers/orgs-harness.ts';
+import { runCli } from './helpers/cli.ts';
 import { waitFor } from './helpers/worker-process.ts';
 
 /**
@@ -29,6 +30,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
+
+/** The people the organisation's open held plans hold, as [org, employee id]. */
+async function heldPeople(org: string): Promise<Array<[string, string]>> {
+  const plans = await listHeldPlans(app.db, { org, onlyHeld: true });
+  const full = await Promise.all(plans.map((p) => getHeldPlan(app.db, p.id)));
+  return full.flatMap((p) => p!.people.map((person): [string, string] => [p!.org, person.employeeId]));
+}
 
 describe('SCIM per organisation', () => {
   const base = (): string => `http://127.0.0.1:${scim.port}/scim/v2`;
@@ -125,14 +133,33 @@ describe('SCIM per organisation', () => {
     expect((await request('PATCH', `/north/Users/${ids.north}`, tokens.north, patchOff)).status).toBe(200);
     await settled();
     expect(findUser(north.state, email)!.hasAccess).toBe(false);
-    expect(await heldActions(app.db, 'north')).toEqual([]);
+    expect(await heldPeople('north')).toEqual([]);
     const second = await request('POST', '/north/Users', tokens.north, user(`scim.sue${ORG_EMAIL_DOMAIN}`, 'S101'));
     await settled();
     expect((await request('PATCH', `/north/Users/${second.json.id}`, tokens.north, patchOff)).status).toBe(200);
     await settled();
-    expect((await heldActions(app.db, 'north')).map((h) => [h.org, h.employeeId])).toEqual([['north', 'S101']]);
-    expect(await heldActions(app.db, 'south')).toEqual([]);
+    expect(await heldPeople('north')).toEqual([['north', 'S101']]);
+    expect(await heldPeople('south')).toEqual([]);
     expect(findUser(north.state, `scim.sue${ORG_EMAIL_DOMAIN}`)!.hasAccess).toBe(true);
+  });
+
+  it('`trainsync held` lists every organisation\'s held plans; status counts them per organisation; a plan is decided in its own', async () => {
+    const [plan] = await listHeldPlans(app.db, { org: 'north', onlyHeld: true });
+    const list = await runCli(['held'], h.env);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(new RegExp(`#${plan!.id}[\\s│]+north[\\s│]+scim[\\s│]+SCIM[\\s│]+1[\\s│]`));
+    expect((await runCli(['held', '--org', 'south'], h.env)).stdout).toBe('no held plans (south)\n');
+    const status = await runCli(['status'], h.env);
+    expect(status.stdout).toMatch(/== Organisation north ==[\s\S]*Held plans: 1 [\s\S]*== Organisation south ==[\s\S]*Held plans: 0 /);
+    const elsewhere = await runCli(['held', '--org', 'south', '--approve', String(plan!.id), '--confirm', '1'], h.env);
+    expect(elsewhere.code).toBe(2);
+    expect(elsewhere.stderr).toContain(`plan #${plan!.id} is organisation north's: add --org north`);
+    expect(findUser(north.state, `scim.sue${ORG_EMAIL_DOMAIN}`)!.hasAccess).toBe(true);
+    const approved = await runCli(['held', '--org', 'north', '--approve', String(plan!.id), '--confirm', '1'], h.env);
+    expect(approved.code).toBe(0);
+    await settled();
+    expect(findUser(north.state, `scim.sue${ORG_EMAIL_DOMAIN}`)!.hasAccess).toBe(false);
+    expect(await heldPeople('north')).toEqual([]);
   });
 });
 

@@ -27,7 +27,10 @@ select
   i.platform_user_id,
   i.active      as currently_active,
   a.org,
-  g.name        as group_name
+  g.name        as group_name,
+  -- Which source planned the action (feed, scim, reconcile) and why (0018); null for a password change.
+  a.source,
+  a.reason
 from trainsync.provisioning_actions a
 left join trainsync.identities i on i.org = a.org and i.employee_id = a.employee_id
 left join training.groups g on g.org = a.org and g.group_id = a.group_id

@@ -83,7 +83,7 @@ export async function runReconcileFix(
     display?.stop();
     const exitCode = reconcileFixExitCode(result);
     if (options.json) {
-      write(`${JSON.stringify({ employees: result.employees, seats: result.seats, platformRequests: result.platformRequests, plan: result.plan, applied: result.applied ?? null, exitCode }, null, 2)}\n`);
+      write(`${JSON.stringify({ employees: result.employees, seats: result.seats, platformRequests: result.platformRequests, plan: result.plan, applied: result.applied ?? null, heldPlanId: result.heldPlanId ?? null, exitCode }, null, 2)}\n`);
     } else if (result.plan.refused) {
       // Said last, by the exit reason.
     } else if (options.dryRun) {
@@ -92,7 +92,7 @@ export async function runReconcileFix(
       say(result.applied.audit.length > 0 ? formatOutcome(result.applied.audit) : 'No drift: nothing to repair.');
     }
     const refused = result.plan.refused;
-    const reason = refused ? refusedReason(refused, { disables: result.plan.counts.disable, limit: result.plan.maxDisable, dryRun: options.dryRun ?? false, json: options.json ?? false }) : undefined;
+    const reason = refused ? refusedReason(refused, { disables: result.plan.counts.disable, limit: result.plan.maxDisable, heldPlanId: result.heldPlanId, dryRun: options.dryRun ?? false, json: options.json ?? false }) : undefined;
     return { code: exitCode, ...(reason ? { reason } : {}) };
   } finally {
     display?.stop();

@@ -50,6 +50,10 @@ const listQuery = z.object({
 /** A change's form may name the organisation of the row it acts on. */
 const orgField = z.object({ org: z.string().max(40).optional() }).catch({});
 const idParam = z.object({ id: z.coerce.number().int().positive() });
+/** A decision's form: the typed count of people who will lose access (approve), a reason (reject). */
+const decisionFields = z
+  .object({ confirm: z.string().max(20).optional(), reason: z.string().trim().max(200).optional().transform((v) => (v ? v : undefined)) })
+  .catch({ confirm: undefined, reason: undefined });
 
 type ViewerOf = (request: FastifyRequest, reply: FastifyReply) => Viewer;
 
@@ -167,10 +171,15 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { id } = idParam.parse(request.params);
     const found = await heldPlanIn(viewerOf(request, reply).scope.orgs.map((o) => o.slug), id);
     if (!found) return outcomePage(request, reply, `Plan #${id}`, `no held plan #${id}`, '/provisioning', false);
+    const { confirm } = decisionFields.parse(request.body);
     const decider = { by: request.session!.username, role: request.session!.role };
-    const result = await approveHeldPlan({ ...deps, org: found.org }, id, decider);
-    if (result.ok) await audit(request, found.org, 'approve-held-plan', `plan #${id}`, { enqueued: result.enqueued?.enqueued.length ?? 0 });
-    const message = result.ok ? `Plan #${id} approved: ${result.enqueued?.enqueued.length ?? 0} actions enqueued; the workers apply them (see the audit trail).` : result.reason;
+    const result = await approveHeldPlan(deps.repair(found.org), id, decider, { typed: confirm, ask: { give: 'the number of people who will lose access', shownBy: "the plan's page" } });
+    // Without the typed count (or with another), the request itself is wrong: 400, nothing changed.
+    if (!result.ok && result.code === 'confirm') {
+      return send(reply.code(400), page(`Plan #${id}`, viewerOf(request, reply), html`<p class="error" id="outcome">Not approved: ${result.reason}</p><p><a href="/provisioning/held/${id}">Back</a></p>`));
+    }
+    if (result.ok) await audit(request, found.org, 'approve-held-plan', `plan #${id}`, { enqueued: result.enqueued.length, confirmed: Number(confirm), source: found.plan.source });
+    const message = result.ok ? `Plan #${id} approved: ${result.enqueued.length} actions enqueued; the workers apply them (see the audit trail).` : result.reason;
     return outcomePage(request, reply, `Plan #${id}`, message, `/provisioning/held/${id}`, result.ok);
   });
 
@@ -178,8 +187,9 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { id } = idParam.parse(request.params);
     const found = await heldPlanIn(viewerOf(request, reply).scope.orgs.map((o) => o.slug), id);
     if (!found) return outcomePage(request, reply, `Plan #${id}`, `no held plan #${id}`, '/provisioning', false);
-    const result = await rejectHeldPlan({ ...deps, org: found.org }, id, { by: request.session!.username, role: request.session!.role });
-    if (result.ok) await audit(request, found.org, 'reject-held-plan', `plan #${id}`);
+    const { reason } = decisionFields.parse(request.body);
+    const result = await rejectHeldPlan(deps.repair(found.org), id, { by: request.session!.username, role: request.session!.role, note: reason });
+    if (result.ok) await audit(request, found.org, 'reject-held-plan', `plan #${id}`, reason ? { reason } : {});
     return outcomePage(request, reply, `Plan #${id}`, result.ok ? `Plan #${id} rejected: nothing was enqueued.` : result.reason, `/provisioning/held/${id}`, result.ok);
   });
 
@@ -243,7 +253,8 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const result = await reconcileFix(deps.repair(org), { dryRun: false, force: false, wait: false });
     const enqueued = result.applied?.enqueued.length ?? 0;
     if (result.applied) await audit(request, org, 'reconcile-fix', 'training.employees', { enqueued, repairs: result.plan.repairs });
-    const message = result.plan.refused ? `Refused, nothing enqueued: ${result.plan.refused.message}` : `Repair applied: ${enqueued} actions enqueued (${result.plan.repairs} repairs); the workers apply them.`;
+    const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId}: review it under Provisioning, held plans.`;
+    const message = result.plan.refused ? `Refused, nothing enqueued: ${result.plan.refused.message}${held}` : `Repair applied: ${enqueued} actions enqueued (${result.plan.repairs} repairs); the workers apply them.`;
     return outcomePage(request, reply, 'Drift repair', message, '/people/repair', result.plan.refused === undefined);
   });
 

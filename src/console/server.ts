@@ -10,7 +10,7 @@ import type { Config } from '../config.ts';
 import type { ConsoleUser } from '../lib/console-users.ts';
 import { verifyConsolePassword } from '../lib/console-users.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
-import type { ProvisionDeps } from '../provisioning/provision-feed.ts';
+import type { ProvisionDeps } from '../provisioning/pipeline/types.ts';
 import { mountQueueBoard } from '../queue/board.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { Database } from '../warehouse/database.ts';

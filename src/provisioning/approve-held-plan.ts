@@ -1,54 +1,109 @@
-import { errorMessage } from '../lib/errors.ts';
+import { approveHeldUsers, dropHeldUsers } from '../scim/held.ts';
+import type { ChangeDeps } from '../scim/change.ts';
 import { withAdvisoryLock } from '../warehouse/advisory-lock.ts';
-import { snapshotEmployees } from '../warehouse/load-employees.ts';
-import type { PgLender } from '../warehouse/transaction.ts';
-import { enqueuePlan, type ApplyDeps, type EnqueueResult } from './apply/enqueue.ts';
-import { decideHeldPlan, getHeldPlan, planOfActions } from './held-plans.ts';
-import { provisionLock } from './provision-feed.ts';
+import { decideHeldPlan, getHeldPlan, type HeldPlan } from './held-plans.ts';
+import { confirmationProblem, type ConfirmationAsk } from './pipeline/confirm.ts';
+import { provisionLock } from './pipeline/lock.ts';
+import { runPipeline } from './pipeline/run-pipeline.ts';
+import { feedSource } from './pipeline/sources/feed.ts';
+import { snapshotSource } from './pipeline/sources/snapshot.ts';
+import { pipelineDeps, type ProvisionDeps } from './pipeline/types.ts';
 
 export interface Decider {
   by: string;
   role: string;
 }
 
-export type HeldPlanDecision = { ok: true; enqueued?: EnqueueResult; snapshotError?: string } | { ok: false; reason: string };
+export type HeldPlanDecision =
+  | { ok: true; enqueued: string[]; waitingOn: string[]; pending: string[]; snapshotError?: string }
+  | { ok: false; reason: string; code: 'not-found' | 'other-org' | 'not-held' | 'confirm' | 'refused' };
 
 /**
- * Approves a held plan: its actions are enqueued exactly as `provision --force` would
- * enqueue them (the same chains, ids and audit rows), under the provisioning lock so no
- * feed is planned meanwhile, and the feed is snapshotted into training.employees as that
- * run would have done. Workers apply the actions; the audit trail records each outcome.
+ * Deciding a held plan, whatever its source, under the organisation's provisioning lock.
+ *
+ * Approving runs the plan's source through the pipeline again, with the people the plan
+ * takes access from let through the disable guard once: a feed's or a repair's reviewed
+ * rows, a SCIM burst's Users as they are now. The actions are the ones reviewed unless the
+ * platform or the applied state changed meanwhile (then the plan follows them, and anyone
+ * else it would now disable meets the guard as usual); the audit rows say the source. A
+ * feed is snapshotted into training.employees, as `provision --force` would. The person
+ * must confirm the number of people who will lose access.
+ *
+ * Rejecting enqueues nothing; a SCIM burst's people go back to active in trainsync's record.
  */
-export async function approveHeldPlan(deps: ApplyDeps & { withPgClient: PgLender }, id: number, decider: Decider): Promise<HeldPlanDecision> {
-  return withAdvisoryLock(deps.withPgClient, provisionLock(deps.org), async () => {
-    const plan = await getHeldPlan(deps.db, id);
-    if (!plan) return { ok: false, reason: `no held plan #${id}` };
-    // Enqueued with the acting organisation's client and audit: never another organisation's plan.
-    if (plan.org !== deps.org) return { ok: false, reason: `plan #${id} is organisation ${plan.org}'s, not ${deps.org}'s` };
-    if (plan.status !== 'held') return { ok: false, reason: `plan #${id} is ${plan.status}, not held` };
-    if (!(await decideHeldPlan(deps.db, deps.org, id, { status: 'approved', ...decider }))) return { ok: false, reason: `plan #${id} was decided meanwhile` };
-    const enqueued = await enqueuePlan(deps, planOfActions(plan.actions), plan.feedHash);
-    deps.log.info({ org: deps.org, plan: id, by: decider.by, role: decider.role, enqueued: enqueued.enqueued.length }, 'held plan approved');
-    // The warehouse's copy of the feed; a failure here must not abandon the actions just enqueued.
-    const snapshotError = await snapshotEmployees(deps.withPgClient, deps.org, {
-      rows: plan.feed.rows,
-      mode: plan.mode,
-      keepEmployeeIds: new Set(plan.feed.keepEmployeeIds),
-      keepEmails: new Set(plan.feed.keepEmails),
-    }).then(
-      () => undefined,
-      (error: unknown) => {
-        deps.log.warn({ err: error, plan: id }, 'employee snapshot of an approved plan failed');
-        return errorMessage(error);
-      },
-    );
-    return { ok: true, enqueued, ...(snapshotError ? { snapshotError } : {}) };
+export async function approveHeldPlan(deps: ProvisionDeps, id: number, decider: Decider, confirm: { typed: string | number | undefined; ask: ConfirmationAsk }): Promise<HeldPlanDecision> {
+  return withAdvisoryLock(deps.withPgClient, provisionLock(deps.org), async (): Promise<HeldPlanDecision> => {
+    const found = await heldOf(deps, id);
+    if (!found.ok) return found;
+    const { plan } = found;
+    const problem = confirmationProblem(plan, confirm.typed, confirm.ask);
+    if (problem !== undefined) return { ok: false, reason: problem, code: 'confirm' };
+    const approving = { planId: id, people: new Set(plan.people.filter((p) => p.kinds.includes('disable')).map((p) => p.employeeId)) };
+    const outcome = await applyHeld(deps, plan, approving);
+    if (!outcome.ok) return outcome;
+    if (!(await decideHeldPlan(deps.db, deps.org, id, { status: 'approved', ...decider }))) return { ok: false, reason: `plan #${id} was decided meanwhile`, code: 'not-held' };
+    deps.log.info({ org: deps.org, plan: id, source: plan.source, by: decider.by, role: decider.role, enqueued: outcome.enqueued.length }, 'held plan approved');
+    return outcome;
   });
 }
 
 /** Rejects a held plan: nothing is enqueued, nothing changes on the platform. */
-export async function rejectHeldPlan(deps: ApplyDeps, id: number, decider: Decider): Promise<HeldPlanDecision> {
-  if (!(await decideHeldPlan(deps.db, deps.org, id, { status: 'rejected', ...decider }))) return { ok: false, reason: `plan #${id} is not a held plan of ${deps.org} (decided, superseded, or another organisation's)` };
-  deps.log.info({ plan: id, by: decider.by, role: decider.role }, 'held plan rejected');
-  return { ok: true };
+export async function rejectHeldPlan(deps: ProvisionDeps, id: number, decider: Decider & { note?: string | undefined }): Promise<HeldPlanDecision> {
+  return withAdvisoryLock(deps.withPgClient, provisionLock(deps.org), async (): Promise<HeldPlanDecision> => {
+    const found = await heldOf(deps, id);
+    if (!found.ok) return found;
+    if (!(await decideHeldPlan(deps.db, deps.org, id, { status: 'rejected', ...decider }))) return { ok: false, reason: `plan #${id} was decided meanwhile`, code: 'not-held' };
+    const pending: string[] = [];
+    if (found.plan.source === 'scim') pending.push(...(await dropHeldUsers(scimDeps(deps), refsOf(found.plan))).pending);
+    deps.log.info({ org: deps.org, plan: id, source: found.plan.source, by: decider.by, role: decider.role }, 'held plan rejected');
+    return { ok: true, enqueued: [], waitingOn: [], pending };
+  });
+}
+
+async function heldOf(deps: ProvisionDeps, id: number): Promise<{ ok: true; plan: HeldPlan } | Extract<HeldPlanDecision, { ok: false }>> {
+  const plan = await getHeldPlan(deps.db, id);
+  if (!plan) return { ok: false, reason: `no held plan #${id}`, code: 'not-found' };
+  // Decided in the acting organisation, with its client and audit: never another organisation's plan.
+  if (plan.org !== deps.org) return { ok: false, reason: `plan #${id} is organisation ${plan.org}'s, not ${deps.org}'s`, code: 'other-org' };
+  if (plan.status !== 'held') return { ok: false, reason: `plan #${id} is ${plan.status}, not held`, code: 'not-held' };
+  return { ok: true, plan };
+}
+
+const refsOf = (plan: HeldPlan): string[] => plan.people.flatMap((p) => (p.ref ? [p.ref] : []));
+
+/** SCIM's deps for a decision: the approved people pass the guard, so its limit does not matter here. */
+function scimDeps(deps: ProvisionDeps): ChangeDeps {
+  return { ...pipelineDeps(deps), scimMaxDisable: undefined };
+}
+
+async function applyHeld(deps: ProvisionDeps, plan: HeldPlan, approving: { planId: number; people: ReadonlySet<string> }): Promise<HeldPlanDecision> {
+  if (plan.source === 'scim') {
+    const outcome = await approveHeldUsers(scimDeps(deps), refsOf(plan), approving);
+    return { ok: true, enqueued: outcome.enqueued, waitingOn: [], pending: outcome.pending };
+  }
+  const options = { dryRun: false, force: false, locked: true, approving };
+  if (plan.source === 'reconcile') {
+    const run = await runPipeline(pipelineDeps(deps), snapshotSource(deps, { maxDisable: undefined, rows: plan.feed.rows }), options);
+    if (run.plan.refused || !run.enqueued) return { ok: false, reason: `not approved: ${run.plan.refused?.message ?? 'nothing was planned'}`, code: 'refused' };
+    return { ok: true, enqueued: run.enqueued.enqueued, waitingOn: run.enqueued.waitingOn, pending: run.enqueued.skippedEmployees };
+  }
+  const source = feedSource(deps, {
+    hash: plan.feedHash ?? '',
+    file: plan.file,
+    mode: plan.mode,
+    rows: plan.feed.rows,
+    invalidEmployeeIds: new Set(plan.feed.keepEmployeeIds),
+    invalidEmails: new Set(plan.feed.keepEmails),
+    fileErrors: [],
+    maxDisable: undefined,
+  });
+  const run = await runPipeline(pipelineDeps(deps), source, options);
+  if (run.plan.refused || !run.enqueued) return { ok: false, reason: `not approved: ${run.plan.refused?.message ?? 'nothing was planned'}`, code: 'refused' };
+  return {
+    ok: true,
+    enqueued: run.enqueued.enqueued,
+    waitingOn: run.enqueued.waitingOn,
+    pending: run.enqueued.skippedEmployees,
+    ...(run.after?.employeesError ? { snapshotError: run.after.employeesError } : {}),
+  };
 }

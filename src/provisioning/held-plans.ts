@@ -1,17 +1,16 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../warehouse/database.ts';
-import { withTransaction, type PgLender } from '../warehouse/transaction.ts';
-import type { FeedReadResult, FeedRow } from './feed/types.ts';
+import type { FeedRow } from './feed/types.ts';
+import type { SourceKind } from './pipeline/types.ts';
 import { ACTION_KINDS, type Plan, type PlannedAction } from './plan/types.ts';
 
 /**
- * Plans the mass-disable guard refused, kept for review (`trainsync.held_plans`). Only the
- * newest held plan can be approved: a later held plan, or a feed applied since, supersedes it
- * (its actions were planned from an applied state that no longer holds). Per organisation:
- * a plan is one organisation's feed against its applied state, and only that organisation's
- * newer plans or feeds supersede it. Ids are global (bigserial), so a plan is found by id
- * alone; acting on it checks it is the acting organisation's.
+ * Held plans (`trainsync.held_plans`): every change a guard held, whichever source made it
+ * (an HR feed, a SCIM burst, a drift repair), until a person approves it (`trainsync held
+ * --approve`, the console) or rejects it. This module reads and settles them; the pipeline
+ * writes them (pipeline/hold.ts). Per organisation: ids are global (bigserial), so a plan is
+ * found by id alone; acting on it checks it is the acting organisation's.
  */
 
 type Db = Kysely<Database>;
@@ -22,22 +21,35 @@ export interface HeldPerson {
   employeeId: string;
   email: string;
   kinds: string[];
+  /** The HR department (the row's `department` attribute, else the last snapshot's), when known. */
+  department?: string | null | undefined;
+  /** The source's own key of the person (a SCIM User's id): approving reads the source again by it. */
+  ref?: string | undefined;
 }
 
 export interface HeldPlanSummary {
   id: number;
-  /** The organisation whose feed it is. */
+  /** The organisation whose change it is. */
   org: string;
+  /** Which source made it. */
+  source: SourceKind;
+  /** The feed's file name, `SCIM`, or `training.employees`. */
   file: string;
   mode: 'full' | 'delta';
   reason: string;
   message: string;
+  /** How many people would lose access. */
   disables: number;
   actionCount: number;
+  /** Rows the source read (a feed's valid rows, the snapshot's employees, SCIM changes); null for plans held before 0018. */
+  rowsRead: number | null;
+  /** The organisation's active employees when it was held. */
+  activeEmployees: number | null;
   status: HeldPlanStatus;
   decidedBy: string | null;
   decidedRole: string | null;
   decidedAt: Date | null;
+  decidedNote: string | null;
   createdAt: Date;
 }
 
@@ -49,7 +61,8 @@ export interface HeldFeed {
 }
 
 export interface HeldPlan extends HeldPlanSummary {
-  feedHash: string;
+  /** A feed's sha256 (its actions' audit mark); null for a SCIM burst or a repair. */
+  feedHash: string | null;
   actions: PlannedAction[];
   people: HeldPerson[];
   feed: HeldFeed;
@@ -69,7 +82,9 @@ const plannedActionSchema = z.looseObject({
   before: actionState.nullable(),
   after: actionState,
 });
-const heldFeedSchema = z.object({
+/** Stored actions, as the planner made them. */
+export const heldActionsSchema = z.array(plannedActionSchema).transform((actions) => actions as PlannedAction[]);
+export const heldFeedSchema = z.object({
   rows: z.array(
     z.object({
       line: z.number(),
@@ -89,39 +104,13 @@ const heldFeedSchema = z.object({
   keepEmployeeIds: z.array(z.string()),
   keepEmails: z.array(z.string()),
 });
-const peopleSchema = z.array(z.object({ employeeId: z.string(), email: z.string(), kinds: z.array(z.string()) }));
+export const heldPeopleSchema = z.array(
+  z.object({ employeeId: z.string(), email: z.string(), kinds: z.array(z.string()), department: z.string().nullable().optional(), ref: z.string().optional() }),
+);
 
-function peopleOf(plan: Plan): HeldPerson[] {
-  return Object.entries(plan.byEmployee).map(([employeeId, actions]) => ({
-    employeeId,
-    email: actions[0]?.email ?? '',
-    kinds: actions.map((a) => a.kind),
-  }));
-}
-
-/** Stores a refused plan (superseding any older one still held); returns its id. */
-export async function holdPlan(lend: PgLender, org: string, plan: Plan, feed: Pick<FeedReadResult, 'hash' | 'rows' | 'invalidEmployeeIds' | 'invalidEmails'> & { file: string }): Promise<number> {
-  if (!plan.refused) throw new Error('holdPlan: the plan was not refused');
-  const refused = plan.refused;
-  const held: HeldFeed = { rows: feed.rows, keepEmployeeIds: [...feed.invalidEmployeeIds], keepEmails: [...feed.invalidEmails] };
-  return withTransaction(lend, async ({ db: tx }) => {
-    await supersedeHeldPlans(tx, org);
-    const row = await sql<{ id: number }>`
-      insert into trainsync.held_plans (org, feed_hash, file, mode, reason, message, actions, people, disables, feed)
-      values (${org}, ${feed.hash}, ${feed.file}, ${plan.mode}, ${refused.reason}, ${refused.message},
-              ${JSON.stringify(plan.actions)}::jsonb, ${JSON.stringify(peopleOf(plan))}::jsonb, ${plan.counts.disable}, ${JSON.stringify(held)}::jsonb)
-      returning id`.execute(tx);
-    return row.rows[0]!.id;
-  });
-}
-
-/** A feed of the organisation was applied (or a newer plan held): its older held plans can no longer be approved. */
-export async function supersedeHeldPlans(db: Db, org: string): Promise<void> {
-  await sql`update trainsync.held_plans set status = 'superseded', decided_at = now() where org = ${org} and status = 'held'`.execute(db);
-}
-
-const SUMMARY_COLUMNS = sql`id, org, file, mode, reason, message, disables, jsonb_array_length(actions) as "actionCount", status,
-  decided_by as "decidedBy", decided_role as "decidedRole", decided_at as "decidedAt", created_at as "createdAt"`;
+const SUMMARY_COLUMNS = sql`id, org, source, file, mode, reason, message, disables, jsonb_array_length(actions) as "actionCount",
+  rows_read as "rowsRead", active_employees as "activeEmployees", status,
+  decided_by as "decidedBy", decided_role as "decidedRole", decided_at as "decidedAt", decided_note as "decidedNote", created_at as "createdAt"`;
 
 /** Held plans, newest first; `onlyHeld` for those waiting on a person; of one organisation when `org` is given (else every organisation's). */
 export async function listHeldPlans(db: Db, options: { org?: string; onlyHeld?: boolean; limit?: number } = {}): Promise<HeldPlanSummary[]> {
@@ -132,22 +121,22 @@ export async function listHeldPlans(db: Db, options: { org?: string; onlyHeld?: 
 }
 
 export async function getHeldPlan(db: Db, id: number): Promise<HeldPlan | undefined> {
-  const rows = await sql<HeldPlanSummary & { feedHash: string; actions: unknown; people: unknown; feed: unknown }>`
+  const rows = await sql<HeldPlanSummary & { feedHash: string | null; actions: unknown; people: unknown; feed: unknown }>`
     select ${SUMMARY_COLUMNS}, feed_hash as "feedHash", actions, people, feed from trainsync.held_plans where id = ${id}`.execute(db);
   const r = rows.rows[0];
   if (!r) return undefined;
   return {
     ...r,
-    actions: z.array(plannedActionSchema).parse(r.actions) as PlannedAction[],
-    people: peopleSchema.parse(r.people),
+    actions: heldActionsSchema.parse(r.actions),
+    people: heldPeopleSchema.parse(r.people),
     feed: heldFeedSchema.parse(r.feed) as HeldFeed,
   };
 }
 
 /** Settles one organisation's held plan; false when it was no longer held (decided, or superseded, meanwhile) or is another organisation's. */
-export async function decideHeldPlan(db: Db, org: string, id: number, decision: { status: 'approved' | 'rejected'; by: string; role: string }): Promise<boolean> {
+export async function decideHeldPlan(db: Db, org: string, id: number, decision: { status: 'approved' | 'rejected'; by: string; role: string; note?: string | undefined }): Promise<boolean> {
   const result = await sql`
-    update trainsync.held_plans set status = ${decision.status}, decided_by = ${decision.by}, decided_role = ${decision.role}, decided_at = now()
+    update trainsync.held_plans set status = ${decision.status}, decided_by = ${decision.by}, decided_role = ${decision.role}, decided_note = ${decision.note ?? null}, decided_at = now()
      where id = ${id} and org = ${org} and status = 'held'`.execute(db);
   return Number(result.numAffectedRows ?? 0) === 1;
 }
@@ -157,4 +146,12 @@ export function planOfActions(actions: readonly PlannedAction[]): Pick<Plan, 'ac
   const byEmployee: Record<string, PlannedAction[]> = {};
   for (const action of actions) (byEmployee[action.employeeId] ??= []).push(action);
   return { actions: [...actions], byEmployee };
+}
+
+/** Per organisation: the plans waiting on a person and how many people they would take access from (`status`). */
+export async function heldPlanCounts(db: Db, org: string): Promise<{ plans: number; disables: number; oldest: Date | null }> {
+  const { rows } = await sql<{ plans: number; disables: number; oldest: Date | null }>`
+    select count(*)::int as plans, coalesce(sum(disables), 0)::int as disables, min(created_at) as oldest
+      from trainsync.held_plans where org = ${org} and status = 'held'`.execute(db);
+  return rows[0] ?? { plans: 0, disables: 0, oldest: null };
 }

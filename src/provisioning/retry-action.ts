@@ -5,7 +5,7 @@ import type { PgLender } from '../warehouse/transaction.ts';
 import { enqueuePlan, type ApplyDeps } from './apply/enqueue.ts';
 import { planOfActions } from './held-plans.ts';
 import { ACTION_KINDS, type PlannedAction } from './plan/types.ts';
-import { provisionLock } from './provision-feed.ts';
+import { provisionLock } from './pipeline/lock.ts';
 
 const stateSchema = z.record(z.string(), z.union([z.boolean(), z.string()]));
 

@@ -1,60 +1,34 @@
-import { sql, type Kysely } from 'kysely';
-import type { Config } from '../config.ts';
-import type { Logger } from '../runtime/log.ts';
-import { jobForAction, jobIdForAction } from '../provisioning/apply/actions.ts';
-import { toAppliedEmployee } from '../provisioning/apply/applied-state.ts';
-import { auditEntryFor, recordQueuedActions, type AuditEntry } from '../provisioning/apply/audit.ts';
-import { liveOpenActions } from '../provisioning/apply/enqueue.ts';
-import type { FeedRow } from '../provisioning/feed/types.ts';
-import { planDelta } from '../provisioning/plan/plan.ts';
-import { loadLeaverSince, readPlatformView, type PlatformViewResult } from '../provisioning/platform-view.ts';
-import { provisionLock, touchedAccounts } from '../provisioning/provision-feed.ts';
-import type { PlatformClient } from '../platform/types.ts';
-import type { ChainSpec, JobQueue } from '../queue/job-queue.ts';
-import { PROVISION_QUEUE } from '../queue/names.ts';
-import { withAdvisoryLock } from '../warehouse/advisory-lock.ts';
+import type { Kysely } from 'kysely';
+import { runPipeline } from '../provisioning/pipeline/run-pipeline.ts';
+import { scimSource, type ScimChange } from '../provisioning/pipeline/sources/scim.ts';
+import type { PipelineDeps } from '../provisioning/pipeline/types.ts';
+import type { MaxDisable } from '../provisioning/plan/types.ts';
 import type { Database } from '../warehouse/database.ts';
 import { snapshotEmployees } from '../warehouse/load-employees.ts';
-import type { PgLender } from '../warehouse/transaction.ts';
-import { holdExcessDisables, supersedeHeld } from './guard.ts';
-import { SCIM_AUDIT_MARK } from './marks.ts';
-import { markPlanned } from './store.ts';
+
+export type { ScimChange } from '../provisioning/pipeline/sources/scim.ts';
 
 /**
- * One path for every SCIM change: it is a one-row delta HR feed. The row is snapshotted
- * into training.employees (and its history) as a feed's rows are; then, under the lock
- * provisioning runs take, it is planned by the feed's planner against the applied state
- * and the platform's current view of the accounts it touches (training.users when fresh,
- * else GET users, by id when they are few, within the budget), the guard holds a burst of disables, and the actions are written to the audit trail
- * (feed_hash "via SCIM") and queued as the same jobs, in the same per-employee chains.
- * The only platform calls here are those reads: the writes are the jobs', within the budget.
- *
- * An employee whose earlier actions are still queued is left pending (the planner
- * would plan from a state about to change); the SCIM sweep plans it once they finish.
+ * SCIM changes: each is a one-row delta HR feed. The rows are snapshotted into
+ * training.employees (and its history) as a feed's rows are, then planned, guarded, held,
+ * audited and enqueued by the provisioning pipeline, the SCIM batch its source
+ * (pipeline/sources/scim.ts): the same lock, platform view (the accounts the batch touches;
+ * a batch of creates reads nothing), disable guard (over a sliding hour of the
+ * organisation's SCIM disables), hold, audit rows and jobs as a feed's. The only platform
+ * calls here are those reads: the writes are the jobs', within the budget.
  */
 
-export interface ScimChange {
-  scimId: string;
-  /** The scim_users version this change states: a row changed since is not marked planned. */
-  version: number;
-  row: FeedRow;
-}
-
-export interface ChangeDeps {
-  /** The organisation whose SCIM endpoint took the change. */
-  org: string;
+export interface ChangeDeps extends PipelineDeps {
   db: Kysely<Database>;
-  withPgClient: PgLender;
-  queue: JobQueue;
-  log: Logger;
-  config: Pick<Config, 'TRAINSYNC_SCIM_MAX_DISABLE' | 'TRAINSYNC_PLATFORM_FRESHNESS_MINUTES' | 'TRAINSYNC_DRIFT_ACCESS_REMOVED'>;
-  /** The organisation's own client, built on first use: a batch of creates alone never reads the platform. */
-  platform: () => PlatformClient;
+  /** TRAINSYNC_SCIM_MAX_DISABLE: unset, the feed's default (the larger of 5 and 10% of the active employees). */
+  scimMaxDisable: MaxDisable | undefined;
 }
 
 export interface ChangeOptions {
-  /** Employees whose held disable a person released: the guard lets it through. */
-  released?: ReadonlySet<string>;
+  /** Approving held plan `planId`: these people's held disables go through, once. */
+  approving?: { planId: number; people: ReadonlySet<string> } | undefined;
+  /** The caller holds the provisioning lock (an approval or a rejection). */
+  locked?: boolean | undefined;
 }
 
 export interface ChangeOutcome {
@@ -71,88 +45,15 @@ export interface ChangeOutcome {
 export async function applyScimChanges(deps: ChangeDeps, changes: readonly ScimChange[], options: ChangeOptions = {}): Promise<ChangeOutcome> {
   if (changes.length === 0) return { enqueued: [], pending: [], held: [], deferredCreates: 0 };
   await snapshotEmployees(deps.withPgClient, deps.org, { rows: changes.map((c) => c.row), mode: 'delta' });
-  return withAdvisoryLock(deps.withPgClient, provisionLock(deps.org), () => planAndEnqueue(deps, changes, options));
-}
-
-async function planAndEnqueue(deps: ChangeDeps, changes: readonly ScimChange[], options: ChangeOptions): Promise<ChangeOutcome> {
-  const { db, org, queue, log } = deps;
-  const ids = changes.map((c) => c.row.employeeId);
-  const emails = changes.map((c) => c.row.email);
-  const identities = await db
-    .selectFrom('trainsync.identities')
-    .selectAll()
-    .where('org', '=', org)
-    .where((eb) => eb.or([eb('employee_id', 'in', ids), eb(sql<string>`lower(email)`, 'in', emails)]))
-    .execute();
-  const pending = new Set((await liveOpenActions(deps, ids)).map((row) => row.employeeId));
-  const ready = changes.filter((c) => !pending.has(c.row.employeeId));
-  await supersedeHeld(db, org, ready.filter((c) => c.row.status === 'active').map((c) => c.row.employeeId));
-
-  const applied = identities.map(toAppliedEmployee);
-  const rows = ready.map((c) => c.row);
-  const platform = await readTouchedAccounts(deps, touchedAccounts(rows, applied));
-  const plan = planDelta({
-    rows,
-    applied,
-    // The guard below is the SCIM limit (over an hour, not per request); seats are the jobs' to meet.
-    options: { force: true, accessRemoved: deps.config.TRAINSYNC_DRIFT_ACCESS_REMOVED },
-    file: 'SCIM',
-    platform: platform.view,
-    platformNote: platform.note,
-    ...(platform.view ? { leaverSince: await loadLeaverSince(db, org) } : {}),
-  });
-  for (const u of plan.unsupported) log.info({ employeeId: u.employeeId, field: u.field }, `SCIM change not applied to the platform: ${u.message}`);
-  for (const e of plan.errors) log.warn({ employeeId: e.employeeId, field: e.field }, `SCIM change not planned: ${e.message}`);
-
-  const scimIdOf = new Map(changes.map((c) => [c.row.employeeId, c.scimId]));
-  const disables = plan.actions.filter((a) => a.kind === 'disable' && !options.released?.has(a.employeeId));
-  const held = await holdExcessDisables(deps, disables, scimIdOf);
-  for (const employeeId of held) log.warn({ employeeId }, 'SCIM deactivation held by the guard: `trainsync scim held` releases or drops it');
-
-  const states = await Promise.all(plan.actions.map((a) => queue.state(PROVISION_QUEUE, jobIdForAction(org, a.id))));
-  const stateOf = new Map(plan.actions.map((a, i) => [a.id, states[i]!]));
-  const chains: ChainSpec[] = [];
-  const entries: AuditEntry[] = [];
-  const enqueued: string[] = [];
-  let deferredCreates = 0;
-  for (const [employeeId, actions] of Object.entries(plan.byEmployee)) {
-    if (held.has(employeeId)) continue;
-    // A job of the same id still queued (an earlier request's): wait for it, add nothing beside it.
-    if (actions.some((a) => !['unknown', 'completed', 'failed'].includes(stateOf.get(a.id)!))) {
-      pending.add(employeeId);
-      continue;
-    }
-    let node: ChainSpec | undefined;
-    for (const action of actions) {
-      if (stateOf.get(action.id) !== 'unknown') await queue.remove(PROVISION_QUEUE, jobIdForAction(org, action.id));
-      const job = jobForAction(action, SCIM_AUDIT_MARK);
-      // The id is learned in bulk after the burst (resolve-ids.ts): one request per create, not two.
-      const data = action.kind === 'create-user' ? { ...job.data, lookUp: 'later' } : job.data;
-      if (action.kind === 'create-user') deferredCreates += 1;
-      node = { org, name: job.name, data, jobId: jobIdForAction(org, action.id), ...(node ? { after: node } : {}) };
-      entries.push(auditEntryFor(action, SCIM_AUDIT_MARK));
-      enqueued.push(action.id);
-    }
-    if (node) chains.push(node);
-  }
-  // Audit rows first: a job must find its row.
-  await recordQueuedActions(db, org, entries);
-  await queue.addChains(chains);
-  const planned = changes.filter((c) => !pending.has(c.row.employeeId));
-  await markPlanned(db, org, planned.map((c) => ({ scimId: c.scimId, version: c.version })));
-  if (enqueued.length > 0 || pending.size > 0) log.debug({ org, changes: changes.length, enqueued: enqueued.length, pending: pending.size, held: held.size }, 'SCIM changes planned');
-  return { enqueued, pending: [...pending], held: [...held], deferredCreates };
-}
-
-/**
- * The platform's view of the accounts a batch touches, so a leaver re-enabled by hand or an
- * account deleted by hand is repaired as a feed would repair it. New Users touch no account:
- * a batch of creates reads nothing.
- */
-async function readTouchedAccounts(deps: ChangeDeps, touchedIds: readonly string[]): Promise<PlatformViewResult> {
-  if (touchedIds.length === 0) return { view: undefined, note: 'no existing account touched', requests: 0 };
-  return readPlatformView(
-    { db: deps.db, org: deps.org, platform: deps.platform() },
-    { freshnessMinutes: deps.config.TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, touchedIds },
-  );
+  const run = await runPipeline(deps, scimSource(deps, changes, deps.scimMaxDisable), { dryRun: false, force: false, locked: options.locked, approving: options.approving });
+  const { log } = deps;
+  for (const u of run.plan.unsupported) log.info({ employeeId: u.employeeId, field: u.field }, `SCIM change not applied to the platform: ${u.message}`);
+  for (const e of run.plan.errors) log.warn({ employeeId: e.employeeId, field: e.field }, `SCIM change not planned: ${e.message}`);
+  for (const employeeId of run.held) log.warn({ employeeId, plan: run.heldPlanId }, 'SCIM deactivation held by the guard: `trainsync held` lists it, --approve ID applies it');
+  const enqueued = run.enqueued?.enqueued ?? [];
+  const ids = new Set(enqueued);
+  const deferredCreates = run.plan.actions.filter((a) => a.kind === 'create-user' && ids.has(a.id)).length;
+  const pending = run.after?.pending ?? [];
+  if (enqueued.length > 0 || pending.length > 0) log.debug({ org: deps.org, changes: changes.length, enqueued: enqueued.length, pending: pending.length, held: run.held.length }, 'SCIM changes planned');
+  return { enqueued, pending, held: run.held, deferredCreates };
 }

@@ -12,6 +12,7 @@ import type { Database } from '../warehouse/database.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
 import { fillNewAccounts } from './accounts.ts';
 import { planUsers } from './batch.ts';
+import type { ChangeDeps } from './change.ts';
 import { createBatcher } from './batcher.ts';
 import { startScimServer, type ScimOrgRoute } from './server.ts';
 import { resolveDeferredIds } from './resolve-ids.ts';
@@ -19,6 +20,21 @@ import type { ScimError } from './errors.ts';
 import { employeeIdFor, insertUsers, pendingUsers, type NewUser, type ScimUserRow } from './store.ts';
 import type { ScimUserResource } from './user-mapping.ts';
 import { checkPasswordAccepted, queueScimPassword } from './password.ts';
+
+/** What planning one organisation's SCIM changes needs (the pipeline's deps and the SCIM disable limit). */
+export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'db' | 'withPgClient' | 'queue' | 'platform' | 'log'>, org: string): ChangeDeps {
+  const { config } = deps;
+  return {
+    org,
+    db: deps.db,
+    withPgClient: deps.withPgClient,
+    queue: deps.queue,
+    log: deps.log,
+    platform: () => deps.platform(org),
+    drift: { freshnessMinutes: config.TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, accessRemoved: config.TRAINSYNC_DRIFT_ACCESS_REMOVED },
+    scimMaxDisable: config.TRAINSYNC_SCIM_MAX_DISABLE,
+  };
+}
 
 /** A batch item: a User to plan, inserted first when it is new. */
 interface Intake {
@@ -66,7 +82,7 @@ interface OrgScim {
 function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buffer }): OrgScim {
   const { config } = deps;
   const log = deps.log.child({ org: org.slug });
-  const changeDeps = { org: org.slug, db: deps.db, withPgClient: deps.withPgClient, queue: deps.queue, log, config, platform: () => deps.platform(org.slug) };
+  const changeDeps = scimChangeDeps({ ...deps, log }, org.slug);
   // Users submitted and not yet planned: the sweep leaves them to the batch they wait for.
   const inFlight = new Map<string, number>();
   // Set when creates were queued without their id lookup (and at start, and once a minute, for other workers' creates).

@@ -2,7 +2,7 @@
  * kysely row types of the SCIM tables in schema `trainsync`
  * (sql/migrations/0010_scim.sql is the source of truth; written by src/scim).
  */
-import type { ColumnType, Generated } from 'kysely';
+import type { ColumnType } from 'kysely';
 import type { GeneratedInstant as DefaultInstant, NullableInstant } from '../warehouse/column-types.ts';
 
 export interface ScimUsersTable {
@@ -31,23 +31,7 @@ export interface ScimGroupsTable {
   created_at: DefaultInstant;
 }
 
-export type HeldStatus = 'held' | 'released' | 'dropped' | 'superseded';
-
-export interface ScimHeldActionsTable {
-  id: Generated<number>;
-  org: string;
-  employee_id: string;
-  scim_id: string;
-  email: string;
-  kind: 'disable';
-  status: ColumnType<HeldStatus, HeldStatus | undefined, HeldStatus>;
-  reason: string;
-  held_at: DefaultInstant;
-  decided_at: NullableInstant;
-}
-
 export interface ScimTables {
   'trainsync.scim_users': ScimUsersTable;
   'trainsync.scim_groups': ScimGroupsTable;
-  'trainsync.scim_held_actions': ScimHeldActionsTable;
 }

@@ -11,6 +11,8 @@ type Jsonb = ColumnType<unknown, string, string>;
 type NullableJsonb = ColumnType<unknown, string | null | undefined, string | null>;
 
 export type ProvisioningActionStatus = 'planned' | 'queued' | 'succeeded' | 'failed' | 'needs-identity' | 'skipped';
+/** The sources of the provisioning pipeline (src/provisioning/pipeline). */
+export type ProvisioningSource = 'feed' | 'scim' | 'reconcile';
 export type ProvisioningActionKind = 'create-user' | 'enable' | 'disable' | 'add-to-group' | 'remove-from-group' | 'set-password';
 
 /** The last applied state per employee, and the employee's identity. */
@@ -64,6 +66,10 @@ export interface ProvisioningActionsTable {
   error_message: string | null;
   attempts: ColumnType<number, number | undefined, number>;
   feed_hash: string | null;
+  /** Which source planned the action (null: a password change, no source's). */
+  source: ColumnType<ProvisioningSource | null, ProvisioningSource | null | undefined, ProvisioningSource | null>;
+  /** Why: the row or statement that asked for it, or the drift it repairs. */
+  reason: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: DefaultInstant;
   updated_at: DefaultInstant;
   finished_at: NullableInstant;

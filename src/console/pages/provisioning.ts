@@ -28,8 +28,8 @@ export function provisioningBody(viewer: Viewer, d: ProvisioningView): SafeHtml 
   const keep = { who: f.who, day: f.day, status: f.status, feed: f.feed, page: f.page > 1 ? f.page : undefined, hpage: d.pages.held > 1 ? d.pages.held : undefined, fpage: d.pages.feeds > 1 ? d.pages.feeds : undefined, cpage: d.pages.changes > 1 ? d.pages.changes : undefined };
   return html`
 <section id="plans"><h2>Plans held by the disable limit</h2>
-${d.held.rows.length === 0 && d.pages.held === 1 ? html`<p>None.</p>` : html`<table id="held-plans"><tr><th>plan</th>${orgHeader(viewer)}<th>feed</th><th>disables</th><th>actions</th><th>status</th><th>decided</th><th>held</th></tr>
-${d.held.rows.map((p) => html`<tr><td><a href="/provisioning/held/${p.id}">#${p.id}</a></td>${orgCell(viewer, orgOfRow(p))}<td>${p.file}</td><td><a href="/provisioning/held/${p.id}#affected">${p.disables}</a></td><td><a href="/provisioning/held/${p.id}#actions">${p.actionCount}</a></td><td>${statusBadge(p.status)}</td><td>${decided(p)}</td><td>${when(p.createdAt)}</td></tr>`)}</table>
+${d.held.rows.length === 0 && d.pages.held === 1 ? html`<p>None.</p>` : html`<table id="held-plans"><tr><th>plan</th>${orgHeader(viewer)}<th>source</th><th>from</th><th>lose access</th><th>actions</th><th>status</th><th>decided</th><th>held</th></tr>
+${d.held.rows.map((p) => html`<tr><td><a href="/provisioning/held/${p.id}">#${p.id}</a></td>${orgCell(viewer, orgOfRow(p))}<td>${p.source}</td><td>${p.file}</td><td><a href="/provisioning/held/${p.id}#affected">${p.disables}</a></td><td><a href="/provisioning/held/${p.id}#actions">${p.actionCount}</a></td><td>${statusBadge(p.status)}</td><td>${decided(p)}</td><td>${when(p.createdAt)}</td></tr>`)}</table>
 ${pager('/provisioning', d.pages.held, d.held.hasMore, keep, 'hpage', 'plans')}`}
 </section>
 <section id="feeds-read"><h2>Feeds read</h2>
@@ -56,17 +56,52 @@ ${pager('/provisioning', d.pages.changes, d.changes.hasMore, keep, 'cpage', 'con
 </section>`;
 }
 
+/** How many people the page names at the top; the table below lists everyone. */
+export const FIRST_PEOPLE = 10;
+
+/** Why it was held, in numbers, as the plan's source read them. */
+function whyHeld(plan: HeldPlan): SafeHtml {
+  const read = plan.rowsRead === null
+    ? ''
+    : plan.source === 'feed'
+      ? html` The feed <strong>${plan.file}</strong> has <strong id="rows-read">${plan.rowsRead}</strong> valid rows.`
+      : plan.source === 'scim'
+        ? html` <strong id="rows-read">${plan.rowsRead}</strong> SCIM changes were read.`
+        : html` <strong id="rows-read">${plan.rowsRead}</strong> employees of ${plan.file} were planned.`;
+  const active = plan.activeEmployees === null ? '' : html` The organisation has <strong id="active-employees">${plan.activeEmployees}</strong> active employees.`;
+  return html`<p class="why" id="why">Held by the disable limit: <strong id="lose-access">${plan.disables}</strong> people would lose access.${active}${read}</p>`;
+}
+
+/** The approve form: the operator types the number of people who will lose access; the server checks it again. */
+function approveForm(viewer: Viewer, plan: HeldPlan): SafeHtml {
+  if (viewer.role !== 'operator') return html``;
+  const confirm = plan.disables > 0
+    ? html`<label>Type the number of people who will lose access <input name="confirm" id="confirm" inputmode="numeric" pattern="[0-9]*" autocomplete="off" required size="6"></label> `
+    : '';
+  return html`<form method="post" action="/provisioning/held/${plan.id}/approve" class="inline" id="approve-form"><input type="hidden" name="_csrf" value="${viewer.csrfToken}">${confirm}<button type="submit" id="approve">Approve: apply all ${plan.actions.length} actions</button></form>`;
+}
+
+function rejectForm(viewer: Viewer, plan: HeldPlan): SafeHtml {
+  if (viewer.role !== 'operator') return html``;
+  return html`<form method="post" action="/provisioning/held/${plan.id}/reject" class="inline" id="reject-form"><input type="hidden" name="_csrf" value="${viewer.csrfToken}"><label>reason <input name="reason" id="reject-reason" maxlength="200" size="24"></label> <button type="submit" id="reject">Reject: change nothing</button></form>`;
+}
+
 /** `org`: the plan's organisation (approve and reject act in it). */
 export function heldPlanBody(viewer: Viewer, plan: HeldPlan, org: string, groupNames: GroupNames = NO_GROUP_NAMES): SafeHtml {
-  const disabled = plan.people.filter((p) => p.kinds.includes('disable'));
+  const losing = plan.people.filter((p) => p.kinds.includes('disable'));
   return html`
-<p>${viewer.scope.multi ? html`Organisation <strong id="plan-org">${org}</strong>. ` : ''}${statusBadge(plan.status)} Feed <strong>${plan.file}</strong> (${plan.mode}), held ${when(plan.createdAt)}. ${plan.decidedBy ? html`Decided by ${plan.decidedBy} (${plan.decidedRole ?? ''}) at ${when(plan.decidedAt)}.` : ''}</p>
+${whyHeld(plan)}
+<p>${viewer.scope.multi ? html`Organisation <strong id="plan-org">${org}</strong>. ` : ''}${statusBadge(plan.status)} Source <strong id="plan-source">${plan.source}</strong>: <strong>${plan.file}</strong> (${plan.mode}), held ${when(plan.createdAt)}. ${plan.decidedBy ? html`Decided by ${plan.decidedBy} (${plan.decidedRole ?? ''}) at ${when(plan.decidedAt)}${plan.decidedNote ? html`: ${plan.decidedNote}` : ''}.` : ''}</p>
 <p class="reason">${plan.message}</p>
-${plan.status === 'held' ? html`<p class="decide">${actionButton(viewer, `/provisioning/held/${plan.id}/approve`, `Approve: apply all ${plan.actions.length} actions`, 'approve')} ${actionButton(viewer, `/provisioning/held/${plan.id}/reject`, 'Reject: change nothing', 'reject')}
+<h2>${losing.length} people would lose access</h2>
+<table id="losing"><tr><th>employee</th><th>e-mail</th><th>department</th></tr>
+${losing.slice(0, FIRST_PEOPLE).map((p) => html`<tr><td>${p.employeeId}</td><td>${p.email}</td><td>${p.department ?? ''}</td></tr>`)}</table>
+${losing.length > FIRST_PEOPLE ? html`<p><a href="#affected">and ${losing.length - FIRST_PEOPLE} more</a></p>` : ''}
+${plan.status === 'held' ? html`<p class="decide">${approveForm(viewer, plan)} ${rejectForm(viewer, plan)}
 ${viewer.role === 'operator' ? '' : html`<em>Only an operator can approve or reject.</em>`}</p>` : ''}
-<h2>${disabled.length} people would lose access</h2>
-<table id="affected"><tr><th>employee</th><th>e-mail</th><th>changes</th></tr>
-${plan.people.map((p) => html`<tr><td>${p.employeeId}</td><td>${p.email}</td><td>${p.kinds.join(', ')}</td></tr>`)}</table>
+<h2>Everyone the plan changes</h2>
+<table id="affected"><tr><th>employee</th><th>e-mail</th><th>department</th><th>changes</th></tr>
+${plan.people.map((p) => html`<tr><td>${p.employeeId}</td><td>${p.email}</td><td>${p.department ?? ''}</td><td>${p.kinds.join(', ')}</td></tr>`)}</table>
 <h2>Actions</h2>
 <table id="actions"><tr><th>employee</th><th>action</th><th>before &rarr; after</th></tr>
 ${plan.actions.map((a) => html`<tr><td>${a.employeeId}</td><td>${a.kind}${a.groupId ? html` <small>${groupCell(a.groupId, groupNames.get(a.groupId.toLowerCase()))}</small>` : ''}</td><td>${changeTable(a.before, a.repair === undefined ? a.after : { ...a.after, repair: a.repair })}</td></tr>`)}</table>`;

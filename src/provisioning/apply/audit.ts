@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Database } from '../../warehouse/database.ts';
-import type { ProvisioningActionKind, ProvisioningActionStatus, ProvisioningActionsTable } from '../../warehouse/provisioning-tables.ts';
+import type { ProvisioningActionKind, ProvisioningActionStatus, ProvisioningActionsTable, ProvisioningSource } from '../../warehouse/provisioning-tables.ts';
 import type { ActionState, PlannedAction } from '../plan/types.ts';
 
 /**
@@ -27,10 +27,15 @@ export interface AuditEntry {
   before: ActionState | Record<string, unknown> | null;
   after: ActionState | Record<string, unknown>;
   feedHash: string | null;
+  /** Which source planned it, and why (src/provisioning/pipeline): the same shape for every source. */
+  source?: ProvisioningSource | null | undefined;
+  reason?: string | null | undefined;
 }
 
-export function auditEntryFor(action: PlannedAction, feedHash: string | null): AuditEntry {
+export function auditEntryFor(action: PlannedAction, feedHash: string | null, why: { source?: ProvisioningSource | null | undefined; reason?: string | null | undefined } = {}): AuditEntry {
   return {
+    source: why.source ?? null,
+    reason: why.reason ?? null,
     actionId: action.id,
     employeeId: action.employeeId,
     email: action.email,
@@ -67,12 +72,17 @@ export async function recordQueuedActions(db: Db, org: string, entries: readonly
           after: JSON.stringify(e.after),
           status: 'queued' as const,
           feed_hash: e.feedHash,
+          source: e.source ?? null,
+          reason: e.reason ?? null,
         })),
       )
       .onConflict((oc) =>
         oc.columns(['org', 'action_id']).doUpdateSet({
           status: 'queued',
           feed_hash: (eb) => eb.ref('excluded.feed_hash'),
+          // A retry re-enqueues the row as it was: it keeps its source and reason.
+          source: sql<ProvisioningSource | null>`coalesce(excluded.source, provisioning_actions.source)`,
+          reason: sql<string | null>`coalesce(excluded.reason, provisioning_actions.reason)`,
           before: (eb) => eb.ref('excluded.before'),
           after: (eb) => eb.ref('excluded.after'),
           error_code: null,

@@ -4,6 +4,7 @@ import type { ActionQueue, ChainSpec } from '../../queue/action-queue.ts';
 import { PROVISION_QUEUE } from '../../queue/names.ts';
 import { processAndWait } from '../../queue/process-and-wait.ts';
 import type { Database } from '../../warehouse/database.ts';
+import type { ProvisioningSource } from '../../warehouse/provisioning-tables.ts';
 import type { Plan } from '../plan/types.ts';
 import { jobForAction, jobIdForAction } from './actions.ts';
 import { auditEntryFor, auditRows, finishAction, openActions, recordQueuedActions, type AuditEntry, type AuditRow } from './audit.ts';
@@ -73,9 +74,23 @@ export async function liveOpenActions(deps: Pick<ApplyDeps, 'org' | 'db' | 'queu
   return live;
 }
 
+/** How the pipeline enqueues a source's plan (every field optional: a retry re-enqueues one action as it was). */
+export interface EnqueueOptions {
+  /** The source that planned it, and each action's reason, for the audit rows. */
+  source?: ProvisioningSource | undefined;
+  reasons?: ReadonlyMap<string, string> | undefined;
+  /** `later`: a create does not look up its id; it is learned in bulk afterwards (a SCIM burst). */
+  createLookUp?: 'now' | 'later' | undefined;
+  /**
+   * Only these employees' open actions are checked (SCIM plans a few employees at a
+   * time); default every open action of the organisation, which the run then waits for.
+   */
+  openOf?: readonly string[] | undefined;
+}
+
 /** Writes the audit rows and adds one flow chain per employee; see the module comment. */
-export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 'byEmployee'>, feedHash: string | null): Promise<EnqueueResult> {
-  const open = await liveOpenActions(deps);
+export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 'byEmployee'>, feedHash: string | null, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+  const open = await liveOpenActions(deps, options.openOf);
   const busy = new Set(open.map((row) => row.employeeId));
   const waitingOn = open.map((row) => row.actionId);
   const skippedEmployees: string[] = [];
@@ -115,8 +130,10 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
     let node: ChainSpec | undefined;
     for (const action of actions) {
       const job = jobForAction(action, feedHash);
-      node = { org: deps.org, name: job.name, data: job.data, jobId: jobIdForAction(deps.org, action.id), ...(node ? { after: node } : {}) };
-      entries.push(auditEntryFor(action, feedHash));
+      // The id is learned in bulk after a burst (src/scim/resolve-ids.ts): one request per create, not two.
+      const data = action.kind === 'create-user' && options.createLookUp === 'later' ? { ...job.data, lookUp: 'later' } : job.data;
+      node = { org: deps.org, name: job.name, data, jobId: jobIdForAction(deps.org, action.id), ...(node ? { after: node } : {}) };
+      entries.push(auditEntryFor(action, feedHash, { source: options.source, reason: options.reasons?.get(action.id) }));
       enqueued.push(action.id);
     }
     if (node) chains.push(node);
@@ -125,7 +142,9 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
   // Audit rows first: a job must find its row (it counts attempts there).
   await recordQueuedActions(deps.db, deps.org, entries);
   await deps.queue.addChains(chains);
-  deps.log.info({ org: deps.org, enqueued: enqueued.length, waitingOn: waitingOn.length, skippedEmployees: skippedEmployees.length }, 'provisioning actions enqueued');
+  // A SCIM batch (a few employees, many times a minute) logs at debug; a run at info.
+  const level = options.openOf === undefined ? 'info' : 'debug';
+  deps.log[level]({ org: deps.org, source: options.source, enqueued: enqueued.length, waitingOn: waitingOn.length, skippedEmployees: skippedEmployees.length }, 'provisioning actions enqueued');
   return { enqueued, waitingOn, skippedEmployees };
 }
 

@@ -1,6 +1,7 @@
 import type { FeedRow } from '../feed/types.ts';
 import { actionId } from './action-id.ts';
-import { describeMaxDisable, resolveMaxDisable } from './limits.ts';
+import { resolveMaxDisable } from './limits.ts';
+import { disableRefusal, seatRefusal } from './refusal.ts';
 import {
   ACTION_KINDS,
   type ActionKind,
@@ -213,32 +214,12 @@ function planKnown(b: Builder, row: FeedRow, applied: AppliedEmployee, ctx: Cont
 }
 
 function refusal(plan: Omit<Plan, 'refused'>, input: PlanInput): PlanRefusal | undefined {
-  const { options } = input;
   const disables = plan.counts.disable;
   if (disables > plan.maxDisable) {
-    const suggestPercent = plan.activeCount > 0 ? Math.ceil((disables * 100) / plan.activeCount) : 100;
     const repairs = plan.actions.filter((a) => a.kind === 'disable' && a.repair !== undefined).length;
-    const ofWhich = repairs > 0 ? ` (${repairs} of them repair drift: leavers whose access is back on the platform)` : '';
-    return {
-      reason: 'max-disable',
-      message:
-        `The plan would disable ${disables} employees${ofWhich}, more than the limit of ${describeMaxDisable(options.maxDisable, plan.activeCount)}; nothing was enqueued. ` +
-        'Review it first with --dry-run (a feed cut short, a wrong --map, or --mode full on a delta feed all look like mass leavers). ' +
-        `If it is right, rerun with --force, or raise the limit with --max-disable ${disables} (or --max-disable ${suggestPercent}%).`,
-    };
+    return disableRefusal(disables, repairs, input.options.maxDisable, plan.activeCount);
   }
-  if (options.freeSeats !== undefined) {
-    const needed = plan.counts['create-user'] + plan.counts.enable;
-    if (needed > options.freeSeats) {
-      return {
-        reason: 'seats',
-        message:
-          `The plan needs ${needed} seats (${plan.counts['create-user']} new accounts, ${plan.counts.enable} re-enabled) but only ${options.freeSeats} are free; nothing was enqueued. ` +
-          'Free seats or buy more on the platform, then rerun; or rerun with --force to enqueue anyway (creates beyond the limit fail with USER_LIMIT_REACHED).',
-      };
-    }
-  }
-  return undefined;
+  return seatRefusal(plan.counts, input.options.freeSeats);
 }
 
 function emptyCounts(): Record<ActionKind, number> {

@@ -1,0 +1,25 @@
+import { orgScoped } from '../../queue/org-scope.ts';
+import { withAdvisoryLock } from '../../warehouse/advisory-lock.ts';
+import type { PgLender } from '../../warehouse/transaction.ts';
+
+/**
+ * Serialises plan-and-enqueue of one organisation between every source (feeds, SCIM
+ * batches, `reconcile --fix`, held plans decided), in any process on one database:
+ * `provisionLock(org)`. Organisations plan side by side: their applied states, audit
+ * rows and accounts are disjoint.
+ */
+export const PROVISION_LOCK = 'trainsync:provision';
+
+/** The provisioning lock of one organisation (`default` keeps the bare name). */
+export function provisionLock(org: string): string {
+  return orgScoped(org, PROVISION_LOCK);
+}
+
+/**
+ * Runs `fn` under the organisation's lock, unless `held` (the caller holds it already: an
+ * approval checks its plan and runs the pipeline in one hold) or a dry run (changes nothing).
+ * The lock's client is a connection of its own: taking it twice would wait for itself.
+ */
+export function underProvisionLock<T>(deps: { withPgClient: PgLender; org: string }, skip: boolean, fn: () => Promise<T>): Promise<T> {
+  return skip ? fn() : withAdvisoryLock(deps.withPgClient, provisionLock(deps.org), fn);
+}

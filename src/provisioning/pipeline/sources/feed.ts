@@ -1,0 +1,87 @@
+import { errorMessage } from '../../../lib/errors.ts';
+import { snapshotEmployees, type EmployeeSnapshotCounts } from '../../../warehouse/load-employees.ts';
+import { recordFeed } from '../../apply/audit.ts';
+import type { FeedFormat, FeedRow } from '../../feed/types.ts';
+import type { MaxDisable, PlanMode } from '../../plan/types.ts';
+import type { PipelineDeps, Source } from '../types.ts';
+
+/**
+ * An HR feed as a source: its valid rows are the desired state (full: everyone not listed
+ * is a leaver), its rejected rows' keys are never leavers, a file that could not be read
+ * plans nothing. Once applied, the feed is snapshotted into training.employees (a failure
+ * there does not abandon the actions just enqueued). Past the disable limit the whole plan
+ * is held: a feed cut short looks like a mass leave.
+ */
+
+export interface FeedInput {
+  /** sha256 of the file: the audit rows' mark. */
+  hash: string;
+  /** The file's name, as plans and holds show it. */
+  file: string;
+  mode: PlanMode;
+  rows: readonly FeedRow[];
+  invalidEmployeeIds: ReadonlySet<string>;
+  invalidEmails: ReadonlySet<string>;
+  fileErrors: readonly string[];
+  maxDisable: MaxDisable | undefined;
+  /** A feed read from a file records the read (trainsync.feeds), dry runs and refusals too; a held feed being approved was recorded when read. */
+  record?: { path: string; format: FeedFormat; rowErrors: number } | undefined;
+}
+
+export interface FeedAfter {
+  /** The feed's snapshot into training.employees. */
+  employees?: EmployeeSnapshotCounts;
+  /** Why that snapshot failed (the actions were enqueued all the same). */
+  employeesError?: string;
+}
+
+export function feedSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'withPgClient' | 'log'>, input: FeedInput): Source<FeedAfter> {
+  const record = input.record;
+  return {
+    kind: 'feed',
+    label: input.file,
+    auditMark: input.hash,
+    desired: async () => ({
+      rows: input.rows,
+      mode: input.mode,
+      invalidEmployeeIds: input.invalidEmployeeIds,
+      invalidEmails: input.invalidEmails,
+      fileErrors: input.fileErrors,
+      appliedScope: 'all',
+    }),
+    guard: { maxDisable: input.maxDisable, setting: '--max-disable', holds: 'plan' },
+    checkSeats: true,
+    adopt: true,
+    createLookUp: 'now',
+    ...(record
+      ? {
+          planned: async (plan, dryRun) => {
+            await recordFeed(deps.db, deps.org, {
+              hash: input.hash,
+              path: record.path,
+              format: record.format,
+              mode: input.mode,
+              dryRun,
+              rows: input.rows.length,
+              errors: record.rowErrors + plan.errors.length,
+              actions: plan.actions.length,
+              refused: plan.refused?.reason ?? null,
+            });
+          },
+        }
+      : {}),
+    afterEnqueue: async () =>
+      snapshotEmployees(deps.withPgClient, deps.org, {
+        rows: input.rows,
+        mode: input.mode,
+        keepEmployeeIds: input.invalidEmployeeIds,
+        keepEmails: input.invalidEmails,
+      }).then(
+        (employees): FeedAfter => ({ employees }),
+        (error: unknown): FeedAfter => {
+          deps.log.warn({ err: error }, 'employee snapshot failed');
+          return { employeesError: errorMessage(error) };
+        },
+      ),
+  };
+}

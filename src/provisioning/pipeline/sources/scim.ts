@@ -1,0 +1,67 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../../warehouse/database.ts';
+import { SCIM_AUDIT_MARK } from '../../../scim/marks.ts';
+import { markPlanned } from '../../../scim/store.ts';
+import { liveOpenActions } from '../../apply/enqueue.ts';
+import type { FeedRow } from '../../feed/types.ts';
+import type { MaxDisable } from '../../plan/types.ts';
+import type { PipelineDeps, Source } from '../types.ts';
+
+/**
+ * A batch of SCIM changes as a source: each is a one-row delta HR feed (the User as the
+ * identity provider states it now), planned against the identities its rows name only. An
+ * employee whose earlier actions are still queued is left pending (the plan would start
+ * from a state about to change); the SCIM sweep plans it once they finish. Disables are
+ * guarded over a sliding hour of this organisation's SCIM disables; past the limit only the
+ * excess is held (changes arrive one by one). Creates learn their platform id in bulk after
+ * the burst. Seats are the jobs' to meet: a read per batch would spend the request budget.
+ */
+
+export interface ScimChange {
+  scimId: string;
+  /** The scim_users version this change states: a row changed since is not marked planned. */
+  version: number;
+  row: FeedRow;
+}
+
+/** The guard's sliding window. */
+export const SCIM_GUARD_WINDOW = '1 hour';
+
+
+export interface ScimAfter {
+  /** Employees left pending: earlier actions still queued (the sweep plans them later). */
+  pending: string[];
+}
+
+export function scimSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'queue'> & { db: Kysely<Database> }, changes: readonly ScimChange[], maxDisable: MaxDisable | undefined): Source<ScimAfter> {
+  let pending = new Set<string>();
+  return {
+    kind: 'scim',
+    label: 'SCIM',
+    auditMark: SCIM_AUDIT_MARK,
+    desired: async () => {
+      pending = new Set((await liveOpenActions(deps, changes.map((c) => c.row.employeeId))).map((row) => row.employeeId));
+      const ready = changes.filter((c) => !pending.has(c.row.employeeId));
+      return {
+        rows: ready.map((c) => c.row),
+        mode: 'delta',
+        invalidEmployeeIds: new Set(),
+        invalidEmails: new Set(),
+        fileErrors: [],
+        appliedScope: 'listed',
+        refs: new Map(ready.map((c) => [c.row.employeeId, c.scimId])),
+      };
+    },
+    guard: { maxDisable, setting: 'TRAINSYNC_SCIM_MAX_DISABLE', window: SCIM_GUARD_WINDOW, holds: 'excess' },
+    checkSeats: false,
+    adopt: false,
+    createLookUp: 'later',
+    afterEnqueue: async ({ skippedEmployees }) => {
+      for (const employeeId of skippedEmployees) pending.add(employeeId);
+      // Held changes are planned too: the hold is a decision waiting on a person, not work left to plan.
+      const planned = changes.filter((c) => !pending.has(c.row.employeeId));
+      await markPlanned(deps.db, deps.org, planned.map((c) => ({ scimId: c.scimId, version: c.version })));
+      return { pending: [...pending] };
+    },
+  };
+}

@@ -8,8 +8,9 @@ describe('refusedReason', () => {
 
   it('a held plan ends with the command that approves it, in the form `trainsync held --approve ID --confirm N`', () => {
     const reason = refusedReason(maxDisable, { disables: 277, limit: 27, heldPlanId: 12, dryRun: false, json: false });
-    expect(reason.split('\n').at(-1)).toBe(`  approve plan #12: ${approveCommand(12, 277)}`);
-    expect(approveCommand(12, 277)).toBe('trainsync held --approve 12 --confirm 277');
+    expect(reason.split('\n').at(-1)).toBe(`  approve plan #12: ${approveCommand(12)}, N = 277`);
+    // The count is the operator's to type: the command never carries it ready to paste.
+    expect(approveCommand(12)).toBe('trainsync held --approve 12 --confirm N');
     // The last line fits an 80-column terminal with room to spare: never wrapped there.
     expect(wrapLine(reason.split('\n').at(-1)!, 62)).toHaveLength(1);
   });
@@ -22,6 +23,6 @@ describe('refusedReason', () => {
 
   it('with --json the whole message, and the approve command, are in the reason (stdout is the document)', () => {
     const reason = refusedReason(maxDisable, { disables: 277, limit: 27, heldPlanId: 3, dryRun: false, json: true });
-    expect(reason).toBe(`refused, nothing was enqueued: ${maxDisable.message} Held as plan #3: approve it with \`trainsync held --approve 3 --confirm 277\`, or in the console (Provisioning).`);
+    expect(reason).toBe(`refused, nothing was enqueued: ${maxDisable.message} Held as plan #3: approve it with \`trainsync held --approve 3 --confirm N\` (N: the 277 people who lose access), or in the console (Provisioning).`);
   });
 });

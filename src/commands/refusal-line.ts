@@ -8,9 +8,13 @@ import type { FeedShrinkCheck } from '../provisioning/feed-shrink-check.ts';
  * it. With --json the refusal's whole message goes here (stdout is the JSON document).
  */
 
-/** How the other helper's approval command is typed: the plan's id and the people who lose access. */
-export function approveCommand(planId: number, disables: number): string {
-  return `trainsync held --approve ${planId} --confirm ${disables}`;
+/**
+ * The command that approves a held plan. The count is left for the operator to type (the
+ * sentence before it says how many lose access): a command ready to paste would make a
+ * mass disable one paste away, where the confirmation is meant to be deliberate.
+ */
+export function approveCommand(planId: number): string {
+  return `trainsync held --approve ${planId} --confirm N`;
 }
 
 export interface RefusalContext {
@@ -22,11 +26,11 @@ export interface RefusalContext {
 }
 
 export function refusedReason(refused: PlanRefusal, ctx: RefusalContext): string {
-  const held = ctx.heldPlanId === undefined ? '' : ` Held as plan #${ctx.heldPlanId}: approve it with \`${approveCommand(ctx.heldPlanId, ctx.disables)}\`, or in the console (Provisioning).`;
+  const held = ctx.heldPlanId === undefined ? '' : ` Held as plan #${ctx.heldPlanId}: approve it with \`${approveCommand(ctx.heldPlanId)}\` (N: the ${ctx.disables} people who lose access), or in the console (Provisioning).`;
   if (ctx.json) return `refused, nothing was enqueued: ${refused.message}${held}`;
   if (refused.reason === 'max-disable') {
     const over = `${ctx.disables} disables, over the limit of ${ctx.limit}`;
-    if (ctx.heldPlanId !== undefined) return `refused, nothing was enqueued: ${over}. Held for review.\n  approve plan #${ctx.heldPlanId}: ${approveCommand(ctx.heldPlanId, ctx.disables)}`;
+    if (ctx.heldPlanId !== undefined) return `refused, nothing was enqueued: ${over}. Held for review.\n  approve plan #${ctx.heldPlanId}: ${approveCommand(ctx.heldPlanId)}, N = ${ctx.disables}`;
     return `refused${ctx.dryRun ? ' (dry run, nothing held)' : ', nothing was enqueued'}: ${over}.\n  review the plan above; then --force, or --max-disable ${ctx.disables}`;
   }
   if (refused.reason === 'seats') return 'refused, nothing was enqueued: not enough free seats (see REFUSED above).\n  free seats on the platform, or rerun with --force';

@@ -30,7 +30,7 @@ export function refusedReason(refused: PlanRefusal, ctx: RefusalContext): string
   if (ctx.json) return `refused, nothing was enqueued: ${refused.message}${held}`;
   if (refused.reason === 'max-disable') {
     const over = `${ctx.disables} disables, over the limit of ${ctx.limit}`;
-    if (ctx.heldPlanId !== undefined) return `refused, nothing was enqueued: ${over}. Held for review.\n  approve plan #${ctx.heldPlanId}: ${approveCommand(ctx.heldPlanId)}, N = ${ctx.disables}`;
+    if (ctx.heldPlanId !== undefined) return `refused, nothing was enqueued: ${over}. Held for review; N = ${ctx.disables}.\n  approve plan #${ctx.heldPlanId}: ${approveCommand(ctx.heldPlanId)}`;
     return `refused${ctx.dryRun ? ' (dry run, nothing held)' : ', nothing was enqueued'}: ${over}.\n  review the plan above; then --force, or --max-disable ${ctx.disables}`;
   }
   if (refused.reason === 'seats') return 'refused, nothing was enqueued: not enough free seats (see REFUSED above).\n  free seats on the platform, or rerun with --force';

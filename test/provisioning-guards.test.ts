@@ -241,7 +241,9 @@ describe('provisioning guards (CLI, worker, Postgres, Redis, simulator)', () => 
     expect(held.disables).toBe((await count('select count(*)::int as n from trainsync.identities where active')) + 1);
     expect(run.stdout).toMatch(/^REFUSED \(max-disable\): The plan would disable \d+ employees/m);
     const last = lastLine(run.stderr);
-    expect(last).toBe(`  approve plan #${held.id}: trainsync held --approve ${held.id} --confirm ${held.disables}`);
+    expect(last).toBe(`  approve plan #${held.id}: trainsync held --approve ${held.id} --confirm N`);
+    // The count to type is said, not pasted into the command.
+    expect(run.stderr).toContain(`N = ${held.disables}.`);
     expect([...last].length).toBeLessThanOrEqual(80);
     expect(writeCallCount(h.sim.requests)).toBe(0);
     expect(await count('select count(*)::int as n from trainsync.provisioning_actions')).toBe(actionsBefore);

@@ -263,6 +263,8 @@ describe('the operator console in a browser', () => {
 
     await visit(operator.page, `/provisioning/held/${held.id}`);
     await operator.page.fill('#confirm', '10');
+    // The approval step as an operator sees it: why it was held, who loses access, the typed count.
+    await screenshot(operator.page, 'held-plan');
     await operator.page.click('#approve');
     expect(await operator.page.locator('#outcome').innerText()).toMatch(/approved: 10 actions enqueued/);
     await vi.waitFor(() => {

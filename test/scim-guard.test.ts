@@ -117,6 +117,10 @@ describe('SCIM deactivation guard', () => {
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(new RegExp(`#${id}[\\s│]+scim[\\s│]+SCIM[\\s│]+${COUNT - LIMIT}[\\s│]`));
     expect(list.stdout).toContain(`#${id}: ${plan!.message}`);
+    // On a 100-column terminal (COLUMNS) every line fits, the why and the commands included.
+    const narrow = await runCli(['held'], { ...h.env, COLUMNS: '100' });
+    for (const line of narrow.stdout.split('\n')) expect([...line].length, line).toBeLessThanOrEqual(100);
+    expect(narrow.stdout).toContain('trainsync held --approve ID --confirm N');
     const alias = await runCli(['scim', 'held'], h.env);
     expect(alias).toMatchObject({ code: 0, stdout: list.stdout });
     expect(alias.stderr).toContain('`trainsync scim held` is now `trainsync held`');

@@ -7,6 +7,7 @@ import { getHeldPlan, listHeldPlans, type HeldPlanSummary } from '../provisionin
 import type { CommandDeps } from './deps.ts';
 import { EXIT, RefusedError, UsageError } from './exit-codes.ts';
 import { fitTable } from './fit-table.ts';
+import { fitText } from './terminal.ts';
 import { requestedOrgs, selectOrgs } from './org-option.ts';
 import { provisionDeps } from './provision-deps.ts';
 import { formatOutcome } from './provision-report.ts';
@@ -53,7 +54,10 @@ export function renderHeldPlans(plans: readonly HeldPlanSummary[], orgs: readonl
   const head = ['plan', ...(multi ? ['org'] : []), 'source', 'from', 'lose access', 'actions', 'rows read', 'active', 'held (UTC)'];
   const rows = plans.map((p) => [`#${p.id}`, ...(multi ? [p.org] : []), p.source, p.file, p.disables, p.actionCount, p.rowsRead ?? '', p.activeEmployees ?? '', p.createdAt.toISOString().slice(0, 16).replace('T', ' ')]);
   const why = plans.map((p) => `#${p.id}: ${p.message}`);
-  return `${fitTable(head, rows)}\n${why.join('\n')}\napprove: trainsync held --approve ID --confirm N (N: how many lose access)   reject: trainsync held --reject ID [--reason TEXT]\n`;
+  // Sentences wrap at the terminal's width (fitText), the table is drawn to fit already.
+  return fitText(
+    `${fitTable(head, rows)}\n${why.join('\n')}\napprove: trainsync held --approve ID --confirm N (N: how many lose access)\nreject:  trainsync held --reject ID [--reason TEXT]`,
+  );
 }
 
 /** `status` section: one organisation's held plans; the title counts them. */

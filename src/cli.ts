@@ -9,6 +9,7 @@ import { exitCodeFor, exitReason } from './commands/exit-codes.ts';
 import { buildProgram } from './commands/program.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { toInfrastructureError } from './lib/infra-errors.ts';
+import { pino } from 'pino';
 import { createLogger, logFormatFor, type Logger } from './runtime/log.ts';
 import { isFinalFailureRecord } from './queue/run-job.ts';
 import { describeUnknownVariables } from './lib/unknown-variables.ts';
@@ -58,31 +59,18 @@ function describe(error: unknown): string {
  */
 function commandLogger(config: Config, verbose: boolean): Logger {
   const format = logFormatFor(config, stderrTerminal.isTty);
-  if (!stderrTerminal.isTty || format === 'json') return (piped = createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT }));
+  if (!stderrTerminal.isTty || format === 'json') {
+    // A one-shot command writes its records synchronously, so they stay in order with its
+    // last line (pino's default asynchronous writes let a record logged before it land after
+    // it on a busy machine); the worker, which has no last line, keeps the faster default.
+    const destination = commandName === 'worker' ? undefined : pino.destination({ dest: 2, sync: true });
+    return createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT, destination });
+  }
   const level = config.LOG_LEVEL_GIVEN ? config.LOG_LEVEL : verbose ? 'info' : 'warn';
   // A command that waits for its jobs says how each failed (its summary, its last line); only
   // the worker, which reports to nobody, shows a job's final failure as a record.
   const hide = commandName === 'worker' ? undefined : isFinalFailureRecord;
   return createLogger({ level, format, destination: stderrTerminal.logDestination, terminal: true, hide });
-}
-
-/** The JSON logger of a command whose stderr is not a terminal: written asynchronously. */
-let piped: Logger | undefined;
-
-/**
- * Log records are written to stderr asynchronously, the last line synchronously: on a busy
- * machine a record logged before it (the worker stopping) could land after it.
- */
-function logsWritten(): Promise<void> {
-  const log = piped;
-  if (log === undefined) return Promise.resolve();
-  return new Promise((resolve) => {
-    try {
-      log.flush(() => resolve());
-    } catch {
-      resolve();
-    }
-  });
 }
 
 async function main(): Promise<void> {
@@ -97,16 +85,12 @@ async function main(): Promise<void> {
     // The reason for a non-zero exit, last, in one line: never scrolled away by the output.
     const reason = exitReason();
     // On a terminal it wraps at word boundaries (a terminal would cut words); elsewhere it is one line.
-    if (reason !== undefined && process.exitCode !== undefined && process.exitCode !== 0) {
-      await logsWritten();
-      stderrLine(reason);
-    }
+    if (reason !== undefined && process.exitCode !== undefined && process.exitCode !== 0) stderrLine(reason);
   } catch (error) {
     // Commander has printed its own message (unknown option, bad value); the code is the table's.
     process.exitCode = exitCodeFor(error);
     if (error instanceof CommanderError) return;
     // Errors a person can act on: the message says what to fix; no stack trace.
-    await logsWritten();
     stderrLine(describe(error));
     if (!(error instanceof ConfigError) && configOrNothing()?.LOG_LEVEL === 'debug' && error instanceof Error) process.stderr.write(`${error.stack}\n`);
   }

@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROVISIONING_PAGE_SIZE } from '../src/console/routes.ts';
-import { startConsole, SESSION_COOKIE, type ConsoleServer } from '../src/console/server.ts';
+import { startConsole, type ConsoleServer } from '../src/console/server.ts';
 import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { hashConsolePassword } from '../src/lib/console-users.ts';
+import { consoleSession, type ConsoleSession } from './helpers/console-http.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
 
 /**
@@ -21,27 +22,13 @@ const ROWS = 45;
 let h: SyncHarness;
 let server: ConsoleServer;
 let base: string;
-let cookie: string;
+let session: ConsoleSession;
 
-/** Logs in through the form (CSRF token and cookie included); the session cookie to send. */
-async function logIn(): Promise<string> {
-  const form = await fetch(`${base}/login`);
-  const csrf = form.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-  const token = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1];
-  const answer = await fetch(`${base}/login`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie: csrf, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ _csrf: token!, username: USER.name, password: USER.password }),
-  });
-  expect(answer.status).toBe(302);
-  return answer.headers.getSetCookie().find((c) => c.startsWith(`${SESSION_COOKIE}=`))!.split(';')[0]!;
-}
 
 async function get(path: string): Promise<string> {
-  const answer = await fetch(`${base}${path}`, { headers: { cookie }, redirect: 'manual' });
+  const answer = await session.get(path);
   expect(answer.status, path).toBe(200);
-  return answer.text();
+  return answer.text;
 }
 
 /** What a reader sees: the text without tags (attributes such as datetime="…" are not read). */
@@ -91,7 +78,7 @@ beforeAll(async () => {
   }
   server = (await startConsole({ config: h.config, db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: () => { throw new Error('not used here'); } }))!;
   base = `http://127.0.0.1:${server.port}`;
-  cookie = await logIn();
+  session = await consoleSession(base, USER);
 });
 
 afterAll(async () => {
@@ -171,8 +158,9 @@ describe('console pages', () => {
     expect(css.status).toBe(200);
     expect(await css.text()).toContain('#trainsync-back');
     // Its API answers are bull-board's own, untouched.
-    const api = await fetch(`${base}/queues/api/queues`, { headers: { cookie } });
-    expect(api.headers.get('content-type')).toMatch(/json/);
-    expect(await api.text()).not.toContain('trainsync-back');
+    const api = await session.get('/queues/api/queues');
+    expect(api.status).toBe(200);
+    expect(() => JSON.parse(api.text) as unknown).not.toThrow();
+    expect(api.text).not.toContain('trainsync-back');
   });
 });

@@ -1,12 +1,13 @@
 import { parse as parseCsv } from 'csv-parse/sync';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startConsole, SESSION_COOKIE, type ConsoleServer } from '../src/console/server.ts';
+import { startConsole, type ConsoleServer } from '../src/console/server.ts';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { hashConsolePassword } from '../src/lib/console-users.ts';
 import { findUser, setUserAccess, writeCallCount } from '../src/simulator/index.ts';
 import { runCli, type CliRun } from './helpers/cli.ts';
 import { feedDir } from './helpers/hr-feed.ts';
+import { consoleSession, type ConsoleSession } from './helpers/console-http.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
 
 /**
@@ -24,7 +25,7 @@ const FEED = 'examples/hr-feed.csv';
 let h: SyncHarness;
 let server: ConsoleServer;
 let base: string;
-let cookie: string;
+let session: ConsoleSession;
 let files: ReturnType<typeof feedDir>;
 
 const env = (more: Record<string, string> = {}): Record<string, string> => ({ ...h.env, LOG_LEVEL: 'warn', ...more });
@@ -52,24 +53,11 @@ async function fixDryRunJson(): Promise<FixJson> {
   return JSON.parse(run.stdout) as FixJson;
 }
 
-async function logIn(): Promise<string> {
-  const form = await fetch(`${base}/login`);
-  const csrf = form.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-  const token = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1];
-  const answer = await fetch(`${base}/login`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie: csrf, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ _csrf: token!, username: USER.name, password: USER.password }),
-  });
-  expect(answer.status).toBe(302);
-  return answer.headers.getSetCookie().find((c) => c.startsWith(`${SESSION_COOKIE}=`))!.split(';')[0]!;
-}
 
 async function page(path: string): Promise<string> {
-  const answer = await fetch(`${base}${path}`, { headers: { cookie } });
+  const answer = await session.get(path);
   expect(answer.status, path).toBe(200);
-  return answer.text();
+  return answer.text;
 }
 
 /** What the People page and the Drift repair page count: leavers with access, and the disables the repair plans. */
@@ -90,7 +78,7 @@ beforeAll(async () => {
   h = await createSyncHarness({ simulator: { seed: 1 }, env: { TRAINSYNC_CONSOLE_USERS: `${USER.name}:operator:${hash}`, TRAINSYNC_CONSOLE_PORT: '0' } });
   server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: (org) => provisionDeps(h.app, org) }))!;
   base = `http://127.0.0.1:${server.port}`;
-  cookie = await logIn();
+  session = await consoleSession(base, USER);
   files = feedDir();
   // The platform's users and groups in the warehouse, as a deployment has them before provisioning.
   const synced = await h.sync(['users', 'groups']);

@@ -13,20 +13,13 @@
  * Run: node bin/run-ts.js bench/scim-steady.ts                 (60 s of load, then the drain at the budget)
  *      node bin/run-ts.js bench/scim-steady.ts '{"seconds":10}'  (a quick look)
  */
-import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import pg from 'pg';
 import { Pool } from 'undici';
 import { z } from 'zod';
-import { freePort } from '../test/helpers/own-services.ts';
-import { createBenchDatabase } from './admin-query.ts';
-import { deleteBenchKeys } from './redis-cleanup.ts';
-import { startSimulatorChild } from './simulator-child.ts';
-import { startWorkerChild } from './worker-child.ts';
+import { EXISTING_USERS, startScimBench } from './scim-worker.ts';
 
 /** The default of TRAINSYNC_REQUESTS_PER_SECOND (the worker is started without it). */
 const BUDGET = 10;
-const EXISTING_USERS = 20;
 
 export interface ScimSteadyBench {
   connections: number;
@@ -66,23 +59,8 @@ const summarySchema = z.object({ total: z.number(), maxInAnyWindow: z.number() }
 export async function benchScimSteady(options: { seconds?: number; connections?: number } = {}): Promise<ScimSteadyBench> {
   const SECONDS = options.seconds ?? 60;
   const CONNECTIONS = options.connections ?? 20;
-  const sim = await startSimulatorChild({ seed: 94, sizes: { users: EXISTING_USERS, courses: 4, results: 10, groups: 3 }, totalSeats: 100_000 });
-  const database = await createBenchDatabase();
-  const prefix = `bench-${randomBytes(4).toString('hex')}`;
-  const token = randomBytes(32).toString('hex');
-  const port = await freePort();
-  const worker = startWorkerChild({
-    TRAINSYNC_API_URL: sim.url,
-    TRAINSYNC_API_KEY: sim.apiKey,
-    DATABASE_URL: database.url,
-    TRAINSYNC_QUEUE_PREFIX: prefix,
-    TRAINSYNC_METRICS_PORT: '0',
-    TRAINSYNC_SCIM_TOKEN: token,
-    TRAINSYNC_SCIM_PORT: String(port),
-    TRAINSYNC_SCIM_HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-  });
-  const adminPool = new pg.Pool({ connectionString: database.url, max: 1 });
+  const setup = await startScimBench({ seed: 94, totalSeats: 100_000 });
+  const { sim, worker, adminPool, token, port } = setup;
   const origin = `http://127.0.0.1:${port}`;
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' };
   // The identity provider's pool: a few persistent connections, one request at a time on each.
@@ -197,12 +175,7 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
     };
   } finally {
     await pool.close();
-    worker.child.kill('SIGTERM');
-    await new Promise((resolve) => (worker.child.exitCode === null ? worker.child.once('exit', resolve) : resolve(undefined)));
-    sim.stop();
-    await adminPool.end();
-    await database.drop();
-    await deleteBenchKeys('redis://127.0.0.1:6379', prefix);
+    await setup.close();
   }
 }
 

@@ -12,27 +12,20 @@
  * Run: node bin/run-ts.js bench/scim.ts            (about two minutes at 10 requests/s)
  *      node bin/run-ts.js bench/scim.ts '{"users":100}'   (a quick look)
  */
-import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import pg from 'pg';
 import { Agent, request } from 'undici';
 import { z } from 'zod';
 import { budgetIdentity } from '../src/platform/client.ts';
 import { budgetKeys } from '../src/platform/request-budget.ts';
 import { SCIM_PATH } from '../src/scim/server.ts';
-import { freePort } from '../test/helpers/own-services.ts';
-import { createBenchDatabase } from './admin-query.ts';
-import { deleteBenchKeys } from './redis-cleanup.ts';
 import { BackendCpuSampler, processCpuMicros, redisServerPid } from './sync-proc-cpu.ts';
 import { openBurstClient, type BurstClient, type BurstRequest } from './http-burst-client.ts';
 import { startArrivalCapture, type ArrivalCapture } from './arrivals-capture.ts';
 import { comparePerKey, describeComparison, watchGrants, type Arrival, type PerKeyComparison } from './arrivals-per-key.ts';
-import { startSimulatorChild } from './simulator-child.ts';
-import { startWorkerChild } from './worker-child.ts';
+import { EXISTING_USERS, startScimBench } from './scim-worker.ts';
 
 /** The default of TRAINSYNC_REQUESTS_PER_SECOND (the worker is started without it). */
 const BUDGET = 10;
-const EXISTING_USERS = 20;
 /** No-work bursts before the creates; the last one is the floor. */
 const FLOOR_ROUNDS = 3;
 
@@ -102,23 +95,8 @@ const summarySchema = z.object({ total: z.number(), maxInAnyWindow: z.number(), 
 
 export async function benchScim(options: { users?: number; responsesOnly?: boolean; capture?: 'auto' | 'on' | 'off' } = {}): Promise<ScimBench> {
   const USERS = options.users ?? 1_000;
-  const sim = await startSimulatorChild({ seed: 93, sizes: { users: EXISTING_USERS, courses: 4, results: 10, groups: 3 }, totalSeats: EXISTING_USERS + USERS + 50 });
-  const database = await createBenchDatabase();
-  const prefix = `bench-${randomBytes(4).toString('hex')}`;
-  const token = randomBytes(32).toString('hex');
-  const port = await freePort();
-  const worker = startWorkerChild({
-    TRAINSYNC_API_URL: sim.url,
-    TRAINSYNC_API_KEY: sim.apiKey,
-    DATABASE_URL: database.url,
-    TRAINSYNC_QUEUE_PREFIX: prefix,
-    TRAINSYNC_METRICS_PORT: '0',
-    TRAINSYNC_SCIM_TOKEN: token,
-    TRAINSYNC_SCIM_PORT: String(port),
-    TRAINSYNC_SCIM_HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-  });
-  const adminPool = new pg.Pool({ connectionString: database.url, max: 1 });
+  const setup = await startScimBench({ seed: 93, totalSeats: EXISTING_USERS + USERS + 50 });
+  const { sim, worker, adminPool, token, port, prefix, database } = setup;
   const base = `http://127.0.0.1:${port}/scim/v2`;
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' };
   // The same burst through undici on fresh connections, as this bench measured before: the harness's share.
@@ -276,12 +254,7 @@ export async function benchScim(options: { users?: number; responsesOnly?: boole
     await grants?.stop();
     burst?.close();
     if (!undiciFresh.closed) await undiciFresh.close();
-    worker.child.kill('SIGTERM');
-    await new Promise((resolve) => (worker.child.exitCode === null ? worker.child.once('exit', resolve) : resolve(undefined)));
-    sim.stop();
-    await adminPool.end();
-    await database.drop();
-    await deleteBenchKeys('redis://127.0.0.1:6379', prefix);
+    await setup.close();
   }
 }
 

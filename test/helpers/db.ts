@@ -17,7 +17,7 @@
  *
  * Test databases are named `trainsync_test_<epoch seconds>_<random>`; setup drops
  * those older than a day (a crashed run's leftovers) and templates of other sql/
- * versions built more than an hour ago.
+ * versions unused for three hours (a run marks its template used when it starts).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
@@ -37,8 +37,12 @@ const TEMPLATE_LOCK_KEY = '7236512894561230002';
 const TEST_DB_PREFIX = 'trainsync_test_';
 const TEMPLATE_PREFIX = 'trainsync_tpl_';
 const DAY_SECONDS = 86_400;
-/** A template of another sql/ version is only kept this long (sql/ changes often while developing). */
-const OLD_TEMPLATE_SECONDS = 3_600;
+/**
+ * A template of another sql/ version is dropped once unused this long (sql/ changes often
+ * while developing). Counted from its last use, not its build: a suite of another sql/
+ * version starting beside a long run must not drop the template that run still copies.
+ */
+const OLD_TEMPLATE_SECONDS = 3 * 3_600;
 
 export interface TestDatabase {
   /** Connection URL of this database (give it to a child process or createPool). */
@@ -120,10 +124,15 @@ export function ensureTemplateDatabase(): Promise<string> {
 async function buildTemplate(): Promise<string> {
   const name = await templateName();
   return withAdmin(async (admin) => {
-    if (await databaseExists(admin, name)) return name;
+    // In use from now: a setup of another sql/ version keeps it (dropStaleTestDatabases).
+    const used = async (): Promise<string> => {
+      await admin.query(`comment on database ${admin.escapeIdentifier(name)} is ${admin.escapeLiteral(new Date().toISOString())}`);
+      return name;
+    };
+    if (await databaseExists(admin, name)) return used();
     await admin.query('select pg_advisory_lock($1::bigint)', [TEMPLATE_LOCK_KEY]);
     try {
-      if (await databaseExists(admin, name)) return name;
+      if (await databaseExists(admin, name)) return used();
       const scratch = `${name}_build`;
       await admin.query(`drop database if exists ${admin.escapeIdentifier(scratch)} with (force)`);
       await admin.query(`create database ${admin.escapeIdentifier(scratch)} template template0`);
@@ -134,9 +143,8 @@ async function buildTemplate(): Promise<string> {
         await pool.end();
       }
       await admin.query(`alter database ${admin.escapeIdentifier(scratch)} rename to ${admin.escapeIdentifier(name)}`);
-      // When it was built, so a later setup can drop templates of old sql/ versions.
-      await admin.query(`comment on database ${admin.escapeIdentifier(name)} is ${admin.escapeLiteral(new Date().toISOString())}`);
-      return name;
+      // When it was last used, so a later setup can drop templates of old sql/ versions.
+      return await used();
     } finally {
       await admin.query('select pg_advisory_unlock($1::bigint)', [TEMPLATE_LOCK_KEY]);
     }
@@ -145,7 +153,7 @@ async function buildTemplate(): Promise<string> {
 
 /**
  * Drops test databases created more than a day ago (by the time in their name) and
- * templates other than `keep` built more than an hour ago. Best effort.
+ * templates other than `keep` unused for OLD_TEMPLATE_SECONDS. Best effort.
  */
 export async function dropStaleTestDatabases(keep: string): Promise<string[]> {
   return withAdmin(async (admin) => {

@@ -15,11 +15,24 @@
 --                             failed or waits for an identity (needs-identity)
 -- Per organisation: employees of org X are compared with the accounts org X's key lists
 -- (training.users rows of org X) and org X's actions; org is the last column.
--- security_invoker: row-level security on the tables applies to whoever reads the view
--- (a per-organisation reader sees its organisation's rows only). The view also reads
--- trainsync.provisioning_actions and trainsync.identities, so trainsync_reader is
--- granted select on the columns it reads of those two (below).
-create or replace view training.hr_reconciliation with (security_invoker = true) as
+-- security_invoker off: the view reads schema trainsync (the actions and identities) with
+-- its owner's rights, so readers need nothing in that schema (they have nothing there).
+-- The owner is not bound by row-level security, so the view filters itself: a row shows
+-- only when its organisation is one training.visible_organisations() returns, a function
+-- run with the reader's own rights (row-level security on training.organisations shows a
+-- per-organisation reader its own row, trainsync_reader every row, trainsync's
+-- application role the organisations of its transaction's scope).
+create or replace function training.visible_organisations() returns setof text
+  language sql stable
+  -- A SET clause keeps the planner from inlining the body into the view, where the
+  -- view owner's rights (and no row-level security) would read the table instead.
+  set search_path = pg_catalog
+as $$
+  select slug from training.organisations
+$$;
+
+create or replace view training.hr_reconciliation with (security_invoker = false) as
+select * from (
 with employee_accounts as (
   -- Each employee's platform account: the linked one, else a listed one with the same e-mail;
   -- account_gone: the linked account is one the platform no longer lists.
@@ -35,7 +48,6 @@ with employee_accounts as (
   ) m on true
 ), latest_actions as (
   -- Enable and disable (or an add and a removal of one group) are one question: the latest answers it.
-  -- Named columns only: the reader is granted these (see the grants below), not the whole row.
   select distinct on (a.org, a.employee_id, a.family) a.org, a.employee_id, a.email, a.kind, a.group_id, a.status, a.error_code, a.error_message, a.finished_at
   from (
     select a.id, a.org, a.employee_id, a.email, a.kind, a.group_id, a.status, a.error_code, a.error_message, a.finished_at, case
@@ -103,30 +115,19 @@ select 'pending_action', la.employee_id, la.email, i.platform_user_id,
   la.org
 from latest_actions la
 left join trainsync.identities i on i.org = la.org and i.employee_id = la.employee_id
-where la.status in ('failed', 'needs-identity');
+where la.status in ('failed', 'needs-identity')
+) r
+where r.org in (select training.visible_organisations());
 
 comment on view training.hr_reconciliation is
   'One row per HR/platform discrepancy: kind in active_without_account, leaver_with_access, account_without_employee, pending_action.';
 
 grant select on training.hr_reconciliation to trainsync_reader;
--- The invoker reads these columns (the pending_action rows), and only these: no secret is in
--- them, and the rest of schema trainsync stays closed to the reader. Both tables carry org, so
--- row-level security can limit a per-organisation reader to its own rows.
-grant usage on schema trainsync to trainsync_reader;
-grant select (id, org, employee_id, email, kind, group_id, status, error_code, error_message, finished_at) on trainsync.provisioning_actions to trainsync_reader;
-grant select (org, employee_id, platform_user_id) on trainsync.identities to trainsync_reader;
--- Per-organisation readers get the same columns (src/warehouse/org-readers.ts); row-level
--- security keeps them to their organisation's rows, as on training.* (90_org_row_security.sql).
--- trainsync connects as the owner of these tables, which row-level security does not bind.
-alter table trainsync.provisioning_actions enable row level security;
-alter table trainsync.identities enable row level security;
-do $$
-begin
-  if not exists (select 1 from pg_policies where schemaname = 'trainsync' and tablename = 'provisioning_actions' and policyname = 'organisation_rows') then
-    create policy organisation_rows on trainsync.provisioning_actions for select using (org in (select slug from training.organisations));
-  end if;
-  if not exists (select 1 from pg_policies where schemaname = 'trainsync' and tablename = 'identities' and policyname = 'organisation_rows') then
-    create policy organisation_rows on trainsync.identities for select using (org in (select slug from training.organisations));
-  end if;
-end
-$$;
+-- Readers once read the actions and identities themselves (a security_invoker view): their
+-- grants in schema trainsync go (per-organisation readers: src/warehouse/org-readers.ts),
+-- with the reader-only policies those two tables had. Row-level security on them stays:
+-- trainsync's application role is bound by it (95_trainsync_app.sql).
+revoke all on all tables in schema trainsync from trainsync_reader;
+revoke usage on schema trainsync from trainsync_reader;
+drop policy if exists organisation_rows on trainsync.provisioning_actions;
+drop policy if exists organisation_rows on trainsync.identities;

@@ -1,3 +1,4 @@
+import { scopedApp } from './scoped.ts';
 import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
 import { cancelQueuedOrOrphaned } from '../sync/cancel-sync.ts';
@@ -35,7 +36,7 @@ resource names that organisation's sync, and a job id of another organisation is
       const log = deps.createLogger(config);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       try {
-        const outcome = await cancelQueuedOrOrphaned({ ...app, org: org.slug }, target, `\`trainsync cancel ${target}\``);
+        const outcome = await cancelQueuedOrOrphaned(scopedApp(app, org.slug), target, `\`trainsync cancel ${target}\``);
         if (!outcome.ok) throw new RefusedError(outcome.reason);
         const { job, how, runs } = outcome;
         process.stdout.write(`cancelled job ${job.id} (${job.name}, ${how})${runs > 0 ? `; its run recorded as cancelled` : ''}\n`);

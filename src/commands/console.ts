@@ -32,12 +32,11 @@ Approved plans and retried actions are applied by a running worker. See docs/ope
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true, redis: 'persistent' });
       const server = await startConsole({
         config,
-        db: app.db,
-        withPgClient: app.withPgClient,
+        scopes: app.scopes,
         queue: app.queue,
         log,
         repair: (org) => provisionDeps(app, org),
-        health: () => runHealthChecks({ postgres: () => sql`select 1`.execute(app.db), redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }) }),
+        health: () => runHealthChecks({ postgres: () => sql`select 1`.execute(app.scopes.unscoped), redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }) }),
       });
       process.stdout.write(`console: http://${config.TRAINSYNC_CONSOLE_HOST}:${server!.port}/\n`);
       await new Promise<void>((resolve) => {

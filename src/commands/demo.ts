@@ -1,3 +1,4 @@
+import { scopedApp } from './scoped.ts';
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_ORG } from '../lib/orgs-file.ts';
 import { fileURLToPath } from 'node:url';
@@ -145,7 +146,7 @@ trainsync_demo unless DATABASE_URL names another).`,
         const database = decodeURIComponent(new URL(config.DATABASE_URL).pathname.slice(1));
         const steps = async (): Promise<void> => {
           write(`1. migrate: done (${seconds()} s)\n\n2. sync everything\n`);
-          const outcomes = await runSync({ ...app, org: DEMO_ORG }, syncResources(app.catalog.values()), syncPayloadSchema.parse({ trigger: 'cli' }));
+          const outcomes = await runSync(scopedApp(app, DEMO_ORG), syncResources(app.catalog.values()), syncPayloadSchema.parse({ trigger: 'cli' }));
           write(renderSummary(outcomes));
           if (outcomes.some((o) => o.status === 'failed')) exitCode = 1;
 
@@ -153,7 +154,7 @@ trainsync_demo unless DATABASE_URL names another).`,
           const writesBefore = writeCallCount(sim.requests);
           // The demo provisions a full feed: the shrink guard stands before it as before `provision`'s.
           const feed = await readFeed(options.feed);
-          const shrink = await checkFeedShrink(app.db, DEFAULT_ORG, feed, {
+          const shrink = await checkFeedShrink(app.scopes.scope(DEFAULT_ORG).db, DEFAULT_ORG, feed, {
             file: options.feed,
             format: feedFormatFor(options.feed),
             mode: 'full',
@@ -166,7 +167,7 @@ trainsync_demo unless DATABASE_URL names another).`,
             exitCode = 2;
             return;
           }
-          const groupNames = await loadGroupNames(app.db, DEFAULT_ORG);
+          const groupNames = await loadGroupNames(app.scopes.scope(DEFAULT_ORG).db, DEFAULT_ORG);
           const result = await provisionFeed(provisionDeps(app, DEFAULT_ORG), {
             file: options.feed,
             feed,
@@ -195,34 +196,34 @@ trainsync_demo unless DATABASE_URL names another).`,
           write(`replanning the same feed now: ${again.plan.actions.length} actions (an unchanged feed makes no write call)\n`);
 
           write(`\n4. sync users and seats again, to see the changes in the warehouse (${seconds()} s)\n`);
-          const after = await runSync({ ...app, org: DEMO_ORG }, ['users', 'seats'], syncPayloadSchema.parse({ trigger: 'cli' }));
+          const after = await runSync(scopedApp(app, DEMO_ORG), ['users', 'seats'], syncPayloadSchema.parse({ trigger: 'cli' }));
           write(renderSummary(after));
 
           const counts = new Table({ head: ['table', 'rows'], style: { head: [], border: [], compact: true } });
           for (const table of TABLES) {
             // `table` comes from the fixed list above, never from input.
-            const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}`.execute(app.db);
+            const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}`.execute(app.scopes.scope(DEFAULT_ORG).db);
             counts.push([table, rows[0]?.n ?? 0]);
           }
           write(`\n5. the warehouse\n${counts.toString()}\n\nTry (psql ${config.DATABASE_URL}):\n${QUERIES.join('\n\n')}\n`);
 
-          const assignments = await renderAssignmentStatus(app.db, DEFAULT_ORG);
+          const assignments = await renderAssignmentStatus(app.scopes.scope(DEFAULT_ORG).db, DEFAULT_ORG);
           write(
             `\n6. assigned training (training.assignment_status: employees x the courses of their groups)\n` +
               (assignments ||
                 'no assignments yet: they need groups (sync groups), memberships trainsync applied, and the feed in training.employees\n'),
           );
-          write(`\n7. HR against the platform (npx trainsync reconcile)\n${renderReconciliation(await reconciliationReport(app.db, DEFAULT_ORG, 0))}`);
+          write(`\n7. HR against the platform (npx trainsync reconcile)\n${renderReconciliation(await reconciliationReport(app.scopes.scope(DEFAULT_ORG).db, DEFAULT_ORG, 0))}`);
           write(`\nAll done in ${seconds()} s. Run \`npm run demo\` again: its simulator starts afresh, so the same feed repairs that drift and the reconcile ends at 0.\n`);
           write(`Start from scratch: dropdb ${/^[A-Za-z0-9_]+$/.test(database) ? database : JSON.stringify(database)}\n`);
         };
         try {
           // Two demos on one database would undo each other's provisioning (each has its own
           // simulator, so its own platform ids): the second waits for the first.
-          const alone = await tryAdvisoryLock(app.withPgClient, DEMO_LOCK, steps);
+          const alone = await tryAdvisoryLock(app.scopes.scope(DEFAULT_ORG).lend, DEMO_LOCK, steps);
           if (!alone.acquired) {
             write(`another demo is running against the database ${database}: waiting for it to finish (or set DATABASE_URL to another database)\n`);
-            await withAdvisoryLock(app.withPgClient, DEMO_LOCK, steps);
+            await withAdvisoryLock(app.scopes.scope(DEFAULT_ORG).lend, DEMO_LOCK, steps);
           }
         } finally {
           await app.close();

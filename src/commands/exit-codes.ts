@@ -2,6 +2,8 @@ import { CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError } from '../config.ts';
 import { InfrastructureError } from '../lib/infra-errors.ts';
 import { NotMigratedError } from '../warehouse/migrator.ts';
+import { AppRoleError } from '../warehouse/app-role.ts';
+import { OrgReaderError } from '../warehouse/org-readers.ts';
 import { isRefusedKeyMessage, PlatformError } from '../platform/errors.ts';
 
 /** The exit codes of every command (docs/reference.md, "Exit codes"). */
@@ -51,6 +53,8 @@ export function exitCodeFor(error: unknown): ExitCode {
     return error.exitCode === 0 ? EXIT.ok : EXIT.refused;
   }
   if (error instanceof UsageError || error instanceof RefusedError || error instanceof ConfigError || error instanceof NotMigratedError || error instanceof InvalidArgumentError) return EXIT.refused;
+  // Roles to fix: a reader role that would see every organisation, a login that cannot take trainsync_app.
+  if (error instanceof OrgReaderError || error instanceof AppRoleError) return EXIT.refused;
   // A setting naming something that is not the service (REDIS_URL at an HTTP port) is configuration.
   if (error instanceof InfrastructureError && error.misconfigured) return EXIT.refused;
   if (isRefusedKey(error)) return EXIT.refused;

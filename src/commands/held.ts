@@ -62,7 +62,7 @@ export function renderHeldPlans(plans: readonly HeldPlanSummary[], orgs: readonl
 
 /** `status` section: one organisation's held plans; the title counts them. */
 export const heldPlansSection: StatusSection = async (app, org) => {
-  const plans = await listHeldPlans(app.db, { org, onlyHeld: true });
+  const plans = await listHeldPlans(app.scopes.scope(org).db, { org, onlyHeld: true });
   return {
     title: `Held plans: ${plans.length} (review, approve or reject: trainsync held)`,
     rows: plans.map((p) => ({ plan: p.id, source: p.source, from: p.file, 'lose access': p.disables, actions: p.actionCount, held: p.createdAt })),
@@ -71,7 +71,7 @@ export const heldPlansSection: StatusSection = async (app, org) => {
 
 async function decide(app: App, orgs: readonly string[], options: HeldCliOptions, write: (text: string) => void): Promise<number> {
   const id = (options.approve ?? options.reject)!;
-  const found = await getHeldPlan(app.db, id);
+  const found = await getHeldPlan(app.scopes.scope(orgs).db, id);
   if (!found) throw new RefusedError(`no held plan #${id}; \`trainsync held\` lists the ones still held`);
   if (!orgs.includes(found.org)) throw new RefusedError(`plan #${id} is organisation ${found.org}'s: add --org ${found.org}`);
   const deps = provisionDeps(app, found.org);
@@ -103,7 +103,7 @@ export async function runHeld(deps: Pick<CommandDeps, 'loadConfig' | 'createLogg
   const app = await createApp(config, deps.createLogger(config), { jobs: deps.jobs, migrate: true });
   try {
     if (options.approve !== undefined || options.reject !== undefined) return await decide(app, orgs, options, write);
-    const plans = (await Promise.all(orgs.map((org) => listHeldPlans(app.db, { org, onlyHeld: true })))).flat().sort((a, b) => b.id - a.id);
+    const plans = (await Promise.all(orgs.map((org) => listHeldPlans(app.scopes.scope(org).db, { org, onlyHeld: true })))).flat().sort((a, b) => b.id - a.id);
     write(options.json ? `${JSON.stringify(plans, null, 2)}\n` : renderHeldPlans(plans, orgs));
     return EXIT.ok;
   } finally {

@@ -7,7 +7,7 @@ import type { PlanMode } from '../provisioning/plan/types.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate } from '../warehouse/migrator.ts';
 import { createPool } from '../warehouse/pool.ts';
-import { lendFrom } from '../warehouse/transaction.ts';
+import { openAppScopes } from '../warehouse/app-role.ts';
 import type { CommandDeps } from './deps.ts';
 import { requireFeedFile } from './feed-file.ts';
 import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, withOrgProfile, type FeedCliOptions } from './feed-options.ts';
@@ -76,7 +76,9 @@ Examples:
       try {
         await ensureDatabase(config.DATABASE_URL, log);
         await migrate(pool, log);
-        const counts = await snapshotFeed(lendFrom(pool), org.slug, feed, { mode: options.mode });
+        // The migrations are the owner's; the load is the organisation's, through its scoped handle.
+        const app = await openAppScopes(config.DATABASE_URL, log);
+        const counts = await snapshotFeed(app.scopes.scope(org.slug).lend, org.slug, feed, { mode: options.mode }).finally(() => app.close());
         if (options.json) process.stdout.write(`${JSON.stringify({ fileErrors: [], errors: feed.errors, employees: counts }, null, 2)}\n`);
         else {
           if (errors.length > 0) process.stdout.write(`${errors.join('\n')}\n`);

@@ -1,3 +1,4 @@
+import { openAppScopes } from '../warehouse/app-role.ts';
 import type { Command } from 'commander';
 import type { Config } from '../config.ts';
 import { toInfrastructureError } from '../lib/infra-errors.ts';
@@ -50,6 +51,8 @@ Prints the migrations applied to stdout; logs go to stderr.`,
         await registerOrganisations(createDb(pool), config.orgs);
         const readers = config.orgs.flatMap((org) => (org.readerRole ? [{ slug: org.slug, readerRole: org.readerRole }] : []));
         const created = await ensureOrgReaders(pool, readers);
+        // The login must be able to take trainsync_app, the role every later connection runs as: refused now (exit 2), with the fix.
+        await (await openAppScopes(config.DATABASE_URL, log, 1)).close();
         const lines = applied.length === 0 ? ['migrations: up to date'] : applied.map((name) => `applied ${name}`);
         lines.push(`views: ${views} applied`);
         for (const reader of readers) lines.push(`reader ${reader.readerRole}: sees only ${reader.slug}${created.includes(reader.readerRole) ? ' (created)' : ''}`);

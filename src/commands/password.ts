@@ -1,3 +1,4 @@
+import { scopedApp } from './scoped.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { z } from 'zod';
 import { createApp } from '../runtime/app.ts';
@@ -48,7 +49,7 @@ Exit status is non-zero when the change failed; the platform's code is printed.`
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       let exitCode = 0;
       try {
-        const row = await requestPasswordChange({ ...app, org: org.slug }, email, password);
+        const row = await requestPasswordChange(scopedApp(app, org.slug), email, password);
         if (row.status === 'succeeded') {
           process.stdout.write(options.generate ? `password set for ${email}; it is shown once, store it now:\n${password}\n` : `password set for ${email}\n`);
         } else {

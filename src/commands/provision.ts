@@ -143,7 +143,7 @@ Examples:
         const feed = await readFeed(file, reading.options);
         const dryRun = options.dryRun ?? false;
         // Before planning: a full feed far shorter than the workforce is an accident, refused here (exit 2).
-        const shrink = await checkFeedShrink(app.db, org.slug, feed, {
+        const shrink = await checkFeedShrink(app.scopes.scope(org.slug).db, org.slug, feed, {
           file,
           format: reading.format,
           mode: options.mode,
@@ -158,7 +158,7 @@ Examples:
           exitWith(PROVISION_EXIT.refused, shrinkReason(shrink, options.json ?? false));
           return;
         }
-        const groupNames = await loadGroupNames(app.db, org.slug);
+        const groupNames = await loadGroupNames(app.scopes.scope(org.slug).db, org.slug);
         const result = await provisionFeed(provisionDeps(app, org.slug), {
           file,
           format: reading.format,

@@ -6,7 +6,8 @@ import type { MaxDisable } from '../provisioning/plan/types.ts';
 import { maskUrl, toInfrastructureError } from '../lib/infra-errors.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate, NotMigratedError, requireMigrated } from '../warehouse/migrator.ts';
-import { createDb, createPool } from '../warehouse/pool.ts';
+import { createPool } from '../warehouse/pool.ts';
+import { openAppScopes } from '../warehouse/app-role.ts';
 import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
 import type { CommandDeps } from './deps.ts';
 import { runReconcileFix } from './reconcile-fix.ts';
@@ -129,12 +130,13 @@ Examples:
       const orgs = selectOrgs(config, requested);
       const log = deps.createLogger(config);
       const pool = createPool(config.DATABASE_URL, { max: 2, log });
-      const db = createDb(pool);
+      let app: Awaited<ReturnType<typeof openAppScopes>> | undefined;
       try {
         // Reads only: a missing or unmigrated database is refused (exit 2), never created.
         await requireMigrated(pool, maskUrl(config.DATABASE_URL));
+        app = await openAppScopes(config.DATABASE_URL, log);
         const reports: ReconciliationReport[] = [];
-        for (const org of orgs) reports.push(await reconciliationReport(db, org.slug, options.examples));
+        for (const org of orgs) reports.push(await reconciliationReport(app.scopes.scope(org.slug).db, org.slug, options.examples));
         if (options.json) write(`${JSON.stringify(reports.length === 1 ? reports[0] : { organisations: reports }, null, 2)}\n`);
         // One organisation (the single-organisation case included) reads as before; several, each under its name.
         else write(fitText(reports.length === 1 ? renderReconciliation(reports[0]!) : reports.map((r) => `== organisation ${r.org} ==\n${renderReconciliation(r)}`).join('\n')));
@@ -142,8 +144,7 @@ Examples:
         if (error instanceof NotMigratedError) throw error;
         throw toInfrastructureError(error, config, 'postgres') ?? error;
       } finally {
-        await db.destroy().catch(() => undefined);
-        // Kysely ends the pool only if it ever lent a connection from it.
+        await app?.close();
         if (!pool.ended) await pool.end().catch(() => undefined);
       }
     });

@@ -90,7 +90,7 @@ export async function collectStatus(app: App, sections: readonly StatusSection[]
   const tag = <T extends object>(org: string, entries: T[]): Array<T & OfOrg> => (labelled ? entries.map((entry) => ({ ...entry, org })) : entries);
   const perOrg = await Promise.all(
     orgs.map(async (org) => {
-      const runs = (await lastRuns(app.db, org)).map((run) => {
+      const runs = (await lastRuns(app.scopes.scope(org).db, org)).map((run) => {
         if (run.status !== 'running') return run;
         const job = activeJobs.find((j) => j.id === run.jobId);
         // A run left running whose job no worker holds: the job waits to resume, or is gone.
@@ -98,8 +98,8 @@ export async function collectStatus(app: App, sections: readonly StatusSection[]
       });
       return {
         runs: tag(org, runs),
-        watermarks: tag(org, await listWatermarks(app.db, org)),
-        quarantine: tag(org, await quarantineCounts(app.db, org)),
+        watermarks: tag(org, await listWatermarks(app.scopes.scope(org).db, org)),
+        quarantine: tag(org, await quarantineCounts(app.scopes.scope(org).db, org)),
         schedules: tag(org, allSchedules.filter((schedule) => scheduleOrg(schedule.id, slugs) === org)),
         sections: tag(org, await Promise.all(sections.map((section) => section(app, org)))),
       };

@@ -3,7 +3,7 @@ import type { StatusSection } from './status.ts';
 
 /** `status` section of one organisation: the last webhook event received and the backlog of stored events not yet processed. */
 export const webhookStatusSection: StatusSection = async (app, org) => {
-  const backlog = await webhookBacklog(app.db, org);
+  const backlog = await webhookBacklog(app.scopes.scope(org).db, org);
   const lastDay = Object.entries(backlog.lastDay)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([outcome, n]) => `${outcome} ${n}`)

@@ -46,18 +46,18 @@ e.g. "health    http://127.0.0.1:9464/healthz  (all interfaces)"; logs go to std
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true, redis: 'persistent' });
       // First: it answers (503 naming redis) while the workers below wait for an unreachable Redis.
       const checks = {
-        postgres: () => sql`select 1`.execute(app.db),
+        postgres: () => sql`select 1`.execute(app.scopes.unscoped),
         // Fails at once while the connection is down: a PING would only queue behind the outage.
         redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }),
       };
       const health = await startHealthServer({ port: config.TRAINSYNC_METRICS_PORT, metrics: app.metrics, log, checks });
       // Off unless TRAINSYNC_CONSOLE_USERS is set (docs/operator.md, "Console").
-      const consoleServer = await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: () => runHealthChecks(checks), repair: (org) => provisionDeps(app, org) });
+      const consoleServer = await startConsole({ config, scopes: app.scopes, queue: app.queue, log, health: () => runHealthChecks(checks), repair: (org) => provisionDeps(app, org) });
       // Off unless TRAINSYNC_WEBHOOK_SECRET is set (docs/operator.md, "Webhooks"). Before the
       // workers: events are stored (and acknowledged) even while Redis is unreachable.
-      const webhooks = await startWebhookService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, metrics: app.metrics, log });
+      const webhooks = await startWebhookService({ config, scopes: app.scopes, queue: app.queue, metrics: app.metrics, log });
       // Off unless TRAINSYNC_SCIM_TOKEN(_FILE) is set (docs/scim.md).
-      const scim = await startScimService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, platform: app.platform, log });
+      const scim = await startScimService({ config, scopes: app.scopes, queue: app.queue, platform: app.platform, log });
       // A person who started it sees where it answers (before the workers, which wait for an
       // unreachable Redis); logs stay JSON lines on stderr elsewhere.
       if (process.stdout.isTTY || options.printEndpoints) {

@@ -1,3 +1,4 @@
+import type { OrgScope } from '../warehouse/scope.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { approveHeldPlan, rejectHeldPlan } from '../provisioning/approve-held-plan.ts';
@@ -63,7 +64,14 @@ function send(reply: FastifyReply, body: SafeHtml): FastifyReply {
 
 /** Every page and change of the console; the login hook in server.ts has run before any of them. */
 export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, viewerOf: ViewerOf): void {
-  const { db } = deps;
+  // Every query reaches its rows through the scoped handle of the organisations it names:
+  // Postgres shows it those organisations' rows and no other (src/warehouse/scope.ts).
+  const dbOf = (orgs: string | readonly string[]): OrgScope['db'] => deps.scopes.scope(orgs).db;
+  /** The deps of a change in one organisation: its scoped handle in place of any other. */
+  const inOrg = (org: string): ConsoleDeps & { org: string; db: OrgScope['db']; withPgClient: OrgScope['lend'] } => {
+    const scope = deps.scopes.scope(org);
+    return { ...deps, org, db: scope.db, withPgClient: scope.lend };
+  };
   /** Changes: operators only (the server decides, whatever the page showed), and every one is audited. */
   const operator = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     if (request.session?.role === 'operator') return undefined;
@@ -73,7 +81,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   // The token is in the form body, so it is checked once the body is parsed; then the role.
   const changeHooks = { preHandler: [server.csrfProtection, operator] };
   const audit = (request: FastifyRequest, org: string, action: string, target: string, detail: Record<string, unknown> = {}): Promise<void> =>
-    recordConsoleChange(db, { org, username: request.session!.username, role: request.session!.role, action, target, detail });
+    recordConsoleChange(dbOf(org), { org, username: request.session!.username, role: request.session!.role, action, target, detail });
   /** The page's scope, and the one organisation it must show for a per-organisation page (undefined when "all" of several is chosen). */
   const scopeOf = (request: FastifyRequest, reply: FastifyReply): { viewer: Viewer; slugs: string[]; one: string | undefined } => {
     const viewer = viewerOf(request, reply);
@@ -86,12 +94,12 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   server.get('/', async (request, reply) => {
     const { viewer, slugs } = scopeOf(request, reply);
     const [runs, schedules, health, held, attention, attentionTotal, cancellable] = await Promise.all([
-      latestRuns(db, slugs),
+      latestRuns(dbOf(slugs), slugs),
       deps.queue.schedules().catch(() => []),
       deps.health(),
-      Promise.all(slugs.map((org) => listHeldPlans(db, { org, onlyHeld: true }))).then(mergeHeld),
-      searchActions(db, slugs, { status: 'failed', page: 1, pageSize: 10 }),
-      attentionCount(db, slugs),
+      Promise.all(slugs.map((org) => listHeldPlans(dbOf(org), { org, onlyHeld: true }))).then(mergeHeld),
+      searchActions(dbOf(slugs), slugs, { status: 'failed', page: 1, pageSize: 10 }),
+      attentionCount(dbOf(slugs), slugs),
       Promise.all(slugs.map(async (org) => [...(await cancellableSyncs(deps.queue, org).catch(() => new Map()))].map(([resource, job]) => ({ org, resource, job })))).then((lists) => lists.flat()),
     ]);
     const pending = cancellable.map(({ org, resource, job }) => ({ org, resource, jobId: job.id, state: job.holder?.orphaned ? `orphaned (worker ${job.holder.worker ?? 'unknown'} is gone)` : job.state }));
@@ -105,9 +113,9 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     // The chart is one organisation's series: with several shown, it waits for a choice.
     const chartOrg = one ?? (slugs.length === 1 ? slugs[0] : undefined);
     const [list, resources, series] = await Promise.all([
-      listRuns(db, slugs, { resource: q.resource, status: q.status, page: q.page, pageSize: PAGE_SIZE }),
-      resourcesWithRuns(db, slugs),
-      q.resource && chartOrg ? runSeries(db, [chartOrg], q.resource) : Promise.resolve(undefined),
+      listRuns(dbOf(slugs), slugs, { resource: q.resource, status: q.status, page: q.page, pageSize: PAGE_SIZE }),
+      resourcesWithRuns(dbOf(slugs), slugs),
+      q.resource && chartOrg ? runSeries(dbOf(chartOrg), [chartOrg], q.resource) : Promise.resolve(undefined),
     ]);
     return send(reply, page('Runs', viewer, runsBody(viewer, { ...list, page: q.page, resources, resource: q.resource, status: q.status, series }), { chart: series !== undefined }));
   });
@@ -115,9 +123,9 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   server.get('/runs/:id', async (request, reply) => {
     const { id } = idParam.parse(request.params);
     const { viewer, slugs } = scopeOf(request, reply);
-    const run = await getRun(db, slugs, id);
+    const run = await getRun(dbOf(slugs), slugs, id);
     if (!run) return reply.code(404).type('text/plain').send(`no run #${id} in the organisations shown`);
-    const [quarantined, windows] = await Promise.all([runQuarantine(db, run.org, id), runUnfinishedWindows(db, run.org, id)]);
+    const [quarantined, windows] = await Promise.all([runQuarantine(dbOf(run.org), run.org, id), runUnfinishedWindows(dbOf(run.org), run.org, id)]);
     return send(reply, page(`Run #${id}`, viewer, runBody(viewer, run, quarantined, windows)));
   });
 
@@ -125,7 +133,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   const heldPlansPage = async (slugs: readonly string[], pageNo: number, size: number): Promise<{ rows: HeldPlanSummary[]; hasMore: boolean }> => {
     const offset = (pageNo - 1) * size;
     // Each organisation's first offset + size + 1, merged: the page and whether one follows.
-    const lists = await Promise.all(slugs.map((org) => listHeldPlans(db, { org, limit: offset + size + 1 })));
+    const lists = await Promise.all(slugs.map((org) => listHeldPlans(dbOf(org), { org, limit: offset + size + 1 })));
     const merged = [...new Map(lists.flat().map((p) => [p.id, p])).values()].sort((a, b) => b.id - a.id).slice(offset, offset + size + 1);
     return { rows: merged.slice(0, size), hasMore: merged.length > size };
   };
@@ -137,9 +145,9 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const filter = { who: q.who, day: q.day, status: q.status, feed: q.feed, page: q.page, pageSize: size };
     const [held, feeds, actions, changes] = await Promise.all([
       heldPlansPage(slugs, q.hpage, size),
-      recentFeeds(db, slugs, { page: q.fpage, pageSize: size }),
-      searchActions(db, slugs, filter),
-      consoleChanges(db, slugs, { page: q.cpage, pageSize: size }),
+      recentFeeds(dbOf(slugs), slugs, { page: q.fpage, pageSize: size }),
+      searchActions(dbOf(slugs), slugs, filter),
+      consoleChanges(dbOf(slugs), slugs, { page: q.cpage, pageSize: size }),
     ]);
     const pages = { held: q.hpage, feeds: q.fpage, changes: q.cpage };
     return send(reply, page('Provisioning', viewer, provisioningBody(viewer, { held, feeds, actions, filter, changes, pages })));
@@ -147,7 +155,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
 
   /** A held plan, if it is one of the organisations shown (ids are global; the plan names its organisation). */
   const heldPlanIn = async (slugs: readonly string[], id: number): Promise<{ plan: HeldPlan; org: string } | undefined> => {
-    const plan = await getHeldPlan(db, id);
+    const plan = await getHeldPlan(dbOf(slugs), id);
     if (!plan) return undefined;
     const org = orgOfRow(plan) ?? slugs[0]!;
     return slugs.includes(org) ? { plan, org } : undefined;
@@ -158,7 +166,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { viewer, slugs } = scopeOf(request, reply);
     const found = await heldPlanIn(slugs, id);
     if (!found) return reply.code(404).type('text/plain').send(`no held plan #${id} in the organisations shown`);
-    return send(reply, page(`Held plan #${id}`, viewer, heldPlanBody(viewer, found.plan, found.org, await loadGroupNames(db, found.org))));
+    return send(reply, page(`Held plan #${id}`, viewer, heldPlanBody(viewer, found.plan, found.org, await loadGroupNames(dbOf(found.org), found.org))));
   });
 
   const outcomePage = (request: FastifyRequest, reply: FastifyReply, title: string, message: string, back: string, ok: boolean): FastifyReply =>
@@ -198,7 +206,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const actionId = z.object({ actionId: z.string().min(1).max(300) }).parse(request.params).actionId;
     const org = actingOrg(viewerOf(request, reply).scope, orgField.parse(request.body).org);
     if (!org) return refuseNoOrg(request, reply, 'Retry', '/provisioning?status=failed');
-    const result = await retryFailedAction({ ...deps, org }, actionId);
+    const result = await retryFailedAction(inOrg(org), actionId);
     if (result.ok) await audit(request, org, 'retry-action', actionId);
     return outcomePage(request, reply, 'Retry', result.ok ? `Action enqueued again: ${actionId}` : result.reason, '/provisioning?status=failed', result.ok);
   });
@@ -208,7 +216,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const org = actingOrg(viewerOf(request, reply).scope, orgField.parse(request.body).org);
     if (!org) return refuseNoOrg(request, reply, 'Cancel', '/');
     const { username, role } = request.session!;
-    const result = await cancelQueuedOrOrphaned({ ...deps, org }, resource, `${username} (${role}) in the console`);
+    const result = await cancelQueuedOrOrphaned(inOrg(org), resource, `${username} (${role}) in the console`);
     if (result.ok) await audit(request, org, 'cancel-sync', resource, { job: result.job.id, how: result.how, runs: result.runs });
     const message = result.ok ? `Cancelled job ${result.job.id} (${result.job.name}, ${result.how})${result.runs > 0 ? '; its run recorded as cancelled' : ''}.` : result.reason;
     return outcomePage(request, reply, 'Cancel', message, '/', result.ok);
@@ -218,7 +226,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const by = parseGroupBy(listQuery.parse(request.query).by);
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, 'People');
-    const [report, statuses] = await Promise.all([reconciliationReport(db, one, 5), assignmentStatusBy(db, one, by)]);
+    const [report, statuses] = await Promise.all([reconciliationReport(dbOf(one), one, 5), assignmentStatusBy(dbOf(one), one, by)]);
     return send(reply, page('People', viewer, peopleBody(report, by, statuses)));
   });
 
@@ -228,7 +236,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, 'Assignments');
     const group = q.group ?? '';
-    const list = await assignmentsIn(db, one, by, group, q.status, q.page, PAGE_SIZE);
+    const list = await assignmentsIn(dbOf(one), one, by, group, q.status, q.page, PAGE_SIZE);
     return send(reply, page(`Assignments: ${group}, ${q.status}`, viewer, assignmentsBody({ by, group, status: q.status, page: q.page, ...list })));
   });
 
@@ -236,14 +244,14 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const q = listQuery.extend({ kind: z.enum(RECONCILIATION_KINDS) }).parse(request.query);
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, `People: ${q.kind}`);
-    const list = await discrepancies(db, one, q.kind, q.page, PAGE_SIZE);
+    const list = await discrepancies(dbOf(one), one, q.kind, q.page, PAGE_SIZE);
     return send(reply, page(`People: ${q.kind}`, viewer, discrepanciesBody(q.kind, list.rows, q.page, list.hasMore)));
   });
 
   server.get('/people/repair', async (request, reply) => {
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, 'Drift repair: dry run');
-    const [result, report, groupNames] = await Promise.all([reconcileFix(deps.repair(one), { dryRun: true, force: false, wait: false }), reconciliationReport(db, one, 0), loadGroupNames(db, one)]);
+    const [result, report, groupNames] = await Promise.all([reconcileFix(deps.repair(one), { dryRun: true, force: false, wait: false }), reconciliationReport(dbOf(one), one, 0), loadGroupNames(dbOf(one), one)]);
     return send(reply, page('Drift repair: dry run', viewer, repairBody(viewer, result.plan, result.employees, one, { report, groupNames })));
   });
 
@@ -262,9 +270,9 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const q = listQuery.parse(request.query);
     const { viewer, slugs } = scopeOf(request, reply);
     const [backlog, events, refusals] = await Promise.all([
-      webhookBacklog(db, slugs),
-      recentEvents(db, slugs, { outcome: q.outcome, page: q.page, pageSize: PAGE_SIZE }),
-      recentRefusals(db, slugs, { page: q.rpage, pageSize: PAGE_SIZE }),
+      webhookBacklog(dbOf(slugs), slugs),
+      recentEvents(dbOf(slugs), slugs, { outcome: q.outcome, page: q.page, pageSize: PAGE_SIZE }),
+      recentRefusals(dbOf(slugs), slugs, { page: q.rpage, pageSize: PAGE_SIZE }),
     ]);
     return send(reply, page('Webhooks', viewer, webhooksBody(viewer, backlog, events.rows, events.hasMore, q.page, q.outcome, { ...refusals, page: q.rpage }, new Date())));
   });

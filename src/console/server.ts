@@ -4,7 +4,6 @@ import fastifyCsrf from '@fastify/csrf-protection';
 import fastifyFormbody from '@fastify/formbody';
 import fastifyRateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../config.ts';
 import type { ConsoleUser } from '../lib/console-users.ts';
@@ -13,8 +12,7 @@ import type { JobQueue } from '../queue/job-queue.ts';
 import type { ProvisionDeps } from '../provisioning/pipeline/types.ts';
 import { mountQueueBoard } from '../queue/board.ts';
 import type { Logger } from '../runtime/log.ts';
-import type { Database } from '../warehouse/database.ts';
-import type { PgLender } from '../warehouse/transaction.ts';
+import type { OrgScopes } from '../warehouse/scope.ts';
 import { loadAssets } from './assets.ts';
 import { recordConsoleChange } from './data/provisioning.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -26,8 +24,11 @@ import { createSession, endSession, findSession, setSessionOrg, type Session } f
 
 export interface ConsoleDeps {
   config: Config;
-  db: Kysely<Database>;
-  withPgClient: PgLender;
+  /**
+   * Organisation data through each organisation's scoped handle (the pages' queries);
+   * `unscoped` (no organisation's rows) serves the sessions and the deployment-wide audit.
+   */
+  scopes: OrgScopes;
   queue: JobQueue;
   log: Logger;
   /** Dependency checks for the Overview (postgres, redis): the failures by name. */
@@ -103,7 +104,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
 
   server.addHook('onRequest', async (request, reply) => {
     if (PUBLIC(request.url)) return;
-    const session = await findSession(deps.db, request.cookies[SESSION_COOKIE]);
+    const session = await findSession(deps.scopes.unscoped, request.cookies[SESSION_COOKIE]);
     if (!session || !users.some((u) => u.name === session.username && u.role === session.role)) {
       if (request.method === 'GET' && !request.url.startsWith('/queues/api')) return reply.redirect('/login');
       return reply.code(401).type('text/plain').send('log in first');
@@ -115,7 +116,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
       if (request.headers['sec-fetch-site'] !== 'same-origin') return reply.code(403).type('text/plain').send('same-origin requests only');
       deps.log.info({ user: session.username, role: session.role, method: request.method, url: request.url }, 'console queue change');
       // One queue serves every organisation: the change is recorded without one.
-      await recordConsoleChange(deps.db, { org: null, username: session.username, role: session.role, action: `queues ${request.method}`, target: request.url });
+      await recordConsoleChange(deps.scopes.unscoped, { org: null, username: session.username, role: session.role, action: `queues ${request.method}`, target: request.url });
     }
   });
 
@@ -151,7 +152,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
         deps.log.warn({ user: name, ip: request.ip }, 'console log-in refused');
         return reply.code(401).type('text/html').send(loginPage(reply, 'Wrong user name or password.').text);
       }
-      const token = await createSession(deps.db, user, deps.config.TRAINSYNC_CONSOLE_SESSION_MINUTES);
+      const token = await createSession(deps.scopes.unscoped, user, deps.config.TRAINSYNC_CONSOLE_SESSION_MINUTES);
       reply.setCookie(SESSION_COOKIE, token, {
         path: '/',
         httpOnly: true,
@@ -165,7 +166,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
   );
 
   server.post('/logout', { preHandler: server.csrfProtection }, async (request, reply) => {
-    await endSession(deps.db, request.cookies[SESSION_COOKIE]);
+    await endSession(deps.scopes.unscoped, request.cookies[SESSION_COOKIE]);
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
     return reply.redirect('/login');
   });
@@ -184,7 +185,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
     const form = z.object({ org: z.string().max(40).optional(), back: z.string().max(500).optional() }).catch({}).parse(request.body);
     const scope = scopeOf(deps.config, request.session!.org);
     const chosen = form.org && isConfigured(scope, form.org) ? form.org : null;
-    await setSessionOrg(deps.db, request.cookies[SESSION_COOKIE], chosen);
+    await setSessionOrg(deps.scopes.unscoped, request.cookies[SESSION_COOKIE], chosen);
     // Only a path of this console: never an absolute or protocol-relative URL.
     const back = form.back && /^\/(?![/\\])/.test(form.back) ? form.back : '/';
     return reply.redirect(back);

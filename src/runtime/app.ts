@@ -1,4 +1,3 @@
-import type { Kysely } from 'kysely';
 import { limitHeapGrowth } from './heap-growth.ts';
 import type { Config } from '../config.ts';
 import { orgOf, soleOrg } from '../config.ts';
@@ -16,12 +15,12 @@ import type { AnyJobDefinition } from '../queue/define-job.ts';
 import type { RedisMode } from '../queue/connection.ts';
 import { createJobQueue, type JobQueue } from '../queue/job-queue.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';
-import type { Database } from '../warehouse/database.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate, requireMigrated } from '../warehouse/migrator.ts';
 import { maskUrl } from '../lib/infra-errors.ts';
-import { createDb, createPool } from '../warehouse/pool.ts';
-import { lendFrom, type PgLender } from '../warehouse/transaction.ts';
+import { APP_ROLE, createDb, createPool } from '../warehouse/pool.ts';
+import { checkAppRole } from '../warehouse/app-role.ts';
+import { createScopes, type OrgScopes } from '../warehouse/scope.ts';
 import { LOAD_WEBHOOK_RESULT_JOB } from '../webhooks/enqueue.ts';
 
 /**
@@ -31,8 +30,12 @@ import { LOAD_WEBHOOK_RESULT_JOB } from '../webhooks/enqueue.ts';
 export interface App {
   config: Config;
   log: Logger;
-  db: Kysely<Database>;
-  withPgClient: PgLender;
+  /**
+   * The way to organisation data: `scopes.scope(org)` for one organisation's work,
+   * `scopes.acrossOrganisations(reason, fn)` for work over all of them. The connections
+   * run as trainsync_app, which row-level security binds (src/warehouse/scope.ts).
+   */
+  scopes: OrgScopes;
   metrics: Metrics;
   queue: JobQueue;
   catalog: JobCatalog;
@@ -72,19 +75,25 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   limitHeapGrowth();
   const catalog = createJobCatalog(options.jobs, ENQUEUED_BY_NAME);
   if (!options.readOnly) await ensureDatabase(config.DATABASE_URL, log);
-  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY * config.TRAINSYNC_RESULTS_WRITERS + 4), log });
-  if (options.readOnly) {
-    try {
-      await requireMigrated(pool, maskUrl(config.DATABASE_URL));
-    } catch (error) {
-      await pool.end().catch(() => undefined);
-      throw error;
-    }
-  } else if (options.migrate) await migrate(pool, log);
-  const db = createDb(pool);
-  const withPgClient = lendFrom(pool);
-  if (!options.readOnly) await registerOrganisations(db, config.orgs);
-  if (options.migrate) await ensureOrgReaders(pool, config.orgs.flatMap((org) => (org.readerRole ? [{ slug: org.slug, readerRole: org.readerRole }] : [])));
+  // The owner's work first, on a pool of its own that ends with it: migrations, the
+  // organisations' rows, the reader roles. Everything after runs as trainsync_app.
+  const owner = createPool(config.DATABASE_URL, { max: 2, log, applicationName: 'trainsync-migrate' });
+  try {
+    if (options.readOnly) await requireMigrated(owner, maskUrl(config.DATABASE_URL));
+    else if (options.migrate) await migrate(owner, log);
+    if (!options.readOnly) await registerOrganisations(createDb(owner), config.orgs);
+    if (options.migrate) await ensureOrgReaders(owner, config.orgs.flatMap((org) => (org.readerRole ? [{ slug: org.slug, readerRole: org.readerRole }] : [])));
+  } finally {
+    await owner.end().catch(() => undefined);
+  }
+  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY * config.TRAINSYNC_RESULTS_WRITERS + 4), log, role: APP_ROLE });
+  try {
+    await checkAppRole(pool, config.DATABASE_URL);
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw error;
+  }
+  const scopes = createScopes(pool, log);
   // One client per organisation: its own key, and its own request budget in Redis.
   const platforms = new Map<string, PlatformClient>();
   const orgFor = (slug: string | undefined): OrgSettings => (slug === undefined ? soleOrg(config) : orgOf(config, slug));
@@ -100,7 +109,8 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   // Called when a job starts, by when `queue` below exists.
   const services = (slug?: string): Services => {
     const org = orgFor(slug);
-    return { config, org, db, withPgClient, platform: getPlatform(org.slug), actions: queue };
+    const scope = scopes.scope(org.slug);
+    return { config, org, scope, db: scope.db, withPgClient: scope.lend, platform: getPlatform(org.slug), actions: queue };
   };
   // Queue counts are read at scrape time, by when `queue` below exists.
   // Skipped while Redis is down, and given up after a moment, so /metrics always answers.
@@ -132,8 +142,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   return {
     config,
     log,
-    db,
-    withPgClient,
+    scopes,
     metrics,
     queue,
     catalog,
@@ -142,7 +151,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     async close() {
       await Promise.all([...platforms.values()].map((platform) => platform.close()));
       await queue.close();
-      await db.destroy();
+      await pool.end();
     },
   };
 }

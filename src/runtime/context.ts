@@ -21,6 +21,7 @@ import type { PlatformClient } from '../platform/types.ts';
 import type { ActionQueue } from '../queue/action-queue.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
+import type { OrgScope } from '../warehouse/scope.ts';
 
 /** What a running job knows about itself (from BullMQ), without exposing BullMQ types. */
 export interface JobInfo {
@@ -34,9 +35,15 @@ export interface Services {
   config: Config;
   /** The organisation this work is for: its slug goes into every row, key, label and log line. */
   org: OrgSettings;
-  /** The one database handle. */
+  /**
+   * The organisation's scoped handle (src/warehouse/scope.ts): Postgres shows its
+   * statements this organisation's rows only. `db` and `withPgClient` are its parts.
+   * Optional where a test drives a job with the owner's handles.
+   */
+  scope?: OrgScope;
+  /** The organisation's scoped Kysely (`scope.db`). */
   db: Kysely<Database>;
-  /** Lends the raw pg client COPY needs (see `withTransaction`). */
+  /** Lends the raw pg client COPY needs (see `withTransaction`), scoped (`scope.lend`). */
   withPgClient: PgLender;
   platform: PlatformClient;
   /** Enqueues provisioning actions (the scheduled `reconcile --fix` plans and enqueues them). */

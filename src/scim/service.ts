@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_ORG, type OrgSettings } from '../lib/orgs-file.ts';
-import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../lib/errors.ts';
 import type { Logger } from '../runtime/log.ts';
@@ -8,8 +7,7 @@ import type { PlatformClient } from '../platform/types.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
 import { orgScoped } from '../queue/org-scope.ts';
-import type { Database } from '../warehouse/database.ts';
-import type { PgLender } from '../warehouse/transaction.ts';
+import type { OrgScope, OrgScopes } from '../warehouse/scope.ts';
 import { fillNewAccounts } from './accounts.ts';
 import { planUsers } from './batch.ts';
 import type { ChangeDeps } from './change.ts';
@@ -22,12 +20,12 @@ import type { ScimUserResource } from './user-mapping.ts';
 import { checkPasswordAccepted, queueScimPassword } from './password.ts';
 
 /** What planning one organisation's SCIM changes needs (the pipeline's deps and the SCIM disable limit). */
-export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'db' | 'withPgClient' | 'queue' | 'platform' | 'log'>, org: string): ChangeDeps {
+export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'queue' | 'platform' | 'log'>, scope: OrgScope, org: string): ChangeDeps {
   const { config } = deps;
   return {
     org,
-    db: deps.db,
-    withPgClient: deps.withPgClient,
+    db: scope.db,
+    withPgClient: scope.lend,
     queue: deps.queue,
     log: deps.log,
     platform: () => deps.platform(org),
@@ -44,8 +42,8 @@ interface Intake {
 
 export interface ScimServiceDeps {
   config: Config;
-  db: Kysely<Database>;
-  withPgClient: PgLender;
+  /** Each organisation's SCIM reaches its data through its scoped handle only. */
+  scopes: Pick<OrgScopes, 'scope'>;
   queue: JobQueue;
   /** An organisation's platform client (built on first use): only the resolve pass of deferred ids and drift reads call it. */
   platform: (org: string) => PlatformClient;
@@ -82,7 +80,8 @@ interface OrgScim {
 function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buffer }): OrgScim {
   const { config } = deps;
   const log = deps.log.child({ org: org.slug });
-  const changeDeps = scimChangeDeps({ ...deps, log }, org.slug);
+  const scope = deps.scopes.scope(org.slug);
+  const changeDeps = scimChangeDeps({ ...deps, log }, scope, org.slug);
   // Users submitted and not yet planned: the sweep leaves them to the batch they wait for.
   const inFlight = new Map<string, number>();
   // Set when creates were queued without their id lookup (and at start, and once a minute, for other workers' creates).
@@ -93,7 +92,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   // One batch: the new Users' rows in one insert, then every User's snapshot, plan, audit and jobs.
   const batcher = createBatcher<Intake, ScimUserRow | ScimError | undefined>(
     async (items) => {
-      const inserted = await insertUsers(deps.db, org.slug, items.flatMap((i) => (i.create ? [i.create] : [])));
+      const inserted = await insertUsers(scope.db, org.slug, items.flatMap((i) => (i.create ? [i.create] : [])));
       const plannable = items.filter((i) => !i.create || !isError(inserted.get(i.scimId)));
       const outcome = await planUsers(changeDeps, plannable.map((i) => i.scimId));
       if (outcome.deferredCreates > 0) deferredGeneration += 1;
@@ -118,24 +117,24 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   };
   const create = async (user: ScimUserResource): Promise<ScimUserRow> => {
     const scimId = randomUUID();
-    const answer = await submitIntake({ scimId, create: { scimId, employeeId: await employeeIdFor(deps.db, org.slug, user, scimId), user } });
+    const answer = await submitIntake({ scimId, create: { scimId, employeeId: await employeeIdFor(scope.db, org.slug, user, scimId), user } });
     if (answer === undefined || isError(answer)) throw answer ?? new Error(`SCIM create ${scimId}: the batch returned no row`);
     return answer;
   };
   const sweep = async (): Promise<void> => {
-    const rows = await pendingUsers(deps.db, org.slug, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH);
+    const rows = await pendingUsers(scope.db, org.slug, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH);
     await Promise.all(rows.filter((r) => !inFlight.has(r.scim_id)).map((r) => submit(r.scim_id)));
     const periodic = Date.now() - lastResolve > RESOLVE_EVERY_MS;
     if (deferredGeneration > resolvedGeneration || periodic) {
       lastResolve = Date.now();
       const generation = deferredGeneration;
-      const pass = await tryAdvisoryLock(deps.withPgClient, orgScoped(org.slug, RESOLVE_LOCK), () =>
-        resolveDeferredIds({ org: org.slug, db: deps.db, platform: deps.platform(org.slug), log }),
+      const pass = await tryAdvisoryLock(scope.lend, orgScoped(org.slug, RESOLVE_LOCK), () =>
+        resolveDeferredIds({ org: org.slug, db: scope.db, platform: deps.platform(org.slug), log }),
       );
       // Queued creates still to run: tried again at the next sweep.
       if (pass.acquired && (pass.value.ran ? !pass.value.createsQueued : pass.value.reason === 'none')) resolvedGeneration = Math.max(resolvedGeneration, generation);
       // Ids just learned (or learned meanwhile by a later action's own lookup) reach the employee rows.
-      if (periodic || (pass.acquired && pass.value.ran && pass.value.found > 0)) await fillNewAccounts(deps.withPgClient, org.slug);
+      if (periodic || (pass.acquired && pass.value.ran && pass.value.found > 0)) await fillNewAccounts(scope.lend, org.slug);
     }
   };
   return {
@@ -143,9 +142,9 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     route: {
       token: org.scimToken,
       context: {
-        org: org.slug, db: deps.db, withPgClient: deps.withPgClient, submit, create,
+        org: org.slug, db: scope.db, withPgClient: scope.lend, submit, create,
         checkPassword: () => checkPasswordAccepted(config),
-        queuePassword: (row, password) => queueScimPassword({ org: org.slug, db: deps.db, queue: deps.queue, config }, row, password),
+        queuePassword: (row, password) => queueScimPassword({ org: org.slug, db: scope.db, queue: deps.queue, config }, row, password),
       },
     },
     idle: () => batcher.idle(),

@@ -1,17 +1,13 @@
 import type pg from 'pg';
 import { TrainsyncError } from '../lib/errors.ts';
 
-/** The columns of schema trainsync that training.hr_reconciliation reads (as in its grants to trainsync_reader). */
-const HR_RECONCILIATION_AUDIT_COLUMNS = ['id', 'org', 'employee_id', 'email', 'kind', 'group_id', 'status', 'error_code', 'error_message', 'finished_at'] as const;
-const HR_RECONCILIATION_IDENTITY_COLUMNS = ['org', 'employee_id', 'platform_user_id'] as const;
-
 /** An organisation whose rows a reader role of its own may see. */
 export interface OrgReader {
   slug: string;
   readerRole: string;
 }
 
-/** A per-organisation reader that would see more than its organisation: refused. */
+/** A per-organisation reader that would see more than its organisation: refused (a configuration to fix: exit 2). */
 export class OrgReaderError extends TrainsyncError {
   constructor(message: string) {
     super(message, { code: 'ORG_READER', retryable: false });
@@ -52,11 +48,11 @@ export async function ensureOrgReaders(pool: pg.Pool, readers: readonly OrgReade
       await client.query(`grant usage on schema training to ${role}`);
       await client.query(`grant select on all tables in schema training to ${role}`);
       await client.query(`alter default privileges in schema training grant select on tables to ${role}`);
-      // training.hr_reconciliation (security_invoker) reads these audit columns; row-level
-      // security on both tables (sql/views/70_hr_reconciliation.sql) keeps them to the organisation.
-      await client.query(`grant usage on schema trainsync to ${role}`);
-      await client.query(`grant select (${HR_RECONCILIATION_AUDIT_COLUMNS.join(', ')}) on trainsync.provisioning_actions to ${role}`);
-      await client.query(`grant select (${HR_RECONCILIATION_IDENTITY_COLUMNS.join(', ')}) on trainsync.identities to ${role}`);
+      // Nothing in schema trainsync: training.hr_reconciliation reads it with its owner's
+      // rights (sql/views/70). Grants an older version gave (columns of the actions and
+      // identities, the schema's usage) are taken back.
+      await client.query(`revoke all on all tables in schema trainsync from ${role}`);
+      await client.query(`revoke usage on schema trainsync from ${role}`);
       await client.query('update training.organisations set reader_role = $2, updated_at = now() where slug = $1 and reader_role is distinct from $2', [slug, readerRole]);
     }
     return created;

@@ -26,7 +26,16 @@ export interface PoolOptions {
   log?: Logger;
   /** Shown in pg_stat_activity; default 'trainsync'. */
   applicationName?: string;
+  /**
+   * The role every connection takes at start-up (`-c role=…`): trainsync's own pool runs
+   * as `trainsync_app` (APP_ROLE), which row-level security binds; the migrations'
+   * pool takes none (the login, owner of the tables).
+   */
+  role?: string;
 }
+
+/** The role trainsync's connections take after the migrations (sql/views/95_trainsync_app.sql). */
+export const APP_ROLE = 'trainsync_app';
 
 /** The error's code and message: pg attaches the whole client to it (`err.client`), far too much for a log line. */
 function briefly(error: Error): { code?: string; reason: string } {
@@ -44,7 +53,9 @@ export function createPool(databaseUrl: string, options: PoolOptions = {}): pg.P
     max: options.max ?? 10,
     // JIT compiles for seconds-long analytics; on our short bulk statements its
     // misestimated costs (temp tables have no statistics) cost 50-100 ms a batch.
-    options: '-c TimeZone=UTC -c jit=off',
+    // A role given at start-up, not SET ROLE after connecting: a connection that could not
+    // take it fails outright instead of running a first query as the owner.
+    options: `-c TimeZone=UTC -c jit=off${options.role ? ` -c role=${options.role}` : ''}`,
     application_name: options.applicationName ?? 'trainsync',
     // TCP keepalives from 10 s of idleness: an idle connection whose server vanished
     // without a word (a failover to another host, a dropped network), such as the one

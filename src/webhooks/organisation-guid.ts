@@ -1,4 +1,4 @@
-import type { PgLender } from '../warehouse/transaction.ts';
+import type { OrgScopes } from '../warehouse/scope.ts';
 
 /**
  * The platform's GUID of each organisation (training.organisations.platform_org_id):
@@ -19,13 +19,13 @@ export interface OrganisationGuids {
   check(org: string, organisationId: string | null | undefined): Promise<OrganisationCheck>;
 }
 
-export function organisationGuids(lend: PgLender): OrganisationGuids {
+export function organisationGuids(scopes: Pick<OrgScopes, 'scope' | 'acrossOrganisations'>): OrganisationGuids {
   const cache = new Map<string, { guid: string; until: number }>();
 
   const known = async (org: string): Promise<string | null> => {
     const cached = cache.get(org);
     if (cached && cached.until > Date.now()) return cached.guid;
-    const { rows } = await lend((client) => client.query<{ guid: string | null }>('select platform_org_id::text as guid from training.organisations where slug = $1', [org]));
+    const { rows } = await scopes.scope(org).lend((client) => client.query<{ guid: string | null }>('select platform_org_id::text as guid from training.organisations where slug = $1', [org]));
     const guid = rows[0]?.guid ?? null;
     if (guid !== null) cache.set(org, { guid, until: Date.now() + CACHE_MS });
     else cache.delete(org);
@@ -35,11 +35,14 @@ export function organisationGuids(lend: PgLender): OrganisationGuids {
   /** Sets the GUID if none is set; false when another organisation has it already (the column is unique). */
   const learn = async (org: string, guid: string): Promise<{ owner?: string }> => {
     try {
-      await lend((client) => client.query('update training.organisations set platform_org_id = $2, updated_at = now() where slug = $1 and platform_org_id is null', [org, guid]));
+      await scopes.scope(org).lend((client) => client.query('update training.organisations set platform_org_id = $2, updated_at = now() where slug = $1 and platform_org_id is null', [org, guid]));
       return {};
     } catch (error) {
       if ((error as { code?: unknown }).code !== '23505') throw error;
-      const { rows } = await lend((client) => client.query<{ slug: string }>('select slug from training.organisations where platform_org_id = $1', [guid]));
+      // Which organisation holds it is another organisation's row: read across them, on purpose.
+      const { rows } = await scopes.acrossOrganisations('a webhook names a platform GUID another organisation holds', (all) =>
+        all.lend((client) => client.query<{ slug: string }>('select slug from training.organisations where platform_org_id = $1', [guid])),
+      );
       return { owner: rows[0]?.slug ?? 'another organisation' };
     }
   };

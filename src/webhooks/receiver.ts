@@ -6,7 +6,7 @@ import { errorMessage } from '../lib/errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { Metrics } from '../runtime/metrics.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
-import type { PgLender } from '../warehouse/transaction.ts';
+import type { OrgScopes } from '../warehouse/scope.ts';
 import { enqueueResultLoads } from './enqueue.ts';
 import { envelopeSchema, EVENT_TYPES, planEvent, typeLabel } from './events.ts';
 import { signatureHeaderMatcher, signatureHeaderValues, verifySignature } from './signature.ts';
@@ -50,7 +50,8 @@ export interface WebhookReceiverDeps {
    * organisation's: TRAINSYNC_WEBHOOK_SECRET; the others': webhookSecret in the orgs file).
    */
   orgs: readonly WebhookOrg[];
-  withPgClient: PgLender;
+  /** Each organisation's events are stored through its scoped handle. */
+  scopes: Pick<OrgScopes, 'scope' | 'acrossOrganisations'>;
   queue: Pick<JobQueue, 'add'>;
   metrics: Metrics;
   log: Logger;
@@ -128,14 +129,14 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
   let refusedSinceLog = 0;
   let lastRefusalLog = 0;
   const orgs = new Map(deps.orgs.map((org) => [org.slug, org]));
-  const guids = organisationGuids(deps.withPgClient);
+  const guids = organisationGuids(deps.scopes);
   const secretName = (org: string): string => (org === DEFAULT_ORG ? 'TRAINSYNC_WEBHOOK_SECRET' : `the webhookSecret of organisation ${org}`);
 
   const refuse = async (org: string, reason: RefusalReason, remote: string | undefined, detail?: string): Promise<Answer> => {
     if (reason === 'organisation-mismatch') metrics.webhookReceived.inc({ org, type: 'other', outcome: 'organisation-mismatch' });
     else metrics.webhookSignatureFailures.inc({ org, reason });
     // For the console's Webhooks page; the answer does not depend on it being stored.
-    await recordRefusal(deps.withPgClient, { org, reason, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote, ...(detail ? { detail } : {}) }).catch((error: unknown) =>
+    await recordRefusal(deps.scopes.scope(org).lend, { org, reason, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote, ...(detail ? { detail } : {}) }).catch((error: unknown) =>
       log.warn({ err: error, org }, 'could not record a refused webhook delivery'),
     );
     if (reason === 'organisation-mismatch') {
@@ -200,7 +201,7 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
     const type = typeLabel(envelope.data.eventType);
     let stored: StoredEvent;
     try {
-      stored = await storeEvent(deps.withPgClient, org, envelope.data, JSON.stringify(json), plan);
+      stored = await storeEvent(deps.scopes.scope(org).lend, org, envelope.data, JSON.stringify(json), plan);
     } catch (error) {
       log.error({ err: error, org, eventId: envelope.data.eventId }, 'could not store a webhook event: answered 503, the platform delivers it again');
       return { status: 503, body: { error: 'not stored; deliver again later' }, headers: { 'retry-after': '30' } };

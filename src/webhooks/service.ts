@@ -1,17 +1,15 @@
-import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { Metrics } from '../runtime/metrics.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
-import type { Database } from '../warehouse/database.ts';
-import type { PgLender } from '../warehouse/transaction.ts';
+import type { OrgScopes } from '../warehouse/scope.ts';
 import { startWebhookReceiver, type WebhookOrg } from './receiver.ts';
 import { startSweeper } from './sweep.ts';
 
 export interface WebhookServiceDeps {
   config: Config;
-  db: Kysely<Database>;
-  withPgClient: PgLender;
+  /** Each organisation's scoped handle; the sweep works across them through the named escape. */
+  scopes: OrgScopes;
   queue: Pick<JobQueue, 'add'>;
   metrics: Metrics;
   log: Logger;
@@ -40,9 +38,9 @@ export async function startWebhookService(deps: WebhookServiceDeps): Promise<Web
     log.debug('webhook receiver off: no organisation has a webhook secret (TRAINSYNC_WEBHOOK_SECRET, or webhookSecret in the orgs file)');
     return undefined;
   }
-  const receiver = await startWebhookReceiver({ config, orgs, withPgClient: deps.withPgClient, queue: deps.queue, metrics: deps.metrics, log });
+  const receiver = await startWebhookReceiver({ config, orgs, scopes: deps.scopes, queue: deps.queue, metrics: deps.metrics, log });
   const sweeper = startSweeper(
-    { db: deps.db, queue: deps.queue, log },
+    { scopes: deps.scopes, queue: deps.queue, log },
     { intervalMs: config.TRAINSYNC_WEBHOOK_SWEEP_MS, retentionDays: config.TRAINSYNC_WEBHOOK_RETENTION_DAYS },
   );
   return {

@@ -1,7 +1,6 @@
-import type { Kysely } from 'kysely';
 import type { Logger } from '../runtime/log.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
-import type { Database } from '../warehouse/database.ts';
+import type { OrgScopes } from '../warehouse/scope.ts';
 import { enqueueResultLoads } from './enqueue.ts';
 import { pruneRefusals } from './refusals.ts';
 import { pendingResults, pruneEvents, settleEvents } from './store.ts';
@@ -12,7 +11,7 @@ const SWEEP_LIMIT = 5_000;
 const PERIODIC_MIN_AGE_MS = 10_000;
 
 export interface SweepDeps {
-  db: Kysely<Database>;
+  scopes: Pick<OrgScopes, 'acrossOrganisations'>;
   queue: Pick<JobQueue, 'add'>;
   log: Logger;
 }
@@ -32,15 +31,17 @@ export interface SweepCounts {
  * its job reads it with that organisation's key.
  */
 export async function sweepWebhookEvents(deps: SweepDeps, options: { minAgeMs: number; retentionDays: number }): Promise<SweepCounts> {
-  const settled = await settleEvents(deps.db, 'settled by the sweep');
-  const pending = await pendingResults(deps.db, options.minAgeMs, SWEEP_LIMIT);
+  return deps.scopes.acrossOrganisations('the webhook sweep serves every organisation\'s stored events', async ({ db }) => {
+  const settled = await settleEvents(db, 'settled by the sweep');
+  const pending = await pendingResults(db, options.minAgeMs, SWEEP_LIMIT);
   const byOrg = new Map<string, string[]>();
   for (const { org, resultId } of pending) byOrg.set(org, [...(byOrg.get(org) ?? []), resultId]);
   for (const [org, resultIds] of byOrg) {
     for (let i = 0; i < resultIds.length; i += 100) await enqueueResultLoads(deps.queue, org, resultIds.slice(i, i + 100));
   }
-  const pruned = (await pruneEvents(deps.db, options.retentionDays)) + (await pruneRefusals(deps.db, options.retentionDays));
+  const pruned = (await pruneEvents(db, options.retentionDays)) + (await pruneRefusals(db, options.retentionDays));
   return { queued: pending.length, settled: settled.length, pruned };
+  });
 }
 
 /** Sweeps now (everything pending) and then every `intervalMs`; failures are logged and retried at the next tick. */

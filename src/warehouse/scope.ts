@@ -1,0 +1,152 @@
+import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import type { Database } from './database.ts';
+import { lendFrom, withTransaction, type PgLender, type Tx } from './transaction.ts';
+
+/**
+ * How trainsync reaches organisation data. Its connections run as role trainsync_app
+ * (src/warehouse/pool.ts), which row-level security binds (sql/views/95_trainsync_app.sql):
+ * a statement sees and writes only the rows of the organisations its transaction named
+ * with `set_config('trainsync.org', …, true)`. A handle from `scope(org)` runs every unit
+ * of work in such a transaction, so a query that forgets `where org = …` still sees its
+ * organisation only, and an insert naming another organisation is refused by Postgres.
+ * Work across organisations goes through the one named escape, `acrossOrganisations`,
+ * which logs its reason. The setting is transaction-local: it never outlives the unit of
+ * work, so a pooled connection (or PgBouncer in transaction mode) carries no scope over.
+ */
+export interface OrgScope {
+  /** The organisations this handle sees: one slug, several (a console view of several), or all. */
+  readonly orgs: readonly string[] | 'all';
+  /** Kysely whose every statement runs in a scoped transaction (its own, or the `transaction()` it is in). */
+  readonly db: Kysely<Database>;
+  /** Lends a scoped client: a statement outside BEGIN runs in a scoped transaction of its own; BEGIN sets the scope. */
+  readonly lend: PgLender;
+  /** One scoped transaction: the raw client (COPY) and Kysely on it. */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+}
+
+export interface OrgScopes {
+  /** The handle of one organisation, or of several (each call for the same set returns the same handle). */
+  scope(org: string | readonly string[]): OrgScope;
+  /**
+   * The named escape for work over every organisation (a sweep, `status --org all`,
+   * a GUID checked against the others'): `reason` is logged, then `fn` runs with a handle
+   * that sees every organisation (trainsync.all_orgs).
+   */
+  acrossOrganisations<T>(reason: string, fn: (all: OrgScope) => Promise<T>): Promise<T>;
+  /**
+   * Kysely without any scope: it sees no organisation's rows (row-level security), only
+   * the tables that carry none (the console's sessions, the migrations' bookkeeping).
+   */
+  readonly unscoped: Kysely<Database>;
+}
+
+const SET_SCOPE = "select set_config('trainsync.org', $1, true), set_config('trainsync.all_orgs', $2, true)";
+const BEGIN_RE = /^\s*(begin|start\s+transaction)\b/i;
+const END_RE = /^\s*(commit|rollback|end|abort)\s*;?\s*$/i;
+
+type Query = pg.PoolClient['query'];
+
+/** The text of a query call's first argument, or undefined for a submittable (COPY streams, cursors). */
+function textOf(first: unknown): string | undefined {
+  if (typeof first === 'string') return first;
+  if (typeof first === 'object' && first !== null && 'text' in first && !('submit' in first)) {
+    const text = (first as { text: unknown }).text;
+    return typeof text === 'string' ? text : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * A pool client whose statements run scoped: BEGIN is followed by the scope's
+ * set_config, and a statement outside a transaction is wrapped in one of its own
+ * (begin, scope, statement, commit). COPY streams and cursors pass through: they run
+ * inside the caller's transaction (the loaders' withTransaction), or unscoped, where
+ * row-level security shows them nothing.
+ */
+function scopedClient(client: pg.PoolClient, org: string, allOrgs: string): pg.PoolClient {
+  let inTransaction = false;
+  const raw = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  const query = (...args: unknown[]): unknown => {
+    const text = textOf(args[0]);
+    if (text === undefined || typeof args[args.length - 1] === 'function') return raw(...args);
+    if (BEGIN_RE.test(text)) {
+      return (async () => {
+        const began = await raw(...args);
+        inTransaction = true;
+        await raw(SET_SCOPE, [org, allOrgs]);
+        return began;
+      })();
+    }
+    if (END_RE.test(text)) {
+      inTransaction = false;
+      return raw(...args);
+    }
+    if (inTransaction) return raw(...args);
+    return (async () => {
+      await raw('begin');
+      try {
+        await raw(SET_SCOPE, [org, allOrgs]);
+        const result = await raw(...args);
+        await raw('commit');
+        return result;
+      } catch (error) {
+        await raw('rollback').catch(() => undefined);
+        throw error;
+      }
+    })();
+  };
+  return new Proxy(client, {
+    get(target, key, receiver) {
+      if (key === 'query') return query as Query;
+      const value: unknown = Reflect.get(target, key, receiver);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** A handle over `pool` whose connections carry one scope (`org`: comma-joined slugs, or '' with all_orgs 'on'). */
+function scopeOver(pool: pg.Pool, orgs: readonly string[] | 'all'): OrgScope {
+  const org = orgs === 'all' ? '' : orgs.join(',');
+  const allOrgs = orgs === 'all' ? 'on' : 'off';
+  const plain = lendFrom(pool);
+  const lend: PgLender = (fn) => plain((client) => fn(scopedClient(client, org, allOrgs)));
+  const scopedPool: PostgresPool = {
+    connect: async () => {
+      const client = await pool.connect();
+      return scopedClient(client, org, allOrgs) as unknown as PostgresPoolClient;
+    },
+    end: async () => undefined,
+  };
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: scopedPool }) });
+  return { orgs, db, lend, transaction: (fn) => withTransaction(lend, fn) };
+}
+
+/** The scopes over trainsync's pool (its connections run as trainsync_app). */
+export function createScopes(pool: pg.Pool, log: Logger): OrgScopes {
+  const scopes = new Map<string, OrgScope>();
+  const all = scopeOver(pool, 'all');
+  const reasons = new Set<string>();
+  return {
+    scope(org) {
+      const orgs = typeof org === 'string' ? [org] : [...org];
+      const key = orgs.join(',');
+      let scope = scopes.get(key);
+      if (!scope) {
+        scope = scopeOver(pool, orgs);
+        scopes.set(key, scope);
+      }
+      return scope;
+    },
+    async acrossOrganisations(reason, fn) {
+      // Each reason at info once per process (what crosses organisations, for the audit),
+      // then at debug: sweeps cross every few seconds.
+      const first = !reasons.has(reason);
+      reasons.add(reason);
+      log[first ? 'info' : 'debug']({ reason }, 'work across organisations');
+      return fn(all);
+    },
+    unscoped: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }),
+  };
+}

@@ -13,6 +13,7 @@
  *
  * Uses its own databases on DATABASE_URL's server and its own Redis prefixes; drops them.
  */
+import { owner } from '../test/helpers/owner.ts';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -176,13 +177,13 @@ try {
     select 'default', (array[${sql.join(RESOURCES)}])[1 + i % ${RESOURCES.length}], 'incremental', now() - make_interval(mins => ${RUNS} - i),
            now() - make_interval(mins => ${RUNS} - i) + make_interval(secs => 5 + i % 40), case when i % 50 = 0 then 'failed' else 'succeeded' end,
            10 + i % 30, i % 100, i % 300, 1000 + i % 500, i % 7
-      from generate_series(1, ${RUNS}) i`.execute(app.db);
+      from generate_series(1, ${RUNS}) i`.execute(owner(app).db);
   await sql`insert into trainsync.provisioning_actions (org, action_id, employee_id, email, kind, seq, before, after, status, attempts, updated_at)
     select 'default', 'bench:' || i, 'E' || lpad((i % 20000)::text, 6, '0'), 'person' || (i % 20000) || '@example.com',
            (array['disable','enable','add-to-group','create-user'])[1 + i % 4], 0, '{"active":true}'::jsonb, '{"active":false}'::jsonb,
            case when i % 997 = 0 then 'failed' else 'succeeded' end, 1, now() - make_interval(secs => ${AUDIT_ROWS} - i)
-      from generate_series(1, ${AUDIT_ROWS}) i`.execute(app.db);
-  await sql`analyze`.execute(app.db);
+      from generate_series(1, ${AUDIT_ROWS}) i`.execute(owner(app).db);
+  await sql`analyze`.execute(owner(app).db);
   const workerEnv = {
     DATABASE_URL: database.url,
     REDIS_URL: config.REDIS_URL,
@@ -217,7 +218,7 @@ try {
   dummy.close();
   const rssBefore = rssMb();
   const heapBefore = heapMb();
-  const server = (await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: async () => ({}), repair: (org) => provisionDeps(app, org) }))!;
+  const server = (await startConsole({ config, scopes: app.scopes, queue: app.queue, log, health: async () => ({}), repair: (org) => provisionDeps(app, org) }))!;
   const rssStarted = rssMb();
   const base = `http://127.0.0.1:${server.port}`;
   const cookie = await logIn(base);

@@ -6,6 +6,8 @@
  * sliding second (counted by the simulator).
  * Run: node bin/run-ts.js bench/provisioning-apply.ts
  */
+import { scopedApp } from '../src/commands/scoped.ts';
+import { owner } from '../test/helpers/owner.ts';
 import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
@@ -74,13 +76,13 @@ export async function benchProvisioningApply(): Promise<ProvisioningApplyBench> 
     const app = await createApp(config, createLogger(config.LOG_LEVEL), { jobs: allJobs, migrate: true });
     try {
       const { applied, rows } = scenario();
-      await insertAdoptedIdentities(app.db, 'default', applied);
+      await insertAdoptedIdentities(owner(app).db, 'default', applied);
       const plan = planProvisioning({ rows, invalidEmployeeIds: new Set(), invalidEmails: new Set(), applied, mode: 'delta', options: { force: true } });
       if (plan.actions.length !== ACTIONS) throw new Error(`expected ${ACTIONS} actions, planned ${plan.actions.length}`);
       await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
       const started = performance.now();
-      const enqueued = await enqueuePlan({ ...app, org: DEFAULT_ORG }, plan, null);
-      const audit = await waitForActions({ ...app, org: DEFAULT_ORG }, enqueued.enqueued);
+      const enqueued = await enqueuePlan(scopedApp(app, DEFAULT_ORG), plan, null);
+      const audit = await waitForActions(scopedApp(app, DEFAULT_ORG), enqueued.enqueued);
       const seconds = (performance.now() - started) / 1000;
       const failed = audit.filter((r) => r.status !== 'succeeded');
       if (failed.length > 0) throw new Error(`${failed.length} actions did not succeed, e.g. ${JSON.stringify(failed[0])}`);

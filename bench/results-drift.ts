@@ -28,6 +28,7 @@
  *
  * Prints a table, then one JSON line with the figures and the verdicts.
  */
+import { scopedApp } from '../src/commands/scoped.ts';
 import { randomBytes } from 'node:crypto';
 import Table from 'cli-table3';
 import pg from 'pg';
@@ -136,7 +137,7 @@ async function scenario(faults: Partial<SimulatorFaults>): Promise<Record<RunKin
       const before = await listedResultIds(sim.url, sim.apiKey);
       await setFaults({ ...QUIET, ...faults });
       const started = performance.now();
-      const outcomes = await runSync({ ...app, org: DEFAULT_ORG }, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full }));
+      const outcomes = await runSync(scopedApp(app, DEFAULT_ORG), ['results'], syncPayloadSchema.parse({ trigger: 'cli', full }));
       const seconds = (performance.now() - started) / 1000;
       // Before the faults are set again, which starts a new record.
       const changes = await fetchResultChanges(sim.url);

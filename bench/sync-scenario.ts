@@ -8,6 +8,7 @@
  *
  * Prints one JSON line with the figures.
  */
+import { scopedApp } from '../src/commands/scoped.ts';
 import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -166,7 +167,7 @@ try {
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const mono0 = process.hrtime.bigint();
-  const firstRun = await others(() => runSync({ ...app, org: DEFAULT_ORG }, ['results'], payload));
+  const firstRun = await others(() => runSync(scopedApp(app, DEFAULT_ORG), ['results'], payload));
   const [first] = firstRun.value;
   const firstSeconds = (performance.now() - t0) / 1000;
   const firstCpu = process.cpuUsage(cpu0);
@@ -200,7 +201,7 @@ try {
     const mutated = await (await fetch(`${sim.url}/__simulator/results/mutate`, { method: 'POST', body: JSON.stringify({ fraction: args.changeFraction }) })).json();
     const cpu1 = process.cpuUsage();
     const t1 = performance.now();
-    const secondRun = await others(() => runSync({ ...app, org: DEFAULT_ORG }, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true })));
+    const secondRun = await others(() => runSync(scopedApp(app, DEFAULT_ORG), ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true })));
     const [second] = secondRun.value;
     const secondSeconds = (performance.now() - t1) / 1000;
     figures.reloadCpuMicrosPerResult = microsPerResult(process.cpuUsage(cpu1));

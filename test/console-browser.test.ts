@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { mkdirSync } from 'node:fs';
 import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { createRequire } from 'node:module';
@@ -90,7 +91,7 @@ async function visit(page: Page, url: string): Promise<number> {
 /** The console's audit rows of one change, as the test reads them. */
 async function auditRows(action: string): Promise<Array<{ org: string | null; username: string; role: string; target: string }>> {
   const { rows } = await sql<{ org: string | null; username: string; role: string; target: string }>`
-    select org, username, role, target from trainsync.console_audit where action = ${action} order by id`.execute(h.app.db);
+    select org, username, role, target from trainsync.console_audit where action = ${action} order by id`.execute(owner(h.app).db);
   return rows;
 }
 
@@ -142,9 +143,9 @@ beforeAll(async () => {
   // Earlier runs of results, for the chart to have a history (the synced run stays the latest).
   for (const [i, at] of EARLIER_RUNS.entries()) {
     await sql`insert into trainsync.runs (org, resource, mode, started_at, finished_at, status, inserted, updated, unchanged, requests, pages)
-              values (${DEFAULT_ORG}, 'results', 'incremental', ${at.toISOString()}, ${new Date(at.getTime() + (20 + 7 * i) * 1000).toISOString()}, 'succeeded', ${3 * i}, ${i}, ${40 + 2 * i}, ${2 + i}, ${1 + i})`.execute(h.app.db);
+              values (${DEFAULT_ORG}, 'results', 'incremental', ${at.toISOString()}, ${new Date(at.getTime() + (20 + 7 * i) * 1000).toISOString()}, 'succeeded', ${3 * i}, ${i}, ${40 + 2 * i}, ${2 + i}, ${1 + i})`.execute(owner(h.app).db);
   }
-  server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: (org) => provisionDeps(h.app, org) }))!;
+  server = (await startConsole({ config: h.config, scopes: h.app.scopes, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: (org) => provisionDeps(h.app, org) }))!;
   base = `http://127.0.0.1:${server.port}`;
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -209,7 +210,7 @@ describe('the operator console in a browser', () => {
     const token = await csrfOf(viewer.page);
     const refused = await viewer.context.request.post(`${base}/provisioning/held/${held.id}/approve`, { form: { _csrf: token }, maxRedirects: 0 });
     expect(refused.status()).toBe(403);
-    const row = await sql<{ status: string }>`select status from trainsync.held_plans where id = ${held.id}`.execute(h.app.db);
+    const row = await sql<{ status: string }>`select status from trainsync.held_plans where id = ${held.id}`.execute(owner(h.app).db);
     expect(row.rows[0]!.status).toBe('held');
     expect(accessSnapshot(h.sim.state)).toEqual(before);
     // bull-board's actions too: a viewer reads the queues, and cannot change them.
@@ -222,13 +223,13 @@ describe('the operator console in a browser', () => {
   it('a rejected plan changes nothing', async () => {
     const held = await holdPlanDisabling(10);
     const before = accessSnapshot(h.sim.state);
-    const actionsBefore = await sql<{ n: number }>`select count(*)::int as n from trainsync.provisioning_actions`.execute(h.app.db);
+    const actionsBefore = await sql<{ n: number }>`select count(*)::int as n from trainsync.provisioning_actions`.execute(owner(h.app).db);
     await visit(operator.page, `/provisioning/held/${held.id}`);
     await operator.page.click('#reject');
     expect(await operator.page.locator('#outcome').innerText()).toMatch(/rejected/);
-    const row = await sql<{ status: string; decided_by: string; decided_role: string }>`select status, decided_by, decided_role from trainsync.held_plans where id = ${held.id}`.execute(h.app.db);
+    const row = await sql<{ status: string; decided_by: string; decided_role: string }>`select status, decided_by, decided_role from trainsync.held_plans where id = ${held.id}`.execute(owner(h.app).db);
     expect(row.rows[0]).toEqual({ status: 'rejected', decided_by: 'olga', decided_role: 'operator' });
-    const actionsAfter = await sql<{ n: number }>`select count(*)::int as n from trainsync.provisioning_actions`.execute(h.app.db);
+    const actionsAfter = await sql<{ n: number }>`select count(*)::int as n from trainsync.provisioning_actions`.execute(owner(h.app).db);
     expect(actionsAfter.rows[0]!.n).toBe(actionsBefore.rows[0]!.n);
     expect(accessSnapshot(h.sim.state)).toEqual(before);
     // The rejection itself is a change: audited with the user and the role.
@@ -246,7 +247,7 @@ describe('the operator console in a browser', () => {
     // The page says why it was held, and names the first people who would lose access, with their department.
     await visit(operator.page, `/provisioning/held/${held.id}`);
     expect(await operator.page.locator('#why').innerText()).toMatch(/^Held by the disable limit: 10 people would lose access\. The organisation has \d+ active employees\. The feed feed-\w+\.csv has \d+ valid rows\.$/);
-    const read = await sql<{ rows: number }>`select rows from trainsync.feeds where refused = 'max-disable' order by id desc limit 1`.execute(h.app.db);
+    const read = await sql<{ rows: number }>`select rows from trainsync.feeds where refused = 'max-disable' order by id desc limit 1`.execute(owner(h.app).db);
     expect(await operator.page.locator('#rows-read').innerText()).toBe(String(read.rows[0]!.rows));
     expect(await operator.page.locator('#losing tr').count()).toBe(11);
     expect(await operator.page.locator('#losing').innerText()).toContain(held.emails[0]!.toLowerCase());
@@ -259,7 +260,7 @@ describe('the operator console in a browser', () => {
     const wrong = await operator.context.request.post(`${base}/provisioning/held/${held.id}/approve`, { form: { _csrf: token, confirm: '9' }, maxRedirects: 0 });
     expect(wrong.status()).toBe(400);
     for (const email of held.emails) expect(findUser(h.sim.state, email)!.hasAccess).toBe(true);
-    expect((await sql<{ status: string }>`select status from trainsync.held_plans where id = ${held.id}`.execute(h.app.db)).rows[0]!.status).toBe('held');
+    expect((await sql<{ status: string }>`select status from trainsync.held_plans where id = ${held.id}`.execute(owner(h.app).db)).rows[0]!.status).toBe('held');
 
     await visit(operator.page, `/provisioning/held/${held.id}`);
     await operator.page.fill('#confirm', '10');
@@ -271,14 +272,14 @@ describe('the operator console in a browser', () => {
       for (const email of held.emails) expect(findUser(h.sim.state, email)!.hasAccess).toBe(false);
     }, { timeout: 30_000, interval: 100 });
     // The feed is snapshotted as `provision --force` would: training.employees shows them inactive.
-    const employees = await sql<{ status: string }>`select status from training.employees where email = any(${held.emails.map((e) => e.toLowerCase())})`.execute(h.app.db);
+    const employees = await sql<{ status: string }>`select status from training.employees where email = any(${held.emails.map((e) => e.toLowerCase())})`.execute(owner(h.app).db);
     expect(employees.rows.map((r) => r.status)).toEqual(held.emails.map(() => 'inactive'));
-    const audit = await sql<{ username: string; role: string; action: string; detail: unknown }>`select username, role, action, detail from trainsync.console_audit where target = ${`plan #${held.id}`}`.execute(h.app.db);
+    const audit = await sql<{ username: string; role: string; action: string; detail: unknown }>`select username, role, action, detail from trainsync.console_audit where target = ${`plan #${held.id}`}`.execute(owner(h.app).db);
     expect(audit.rows).toEqual([{ username: 'olga', role: 'operator', action: 'approve-held-plan', detail: { enqueued: 10, confirmed: 10, source: 'feed' } }]);
-    const decided = await sql<{ decided_by: string; decided_role: string }>`select decided_by, decided_role from trainsync.held_plans where id = ${held.id}`.execute(h.app.db);
+    const decided = await sql<{ decided_by: string; decided_role: string }>`select decided_by, decided_role from trainsync.held_plans where id = ${held.id}`.execute(owner(h.app).db);
     expect(decided.rows).toEqual([{ decided_by: 'olga', decided_role: 'operator' }]);
     // The audit trail says which source planned each action, and why.
-    const actions = await sql<{ source: string; reason: string }>`select source, reason from trainsync.provisioning_actions where kind = 'disable' and email = any(${held.emails.map((e) => e.toLowerCase())})`.execute(h.app.db);
+    const actions = await sql<{ source: string; reason: string }>`select source, reason from trainsync.provisioning_actions where kind = 'disable' and email = any(${held.emails.map((e) => e.toLowerCase())})`.execute(owner(h.app).db);
     expect(actions.rows).toHaveLength(10);
     for (const row of actions.rows) expect(row).toEqual({ source: 'feed', reason: expect.stringMatching(/^feed-\w+\.csv line \d+: status inactive$/) });
     // Decided once: a second approval is refused.
@@ -304,7 +305,7 @@ describe('the operator console in a browser', () => {
       await operator.page.waitForSelector('#outcome');
       expect(await operator.page.locator('#outcome').innerText()).toContain(`Cancelled job ${job.id} (sync-courses, waiting)`);
       expect(await h.app.queue.deduplicated(SYNC_QUEUE, 'sync-courses', DEFAULT_ORG)).toBeUndefined();
-      const audited = await sql<{ username: string; role: string; target: string }>`select username, role, target from trainsync.console_audit where action = 'cancel-sync'`.execute(h.app.db);
+      const audited = await sql<{ username: string; role: string; target: string }>`select username, role, target from trainsync.console_audit where action = 'cancel-sync'`.execute(owner(h.app).db);
       expect(audited.rows).toEqual([{ username: OPERATOR.name, role: 'operator', target: 'courses' }]);
     } finally {
       await syncQueue.resume();
@@ -327,7 +328,7 @@ describe('the operator console in a browser', () => {
     await operator.page.click(`#retry-${someone!.employee_id}-add-to-group`);
     expect(await operator.page.locator('#outcome').innerText()).toMatch(/enqueued again/);
     await vi.waitFor(async () => {
-      const row = await sql<{ status: string }>`select status from trainsync.provisioning_actions where action_id = ${failed.actionId}`.execute(h.app.db);
+      const row = await sql<{ status: string }>`select status from trainsync.provisioning_actions where action_id = ${failed.actionId}`.execute(owner(h.app).db);
       expect(row.rows[0]!.status).toBe('succeeded');
     }, { timeout: 30_000, interval: 100 });
     expect(groupMembers(h.sim.state, missingGroup)).toContain(findUser(h.sim.state, someone!.email)!.id);
@@ -340,7 +341,7 @@ describe('the operator console in a browser', () => {
   });
 
   it("shows a run's quarantined records with their reasons, and the runs list and chart", async () => {
-    const run = await sql<{ id: number; quarantined: number }>`select id, quarantined from trainsync.runs where resource = 'results' and quarantined > 0 order by id desc limit 1`.execute(h.app.db);
+    const run = await sql<{ id: number; quarantined: number }>`select id, quarantined from trainsync.runs where resource = 'results' and quarantined > 0 order by id desc limit 1`.execute(owner(h.app).db);
     const { id, quarantined } = run.rows[0]!;
     expect(await visit(operator.page, `/runs/${id}`)).toBe(200);
     const rows = operator.page.locator('#quarantine tr td.reason');
@@ -350,7 +351,7 @@ describe('the operator console in a browser', () => {
     expect(await operator.page.locator('#runs').innerText()).toContain(`#${id}`);
     await operator.page.waitForSelector('#runs-chart .uplot');
     // Every figure links to its rows: the Overview's quarantined count opens that run's quarantine.
-    const last = await sql<{ id: number; quarantined: number }>`select id, quarantined from trainsync.runs where resource = 'results' order by started_at desc, id desc limit 1`.execute(h.app.db);
+    const last = await sql<{ id: number; quarantined: number }>`select id, quarantined from trainsync.runs where resource = 'results' order by started_at desc, id desc limit 1`.execute(owner(h.app).db);
     expect(await visit(operator.page, '/')).toBe(200);
     expect(await operator.page.locator('#quarantined-results').innerText()).toBe(String(last.rows[0]!.quarantined));
     await operator.page.locator('#quarantined-results').click();
@@ -360,7 +361,7 @@ describe('the operator console in a browser', () => {
   it('drift repair: a dry run shows the repair and changes nothing; an operator applies it', async () => {
     const snapshot = await sql<{ email: string }>`
       select e.email from training.employees e join trainsync.identities i using (employee_id)
-       where e.status = 'active' and e.removed_at is null and i.active order by e.employee_id limit 1`.execute(h.app.db);
+       where e.status = 'active' and e.removed_at is null and i.active order by e.employee_id limit 1`.execute(owner(h.app).db);
     const email = snapshot.rows[0]!.email;
     const account = findUser(h.sim.state, email)!;
     account.hasAccess = false; // removed by hand on the platform
@@ -377,8 +378,8 @@ describe('the operator console in a browser', () => {
     // that predates it no longer counts the leavers trainsync disabled since): HR lists one
     // employee the platform has no account for.
     await sql`insert into training.employees (org, employee_id, email, first_name, last_name, status, attributes, first_seen_at, last_seen_at, updated_at)
-              values (${DEFAULT_ORG}, 'E-NO-ACCOUNT', 'no.account@acme-training.example', 'No', 'Account', 'active', '{}'::jsonb, now(), now(), now())`.execute(h.app.db);
-    const kinds = await sql<{ kind: string; n: number }>`select kind, count(*)::int as n from training.hr_reconciliation group by kind order by n desc, kind limit 1`.execute(h.app.db);
+              values (${DEFAULT_ORG}, 'E-NO-ACCOUNT', 'no.account@acme-training.example', 'No', 'Account', 'active', '{}'::jsonb, now(), now(), now())`.execute(owner(h.app).db);
+    const kinds = await sql<{ kind: string; n: number }>`select kind, count(*)::int as n from training.hr_reconciliation group by kind order by n desc, kind limit 1`.execute(owner(h.app).db);
     const { kind, n } = kinds.rows[0]!;
     expect(await visit(operator.page, '/people')).toBe(200);
     expect(await operator.page.locator(`#count-${kind}`).innerText()).toBe(String(n));
@@ -388,7 +389,7 @@ describe('the operator console in a browser', () => {
   });
 
   it('shows a badly signed webhook delivery on the Webhooks page: why and which header, never its body or signature', async () => {
-    const receiver = await startWebhookReceiver({ config: h.config, orgs: [{ slug: DEFAULT_ORG, keys: [Buffer.from(WEBHOOK_SECRET, 'base64')] }], withPgClient: h.app.withPgClient, queue: h.app.queue, metrics: h.app.metrics, log: h.app.log });
+    const receiver = await startWebhookReceiver({ config: h.config, orgs: [{ slug: DEFAULT_ORG, keys: [Buffer.from(WEBHOOK_SECRET, 'base64')] }], scopes: h.app.scopes, queue: h.app.queue, metrics: h.app.metrics, log: h.app.log });
     try {
       const body = JSON.stringify({ eventId: 'aaaaaaaa-0000-4000-8000-00000000beef', eventType: 'COURSE_COMPLETE', data: { marker: 'body-must-not-show' } });
       const answer = await fetch(`http://127.0.0.1:${receiver.port}${WEBHOOK_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json', [h.config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER]: 'c2lnbmF0dXJlLXZhbHVlLW5vdC1zaG93bg==' }, body });
@@ -484,7 +485,7 @@ describe('the operator console in a browser', () => {
     // One queue serves every organisation: the row names none.
     expect(await auditRows('queues PUT')).toEqual([{ org: null, username: OPERATOR.name, role: 'operator', target: url }]);
     // Every change of the tests above, each by the operator; the viewer's refused attempts wrote none.
-    const all = await sql<{ username: string; role: string; action: string }>`select distinct username, role, action from trainsync.console_audit order by action`.execute(h.app.db);
+    const all = await sql<{ username: string; role: string; action: string }>`select distinct username, role, action from trainsync.console_audit order by action`.execute(owner(h.app).db);
     expect(all.rows).toEqual(['approve-held-plan', 'cancel-sync', 'queues PUT', 'reconcile-fix', 'reject-held-plan', 'retry-action'].map((action) => ({ username: OPERATOR.name, role: 'operator', action })));
     expect(await visit(viewer.page, '/provisioning')).toBe(200);
     const shown = await viewer.page.locator('#console-audit').innerText();
@@ -500,7 +501,7 @@ describe('the operator console in a browser', () => {
   });
 
   it('an expired session is refused and sends the browser to the log-in page; logging out ends the session', async () => {
-    await sql`update trainsync.console_sessions set expires_at = now() - interval '1 second' where username = 'vera'`.execute(h.app.db);
+    await sql`update trainsync.console_sessions set expires_at = now() - interval '1 second' where username = 'vera'`.execute(owner(h.app).db);
     await viewer.page.goto(`${base}/provisioning`);
     expect(viewer.page.url()).toBe(`${base}/login`);
     const api = await viewer.context.request.get(`${base}/queues/api/queues`, { maxRedirects: 0 });
@@ -509,7 +510,7 @@ describe('the operator console in a browser', () => {
     await operator.page.goto(`${base}/`);
     await operator.page.click('form.logout button');
     await operator.page.waitForURL(`${base}/login`);
-    const left = await sql<{ n: number }>`select count(*)::int as n from trainsync.console_sessions where username = 'olga' and expires_at > now()`.execute(h.app.db);
+    const left = await sql<{ n: number }>`select count(*)::int as n from trainsync.console_sessions where username = 'olga' and expires_at > now()`.execute(owner(h.app).db);
     expect(left.rows[0]!.n).toBe(0);
   });
 });

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SESSION_COOKIE, startConsole, type ConsoleServer } from '../src/console/server.ts';
 import { hashConsolePassword } from '../src/lib/console-users.ts';
@@ -74,7 +75,7 @@ beforeAll(async () => {
       TRAINSYNC_CONSOLE_TRUST_PROXY: 'true',
     },
   });
-  const deps = { db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: () => { throw new Error('not used here'); } };
+  const deps = { scopes: h.app.scopes, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: () => { throw new Error('not used here'); } };
   behindProxy = (await startConsole({ ...deps, config: h.config }))!;
   direct = (await startConsole({ ...deps, config: { ...h.config, TRAINSYNC_CONSOLE_TRUST_PROXY: false } }))!;
 });

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -73,12 +74,12 @@ beforeAll(async () => {
     const { rows } = await sql<{ id: number }>`
       insert into trainsync.runs (org, resource, mode, started_at, finished_at, status, inserted, note)
       values (${org}, ${resource}, 'full', now() - interval '1 hour', now() - interval '59 minutes', 'succeeded', 7, ${`run-of-${org}`})
-      returning id`.execute(app.db);
+      returning id`.execute(owner(app).db);
     runIds[org] = rows[0]!.id;
     await sql`insert into trainsync.webhook_events (org, event_id, event_type, payload, processed_at, outcome)
-              values (${org}, ${`event-of-${org}`}, 'TEST_EVENT', '{}'::jsonb, now(), 'test')`.execute(app.db);
+              values (${org}, ${`event-of-${org}`}, 'TEST_EVENT', '{}'::jsonb, now(), 'test')`.execute(owner(app).db);
   }
-  server = (await startConsole({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, log, health: async () => ({}), repair: (org) => provisionDeps(app, org) }))!;
+  server = (await startConsole({ config, scopes: app.scopes, queue: app.queue, log, health: async () => ({}), repair: (org) => provisionDeps(app, org) }))!;
   base = `http://127.0.0.1:${server.port}`;
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run', '--disable-sync'] });
   page = await (await browser.newContext()).newPage();

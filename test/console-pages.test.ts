@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROVISIONING_PAGE_SIZE } from '../src/console/routes.ts';
@@ -56,7 +57,7 @@ beforeAll(async () => {
     simulator: { seed: 9, sizes: { users: 3, courses: 1, results: 3 } },
     env: { TRAINSYNC_CONSOLE_USERS: `${USER.name}:operator:${hash}`, TRAINSYNC_CONSOLE_PORT: '0' },
   });
-  const db = h.app.db;
+  const db = owner(h.app).db;
   await sql`insert into trainsync.runs (org, resource, mode, started_at, finished_at, status, inserted)
             values (${DEFAULT_ORG}, 'courses', 'full', ${RUN_STARTED}, ${RUN_STARTED}::timestamptz + interval '90 seconds', 'succeeded', 3)`.execute(db);
   // 45 of each list, a minute apart, newest last; the newest action is a drift repair's enable.
@@ -76,7 +77,7 @@ beforeAll(async () => {
                       ${JSON.stringify(repair ? { active: true, platformUserId: 'u-45', repair: 'platform shows no access; HR says active' } : { active: false })}::jsonb,
                       ${i % 3 === 0 ? 'failed' : 'succeeded'}, 1, ${at})`.execute(db);
   }
-  server = (await startConsole({ config: h.config, db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: () => { throw new Error('not used here'); } }))!;
+  server = (await startConsole({ config: h.config, scopes: h.app.scopes, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: () => { throw new Error('not used here'); } }))!;
   base = `http://127.0.0.1:${server.port}`;
   session = await consoleSession(base, USER);
 });

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -243,7 +244,7 @@ describe('provision snapshots the feed it applies', () => {
     const file = path.join(dir, 'provision.csv');
     await writeFile(file, toCsv([...rows, joiner]));
     const count = async (): Promise<number> =>
-      Number((await h.app.db.selectFrom('training.employees').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+      Number((await owner(h.app).db.selectFrom('training.employees').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
 
     const dry = await provisionFeed(provisionDeps(h.app, 'default'), { file, mode: 'full', dryRun: true, force: false });
     expect(dry.employees).toBeUndefined();
@@ -254,7 +255,7 @@ describe('provision snapshots the feed it applies', () => {
     expect(applied.employees).toMatchObject({ listed: rows.length + 1, joined: rows.length + 1, removed: 0 });
     expect(await count()).toBe(rows.length + 1);
     const created = findUser(h.sim.state, joiner.email)!;
-    const stored = await h.app.db.selectFrom('training.employees').selectAll().where('employee_id', '=', 'J900').executeTakeFirstOrThrow();
+    const stored = await owner(h.app).db.selectFrom('training.employees').selectAll().where('employee_id', '=', 'J900').executeTakeFirstOrThrow();
     expect(stored.user_id).toBe(created.id);
   });
 
@@ -269,7 +270,7 @@ describe('provision snapshots the feed it applies', () => {
     expect(result.feed.errors).toEqual([]);
     expect(result.plan.actions.map((a) => `${a.kind}:${a.employeeId}`)).toEqual([`disable:${target.employee_id}`]);
     expect(result.employees).toMatchObject({ changed: 1 });
-    const stored = await h.app.db.selectFrom('training.employees').selectAll().where('employee_id', '=', target.employee_id).executeTakeFirstOrThrow();
+    const stored = await owner(h.app).db.selectFrom('training.employees').selectAll().where('employee_id', '=', target.employee_id).executeTakeFirstOrThrow();
     expect(stored.status).toBe('inactive');
   });
 });

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { allJobs } from '../jobs/index.ts';
@@ -107,7 +108,7 @@ describe('sync groups: the warehouse equals GET groups', () => {
   });
 
   it('the run is recorded like any snapshot', async () => {
-    const run = await h.app.db.selectFrom('trainsync.runs').selectAll().where('resource', '=', 'groups').orderBy('id', 'desc').executeTakeFirstOrThrow();
+    const run = await owner(h.app).db.selectFrom('trainsync.runs').selectAll().where('resource', '=', 'groups').orderBy('id', 'desc').executeTakeFirstOrThrow();
     expect(run).toMatchObject({ status: 'succeeded', mode: 'snapshot', note: null });
   });
 });
@@ -129,7 +130,7 @@ describe('sync groups on a platform without GET groups', () => {
       ['sync-groups', 'completed'],
     ]);
     expect(h.sim.requests.filter((r) => r.path === '/api/v2/groups').map((r) => r.status)).toEqual([404]);
-    const run = await h.app.db.selectFrom('trainsync.runs').selectAll().where('resource', '=', 'groups').executeTakeFirstOrThrow();
+    const run = await owner(h.app).db.selectFrom('trainsync.runs').selectAll().where('resource', '=', 'groups').executeTakeFirstOrThrow();
     expect(run.status).toBe('succeeded');
     expect(run.note).toBe('not available (GET groups answered 404)');
     const n = await h.database.pool.query('select (select count(*) from training.groups)::int as g, (select count(*) from training.group_courses)::int as c');

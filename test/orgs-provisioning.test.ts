@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,7 +48,7 @@ function provision(org: 'north' | 'south', rows: readonly HrRow[], mode: 'full' 
 const joiner = (id: string, email: string): HrRow => ({ employee_id: id, email, first_name: 'Jo', last_name: `Joiner ${id}`, status: 'active', groups: [], role: 'USER', organisation_identifier: id });
 
 async function identities(org: string): Promise<Map<string, { email: string; platform_user_id: string | null; active: boolean }>> {
-  const rows = await app.db.selectFrom('trainsync.identities').select(['employee_id', 'email', 'platform_user_id', 'active']).where('org', '=', org).execute();
+  const rows = await owner(app).db.selectFrom('trainsync.identities').select(['employee_id', 'email', 'platform_user_id', 'active']).where('org', '=', org).execute();
   return new Map(rows.map((r) => [r.employee_id, r]));
 }
 
@@ -82,21 +83,21 @@ describe('provisioning per organisation', () => {
     expect(si.get('J001')).toMatchObject({ email: southJoiner.email, platform_user_id: findUser(south.state, southJoiner.email)!.id });
     const shared = northRows[0]!.employee_id;
     expect(ni.get(shared)!.platform_user_id).toBe(si.get(shared)!.platform_user_id);
-    const employees = await app.db.selectFrom('training.employees').select(['org', 'email']).where('employee_id', '=', 'J001').orderBy('org').execute();
+    const employees = await owner(app).db.selectFrom('training.employees').select(['org', 'email']).where('employee_id', '=', 'J001').orderBy('org').execute();
     expect(employees).toEqual([
       { org: 'north', email: northJoiner.email },
       { org: 'south', email: southJoiner.email },
     ]);
 
     // The audit rows carry their organisation; the create's id is the same text in both, once per organisation.
-    const creates = await app.db.selectFrom('trainsync.provisioning_audit').select(['org', 'action_id', 'email', 'feed_path']).where('kind', '=', 'create-user').orderBy('org').execute();
+    const creates = await owner(app).db.selectFrom('trainsync.provisioning_audit').select(['org', 'action_id', 'email', 'feed_path']).where('kind', '=', 'create-user').orderBy('org').execute();
     expect(creates.map((c) => [c.org, c.email])).toEqual([
       ['north', northJoiner.email],
       ['south', southJoiner.email],
     ]);
     expect(creates[0]!.feed_path).toContain('north-');
     expect(creates[1]!.feed_path).toContain('south-');
-    const feeds = await app.db.selectFrom('trainsync.feeds').select(['org']).orderBy('id').execute();
+    const feeds = await owner(app).db.selectFrom('trainsync.feeds').select(['org']).orderBy('id').execute();
     expect(feeds.map((f) => f.org)).toEqual(['north', 'south']);
   });
 
@@ -126,7 +127,7 @@ describe('provisioning per organisation', () => {
     expect(s.plan.actions).toEqual([]);
     expect(findUser(south.state, person.email)!.hasAccess).toBe(true);
 
-    const disables = await app.db.selectFrom('trainsync.provisioning_actions').select(['org', 'employee_id']).where('kind', '=', 'disable').execute();
+    const disables = await owner(app).db.selectFrom('trainsync.provisioning_actions').select(['org', 'employee_id']).where('kind', '=', 'disable').execute();
     expect(disables).toEqual([{ org: 'north', employee_id: person.employee_id }]);
   });
 
@@ -137,8 +138,8 @@ describe('provisioning per organisation', () => {
     expect(held.plan.refused?.reason).toBe('max-disable');
     expect(held.heldPlanId).toBeDefined();
     const id = held.heldPlanId!;
-    expect((await listHeldPlans(app.db, { org: 'north', onlyHeld: true })).map((p) => [p.id, p.org])).toEqual([[id, 'north']]);
-    expect(await listHeldPlans(app.db, { org: 'south', onlyHeld: true })).toEqual([]);
+    expect((await listHeldPlans(owner(app).db, { org: 'north', onlyHeld: true })).map((p) => [p.id, p.org])).toEqual([[id, 'north']]);
+    expect(await listHeldPlans(owner(app).db, { org: 'south', onlyHeld: true })).toEqual([]);
     const decider = { by: 'tester', role: 'operator' };
     const confirm = { typed: held.plan.counts.disable, ask: { give: '--confirm N', shownBy: '`trainsync held`' } };
     const across = await approveHeldPlan({ ...provisionDeps(app, 'south') }, id, decider, confirm);
@@ -156,11 +157,11 @@ describe('provisioning per organisation', () => {
     // North's platform accounts as a users sync would store them, plus one no employee lists.
     for (const u of north.state.users) {
       await sql`insert into training.users (org, user_id, email, first_name, last_name, role, organisation_identifier, has_access, first_seen_at, last_seen_at, updated_at)
-                values ('north', ${u.id}::uuid, ${u.email}, ${u.firstName}, ${u.lastName}, ${u.role}, ${u.organisationIdentifier ?? null}, ${u.hasAccess}, now(), now(), now())`.execute(app.db);
+                values ('north', ${u.id}::uuid, ${u.email}, ${u.firstName}, ${u.lastName}, ${u.role}, ${u.organisationIdentifier ?? null}, ${u.hasAccess}, now(), now(), now())`.execute(owner(app).db);
     }
     const stray = 'e6f7a1b2-0000-4000-8000-000000000001';
     await sql`insert into training.users (org, user_id, email, first_name, last_name, role, organisation_identifier, has_access, first_seen_at, last_seen_at, updated_at)
-              values ('north', ${stray}::uuid, ${`stray${ORG_EMAIL_DOMAIN}`}, 'Stray', 'Account', 'USER', null, true, now(), now(), now())`.execute(app.db);
+              values ('north', ${stray}::uuid, ${`stray${ORG_EMAIL_DOMAIN}`}, 'Stray', 'Account', 'USER', null, true, now(), now(), now())`.execute(owner(app).db);
 
     const cliEnv = { ...env, LOG_LEVEL: 'error' };
     const ambiguous = await runCli(['reconcile'], cliEnv);
@@ -209,14 +210,14 @@ describe('provisioning per organisation', () => {
 describe('HR feeds per organisation', () => {
   it("load-feed --org takes the organisation's default feed profile and touches its employees only", async () => {
     const cliEnv = { ...env, LOG_LEVEL: 'error' };
-    const northBefore = await app.db.selectFrom('training.employees').select(['employee_id', 'updated_at']).where('org', '=', 'north').orderBy('employee_id').execute();
+    const northBefore = await owner(app).db.selectFrom('training.employees').select(['employee_id', 'updated_at']).where('org', '=', 'north').orderBy('employee_id').execute();
     const run = await runCli(['load-feed', 'examples/semicolon-export.csv', '--org', 'south', '--mode', 'delta'], cliEnv);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('12 listed: 12 joined');
-    const p2003 = await app.db.selectFrom('training.employees').select(['org', 'status', 'attributes']).where('employee_id', '=', 'P2003').execute();
+    const p2003 = await owner(app).db.selectFrom('training.employees').select(['org', 'status', 'attributes']).where('employee_id', '=', 'P2003').execute();
     expect(p2003).toEqual([{ org: 'south', status: 'inactive', attributes: expect.objectContaining({ department: 'Logistiek' }) }]);
-    const northAfter = await app.db.selectFrom('training.employees').select(['employee_id', 'updated_at']).where('org', '=', 'north').orderBy('employee_id').execute();
+    const northAfter = await owner(app).db.selectFrom('training.employees').select(['employee_id', 'updated_at']).where('org', '=', 'north').orderBy('employee_id').execute();
     expect(northAfter).toEqual(northBefore);
 
     // Several organisations and none named: refused, naming them.

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getHeldPlan, listHeldPlans } from '../src/provisioning/held-plans.ts';
@@ -33,8 +34,8 @@ afterAll(async () => {
 
 /** The people the organisation's open held plans hold, as [org, employee id]. */
 async function heldPeople(org: string): Promise<Array<[string, string]>> {
-  const plans = await listHeldPlans(app.db, { org, onlyHeld: true });
-  const full = await Promise.all(plans.map((p) => getHeldPlan(app.db, p.id)));
+  const plans = await listHeldPlans(owner(app).db, { org, onlyHeld: true });
+  const full = await Promise.all(plans.map((p) => getHeldPlan(owner(app).db, p.id)));
   return full.flatMap((p) => p!.people.map((person): [string, string] => [p!.org, person.employeeId]));
 }
 
@@ -62,8 +63,8 @@ describe('SCIM per organisation', () => {
     await waitFor(
       async () => {
         await scim.idle();
-        const { pending } = await app.db.selectFrom('trainsync.scim_users').select(sql<number>`count(*)::int`.as('pending')).where('pending', '=', true).executeTakeFirstOrThrow();
-        const { open } = await app.db.selectFrom('trainsync.provisioning_actions').select(sql<number>`count(*)::int`.as('open')).where('status', 'in', ['planned', 'queued']).executeTakeFirstOrThrow();
+        const { pending } = await owner(app).db.selectFrom('trainsync.scim_users').select(sql<number>`count(*)::int`.as('pending')).where('pending', '=', true).executeTakeFirstOrThrow();
+        const { open } = await owner(app).db.selectFrom('trainsync.provisioning_actions').select(sql<number>`count(*)::int`.as('open')).where('status', 'in', ['planned', 'queued']).executeTakeFirstOrThrow();
         return pending === 0 && open === 0 ? true : undefined;
       },
       30_000,
@@ -105,11 +106,11 @@ describe('SCIM per organisation', () => {
     const northSearch = await request('GET', `/north/Users?filter=${encodeURIComponent(`userName eq "${email}"`)}`, tokens.north);
     expect(northSearch.json.totalResults).toBe(1);
 
-    const rows = await app.db.selectFrom('trainsync.scim_users').select(['org', 'employee_id']).execute();
+    const rows = await owner(app).db.selectFrom('trainsync.scim_users').select(['org', 'employee_id']).execute();
     expect(rows).toEqual([{ org: 'north', employee_id: 'S100' }]);
-    const audit = await app.db.selectFrom('trainsync.provisioning_actions').select(['org', 'kind', 'status']).where('employee_id', '=', 'S100').execute();
+    const audit = await owner(app).db.selectFrom('trainsync.provisioning_actions').select(['org', 'kind', 'status']).where('employee_id', '=', 'S100').execute();
     expect(audit).toEqual([{ org: 'north', kind: 'create-user', status: 'succeeded' }]);
-    const employee = await app.db.selectFrom('training.employees').select(['org']).where('employee_id', '=', 'S100').execute();
+    const employee = await owner(app).db.selectFrom('training.employees').select(['org']).where('employee_id', '=', 'S100').execute();
     expect(employee).toEqual([{ org: 'north' }]);
 
     // South's own User with the same userName and employee id: its own row, its own account.
@@ -117,7 +118,7 @@ describe('SCIM per organisation', () => {
     expect(theirs.status).toBe(201);
     await settled();
     expect(findUser(south.state, email)).toMatchObject({ hasAccess: true });
-    const both = await app.db.selectFrom('trainsync.scim_users').select(['org']).where('employee_id', '=', 'S100').orderBy('org').execute();
+    const both = await owner(app).db.selectFrom('trainsync.scim_users').select(['org']).where('employee_id', '=', 'S100').orderBy('org').execute();
     expect(both).toEqual([{ org: 'north' }, { org: 'south' }]);
     ids.south = theirs.json.id;
   });
@@ -144,7 +145,7 @@ describe('SCIM per organisation', () => {
   });
 
   it('`trainsync held` lists every organisation\'s held plans; status counts them per organisation; a plan is decided in its own', async () => {
-    const [plan] = await listHeldPlans(app.db, { org: 'north', onlyHeld: true });
+    const [plan] = await listHeldPlans(owner(app).db, { org: 'north', onlyHeld: true });
     const list = await runCli(['held'], h.env);
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(new RegExp(`#${plan!.id}[\\s│]+north[\\s│]+scim[\\s│]+SCIM[\\s│]+1[\\s│]`));

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -78,7 +79,7 @@ beforeAll(async () => {
   });
   const log = createLogger(config.LOG_LEVEL, new Writable({ write: (_chunk, _encoding, callback) => callback() }));
   app = await createApp(config, log, { jobs: allJobs });
-  const started = await startWebhookService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, metrics: app.metrics, log });
+  const started = await startWebhookService({ config, scopes: app.scopes, queue: app.queue, metrics: app.metrics, log });
   if (!started) throw new Error('the webhook service did not start');
   service = started;
   worker = await app.queue.startWorkers([WEBHOOK_QUEUE]);
@@ -212,10 +213,10 @@ describe('webhooks of two organisations', () => {
       const c = completion(sim);
       const body = JSON.parse(c.body) as Record<string, unknown>;
       const envelope = envelopeSchema.parse({ ...body, data: { ...(body.data as object), resultId: result.id } });
-      await storeEvent(app.withPgClient, org, envelope, JSON.stringify(envelope), planEvent(envelope));
+      await storeEvent(owner(app).withPgClient, org, envelope, JSON.stringify(envelope), planEvent(envelope));
       stored.push({ org, eventId: c.eventId, resultId: result.id });
     }
-    const counts = await sweepWebhookEvents({ db: app.db, queue: app.queue, log: app.log }, { minAgeMs: 0, retentionDays: 30 });
+    const counts = await sweepWebhookEvents({ scopes: app.scopes, queue: app.queue, log: app.log }, { minAgeMs: 0, retentionDays: 30 });
     expect(counts.queued).toBeGreaterThanOrEqual(2);
     for (const { org, eventId } of stored) expect(await outcomeOf(org, eventId)).toBe('loaded');
     expect(fetches(simA, stored[0]!.resultId)).toBeGreaterThanOrEqual(1);

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -84,7 +85,7 @@ beforeAll(async () => {
   const sink = new Writable({ write: (_chunk, _encoding, callback) => callback() });
   app = await createApp(config, createLogger(config.LOG_LEVEL, sink), { jobs: allJobs, migrate: true });
   worker = await app.queue.startWorkers([PROVISION_QUEUE]);
-  scim = (await startScimService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, platform: app.platform, log: app.log }))!;
+  scim = (await startScimService({ config, scopes: app.scopes, queue: app.queue, platform: app.platform, log: app.log }))!;
 
   // The same three employees in every organisation, through SCIM, with a department.
   for (const org of ORGS) {
@@ -96,7 +97,7 @@ beforeAll(async () => {
   }
   await settled();
   await waitFor(async () => {
-    const { n } = await app.db.selectFrom('trainsync.identities').select(sql<number>`count(*)::int`.as('n')).where('platform_user_id', 'is not', null).executeTakeFirstOrThrow();
+    const { n } = await owner(app).db.selectFrom('trainsync.identities').select(sql<number>`count(*)::int`.as('n')).where('platform_user_id', 'is not', null).executeTakeFirstOrThrow();
     return n === ORGS.length * PEOPLE.length ? true : undefined;
   }, 20_000, 'every account created and its id known');
 });
@@ -125,8 +126,8 @@ async function scimRequest(org: Org, method: string, pathname: string, body?: un
 async function settled(): Promise<void> {
   await waitFor(async () => {
     await scim.idle();
-    const { pending } = await app.db.selectFrom('trainsync.scim_users').select(sql<number>`count(*)::int`.as('pending')).where('pending', '=', true).executeTakeFirstOrThrow();
-    const { open } = await app.db.selectFrom('trainsync.provisioning_actions').select(sql<number>`count(*)::int`.as('open')).where('status', 'in', ['planned', 'queued']).executeTakeFirstOrThrow();
+    const { pending } = await owner(app).db.selectFrom('trainsync.scim_users').select(sql<number>`count(*)::int`.as('pending')).where('pending', '=', true).executeTakeFirstOrThrow();
+    const { open } = await owner(app).db.selectFrom('trainsync.provisioning_actions').select(sql<number>`count(*)::int`.as('open')).where('status', 'in', ['planned', 'queued']).executeTakeFirstOrThrow();
     return pending === 0 && open === 0 ? true : undefined;
   }, 30_000, 'changes planned and actions finished');
 }
@@ -142,7 +143,7 @@ async function state(org: Org, status: 'active' | 'inactive'): Promise<void> {
     expect(answer.status).toBe(200);
   } else {
     const row = { employeeId: 'P0', email: email('P0'), firstName: 'Same', lastName: 'P0', status, attributes: { department: 'Dept P0' } };
-    await snapshotEmployees(app.withPgClient, org, { rows: [row], mode: 'delta' });
+    await snapshotEmployees(owner(app).withPgClient, org, { rows: [row], mode: 'delta' });
     await reconcileFix(provisionDeps(app, org), { dryRun: false, force: false, maxDisable: 0, wait: false });
   }
   await settled();
@@ -164,7 +165,7 @@ function reviewed(plan: HeldPlan): unknown {
 async function auditOf(org: Org, kind: string): Promise<Array<Record<string, unknown>>> {
   const { rows } = await sql<Record<string, unknown>>`
     select action_id, employee_id, email, kind, group_id, seq, before, after - 'platformUserId' as after, status, error_code, source, reason, feed_hash
-      from trainsync.provisioning_actions where org = ${org} and employee_id = 'P0' and kind = ${kind} order by id`.execute(app.db);
+      from trainsync.provisioning_actions where org = ${org} and employee_id = 'P0' and kind = ${kind} order by id`.execute(owner(app).db);
   return rows;
 }
 
@@ -173,9 +174,9 @@ describe('the same desired change through each source', () => {
     for (const org of ORGS) await state(org, 'inactive');
     const plans = {} as Record<Org, HeldPlan>;
     for (const org of ORGS) {
-      const held = await listHeldPlans(app.db, { org, onlyHeld: true });
+      const held = await listHeldPlans(owner(app).db, { org, onlyHeld: true });
       expect(held.map((p) => p.source), org).toEqual([SOURCE[org]]);
-      plans[org] = (await getHeldPlan(app.db, held[0]!.id))!;
+      plans[org] = (await getHeldPlan(owner(app).db, held[0]!.id))!;
       expect(findUser(sims[org].state, email('P0'))!.hasAccess, org).toBe(true);
     }
     expect(reviewed(plans['feed-org'])).toEqual({
@@ -209,7 +210,7 @@ describe('the same desired change through each source', () => {
     expect(rows['scim-org'][0]!.feed_hash).toBe('via SCIM');
     expect(rows['fix-org'][0]!.feed_hash).toBeNull();
     expect(rows['feed-org'][0]!.feed_hash).toMatch(/^[0-9a-f]{64}$/);
-    for (const org of ORGS) expect(await listHeldPlans(app.db, { org, onlyHeld: true }), org).toEqual([]);
+    for (const org of ORGS) expect(await listHeldPlans(owner(app).db, { org, onlyHeld: true }), org).toEqual([]);
   });
 
   it('a returner (no guard): each source applies the same action at once', async () => {
@@ -221,7 +222,7 @@ describe('the same desired change through each source', () => {
       const { source: _s, reason: _r, feed_hash: _f, ...same } = rows[org][0]!;
       const { source: _s0, reason: _r0, feed_hash: _f0, ...feed } = rows['feed-org'][0]!;
       expect(same, org).toEqual(feed);
-      expect(await listHeldPlans(app.db, { org, onlyHeld: true }), org).toEqual([]);
+      expect(await listHeldPlans(owner(app).db, { org, onlyHeld: true }), org).toEqual([]);
     }
   });
 });

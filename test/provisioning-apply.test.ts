@@ -1,3 +1,5 @@
+import { scopedApp } from '../src/commands/scoped.ts';
+import { owner } from './helpers/owner.ts';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,10 +72,10 @@ describe('provisioning against the simulator', () => {
     expect(user(returner.email).hasAccess).toBe(true);
     expect(groupMembers(state, into.id)).toContain(user(mover.email).id);
 
-    const identity = await h.app.db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', 'J001').executeTakeFirstOrThrow();
+    const identity = await owner(h.app).db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', 'J001').executeTakeFirstOrThrow();
     expect(identity).toMatchObject({ platform_user_id: created.id, active: true, email: j1.email });
     expect([...identity.groups].sort()).toEqual([state.groups[0]!.id, state.groups[2]!.id].sort());
-    const audit = await h.app.db.selectFrom('trainsync.provisioning_audit').selectAll().where('employee_id', '=', leaver.employee_id).execute();
+    const audit = await owner(h.app).db.selectFrom('trainsync.provisioning_audit').selectAll().where('employee_id', '=', leaver.employee_id).execute();
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ kind: 'disable', status: 'succeeded', attempts: 1, feed_hash: result.feed.hash, before: { active: true }, currently_active: false });
   });
@@ -91,13 +93,13 @@ describe('provisioning against the simulator', () => {
     const rows = [...rowsFromState(h.sim.state), joiner('J003', [h.sim.state.groups[1]!.id])];
     const planned = await run(rows, { dryRun: true });
     expect(planned.plan.actions.map((a) => a.kind)).toEqual(['create-user', 'add-to-group']);
-    const first = await enqueuePlan({ ...h.app, org: DEFAULT_ORG }, planned.plan, planned.feed.hash);
-    const second = await enqueuePlan({ ...h.app, org: DEFAULT_ORG }, planned.plan, planned.feed.hash);
+    const first = await enqueuePlan(scopedApp(h.app, DEFAULT_ORG), planned.plan, planned.feed.hash);
+    const second = await enqueuePlan(scopedApp(h.app, DEFAULT_ORG), planned.plan, planned.feed.hash);
     expect(first.enqueued).toHaveLength(2);
     expect(second.enqueued).toEqual([]);
     expect(second.skippedEmployees).toEqual(['J003']);
     h.sim.resetRequests();
-    const audit = await waitForActions({ ...h.app, org: DEFAULT_ORG }, [...second.waitingOn]);
+    const audit = await waitForActions(scopedApp(h.app, DEFAULT_ORG), [...second.waitingOn]);
     expect(audit.map((r) => [r.kind, r.status, r.attempts])).toEqual([['create-user', 'succeeded', 1], ['add-to-group', 'succeeded', 1]]);
     expect(writeCallCount(h.sim.requests)).toBe(2);
   });
@@ -127,7 +129,7 @@ describe('provisioning against the simulator', () => {
   it('refuses a mass disable without --force: nothing is enqueued and nothing changes', async () => {
     const state = h.sim.state;
     const before = accessSnapshot(state);
-    const auditBefore = await h.app.db.selectFrom('trainsync.provisioning_actions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const auditBefore = await owner(h.app).db.selectFrom('trainsync.provisioning_actions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     h.sim.resetRequests();
     // A feed cut short: only the first few employees, read in full mode.
     const result = await run(rowsFromState(state).slice(0, 5));
@@ -137,9 +139,9 @@ describe('provisioning against the simulator', () => {
     expect(provisionExitCode(result)).toBe(2);
     expect(writeCallCount(h.sim.requests)).toBe(0);
     expect(accessSnapshot(state)).toEqual(before);
-    const auditAfter = await h.app.db.selectFrom('trainsync.provisioning_actions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const auditAfter = await owner(h.app).db.selectFrom('trainsync.provisioning_actions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     expect(Number(auditAfter.n)).toBe(Number(auditBefore.n));
-    const feedRow = await h.app.db.selectFrom('trainsync.feeds').selectAll().where('hash', '=', result.feed.hash).executeTakeFirstOrThrow();
+    const feedRow = await owner(h.app).db.selectFrom('trainsync.feeds').selectAll().where('hash', '=', result.feed.hash).executeTakeFirstOrThrow();
     expect(feedRow).toMatchObject({ refused: 'max-disable', dry_run: false, rows: 5 });
   });
 
@@ -222,7 +224,7 @@ describe('provisioning against the simulator', () => {
 
     const section = await provisioningAttentionSection(h.app, 'default');
     expect(section.rows.map((r) => `${r.status}:${r.code}`).sort()).toEqual(['failed:EMAIL_IN_USE', 'failed:GROUP_NOT_FOUND', 'needs-identity:NEEDS_IDENTITY']);
-    const stored = await auditRows(h.app.db, 'default', [byKind['create-user:J900']!.actionId]);
+    const stored = await auditRows(owner(h.app).db, 'default', [byKind['create-user:J900']!.actionId]);
     expect(stored[0]?.errorMessage).toMatch(/EMAIL_IN_USE/);
   });
 });

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +19,7 @@ let files: ReturnType<typeof feedDir>;
 beforeAll(async () => {
   h = await createSyncHarness({ simulator: { seed: 3, sizes: { users: 12, groups: 2, courses: 3, results: 5 } } });
   files = feedDir();
-  await sql`create sequence test_crash_once`.execute(h.app.db);
+  await sql`create sequence test_crash_once`.execute(owner(h.app).db);
   await sql`
     create function test_crash() returns trigger language plpgsql as $$
     begin
@@ -28,8 +29,8 @@ beforeAll(async () => {
         end if;
       end if;
       return new;
-    end $$`.execute(h.app.db);
-  await sql`create trigger test_crash before update on trainsync.provisioning_actions for each row execute function test_crash()`.execute(h.app.db);
+    end $$`.execute(owner(h.app).db);
+  await sql`create trigger test_crash before update on trainsync.provisioning_actions for each row execute function test_crash()`.execute(owner(h.app).db);
 });
 afterAll(async () => {
   await h?.close();
@@ -54,9 +55,9 @@ describe('a crash between the platform call and its audit record', () => {
     const accounts = h.sim.state.users.filter((u) => u.email === email);
     expect(accounts).toHaveLength(1);
     expect(groupMembers(h.sim.state, group)).toContain(accounts[0]!.id);
-    const identity = await h.app.db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', 'C1').executeTakeFirstOrThrow();
+    const identity = await owner(h.app).db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', 'C1').executeTakeFirstOrThrow();
     expect(identity).toMatchObject({ platform_user_id: accounts[0]!.id, active: true, groups: [group] });
-    const audit = await h.app.db.selectFrom('trainsync.provisioning_actions').select(['after', 'error_code']).where('action_id', '=', `create-user:${email}`).executeTakeFirstOrThrow();
+    const audit = await owner(h.app).db.selectFrom('trainsync.provisioning_actions').select(['after', 'error_code']).where('action_id', '=', `create-user:${email}`).executeTakeFirstOrThrow();
     expect(audit).toMatchObject({ after: expect.objectContaining({ adopted: true, platformUserId: accounts[0]!.id }), error_code: null });
   });
 
@@ -64,14 +65,14 @@ describe('a crash between the platform call and its audit record', () => {
     // First provision everyone (adoption), then crash on the leaver's record.
     const rows = rowsFromState(h.sim.state).filter((r) => r.employee_id !== 'C1');
     await run(rows);
-    await sql`select setval('test_crash_once', 1, false)`.execute(h.app.db);
+    await sql`select setval('test_crash_once', 1, false)`.execute(owner(h.app).db);
     const leaver = rows.find((r) => r.status === 'active')!;
     h.sim.resetRequests();
     const result = await run([{ ...leaver, status: 'terminated' }]);
     expect(result.applied!.audit.map((r) => [r.kind, r.status, r.attempts])).toEqual([['disable', 'succeeded', 2]]);
     expect(routeCalls('PATCH /api/v2/users/{userId}/disable')).toEqual([204, 204]);
     expect(findUser(h.sim.state, leaver.email)!.hasAccess).toBe(false);
-    const identity = await h.app.db.selectFrom('trainsync.identities').select(['active', 'version']).where('employee_id', '=', leaver.employee_id).executeTakeFirstOrThrow();
+    const identity = await owner(h.app).db.selectFrom('trainsync.identities').select(['active', 'version']).where('employee_id', '=', leaver.employee_id).executeTakeFirstOrThrow();
     expect(identity).toMatchObject({ active: false });
     // And nothing is left to do.
     h.sim.resetRequests();

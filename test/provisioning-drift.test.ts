@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { reconcileFixJob } from '../jobs/reconcile-fix.ts';
@@ -108,7 +109,7 @@ describe('provisioning plans against the platform as it is now', () => {
     expect(applied.plan.actions.map((a) => a.kind)).toEqual(['disable']);
     expect(applied.applied?.audit.map((r) => r.status)).toEqual(['succeeded']);
     expect(account.hasAccess).toBe(false);
-    const audit = await h.app.db.selectFrom('trainsync.provisioning_actions').select(['after']).where('action_id', '=', repair!.id).executeTakeFirstOrThrow();
+    const audit = await owner(h.app).db.selectFrom('trainsync.provisioning_actions').select(['after']).where('action_id', '=', repair!.id).executeTakeFirstOrThrow();
     expect(audit.after).toMatchObject({ active: false, repair: repair!.repair });
 
     // Repaired: the next run of the same feed has nothing to write.
@@ -135,7 +136,7 @@ describe('provisioning plans against the platform as it is now', () => {
     expect(created.id).not.toBe(old.id);
     expect(created.hasAccess).toBe(true);
     for (const groupId of employee.groups) expect(groupMembers(h.sim.state, groupId)).toContain(created.id);
-    const identity = await h.app.db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', employee.employee_id).executeTakeFirstOrThrow();
+    const identity = await owner(h.app).db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', employee.employee_id).executeTakeFirstOrThrow();
     expect(identity.platform_user_id).toBe(created.id);
     expect([...identity.groups].sort()).toEqual(employee.groups);
 
@@ -242,7 +243,7 @@ describe('reconcile --fix: drift repair without a new feed', () => {
       const job = await h.app.queue.add(RECONCILE_FIX_JOB, reconcileFixJob.payload.parse({ trigger: 'schedule' }), { org: DEFAULT_ORG, waited: true });
       const [outcome] = await h.app.queue.waitFor(PROVISION_QUEUE, [job.id]);
       expect(outcome).toMatchObject({ status: 'completed', result: { repairs: 1, enqueued: 1 } });
-      const open = await openActions(h.app.db, 'default');
+      const open = await openActions(owner(h.app).db, 'default');
       await waitForActions(provisionDeps(h.app, 'default'), open.map((r) => r.actionId));
     } finally {
       await worker.close();

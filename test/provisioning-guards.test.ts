@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -76,7 +77,7 @@ async function consoleCounts(): Promise<{ people: number; beside: number; disabl
 beforeAll(async () => {
   const hash = await hashConsolePassword(USER.password, { N: 2 ** 12, r: 8, p: 1 });
   h = await createSyncHarness({ simulator: { seed: 1 }, env: { TRAINSYNC_CONSOLE_USERS: `${USER.name}:operator:${hash}`, TRAINSYNC_CONSOLE_PORT: '0' } });
-  server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: (org) => provisionDeps(h.app, org) }))!;
+  server = (await startConsole({ config: h.config, scopes: h.app.scopes, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: (org) => provisionDeps(h.app, org) }))!;
   base = `http://127.0.0.1:${server.port}`;
   session = await consoleSession(base, USER);
   files = feedDir();

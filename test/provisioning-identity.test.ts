@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisioningAttentionSection } from '../src/commands/provisioning-status.ts';
@@ -44,7 +45,7 @@ describe('identities: an id nobody can find', () => {
     const created = findUser(h.sim.state, email)!;
     expect(created).toBeDefined();
     expect(groupMembers(h.sim.state, group)).not.toContain(created.id);
-    const identity = await h.app.db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', 'N1').executeTakeFirstOrThrow();
+    const identity = await owner(h.app).db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', 'N1').executeTakeFirstOrThrow();
     expect(identity.platform_user_id).toBeNull();
 
     const section = await provisioningAttentionSection(h.app, 'default');
@@ -60,7 +61,7 @@ describe('identities: an id nobody can find', () => {
     const fixed = await run([{ ...row, platform_user_id: platformUserId }]);
     expect(fixed.applied!.audit.map((r) => [r.kind, r.status])).toEqual([['add-to-group', 'succeeded']]);
     expect(groupMembers(h.sim.state, group)).toContain(platformUserId);
-    const identity = await h.app.db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', 'N1').executeTakeFirstOrThrow();
+    const identity = await owner(h.app).db.selectFrom('trainsync.identities').selectAll().where('employee_id', '=', 'N1').executeTakeFirstOrThrow();
     expect(identity).toMatchObject({ platform_user_id: platformUserId, groups: [group] });
     // The stale needs-identity row is settled by the action that did the work.
     expect((await provisioningAttentionSection(h.app, 'default')).rows).toEqual([]);

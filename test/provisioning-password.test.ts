@@ -1,3 +1,4 @@
+import { scopedApp } from '../src/commands/scoped.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { Redis } from 'ioredis';
@@ -71,18 +72,18 @@ describe('passwords', () => {
 
   it('sets a password through the queue; the platform records one change', async () => {
     const target = h.sim.state.users.find((u) => u.accountType === 'API')!;
-    const row = await requestPasswordChange({ ...h.app, org: DEFAULT_ORG }, target.email, strong);
+    const row = await requestPasswordChange(scopedApp(h.app, DEFAULT_ORG), target.email, strong);
     expect(row).toMatchObject({ kind: 'set-password', status: 'succeeded', attempts: 1 });
     expect(userAccount(h.sim.state, target.id)).toMatchObject({ passwordSet: true, passwordChanges: 1 });
   });
 
   it('a weak password fails at once with INVALID_PASSWORD; an SSO account with INVALID_USER_TYPE', async () => {
     const api = h.sim.state.users.filter((u) => u.accountType === 'API')[1]!;
-    const weakRow = await requestPasswordChange({ ...h.app, org: DEFAULT_ORG }, api.email, weak);
+    const weakRow = await requestPasswordChange(scopedApp(h.app, DEFAULT_ORG), api.email, weak);
     expect(weakRow).toMatchObject({ status: 'failed', errorCode: 'INVALID_PASSWORD', attempts: 1 });
     expect(userAccount(h.sim.state, api.id).passwordChanges).toBe(0);
     const sso = h.sim.state.users.find((u) => u.accountType === 'SSO')!;
-    const ssoRow = await requestPasswordChange({ ...h.app, org: DEFAULT_ORG }, sso.email, strong);
+    const ssoRow = await requestPasswordChange(scopedApp(h.app, DEFAULT_ORG), sso.email, strong);
     expect(ssoRow).toMatchObject({ status: 'failed', errorCode: 'INVALID_USER_TYPE' });
   });
 

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScimHarness, type ScimHarness } from './helpers/scim-harness.ts';
@@ -251,7 +252,7 @@ describe('Microsoft SCIMReferenceCode Postman collection', () => {
     it('22. Create filled group 2 — EXCEPTION: its externalId ${__UUID} is already Group1DisplayName\'s: 409, nothing written', async () => {
       const r = await send('POST', '/Groups', { schemas: [GROUP], externalId: UUID_PLACEHOLDER, displayName: 'GroupDisplayName2', members: [{ value: v('id3'), display: 'VP' }] });
       expect(r).toMatchObject({ status: 409, json: { scimType: 'uniqueness' } });
-      const member = await h.app.db.selectFrom('trainsync.scim_users').select('groups').where('scim_id', '=', env.id3!).executeTakeFirstOrThrow();
+      const member = await owner(h.app).db.selectFrom('trainsync.scim_users').select('groups').where('scim_id', '=', env.id3!).executeTakeFirstOrThrow();
       expect(member.groups).toEqual([]);
       env.groupid2 = r.json?.id;
     });

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findUser, ORG_EMAIL_DOMAIN, writeCallCount } from '../src/simulator/index.ts';
 import { createScimHarness, type ScimHarness } from './helpers/scim-harness.ts';
@@ -50,7 +51,7 @@ describe('SCIM against the platform as it is now', () => {
     expect((await h.request('PATCH', `/Users/${id}`, off)).status).toBe(200);
     await h.settled();
     expect(findUser(h.sim.state, email)!.hasAccess).toBe(false);
-    const repairs = await h.app.db
+    const repairs = await owner(h.app).db
       .selectFrom('trainsync.provisioning_actions')
       .select(['kind', 'status', 'feed_hash', 'after'])
       .where('email', '=', email)

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findUser, groupMembers, ORG_EMAIL_DOMAIN, writeCallCount } from '../src/simulator/index.ts';
@@ -28,7 +29,7 @@ const employeeId = 'E-4711';
 const filter = (text: string) => encodeURIComponent(text);
 
 async function employee() {
-  return h.app.db.selectFrom('training.employees').selectAll().where('employee_id', '=', employeeId).executeTakeFirstOrThrow();
+  return owner(h.app).db.selectFrom('training.employees').selectAll().where('employee_id', '=', employeeId).executeTakeFirstOrThrow();
 }
 
 describe('Entra validation sequence', () => {
@@ -78,7 +79,7 @@ describe('Entra validation sequence', () => {
     expect(patched.json).toMatchObject({ name: { givenName: 'Benjamin', familyName: 'Entra-Jones' }, [ENTERPRISE]: { department: 'Audit' } });
     await h.settled();
     expect(await employee()).toMatchObject({ first_name: 'Benjamin', last_name: 'Entra-Jones', attributes: { department: 'Audit' } });
-    const history = await h.app.db.selectFrom('training.employee_history').selectAll().where('employee_id', '=', employeeId).orderBy('valid_from').execute();
+    const history = await owner(h.app).db.selectFrom('training.employee_history').selectAll().where('employee_id', '=', employeeId).orderBy('valid_from').execute();
     expect(history.map((r) => r.first_name)).toEqual(['Ben', 'Benjamin']);
   });
 

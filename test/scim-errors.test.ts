@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,12 +38,12 @@ describe('SCIM refusals', () => {
   it('400 invalidSyntax for malformed JSON (nothing is stored); an attribute no schema defines is ignored, not stored nor returned', async () => {
     const malformed = await h.request('POST', '/Users', undefined, { raw: '{"userName": "a@b.c",' });
     expect(malformed).toMatchObject({ status: 400, json: { schemas: [ERROR], status: '400', scimType: 'invalidSyntax' } });
-    expect(await h.app.db.selectFrom('trainsync.scim_users').select('scim_id').execute()).toEqual([]);
+    expect(await owner(h.app).db.selectFrom('trainsync.scim_users').select('scim_id').execute()).toEqual([]);
     const unknown = await h.request('POST', '/Users', { ...user('typo'), favouriteColour: 'blue', 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User': { shoeSize: 9, department: 'Ops' } });
     expect(unknown.status).toBe(201);
     expect(JSON.stringify(unknown.json)).not.toMatch(/favouriteColour|shoeSize/);
     expect(unknown.json['urn:ietf:params:scim:schemas:extension:enterprise:2.0:User']).toEqual({ department: 'Ops' });
-    const stored = await h.app.db.selectFrom('trainsync.scim_users').select('resource').where('scim_id', '=', unknown.json.id).executeTakeFirstOrThrow();
+    const stored = await owner(h.app).db.selectFrom('trainsync.scim_users').select('resource').where('scim_id', '=', unknown.json.id).executeTakeFirstOrThrow();
     expect(JSON.stringify(stored.resource)).not.toMatch(/favouriteColour|shoeSize/);
     expect((await h.request('DELETE', `/Users/${unknown.json.id}`)).status).toBe(204);
   });
@@ -90,7 +91,7 @@ describe('SCIM refusals', () => {
     ]);
     expect(twins.map((t) => t.status).sort()).toEqual([201, 201, 201, 409, 409]);
     for (const refused of twins.filter((t) => t.status === 409)) expect(refused.json).toMatchObject({ schemas: [ERROR], scimType: 'uniqueness' });
-    const stored = await h.app.db.selectFrom('trainsync.scim_users').select(['user_name', 'employee_id']).where('user_name', 'in', ['twin', 'keyed-a', 'keyed-b', 'single'].map((n) => `${n}${ORG_EMAIL_DOMAIN}`)).execute();
+    const stored = await owner(h.app).db.selectFrom('trainsync.scim_users').select(['user_name', 'employee_id']).where('user_name', 'in', ['twin', 'keyed-a', 'keyed-b', 'single'].map((n) => `${n}${ORG_EMAIL_DOMAIN}`)).execute();
     expect(stored.filter((r) => r.user_name.startsWith('twin'))).toHaveLength(1);
     expect(stored.filter((r) => r.employee_id === 'E-TWIN')).toHaveLength(1);
     expect(stored.some((r) => r.user_name.startsWith('single'))).toBe(true);

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';
@@ -30,7 +31,7 @@ let operator: ConsoleSession;
 beforeAll(async () => {
   const hash = await hashConsolePassword(OPERATOR.password, { N: 2 ** 12, r: 8, p: 1 });
   h = await createScimHarness({ simulator: { seed: 24 }, env: { TRAINSYNC_CONSOLE_USERS: `${OPERATOR.name}:operator:${hash}`, TRAINSYNC_CONSOLE_PORT: '0' } });
-  server = (await startConsole({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: (org) => provisionDeps(h.app, org) }))!;
+  server = (await startConsole({ config: h.config, scopes: h.app.scopes, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: (org) => provisionDeps(h.app, org) }))!;
   operator = await consoleSession(`http://127.0.0.1:${server.port}`, OPERATOR);
 });
 afterAll(async () => {
@@ -45,8 +46,8 @@ const create = (i: number) => ({ schemas: [USER, ENTERPRISE], userName: email(i)
 
 /** The organisation's open held plans, in full. */
 async function openPlans(): Promise<HeldPlan[]> {
-  const plans = await listHeldPlans(h.app.db, { onlyHeld: true });
-  return Promise.all(plans.map(async (p) => (await getHeldPlan(h.app.db, p.id))!));
+  const plans = await listHeldPlans(owner(h.app).db, { onlyHeld: true });
+  return Promise.all(plans.map(async (p) => (await getHeldPlan(owner(h.app).db, p.id))!));
 }
 
 describe('SCIM deactivation guard', () => {
@@ -61,7 +62,7 @@ describe('SCIM deactivation guard', () => {
     // About one request per create: the ids are learned afterwards, by a paged pass when that is
     // cheaper than a lookup each (a create that ran alone, before the rest were queued, is looked up).
     const identities = await waitFor(async () => {
-      const rows = await h.app.db.selectFrom('trainsync.identities').select(['email', 'platform_user_id']).execute();
+      const rows = await owner(h.app).db.selectFrom('trainsync.identities').select(['email', 'platform_user_id']).execute();
       return rows.length === COUNT && rows.every((r) => r.platform_user_id !== null) ? rows : undefined;
     }, 10_000, 'the platform ids of the created accounts');
     for (const row of identities) expect(row.platform_user_id).toBe(findUser(h.sim.state, row.email)!.id);
@@ -88,10 +89,10 @@ describe('SCIM deactivation guard', () => {
       expect(findUser(h.sim.state, person.email)!.hasAccess).toBe(true);
     }
     expect(plan!.actions.map((a) => a.kind)).toEqual(Array(COUNT - LIMIT).fill('disable'));
-    const employees = await h.app.db.selectFrom('training.employees').select(['employee_id', 'status']).execute();
+    const employees = await owner(h.app).db.selectFrom('training.employees').select(['employee_id', 'status']).execute();
     expect(employees.every((e) => e.status === 'inactive')).toBe(true);
     // The applied ones say where they came from, and why.
-    const audit = await h.app.db.selectFrom('trainsync.provisioning_actions').select(['source', 'reason', 'feed_hash']).where('kind', '=', 'disable').execute();
+    const audit = await owner(h.app).db.selectFrom('trainsync.provisioning_actions').select(['source', 'reason', 'feed_hash']).where('kind', '=', 'disable').execute();
     expect(audit).toHaveLength(LIMIT);
     for (const row of audit) expect(row).toEqual({ source: 'scim', reason: expect.stringMatching(/^SCIM User G\d: status inactive$/), feed_hash: 'via SCIM' });
   });
@@ -141,13 +142,13 @@ describe('SCIM deactivation guard', () => {
     expect(wrong.code).toBe(2);
     expect(wrong.stderr).toMatch(new RegExp(`"${COUNT}" is not the number of people plan #${id} takes access away from: give --confirm N`));
     expect(writeCallCount(h.sim.requests)).toBe(writes);
-    expect((await getHeldPlan(h.app.db, id))!.status).toBe('held');
+    expect((await getHeldPlan(owner(h.app).db, id))!.status).toBe('held');
 
     const approved = await runCli(['held', '--approve', String(id), '--confirm', String(COUNT - LIMIT)], h.env);
     expect(approved).toMatchObject({ code: 0, stdout: expect.stringContaining(`approved plan #${id}: ${COUNT - LIMIT} actions enqueued`) });
     await h.settled();
     for (const person of plan!.people) expect(findUser(h.sim.state, person.email)!.hasAccess).toBe(false);
-    expect(await getHeldPlan(h.app.db, id)).toMatchObject({ status: 'approved', decidedRole: 'cli', decidedBy: expect.any(String) });
+    expect(await getHeldPlan(owner(h.app).db, id)).toMatchObject({ status: 'approved', decidedRole: 'cli', decidedBy: expect.any(String) });
     const applied = writeCallCount(h.sim.requests);
     expect(applied - writes).toBe(COUNT - LIMIT);
 
@@ -180,9 +181,9 @@ describe('SCIM deactivation guard', () => {
     expect(rejected.code).toBe(0);
     await h.settled();
     expect(findUser(h.sim.state, email(COUNT + 1))!.hasAccess).toBe(true);
-    const employee = await h.app.db.selectFrom('training.employees').selectAll().where('email', '=', email(COUNT + 1)).executeTakeFirstOrThrow();
+    const employee = await owner(h.app).db.selectFrom('training.employees').selectAll().where('email', '=', email(COUNT + 1)).executeTakeFirstOrThrow();
     expect(employee.status).toBe('active');
     expect((await h.request('GET', `/Users/${more[1]!.json.id as string}`)).json.active).toBe(true);
-    expect(await getHeldPlan(h.app.db, plan!.id)).toMatchObject({ status: 'rejected', decidedRole: 'cli' });
+    expect(await getHeldPlan(owner(h.app).db, plan!.id)).toMatchObject({ status: 'rejected', decidedRole: 'cli' });
   });
 });

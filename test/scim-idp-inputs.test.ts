@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -63,7 +64,7 @@ describe('Okta: a password on create, PUT and PATCH', () => {
     expect(created.json.password).toBeUndefined();
     await h.settled();
     expect(account()).toMatchObject({ passwordSet: true, passwordChanges: 1 });
-    const actions = await h.app.db.selectFrom('trainsync.provisioning_actions').select(['kind', 'status']).where('email', '=', email).orderBy('created_at').execute();
+    const actions = await owner(h.app).db.selectFrom('trainsync.provisioning_actions').select(['kind', 'status']).where('email', '=', email).orderBy('created_at').execute();
     expect(actions).toEqual([
       { kind: 'create-user', status: 'succeeded' },
       { kind: 'set-password', status: 'succeeded' },
@@ -123,7 +124,7 @@ describe('a userName that is not an e-mail', () => {
     const refused = await h.request('POST', '/Users', { schemas: [USER], userName: 'E-99', name: { givenName: 'No', familyName: 'Mail' }, emails: [{ value: 'not-a-mailbox', primary: true }] });
     expect(refused).toMatchObject({ status: 400, json: { schemas: [ERROR], scimType: 'invalidValue' } });
     expect(refused.json.detail).toMatch(/userName "E-99" is not an e-mail address and emails has none/);
-    expect(await h.app.db.selectFrom('trainsync.scim_users').select('scim_id').where('user_name', '=', 'E-99').execute()).toEqual([]);
+    expect(await owner(h.app).db.selectFrom('trainsync.scim_users').select('scim_id').where('user_name', '=', 'E-99').execute()).toEqual([]);
   });
 });
 
@@ -133,11 +134,11 @@ describe('group members that are not User ids', () => {
     const refused = await h.request('POST', '/Groups', { schemas: [GROUP], displayName: group.name, externalId: 'okta-g1', members: [{ value: 'null' }] });
     expect(refused).toMatchObject({ status: 400, json: { schemas: [ERROR], scimType: 'invalidValue' } });
     expect(refused.json.detail).toMatch(/"null" is not a User id/);
-    expect(await h.app.db.selectFrom('trainsync.scim_groups').selectAll().execute()).toEqual([]);
+    expect(await owner(h.app).db.selectFrom('trainsync.scim_groups').selectAll().execute()).toEqual([]);
     // A User id no User has: refused too, still nothing written.
     const unknown = await h.request('POST', '/Groups', { schemas: [GROUP], displayName: group.name, members: [{ value: randomUUID() }] });
     expect(unknown).toMatchObject({ status: 400, json: { scimType: 'invalidValue' } });
-    expect(await h.app.db.selectFrom('trainsync.scim_groups').selectAll().execute()).toEqual([]);
+    expect(await owner(h.app).db.selectFrom('trainsync.scim_groups').selectAll().execute()).toEqual([]);
   });
 
   it('a PATCH add of such a value: 400 invalidValue, the members unchanged', async () => {

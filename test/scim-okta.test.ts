@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findUser, groupMembers, ORG_EMAIL_DOMAIN, writeCallCount } from '../src/simulator/index.ts';
@@ -34,7 +35,7 @@ function employeeWithAccount(employeeId: string) {
 }
 
 async function employee(employeeId: string) {
-  return h.app.db.selectFrom('training.employees').selectAll().where('employee_id', '=', employeeId).executeTakeFirstOrThrow();
+  return owner(h.app).db.selectFrom('training.employees').selectAll().where('employee_id', '=', employeeId).executeTakeFirstOrThrow();
 }
 
 describe('Okta validation sequence', () => {
@@ -64,14 +65,14 @@ describe('Okta validation sequence', () => {
     id = created.json.id;
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     expect(created.json).toMatchObject({ userName: email, active: true, name: { givenName: 'Ann', familyName: 'Okta' }, meta: { resourceType: 'User', location: `${h.base}/Users/${id}` } });
-    const stored = await h.app.db.selectFrom('trainsync.scim_users').selectAll().where('scim_id', '=', id).executeTakeFirstOrThrow();
+    const stored = await owner(h.app).db.selectFrom('trainsync.scim_users').selectAll().where('scim_id', '=', id).executeTakeFirstOrThrow();
     employeeId = stored.employee_id;
     expect(employeeId).toBe(`scim-${id}`);
     await h.settled();
     const account = findUser(h.sim.state, email);
     expect(account).toMatchObject({ firstName: 'Ann', lastName: 'Okta', hasAccess: true, organisationIdentifier: employeeId });
     expect(await employeeWithAccount(employeeId)).toMatchObject({ email, first_name: 'Ann', last_name: 'Okta', status: 'active', user_id: account!.id });
-    const audit = await h.app.db.selectFrom('trainsync.provisioning_actions').selectAll().where('employee_id', '=', employeeId).execute();
+    const audit = await owner(h.app).db.selectFrom('trainsync.provisioning_actions').selectAll().where('employee_id', '=', employeeId).execute();
     expect(audit).toMatchObject([{ kind: 'create-user', status: 'succeeded', feed_hash: 'via SCIM' }]);
   });
 

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ORG_EMAIL_DOMAIN } from '../src/simulator/index.ts';
@@ -63,7 +64,7 @@ describe('the in-flight limit', () => {
     // The limit is free again: the next request goes through.
     expect((await h.request('GET', '/Users?count=1')).status).toBe(200);
     // The refused create recorded nothing; the held one is stored.
-    expect(await h.app.db.selectFrom('trainsync.scim_users').select('user_name').where('user_name', '=', refusedName).execute()).toEqual([]);
-    expect(await h.app.db.selectFrom('trainsync.scim_users').select('user_name').where('user_name', '=', email).execute()).toEqual([{ user_name: email }]);
+    expect(await owner(h.app).db.selectFrom('trainsync.scim_users').select('user_name').where('user_name', '=', refusedName).execute()).toEqual([]);
+    expect(await owner(h.app).db.selectFrom('trainsync.scim_users').select('user_name').where('user_name', '=', email).execute()).toEqual([{ user_name: email }]);
   });
 });

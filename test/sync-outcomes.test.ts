@@ -1,3 +1,4 @@
+import { scopedApp } from '../src/commands/scoped.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { allResults } from '../src/simulator/index.ts';
@@ -87,8 +88,8 @@ describe('sync outcomes', () => {
   it('a second sync with other options is refused, naming the one queued; the same options join it', async () => {
     h = await createSyncHarness({ simulator: { sizes: { results: 50 } } });
     const queued = await h.app.queue.add('sync-results', { trigger: 'schedule', since: '2024-01-01', until: '2024-01-31' }, { org: DEFAULT_ORG, dedupeId: 'sync-results' });
-    await expect(runSync({ ...h.app, org: DEFAULT_ORG }, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }))).rejects.toThrow(SyncConflictError);
-    await expect(runSync({ ...h.app, org: DEFAULT_ORG }, ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }))).rejects.toThrow(
+    await expect(runSync(scopedApp(h.app, DEFAULT_ORG), ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }))).rejects.toThrow(SyncConflictError);
+    await expect(runSync(scopedApp(h.app, DEFAULT_ORG), ['results'], syncPayloadSchema.parse({ trigger: 'cli', full: true }))).rejects.toThrow(
       `sync-results is already waiting (job ${queued.id}) with --since 2024-01-01 --until 2024-01-31; this request (--full) was not enqueued`,
     );
     expect(await h.app.queue.state(SYNC_QUEUE, queued.id)).toBe('waiting');

@@ -1,3 +1,4 @@
+import { owner } from './helpers/owner.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { WEBHOOK_QUEUE } from '../src/queue/names.ts';
@@ -175,7 +176,7 @@ describe('the webhook receiver', () => {
   it('keeps the refusals bounded: the last 10,000, none older than the retention', async () => {
     await h.database.pool.query(`insert into trainsync.webhook_refusals (org, refused_at, reason, header) values ('default', now() - interval '40 days', 'missing', 'old')`);
     await h.database.pool.query(`insert into trainsync.webhook_refusals (org, reason, header) select 'default', 'invalid', 'n' || i from generate_series(1, $1::int) i`, [REFUSALS_KEPT + 5]);
-    expect(await pruneRefusals(h.app.db, 30)).toBeGreaterThanOrEqual(6);
+    expect(await pruneRefusals(owner(h.app).db, 30)).toBeGreaterThanOrEqual(6);
     const left = await h.database.pool.query<{ n: number; old: number; newest: string }>(
       `select count(*)::int as n, count(*) filter (where header = 'old')::int as old, max(header) filter (where id = (select max(id) from trainsync.webhook_refusals)) as newest from trainsync.webhook_refusals`,
     );

@@ -1,3 +1,4 @@
+import { owner } from './owner.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -89,7 +90,7 @@ export async function createTwoOrgHarness(options: TwoOrgHarnessOptions = {}): P
   const sink = new Writable({ write: (_chunk, _encoding, callback) => callback() });
   const app = await createApp(config, createLogger(config.LOG_LEVEL, sink), { jobs: allJobs, migrate: true });
   const worker = await app.queue.startWorkers([PROVISION_QUEUE]);
-  const scim = await startScimService({ config, db: app.db, withPgClient: app.withPgClient, queue: app.queue, platform: app.platform, log: app.log });
+  const scim = await startScimService({ config, scopes: app.scopes, queue: app.queue, platform: app.platform, log: app.log });
   if (!scim) throw new Error('the SCIM service did not start');
   return {
     sims,

@@ -1,3 +1,4 @@
+import { owner } from './owner.ts';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { PROVISION_QUEUE } from '../../src/queue/names.ts';
@@ -40,7 +41,7 @@ export async function createScimHarness(options: ScimHarnessOptions = {}): Promi
     env: { TRAINSYNC_SCIM_TOKEN: token, TRAINSYNC_SCIM_PORT: '0', TRAINSYNC_SCIM_HOST: '127.0.0.1', TRAINSYNC_SCIM_SWEEP_MS: '200', ...options.env },
   });
   await h.sync(['groups']);
-  const service = await startScimService({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, platform: h.app.platform, log: h.app.log });
+  const service = await startScimService({ config: h.config, scopes: h.app.scopes, queue: h.app.queue, platform: h.app.platform, log: h.app.log });
   if (!service) throw new Error('the SCIM service did not start: is TRAINSYNC_SCIM_TOKEN set?');
   const worker = await h.app.queue.startWorkers([PROVISION_QUEUE]);
   const base = `http://127.0.0.1:${service.port}/scim/v2`;
@@ -73,8 +74,8 @@ export async function createScimHarness(options: ScimHarnessOptions = {}): Promi
       await waitFor(
         async () => {
           await service.idle();
-          const { pending } = await h.app.db.selectFrom('trainsync.scim_users').select(sql<number>`count(*)::int`.as('pending')).where('pending', '=', true).executeTakeFirstOrThrow();
-          const { open } = await h.app.db
+          const { pending } = await owner(h.app).db.selectFrom('trainsync.scim_users').select(sql<number>`count(*)::int`.as('pending')).where('pending', '=', true).executeTakeFirstOrThrow();
+          const { open } = await owner(h.app).db
             .selectFrom('trainsync.provisioning_actions')
             .select(sql<number>`count(*)::int`.as('open'))
             .where('status', 'in', ['planned', 'queued'])

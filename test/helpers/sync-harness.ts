@@ -1,3 +1,4 @@
+import { scopedApp } from '../../src/commands/scoped.ts';
 import { Writable } from 'node:stream';
 import { DEFAULT_ORG } from '../../src/lib/orgs-file.ts';
 import { allJobs } from '../../jobs/index.ts';
@@ -69,7 +70,7 @@ export async function createSyncHarness(options: SyncHarnessOptions = {}): Promi
     config,
     app,
     logLines,
-    sync: (resources, payload = {}) => runSync({ ...app, org: DEFAULT_ORG }, resources, syncPayloadSchema.parse({ trigger: 'cli', ...payload })),
+    sync: (resources, payload = {}) => runSync(scopedApp(app, DEFAULT_ORG), resources, syncPayloadSchema.parse({ trigger: 'cli', ...payload })),
     async close() {
       await app.close();
       await sim.close();

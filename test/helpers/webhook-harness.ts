@@ -1,3 +1,4 @@
+import { owner } from './owner.ts';
 import { createHmac, randomBytes } from 'node:crypto';
 import type { WorkerHandle } from '../../src/queue/worker.ts';
 import { WEBHOOK_QUEUE } from '../../src/queue/names.ts';
@@ -41,7 +42,7 @@ export async function createWebhookHarness(options: WebhookHarnessOptions = {}):
     },
     env: { TRAINSYNC_WEBHOOK_SECRET: secret, TRAINSYNC_WEBHOOK_PORT: '0', TRAINSYNC_WEBHOOK_HOST: '127.0.0.1', ...options.env },
   });
-  const service = await startWebhookService({ config: h.config, db: h.app.db, withPgClient: h.app.withPgClient, queue: h.app.queue, metrics: h.app.metrics, log: h.app.log });
+  const service = await startWebhookService({ config: h.config, scopes: h.app.scopes, queue: h.app.queue, metrics: h.app.metrics, log: h.app.log });
   if (!service) throw new Error('the webhook service did not start: is TRAINSYNC_WEBHOOK_SECRET set?');
   const webhookUrl = `http://127.0.0.1:${service.port}/webhooks/platform`;
   h.sim.webhooks.configure({ url: webhookUrl });

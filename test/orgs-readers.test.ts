@@ -67,8 +67,8 @@ describe('per-organisation readers', () => {
     expect(again.code).toBe(0);
     expect(again.stdout).toContain(`reader ${northReader}: sees only north\n`);
     const { rows } = await t.pool.query<{ slug: string; reader_role: string | null }>('select slug, reader_role from training.organisations order by slug');
+    // `default` is the single-organisation variables' organisation: an orgs file without it has no `default` row.
     expect(rows).toEqual([
-      { slug: 'default', reader_role: null },
       { slug: 'north', reader_role: northReader },
       { slug: 'south', reader_role: southReader },
     ]);
@@ -110,11 +110,44 @@ describe('per-organisation readers', () => {
     });
   });
 
+  it('readers have nothing in schema trainsync; the reconciliation view still shows a reader its organisation\'s pending actions', async () => {
+    for (const org of ['north', 'south']) {
+      await t.pool.query(
+        `insert into trainsync.provisioning_actions (org, action_id, employee_id, email, kind, status, error_code, error_message, finished_at)
+         values ($1, $2, 'E1', $3, 'create-user', 'failed', 'X', 'boom', now())`,
+        [org, `${org}-a1`, `e1@${org}.example`],
+      );
+    }
+    const privileges = await t.pool.query<{ role: string; usage: boolean; tables: number; columns: number }>(
+      `select r.role,
+         has_schema_privilege(r.role, 'trainsync', 'USAGE') as usage,
+         (select count(*)::int from pg_class c join pg_namespace n on n.oid = c.relnamespace
+           where n.nspname = 'trainsync' and c.relkind in ('r', 'v', 'p')
+             and (has_table_privilege(r.role, c.oid, 'SELECT') or has_table_privilege(r.role, c.oid, 'INSERT') or has_table_privilege(r.role, c.oid, 'UPDATE') or has_table_privilege(r.role, c.oid, 'DELETE'))) as tables,
+         (select count(*)::int from pg_attribute a join pg_class c on c.oid = a.attrelid join pg_namespace n on n.oid = c.relnamespace
+           where n.nspname = 'trainsync' and c.relkind in ('r', 'v', 'p') and a.attnum > 0 and not a.attisdropped
+             and has_column_privilege(r.role, c.oid, a.attnum, 'SELECT')) as columns
+       from unnest($1::text[]) as r(role)`,
+      [[northReader, southReader, 'trainsync_reader', northLogin, allLogin]],
+    );
+    for (const row of privileges.rows) expect(row, row.role).toMatchObject({ usage: false, tables: 0, columns: 0 });
+    await asLogin(northLogin, async (client) => {
+      await expect(client.query('select email from trainsync.provisioning_actions')).rejects.toThrow(/permission denied/);
+      const pending = await client.query(`select org, email from training.hr_reconciliation where kind = 'pending_action'`);
+      expect(pending.rows).toEqual([{ org: 'north', email: 'e1@north.example' }]);
+    });
+    await asLogin(allLogin, async (client) => {
+      const pending = await client.query(`select org from training.hr_reconciliation where kind = 'pending_action' order by org`);
+      expect(pending.rows).toEqual([{ org: 'north' }, { org: 'south' }]);
+    });
+  });
+
   it('refuses a reader role that is a member of trainsync_reader (it would see everything)', async () => {
     await withAdmin((admin) => admin.query(`grant trainsync_reader to ${admin.escapeIdentifier(southReader)}`));
     try {
       const refused = await runCli(['migrate'], env);
-      expect(refused.code).not.toBe(0);
+      // A configuration to fix, refused before anything is changed: exit 2.
+      expect(refused.code, refused.stderr).toBe(2);
       expect(refused.stderr).toContain(`REVOKE trainsync_reader FROM ${southReader}`);
     } finally {
       await withAdmin((admin) => admin.query(`revoke trainsync_reader from ${admin.escapeIdentifier(southReader)}`));

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given: simulator client http writepath warehouse sync startup latency provisioning webhooks employees drift timings scim doctor console orgs
+ *   npm run bench -- sync         # only the names given (sync also measures row-level security: enforced beside bypassed): simulator client http writepath warehouse sync startup latency provisioning webhooks employees drift timings scim doctor console orgs
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -80,6 +80,14 @@ if (want('sync')) {
   check('first load vs raw COPY', ratio >= 0.6, `${main.firstLoadResultsPerSecond}/s vs ${main.rawCopyResultsPerSecond}/s = ${ratio.toFixed(2)}× (target ≥ 0.6×)`);
   check('CPU per result of the sync process', num(main.firstLoadCpuMicrosPerResult) <= 15, `${main.firstLoadCpuMicrosPerResult} µs first load, ${main.reloadCpuMicrosPerResult} µs reload with 10% changed (start-up excluded; target ≤ 15)`);
   check('peak RSS at 200k', num(main.peakRssMb) < 300, `${main.peakRssMb} MB, ${main.rssBeforeSyncMb} MB before the sync (target < 300)`);
+
+  process.stdout.write('\n== row-level security: the same first load and reload (200,000 results, 10% changed) enforced for trainsync (role trainsync_app, scoped transactions) and without it (the owner), in alternating pairs\n');
+  const rls = lastJson(await run(['bench/sync-rls.ts', JSON.stringify({ results: 200_000, pairs: 3, changeFraction: 0.1 })]));
+  figures.syncRowSecurity = rls;
+  const enforced = rls.enforced as Record<string, number>;
+  const bypass = rls.bypass as Record<string, number>;
+  check('first load with row security vs without', num(rls.firstLoadOverheadPercent) <= 5, `${enforced.firstLoadResultsPerSecond}/s vs ${bypass.firstLoadResultsPerSecond}/s, ${num(rls.firstLoadOverheadPercent) >= 0 ? '+' : ''}${rls.firstLoadOverheadPercent}% time (median of ${rls.pairs} pairs; target ≤ 5%)`);
+  check('reload with row security vs without', num(rls.reloadOverheadPercent) <= 5, `${enforced.reloadResultsPerSecond}/s vs ${bypass.reloadResultsPerSecond}/s, ${num(rls.reloadOverheadPercent) >= 0 ? '+' : ''}${rls.reloadOverheadPercent}% time (median of ${rls.pairs} pairs; target ≤ 5%)`);
 
   process.stdout.write('\n== memory: 100,000 vs 400,000 results\n');
   const small = lastJson(await run(['bench/sync-scenario.ts', JSON.stringify({ results: 100_000 })]));

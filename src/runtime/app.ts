@@ -62,6 +62,11 @@ export interface CreateAppOptions {
    * command ends with one line naming REDIS_URL. `persistent` (the worker): retry forever.
    */
   redis?: RedisMode;
+  /**
+   * false: connect as the owner, with handles that set no scope (row-level security does
+   * not bind trainsync): only for the benchmark that measures what it costs. Default true.
+   */
+  rowSecurity?: boolean;
 }
 
 /** Jobs other code enqueues by name: the catalog refuses to start without a handler for each. */
@@ -86,14 +91,15 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   } finally {
     await owner.end().catch(() => undefined);
   }
-  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY * config.TRAINSYNC_RESULTS_WRITERS + 4), log, role: APP_ROLE });
+  const rowSecurity = options.rowSecurity ?? true;
+  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY * config.TRAINSYNC_RESULTS_WRITERS + 4), log, ...(rowSecurity ? { role: APP_ROLE } : {}) });
   try {
     await checkAppRole(pool, config.DATABASE_URL);
   } catch (error) {
     await pool.end().catch(() => undefined);
     throw error;
   }
-  const scopes = createScopes(pool, log);
+  const scopes = createScopes(pool, log, { rowSecurity });
   // One client per organisation: its own key, and its own request budget in Redis.
   const platforms = new Map<string, PlatformClient>();
   const orgFor = (slug: string | undefined): OrgSettings => (slug === undefined ? soleOrg(config) : orgOf(config, slug));

@@ -123,8 +123,18 @@ function scopeOver(pool: pg.Pool, orgs: readonly string[] | 'all'): OrgScope {
   return { orgs, db, lend, transaction: (fn) => withTransaction(lend, fn) };
 }
 
+export interface ScopesOptions {
+  /**
+   * false: handles that set no scope, over a pool of the owner (which row-level security
+   * does not bind): the path as it was before trainsync bound itself, for the benchmark
+   * that measures what row security costs (`npm run bench -- sync`). Never in production.
+   */
+  rowSecurity?: boolean;
+}
+
 /** The scopes over trainsync's pool (its connections run as trainsync_app). */
-export function createScopes(pool: pg.Pool, log: Logger): OrgScopes {
+export function createScopes(pool: pg.Pool, log: Logger, options: ScopesOptions = {}): OrgScopes {
+  if (options.rowSecurity === false) return unboundScopes(pool);
   const scopes = new Map<string, OrgScope>();
   const all = scopeOver(pool, 'all');
   const reasons = new Set<string>();
@@ -148,5 +158,17 @@ export function createScopes(pool: pg.Pool, log: Logger): OrgScopes {
       return fn(all);
     },
     unscoped: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }),
+  };
+}
+
+/** `rowSecurity: false`: every handle is the plain pool (see ScopesOptions). */
+function unboundScopes(pool: pg.Pool): OrgScopes {
+  const lend = lendFrom(pool);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const handle = (orgs: readonly string[] | 'all'): OrgScope => ({ orgs, db, lend, transaction: (fn) => withTransaction(lend, fn) });
+  return {
+    scope: (org) => handle(typeof org === 'string' ? [org] : [...org]),
+    acrossOrganisations: (_reason, fn) => fn(handle('all')),
+    unscoped: db,
   };
 }

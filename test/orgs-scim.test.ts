@@ -103,6 +103,11 @@ describe('SCIM per organisation', () => {
     expect((await request('GET', `/south/Users/${created.json.id}`, tokens.south)).status).toBe(404);
     const search = await request('GET', `/south/Users?filter=${encodeURIComponent(`userName eq "${email}"`)}`, tokens.south);
     expect(search.json.totalResults).toBe(0);
+    // Nor change it: south's path with north's id answers 404 for PATCH, PUT and DELETE, and north's User stays.
+    expect((await request('PATCH', `/south/Users/${created.json.id}`, tokens.south, patchOff)).status).toBe(404);
+    expect((await request('PUT', `/south/Users/${created.json.id}`, tokens.south, { ...user(email, 'S100'), active: false })).status).toBe(404);
+    expect((await request('DELETE', `/south/Users/${created.json.id}`, tokens.south)).status).toBe(404);
+    expect((await request('GET', `/north/Users/${created.json.id}`, tokens.north)).json.active).toBe(true);
     const northSearch = await request('GET', `/north/Users?filter=${encodeURIComponent(`userName eq "${email}"`)}`, tokens.north);
     expect(northSearch.json.totalResults).toBe(1);
 

@@ -61,10 +61,11 @@ describe('SCIM deactivation guard', () => {
     expect(Array.from({ length: COUNT }, (_, i) => findUser(h.sim.state, email(i))?.hasAccess)).toEqual(Array(COUNT).fill(true));
     // About one request per create: the ids are learned afterwards, by a paged pass when that is
     // cheaper than a lookup each (a create that ran alone, before the rest were queued, is looked up).
+    // A generous deadline, polled on state: the resolve pass runs on the sweep's clock, late under a CPU hog.
     const identities = await waitFor(async () => {
       const rows = await owner(h.app).db.selectFrom('trainsync.identities').select(['email', 'platform_user_id']).execute();
       return rows.length === COUNT && rows.every((r) => r.platform_user_id !== null) ? rows : undefined;
-    }, 10_000, 'the platform ids of the created accounts');
+    }, 60_000, 'the platform ids of the created accounts');
     for (const row of identities) expect(row.platform_user_id).toBe(findUser(h.sim.state, row.email)!.id);
     const users = h.sim.requests.filter((r) => r.route === 'GET /api/v2/users');
     expect(users.length).toBeLessThan(COUNT);

@@ -164,7 +164,7 @@ describe('migrate', () => {
     expect(rows[0]).toEqual({ t: null, n: 0 });
   });
 
-  it('creates the read-only BI role: select on training; of trainsync, only the audit columns hr_reconciliation reads', async () => {
+  it('creates the read-only BI role: select on training; nothing in trainsync (hr_reconciliation reads it with its owner's rights)', async () => {
     const t = await createTestDatabase();
     databases.push(t);
     const { rows } = await t.pool.query(`
@@ -190,12 +190,12 @@ describe('migrate', () => {
       users_select: true,
       results_insert: false,
       results_update: false,
-      // training.hr_reconciliation runs as its reader (security_invoker, for row-level security).
-      trainsync_usage: true,
+      // Nothing in schema trainsync: training.hr_reconciliation reads it with its owner's rights.
+      trainsync_usage: false,
       runs_select: false,
       quarantine_select: false,
       actions_select: false,
-      actions_status_select: true,
+      actions_status_select: false,
       actions_after_select: false,
     });
     // Default privileges: a table added by a later migration is readable too.

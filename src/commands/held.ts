@@ -72,8 +72,12 @@ export const heldPlansSection: StatusSection = async (app, org) => {
 async function decide(app: App, orgs: readonly string[], options: HeldCliOptions, write: (text: string) => void): Promise<number> {
   const id = (options.approve ?? options.reject)!;
   const found = await getHeldPlan(app.scopes.scope(orgs).db, id);
-  if (!found) throw new RefusedError(`no held plan #${id}; \`trainsync held\` lists the ones still held`);
-  if (!orgs.includes(found.org)) throw new RefusedError(`plan #${id} is organisation ${found.org}'s: add --org ${found.org}`);
+  if (!found) {
+    // The CLI's operator runs every organisation: a plan outside --org is named, so the fix is one flag away.
+    const elsewhere = await app.scopes.acrossOrganisations('held: the organisation of a plan outside --org, for the refusal line', ({ db }) => getHeldPlan(db, id));
+    if (elsewhere) throw new RefusedError(`plan #${id} is organisation ${elsewhere.org}'s: add --org ${elsewhere.org}`);
+    throw new RefusedError(`no held plan #${id}; \`trainsync held\` lists the ones still held`);
+  }
   const deps = provisionDeps(app, found.org);
   const by = cliUser();
   if (options.reject !== undefined) {

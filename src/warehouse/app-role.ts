@@ -30,8 +30,16 @@ function loginOf(databaseUrl: string): string {
  */
 export async function checkAppRole(pool: pg.Pool, databaseUrl: string): Promise<void> {
   try {
-    await pool.query('select 1');
+    const { rows } = await pool.query<{ role: string }>('select current_user as role');
+    // A pooler that drops start-up options (PgBouncer does) would leave the connection the
+    // owner's, which row-level security does not bind: refused, never run unguarded.
+    if (rows[0]?.role !== APP_ROLE) {
+      throw new AppRoleError(
+        `connections to DATABASE_URL (${maskUrl(databaseUrl)}) run as ${rows[0]?.role ?? 'an unknown role'}, not ${APP_ROLE}: a connection pooler between trainsync and Postgres dropped the start-up option role=${APP_ROLE}; connect trainsync to Postgres directly, or through a pooler that passes start-up options on`,
+      );
+    }
   } catch (error) {
+    if (error instanceof AppRoleError) throw error;
     const code = (error as { code?: unknown }).code;
     const message = (error as Error).message ?? '';
     const login = loginOf(databaseUrl);

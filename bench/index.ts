@@ -82,11 +82,13 @@ if (want('sync')) {
   check('peak RSS at 200k', num(main.peakRssMb) < 300, `${main.peakRssMb} MB, ${main.rssBeforeSyncMb} MB before the sync (target < 300)`);
 
   process.stdout.write('\n== row-level security: the same first load and reload (200,000 results, 10% changed) enforced for trainsync (role trainsync_app, scoped transactions) and without it (the owner), in alternating pairs\n');
-  const rls = lastJson(await run(['bench/sync-rls.ts', JSON.stringify({ results: 200_000, pairs: 3, changeFraction: 0.1 })]));
+  const rls = lastJson(await run(['bench/sync-rls.ts', JSON.stringify({ results: 200_000, pairs: 4, changeFraction: 0.1 })]));
   figures.syncRowSecurity = rls;
   const enforced = rls.enforced as Record<string, number>;
   const bypass = rls.bypass as Record<string, number>;
   check('first load with row security vs without', num(rls.firstLoadOverheadPercent) <= 5, `${enforced.firstLoadResultsPerSecond}/s vs ${bypass.firstLoadResultsPerSecond}/s, ${num(rls.firstLoadOverheadPercent) >= 0 ? '+' : ''}${rls.firstLoadOverheadPercent}% time (median of ${rls.pairs} pairs; target ≤ 5%)`);
+  const pgCpu = rls.postgresCpuMicrosPerResult as Record<'firstLoad' | 'reload', Record<'enforced' | 'bypass', number>>;
+  verdicts.push(`INFO  Postgres CPU per result with row security vs without: first load ${pgCpu.firstLoad.enforced} vs ${pgCpu.firstLoad.bypass} µs, reload ${pgCpu.reload.enforced} vs ${pgCpu.reload.bypass} µs (medians)`);
   check('reload with row security vs without', num(rls.reloadOverheadPercent) <= 5, `${enforced.reloadResultsPerSecond}/s vs ${bypass.reloadResultsPerSecond}/s, ${num(rls.reloadOverheadPercent) >= 0 ? '+' : ''}${rls.reloadOverheadPercent}% time (median of ${rls.pairs} pairs; target ≤ 5%)`);
 
   process.stdout.write('\n== memory: 100,000 vs 400,000 results\n');

@@ -26,11 +26,13 @@ import { sql } from 'kysely';
 import { adminQuery } from './admin-query.ts';
 import { deleteBenchKeys } from './redis-cleanup.ts';
 import { startSimulatorChild } from './simulator-child.ts';
+import { BackendCpuSampler } from './sync-proc-cpu.ts';
+import pg from 'pg';
 
 const args = z
   .object({
     results: z.number().int().positive().default(200_000),
-    pairs: z.number().int().positive().default(3),
+    pairs: z.number().int().positive().default(4),
     changeFraction: z.number().min(0).max(1).default(0.1),
   })
   .parse(JSON.parse(process.argv[2] ?? '{}'));
@@ -64,6 +66,9 @@ interface Load {
   role: string;
   firstSeconds: number;
   reloadSeconds: number;
+  /** CPU µs per result: this process (the sync) and the database's backends (where row security runs). */
+  firstCpu: { sync: number; postgres: number };
+  reloadCpu: { sync: number; postgres: number };
 }
 
 async function load(sim: { url: string; apiKey: string }, variant: Variant, pair: number): Promise<Load> {
@@ -84,16 +89,28 @@ async function load(sim: { url: string; apiKey: string }, variant: Variant, pair
     try {
       const { rows } = await sql<{ role: string }>`select current_user as role`.execute(app.scopes.unscoped);
       const full = syncPayloadSchema.parse({ trigger: 'cli', full: true });
-      const t0 = performance.now();
-      const [first] = await runSync(scopedApp(app, DEFAULT_ORG), ['results'], full);
-      const firstSeconds = (performance.now() - t0) / 1000;
-      if (first?.status !== 'completed') throw new Error(`first load failed: ${first?.error}`);
-      await fetch(`${sim.url}/__simulator/results/mutate`, { method: 'POST', body: JSON.stringify({ fraction: args.changeFraction }) });
-      const t1 = performance.now();
-      const [second] = await runSync(scopedApp(app, DEFAULT_ORG), ['results'], full);
-      const reloadSeconds = (performance.now() - t1) / 1000;
-      if (second?.status !== 'completed') throw new Error(`reload failed: ${second?.error}`);
-      return { variant, pair, role: rows[0]!.role, firstSeconds, reloadSeconds };
+      const admin = new pg.Pool({ connectionString: config.DATABASE_URL, max: 1 });
+      // Wall time, and CPU: wall time on a shared machine moves with its neighbours; CPU per result much less.
+      const timed = async (): Promise<{ seconds: number; cpu: { sync: number; postgres: number } }> => {
+        const sampler = new BackendCpuSampler(admin, dbName);
+        await sampler.start();
+        const cpu0 = process.cpuUsage();
+        const t0 = performance.now();
+        const [outcome] = await runSync(scopedApp(app, DEFAULT_ORG), ['results'], full);
+        const seconds = (performance.now() - t0) / 1000;
+        const own = process.cpuUsage(cpu0);
+        const postgres = await sampler.stop();
+        if (outcome?.status !== 'completed') throw new Error(`sync failed: ${outcome?.error}`);
+        return { seconds, cpu: { sync: round((own.user + own.system) / args.results, 1), postgres: round(postgres / args.results, 1) } };
+      };
+      try {
+        const first = await timed();
+        await fetch(`${sim.url}/__simulator/results/mutate`, { method: 'POST', body: JSON.stringify({ fraction: args.changeFraction }) });
+        const reload = await timed();
+        return { variant, pair, role: rows[0]!.role, firstSeconds: first.seconds, reloadSeconds: reload.seconds, firstCpu: first.cpu, reloadCpu: reload.cpu };
+      } finally {
+        await admin.end();
+      }
     } finally {
       await app.close();
     }
@@ -119,7 +136,9 @@ try {
     for (const variant of order) {
       const done = await load(sim, variant, pair);
       loads.push(done);
-      process.stderr.write(`pair ${pair} ${variant} (${done.role}): first load ${done.firstSeconds.toFixed(2)} s, reload ${done.reloadSeconds.toFixed(2)} s\n`);
+      process.stderr.write(
+        `pair ${pair} ${variant} (${done.role}): first load ${done.firstSeconds.toFixed(2)} s (Postgres ${done.firstCpu.postgres} µs/result, sync ${done.firstCpu.sync}), reload ${done.reloadSeconds.toFixed(2)} s (Postgres ${done.reloadCpu.postgres} µs/result, sync ${done.reloadCpu.sync})\n`,
+      );
     }
   }
   const of = (variant: Variant): Load[] => loads.filter((l) => l.variant === variant);
@@ -146,6 +165,15 @@ try {
       bypass,
       firstLoadOverheadPercent: round((median(firstRatios) - 1) * 100, 1),
       reloadOverheadPercent: round((median(reloadRatios) - 1) * 100, 1),
+      // Postgres CPU per result, the median of each variant's loads: where the policies are evaluated.
+      postgresCpuMicrosPerResult: {
+        firstLoad: { enforced: median(of('enforced').map((l) => l.firstCpu.postgres)), bypass: median(of('bypass').map((l) => l.firstCpu.postgres)) },
+        reload: { enforced: median(of('enforced').map((l) => l.reloadCpu.postgres)), bypass: median(of('bypass').map((l) => l.reloadCpu.postgres)) },
+      },
+      syncCpuMicrosPerResult: {
+        firstLoad: { enforced: median(of('enforced').map((l) => l.firstCpu.sync)), bypass: median(of('bypass').map((l) => l.firstCpu.sync)) },
+        reload: { enforced: median(of('enforced').map((l) => l.reloadCpu.sync)), bypass: median(of('bypass').map((l) => l.reloadCpu.sync)) },
+      },
       firstLoadRatios: firstRatios.map((r) => round(r, 3)),
       reloadRatios: reloadRatios.map((r) => round(r, 3)),
       loads: loads.map((l) => ({ ...l, firstSeconds: round(l.firstSeconds), reloadSeconds: round(l.reloadSeconds) })),

@@ -164,7 +164,7 @@ describe('migrate', () => {
     expect(rows[0]).toEqual({ t: null, n: 0 });
   });
 
-  it('creates the read-only BI role: select on training; nothing in trainsync (hr_reconciliation reads it with its owner's rights)', async () => {
+  it('creates the read-only BI role: select on training; nothing in trainsync (hr_reconciliation reads it as its owner)', async () => {
     const t = await createTestDatabase();
     databases.push(t);
     const { rows } = await t.pool.query(`

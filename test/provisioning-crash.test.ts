@@ -20,6 +20,8 @@ beforeAll(async () => {
   h = await createSyncHarness({ simulator: { seed: 3, sizes: { users: 12, groups: 2, courses: 3, results: 5 } } });
   files = feedDir();
   await sql`create sequence test_crash_once`.execute(owner(h.app).db);
+  // The trigger runs as trainsync's role (trainsync_app), which must be able to draw from it.
+  await sql`grant usage on sequence test_crash_once to trainsync_app`.execute(owner(h.app).db);
   await sql`
     create function test_crash() returns trigger language plpgsql as $$
     begin

@@ -94,7 +94,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   const rowSecurity = options.rowSecurity ?? true;
   const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY * config.TRAINSYNC_RESULTS_WRITERS + 4), log, ...(rowSecurity ? { role: APP_ROLE } : {}) });
   try {
-    await checkAppRole(pool, config.DATABASE_URL);
+    if (rowSecurity) await checkAppRole(pool, config.DATABASE_URL);
   } catch (error) {
     await pool.end().catch(() => undefined);
     throw error;

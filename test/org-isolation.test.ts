@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import type pg from 'pg';
@@ -6,7 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/runtime/log.ts';
 import { APP_ROLE, createPool } from '../src/warehouse/pool.ts';
 import { createScopes, type OrgScopes } from '../src/warehouse/scope.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { exitCodeFor } from '../src/commands/exit-codes.ts';
+import { AppRoleError, checkAppRole } from '../src/warehouse/app-role.ts';
+import { createTestDatabase, withAdmin, type TestDatabase } from './helpers/db.ts';
 
 /**
  * Postgres is the guard, not the queries: under organisation a's scoped handle, statements
@@ -228,5 +230,28 @@ describe('organisation isolation enforced by Postgres', () => {
     expect(rows[0]).toEqual({ owned: 0, bypass: false });
     const { rows: who } = await appPool.query<{ current_user: string }>('select current_user');
     expect(who[0]!.current_user).toBe(APP_ROLE);
+  });
+
+  it('a login that cannot take trainsync_app is refused with the GRANT to run (exit 2); so is a connection that is not the role', async () => {
+    const login = `lg${randomBytes(4).toString('hex')}`;
+    await withAdmin((admin) => admin.query(`create role ${admin.escapeIdentifier(login)} login`));
+    try {
+      const url = new URL(t.url);
+      url.username = login;
+      const pool = createPool(url.toString(), { max: 1, role: APP_ROLE });
+      const refused = await checkAppRole(pool, url.toString()).then(() => undefined, (error: unknown) => error);
+      await pool.end();
+      expect(refused).toBeInstanceOf(AppRoleError);
+      expect((refused as Error).message).toContain(`GRANT ${APP_ROLE} TO ${login}`);
+      expect(exitCodeFor(refused)).toBe(2);
+      // The owner's connection (a pooler that dropped the start-up option): refused too, never run unguarded.
+      const ownerPool = createPool(t.url, { max: 1 });
+      const unguarded = await checkAppRole(ownerPool, t.url).then(() => undefined, (error: unknown) => error);
+      await ownerPool.end();
+      expect(unguarded).toBeInstanceOf(AppRoleError);
+      expect(exitCodeFor(unguarded)).toBe(2);
+    } finally {
+      await withAdmin((admin) => admin.query(`drop role if exists ${admin.escapeIdentifier(login)}`));
+    }
   });
 });

@@ -167,12 +167,12 @@ try {
       reloadOverheadPercent: round((median(reloadRatios) - 1) * 100, 1),
       // Postgres CPU per result, the median of each variant's loads: where the policies are evaluated.
       postgresCpuMicrosPerResult: {
-        firstLoad: { enforced: median(of('enforced').map((l) => l.firstCpu.postgres)), bypass: median(of('bypass').map((l) => l.firstCpu.postgres)) },
-        reload: { enforced: median(of('enforced').map((l) => l.reloadCpu.postgres)), bypass: median(of('bypass').map((l) => l.reloadCpu.postgres)) },
+        firstLoad: { enforced: round(median(of('enforced').map((l) => l.firstCpu.postgres)), 1), bypass: round(median(of('bypass').map((l) => l.firstCpu.postgres)), 1) },
+        reload: { enforced: round(median(of('enforced').map((l) => l.reloadCpu.postgres)), 1), bypass: round(median(of('bypass').map((l) => l.reloadCpu.postgres)), 1) },
       },
       syncCpuMicrosPerResult: {
-        firstLoad: { enforced: median(of('enforced').map((l) => l.firstCpu.sync)), bypass: median(of('bypass').map((l) => l.firstCpu.sync)) },
-        reload: { enforced: median(of('enforced').map((l) => l.reloadCpu.sync)), bypass: median(of('bypass').map((l) => l.reloadCpu.sync)) },
+        firstLoad: { enforced: round(median(of('enforced').map((l) => l.firstCpu.sync)), 1), bypass: round(median(of('bypass').map((l) => l.firstCpu.sync)), 1) },
+        reload: { enforced: round(median(of('enforced').map((l) => l.reloadCpu.sync)), 1), bypass: round(median(of('bypass').map((l) => l.reloadCpu.sync)), 1) },
       },
       firstLoadRatios: firstRatios.map((r) => round(r, 3)),
       reloadRatios: reloadRatios.map((r) => round(r, 3)),

@@ -1,3 +1,4 @@
+import { parseScheduleSpread, scheduleSpreadMinutes } from './lib/schedule-spread-setting.ts';
 import { CronExpressionParser } from 'cron-parser';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -192,6 +193,9 @@ const envSchema = z.object({
   // How often the worker checks that its schedules are still in Redis (an emptied or
   // failed-over Redis loses them) and registers missing ones again.
   TRAINSYNC_SCHEDULE_CHECK_MS: positiveInt('60000').min(1_000, 'at least 1000, e.g. 60000').default(60_000),
+  // Each organisation's scheduled jobs start at a stable offset inside this window, so a
+  // thousand organisations do not all start at 02:00 (docs/several-organisations.md).
+  TRAINSYNC_SCHEDULE_SPREAD: parsedBy(parseScheduleSpread).default(null),
   // Webhooks (src/webhooks): the receiver runs in `worker` only when a secret is set.
   TRAINSYNC_WEBHOOK_SECRET: parsedBy(parseWebhookSecrets).optional(),
   TRAINSYNC_WEBHOOK_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9465' }).int().min(0).max(65_535).default(9465),
@@ -271,6 +275,8 @@ export type Config = Readonly<
     cronLines: Readonly<Record<string, string>>;
     /** LOG_LEVEL was set (not the default): on a terminal it then rules over the CLI's quiet default and -v. */
     LOG_LEVEL_GIVEN?: boolean;
+    /** TRAINSYNC_SCHEDULE_SPREAD in minutes, `auto` resolved for the number of organisations. */
+    scheduleSpreadMinutes: number;
     /** The organisations served: those of TRAINSYNC_ORGS_FILE, or one named `default` from the variables. */
     orgs: readonly OrgSettings[];
     /** TRAINSYNC_* variables set that trainsync does not read (typos): warned about, not refused. */
@@ -367,6 +373,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...scaled,
     TRAINSYNC_QUEUE_PREFIX,
     cronLines: Object.freeze(cronLines),
+    scheduleSpreadMinutes: scheduleSpreadMinutes(parsed.data.TRAINSYNC_SCHEDULE_SPREAD, orgs.length),
     LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined,
     orgs: Object.freeze(orgs),
     unknownVariables: Object.freeze(unknown),

@@ -21,7 +21,7 @@ import { html, type SafeHtml } from './html.ts';
 import { z } from 'zod';
 import { page, type Viewer } from './layout.ts';
 import { registerPageRoutes } from './routes.ts';
-import { isConfigured, scopeOf } from './scope.ts';
+import { isConfigured, outsideOrg, scopeOf } from './scope.ts';
 import { createSession, endSession, findSession, setSessionOrg, type Session } from './sessions.ts';
 
 export interface ConsoleDeps {
@@ -65,8 +65,15 @@ const QUEUES_CSP = CSP.replace("base-uri 'none'", "base-uri 'self'");
 declare module 'fastify' {
   interface FastifyRequest {
     session?: Session;
+    /** The configured user of the session (their organisations with it). */
+    consoleUser?: ConsoleUser;
   }
 }
+
+/** bull-board's page and its API. */
+const QUEUES_PATH = /^\/queues(?:[/?]|$)/;
+/** A request bull-board answers: by the route matched too, whatever spelling of the path reached it. */
+const isQueues = (request: FastifyRequest): boolean => QUEUES_PATH.test(request.url) || /^\/queues(?:\/|$)/.test(request.routeOptions.url ?? '');
 
 /** Routes anyone may reach: the login form and the assets it needs. */
 const PUBLIC = (url: string): boolean => url === '/login' || url.startsWith('/login?') || url.startsWith('/assets/');
@@ -93,7 +100,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
   const secure = (request: FastifyRequest): boolean => request.protocol === 'https';
 
   server.addHook('onSend', async (request, reply, payload) => {
-    reply.header('content-security-policy', /^\/queues(?:[/?]|$)/.test(request.url) ? QUEUES_CSP : CSP);
+    reply.header('content-security-policy', QUEUES_PATH.test(request.url) ? QUEUES_CSP : CSP);
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
     reply.header('x-frame-options', 'DENY');
@@ -104,11 +111,15 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
   server.addHook('onRequest', async (request, reply) => {
     if (PUBLIC(request.url)) return;
     const session = await findSession(deps.db, request.cookies[SESSION_COOKIE]);
-    if (!session || !users.some((u) => u.name === session.username && u.role === session.role)) {
+    const user = session && users.find((u) => u.name === session.username && u.role === session.role);
+    if (!session || !user) {
       if (request.method === 'GET' && !request.url.startsWith('/queues/api')) return reply.redirect('/login');
       return reply.code(401).type('text/plain').send('log in first');
     }
     request.session = session;
+    request.consoleUser = user;
+    // bull-board shows and acts on every organisation's jobs: not there for a user limited to some (as if it did not exist).
+    if (isQueues(request) && scopeOf(deps.config, session.org, user.orgs).limited) return reply.code(404).type('text/plain').send('not found');
     // bull-board's own actions (retry, clean, pause…): operators only, and only from a page of this console.
     if (request.url.startsWith('/queues/api') && request.method !== 'GET') {
       if (session.role !== 'operator') return reply.code(403).type('text/plain').send('operators only');
@@ -174,7 +185,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
     name: request.session!.username,
     role: request.session!.role,
     csrfToken: reply.generateCsrf(),
-    scope: scopeOf(deps.config, request.session!.org),
+    scope: scopeOf(deps.config, request.session!.org, request.consoleUser?.orgs),
     path: request.url,
   });
   registerPageRoutes(server, deps, viewerOf);
@@ -182,7 +193,9 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
   /** The selector: keeps the choice in the session, then back to the page it was made on. */
   server.post('/org', { preHandler: server.csrfProtection }, async (request, reply) => {
     const form = z.object({ org: z.string().max(40).optional(), back: z.string().max(500).optional() }).catch({}).parse(request.body);
-    const scope = scopeOf(deps.config, request.session!.org);
+    const scope = scopeOf(deps.config, request.session!.org, request.consoleUser?.orgs);
+    // A limited user choosing another organisation: 404, the choice unchanged (never "all" of theirs in its place).
+    if (outsideOrg(scope, form.org)) return reply.code(404).type('text/plain').send('no such organisation');
     const chosen = form.org && isConfigured(scope, form.org) ? form.org : null;
     await setSessionOrg(deps.db, request.cookies[SESSION_COOKIE], chosen);
     // Only a path of this console: never an absolute or protocol-relative URL.

@@ -70,10 +70,15 @@ declare module 'fastify' {
   }
 }
 
-/** bull-board's page and its API. */
-const QUEUES_PATH = /^\/queues(?:[/?]|$)/;
-/** A request bull-board answers: by the route matched too, whatever spelling of the path reached it. */
-const isQueues = (request: FastifyRequest): boolean => QUEUES_PATH.test(request.url) || /^\/queues(?:\/|$)/.test(request.routeOptions.url ?? '');
+/**
+ * A request bull-board answers (its page, assets and API), told by the route matched: the
+ * router decodes %-escapes, so `/%71ueues/api/…` reaches bull-board too, and a test of
+ * `request.url` alone would let it past the checks below.
+ */
+const isQueues = (request: FastifyRequest): boolean => request.routeOptions.url === '/queues' || request.routeOptions.url === '/queues/*';
+/** bull-board's API rather than its page: for the log-in answer only (401 to a script, a redirect to a person). */
+const isQueuesApi = (request: FastifyRequest): boolean =>
+  request.routeOptions.url === '/queues/*' && /^api(?:\/|$)/.test(String((request.params as Record<string, unknown> | undefined)?.['*'] ?? ''));
 
 /** Routes anyone may reach: the login form and the assets it needs. */
 const PUBLIC = (url: string): boolean => url === '/login' || url.startsWith('/login?') || url.startsWith('/assets/');
@@ -100,7 +105,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
   const secure = (request: FastifyRequest): boolean => request.protocol === 'https';
 
   server.addHook('onSend', async (request, reply, payload) => {
-    reply.header('content-security-policy', QUEUES_PATH.test(request.url) ? QUEUES_CSP : CSP);
+    reply.header('content-security-policy', isQueues(request) ? QUEUES_CSP : CSP);
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
     reply.header('x-frame-options', 'DENY');
@@ -113,15 +118,15 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
     const session = await findSession(deps.db, request.cookies[SESSION_COOKIE]);
     const user = session && users.find((u) => u.name === session.username && u.role === session.role);
     if (!session || !user) {
-      if (request.method === 'GET' && !request.url.startsWith('/queues/api')) return reply.redirect('/login');
+      if (request.method === 'GET' && !isQueuesApi(request)) return reply.redirect('/login');
       return reply.code(401).type('text/plain').send('log in first');
     }
     request.session = session;
     request.consoleUser = user;
     // bull-board shows and acts on every organisation's jobs: not there for a user limited to some (as if it did not exist).
     if (isQueues(request) && scopeOf(deps.config, session.org, user.orgs).limited) return reply.code(404).type('text/plain').send('not found');
-    // bull-board's own actions (retry, clean, pause…): operators only, and only from a page of this console.
-    if (request.url.startsWith('/queues/api') && request.method !== 'GET') {
+    // bull-board's own actions (retry, clean, pause…; any request under it but a read): operators only, and only from a page of this console.
+    if (isQueues(request) && request.method !== 'GET') {
       if (session.role !== 'operator') return reply.code(403).type('text/plain').send('operators only');
       if (request.headers['sec-fetch-site'] !== 'same-origin') return reply.code(403).type('text/plain').send('same-origin requests only');
       deps.log.info({ user: session.username, role: session.role, method: request.method, url: request.url }, 'console queue change');

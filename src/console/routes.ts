@@ -88,7 +88,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   const refuseOutside = (request: FastifyRequest, reply: FastifyReply, org: string | undefined): FastifyReply | undefined => {
     if (!outsideOrg(viewerOf(request, reply).scope, org)) return undefined;
     deps.log.warn({ user: request.session?.username, url: request.url, org }, 'console change refused: another organisation');
-    return notFound(reply, `organisation ${org ?? ''}`);
+    return notFound(reply, 'such organisation');
   };
   /** A page that works on one organisation at a time (reconciliation, drift repair): asks for one when "all" of several is chosen. */
   const chooseOne = (reply: FastifyReply, viewer: Viewer, title: string): FastifyReply =>

@@ -190,7 +190,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
     name: request.session!.username,
     role: request.session!.role,
     csrfToken: reply.generateCsrf(),
-    scope: scopeOf(deps.config, request.session!.org, request.consoleUser?.orgs),
+    scope: scopeOf(deps.config, request.session!.org, request.consoleUser!.orgs),
     path: request.url,
   });
   registerPageRoutes(server, deps, viewerOf);
@@ -198,7 +198,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
   /** The selector: keeps the choice in the session, then back to the page it was made on. */
   server.post('/org', { preHandler: server.csrfProtection }, async (request, reply) => {
     const form = z.object({ org: z.string().max(40).optional(), back: z.string().max(500).optional() }).catch({}).parse(request.body);
-    const scope = scopeOf(deps.config, request.session!.org, request.consoleUser?.orgs);
+    const scope = scopeOf(deps.config, request.session!.org, request.consoleUser!.orgs);
     // A limited user choosing another organisation: 404, the choice unchanged (never "all" of theirs in its place).
     if (outsideOrg(scope, form.org)) return reply.code(404).type('text/plain').send('no such organisation');
     const chosen = form.org && isConfigured(scope, form.org) ? form.org : null;

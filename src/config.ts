@@ -6,7 +6,7 @@ import { parseIsoDay } from './lib/calendar-day.ts';
 import { TrainsyncError } from './lib/errors.ts';
 import { parseLookback } from './lib/lookback.ts';
 import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
-import { parseConsoleUsers } from './lib/console-users.ts';
+import { parseConsoleUsers, unknownConsoleUserOrgs } from './lib/console-users.ts';
 import { maskUrl } from './lib/infra-errors.ts';
 import { DEFAULT_ORG, readOrgsFile, type OrgSettings } from './lib/orgs-file.ts';
 import { clusterSafePrefix, parseRedisUrl } from './lib/redis-target.ts';
@@ -211,7 +211,8 @@ const envSchema = z.object({
   // Processed events are kept this long; longer than the platform's 3 days of retries, so duplicates are still recognised.
   TRAINSYNC_WEBHOOK_RETENTION_DAYS: positiveInt('30').min(4, 'at least 4 (the platform retries for 3 days), e.g. 30').default(30),
   // The operator console (src/console): off unless at least one user is configured.
-  // Users are `name:role:hash` entries (role viewer or operator; hash from `trainsync console hash-password`), comma-separated.
+  // Users are `name:role:hash` entries (role viewer or operator; hash from `trainsync console hash-password`), comma-separated;
+  // `name:role:hash:acme+globex` limits a user to those organisations.
   TRAINSYNC_CONSOLE_USERS: parsedBy(parseConsoleUsers).optional(),
   TRAINSYNC_CONSOLE_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9467' }).int().min(0).max(65_535).default(9467),
   TRAINSYNC_CONSOLE_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1').default('127.0.0.1'),
@@ -356,6 +357,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
   });
   const orgs = organisationsOf(parsed.data, cronLines, tracked);
+  // A console user limited to organisations names configured ones (checked once both are known).
+  const userOrgProblems = unknownConsoleUserOrgs(parsed.data.TRAINSYNC_CONSOLE_USERS ?? [], orgs.map((o) => o.slug));
+  if (userOrgProblems.length > 0) throw new ConfigError(userOrgProblems);
   const known = new Set([...CONFIG_VARIABLES, ...COMPOSE_VARIABLES, ...readByOrgsFile, ...(cronSettings ?? Object.keys(cronLines))]);
   const set = Object.keys(env).filter((key) => env[key] !== undefined && env[key] !== '');
   // Without the jobs' settings every TRAINSYNC_CRON_* line is taken as meant.

@@ -14,6 +14,10 @@ import { createLogger, logFormatFor, type Logger } from './runtime/log.ts';
 import { isFinalFailureRecord } from './queue/run-job.ts';
 import { describeUnknownVariables } from './lib/unknown-variables.ts';
 import { stderrLine, stderrTerminal } from './commands/terminal.ts';
+import { useColumnsVariable } from './lib/text-width.ts';
+
+// The terminal's width setting, read here with the rest of the environment (docs/architecture.md).
+useColumnsVariable(process.env.COLUMNS);
 
 /** The TRAINSYNC_CRON_* settings the jobs declare: any other TRAINSYNC_CRON_* is a typo. */
 const cronSettings = allJobs.flatMap((job) => (job.schedule ? [job.schedule.setting] : []));
@@ -75,7 +79,7 @@ function commandLogger(config: Config, verbose: boolean): Logger {
 
 async function main(): Promise<void> {
   const verbose = (): boolean => program.opts<{ verbose?: boolean }>().verbose === true;
-  const program: Command = buildProgram({ loadConfig: readConfig, createLogger: (config) => commandLogger(config, verbose()), jobs: allJobs });
+  const program: Command = buildProgram({ loadConfig: readConfig, createLogger: (config) => commandLogger(config, verbose()), jobs: allJobs, env: process.env });
   program.hook('preAction', (_program, command) => {
     commandName = command.name();
     warnUnknownVariables(command, verbose());

@@ -1,3 +1,4 @@
+import { parseScheduleSpread, scheduleSpreadMinutes } from './lib/schedule-spread-setting.ts';
 import { CronExpressionParser } from 'cron-parser';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -5,7 +6,7 @@ import { parseIsoDay } from './lib/calendar-day.ts';
 import { TrainsyncError } from './lib/errors.ts';
 import { parseLookback } from './lib/lookback.ts';
 import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
-import { parseConsoleUsers } from './lib/console-users.ts';
+import { parseConsoleUsers, unknownConsoleUserOrgs } from './lib/console-users.ts';
 import { maskUrl } from './lib/infra-errors.ts';
 import { DEFAULT_ORG, readOrgsFile, type OrgSettings } from './lib/orgs-file.ts';
 import { clusterSafePrefix, parseRedisUrl } from './lib/redis-target.ts';
@@ -192,6 +193,9 @@ const envSchema = z.object({
   // How often the worker checks that its schedules are still in Redis (an emptied or
   // failed-over Redis loses them) and registers missing ones again.
   TRAINSYNC_SCHEDULE_CHECK_MS: positiveInt('60000').min(1_000, 'at least 1000, e.g. 60000').default(60_000),
+  // Each organisation's scheduled jobs start at a stable offset inside this window, so a
+  // thousand organisations do not all start at 02:00 (docs/several-organisations.md).
+  TRAINSYNC_SCHEDULE_SPREAD: parsedBy(parseScheduleSpread).default(null),
   // Webhooks (src/webhooks): the receiver runs in `worker` only when a secret is set.
   TRAINSYNC_WEBHOOK_SECRET: parsedBy(parseWebhookSecrets).optional(),
   TRAINSYNC_WEBHOOK_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9465' }).int().min(0).max(65_535).default(9465),
@@ -207,7 +211,8 @@ const envSchema = z.object({
   // Processed events are kept this long; longer than the platform's 3 days of retries, so duplicates are still recognised.
   TRAINSYNC_WEBHOOK_RETENTION_DAYS: positiveInt('30').min(4, 'at least 4 (the platform retries for 3 days), e.g. 30').default(30),
   // The operator console (src/console): off unless at least one user is configured.
-  // Users are `name:role:hash` entries (role viewer or operator; hash from `trainsync console hash-password`), comma-separated.
+  // Users are `name:role:hash` entries (role viewer or operator; hash from `trainsync console hash-password`), comma-separated;
+  // `name:role:hash:acme+globex` limits a user to those organisations.
   TRAINSYNC_CONSOLE_USERS: parsedBy(parseConsoleUsers).optional(),
   TRAINSYNC_CONSOLE_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9467' }).int().min(0).max(65_535).default(9467),
   TRAINSYNC_CONSOLE_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1').default('127.0.0.1'),
@@ -271,6 +276,8 @@ export type Config = Readonly<
     cronLines: Readonly<Record<string, string>>;
     /** LOG_LEVEL was set (not the default): on a terminal it then rules over the CLI's quiet default and -v. */
     LOG_LEVEL_GIVEN?: boolean;
+    /** TRAINSYNC_SCHEDULE_SPREAD in minutes, `auto` resolved for the number of organisations. */
+    scheduleSpreadMinutes: number;
     /** The organisations served: those of TRAINSYNC_ORGS_FILE, or one named `default` from the variables. */
     orgs: readonly OrgSettings[];
     /** TRAINSYNC_* variables set that trainsync does not read (typos): warned about, not refused. */
@@ -350,6 +357,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
   });
   const orgs = organisationsOf(parsed.data, cronLines, tracked);
+  // A console user limited to organisations names configured ones (checked once both are known).
+  const userOrgProblems = unknownConsoleUserOrgs(parsed.data.TRAINSYNC_CONSOLE_USERS ?? [], orgs.map((o) => o.slug));
+  if (userOrgProblems.length > 0) throw new ConfigError(userOrgProblems);
   const known = new Set([...CONFIG_VARIABLES, ...COMPOSE_VARIABLES, ...readByOrgsFile, ...(cronSettings ?? Object.keys(cronLines))]);
   const set = Object.keys(env).filter((key) => env[key] !== undefined && env[key] !== '');
   // Without the jobs' settings every TRAINSYNC_CRON_* line is taken as meant.
@@ -367,6 +377,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...scaled,
     TRAINSYNC_QUEUE_PREFIX,
     cronLines: Object.freeze(cronLines),
+    scheduleSpreadMinutes: scheduleSpreadMinutes(parsed.data.TRAINSYNC_SCHEDULE_SPREAD, orgs.length),
     LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined,
     orgs: Object.freeze(orgs),
     unknownVariables: Object.freeze(unknown),

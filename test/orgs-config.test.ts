@@ -6,6 +6,7 @@ import { ConfigError, loadConfig, requirePlatform } from '../src/config.ts';
 import { selectOneOrg, selectOrgs } from '../src/commands/org-option.ts';
 import { UsageError } from '../src/commands/exit-codes.ts';
 import { scheduleTable } from '../src/queue/schedulers.ts';
+import { spreadCronLine, spreadOffsetMinutes } from '../src/queue/schedule-spread.ts';
 import { createJobCatalog } from '../src/queue/catalog.ts';
 import { allJobs } from '../jobs/index.ts';
 import { budgetIdentity } from '../src/platform/client.ts';
@@ -122,8 +123,16 @@ describe('organisations', () => {
     const results = table.filter((s) => s.job === 'sync-results');
     expect(results).toEqual([
       { id: 'north.sync-results', org: 'north', job: 'sync-results', queue: 'sync', pattern: '30 3 * * *' },
-      { id: 'south-2.sync-results', org: 'south-2', job: 'sync-results', queue: 'sync', pattern: '0 2 * * *' },
+      // Not its own line: the default, spread inside the 2 h window of several organisations.
+      { id: 'south-2.sync-results', org: 'south-2', job: 'sync-results', queue: 'sync', pattern: spreadCronLine('0 2 * * *', spreadOffsetMinutes('south-2', 120)) },
     ]);
+    expect(results[1]!.pattern).not.toBe('0 2 * * *');
+    // Every job of an organisation moves by the same offset: their order is kept.
+    const southCourses = table.find((s) => s.id === 'south-2.sync-courses');
+    expect(southCourses?.pattern).toBe(spreadCronLine('0 2 * * *', spreadOffsetMinutes('south-2', 120)));
+    // No spread: as written.
+    const unspread = scheduleTable(createJobCatalog(allJobs), loadConfig({ TRAINSYNC_ORGS_FILE: orgsFile('orgs3.json', two), NORTH_KEY: 'k-north', TRAINSYNC_SCHEDULE_SPREAD: '0' }));
+    expect(unspread.find((s) => s.id === 'south-2.sync-results')?.pattern).toBe('0 2 * * *');
     // A single-organisation deployment keeps its scheduler ids.
     expect(scheduleTable(createJobCatalog(allJobs), loadConfig({})).find((s) => s.job === 'sync-results')?.id).toBe('sync-results');
   });

@@ -17,7 +17,8 @@ export function registerConsoleCommand(program: Command, deps: CommandDeps): voi
       'after',
       `
 Off until TRAINSYNC_CONSOLE_USERS lists a user (name:role:hash, role viewer or operator; make the
-hash with \`trainsync console hash-password\`). Served on TRAINSYNC_CONSOLE_HOST:TRAINSYNC_CONSOLE_PORT
+hash with \`trainsync console hash-password\`; name:role:hash:acme+globex limits a user to those
+organisations, and bull-board is then not theirs). Served on TRAINSYNC_CONSOLE_HOST:TRAINSYNC_CONSOLE_PORT
 (default 127.0.0.1:9467); put a TLS proxy in front and set TRAINSYNC_CONSOLE_TRUST_PROXY=true.
 Approved plans and retried actions are applied by a running worker. See docs/operator.md, "Console".`,
     )

@@ -74,8 +74,8 @@ const QUERIES = [
 ];
 
 export interface DemoCommandDeps extends Pick<CommandDeps, 'createLogger' | 'jobs'> {
-  /** Default: process.env. The demo overrides the platform, the queue prefix and (when unset) the database. */
-  env?: Record<string, string | undefined>;
+  /** The environment (src/cli.ts hands over the process's). The demo overrides the platform, the queue prefix and (when unset) the database. */
+  env: Readonly<Record<string, string | undefined>>;
   write?: (text: string) => void;
   /** Default: a prefix of the run's own (demoQueuePrefix), deleted at the end; tests may give theirs (left to them). */
   queuePrefix?: string;
@@ -115,7 +115,7 @@ trainsync_demo unless DATABASE_URL names another).`,
     )
     .action(async (options: { feed: string }) => {
       const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
-      const env = deps.env ?? process.env;
+      const env = deps.env;
       const started = performance.now();
       const queuePrefix = deps.queuePrefix ?? demoQueuePrefix();
       const sim = await startSimulator({ seed: 1 });

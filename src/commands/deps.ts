@@ -7,4 +7,6 @@ export interface CommandDeps {
   loadConfig(): Config;
   createLogger(config: Config): Logger;
   jobs: readonly AnyJobDefinition[];
+  /** The process environment, read by src/cli.ts: for a command that builds its own configuration (the demo). */
+  env: Readonly<Record<string, string | undefined>>;
 }

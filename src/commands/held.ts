@@ -28,22 +28,25 @@ export interface HeldCliOptions {
   json?: boolean;
 }
 
-function idOption(value: string): number {
+/** Commander's parser of a held plan's id (also the `scim held` alias's). */
+export function heldPlanIdOption(value: string): number {
   if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError('expected the id of a held plan, e.g. 12 (see `trainsync held`)');
   return Number(value);
 }
 
-function countOption(value: string): number {
+/** Commander's parser of --confirm N (also the `scim held` alias's). */
+export function loseAccessCountOption(value: string): number {
   if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError('expected the number of people who will lose access, e.g. 8 (see `trainsync held`)');
   return Number(value);
 }
 
 /** Who decided, for the plan's record: the operating-system user running the command. */
 function cliUser(): string {
+  // userInfo() throws when the uid has no passwd entry (a container's arbitrary uid).
   try {
     return userInfo().username;
   } catch {
-    return process.env.USER ?? 'unknown';
+    return 'unknown';
   }
 }
 
@@ -138,9 +141,9 @@ export function registerHeldCommand(program: Command, deps: CommandDeps): void {
   program
     .command('held')
     .description('List the changes a guard held (feeds, SCIM bursts, repairs); --approve or --reject one.')
-    .option('--approve <id>', 'apply the held plan now (through the pipeline, once)', idOption)
-    .option('--confirm <n>', 'with --approve: the number of people who will lose access', countOption)
-    .option('--reject <id>', 'do not apply it', idOption)
+    .option('--approve <id>', 'apply the held plan now (through the pipeline, once)', heldPlanIdOption)
+    .option('--confirm <n>', 'with --approve: the number of people who will lose access', loseAccessCountOption)
+    .option('--reject <id>', 'do not apply it', heldPlanIdOption)
     .option('--reason <text>', 'with --reject: why (kept with the decision)')
     .option('--json', 'print the held plans as JSON')
     .addHelpText('after', HELD_HELP)

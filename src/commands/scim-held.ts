@@ -1,17 +1,7 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import type { CommandDeps } from './deps.ts';
-import { runHeld } from './held.ts';
+import { heldPlanIdOption, loseAccessCountOption, runHeld } from './held.ts';
 import { requestedOrgs } from './org-option.ts';
-
-function idOption(value: string): number {
-  if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError('expected the id of a held plan, e.g. 12 (see `trainsync held`)');
-  return Number(value);
-}
-
-function countOption(value: string): number {
-  if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError('expected the number of people who will lose access, e.g. 3 (see `trainsync held`)');
-  return Number(value);
-}
 
 /** Said first by the alias: SCIM bursts are held plans like any other now. */
 export const SCIM_HELD_NOTE = 'note: `trainsync scim held` is now `trainsync held`: held SCIM bursts, feeds and repairs are listed and decided there (--release is --approve, --drop is --reject)\n';
@@ -22,9 +12,9 @@ export function registerScimCommand(program: Command, deps: CommandDeps): void {
   scim
     .command('held')
     .description('Alias of `trainsync held`: held changes, SCIM bursts among them; --release (approve) or --drop (reject) one.')
-    .option('--release <id>', 'approve the held plan (as `trainsync held --approve ID`)', idOption)
-    .option('--confirm <n>', 'with --release: the number of people who will lose access', countOption)
-    .option('--drop <id>', 'reject the held plan (as `trainsync held --reject ID`)', idOption)
+    .option('--release <id>', 'approve the held plan (as `trainsync held --approve ID`)', heldPlanIdOption)
+    .option('--confirm <n>', 'with --release: the number of people who will lose access', loseAccessCountOption)
+    .option('--drop <id>', 'reject the held plan (as `trainsync held --reject ID`)', heldPlanIdOption)
     .addHelpText('after', '\nSee `trainsync held --help`. With several organisations, --org SLUG names the ones listed.')
     .action(async (options: { release?: number; confirm?: number; drop?: number }, command: Command) => {
       process.stderr.write(SCIM_HELD_NOTE);

@@ -22,10 +22,10 @@ function orgSelector(viewer: Viewer): SafeHtml {
   )}</select></label> <button type="submit" id="org-apply">Show</button></form>`;
 }
 
-/** The scope in words, under the title: which organisation's rows these are. */
+/** The scope in words, under the title: which organisation's rows these are (also for a user of one of several). */
 function scopeLine(viewer: Viewer): SafeHtml {
   const { scope } = viewer;
-  if (!scope.multi) return html``;
+  if (!scope.multi && !scope.limited) return html``;
   const chosen = scope.orgs.find((o) => o.slug === scope.org);
   return html`<p class="scope" id="scope">${chosen ? html`Organisation <strong>${chosen.name}</strong> (${chosen.slug})` : html`All ${scope.orgs.length} organisations`}</p>`;
 }
@@ -39,6 +39,11 @@ const NAV: readonly [string, string][] = [
   ['/queues', 'Queues'],
 ];
 
+/** The menu: bull-board shows every organisation's queue, so a user limited to some has no Queues (its routes answer 404 too). */
+function navOf(viewer: Viewer): readonly [string, string][] {
+  return viewer.scope.limited ? NAV.filter(([href]) => href !== '/queues') : NAV;
+}
+
 /** A whole page: no inline script or style (the CSP forbids both); assets come from /assets. */
 export function page(title: string, viewer: Viewer | undefined, body: SafeHtml, options: { chart?: boolean } = {}): SafeHtml {
   return html`<!doctype html>
@@ -48,7 +53,7 @@ export function page(title: string, viewer: Viewer | undefined, body: SafeHtml, 
 ${options.chart ? html`<link rel="stylesheet" href="/assets/uplot.css"><script src="/assets/uplot.js" defer></script><script src="/assets/charts.js" defer></script>` : ''}
 </head><body>
 <header><strong>trainsync</strong>
-${viewer ? html`<nav>${NAV.map(([href, label]) => html`<a href="${href}">${label}</a>`)}</nav>
+${viewer ? html`<nav>${navOf(viewer).map(([href, label]) => html`<a href="${href}">${label}</a>`)}</nav>
 ${orgSelector(viewer)}
 <form method="post" action="/logout" class="logout"><input type="hidden" name="_csrf" value="${viewer.csrfToken}"><span>${viewer.name} (${viewer.role})</span> <button type="submit">Log out</button></form>` : ''}
 </header>

@@ -18,7 +18,7 @@ import { getRun, latestRuns, listRuns, resourcesWithRuns, runQuarantine, runSeri
 import { recentEvents } from './data/webhooks.ts';
 import { html, type SafeHtml } from './html.ts';
 import { page, type Viewer } from './layout.ts';
-import { actingOrg, orgOfRow, scheduleOrg } from './scope.ts';
+import { actingOrg, orgOfRow, outsideOrg, scheduleOrg } from './scope.ts';
 import { assignmentsBody } from './pages/assignments.ts';
 import { heldPlanBody, provisioningBody } from './pages/provisioning.ts';
 import { overviewBody } from './pages/overview.ts';
@@ -87,6 +87,17 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const viewer = viewerOf(request, reply);
     return { viewer, slugs: viewer.scope.slugs, one: viewer.scope.org };
   };
+  /**
+   * What is not in the organisations the user may see answers 404 as what does not exist:
+   * a user limited to some learns nothing of the others (not even that an id is taken).
+   */
+  const notFound = (reply: FastifyReply, what: string): FastifyReply => reply.code(404).type('text/plain').send(`no ${what} in the organisations shown`);
+  /** A change's form naming an organisation the (limited) user may not see: logged, answered 404, nothing done. */
+  const refuseOutside = (request: FastifyRequest, reply: FastifyReply, org: string | undefined): FastifyReply | undefined => {
+    if (!outsideOrg(viewerOf(request, reply).scope, org)) return undefined;
+    deps.log.warn({ user: request.session?.username, url: request.url, org }, 'console change refused: another organisation');
+    return notFound(reply, 'such organisation');
+  };
   /** A page that works on one organisation at a time (reconciliation, drift repair): asks for one when "all" of several is chosen. */
   const chooseOne = (reply: FastifyReply, viewer: Viewer, title: string): FastifyReply =>
     send(reply, page(title, viewer, html`<p id="choose-org">This page works on one organisation at a time: choose one with the selector above.</p>`));
@@ -124,7 +135,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { id } = idParam.parse(request.params);
     const { viewer, slugs } = scopeOf(request, reply);
     const run = await getRun(dbOf(slugs), slugs, id);
-    if (!run) return reply.code(404).type('text/plain').send(`no run #${id} in the organisations shown`);
+    if (!run) return notFound(reply, `run #${id}`);
     const [quarantined, windows] = await Promise.all([runQuarantine(dbOf(run.org), run.org, id), runUnfinishedWindows(dbOf(run.org), run.org, id)]);
     return send(reply, page(`Run #${id}`, viewer, runBody(viewer, run, quarantined, windows)));
   });
@@ -147,7 +158,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
       heldPlansPage(slugs, q.hpage, size),
       recentFeeds(dbOf(slugs), slugs, { page: q.fpage, pageSize: size }),
       searchActions(dbOf(slugs), slugs, filter),
-      consoleChanges(dbOf(slugs), slugs, { page: q.cpage, pageSize: size }),
+      consoleChanges(dbOf(slugs), slugs, { page: q.cpage, pageSize: size, spanning: !viewer.scope.limited }),
     ]);
     const pages = { held: q.hpage, feeds: q.fpage, changes: q.cpage };
     return send(reply, page('Provisioning', viewer, provisioningBody(viewer, { held, feeds, actions, filter, changes, pages })));
@@ -165,7 +176,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { id } = idParam.parse(request.params);
     const { viewer, slugs } = scopeOf(request, reply);
     const found = await heldPlanIn(slugs, id);
-    if (!found) return reply.code(404).type('text/plain').send(`no held plan #${id} in the organisations shown`);
+    if (!found) return notFound(reply, `held plan #${id}`);
     return send(reply, page(`Held plan #${id}`, viewer, heldPlanBody(viewer, found.plan, found.org, await loadGroupNames(dbOf(found.org), found.org))));
   });
 
@@ -174,11 +185,11 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   const refuseNoOrg = (request: FastifyRequest, reply: FastifyReply, title: string, back: string): FastifyReply =>
     send(reply.code(400), page(title, viewerOf(request, reply), html`<p class="error" id="outcome">Which organisation? Choose one with the selector above, or use the button on the row.</p><p><a href="${back}">Back</a></p>`));
 
-  // Approve and reject act in the plan's own organisation, whatever the page's scope.
+  // Approve and reject act in the plan's own organisation, whatever the page's scope, if the user may see it.
   server.post('/provisioning/held/:id/approve', changeHooks, async (request, reply) => {
     const { id } = idParam.parse(request.params);
     const found = await heldPlanIn(viewerOf(request, reply).scope.orgs.map((o) => o.slug), id);
-    if (!found) return outcomePage(request, reply, `Plan #${id}`, `no held plan #${id}`, '/provisioning', false);
+    if (!found) return notFound(reply, `held plan #${id}`);
     const { confirm } = decisionFields.parse(request.body);
     const decider = { by: request.session!.username, role: request.session!.role };
     const result = await approveHeldPlan(deps.repair(found.org), id, decider, { typed: confirm, ask: { give: 'the number of people who will lose access', shownBy: "the plan's page" } });
@@ -194,7 +205,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   server.post('/provisioning/held/:id/reject', changeHooks, async (request, reply) => {
     const { id } = idParam.parse(request.params);
     const found = await heldPlanIn(viewerOf(request, reply).scope.orgs.map((o) => o.slug), id);
-    if (!found) return outcomePage(request, reply, `Plan #${id}`, `no held plan #${id}`, '/provisioning', false);
+    if (!found) return notFound(reply, `held plan #${id}`);
     const { reason } = decisionFields.parse(request.body);
     const result = await rejectHeldPlan(deps.repair(found.org), id, { by: request.session!.username, role: request.session!.role, note: reason });
     if (result.ok) await audit(request, found.org, 'reject-held-plan', `plan #${id}`, reason ? { reason } : {});
@@ -204,7 +215,9 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   // Action ids repeat across organisations: the row's button sends its organisation.
   server.post('/provisioning/actions/:actionId/retry', changeHooks, async (request, reply) => {
     const actionId = z.object({ actionId: z.string().min(1).max(300) }).parse(request.params).actionId;
-    const org = actingOrg(viewerOf(request, reply).scope, orgField.parse(request.body).org);
+    const given = orgField.parse(request.body).org;
+    if (refuseOutside(request, reply, given)) return reply;
+    const org = actingOrg(viewerOf(request, reply).scope, given);
     if (!org) return refuseNoOrg(request, reply, 'Retry', '/provisioning?status=failed');
     const result = await retryFailedAction(inOrg(org), actionId);
     if (result.ok) await audit(request, org, 'retry-action', actionId);
@@ -213,7 +226,9 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
 
   server.post('/sync/:resource/cancel', changeHooks, async (request, reply) => {
     const resource = z.object({ resource: z.string().regex(/^[a-z-]{1,40}$/) }).parse(request.params).resource;
-    const org = actingOrg(viewerOf(request, reply).scope, orgField.parse(request.body).org);
+    const given = orgField.parse(request.body).org;
+    if (refuseOutside(request, reply, given)) return reply;
+    const org = actingOrg(viewerOf(request, reply).scope, given);
     if (!org) return refuseNoOrg(request, reply, 'Cancel', '/');
     const { username, role } = request.session!;
     const result = await cancelQueuedOrOrphaned(inOrg(org), resource, `${username} (${role}) in the console`);
@@ -256,7 +271,9 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   });
 
   server.post('/people/repair', changeHooks, async (request, reply) => {
-    const org = actingOrg(viewerOf(request, reply).scope, orgField.parse(request.body).org);
+    const given = orgField.parse(request.body).org;
+    if (refuseOutside(request, reply, given)) return reply;
+    const org = actingOrg(viewerOf(request, reply).scope, given);
     if (!org) return refuseNoOrg(request, reply, 'Drift repair', '/people/repair');
     const result = await reconcileFix(deps.repair(org), { dryRun: false, force: false, wait: false });
     const enqueued = result.applied?.enqueued.length ?? 0;

@@ -19,7 +19,7 @@ import { html, type SafeHtml } from './html.ts';
 import { z } from 'zod';
 import { page, type Viewer } from './layout.ts';
 import { registerPageRoutes } from './routes.ts';
-import { isConfigured, scopeOf } from './scope.ts';
+import { isConfigured, outsideOrg, scopeOf } from './scope.ts';
 import { createSession, endSession, findSession, setSessionOrg, type Session } from './sessions.ts';
 
 export interface ConsoleDeps {
@@ -66,8 +66,20 @@ const QUEUES_CSP = CSP.replace("base-uri 'none'", "base-uri 'self'");
 declare module 'fastify' {
   interface FastifyRequest {
     session?: Session;
+    /** The configured user of the session (their organisations with it). */
+    consoleUser?: ConsoleUser;
   }
 }
+
+/**
+ * A request bull-board answers (its page, assets and API), told by the route matched: the
+ * router decodes %-escapes, so `/%71ueues/api/…` reaches bull-board too, and a test of
+ * `request.url` alone would let it past the checks below.
+ */
+const isQueues = (request: FastifyRequest): boolean => request.routeOptions.url === '/queues' || request.routeOptions.url === '/queues/*';
+/** bull-board's API rather than its page: for the log-in answer only (401 to a script, a redirect to a person). */
+const isQueuesApi = (request: FastifyRequest): boolean =>
+  request.routeOptions.url === '/queues/*' && /^api(?:\/|$)/.test(String((request.params as Record<string, unknown> | undefined)?.['*'] ?? ''));
 
 /** Routes anyone may reach: the login form and the assets it needs. */
 const PUBLIC = (url: string): boolean => url === '/login' || url.startsWith('/login?') || url.startsWith('/assets/');
@@ -94,7 +106,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
   const secure = (request: FastifyRequest): boolean => request.protocol === 'https';
 
   server.addHook('onSend', async (request, reply, payload) => {
-    reply.header('content-security-policy', /^\/queues(?:[/?]|$)/.test(request.url) ? QUEUES_CSP : CSP);
+    reply.header('content-security-policy', isQueues(request) ? QUEUES_CSP : CSP);
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
     reply.header('x-frame-options', 'DENY');
@@ -105,13 +117,17 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
   server.addHook('onRequest', async (request, reply) => {
     if (PUBLIC(request.url)) return;
     const session = await findSession(deps.scopes.unscoped, request.cookies[SESSION_COOKIE]);
-    if (!session || !users.some((u) => u.name === session.username && u.role === session.role)) {
-      if (request.method === 'GET' && !request.url.startsWith('/queues/api')) return reply.redirect('/login');
+    const user = session && users.find((u) => u.name === session.username && u.role === session.role);
+    if (!session || !user) {
+      if (request.method === 'GET' && !isQueuesApi(request)) return reply.redirect('/login');
       return reply.code(401).type('text/plain').send('log in first');
     }
     request.session = session;
-    // bull-board's own actions (retry, clean, pause…): operators only, and only from a page of this console.
-    if (request.url.startsWith('/queues/api') && request.method !== 'GET') {
+    request.consoleUser = user;
+    // bull-board shows and acts on every organisation's jobs: not there for a user limited to some (as if it did not exist).
+    if (isQueues(request) && scopeOf(deps.config, session.org, user.orgs).limited) return reply.code(404).type('text/plain').send('not found');
+    // bull-board's own actions (retry, clean, pause…; any request under it but a read): operators only, and only from a page of this console.
+    if (isQueues(request) && request.method !== 'GET') {
       if (session.role !== 'operator') return reply.code(403).type('text/plain').send('operators only');
       if (request.headers['sec-fetch-site'] !== 'same-origin') return reply.code(403).type('text/plain').send('same-origin requests only');
       deps.log.info({ user: session.username, role: session.role, method: request.method, url: request.url }, 'console queue change');
@@ -175,7 +191,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
     name: request.session!.username,
     role: request.session!.role,
     csrfToken: reply.generateCsrf(),
-    scope: scopeOf(deps.config, request.session!.org),
+    scope: scopeOf(deps.config, request.session!.org, request.consoleUser!.orgs),
     path: request.url,
   });
   registerPageRoutes(server, deps, viewerOf);
@@ -183,7 +199,9 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
   /** The selector: keeps the choice in the session, then back to the page it was made on. */
   server.post('/org', { preHandler: server.csrfProtection }, async (request, reply) => {
     const form = z.object({ org: z.string().max(40).optional(), back: z.string().max(500).optional() }).catch({}).parse(request.body);
-    const scope = scopeOf(deps.config, request.session!.org);
+    const scope = scopeOf(deps.config, request.session!.org, request.consoleUser!.orgs);
+    // A limited user choosing another organisation: 404, the choice unchanged (never "all" of theirs in its place).
+    if (outsideOrg(scope, form.org)) return reply.code(404).type('text/plain').send('no such organisation');
     const chosen = form.org && isConfigured(scope, form.org) ? form.org : null;
     await setSessionOrg(deps.scopes.unscoped, request.cookies[SESSION_COOKIE], chosen);
     // Only a path of this console: never an absolute or protocol-relative URL.

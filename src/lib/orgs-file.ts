@@ -37,6 +37,8 @@ export interface OrgSettings {
   feedMinShare?: number;
   /** Cron lines by setting (`TRAINSYNC_CRON_RESULTS`…): the environment's, overridden by the file's. */
   cronLines: Readonly<Record<string, string>>;
+  /** The settings of cronLines the orgs file gives this organisation itself: kept as written, never spread. */
+  ownCronSettings?: readonly string[];
   webhookSecrets?: Buffer[];
   scimToken?: Buffer;
   /** A feed profile file used when `provision`/`load-feed` get no --profile. */
@@ -192,6 +194,7 @@ export function readOrgsFile(file: string, context: OrgsFileContext): OrgSetting
       requestsPerSecond: entry.requestsPerSecond ?? context.defaultRequestsPerSecond,
       feedMinShare: entry.feedMinShare ?? context.defaultFeedMinShare,
       cronLines: Object.freeze(cronLines),
+      ownCronSettings: Object.freeze(Object.keys(entry.cron ?? {}).map((name) => (name.startsWith('TRAINSYNC_CRON_') ? name : `TRAINSYNC_CRON_${name}`))),
       ...(webhookSecrets ? { webhookSecrets } : {}),
       ...(scimToken ? { scimToken } : {}),
       ...(entry.feedProfile ? { feedProfile: path.resolve(baseDir, entry.feedProfile) } : {}),

@@ -47,6 +47,10 @@ export function createClientFor(target: RedisTarget, options: RedisClientOptions
         ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
         ...(target.tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
         ...(retry ? { sentinelRetryStrategy: retry } : {}),
+        // Reconnect as soon as a sentinel announces +switch-master: until the sentinels turn
+        // the old master into a replica (seconds later) it still accepts writes, and a job
+        // added there then is flushed with its data. READONLY alone notices only after that.
+        failoverDetector: true,
         reconnectOnError: reconnectOnReadonly,
       });
     case 'cluster': {

@@ -8,13 +8,21 @@ export const MAX_WIDTH = 100;
 /** Narrower than this, nothing can be laid out; a smaller COLUMNS is taken as this. */
 const MIN_WIDTH = 40;
 
+/** The shell's COLUMNS, as the composition root handed it over (undefined: not set). */
+let columnsSetting: string | undefined;
+
+/** Called once by src/cli.ts with the environment's COLUMNS. */
+export function useColumnsVariable(value: string | undefined): void {
+  columnsSetting = value;
+}
+
 /**
  * The columns output for a person may take: the terminal's when stdout is one, else
  * COLUMNS (a shell's, a test's), else 100; never more than 100 (docs/reference.md).
- * COLUMNS is the terminal's setting, read here like TERM and NO_COLOR, not trainsync's
- * configuration (src/config.ts).
+ * COLUMNS is the terminal's setting, not trainsync's configuration: the composition root
+ * (src/cli.ts) hands it over once with useColumnsVariable, since only it reads the environment.
  */
-export function outputWidth(stream: { isTTY?: boolean; columns?: number } = process.stdout, columnsVariable: string | undefined = process.env.COLUMNS): number {
+export function outputWidth(stream: { isTTY?: boolean; columns?: number } = process.stdout, columnsVariable: string | undefined = columnsSetting): number {
   const fromEnv = Number(columnsVariable);
   const columns = (stream.isTTY === true && stream.columns ? stream.columns : undefined) ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : undefined) ?? MAX_WIDTH;
   return Math.max(MIN_WIDTH, Math.min(MAX_WIDTH, columns));
@@ -25,7 +33,7 @@ export function outputWidth(stream: { isTTY?: boolean; columns?: number } = proc
  * (a pipe, a file, no COLUMNS): undefined, and a log file keeps each sentence on one
  * line, for grep; tables are still drawn at most 100 wide (outputWidth).
  */
-export function lineWidth(stream: { isTTY?: boolean; columns?: number } = process.stdout, columnsVariable: string | undefined = process.env.COLUMNS): number | undefined {
+export function lineWidth(stream: { isTTY?: boolean; columns?: number } = process.stdout, columnsVariable: string | undefined = columnsSetting): number | undefined {
   const known = (stream.isTTY === true && stream.columns !== undefined && stream.columns > 0) || (Number.isInteger(Number(columnsVariable)) && Number(columnsVariable) > 0);
   return known ? outputWidth(stream, columnsVariable) : undefined;
 }

@@ -4,18 +4,25 @@ import type { JobCatalog } from './catalog.ts';
 import type { AnyJobDefinition } from './define-job.ts';
 import type { JobQueue, ScheduledJob } from './job-queue.ts';
 import { orgScoped } from './org-scope.ts';
+import { spreadCronLine, spreadOffsetMinutes } from './schedule-spread.ts';
 
 /**
  * The jobs of the catalog that declare a schedule, once per organisation, each with the
  * cron line that organisation's configuration gives it (none when it is off).
  */
-export function scheduleTable(catalog: JobCatalog, config: Pick<Config, 'orgs'>): ScheduledJob[] {
-  return config.orgs.flatMap((org) =>
-    [...catalog.values()].flatMap((definition) => {
-      const pattern = definition.schedule ? (org.cronLines[definition.schedule.setting] ?? definition.schedule.default) : null;
-      return pattern === null ? [] : [{ id: orgScoped(org.slug, definition.name), org: org.slug, job: definition.name, queue: definition.queue, pattern }];
-    }),
-  );
+export function scheduleTable(catalog: JobCatalog, config: Pick<Config, 'orgs' | 'scheduleSpreadMinutes'>): ScheduledJob[] {
+  return config.orgs.flatMap((org) => {
+    const offset = spreadOffsetMinutes(org.slug, config.scheduleSpreadMinutes);
+    return [...catalog.values()].flatMap((definition) => {
+      if (!definition.schedule) return [];
+      const { setting } = definition.schedule;
+      const written = org.cronLines[setting] ?? definition.schedule.default;
+      if (written === null) return [];
+      // A cron line the orgs file gives this organisation itself is kept as written.
+      const pattern = org.ownCronSettings?.includes(setting) ? written : spreadCronLine(written, offset);
+      return [{ id: orgScoped(org.slug, definition.name), org: org.slug, job: definition.name, queue: definition.queue, pattern }];
+    });
+  });
 }
 
 /** Schedulers of jobs whose schedule is off for an organisation (no default, variable unset or empty). */

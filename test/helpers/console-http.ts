@@ -5,6 +5,8 @@ export interface ConsoleSession {
   get(path: string): Promise<{ status: number; text: string }>;
   /** Posts a form with the page's CSRF token (from `from`, a page of the console). */
   post(path: string, fields: Record<string, string>, from: string): Promise<{ status: number; text: string }>;
+  /** The session's cookies, for a request of another kind (bull-board's API calls). */
+  cookies(): string;
 }
 
 /** Logs in through the form (CSRF token and cookie included). */
@@ -30,6 +32,7 @@ export async function consoleSession(base: string, user: { name: string; passwor
   };
   return {
     get,
+    cookies: () => cookies,
     async post(path, fields, from) {
       const page = await get(from);
       const csrf = /name="_csrf" value="([^"]+)"/.exec(page.text)?.[1] ?? '';

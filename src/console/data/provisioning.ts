@@ -111,10 +111,14 @@ export interface ConsoleChangeRow {
   at: Date;
 }
 
-/** One page of the console's own changes in `orgs`, and those that span every organisation, newest first. */
-export async function consoleChanges(db: Db, orgs: readonly string[], list: { page: number; pageSize: number }): Promise<ListPage<ConsoleChangeRow>> {
+/**
+ * One page of the console's own changes in `orgs`, and those that span every organisation
+ * (unless `spanning` is false: a user limited to some organisations sees none of those), newest first.
+ */
+export async function consoleChanges(db: Db, orgs: readonly string[], list: { page: number; pageSize: number; spanning?: boolean }): Promise<ListPage<ConsoleChangeRow>> {
+  const spanning = list.spanning ?? true;
   const { rows } = await sql<ConsoleChangeRow>`
-    select org, username, role, action, target, at from trainsync.console_audit where org is null or org = any(${orgs}::text[])
+    select org, username, role, action, target, at from trainsync.console_audit where (${spanning}::boolean and org is null) or org = any(${orgs}::text[])
      order by id desc limit ${list.pageSize + 1} offset ${(list.page - 1) * list.pageSize}`.execute(db);
   return pageOf(rows, list.pageSize);
 }

@@ -116,8 +116,12 @@ export async function checkUserNameFree(db: Db, org: string, userName: string, s
   if (taken) throw conflict(`userName ${userName} already exists (id ${taken.scim_id})`);
 }
 
-/** Writes a User's new resource and groups (pending); version moves only when something changed. */
-export async function updateUser(db: Db, before: ScimUserRow, user: ScimUserResource, groups: readonly string[], changed: boolean, deleted = false): Promise<ScimUserRow> {
+/**
+ * Writes a User's new resource and groups (pending); version moves only when something
+ * changed. Written only over the version read (`before`): undefined when another request
+ * changed the User (or a Group its groups) since, and the caller reads it again.
+ */
+export async function updateUser(db: Db, before: ScimUserRow, user: ScimUserResource, groups: readonly string[], changed: boolean, deleted = false): Promise<ScimUserRow | undefined> {
   return db
     .updateTable('trainsync.scim_users')
     .set({
@@ -131,17 +135,23 @@ export async function updateUser(db: Db, before: ScimUserRow, user: ScimUserReso
       ...(deleted ? { deleted_at: sql<Date>`now()` } : {}),
     })
     .where('scim_id', '=', before.scim_id)
+    .where('version', '=', before.version)
+    .where('deleted_at', 'is', null)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
 }
 
-/** Marks Users' changes planned and queued (or found to need nothing). */
-export async function markPlanned(db: Db, org: string, planned: readonly { scimId: string; version: number }[]): Promise<void> {
+/**
+ * Marks Users' changes planned and queued (or found to need nothing), with the platform
+ * state each planned version stated (null for a change that needed no plan: a deleted
+ * User's disable made moot).
+ */
+export async function markPlanned(db: Db, org: string, planned: readonly { scimId: string; version: number; state: string | null }[]): Promise<void> {
   if (planned.length === 0) return;
   // Only the version planned: a User changed meanwhile stays pending for its own plan.
   await sql`
-    update trainsync.scim_users u set pending = false
-      from unnest(${planned.map((p) => p.scimId)}::uuid[], ${planned.map((p) => p.version)}::int[]) as p(scim_id, version)
+    update trainsync.scim_users u set pending = false, planned_state = p.state
+      from unnest(${planned.map((p) => p.scimId)}::uuid[], ${planned.map((p) => p.version)}::int[], ${planned.map((p) => p.state)}::text[]) as p(scim_id, version, state)
      where u.org = ${org} and u.scim_id = p.scim_id and u.version = p.version`.execute(db);
 }
 

@@ -7,6 +7,7 @@ import type { Logger } from '../runtime/log.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
+import { liveOpenActions } from '../provisioning/apply/enqueue.ts';
 import { orgScoped } from '../queue/org-scope.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
@@ -36,11 +37,6 @@ export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'db' | 'wi
   };
 }
 
-/** A batch item: a User to plan, inserted first when it is new. */
-interface Intake {
-  scimId: string;
-  create?: NewUser;
-}
 
 export interface ScimServiceDeps {
   config: Config;
@@ -64,6 +60,8 @@ export interface ScimService {
 
 /** Users planned per batch at most. */
 const MAX_BATCH = 500;
+/** Changes waiting for their plan past which an answer waits for its own (memory stays bounded if planning stalls). */
+const MAX_PLAN_BACKLOG = 2 * MAX_BATCH;
 /** How often a worker looks for deferred ids anyway (creates another worker queued). */
 const RESOLVE_EVERY_MS = 60_000;
 /** One resolve pass at a time per organisation, across workers. */
@@ -90,41 +88,61 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   let deferredGeneration = 1;
   let resolvedGeneration = 0;
   let lastResolve = Date.now();
-  // One batch: the new Users' rows in one insert, then every User's snapshot, plan, audit and jobs.
-  const batcher = createBatcher<Intake, ScimUserRow | ScimError | undefined>(
-    async (items) => {
-      const inserted = await insertUsers(deps.db, org.slug, items.flatMap((i) => (i.create ? [i.create] : [])));
-      const plannable = items.filter((i) => !i.create || !isError(inserted.get(i.scimId)));
-      const outcome = await planUsers(changeDeps, plannable.map((i) => i.scimId));
-      if (outcome.deferredCreates > 0) deferredGeneration += 1;
-      return items.map((i) => (i.create ? inserted.get(i.scimId) : undefined));
+  // New Users arriving together: one insert (each gets its row or its 409), answered once it commits.
+  const inserts = createBatcher<NewUser, ScimUserRow | ScimError>(
+    async (users) => {
+      const inserted = await insertUsers(deps.db, org.slug, users);
+      return users.map((u) => inserted.get(u.scimId)!);
     },
-    (item) => item.scimId,
+    (user) => user.scimId,
     MAX_BATCH,
   );
-  const submitIntake = async (item: Intake): Promise<ScimUserRow | ScimError | undefined> => {
-    const { scimId } = item;
+  // Users written and not planned yet, planned together: one snapshot, plan, audit write and enqueue.
+  const plans = createBatcher<string, undefined>(
+    async (scimIds) => {
+      const outcome = await planUsers(changeDeps, scimIds, { unplannedOnly: true });
+      if (outcome.deferredCreates > 0) deferredGeneration += 1;
+      return scimIds.map(() => undefined);
+    },
+    (scimId) => scimId,
+    MAX_BATCH,
+  );
+  const plan = async (scimId: string): Promise<void> => {
     inFlight.set(scimId, (inFlight.get(scimId) ?? 0) + 1);
     try {
-      return await batcher.submit(item);
+      await plans.submit(scimId);
     } finally {
       const left = inFlight.get(scimId)! - 1;
       if (left === 0) inFlight.delete(scimId);
       else inFlight.set(scimId, left);
     }
   };
-  const submit = async (scimId: string): Promise<void> => {
-    await submitIntake({ scimId });
+  /**
+   * The change is durable already (its row committed, pending): the answer need not wait for
+   * the plan, unless asked to (a password's job must follow the create's) or the plans are
+   * MAX_PLAN_BACKLOG behind (the answers then keep pace with them). A plan that fails leaves
+   * the row pending: the sweep plans it.
+   */
+  const submit = async (scimId: string, options: { wait?: boolean } = {}): Promise<void> => {
+    if (options.wait === true || plans.backlog() >= MAX_PLAN_BACKLOG) return plan(scimId);
+    void plan(scimId).catch((error: unknown) =>
+      log.warn({ err: error, scimId }, `SCIM change not planned (${errorMessage(error)}); it stays pending and the sweep plans it within ${config.TRAINSYNC_SCIM_SWEEP_MS * 2} ms`),
+    );
   };
-  const create = async (user: ScimUserResource): Promise<ScimUserRow> => {
+  const create = async (user: ScimUserResource, options: { wait?: boolean } = {}): Promise<ScimUserRow> => {
     const scimId = randomUUID();
-    const answer = await submitIntake({ scimId, create: { scimId, employeeId: await employeeIdFor(deps.db, org.slug, user, scimId), user } });
-    if (answer === undefined || isError(answer)) throw answer ?? new Error(`SCIM create ${scimId}: the batch returned no row`);
+    const employeeId = await employeeIdFor(deps.db, org.slug, user, scimId);
+    const answer = await inserts.submit({ scimId, employeeId, user });
+    if (isError(answer)) throw answer;
+    await submit(scimId, options);
     return answer;
   };
   const sweep = async (): Promise<void> => {
-    const rows = await pendingUsers(deps.db, org.slug, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH);
-    await Promise.all(rows.filter((r) => !inFlight.has(r.scim_id)).map((r) => submit(r.scim_id)));
+    const rows = (await pendingUsers(deps.db, org.slug, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH)).filter((r) => !inFlight.has(r.scim_id));
+    // Employees whose actions are still queued would stay pending: not planned again each second (a steady load's
+    // creates wait minutes for the budget), only once their actions have run.
+    const busy = new Set(rows.length === 0 ? [] : (await liveOpenActions(changeDeps, [...new Set(rows.map((r) => r.employee_id))])).map((a) => a.employeeId));
+    await Promise.all(rows.filter((r) => !busy.has(r.employee_id)).map((r) => submit(r.scim_id)));
     const periodic = Date.now() - lastResolve > RESOLVE_EVERY_MS;
     if (deferredGeneration > resolvedGeneration || periodic) {
       lastResolve = Date.now();
@@ -148,7 +166,14 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
         queuePassword: (row, password) => queueScimPassword({ org: org.slug, db: deps.db, queue: deps.queue, config }, row, password),
       },
     },
-    idle: () => batcher.idle(),
+    idle: async () => {
+      // A create's plan is submitted once its insert settles: wait until neither has work left.
+      do {
+        await inserts.idle();
+        await plans.idle();
+        await new Promise((resolve) => setImmediate(resolve));
+      } while (inserts.backlog() + plans.backlog() > 0);
+    },
     sweep,
   };
 }

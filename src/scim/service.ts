@@ -131,9 +131,23 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   };
   const create = async (user: ScimUserResource, options: { wait?: boolean } = {}): Promise<ScimUserRow> => {
     const scimId = randomUUID();
-    const employeeId = await employeeIdFor(deps.db, org.slug, user, scimId);
-    const answer = await inserts.submit({ scimId, employeeId, user });
+    let choice = await employeeIdFor(deps.db, org.slug, user, scimId);
+    let answer = await inserts.submit({ scimId, employeeId: choice.employeeId, user });
+    if (isError(answer) && choice.shared === undefined) {
+      // Another create stating the same HR id committed first (the same batch): this one is then not linked by it.
+      const again = await employeeIdFor(deps.db, org.slug, user, scimId);
+      if (again.employeeId !== choice.employeeId) {
+        choice = again;
+        answer = await inserts.submit({ scimId, employeeId: choice.employeeId, user });
+      }
+    }
     if (isError(answer)) throw answer;
+    if (choice.shared) {
+      log.warn(
+        { scimId, userName: user.userName, externalId: choice.shared.named, sharedWith: choice.shared.with.scim_id, sharedWithUserName: choice.shared.with.user_name, employeeId: choice.employeeId },
+        'SCIM User created with an externalId/employeeNumber another live User states: not linked to that HR employee (the first User keeps it); keyed by its e-mail',
+      );
+    }
     await submit(scimId, options);
     return answer;
   };

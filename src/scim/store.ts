@@ -45,19 +45,43 @@ export async function listUsers(db: Db, org: string, filter: readonly Equality[]
   return { total, rows };
 }
 
+/** A new User's employee id, and the live User that states the same HR id when it could not be linked by it. */
+export interface EmployeeIdChoice {
+  employeeId: string;
+  /** The externalId / employeeNumber the User names, when another live User states it too. */
+  shared?: { named: string; with: Pick<ScimUserRow, 'scim_id' | 'user_name'> };
+}
+
 /**
- * The employee id of a new User: the one it names (externalId, employeeNumber); else the
- * employee already known with its e-mail (a returner whose User was deleted); else one
- * minted from the SCIM id.
+ * The employee id of a new User: the HR id it names (externalId, else employeeNumber) when
+ * no other live User of the organisation states it. externalId is not unique in SCIM (RFC
+ * 7643 §3.1): a User whose HR id another live User states is not linked by it (the first one
+ * keeps it) and is keyed as a User naming none: the employee known with its e-mail that no
+ * live User holds (a returner whose User was deleted), else one minted from the SCIM id.
  */
-export async function employeeIdFor(db: Db, org: string, user: ScimUserResource, scimId: string): Promise<string> {
+export async function employeeIdFor(db: Db, org: string, user: ScimUserResource, scimId: string): Promise<EmployeeIdChoice> {
   const named = namedEmployeeId(user);
-  if (named !== undefined) return named;
+  let shared: EmployeeIdChoice['shared'];
+  if (named !== undefined) {
+    const other = await live(db, org)
+      .clearSelect()
+      .select(['scim_id', 'user_name'])
+      .where((eb) => eb.or([eb('employee_id', '=', named), eb('external_id', '=', named)]))
+      .orderBy('created_at')
+      .executeTakeFirst();
+    if (other === undefined) return { employeeId: named };
+    shared = { named, with: other };
+  }
   const email = accountEmail(user).toLowerCase();
+  // Not linked by its HR id: nor to another live User's employee by its e-mail (the collections' Users share both).
+  const free = (table: 'trainsync.identities' | 'training.employees') =>
+    shared === undefined
+      ? sql<boolean>`true`
+      : sql<boolean>`not exists (select 1 from trainsync.scim_users u where u.org = ${org} and u.deleted_at is null and u.employee_id = ${sql.ref(`${table}.employee_id`)})`;
   const known =
-    (await db.selectFrom('trainsync.identities').select('employee_id').where('org', '=', org).where(sql<string>`lower(email)`, '=', email).executeTakeFirst()) ??
-    (await db.selectFrom('training.employees').select('employee_id').where('org', '=', org).where('email', '=', email).orderBy('updated_at', 'desc').executeTakeFirst());
-  return known?.employee_id ?? mintedEmployeeId(scimId);
+    (await db.selectFrom('trainsync.identities').select('employee_id').where('org', '=', org).where(sql<string>`lower(email)`, '=', email).where(free('trainsync.identities')).executeTakeFirst()) ??
+    (await db.selectFrom('training.employees').select('employee_id').where('org', '=', org).where('email', '=', email).where(free('training.employees')).orderBy('updated_at', 'desc').executeTakeFirst());
+  return { employeeId: known?.employee_id ?? mintedEmployeeId(scimId), ...(shared ? { shared } : {}) };
 }
 
 /** A User to create: its id and employee id chosen before the batch that inserts it. */

@@ -92,10 +92,18 @@ export async function searchUsers(ctx: ResourceContext, params: URLSearchParams)
   };
 }
 
-/** The employee id is fixed when the User is created: a different one later is refused, not a silent re-key. */
+/**
+ * The employee id is fixed when the User is created: a different one later is refused, not a
+ * silent re-key. A User not linked by the HR id it named (another live User stated it first:
+ * store.ts employeeIdFor) keeps its employee id whatever externalId it states later: that is
+ * stored and filterable only.
+ */
 function checkEmployeeId(row: ScimUserRow, user: ScimUserResource): void {
   const named = namedEmployeeId(user);
-  if (named !== undefined && named !== row.employee_id) {
+  // Linked: the HR id its stored resource states is its employee id (or it states none).
+  const stated = namedEmployeeId(row.resource as ScimUserResource);
+  const linked = stated === undefined || stated === row.employee_id;
+  if (linked && named !== undefined && named !== row.employee_id) {
     throw badRequest(
       `externalId / ${ENTERPRISE_SCHEMA}:employeeNumber ${JSON.stringify(named)} differs from this User's employee id ${JSON.stringify(row.employee_id)}; ` +
         'it is the HR key and cannot change: delete the User and create it again under the new id',

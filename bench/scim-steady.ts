@@ -46,6 +46,8 @@ export interface ScimSteadyBench {
   /** (creates ÷ budget) × 1.1. */
   targetSeconds: number;
   platformRequests: number;
+  /** e.g. `POST /api/v2/users`: the creates, and `GET /api/v2/users` the look-ups of their ids. */
+  platformRequestsByRoute: Record<string, number>;
   maxInAnySecond: number;
   /** GET /Groups answered after the load (Okta's SPEC Test asks for under 600 ms). */
   groupsGetMs: number;
@@ -75,7 +77,7 @@ const round = (value: number, digits = 0): number => Number(value.toFixed(digits
 const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 
 const stateSchema = z.object({ users: z.number() });
-const summarySchema = z.object({ total: z.number(), maxInAnyWindow: z.number() });
+const summarySchema = z.object({ total: z.number(), maxInAnyWindow: z.number(), byRoute: z.record(z.string(), z.number()) });
 
 export async function benchScimSteady(options: { seconds?: number; connections?: number } = {}): Promise<ScimSteadyBench> {
   const SECONDS = options.seconds ?? 60;
@@ -196,6 +198,7 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
       allExistSeconds: round(allExist, 1),
       targetSeconds: round(target, 1),
       platformRequests: requests.total,
+      platformRequestsByRoute: requests.byRoute,
       maxInAnySecond: requests.maxInAnyWindow,
       groupsGetMs: round(groupsGetMs),
       loadAverage: [round(loadAtStart, 2), round(loadAtEnd, 2)],

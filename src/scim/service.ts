@@ -18,7 +18,7 @@ import { createBatcher } from './batcher.ts';
 import { startScimServer, type ScimOrgRoute } from './server.ts';
 import { resolveDeferredIds } from './resolve-ids.ts';
 import type { ScimError } from './errors.ts';
-import { employeeIdFor, insertUsers, pendingUsers, type NewUser, type ScimUserRow } from './store.ts';
+import { employeeIdsFor, insertUsers, pendingUsers, type EmployeeIdChoice, type ScimUserRow } from './store.ts';
 import type { ScimUserResource } from './user-mapping.ts';
 import { checkPasswordAccepted, queueScimPassword } from './password.ts';
 
@@ -58,6 +58,13 @@ export interface ScimService {
   close(): Promise<void>;
 }
 
+/** A new User to insert; its employee id is chosen in its batch, unless given (a second try). */
+interface NewIntake {
+  scimId: string;
+  user: ScimUserResource;
+  employeeId?: string;
+}
+
 /** Users planned per batch at most. */
 const MAX_BATCH = 500;
 /** Changes waiting for their plan past which an answer waits for its own (memory stays bounded if planning stalls). */
@@ -88,13 +95,16 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   let deferredGeneration = 1;
   let resolvedGeneration = 0;
   let lastResolve = Date.now();
-  // New Users arriving together: one insert (each gets its row or its 409), answered once it commits.
-  const inserts = createBatcher<NewUser, ScimUserRow | ScimError>(
-    async (users) => {
-      const inserted = await insertUsers(deps.db, org.slug, users);
-      return users.map((u) => inserted.get(u.scimId)!);
+  // New Users arriving together: their employee ids and one insert (each gets its row or its 409), answered once it commits.
+  const inserts = createBatcher<NewIntake, { answer: ScimUserRow | ScimError; choice: EmployeeIdChoice }>(
+    async (intakes) => {
+      const toChoose = intakes.filter((i) => i.employeeId === undefined);
+      const chosen = new Map((await employeeIdsFor(deps.db, org.slug, toChoose)).map((choice, k) => [toChoose[k]!.scimId, choice]));
+      const choices = intakes.map((i) => chosen.get(i.scimId) ?? { employeeId: i.employeeId! });
+      const inserted = await insertUsers(deps.db, org.slug, intakes.map((i, k) => ({ scimId: i.scimId, user: i.user, employeeId: choices[k]!.employeeId })));
+      return intakes.map((i, k) => ({ answer: inserted.get(i.scimId)!, choice: choices[k]! }));
     },
-    (user) => user.scimId,
+    (intake) => intake.scimId,
     MAX_BATCH,
   );
   // Users written and not planned yet, planned together: one snapshot, plan, audit write and enqueue.
@@ -131,14 +141,13 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   };
   const create = async (user: ScimUserResource, options: { wait?: boolean } = {}): Promise<ScimUserRow> => {
     const scimId = randomUUID();
-    let choice = await employeeIdFor(deps.db, org.slug, user, scimId);
-    let answer = await inserts.submit({ scimId, employeeId: choice.employeeId, user });
+    let { answer, choice } = await inserts.submit({ scimId, user });
     if (isError(answer) && choice.shared === undefined) {
-      // Another create stating the same HR id committed first (the same batch): this one is then not linked by it.
-      const again = await employeeIdFor(deps.db, org.slug, user, scimId);
-      if (again.employeeId !== choice.employeeId) {
-        choice = again;
-        answer = await inserts.submit({ scimId, employeeId: choice.employeeId, user });
+      // Another create stating the same HR id committed first (a batch beside this one): this one is then not linked by it.
+      const [again] = await employeeIdsFor(deps.db, org.slug, [{ scimId, user }]);
+      if (again!.employeeId !== choice.employeeId) {
+        ({ answer, choice } = await inserts.submit({ scimId, user, employeeId: again!.employeeId }));
+        choice = again!;
       }
     }
     if (isError(answer)) throw answer;

@@ -53,35 +53,51 @@ export interface EmployeeIdChoice {
 }
 
 /**
- * The employee id of a new User: the HR id it names (externalId, else employeeNumber) when
- * no other live User of the organisation states it. externalId is not unique in SCIM (RFC
+ * The employee ids of new Users arriving together (one query for the HR ids they state):
+ * the HR id a User names (externalId, else employeeNumber) when no other live User of the
+ * organisation states it, nor one earlier in the batch. externalId is not unique in SCIM (RFC
  * 7643 §3.1): a User whose HR id another live User states is not linked by it (the first one
  * keeps it) and is keyed as a User naming none: the employee known with its e-mail that no
  * live User holds (a returner whose User was deleted), else one minted from the SCIM id.
  */
-export async function employeeIdFor(db: Db, org: string, user: ScimUserResource, scimId: string): Promise<EmployeeIdChoice> {
-  const named = namedEmployeeId(user);
-  let shared: EmployeeIdChoice['shared'];
-  if (named !== undefined) {
-    const other = await live(db, org)
-      .clearSelect()
-      .select(['scim_id', 'user_name'])
-      .where((eb) => eb.or([eb('employee_id', '=', named), eb('external_id', '=', named)]))
+export async function employeeIdsFor(db: Db, org: string, users: readonly { scimId: string; user: ScimUserResource }[]): Promise<EmployeeIdChoice[]> {
+  const named = users.map(({ user }) => namedEmployeeId(user));
+  const wanted = [...new Set(named.filter((n): n is string => n !== undefined))];
+  const holders = wanted.length === 0
+    ? []
+    : await live(db, org).clearSelect().select(['scim_id', 'user_name', 'employee_id', 'external_id'])
+      .where((eb) => eb.or([eb('employee_id', 'in', wanted), eb('external_id', 'in', wanted)]))
       .orderBy('created_at')
-      .executeTakeFirst();
-    if (other === undefined) return { employeeId: named };
-    shared = { named, with: other };
+      .execute();
+  const stating = new Map<string, Pick<ScimUserRow, 'scim_id' | 'user_name'>>();
+  for (const h of holders) {
+    for (const key of [h.employee_id, h.external_id]) if (key !== null && !stating.has(key)) stating.set(key, { scim_id: h.scim_id, user_name: h.user_name });
   }
+  // In arrival order: each claim is made before any await, so an earlier User of the batch wins.
+  return Promise.all(users.map(async ({ scimId, user }, i) => {
+    const n = named[i];
+    if (n === undefined) return { employeeId: await employeeByEmail(db, org, user, scimId, false) };
+    const other = stating.get(n);
+    if (other === undefined) {
+      stating.set(n, { scim_id: scimId, user_name: user.userName });
+      return { employeeId: n };
+    }
+    return { employeeId: await employeeByEmail(db, org, user, scimId, true), shared: { named: n, with: other } };
+  }));
+}
+
+/** A User's employee by its e-mail, else minted; `unlinked`: never another live User's employee. */
+async function employeeByEmail(db: Db, org: string, user: ScimUserResource, scimId: string, unlinked: boolean): Promise<string> {
   const email = accountEmail(user).toLowerCase();
   // Not linked by its HR id: nor to another live User's employee by its e-mail (the collections' Users share both).
   const free = (table: 'trainsync.identities' | 'training.employees') =>
-    shared === undefined
-      ? sql<boolean>`true`
-      : sql<boolean>`not exists (select 1 from trainsync.scim_users u where u.org = ${org} and u.deleted_at is null and u.employee_id = ${sql.ref(`${table}.employee_id`)})`;
+    unlinked
+      ? sql<boolean>`not exists (select 1 from trainsync.scim_users u where u.org = ${org} and u.deleted_at is null and u.employee_id = ${sql.ref(`${table}.employee_id`)})`
+      : sql<boolean>`true`;
   const known =
     (await db.selectFrom('trainsync.identities').select('employee_id').where('org', '=', org).where(sql<string>`lower(email)`, '=', email).where(free('trainsync.identities')).executeTakeFirst()) ??
     (await db.selectFrom('training.employees').select('employee_id').where('org', '=', org).where('email', '=', email).where(free('training.employees')).orderBy('updated_at', 'desc').executeTakeFirst());
-  return { employeeId: known?.employee_id ?? mintedEmployeeId(scimId), ...(shared ? { shared } : {}) };
+  return known?.employee_id ?? mintedEmployeeId(scimId);
 }
 
 /** A User to create: its id and employee id chosen before the batch that inserts it. */

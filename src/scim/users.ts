@@ -95,7 +95,7 @@ export async function searchUsers(ctx: ResourceContext, params: URLSearchParams)
 /**
  * The employee id is fixed when the User is created: a different one later is refused, not a
  * silent re-key. A User not linked by the HR id it named (another live User stated it first:
- * store.ts employeeIdFor) keeps its employee id whatever externalId it states later: that is
+ * store.ts employeeIdsFor) keeps its employee id whatever externalId it states later: that is
  * stored and filterable only.
  */
 function checkEmployeeId(row: ScimUserRow, user: ScimUserResource): void {

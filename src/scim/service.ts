@@ -133,11 +133,17 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
    * MAX_PLAN_BACKLOG behind (the answers then keep pace with them). A plan that fails leaves
    * the row pending: the sweep plans it.
    */
+  const unplannedLogged = new WeakSet<object>();
   const submit = async (scimId: string, options: { wait?: boolean } = {}): Promise<void> => {
     if (options.wait === true || plans.backlog() >= MAX_PLAN_BACKLOG) return plan(scimId);
-    void plan(scimId).catch((error: unknown) =>
-      log.warn({ err: error, scimId }, `SCIM change not planned (${errorMessage(error)}); it stays pending and the sweep plans it within ${config.TRAINSYNC_SCIM_SWEEP_MS * 2} ms`),
-    );
+    void plan(scimId).catch((error: unknown) => {
+      // A failed batch rejects each of its changes with the same error: one line for the batch.
+      if (typeof error === 'object' && error !== null) {
+        if (unplannedLogged.has(error)) return;
+        unplannedLogged.add(error);
+      }
+      log.warn({ err: error, scimId }, `SCIM changes not planned (${errorMessage(error)}); they stay pending and the sweep plans them within ${config.TRAINSYNC_SCIM_SWEEP_MS * 2} ms`);
+    });
   };
   const create = async (user: ScimUserResource, options: { wait?: boolean } = {}): Promise<ScimUserRow> => {
     const scimId = randomUUID();

@@ -200,6 +200,7 @@ if (want('scim')) {
   check('SCIM steady platform requests over budget', num(steady.maxInAnySecond) <= num(steady.budget), `max ${steady.maxInAnySecond} in any sliding second by the simulator's stamp (budget ${steady.budget}); ${steady.platformRequests} requests in all`);
   check('SCIM steady accounts on the platform', num(steady.allExistSeconds) <= num(steady.targetSeconds), `all ${steady.creates} exist ${steady.allExistSeconds} s after the last answer (target ≤ ${steady.creates} ÷ ${steady.budget} × 1.1 = ${steady.targetSeconds} s)`);
   verdicts.push(`INFO  SCIM GET /Groups after the load: ${steady.groupsGetMs} ms (Okta's SPEC Test asks for under 600 ms)`);
+  verdicts.push(`INFO  SCIM steady load: 1-minute load average ${JSON.stringify(steady.loadAverage)} (start, end; 2 cores); the worker's CPU ${steady.workerCpuMsPerAnswer} ms per answer, ${steady.workerCpuMsPerSecond} ms per second of load`);
   process.stdout.write('\n== SCIM burst (stress figure): 1,000 creates at the same instant on 1,000 connections\n');
   const scim = lastJson(await run(['bench/scim.ts']));
   figures.scim = scim;

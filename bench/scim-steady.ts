@@ -13,6 +13,8 @@
  * Run: node bin/run-ts.js bench/scim-steady.ts                 (60 s of load, then the drain at the budget)
  *      node bin/run-ts.js bench/scim-steady.ts '{"seconds":10}'  (a quick look)
  */
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
 import { z } from 'zod';
@@ -44,17 +46,38 @@ export interface ScimSteadyBench {
   /** (creates ÷ budget) × 1.1. */
   targetSeconds: number;
   platformRequests: number;
+  /** e.g. `POST /api/v2/users`: the creates, and `GET /api/v2/users` the look-ups of their ids. */
+  platformRequestsByRoute: Record<string, number>;
   maxInAnySecond: number;
   /** GET /Groups answered after the load (Okta's SPEC Test asks for under 600 ms). */
   groupsGetMs: number;
+  /** The machine's 1-minute load average as the load started and as it ended (2 cores: above 2, requests wait for a core). */
+  loadAverage: [number, number];
+  /** CPU the worker process spent during the load (its planning and jobs included) per answer, and per second of load (1000 = one core busy). */
+  workerCpuMsPerAnswer: number;
+  workerCpuMsPerSecond: number;
 }
+
+/** CPU time (user + system) a process has used, in ms, from /proc (Linux); undefined elsewhere. */
+function cpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // Fields after the command (which may hold spaces): utime and stime are the 12th and 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+/** USER_HZ: 100 on Linux. */
+const CLOCK_TICKS = 100;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const round = (value: number, digits = 0): number => Number(value.toFixed(digits));
 const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 
 const stateSchema = z.object({ users: z.number() });
-const summarySchema = z.object({ total: z.number(), maxInAnyWindow: z.number() });
+const summarySchema = z.object({ total: z.number(), maxInAnyWindow: z.number(), byRoute: z.record(z.string(), z.number()) });
 
 export async function benchScimSteady(options: { seconds?: number; connections?: number } = {}): Promise<ScimSteadyBench> {
   const SECONDS = options.seconds ?? 60;
@@ -92,6 +115,8 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
       }
     };
     let next = 0;
+    const loadAtStart = loadavg()[0]!;
+    const cpuAtStart = cpuMs(worker.child.pid);
     const started = performance.now();
     const until = started + SECONDS * 1000;
     let lastAnswer = started;
@@ -120,6 +145,9 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
       }),
     );
     const loadSeconds = (lastAnswer - started) / 1000;
+    const loadAtEnd = loadavg()[0]!;
+    const cpuAtEnd = cpuMs(worker.child.pid);
+    const workerCpu = cpuAtStart === undefined || cpuAtEnd === undefined ? Number.NaN : cpuAtEnd - cpuAtStart;
     // Durable when answered: every answered change is in Postgres now (the worker keeps running).
     const { rows } = await adminPool.query<{ scim_id: string; title: string | null }>(`select scim_id::text, resource->>'title' as title from trainsync.scim_users where user_name like 'steady%'`);
     const byId = new Map(rows.map((r) => [r.scim_id, r.title]));
@@ -170,8 +198,12 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
       allExistSeconds: round(allExist, 1),
       targetSeconds: round(target, 1),
       platformRequests: requests.total,
+      platformRequestsByRoute: requests.byRoute,
       maxInAnySecond: requests.maxInAnyWindow,
       groupsGetMs: round(groupsGetMs),
+      loadAverage: [round(loadAtStart, 2), round(loadAtEnd, 2)],
+      workerCpuMsPerAnswer: round(workerCpu / latencies.length, 2),
+      workerCpuMsPerSecond: round(workerCpu / loadSeconds),
     };
   } finally {
     await pool.close();

@@ -81,7 +81,7 @@ describe('SCIM refusals', () => {
     await h.settled();
   });
 
-  it('creates sent together (batched): each taken userName or employee id gets its own 409, the rest are created', async () => {
+  it('creates sent together (batched): a taken userName gets its own 409; two stating one externalId are both created, one linked by it', async () => {
     const twins = await Promise.all([
       h.request('POST', '/Users', user('twin')),
       h.request('POST', '/Users', user('twin')),
@@ -89,11 +89,21 @@ describe('SCIM refusals', () => {
       h.request('POST', '/Users', { ...user('keyed-b'), externalId: 'E-TWIN' }),
       h.request('POST', '/Users', user('single')),
     ]);
-    expect(twins.map((t) => t.status).sort()).toEqual([201, 201, 201, 409, 409]);
+    expect(twins.map((t) => t.status).sort()).toEqual([201, 201, 201, 201, 409]);
     for (const refused of twins.filter((t) => t.status === 409)) expect(refused.json).toMatchObject({ schemas: [ERROR], scimType: 'uniqueness' });
-    const stored = await owner(h.app).db.selectFrom('trainsync.scim_users').select(['user_name', 'employee_id']).where('user_name', 'in', ['twin', 'keyed-a', 'keyed-b', 'single'].map((n) => `${n}${ORG_EMAIL_DOMAIN}`)).execute();
+    const stored = await owner(h.app).db.selectFrom('trainsync.scim_users').select(['scim_id', 'user_name', 'employee_id', 'external_id']).where('user_name', 'in', ['twin', 'keyed-a', 'keyed-b', 'single'].map((n) => `${n}${ORG_EMAIL_DOMAIN}`)).execute();
     expect(stored.filter((r) => r.user_name.startsWith('twin'))).toHaveLength(1);
-    expect(stored.filter((r) => r.employee_id === 'E-TWIN')).toHaveLength(1);
+    // externalId is not unique in SCIM: both keep it (and a filter finds both); the HR employee is one of them only.
+    const keyed = stored.filter((r) => r.external_id === 'E-TWIN');
+    expect(keyed).toHaveLength(2);
+    expect(keyed.filter((r) => r.employee_id === 'E-TWIN')).toHaveLength(1);
+    expect(keyed.find((r) => r.employee_id !== 'E-TWIN')!.employee_id).toMatch(/^scim-/);
+    const found = await h.request('GET', `/Users?filter=${encodeURIComponent('externalId eq "E-TWIN"')}`);
+    expect(found.json.totalResults).toBe(2);
+    // The one not linked states it again (PUT, PATCH): no mutability error, its employee unchanged; the linked one cannot change it.
+    const unlinked = keyed.find((r) => r.employee_id !== 'E-TWIN')!;
+    const again = await h.request('PATCH', `/Users/${unlinked.scim_id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'title', value: 'Twin' }] });
+    expect(again).toMatchObject({ status: 200, json: { externalId: 'E-TWIN', title: 'Twin' } });
     expect(stored.some((r) => r.user_name.startsWith('single'))).toBe(true);
     await h.settled();
   });

@@ -6,16 +6,19 @@ import { toFeedRow, type ScimUserResource } from './user-mapping.ts';
 
 /** A stored User as the change it states: its current resource and groups, read when the batch runs (so the latest write wins). */
 export function changeOf(row: ScimUserRow): ScimChange {
-  return { scimId: row.scim_id, version: row.version, row: toFeedRow(row.resource as ScimUserResource, row.employee_id, row.groups) };
+  return { scimId: row.scim_id, version: row.version, row: toFeedRow(row.resource as ScimUserResource, row.employee_id, row.groups), plannedState: row.planned_state };
 }
 
 /**
  * Plans the Users' current states: reads them, keeps one per employee (a live User wins
  * over a deleted one of the same employee, whose disable is then moot), and applies them.
+ * With `unplannedOnly` (the SCIM batches), a User whose latest version is planned already
+ * (an earlier batch read it: a PATCH written while its create was being planned) is left
+ * alone; a held plan decided plans its Users whatever they are.
  */
-export async function planUsers(deps: ChangeDeps & { db: Kysely<Database> }, scimIds: readonly string[], options: ChangeOptions = {}): Promise<ChangeOutcome> {
+export async function planUsers(deps: ChangeDeps & { db: Kysely<Database> }, scimIds: readonly string[], options: ChangeOptions & { unplannedOnly?: boolean } = {}): Promise<ChangeOutcome> {
   if (scimIds.length === 0) return { enqueued: [], pending: [], held: [], deferredCreates: 0 };
-  const rows = await deps.db.selectFrom('trainsync.scim_users').selectAll().where('org', '=', deps.org).where('scim_id', 'in', scimIds).execute();
+  const rows = await deps.db.selectFrom('trainsync.scim_users').selectAll().where('org', '=', deps.org).where('scim_id', 'in', scimIds).$if(options.unplannedOnly === true, (q) => q.where('pending', '=', true)).execute();
   const deletedEmployees = rows.filter((r) => r.deleted_at !== null).map((r) => r.employee_id);
   const liveElsewhere = new Set(
     deletedEmployees.length === 0
@@ -23,7 +26,7 @@ export async function planUsers(deps: ChangeDeps & { db: Kysely<Database> }, sci
       : (await deps.db.selectFrom('trainsync.scim_users').select('employee_id').where('org', '=', deps.org).where('deleted_at', 'is', null).where('employee_id', 'in', deletedEmployees).execute()).map((r) => r.employee_id),
   );
   const moot = rows.filter((r) => r.deleted_at !== null && liveElsewhere.has(r.employee_id));
-  await markPlanned(deps.db, deps.org, moot.map((r) => ({ scimId: r.scim_id, version: r.version })));
+  await markPlanned(deps.db, deps.org, moot.map((r) => ({ scimId: r.scim_id, version: r.version, state: null })));
   const byEmployee = new Map<string, ScimUserRow>();
   for (const r of rows) if (!moot.includes(r)) byEmployee.set(r.employee_id, r);
   return applyScimChanges(deps, [...byEmployee.values()].map(changeOf), options);

@@ -11,6 +11,8 @@ export interface Batcher<T, R> {
   submit(item: T): Promise<R>;
   /** Resolves once nothing is queued or running. */
   idle(): Promise<void>;
+  /** Items submitted and not settled yet (waiting or in a running batch). */
+  backlog(): number;
 }
 
 interface Entry<T, R> {
@@ -27,6 +29,7 @@ export function createBatcher<T, R>(run: (items: T[]) => Promise<R[]>, keyOf: (i
   let waiting: Entry<T, R>[] = [];
   const running = new Set<Promise<void>>();
   const busyKeys = new Set<string>();
+  let inBatches = 0;
 
   const nextBatch = (): Entry<T, R>[] => {
     const batch: Entry<T, R>[] = [];
@@ -50,12 +53,14 @@ export function createBatcher<T, R>(run: (items: T[]) => Promise<R[]>, keyOf: (i
   const runBatch = async (batch: Entry<T, R>[]): Promise<void> => {
     const keys = batch.map((e) => keyOf(e.item));
     for (const key of keys) busyKeys.add(key);
+    inBatches += batch.length;
     try {
       const results = await run(batch.map((e) => e.item));
       batch.forEach((e, i) => e.resolve(results[i]!));
     } catch (error) {
       for (const e of batch) e.reject(error);
     } finally {
+      inBatches -= batch.length;
       for (const key of keys) busyKeys.delete(key);
     }
   };
@@ -92,6 +97,7 @@ export function createBatcher<T, R>(run: (items: T[]) => Promise<R[]>, keyOf: (i
         scheduleStart();
       });
     },
+    backlog: () => waiting.length + inBatches,
     async idle() {
       // A start still scheduled (changes submitted this turn) counts as work to wait for.
       while (running.size > 0 || startScheduled) {

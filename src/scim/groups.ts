@@ -165,7 +165,7 @@ async function setMembers(ctx: ResourceContext, trx: Db, groupId: string, wanted
   return changed;
 }
 
-/** Runs a request's writes in one transaction, then plans the Users it changed (their jobs durable before the answer). */
+/** Runs a request's writes in one transaction (durable when it commits: the Users it changed are pending), then submits those Users to be planned. */
 async function inOneTransaction<T>(ctx: ResourceContext, write: (trx: Db) => Promise<{ value: T; changed: string[] }>): Promise<T> {
   const { value, changed } = await withTransaction(ctx.withPgClient, ({ db }) => write(db));
   await Promise.all(changed.map((id) => ctx.submit(id)));

@@ -6,6 +6,7 @@ import type { Logger } from '../runtime/log.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
+import { liveOpenActions } from '../provisioning/apply/enqueue.ts';
 import { orgScoped } from '../queue/org-scope.ts';
 import type { OrgScope, OrgScopes } from '../warehouse/scope.ts';
 import { fillNewAccounts } from './accounts.ts';
@@ -15,7 +16,7 @@ import { createBatcher } from './batcher.ts';
 import { startScimServer, type ScimOrgRoute } from './server.ts';
 import { resolveDeferredIds } from './resolve-ids.ts';
 import type { ScimError } from './errors.ts';
-import { employeeIdFor, insertUsers, pendingUsers, type NewUser, type ScimUserRow } from './store.ts';
+import { employeeIdsFor, insertUsers, pendingUsers, type EmployeeIdChoice, type ScimUserRow } from './store.ts';
 import type { ScimUserResource } from './user-mapping.ts';
 import { checkPasswordAccepted, queueScimPassword } from './password.ts';
 
@@ -34,11 +35,6 @@ export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'queue' | 
   };
 }
 
-/** A batch item: a User to plan, inserted first when it is new. */
-interface Intake {
-  scimId: string;
-  create?: NewUser;
-}
 
 export interface ScimServiceDeps {
   config: Config;
@@ -60,8 +56,17 @@ export interface ScimService {
   close(): Promise<void>;
 }
 
+/** A new User to insert; its employee id is chosen in its batch, unless given (a second try). */
+interface NewIntake {
+  scimId: string;
+  user: ScimUserResource;
+  employeeId?: string;
+}
+
 /** Users planned per batch at most. */
 const MAX_BATCH = 500;
+/** Changes waiting for their plan past which an answer waits for its own (memory stays bounded if planning stalls). */
+const MAX_PLAN_BACKLOG = 2 * MAX_BATCH;
 /** How often a worker looks for deferred ids anyway (creates another worker queued). */
 const RESOLVE_EVERY_MS = 60_000;
 /** One resolve pass at a time per organisation, across workers. */
@@ -89,41 +94,83 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   let deferredGeneration = 1;
   let resolvedGeneration = 0;
   let lastResolve = Date.now();
-  // One batch: the new Users' rows in one insert, then every User's snapshot, plan, audit and jobs.
-  const batcher = createBatcher<Intake, ScimUserRow | ScimError | undefined>(
-    async (items) => {
-      const inserted = await insertUsers(scope.db, org.slug, items.flatMap((i) => (i.create ? [i.create] : [])));
-      const plannable = items.filter((i) => !i.create || !isError(inserted.get(i.scimId)));
-      const outcome = await planUsers(changeDeps, plannable.map((i) => i.scimId));
-      if (outcome.deferredCreates > 0) deferredGeneration += 1;
-      return items.map((i) => (i.create ? inserted.get(i.scimId) : undefined));
+  // New Users arriving together: their employee ids and one insert (each gets its row or its 409), answered once it commits.
+  const inserts = createBatcher<NewIntake, { answer: ScimUserRow | ScimError; choice: EmployeeIdChoice }>(
+    async (intakes) => {
+      const toChoose = intakes.filter((i) => i.employeeId === undefined);
+      const chosen = new Map((await employeeIdsFor(scope.db, org.slug, toChoose)).map((choice, k) => [toChoose[k]!.scimId, choice]));
+      const choices = intakes.map((i) => chosen.get(i.scimId) ?? { employeeId: i.employeeId! });
+      const inserted = await insertUsers(scope.db, org.slug, intakes.map((i, k) => ({ scimId: i.scimId, user: i.user, employeeId: choices[k]!.employeeId })));
+      return intakes.map((i, k) => ({ answer: inserted.get(i.scimId)!, choice: choices[k]! }));
     },
-    (item) => item.scimId,
+    (intake) => intake.scimId,
     MAX_BATCH,
   );
-  const submitIntake = async (item: Intake): Promise<ScimUserRow | ScimError | undefined> => {
-    const { scimId } = item;
+  // Users written and not planned yet, planned together: one snapshot, plan, audit write and enqueue.
+  const plans = createBatcher<string, undefined>(
+    async (scimIds) => {
+      const outcome = await planUsers(changeDeps, scimIds, { unplannedOnly: true });
+      if (outcome.deferredCreates > 0) deferredGeneration += 1;
+      return scimIds.map(() => undefined);
+    },
+    (scimId) => scimId,
+    MAX_BATCH,
+  );
+  const plan = async (scimId: string): Promise<void> => {
     inFlight.set(scimId, (inFlight.get(scimId) ?? 0) + 1);
     try {
-      return await batcher.submit(item);
+      await plans.submit(scimId);
     } finally {
       const left = inFlight.get(scimId)! - 1;
       if (left === 0) inFlight.delete(scimId);
       else inFlight.set(scimId, left);
     }
   };
-  const submit = async (scimId: string): Promise<void> => {
-    await submitIntake({ scimId });
+  /**
+   * The change is durable already (its row committed, pending): the answer need not wait for
+   * the plan, unless asked to (a password's job must follow the create's) or the plans are
+   * MAX_PLAN_BACKLOG behind (the answers then keep pace with them). A plan that fails leaves
+   * the row pending: the sweep plans it.
+   */
+  const unplannedLogged = new WeakSet<object>();
+  const submit = async (scimId: string, options: { wait?: boolean } = {}): Promise<void> => {
+    if (options.wait === true || plans.backlog() >= MAX_PLAN_BACKLOG) return plan(scimId);
+    void plan(scimId).catch((error: unknown) => {
+      // A failed batch rejects each of its changes with the same error: one line for the batch.
+      if (typeof error === 'object' && error !== null) {
+        if (unplannedLogged.has(error)) return;
+        unplannedLogged.add(error);
+      }
+      log.warn({ err: error, scimId }, `SCIM changes not planned (${errorMessage(error)}); they stay pending and the sweep plans them within ${config.TRAINSYNC_SCIM_SWEEP_MS * 2} ms`);
+    });
   };
-  const create = async (user: ScimUserResource): Promise<ScimUserRow> => {
+  const create = async (user: ScimUserResource, options: { wait?: boolean } = {}): Promise<ScimUserRow> => {
     const scimId = randomUUID();
-    const answer = await submitIntake({ scimId, create: { scimId, employeeId: await employeeIdFor(scope.db, org.slug, user, scimId), user } });
-    if (answer === undefined || isError(answer)) throw answer ?? new Error(`SCIM create ${scimId}: the batch returned no row`);
+    let { answer, choice } = await inserts.submit({ scimId, user });
+    if (isError(answer) && choice.shared === undefined) {
+      // Another create stating the same HR id committed first (a batch beside this one): this one is then not linked by it.
+      const [again] = await employeeIdsFor(scope.db, org.slug, [{ scimId, user }]);
+      if (again!.employeeId !== choice.employeeId) {
+        ({ answer, choice } = await inserts.submit({ scimId, user, employeeId: again!.employeeId }));
+        choice = again!;
+      }
+    }
+    if (isError(answer)) throw answer;
+    if (choice.shared) {
+      log.warn(
+        { scimId, userName: user.userName, externalId: choice.shared.named, sharedWith: choice.shared.with.scim_id, sharedWithUserName: choice.shared.with.user_name, employeeId: choice.employeeId },
+        'SCIM User created with an externalId/employeeNumber another live User states: not linked to that HR employee (the first User keeps it); keyed by its e-mail',
+      );
+    }
+    await submit(scimId, options);
     return answer;
   };
   const sweep = async (): Promise<void> => {
-    const rows = await pendingUsers(scope.db, org.slug, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH);
-    await Promise.all(rows.filter((r) => !inFlight.has(r.scim_id)).map((r) => submit(r.scim_id)));
+    const rows = (await pendingUsers(scope.db, org.slug, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH)).filter((r) => !inFlight.has(r.scim_id));
+    // Employees whose actions are still queued would stay pending: not planned again each second (a steady load's
+    // creates wait minutes for the budget), only once their actions have run.
+    const busy = new Set(rows.length === 0 ? [] : (await liveOpenActions(changeDeps, [...new Set(rows.map((r) => r.employee_id))])).map((a) => a.employeeId));
+    await Promise.all(rows.filter((r) => !busy.has(r.employee_id)).map((r) => submit(r.scim_id)));
     const periodic = Date.now() - lastResolve > RESOLVE_EVERY_MS;
     if (deferredGeneration > resolvedGeneration || periodic) {
       lastResolve = Date.now();
@@ -147,7 +194,14 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
         queuePassword: (row, password) => queueScimPassword({ org: org.slug, db: scope.db, queue: deps.queue, config }, row, password),
       },
     },
-    idle: () => batcher.idle(),
+    idle: async () => {
+      // A create's plan is submitted once its insert settles: wait until neither has work left.
+      do {
+        await inserts.idle();
+        await plans.idle();
+        await new Promise((resolve) => setImmediate(resolve));
+      } while (inserts.backlog() + plans.backlog() > 0);
+    },
     sweep,
   };
 }

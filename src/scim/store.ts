@@ -45,18 +45,58 @@ export async function listUsers(db: Db, org: string, filter: readonly Equality[]
   return { total, rows };
 }
 
+/** A new User's employee id, and the live User that states the same HR id when it could not be linked by it. */
+export interface EmployeeIdChoice {
+  employeeId: string;
+  /** The externalId / employeeNumber the User names, when another live User states it too. */
+  shared?: { named: string; with: Pick<ScimUserRow, 'scim_id' | 'user_name'> };
+}
+
 /**
- * The employee id of a new User: the one it names (externalId, employeeNumber); else the
- * employee already known with its e-mail (a returner whose User was deleted); else one
- * minted from the SCIM id.
+ * The employee ids of new Users arriving together (one query for the HR ids they state):
+ * the HR id a User names (externalId, else employeeNumber) when no other live User of the
+ * organisation states it, nor one earlier in the batch. externalId is not unique in SCIM (RFC
+ * 7643 §3.1): a User whose HR id another live User states is not linked by it (the first one
+ * keeps it) and is keyed as a User naming none: the employee known with its e-mail that no
+ * live User holds (a returner whose User was deleted), else one minted from the SCIM id.
  */
-export async function employeeIdFor(db: Db, org: string, user: ScimUserResource, scimId: string): Promise<string> {
-  const named = namedEmployeeId(user);
-  if (named !== undefined) return named;
+export async function employeeIdsFor(db: Db, org: string, users: readonly { scimId: string; user: ScimUserResource }[]): Promise<EmployeeIdChoice[]> {
+  const named = users.map(({ user }) => namedEmployeeId(user));
+  const wanted = [...new Set(named.filter((n): n is string => n !== undefined))];
+  const holders = wanted.length === 0
+    ? []
+    : await live(db, org).clearSelect().select(['scim_id', 'user_name', 'employee_id', 'external_id'])
+      .where((eb) => eb.or([eb('employee_id', 'in', wanted), eb('external_id', 'in', wanted)]))
+      .orderBy('created_at')
+      .execute();
+  const stating = new Map<string, Pick<ScimUserRow, 'scim_id' | 'user_name'>>();
+  for (const h of holders) {
+    for (const key of [h.employee_id, h.external_id]) if (key !== null && !stating.has(key)) stating.set(key, { scim_id: h.scim_id, user_name: h.user_name });
+  }
+  // In arrival order: each claim is made before any await, so an earlier User of the batch wins.
+  return Promise.all(users.map(async ({ scimId, user }, i) => {
+    const n = named[i];
+    if (n === undefined) return { employeeId: await employeeByEmail(db, org, user, scimId, false) };
+    const other = stating.get(n);
+    if (other === undefined) {
+      stating.set(n, { scim_id: scimId, user_name: user.userName });
+      return { employeeId: n };
+    }
+    return { employeeId: await employeeByEmail(db, org, user, scimId, true), shared: { named: n, with: other } };
+  }));
+}
+
+/** A User's employee by its e-mail, else minted; `unlinked`: never another live User's employee. */
+async function employeeByEmail(db: Db, org: string, user: ScimUserResource, scimId: string, unlinked: boolean): Promise<string> {
   const email = accountEmail(user).toLowerCase();
+  // Not linked by its HR id: nor to another live User's employee by its e-mail (the collections' Users share both).
+  const free = (table: 'trainsync.identities' | 'training.employees') =>
+    unlinked
+      ? sql<boolean>`not exists (select 1 from trainsync.scim_users u where u.org = ${org} and u.deleted_at is null and u.employee_id = ${sql.ref(`${table}.employee_id`)})`
+      : sql<boolean>`true`;
   const known =
-    (await db.selectFrom('trainsync.identities').select('employee_id').where('org', '=', org).where(sql<string>`lower(email)`, '=', email).executeTakeFirst()) ??
-    (await db.selectFrom('training.employees').select('employee_id').where('org', '=', org).where('email', '=', email).orderBy('updated_at', 'desc').executeTakeFirst());
+    (await db.selectFrom('trainsync.identities').select('employee_id').where('org', '=', org).where(sql<string>`lower(email)`, '=', email).where(free('trainsync.identities')).executeTakeFirst()) ??
+    (await db.selectFrom('training.employees').select('employee_id').where('org', '=', org).where('email', '=', email).where(free('training.employees')).orderBy('updated_at', 'desc').executeTakeFirst());
   return known?.employee_id ?? mintedEmployeeId(scimId);
 }
 
@@ -116,8 +156,12 @@ export async function checkUserNameFree(db: Db, org: string, userName: string, s
   if (taken) throw conflict(`userName ${userName} already exists (id ${taken.scim_id})`);
 }
 
-/** Writes a User's new resource and groups (pending); version moves only when something changed. */
-export async function updateUser(db: Db, before: ScimUserRow, user: ScimUserResource, groups: readonly string[], changed: boolean, deleted = false): Promise<ScimUserRow> {
+/**
+ * Writes a User's new resource and groups (pending); version moves only when something
+ * changed. Written only over the version read (`before`): undefined when another request
+ * changed the User (or a Group its groups) since, and the caller reads it again.
+ */
+export async function updateUser(db: Db, before: ScimUserRow, user: ScimUserResource, groups: readonly string[], changed: boolean, deleted = false): Promise<ScimUserRow | undefined> {
   return db
     .updateTable('trainsync.scim_users')
     .set({
@@ -131,17 +175,23 @@ export async function updateUser(db: Db, before: ScimUserRow, user: ScimUserReso
       ...(deleted ? { deleted_at: sql<Date>`now()` } : {}),
     })
     .where('scim_id', '=', before.scim_id)
+    .where('version', '=', before.version)
+    .where('deleted_at', 'is', null)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
 }
 
-/** Marks Users' changes planned and queued (or found to need nothing). */
-export async function markPlanned(db: Db, org: string, planned: readonly { scimId: string; version: number }[]): Promise<void> {
+/**
+ * Marks Users' changes planned and queued (or found to need nothing), with the platform
+ * state each planned version stated (null for a change that needed no plan: a deleted
+ * User's disable made moot).
+ */
+export async function markPlanned(db: Db, org: string, planned: readonly { scimId: string; version: number; state: string | null }[]): Promise<void> {
   if (planned.length === 0) return;
   // Only the version planned: a User changed meanwhile stays pending for its own plan.
   await sql`
-    update trainsync.scim_users u set pending = false
-      from unnest(${planned.map((p) => p.scimId)}::uuid[], ${planned.map((p) => p.version)}::int[]) as p(scim_id, version)
+    update trainsync.scim_users u set pending = false, planned_state = p.state
+      from unnest(${planned.map((p) => p.scimId)}::uuid[], ${planned.map((p) => p.version)}::int[], ${planned.map((p) => p.state)}::text[]) as p(scim_id, version, state)
      where u.org = ${org} and u.scim_id = p.scim_id and u.version = p.version`.execute(db);
 }
 

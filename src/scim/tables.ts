@@ -18,6 +18,8 @@ export interface ScimUsersTable {
   groups: ColumnType<string[], string[] | undefined, string[]>;
   pending: ColumnType<boolean, boolean | undefined, boolean>;
   version: ColumnType<number, number | undefined, number>;
+  /** The platform state (platform-state.ts) of the version last planned; null until one is. */
+  planned_state: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: DefaultInstant;
   updated_at: DefaultInstant;
   deleted_at: NullableInstant;

@@ -1,16 +1,20 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
 import { ENTERPRISE_SCHEMA, KNOWN_USER_KEYS, LIST_SCHEMA } from './discovery.ts';
-import { badRequest } from './errors.ts';
+import { badRequest, conflict } from './errors.ts';
 import { parseFilter, parsePage } from './filter.ts';
 import { canonicalJson } from './json.ts';
 import { applyPatch } from './patch.ts';
 import { projection } from './projection.ts';
 import { checkUserNameFree, findUser, listUsers, updateUser, type ScimUserRow } from './store.ts';
 import { namedEmployeeId, parseUserResource, requireNames, type ParsedUser, type ScimUserResource } from './user-mapping.ts';
-import { withTransaction, type PgLender } from '../warehouse/transaction.ts';
+import type { PgLender } from '../warehouse/transaction.ts';
 
-/** The /Users operations. Each change is durable (scim_users, then the batch's employee row and jobs) before it is answered. */
+/**
+ * The /Users operations. Each change is durable before it is answered: its row in
+ * trainsync.scim_users is committed (pending); the employee row, plan and jobs follow in the
+ * next batch, or the sweep after a crash (with a password, before the answer).
+ */
 
 export interface ScimAnswer {
   status: number;
@@ -25,10 +29,14 @@ export interface ResourceContext {
   org: string;
   db: Kysely<Database>;
   withPgClient: PgLender;
-  /** Plans and enqueues a User's current state; resolves once its employee row and jobs are durable. */
-  submit(scimId: string): Promise<void>;
-  /** Inserts a new User and plans it in the next batch; resolves with its row once that batch is durable (409 when taken). */
-  create(user: ScimUserResource): Promise<ScimUserRow>;
+  /**
+   * Plans and enqueues a User's current state, written and committed (pending) by the caller:
+   * a crash before the plan leaves it to the sweep. Resolves at once, or with `wait` once its
+   * employee row and jobs are durable.
+   */
+  submit(scimId: string, options?: { wait?: boolean }): Promise<void>;
+  /** Inserts a new User (pending) and plans it; resolves with its row once committed (409 when taken), with `wait` once planned. */
+  create(user: ScimUserResource, options?: { wait?: boolean }): Promise<ScimUserRow>;
   /** Throws (400) when a password could not be queued: asked before anything is written. */
   checkPassword(): void;
   /** Queues a set-password job for the User, after its jobs still queued; resolves once durable. */
@@ -61,7 +69,8 @@ export async function createUser(ctx: ResourceContext, body: unknown): Promise<S
   const parsed = parseUserResource(body);
   requireNames(parsed.user);
   if (parsed.password !== undefined) ctx.checkPassword();
-  const row = await ctx.create(parsed.user);
+  // A password's job follows the create's: that one is queued first.
+  const row = await ctx.create(parsed.user, { wait: parsed.password !== undefined });
   // After the create is queued: the password job waits for it.
   if (parsed.password !== undefined) await ctx.queuePassword(row, parsed.password);
   const location = `${ctx.base}/Users/${row.scim_id}`;
@@ -83,10 +92,18 @@ export async function searchUsers(ctx: ResourceContext, params: URLSearchParams)
   };
 }
 
-/** The employee id is fixed when the User is created: a different one later is refused, not a silent re-key. */
+/**
+ * The employee id is fixed when the User is created: a different one later is refused, not a
+ * silent re-key. A User not linked by the HR id it named (another live User stated it first:
+ * store.ts employeeIdsFor) keeps its employee id whatever externalId it states later: that is
+ * stored and filterable only.
+ */
 function checkEmployeeId(row: ScimUserRow, user: ScimUserResource): void {
   const named = namedEmployeeId(user);
-  if (named !== undefined && named !== row.employee_id) {
+  // Linked: the HR id its stored resource states is its employee id (or it states none).
+  const stated = namedEmployeeId(row.resource as ScimUserResource);
+  const linked = stated === undefined || stated === row.employee_id;
+  if (linked && named !== undefined && named !== row.employee_id) {
     throw badRequest(
       `externalId / ${ENTERPRISE_SCHEMA}:employeeNumber ${JSON.stringify(named)} differs from this User's employee id ${JSON.stringify(row.employee_id)}; ` +
         'it is the HR key and cannot change: delete the User and create it again under the new id',
@@ -95,21 +112,33 @@ function checkEmployeeId(row: ScimUserRow, user: ScimUserResource): void {
   }
 }
 
+/** Times a write is tried again when another request changed the User between its read and its write (then a 409). */
+const WRITE_ATTEMPTS = 5;
+
+/**
+ * A change of a stored User: read, changed, and written over the version read, in two
+ * statements and no transaction held across them (a PATCH is answered in two round trips);
+ * a User changed in between is read again. Committed (pending) before it is planned.
+ */
 async function writeUser(ctx: ResourceContext, scimId: string, next: (row: ScimUserRow) => ParsedUser, options: { deleted?: boolean } = {}): Promise<{ row: ScimUserRow; parsed: ParsedUser }> {
-  let parsed: ParsedUser | undefined;
-  const row = await withTransaction(ctx.withPgClient, async ({ db: trx }) => {
-    const before = await findUser(trx, ctx.org, scimId, true);
-    parsed = next(before);
+  for (let attempt = 1; ; attempt += 1) {
+    const before = await findUser(ctx.db, ctx.org, scimId);
+    const parsed = next(before);
     if (parsed.password !== undefined) ctx.checkPassword();
     const { user } = parsed;
     checkEmployeeId(before, user);
-    if (user.userName.toLowerCase() !== before.user_name.toLowerCase()) await checkUserNameFree(trx, ctx.org, user.userName, before.scim_id);
+    if (user.userName.toLowerCase() !== before.user_name.toLowerCase()) await checkUserNameFree(ctx.db, ctx.org, user.userName, before.scim_id);
     const changed = canonicalJson(user) !== canonicalJson(before.resource) || options.deleted === true;
-    return updateUser(trx, before, user, before.groups, changed, options.deleted);
-  });
-  await ctx.submit(row.scim_id);
-  if (parsed!.password !== undefined) await ctx.queuePassword(row, parsed!.password);
-  return { row, parsed: parsed! };
+    const row = await updateUser(ctx.db, before, user, before.groups, changed, options.deleted);
+    if (row === undefined) {
+      if (attempt < WRITE_ATTEMPTS) continue;
+      throw conflict(`User ${scimId} was changed by other requests at the same time ${WRITE_ATTEMPTS} times over; send it again`);
+    }
+    // A password's job follows the jobs of this change: they are queued first.
+    await ctx.submit(row.scim_id, { wait: parsed.password !== undefined });
+    if (parsed.password !== undefined) await ctx.queuePassword(row, parsed.password);
+    return { row, parsed };
+  }
 }
 
 export async function replaceUser(ctx: ResourceContext, scimId: string, body: unknown): Promise<ScimAnswer> {

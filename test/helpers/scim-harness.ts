@@ -82,7 +82,7 @@ export async function createScimHarness(options: ScimHarnessOptions = {}): Promi
             .executeTakeFirstOrThrow();
           return pending === 0 && open === 0 ? true : undefined;
         },
-        30_000,
+        90_000,
         'SCIM changes planned and their provisioning actions finished',
       );
     },

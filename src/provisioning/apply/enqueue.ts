@@ -51,9 +51,13 @@ export interface EnqueueResult {
  */
 export async function liveOpenActions(deps: Pick<ApplyDeps, 'org' | 'db' | 'queue'>, employeeIds?: readonly string[]): Promise<AuditRow[]> {
   const live: AuditRow[] = [];
-  for (const row of await openActions(deps.db, deps.org, employeeIds)) {
+  const open = await openActions(deps.db, deps.org, employeeIds);
+  // Asked all at once: ioredis writes the commands back to back, one round trip rather than one per row
+  // (a SCIM batch asks about every employee it plans, many times a second).
+  const states = await Promise.all(open.map((row) => deps.queue.state(PROVISION_QUEUE, jobIdForAction(deps.org, row.actionId))));
+  for (const [i, row] of open.entries()) {
     const jobId = jobIdForAction(deps.org, row.actionId);
-    const state = await deps.queue.state(PROVISION_QUEUE, jobId);
+    const state = states[i]!;
     if (state === 'unknown') {
       await finishAction(deps.db, deps.org, row.actionId, {
         status: 'skipped',

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../../warehouse/database.ts';
 import { SCIM_AUDIT_MARK } from '../../../scim/marks.ts';
 import { markPlanned } from '../../../scim/store.ts';
+import { platformState, settledByQueuedActions } from '../../../scim/platform-state.ts';
 import { liveOpenActions } from '../../apply/enqueue.ts';
 import type { FeedRow } from '../../feed/types.ts';
 import type { MaxDisable } from '../../plan/types.ts';
@@ -11,7 +12,8 @@ import type { PipelineDeps, Source } from '../types.ts';
  * A batch of SCIM changes as a source: each is a one-row delta HR feed (the User as the
  * identity provider states it now), planned against the identities its rows name only. An
  * employee whose earlier actions are still queued is left pending (the plan would start
- * from a state about to change); the SCIM sweep plans it once they finish. Disables are
+ * from a state about to change); the SCIM sweep plans it once they finish, unless the
+ * change is settled (HR data only, after a planned version: the queued actions suffice). Disables are
  * guarded over a sliding hour of this organisation's SCIM disables; past the limit only the
  * excess is held (changes arrive one by one). Creates learn their platform id in bulk after
  * the burst. Seats are the jobs' to meet: a read per batch would spend the request budget.
@@ -22,6 +24,8 @@ export interface ScimChange {
   /** The scim_users version this change states: a row changed since is not marked planned. */
   version: number;
   row: FeedRow;
+  /** The platform state of the User's version planned last (null: none yet). */
+  plannedState?: string | null | undefined;
 }
 
 /** The guard's sliding window. */
@@ -40,8 +44,12 @@ export function scimSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'queue'> & { 
     label: 'SCIM',
     auditMark: SCIM_AUDIT_MARK,
     desired: async () => {
-      pending = new Set((await liveOpenActions(deps, changes.map((c) => c.row.employeeId))).map((row) => row.employeeId));
-      const ready = changes.filter((c) => !pending.has(c.row.employeeId));
+      const busy = new Set((await liveOpenActions(deps, changes.map((c) => c.row.employeeId))).map((row) => row.employeeId));
+      // A busy employee's change that states the platform state planned last (HR data only, say a title
+      // PATCHed right after the create) is settled by the queued actions: marked planned, not left to
+      // the sweep, which would plan it again, reading the account from the platform, once they finish.
+      pending = new Set(changes.filter((c) => busy.has(c.row.employeeId) && !settledByQueuedActions(c.plannedState, c.row)).map((c) => c.row.employeeId));
+      const ready = changes.filter((c) => !busy.has(c.row.employeeId));
       return {
         rows: ready.map((c) => c.row),
         mode: 'delta',
@@ -60,7 +68,7 @@ export function scimSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'queue'> & { 
       for (const employeeId of skippedEmployees) pending.add(employeeId);
       // Held changes are planned too: the hold is a decision waiting on a person, not work left to plan.
       const planned = changes.filter((c) => !pending.has(c.row.employeeId));
-      await markPlanned(deps.db, deps.org, planned.map((c) => ({ scimId: c.scimId, version: c.version })));
+      await markPlanned(deps.db, deps.org, planned.map((c) => ({ scimId: c.scimId, version: c.version, state: platformState(c.row) })));
       return { pending: [...pending] };
     },
   };

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type pg from 'pg';
 import { limitHeapGrowth } from './heap-growth.ts';
 import type { Config } from '../config.ts';
 import { orgOf, soleOrg } from '../config.ts';
@@ -20,6 +21,7 @@ import type { Database } from '../warehouse/database.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate, requireMigrated } from '../warehouse/migrator.ts';
 import { maskUrl } from '../lib/infra-errors.ts';
+import { createLockSession, type AdvisoryLocks } from '../warehouse/lock-session.ts';
 import { createDb, createPool } from '../warehouse/pool.ts';
 import { lendFrom, type PgLender } from '../warehouse/transaction.ts';
 import { LOAD_WEBHOOK_RESULT_JOB } from '../webhooks/enqueue.ts';
@@ -33,6 +35,8 @@ export interface App {
   log: Logger;
   db: Kysely<Database>;
   withPgClient: PgLender;
+  /** Every advisory lock of this process, on one session of its own (TRAINSYNC_LOCK_DATABASE_URL). */
+  locks: AdvisoryLocks;
   metrics: Metrics;
   queue: JobQueue;
   catalog: JobCatalog;
@@ -67,12 +71,35 @@ export const ENQUEUED_BY_NAME: readonly string[] = [...Object.values(PROVISION_J
 /** How long the metrics scrape waits for queue counts before it leaves them out (Redis slow or down). */
 const QUEUE_COUNTS_TIMEOUT_MS = 800;
 
+/**
+ * Migrates under the migrator's session advisory lock, which spans several transactions:
+ * on the pool when it reaches a real session, else (DATABASE_URL through a transaction-mode
+ * pooler) on a connection of its own to TRAINSYNC_LOCK_DATABASE_URL, ended after.
+ */
+async function migrateInSession(lockUrl: string, pool: pg.Pool, log: Logger): Promise<void> {
+  if (lockUrl === pool.options.connectionString) {
+    await migrate(pool, log);
+    return;
+  }
+  const direct = createPool(lockUrl, { max: 1, log });
+  try {
+    await migrate(direct, log);
+  } finally {
+    await direct.end().catch(() => undefined);
+  }
+}
+
 /** Composition root of one process: config in, connected parts out. */
 export async function createApp(config: Config, log: Logger, options: CreateAppOptions): Promise<App> {
   limitHeapGrowth();
   const catalog = createJobCatalog(options.jobs, ENQUEUED_BY_NAME);
   if (!options.readOnly) await ensureDatabase(config.DATABASE_URL, log);
-  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY * config.TRAINSYNC_RESULTS_WRITERS + 4), log });
+  // Bounded whatever the organisations and the concurrency: a job holds a connection only
+  // for a transaction, and its lock lives on the lock session (docs/operator.md,
+  // "Sizing Postgres connections"). Connections per process: this pool + 1.
+  const pool = createPool(config.DATABASE_URL, { max: config.TRAINSYNC_PG_POOL_SIZE, log });
+  const lockUrl = config.TRAINSYNC_LOCK_DATABASE_URL ?? config.DATABASE_URL;
+  const locks = createLockSession(lockUrl, { log });
   if (options.readOnly) {
     try {
       await requireMigrated(pool, maskUrl(config.DATABASE_URL));
@@ -80,7 +107,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
       await pool.end().catch(() => undefined);
       throw error;
     }
-  } else if (options.migrate) await migrate(pool, log);
+  } else if (options.migrate) await migrateInSession(lockUrl, pool, log);
   const db = createDb(pool);
   const withPgClient = lendFrom(pool);
   if (!options.readOnly) await registerOrganisations(db, config.orgs);
@@ -100,7 +127,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   // Called when a job starts, by when `queue` below exists.
   const services = (slug?: string): Services => {
     const org = orgFor(slug);
-    return { config, org, db, withPgClient, platform: getPlatform(org.slug), actions: queue };
+    return { config, org, db, withPgClient, locks, platform: getPlatform(org.slug), actions: queue };
   };
   // Queue counts are read at scrape time, by when `queue` below exists.
   // Skipped while Redis is down, and given up after a moment, so /metrics always answers.
@@ -134,6 +161,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     log,
     db,
     withPgClient,
+    locks,
     metrics,
     queue,
     catalog,
@@ -143,6 +171,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
       await Promise.all([...platforms.values()].map((platform) => platform.close()));
       await queue.close();
       await db.destroy();
+      await locks.close();
     },
   };
 }

@@ -10,6 +10,7 @@ import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
 import { orgScoped } from '../queue/org-scope.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
+import type { AdvisoryLocks } from '../warehouse/lock-session.ts';
 import { fillNewAccounts } from './accounts.ts';
 import { planUsers } from './batch.ts';
 import type { ChangeDeps } from './change.ts';
@@ -22,12 +23,13 @@ import type { ScimUserResource } from './user-mapping.ts';
 import { checkPasswordAccepted, queueScimPassword } from './password.ts';
 
 /** What planning one organisation's SCIM changes needs (the pipeline's deps and the SCIM disable limit). */
-export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'db' | 'withPgClient' | 'queue' | 'platform' | 'log'>, org: string): ChangeDeps {
+export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'db' | 'withPgClient' | 'locks' | 'queue' | 'platform' | 'log'>, org: string): ChangeDeps {
   const { config } = deps;
   return {
     org,
     db: deps.db,
     withPgClient: deps.withPgClient,
+    locks: deps.locks,
     queue: deps.queue,
     log: deps.log,
     platform: () => deps.platform(org),
@@ -46,6 +48,8 @@ export interface ScimServiceDeps {
   config: Config;
   db: Kysely<Database>;
   withPgClient: PgLender;
+  /** The process's advisory locks. */
+  locks: AdvisoryLocks;
   queue: JobQueue;
   /** An organisation's platform client (built on first use): only the resolve pass of deferred ids and drift reads call it. */
   platform: (org: string) => PlatformClient;
@@ -129,7 +133,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     if (deferredGeneration > resolvedGeneration || periodic) {
       lastResolve = Date.now();
       const generation = deferredGeneration;
-      const pass = await tryAdvisoryLock(deps.withPgClient, orgScoped(org.slug, RESOLVE_LOCK), () =>
+      const pass = await tryAdvisoryLock(deps.locks, orgScoped(org.slug, RESOLVE_LOCK), () =>
         resolveDeferredIds({ org: org.slug, db: deps.db, platform: deps.platform(org.slug), log }),
       );
       // Queued creates still to run: tried again at the next sweep.

@@ -28,6 +28,19 @@ export interface PoolOptions {
   applicationName?: string;
 }
 
+/**
+ * A pg client that gives up connecting after CONNECT_TIMEOUT_MS. The pool's own
+ * `connectionTimeoutMillis` would also bound the wait for a free connection of a full
+ * pool, failing a job with "timeout exceeded when trying to connect" (read as a
+ * Postgres outage) when the pool is merely busy; with a bounded pool, jobs wait for a
+ * connection as long as it takes, and only a server that does not answer fails them.
+ */
+class TimedClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super({ ...(typeof config === 'string' ? { connectionString: config } : config), connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  }
+}
+
 /** The error's code and message: pg attaches the whole client to it (`err.client`), far too much for a log line. */
 function briefly(error: Error): { code?: string; reason: string } {
   const code = (error as { code?: unknown }).code;
@@ -53,8 +66,9 @@ export function createPool(databaseUrl: string, options: PoolOptions = {}): pg.P
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     // A server that does not answer at all (a host down, a firewall) fails the connect
-    // instead of hanging a command forever.
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // instead of hanging a command forever (TimedClient: the connect only, not the wait
+    // for a free connection).
+    Client: TimedClient,
     types,
   });
   // A pg client whose server goes away (a restart, a failover, a forced drop) emits

@@ -93,12 +93,15 @@ async function migrateInSession(lockUrl: string, pool: pg.Pool, log: Logger): Pr
 export async function createApp(config: Config, log: Logger, options: CreateAppOptions): Promise<App> {
   limitHeapGrowth();
   const catalog = createJobCatalog(options.jobs, ENQUEUED_BY_NAME);
-  if (!options.readOnly) await ensureDatabase(config.DATABASE_URL, log);
+
   // Bounded whatever the organisations and the concurrency: a job holds a connection only
   // for a transaction, and its lock lives on the lock session (docs/operator.md,
   // "Sizing Postgres connections"). Connections per process: this pool + 1.
   const pool = createPool(config.DATABASE_URL, { max: config.TRAINSYNC_PG_POOL_SIZE, log });
   const lockUrl = config.TRAINSYNC_LOCK_DATABASE_URL ?? config.DATABASE_URL;
+  // Over the lock session's URL: a pooler in front (DATABASE_URL) may not serve the
+  // `postgres` maintenance database that CREATE DATABASE is run from.
+  if (!options.readOnly) await ensureDatabase(lockUrl, log);
   const locks = createLockSession(lockUrl, { log });
   if (options.readOnly) {
     try {

@@ -58,6 +58,8 @@ interface Session {
   dead: boolean;
   /** Connected once: a connect that failed is the asker's error, not a lost session. */
   connected: boolean;
+  /** The last statement sent: the next one goes after it (pg deprecates queueing on a busy client). */
+  tail: Promise<unknown>;
   holders: Set<Holder>;
 }
 
@@ -85,6 +87,13 @@ function holderOf(key: string): Holder {
 function briefly(error: unknown): Record<string, unknown> {
   const code = (error as { code?: unknown } | null)?.code;
   return { ...(typeof code === 'string' ? { code } : {}), reason: error instanceof Error ? error.message : String(error) };
+}
+
+/** One statement on the session, after those already sent: many jobs ask at once, one connection answers. */
+function query<R extends pg.QueryResultRow>(session: Session, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+  const result = session.tail.then(() => session.client.query<R>(text, values));
+  session.tail = result.catch(() => undefined);
+  return result;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -116,7 +125,7 @@ export function createLockSession(databaseUrl: string, options: LockSessionOptio
       keepAliveInitialDelayMillis: 10_000,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     });
-    const session: Session = { client, dead: false, connected: false, holders: new Set() };
+    const session: Session = { client, dead: false, connected: false, holders: new Set(), tail: Promise.resolve() };
     client.on('error', (error) => die(session, error));
     client.on('end', () => die(session, new Error('the lock session connection ended')));
     try {
@@ -153,7 +162,7 @@ export function createLockSession(databaseUrl: string, options: LockSessionOptio
     held.add(key);
     try {
       const session = await sessionNow();
-      const { rows } = await session.client.query<{ locked: boolean }>('select pg_try_advisory_lock(hashtext($1)) as locked', [key]);
+      const { rows } = await query<{ locked: boolean }>(session, 'select pg_try_advisory_lock(hashtext($1)) as locked', [key]);
       if (!rows[0]?.locked) {
         held.delete(key);
         return undefined;
@@ -174,7 +183,7 @@ export function createLockSession(databaseUrl: string, options: LockSessionOptio
     } finally {
       session.holders.delete(holder);
       // A dead session took the lock with it; a live one is told, and the key freed after.
-      if (!session.dead) await session.client.query('select pg_advisory_unlock(hashtext($1))', [holder.key]).catch(() => undefined);
+      if (!session.dead) await query(session, 'select pg_advisory_unlock(hashtext($1))', [holder.key]).catch(() => undefined);
       held.delete(holder.key);
     }
   };

@@ -55,9 +55,16 @@ export function createPool(databaseUrl: string, options: PoolOptions = {}): pg.P
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: options.max ?? 10,
-    // JIT compiles for seconds-long analytics; on our short bulk statements its
-    // misestimated costs (temp tables have no statistics) cost 50-100 ms a batch.
-    options: '-c TimeZone=UTC -c jit=off',
+    // Set once a connection opens, not as the `options` startup parameter, which PgBouncer
+    // refuses ("unsupported startup parameter"). TimeZone is a parameter PgBouncer tracks
+    // per client and sets on whichever server connection serves it, so it holds under
+    // transaction pooling too. JIT compiles for seconds-long analytics; on our short bulk
+    // statements its misestimated costs (temp tables have no statistics) cost 50-100 ms a
+    // batch. PgBouncer does not track jit: behind it, set it server-side
+    // (docs/operator.md, "Behind PgBouncer").
+    onConnect: async (client) => {
+      await client.query("set TimeZone = 'UTC'; set jit = off");
+    },
     application_name: options.applicationName ?? 'trainsync',
     // TCP keepalives from 10 s of idleness: an idle connection whose server vanished
     // without a word (a failover to another host, a dropped network), such as the one

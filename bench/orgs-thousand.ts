@@ -80,9 +80,11 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
   say(`\nC. ${args.orgs} organisations × ${args.results} results, ${args.latencyMs} ms latency, ${args.budget} requests/s per key, ${args.workers} workers, one killed at ${args.killAt * 100}% (load average ${loadBefore.join(' ')})`);
   const slugs = Array.from({ length: args.orgs }, (_, i) => slugOf(i));
   const keys = slugs.map((slug) => `bench-${slug}-${randomBytes(8).toString('hex')}`);
-  const organisations: OrganisationOptions[] = slugs.map((slug, i) => ({ apiKey: keys[i]!, name: slug, seed: 1_000 + i, sizes: { results: args.results, users: args.users, courses: 4, groups: 1 } }));
+  // Sizes and seeds from the simulator's defaults (seed + position): the options travel as one
+  // command-line argument, which Linux caps at 128 kB.
+  const organisations: OrganisationOptions[] = slugs.map((slug, i) => ({ apiKey: keys[i]!, name: slug }));
   const started = performance.now();
-  const sim = await startSimulatorChild({ organisations, faults: { latencyMs: args.latencyMs } });
+  const sim = await startSimulatorChild({ seed: 1_000, sizes: { results: args.results, users: args.users, courses: 4, groups: 1 }, organisations, faults: { latencyMs: args.latencyMs } });
   say(`   simulator up in ${round((performance.now() - started) / 1000, 1)} s at ${sim.url}`);
   const summary = z
     .object({ organisations: z.array(z.object({ name: z.string(), results: z.number(), undatedResults: z.number() })) })

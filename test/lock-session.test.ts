@@ -33,8 +33,18 @@ describe('the lock session', () => {
   it('holds many keys on one connection, and refuses a held key to this process and to another', async () => {
     let release: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const holding = Promise.all(['one', 'two', 'three'].map((key) => a.tryLock(key, () => gate)));
-    await waitFor(async () => (a.heldKeys().length === 3 ? true : undefined), 10_000, 'three locks held');
+    let holders = 0;
+    const holding = Promise.all(
+      ['one', 'two', 'three'].map((key) =>
+        a.tryLock(key, () => {
+          holders += 1;
+          return gate;
+        }),
+      ),
+    );
+    // Held in Postgres (their work runs), not only reserved in the process.
+    await waitFor(async () => (holders === 3 ? true : undefined), 10_000, 'three locks held');
+    expect(a.heldKeys().sort()).toEqual(['one', 'three', 'two']);
     expect(await sessions(app)).toHaveLength(1);
     // Re-entrant in Postgres, refused here: a second job of this process does not run.
     expect(await a.tryLock('one', async () => 'ran')).toEqual({ acquired: false });
@@ -86,8 +96,8 @@ describe('the lock session', () => {
     const lost = await Promise.all(running);
     for (const r of lost) expect(r).toMatchObject({ acquired: true, value: expect.any(Error) });
     expect(a.heldKeys()).toEqual([]);
-    // The locks went with the connection: another session takes them at once.
-    expect(await b.tryLock('x', async () => 'ran')).toEqual({ acquired: true, value: 'ran' });
+    // The locks went with the connection: another session takes them once the backend has exited.
+    await waitFor(async () => ((await b.tryLock('x', async () => 'ran')).acquired ? true : undefined), 10_000, 'another session to take the lock');
     // And this one connects again.
     expect(await a.tryLock('x', async () => 'again')).toEqual({ acquired: true, value: 'again' });
     const now = await sessions(app);

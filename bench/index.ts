@@ -257,6 +257,11 @@ if (want('orgs')) {
     check('orgs: requests per key beside the backfill', b.withBackfill.maxPerKeyInAnySecond <= num(orgs.budget), `at most ${b.withBackfill.maxPerKeyInAnySecond} in any sliding second by ${b.withBackfill.perKeyTimes ?? 'simulator stamp'}${b.withBackfill.perKeyTimes === 'capture' ? ` (simulator stamp: ${b.withBackfill.maxPerKeyBySimulatorStamp})` : ''} (budget ${orgs.budget})`);
     verdicts.push(`INFO  orgs beside the backfill: workers CPU per result ${b.withBackfill.cpuMicrosPerResult} µs, peak RSS ${b.withBackfill.workers.map((w) => `${w.peakRssMb} MB`).join(' / ')}`);
   }
+  process.stdout.write('\n== a thousand organisations: 1,000 of 2,000 results, 10 requests/s per key, 50 ms latency, four workers, one killed halfway\n');
+  // THOUSAND='{"orgs":100}' scales it down.
+  const thousand = lastJson(await run(['bench/orgs-thousand.ts', process.env.THOUSAND ?? '{}']));
+  figures.orgsThousand = thousand;
+  for (const t of thousand.targets as Array<{ name: string; pass: boolean; detail: string }>) check(`orgs ×${num((thousand.args as { orgs: number }).orgs)}: ${t.name}`, t.pass, t.detail);
 }
 
 process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);

@@ -97,7 +97,7 @@ function orgsFile(orgs: readonly BenchOrg[], apiUrl: string, budget: number): st
 const CLK_TCK = 100;
 
 /** User + system CPU of a process so far, in ms (/proc/<pid>/stat, every thread). */
-function cpuMs(pid: number): number {
+export function cpuMs(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -109,7 +109,7 @@ function cpuMs(pid: number): number {
 }
 
 /** Peak resident set of a process so far (VmHWM), in MB. */
-function peakRssMb(pid: number): number {
+export function peakRssMb(pid: number): number {
   try {
     const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return match ? round(Number(match[1]) / 1024) : Number.NaN;
@@ -118,7 +118,7 @@ function peakRssMb(pid: number): number {
   }
 }
 
-interface Proc {
+export interface Proc {
   child: ChildProcess;
   /** The tail of its stdout and stderr. */
   output(): string;
@@ -126,7 +126,7 @@ interface Proc {
 }
 
 /** `trainsync <args>` as a user runs it (bin/trainsync.js: compiled ahead, or through tsx). */
-function trainsync(args: readonly string[], env: Record<string, string>, onOutput?: (text: string) => void): Proc {
+export function trainsync(args: readonly string[], env: Record<string, string>, onOutput?: (text: string) => void): Proc {
   const child = spawn(process.execPath, [path.join(ROOT, 'bin/trainsync.js'), ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const onData = (chunk: Buffer): void => {
@@ -140,7 +140,7 @@ function trainsync(args: readonly string[], env: Record<string, string>, onOutpu
   return { child, output: () => text, exited };
 }
 
-async function startWorker(env: Record<string, string>): Promise<Proc> {
+export async function startWorker(env: Record<string, string>): Promise<Proc> {
   let started = false;
   const proc = trainsync(['worker', '--no-schedules'], env, (s) => {
     if (s.includes('worker started')) started = true;
@@ -153,7 +153,7 @@ async function startWorker(env: Record<string, string>): Promise<Proc> {
 }
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves when it has exited. */
-async function stop(proc: Proc, graceMs = 40_000, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+export async function stop(proc: Proc, graceMs = 40_000, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (proc.child.exitCode !== null || proc.child.signalCode !== null) return;
   proc.child.kill(signal);
   const timer = setTimeout(() => proc.child.kill('SIGKILL'), graceMs);

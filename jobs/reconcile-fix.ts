@@ -27,6 +27,7 @@ export const reconcileFixJob = defineJob({
         log: ctx.log,
         platform: ctx.platform,
         withPgClient: ctx.withPgClient,
+        locks: ctx.locks,
         drift: { freshnessMinutes: ctx.config.TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, accessRemoved: ctx.config.TRAINSYNC_DRIFT_ACCESS_REMOVED },
       },
       { dryRun: false, force: false, wait: false },

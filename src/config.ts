@@ -134,6 +134,16 @@ const envSchema = z.object({
     .default('info'),
   // Unset on purpose: the logger then picks pretty for a terminal and JSON otherwise.
   LOG_FORMAT: z.enum(['json', 'pretty'], { error: 'json or pretty (unset: pretty on a terminal, JSON otherwise)' }).optional(),
+  // The advisory locks' session (src/warehouse/lock-session.ts): one connection per process that
+  // needs a real session, so behind a transaction-mode PgBouncer it points at Postgres itself
+  // or a session-mode pool. Unset: DATABASE_URL.
+  TRAINSYNC_LOCK_DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'a Postgres URL reaching a real session (Postgres itself or a session-mode pool), e.g. postgres://postgres@127.0.0.1:5432/trainsync')
+    .optional(),
+  // Pooled Postgres connections per process, whatever the number of organisations and jobs:
+  // jobs hold one only for a transaction (docs/operator.md, "Sizing Postgres connections").
+  TRAINSYNC_PG_POOL_SIZE: positiveInt('10').min(2, 'at least 2, e.g. 10').max(200, 'at most 200, e.g. 10').default(10),
   // On a Cluster (redis+cluster://) loadConfig puts it in a hash tag, {trainsync}, unless it holds one.
   TRAINSYNC_QUEUE_PREFIX: z
     .string()
@@ -295,6 +305,17 @@ export class ConfigError extends TrainsyncError {
   }
 }
 
+/**
+ * The default worker concurrency's cap, however many organisations. A job at its full
+ * budget (10 requests/s, 500 results/s) costs about 2 % of a core, so 50 at once fill one
+ * core: more in flight add memory and queueing inside the process, not throughput, and
+ * with schedules spread over a window far fewer run at once. Jobs hold a pooled
+ * connection only per transaction, so this number does not set the connections.
+ */
+export const MAX_DEFAULT_WORKER_CONCURRENCY = 50;
+/** The default provisioning concurrency's cap: those jobs mostly wait for a budget grant, and 4 per organisation at 1,000 organisations is 4,000 waiting in one process. */
+export const MAX_DEFAULT_PROVISION_CONCURRENCY = 200;
+
 /** Variables of docker-compose.yml (the ports it publishes), read by Docker Compose, not trainsync. */
 const COMPOSE_VARIABLES = ['TRAINSYNC_POSTGRES_PORT', 'TRAINSYNC_REDIS_PORT'];
 
@@ -365,10 +386,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   // Without the jobs' settings every TRAINSYNC_CRON_* line is taken as meant.
   const unknown = unknownVariables(cronSettings === undefined ? set.filter((key) => !key.startsWith(CRON_PREFIX)) : set, known);
   // Several organisations: each must find a free slot while the others run (docs/several-organisations.md, "Fairness"),
-  // so the defaults grow with their number; a variable that is set rules.
+  // so the defaults grow with their number, up to a cap; a variable that is set rules.
   const scaled = {
-    ...(cleaned.TRAINSYNC_WORKER_CONCURRENCY === undefined && orgs.length > 1 ? { TRAINSYNC_WORKER_CONCURRENCY: orgs.length + 3 } : {}),
-    ...(cleaned.TRAINSYNC_PROVISION_CONCURRENCY === undefined && orgs.length > 1 ? { TRAINSYNC_PROVISION_CONCURRENCY: Math.max(16, 4 * orgs.length) } : {}),
+    ...(cleaned.TRAINSYNC_WORKER_CONCURRENCY === undefined && orgs.length > 1 ? { TRAINSYNC_WORKER_CONCURRENCY: Math.min(orgs.length + 3, MAX_DEFAULT_WORKER_CONCURRENCY) } : {}),
+    ...(cleaned.TRAINSYNC_PROVISION_CONCURRENCY === undefined && orgs.length > 1
+      ? { TRAINSYNC_PROVISION_CONCURRENCY: Math.min(Math.max(16, 4 * orgs.length), MAX_DEFAULT_PROVISION_CONCURRENCY) }
+      : {}),
   };
   // A Cluster keeps a multi-key script's keys in one slot only under a hash tag; a single server or Sentinel keeps the prefix as given.
   const TRAINSYNC_QUEUE_PREFIX = clusterSafePrefix(parsed.data.TRAINSYNC_QUEUE_PREFIX, parsed.data.REDIS_URL);

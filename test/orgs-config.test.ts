@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, requirePlatform } from '../src/config.ts';
+import { ConfigError, loadConfig, MAX_DEFAULT_PROVISION_CONCURRENCY, MAX_DEFAULT_WORKER_CONCURRENCY, requirePlatform } from '../src/config.ts';
 import { selectOneOrg, selectOrgs } from '../src/commands/org-option.ts';
 import { UsageError } from '../src/commands/exit-codes.ts';
 import { scheduleTable } from '../src/queue/schedulers.ts';
@@ -62,6 +62,18 @@ describe('organisations', () => {
     // Each key its own budget in Redis, named by a digest: the key itself never appears.
     expect(budgetIdentity('https://t.example', 'k-north')).not.toBe(budgetIdentity('https://t.example', 'k-south'));
     expect(budgetIdentity('https://t.example', 'k-north')).not.toContain('k-north');
+  });
+
+  it('a thousand organisations: the default concurrency stops at its cap, and the pool size does not follow them', () => {
+    const many = { organisations: Array.from({ length: 1_000 }, (_, i) => ({ slug: `org-${i}`, name: `Org ${i}`, apiUrl: 'https://t.example', apiKey: { env: 'ANY_KEY' } })) };
+    const file = orgsFile('many.json', many);
+    const config = loadConfig({ TRAINSYNC_ORGS_FILE: file, ANY_KEY: 'k' });
+    expect(config.TRAINSYNC_WORKER_CONCURRENCY).toBe(MAX_DEFAULT_WORKER_CONCURRENCY);
+    expect(config.TRAINSYNC_PROVISION_CONCURRENCY).toBe(MAX_DEFAULT_PROVISION_CONCURRENCY);
+    expect(config.TRAINSYNC_PG_POOL_SIZE).toBe(10);
+    expect(loadConfig({ TRAINSYNC_ORGS_FILE: file, ANY_KEY: 'k', TRAINSYNC_WORKER_CONCURRENCY: '400', TRAINSYNC_PG_POOL_SIZE: '20' })).toMatchObject({ TRAINSYNC_WORKER_CONCURRENCY: 400, TRAINSYNC_PG_POOL_SIZE: 20 });
+    expect(() => loadConfig({ TRAINSYNC_PG_POOL_SIZE: '1' })).toThrow(/TRAINSYNC_PG_POOL_SIZE: got "1"; expected at least 2/);
+    expect(() => loadConfig({ TRAINSYNC_LOCK_DATABASE_URL: 'localhost:5432' })).toThrow(/TRAINSYNC_LOCK_DATABASE_URL: got "localhost:5432"; expected a Postgres URL/);
   });
 
   it('reads the same file as YAML', () => {

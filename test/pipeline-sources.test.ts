@@ -85,7 +85,7 @@ beforeAll(async () => {
   const sink = new Writable({ write: (_chunk, _encoding, callback) => callback() });
   app = await createApp(config, createLogger(config.LOG_LEVEL, sink), { jobs: allJobs, migrate: true });
   worker = await app.queue.startWorkers([PROVISION_QUEUE]);
-  scim = (await startScimService({ config, scopes: app.scopes, queue: app.queue, platform: app.platform, log: app.log }))!;
+  scim = (await startScimService({ config, scopes: app.scopes, locks: app.locks, queue: app.queue, platform: app.platform, log: app.log }))!;
 
   // The same three employees in every organisation, through SCIM, with a department.
   for (const org of ORGS) {

@@ -220,10 +220,10 @@ trainsync_demo unless DATABASE_URL names another).`,
         try {
           // Two demos on one database would undo each other's provisioning (each has its own
           // simulator, so its own platform ids): the second waits for the first.
-          const alone = await tryAdvisoryLock(app.scopes.scope(DEFAULT_ORG).lend, DEMO_LOCK, steps);
+          const alone = await tryAdvisoryLock(app.locks, DEMO_LOCK, steps);
           if (!alone.acquired) {
             write(`another demo is running against the database ${database}: waiting for it to finish (or set DATABASE_URL to another database)\n`);
-            await withAdvisoryLock(app.scopes.scope(DEFAULT_ORG).lend, DEMO_LOCK, steps);
+            await withAdvisoryLock(app.locks, DEMO_LOCK, steps);
           }
         } finally {
           await app.close();

@@ -11,6 +11,7 @@ export function provisionDeps(app: App, org: string): ProvisionDeps {
     log: app.log,
     platform: app.platform(org),
     withPgClient: scope.lend,
+    locks: app.locks,
     drift: { freshnessMinutes: app.config.TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, accessRemoved: app.config.TRAINSYNC_DRIFT_ACCESS_REMOVED },
   };
 }

@@ -219,7 +219,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     if (refuseOutside(request, reply, given)) return reply;
     const org = actingOrg(viewerOf(request, reply).scope, given);
     if (!org) return refuseNoOrg(request, reply, 'Retry', '/provisioning?status=failed');
-    const result = await retryFailedAction(inOrg(org), actionId);
+    const result = await retryFailedAction(deps.repair(org), actionId);
     if (result.ok) await audit(request, org, 'retry-action', actionId);
     return outcomePage(request, reply, 'Retry', result.ok ? `Action enqueued again: ${actionId}` : result.reason, '/provisioning?status=failed', result.ok);
   });

@@ -90,7 +90,7 @@ export function describeDatabaseError(error: unknown, databaseUrl: string): stri
   else if (login) reason = `${login.message}; check the user and database in DATABASE_URL, or the server's pg_hba.conf`;
   else if (missingDb) reason = `${missingDb.message}; create it (createdb) or fix the database name in DATABASE_URL`;
   else if (restarting) reason = `${restarting.message}; the server is shutting down or starting up, try again shortly`;
-  else if (full) reason = `${full.message}; lower TRAINSYNC_WORKER_CONCURRENCY or raise max_connections on the server`;
+  else if (full) reason = `${full.message}; each process opens TRAINSYNC_PG_POOL_SIZE + 1 connections: lower it, run fewer processes, or raise max_connections on the server`;
   else reason = networkReason(parts, 'DATABASE_URL');
   // Other SQLSTATE connection/auth/operator classes, and pg's code-less messages for
   // dropped sockets and pool waits (which may also mean "pool exhausted", so no claim of a timeout).

@@ -32,7 +32,7 @@ export type HeldPlanDecision =
  * Rejecting enqueues nothing; a SCIM burst's people go back to active in trainsync's record.
  */
 export async function approveHeldPlan(deps: ProvisionDeps, id: number, decider: Decider, confirm: { typed: string | number | undefined; ask: ConfirmationAsk }): Promise<HeldPlanDecision> {
-  return withAdvisoryLock(deps.withPgClient, provisionLock(deps.org), async (): Promise<HeldPlanDecision> => {
+  return withAdvisoryLock(deps.locks, provisionLock(deps.org), async (): Promise<HeldPlanDecision> => {
     const found = await heldOf(deps, id);
     if (!found.ok) return found;
     const { plan } = found;
@@ -49,7 +49,7 @@ export async function approveHeldPlan(deps: ProvisionDeps, id: number, decider: 
 
 /** Rejects a held plan: nothing is enqueued, nothing changes on the platform. */
 export async function rejectHeldPlan(deps: ProvisionDeps, id: number, decider: Decider & { note?: string | undefined }): Promise<HeldPlanDecision> {
-  return withAdvisoryLock(deps.withPgClient, provisionLock(deps.org), async (): Promise<HeldPlanDecision> => {
+  return withAdvisoryLock(deps.locks, provisionLock(deps.org), async (): Promise<HeldPlanDecision> => {
     const found = await heldOf(deps, id);
     if (!found.ok) return found;
     if (!(await decideHeldPlan(deps.db, deps.org, id, { status: 'rejected', ...decider }))) return { ok: false, reason: `plan #${id} was decided meanwhile`, code: 'not-held' };

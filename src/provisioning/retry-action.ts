@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { z } from 'zod';
 import { withAdvisoryLock } from '../warehouse/advisory-lock.ts';
-import type { PgLender } from '../warehouse/transaction.ts';
+import type { AdvisoryLocks } from '../warehouse/lock-session.ts';
 import { enqueuePlan, type ApplyDeps } from './apply/enqueue.ts';
 import { planOfActions } from './held-plans.ts';
 import { ACTION_KINDS, type PlannedAction } from './plan/types.ts';
@@ -15,8 +15,8 @@ export type RetryOutcome = { ok: true; actionId: string } | { ok: false; reason:
  * Enqueues a failed action again, as its own one-link chain with the same id: its audit row
  * goes back to `queued` (attempts keep counting) and the job runs as it did the first time.
  */
-export async function retryFailedAction(deps: ApplyDeps & { withPgClient: PgLender }, actionId: string): Promise<RetryOutcome> {
-  return withAdvisoryLock(deps.withPgClient, provisionLock(deps.org), async () => {
+export async function retryFailedAction(deps: ApplyDeps & { locks: AdvisoryLocks }, actionId: string): Promise<RetryOutcome> {
+  return withAdvisoryLock(deps.locks, provisionLock(deps.org), async () => {
     const rows = await sql<{ action_id: string; employee_id: string; email: string; kind: string; group_id: string | null; seq: number; before: unknown; after: unknown; status: string; feed_hash: string | null; platform_user_id: string | null }>`
       select a.action_id, a.employee_id, a.email, a.kind, a.group_id, a.seq, a.before, a.after, a.status, a.feed_hash, i.platform_user_id
         from trainsync.provisioning_actions a left join trainsync.identities i on i.org = a.org and i.employee_id = a.employee_id

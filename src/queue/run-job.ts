@@ -138,7 +138,7 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
   const exclusiveKey = definition.exclusive?.(parsed.data as never);
   // Each organisation's jobs exclude only each other: one org's sync never waits for another's.
   const lockKey = exclusiveKey === undefined ? undefined : orgScoped(org, exclusiveKey);
-  const lock = lockKey ? watchLock(services.withPgClient, signal) : undefined;
+  const lock = lockKey ? watchLock(signal) : undefined;
   const context: JobContext = { ...services, job: info, log, signal: lock?.signal ?? signal, progress };
   const run = (): Promise<unknown> => definition.run(parsed.data as never, context);
 
@@ -148,7 +148,10 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     if (!lockKey || !lock) {
       result = await run();
     } else {
-      const locked = await tryAdvisoryLock(lock.lend, lockKey, run);
+      const locked = await tryAdvisoryLock(services.locks, lockKey, (held) => {
+        lock.follow(held);
+        return run();
+      });
       if (locked.acquired) result = locked.value;
       else lockBusy = true;
     }

@@ -21,6 +21,7 @@ import { maskUrl } from '../lib/infra-errors.ts';
 import { APP_ROLE, createDb, createPool } from '../warehouse/pool.ts';
 import { checkAppRole } from '../warehouse/app-role.ts';
 import { createScopes, type OrgScopes } from '../warehouse/scope.ts';
+import { createLockSession, type AdvisoryLocks } from '../warehouse/lock-session.ts';
 import { LOAD_WEBHOOK_RESULT_JOB } from '../webhooks/enqueue.ts';
 
 /**
@@ -36,6 +37,8 @@ export interface App {
    * run as trainsync_app, which row-level security binds (src/warehouse/scope.ts).
    */
   scopes: OrgScopes;
+  /** Every advisory lock of this process, on one session of its own (TRAINSYNC_LOCK_DATABASE_URL). */
+  locks: AdvisoryLocks;
   metrics: Metrics;
   queue: JobQueue;
   catalog: JobCatalog;
@@ -79,10 +82,14 @@ const QUEUE_COUNTS_TIMEOUT_MS = 800;
 export async function createApp(config: Config, log: Logger, options: CreateAppOptions): Promise<App> {
   limitHeapGrowth();
   const catalog = createJobCatalog(options.jobs, ENQUEUED_BY_NAME);
-  if (!options.readOnly) await ensureDatabase(config.DATABASE_URL, log);
-  // The owner's work first, on a pool of its own that ends with it: migrations, the
-  // organisations' rows, the reader roles. Everything after runs as trainsync_app.
-  const owner = createPool(config.DATABASE_URL, { max: 2, log, applicationName: 'trainsync-migrate' });
+  const lockUrl = config.TRAINSYNC_LOCK_DATABASE_URL ?? config.DATABASE_URL;
+  // Over the lock session's URL: a pooler in front (DATABASE_URL) may not serve the
+  // `postgres` maintenance database that CREATE DATABASE is run from.
+  if (!options.readOnly) await ensureDatabase(lockUrl, log);
+  // The owner's work first, on a pool of its own that ends with it: migrations (under a
+  // session lock, so over the lock session's URL, a real session), the organisations' rows,
+  // the reader roles. Everything after runs as trainsync_app.
+  const owner = createPool(lockUrl, { max: 2, log, applicationName: 'trainsync-migrate' });
   try {
     if (options.readOnly) await requireMigrated(owner, maskUrl(config.DATABASE_URL));
     else if (options.migrate) await migrate(owner, log);
@@ -92,7 +99,10 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     await owner.end().catch(() => undefined);
   }
   const rowSecurity = options.rowSecurity ?? true;
-  const pool = createPool(config.DATABASE_URL, { max: Math.max(10, config.TRAINSYNC_WORKER_CONCURRENCY + config.TRAINSYNC_RESULTS_CONCURRENCY * config.TRAINSYNC_RESULTS_WRITERS + 4), log, ...(rowSecurity ? { role: APP_ROLE } : {}) });
+  // Bounded whatever the organisations and the concurrency: a job holds a connection only
+  // for a transaction, and its lock lives on the lock session (docs/operator.md,
+  // "Sizing Postgres connections"). Connections per process: this pool + 1.
+  const pool = createPool(config.DATABASE_URL, { max: config.TRAINSYNC_PG_POOL_SIZE, log, ...(rowSecurity ? { role: APP_ROLE } : {}) });
   try {
     if (rowSecurity) await checkAppRole(pool, config.DATABASE_URL);
   } catch (error) {
@@ -100,6 +110,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     throw error;
   }
   const scopes = createScopes(pool, log, { rowSecurity });
+  const locks = createLockSession(lockUrl, { log });
   // One client per organisation: its own key, and its own request budget in Redis.
   const platforms = new Map<string, PlatformClient>();
   const orgFor = (slug: string | undefined): OrgSettings => (slug === undefined ? soleOrg(config) : orgOf(config, slug));
@@ -116,7 +127,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   const services = (slug?: string): Services => {
     const org = orgFor(slug);
     const scope = scopes.scope(org.slug);
-    return { config, org, scope, db: scope.db, withPgClient: scope.lend, platform: getPlatform(org.slug), actions: queue };
+    return { config, org, scope, db: scope.db, withPgClient: scope.lend, locks, platform: getPlatform(org.slug), actions: queue };
   };
   // Queue counts are read at scrape time, by when `queue` below exists.
   // Skipped while Redis is down, and given up after a moment, so /metrics always answers.
@@ -149,6 +160,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     config,
     log,
     scopes,
+    locks,
     metrics,
     queue,
     catalog,
@@ -158,6 +170,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
       await Promise.all([...platforms.values()].map((platform) => platform.close()));
       await queue.close();
       await pool.end();
+      await locks.close();
     },
   };
 }

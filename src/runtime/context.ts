@@ -20,6 +20,7 @@ import type { Logger } from './log.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import type { ActionQueue } from '../queue/action-queue.ts';
 import type { Database } from '../warehouse/database.ts';
+import type { AdvisoryLocks } from '../warehouse/lock-session.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
 import type { OrgScope } from '../warehouse/scope.ts';
 
@@ -45,6 +46,8 @@ export interface Services {
   db: Kysely<Database>;
   /** Lends the raw pg client COPY needs (see `withTransaction`), scoped (`scope.lend`). */
   withPgClient: PgLender;
+  /** The process's advisory locks, all on one session of their own (never a pooled connection). */
+  locks: AdvisoryLocks;
   platform: PlatformClient;
   /** Enqueues provisioning actions (the scheduled `reconcile --fix` plans and enqueues them). */
   actions: ActionQueue;

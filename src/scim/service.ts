@@ -9,6 +9,7 @@ import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
 import { liveOpenActions } from '../provisioning/apply/enqueue.ts';
 import { orgScoped } from '../queue/org-scope.ts';
 import type { OrgScope, OrgScopes } from '../warehouse/scope.ts';
+import type { AdvisoryLocks } from '../warehouse/lock-session.ts';
 import { fillNewAccounts } from './accounts.ts';
 import { planUsers } from './batch.ts';
 import type { ChangeDeps } from './change.ts';
@@ -21,12 +22,13 @@ import type { ScimUserResource } from './user-mapping.ts';
 import { checkPasswordAccepted, queueScimPassword } from './password.ts';
 
 /** What planning one organisation's SCIM changes needs (the pipeline's deps and the SCIM disable limit). */
-export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'queue' | 'platform' | 'log'>, scope: OrgScope, org: string): ChangeDeps {
+export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'locks' | 'queue' | 'platform' | 'log'>, scope: OrgScope, org: string): ChangeDeps {
   const { config } = deps;
   return {
     org,
     db: scope.db,
     withPgClient: scope.lend,
+    locks: deps.locks,
     queue: deps.queue,
     log: deps.log,
     platform: () => deps.platform(org),
@@ -40,6 +42,8 @@ export interface ScimServiceDeps {
   config: Config;
   /** Each organisation's SCIM reaches its data through its scoped handle only. */
   scopes: Pick<OrgScopes, 'scope'>;
+  /** The process's advisory locks. */
+  locks: AdvisoryLocks;
   queue: JobQueue;
   /** An organisation's platform client (built on first use): only the resolve pass of deferred ids and drift reads call it. */
   platform: (org: string) => PlatformClient;
@@ -175,7 +179,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     if (deferredGeneration > resolvedGeneration || periodic) {
       lastResolve = Date.now();
       const generation = deferredGeneration;
-      const pass = await tryAdvisoryLock(scope.lend, orgScoped(org.slug, RESOLVE_LOCK), () =>
+      const pass = await tryAdvisoryLock(deps.locks, orgScoped(org.slug, RESOLVE_LOCK), () =>
         resolveDeferredIds({ org: org.slug, db: scope.db, platform: deps.platform(org.slug), log }),
       );
       // Queued creates still to run: tried again at the next sweep.

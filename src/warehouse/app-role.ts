@@ -23,20 +23,22 @@ function loginOf(databaseUrl: string): string {
 }
 
 /**
- * Opens one connection of trainsync's pool (role trainsync_app, given at start-up): a
- * login that is not a member of the role, or a database whose migrations never created
- * it, is refused with the fix. Any other failure (Postgres down) is left to the caller's
+ * Opens one connection of trainsync's pool and takes role trainsync_app as a scoped
+ * transaction does: a login that is not a member of the role, or a database whose
+ * migrations never created it, is refused with the fix. Any other failure (Postgres down) is left to the caller's
  * usual reporting.
  */
 export async function checkAppRole(pool: pg.Pool, databaseUrl: string): Promise<void> {
   try {
-    const { rows } = await pool.query<{ role: string }>('select current_user as role');
-    // A pooler that drops start-up options (PgBouncer does) would leave the connection the
-    // owner's, which row-level security does not bind: refused, never run unguarded.
-    if (rows[0]?.role !== APP_ROLE) {
-      throw new AppRoleError(
-        `connections to DATABASE_URL (${maskUrl(databaseUrl)}) run as ${rows[0]?.role ?? 'an unknown role'}, not ${APP_ROLE}: a connection pooler between trainsync and Postgres dropped the start-up option role=${APP_ROLE}; connect trainsync to Postgres directly, or through a pooler that passes start-up options on`,
-      );
+    // What every scoped transaction does (set_config('role', …, true)): a login that is not a
+    // member, or a database without the role, fails here, once, with the fix.
+    const client = await pool.connect();
+    try {
+      await client.query('begin');
+      await client.query("select set_config('role', $1, true)", [APP_ROLE]);
+      await client.query('rollback');
+    } finally {
+      client.release();
     }
   } catch (error) {
     if (error instanceof AppRoleError) throw error;

@@ -27,7 +27,7 @@ export interface PoolOptions {
   /** Shown in pg_stat_activity; default 'trainsync'. */
   applicationName?: string;
   /**
-   * The role every connection takes at start-up (`-c role=…`): trainsync's own pool runs
+   * The role every connection takes once it opens (and each scoped transaction again): trainsync's own pool runs
    * as `trainsync_app` (APP_ROLE), which row-level security binds; the migrations'
    * pool takes none (the login, owner of the tables).
    */
@@ -36,6 +36,25 @@ export interface PoolOptions {
 
 /** The role trainsync's connections take after the migrations (sql/views/95_trainsync_app.sql). */
 export const APP_ROLE = 'trainsync_app';
+
+/** A role name as an SQL identifier (ours are plain names; anything else is refused, never spliced). */
+function quoteRole(role: string): string {
+  if (!/^[a-z_][a-z0-9_]*$/.test(role)) throw new Error(`not a plain role name: ${JSON.stringify(role)}`);
+  return `"${role}"`;
+}
+
+/**
+ * A pg client that gives up connecting after CONNECT_TIMEOUT_MS. The pool's own
+ * `connectionTimeoutMillis` would also bound the wait for a free connection of a full
+ * pool, failing a job with "timeout exceeded when trying to connect" (read as a
+ * Postgres outage) when the pool is merely busy; with a bounded pool, jobs wait for a
+ * connection as long as it takes, and only a server that does not answer fails them.
+ */
+class TimedClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super({ ...(typeof config === 'string' ? { connectionString: config } : config), connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  }
+}
 
 /** The error's code and message: pg attaches the whole client to it (`err.client`), far too much for a log line. */
 function briefly(error: Error): { code?: string; reason: string } {
@@ -51,11 +70,19 @@ export function createPool(databaseUrl: string, options: PoolOptions = {}): pg.P
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: options.max ?? 10,
-    // JIT compiles for seconds-long analytics; on our short bulk statements its
-    // misestimated costs (temp tables have no statistics) cost 50-100 ms a batch.
-    // A role given at start-up, not SET ROLE after connecting: a connection that could not
-    // take it fails outright instead of running a first query as the owner.
-    options: `-c TimeZone=UTC -c jit=off${options.role ? ` -c role=${options.role}` : ''}`,
+    // Set once a connection opens, not as the `options` startup parameter, which PgBouncer
+    // refuses ("unsupported startup parameter"). TimeZone is a parameter PgBouncer tracks
+    // per client and sets on whichever server connection serves it, so it holds under
+    // transaction pooling too. JIT compiles for seconds-long analytics; on our short bulk
+    // statements its misestimated costs (temp tables have no statistics) cost 50-100 ms a
+    // batch. PgBouncer does not track jit: behind it, set it server-side
+    // (docs/operator.md, "Behind PgBouncer"). The role: trainsync's own pool takes
+    // trainsync_app here, and every scoped transaction takes it again with
+    // set_config('role', …, true) (src/warehouse/scope.ts), which is what binds it behind a
+    // transaction-mode pooler, where a session's SET reaches one server connection only.
+    onConnect: async (client) => {
+      await client.query(`set TimeZone = 'UTC'; set jit = off${options.role ? `; set role ${quoteRole(options.role)}` : ''}`);
+    },
     application_name: options.applicationName ?? 'trainsync',
     // TCP keepalives from 10 s of idleness: an idle connection whose server vanished
     // without a word (a failover to another host, a dropped network), such as the one
@@ -64,8 +91,9 @@ export function createPool(databaseUrl: string, options: PoolOptions = {}): pg.P
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     // A server that does not answer at all (a host down, a firewall) fails the connect
-    // instead of hanging a command forever.
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // instead of hanging a command forever (TimedClient: the connect only, not the wait
+    // for a free connection).
+    Client: TimedClient,
     types,
   });
   // A pg client whose server goes away (a restart, a failover, a forced drop) emits

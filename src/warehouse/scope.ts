@@ -1,3 +1,4 @@
+import { APP_ROLE } from './pool.ts';
 import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -42,7 +43,9 @@ export interface OrgScopes {
   readonly unscoped: Kysely<Database>;
 }
 
-const SET_SCOPE = "select set_config('trainsync.org', $1, true), set_config('trainsync.all_orgs', $2, true)";
+// The role again, for this transaction only: behind a transaction-mode pooler (PgBouncer) the
+// SET ROLE of a connection's opening reached one server connection, not this one.
+const SET_SCOPE = "select set_config('role', $3, true), set_config('trainsync.org', $1, true), set_config('trainsync.all_orgs', $2, true)";
 const BEGIN_RE = /^\s*(begin|start\s+transaction)\b/i;
 const END_RE = /^\s*(commit|rollback|end|abort)\s*;?\s*$/i;
 
@@ -75,7 +78,7 @@ function scopedClient(client: pg.PoolClient, org: string, allOrgs: string): pg.P
       return (async () => {
         const began = await raw(...args);
         inTransaction = true;
-        await raw(SET_SCOPE, [org, allOrgs]);
+        await raw(SET_SCOPE, [org, allOrgs, APP_ROLE]);
         return began;
       })();
     }
@@ -87,7 +90,7 @@ function scopedClient(client: pg.PoolClient, org: string, allOrgs: string): pg.P
     return (async () => {
       await raw('begin');
       try {
-        await raw(SET_SCOPE, [org, allOrgs]);
+        await raw(SET_SCOPE, [org, allOrgs, APP_ROLE]);
         const result = await raw(...args);
         await raw('commit');
         return result;

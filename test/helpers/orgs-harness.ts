@@ -90,7 +90,7 @@ export async function createTwoOrgHarness(options: TwoOrgHarnessOptions = {}): P
   const sink = new Writable({ write: (_chunk, _encoding, callback) => callback() });
   const app = await createApp(config, createLogger(config.LOG_LEVEL, sink), { jobs: allJobs, migrate: true });
   const worker = await app.queue.startWorkers([PROVISION_QUEUE]);
-  const scim = await startScimService({ config, scopes: app.scopes, queue: app.queue, platform: app.platform, log: app.log });
+  const scim = await startScimService({ config, scopes: app.scopes, locks: app.locks, queue: app.queue, platform: app.platform, log: app.log });
   if (!scim) throw new Error('the SCIM service did not start');
   return {
     sims,

@@ -1,6 +1,6 @@
 import { orgScoped } from '../../queue/org-scope.ts';
 import { withAdvisoryLock } from '../../warehouse/advisory-lock.ts';
-import type { PgLender } from '../../warehouse/transaction.ts';
+import type { AdvisoryLocks } from '../../warehouse/lock-session.ts';
 
 /**
  * Serialises plan-and-enqueue of one organisation between every source (feeds, SCIM
@@ -18,8 +18,8 @@ export function provisionLock(org: string): string {
 /**
  * Runs `fn` under the organisation's lock, unless `held` (the caller holds it already: an
  * approval checks its plan and runs the pipeline in one hold) or a dry run (changes nothing).
- * The lock's client is a connection of its own: taking it twice would wait for itself.
+ * Taking it twice in one call chain would wait for itself.
  */
-export function underProvisionLock<T>(deps: { withPgClient: PgLender; org: string }, skip: boolean, fn: () => Promise<T>): Promise<T> {
-  return skip ? fn() : withAdvisoryLock(deps.withPgClient, provisionLock(deps.org), fn);
+export function underProvisionLock<T>(deps: { locks: AdvisoryLocks; org: string }, skip: boolean, fn: () => Promise<T>): Promise<T> {
+  return skip ? fn() : withAdvisoryLock(deps.locks, provisionLock(deps.org), fn);
 }

@@ -1,6 +1,7 @@
 import type { PlatformClient } from '../../platform/types.ts';
 import type { ProvisioningSource } from '../../warehouse/provisioning-tables.ts';
 import type { PgLender } from '../../warehouse/transaction.ts';
+import type { AdvisoryLocks } from '../../warehouse/lock-session.ts';
 import type { ApplyDeps } from '../apply/enqueue.ts';
 import type { FeedRow } from '../feed/types.ts';
 import type { AccessRemovedPolicy, MaxDisable, Plan, PlanMode } from '../plan/types.ts';
@@ -28,6 +29,8 @@ export interface ProvisionDeps extends ApplyDeps {
   /** The organisation's own client (its key): the plan reads that organisation's accounts. */
   platform: PlatformClient;
   withPgClient: PgLender;
+  /** The process's advisory locks (the organisation's provisioning lock is taken there). */
+  locks: AdvisoryLocks;
   /** Default DEFAULT_DRIFT_SETTINGS. */
   drift?: DriftSettings | undefined;
 }
@@ -36,6 +39,7 @@ export interface ProvisionDeps extends ApplyDeps {
 export interface PipelineDeps extends ApplyDeps {
   platform: () => PlatformClient;
   withPgClient: PgLender;
+  locks: AdvisoryLocks;
   drift?: DriftSettings | undefined;
 }
 

@@ -11,8 +11,8 @@
  *
  * Prints one JSON line with the figures.
  */
+import { warmResults as warmPages } from './warm-results.ts';
 import { randomBytes } from 'node:crypto';
-import { spawn } from 'node:child_process';
 import { z } from 'zod';
 import { allJobs } from '../jobs/index.ts';
 import { scopedApp } from '../src/commands/scoped.ts';
@@ -43,21 +43,7 @@ type Variant = 'enforced' | 'bypass';
 
 /** Every results page once before the timed loads: the simulator serialises a result on its first serve. */
 function warm(url: string, apiKey: string): Promise<void> {
-  const script = `
-    const [url, key, pages] = process.argv.slice(1);
-    let next = 1;
-    const reader = async () => {
-      for (let page = next++; page <= Number(pages); page = next++) {
-        const response = await fetch(url + '/api/v2/results?page=' + page, { headers: { authorization: 'Bearer ' + key } });
-        if (!response.ok) throw new Error('page ' + page + ': HTTP ' + response.status);
-        await response.arrayBuffer();
-      }
-    };
-    await Promise.all(Array.from({ length: 4 }, reader));`;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script, url, apiKey, String(Math.ceil(args.results / 50) + 1)], { stdio: ['ignore', 'ignore', 'inherit'] });
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`warming the simulator exited with ${code}`))));
-  });
+  return warmPages(url, apiKey, Math.ceil(args.results / 50) + 1);
 }
 
 interface Load {

@@ -8,6 +8,7 @@
  *
  * Prints one JSON line with the figures.
  */
+import { warmResults as warmPages } from './warm-results.ts';
 import { scopedApp } from '../src/commands/scoped.ts';
 import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { spawn } from 'node:child_process';
@@ -112,21 +113,7 @@ function microsPerResult(cpu: NodeJS.CpuUsage): number {
  * the peak RSS figure stays the sync's.
  */
 function warmResults(url: string, apiKey: string): Promise<void> {
-  const script = `
-    const [url, key, pages] = process.argv.slice(1);
-    let next = 1;
-    const reader = async () => {
-      for (let page = next++; page <= Number(pages); page = next++) {
-        const response = await fetch(url + '/api/v2/results?page=' + page, { headers: { authorization: 'Bearer ' + key } });
-        if (!response.ok) throw new Error('page ' + page + ': HTTP ' + response.status);
-        await response.arrayBuffer();
-      }
-    };
-    await Promise.all(Array.from({ length: 4 }, reader));`;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script, url, apiKey, String(Math.ceil(args.results / 50) + 1)], { stdio: ['ignore', 'ignore', 'inherit'] });
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`warming the simulator exited with ${code}`))));
-  });
+  return warmPages(url, apiKey, Math.ceil(args.results / 50) + 1);
 }
 
 const prefix = `bench-${randomBytes(4).toString('hex')}`;

@@ -7,7 +7,7 @@ import { CommanderError, type Command } from 'commander';
 import { allJobs } from '../jobs/index.ts';
 import { exitCodeFor, exitReason } from './commands/exit-codes.ts';
 import { buildProgram } from './commands/program.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ConfigError, loadConfig, terminalColumnsSetting, type Config } from './config.ts';
 import { toInfrastructureError } from './lib/infra-errors.ts';
 import { pino } from 'pino';
 import { createLogger, logFormatFor, type Logger } from './runtime/log.ts';
@@ -16,8 +16,8 @@ import { describeUnknownVariables } from './lib/unknown-variables.ts';
 import { stderrLine, stderrTerminal } from './commands/terminal.ts';
 import { useColumnsVariable } from './lib/text-width.ts';
 
-// The terminal's width setting, read here with the rest of the environment (docs/architecture.md).
-useColumnsVariable(process.env.COLUMNS);
+// The terminal's width setting, read by src/config.ts with the rest of the environment.
+useColumnsVariable(terminalColumnsSetting());
 
 /** The TRAINSYNC_CRON_* settings the jobs declare: any other TRAINSYNC_CRON_* is a typo. */
 const cronSettings = allJobs.flatMap((job) => (job.schedule ? [job.schedule.setting] : []));

@@ -331,6 +331,14 @@ export interface LoadConfigOptions {
   cronSettings?: readonly string[];
 }
 
+/**
+ * The shell's COLUMNS: the terminal's width setting, not trainsync's configuration, read here
+ * with the rest of the environment and handed to the output width (src/lib/text-width.ts).
+ */
+export function terminalColumnsSetting(env: Record<string, string | undefined> = process.env): string | undefined {
+  return env.COLUMNS;
+}
+
 /** Parses the environment once; throws a ConfigError naming every bad key. */
 export function loadConfig(env: Record<string, string | undefined> = process.env, options: LoadConfigOptions = {}): Config {
   const cronSettings = options.cronSettings === undefined ? undefined : new Set(options.cronSettings);

@@ -19,8 +19,8 @@ export function useColumnsVariable(value: string | undefined): void {
 /**
  * The columns output for a person may take: the terminal's when stdout is one, else
  * COLUMNS (a shell's, a test's), else 100; never more than 100 (docs/reference.md).
- * COLUMNS is the terminal's setting, not trainsync's configuration: the composition root
- * (src/cli.ts) hands it over once with useColumnsVariable, since only it reads the environment.
+ * COLUMNS is the terminal's setting, not trainsync's configuration: src/config.ts reads it and
+ * the composition root (src/cli.ts) hands it over once with useColumnsVariable.
  */
 export function outputWidth(stream: { isTTY?: boolean; columns?: number } = process.stdout, columnsVariable: string | undefined = columnsSetting): number {
   const fromEnv = Number(columnsVariable);

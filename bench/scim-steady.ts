@@ -12,6 +12,7 @@
  *
  * Run: node bin/run-ts.js bench/scim-steady.ts                 (60 s of load, then the drain at the budget)
  *      node bin/run-ts.js bench/scim-steady.ts '{"seconds":10}'  (a quick look)
+ *      PROF_DIR=/tmp/prof node bin/run-ts.js bench/scim-steady.ts …  (the worker writes a V8 CPU profile there when it exits)
  */
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -161,6 +162,11 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
     const durable = missingCreates === 0 && missingPatches === 0 && audited + pending >= created.length;
     const durableDetail = `${created.length - missingCreates}/${created.length} creates and ${patched.length - missingPatches}/${patched.length} PATCHes in trainsync.scim_users; ${audited} create-user audit rows, ${pending} Users pending for the sweep`;
     process.stderr.write(`   steady load: ${created.length} creates and ${patched.length} PATCHes in ${round(loadSeconds, 1)} s; ${durableDetail}\n`);
+    // The response times are known now; the drain at the budget that follows takes (creates ÷ budget) × 1.1 s.
+    const sortedNow = [...latencies].sort((a, b) => a - b);
+    process.stderr.write(
+      `   responses: p50 ${round(percentile(sortedNow, 50))} ms, p95 ${round(percentile(sortedNow, 95))} ms, p99 ${round(percentile(sortedNow, 99))} ms; load average ${round(loadAtStart, 2)} → ${round(loadAtEnd, 2)}; now waiting up to ${round(1.1 * (created.length / BUDGET))} s for every account on the platform\n`,
+    );
 
     const groupsSent = performance.now();
     await (await fetch(`${origin}/scim/v2/Groups`, { headers })).text();

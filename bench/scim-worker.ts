@@ -41,6 +41,7 @@ export async function startScimBench(options: { seed: number; totalSeats: number
     TRAINSYNC_SCIM_PORT: String(port),
     TRAINSYNC_SCIM_HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
+    ...(process.env.PROF_DIR ? { PROF_DIR: process.env.PROF_DIR } : {}),
   });
   const adminPool = new pg.Pool({ connectionString: database.url, max: 1 });
   const close = async (): Promise<void> => {

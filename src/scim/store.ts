@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { findIdentityByEmail, identityGroupsSql } from '../provisioning/apply/identities-store.ts';
 import type { Database } from '../warehouse/database.ts';
 import { conflict, notFound, type ScimError } from './errors.ts';
 import type { Equality } from './filter.ts';
@@ -90,14 +91,23 @@ export async function employeeIdsFor(db: Db, org: string, users: readonly { scim
 async function employeeByEmail(db: Db, org: string, user: ScimUserResource, scimId: string, unlinked: boolean): Promise<string> {
   const email = accountEmail(user).toLowerCase();
   // Not linked by its HR id: nor to another live User's employee by its e-mail (the collections' Users share both).
-  const free = (table: 'trainsync.identities' | 'training.employees') =>
-    unlinked
-      ? sql<boolean>`not exists (select 1 from trainsync.scim_users u where u.org = ${org} and u.deleted_at is null and u.employee_id = ${sql.ref(`${table}.employee_id`)})`
-      : sql<boolean>`true`;
-  const known =
-    (await db.selectFrom('trainsync.identities').select('employee_id').where('org', '=', org).where(sql<string>`lower(email)`, '=', email).where(free('trainsync.identities')).executeTakeFirst()) ??
-    (await db.selectFrom('training.employees').select('employee_id').where('org', '=', org).where('email', '=', email).where(free('training.employees')).orderBy('updated_at', 'desc').executeTakeFirst());
-  return known?.employee_id ?? mintedEmployeeId(scimId);
+  const free = async (employeeId: string) => !unlinked || (await live(db, org).where('employee_id', '=', employeeId).executeTakeFirst()) === undefined;
+  // An e-mail names at most one identity of the organisation (its unique index).
+  const identity = await findIdentityByEmail(db, org, email);
+  if (identity !== undefined && (await free(identity.employee_id))) return identity.employee_id;
+  const employee = await db
+    .selectFrom('training.employees')
+    .select('employee_id')
+    .where('org', '=', org)
+    .where('email', '=', email)
+    .where(
+      unlinked
+        ? sql<boolean>`not exists (select 1 from trainsync.scim_users u where u.org = ${org} and u.deleted_at is null and u.employee_id = training.employees.employee_id)`
+        : sql<boolean>`true`,
+    )
+    .orderBy('updated_at', 'desc')
+    .executeTakeFirst();
+  return employee?.employee_id ?? mintedEmployeeId(scimId);
 }
 
 /** A User to create: its id and employee id chosen before the batch that inserts it. */
@@ -126,7 +136,7 @@ export async function insertUsers(db: Kysely<Database>, org: string, users: read
         active: user.active,
         resource: JSON.stringify(user),
         // An employee provisioned before (a feed): SCIM starts from the groups it has.
-        groups: sql<string[]>`coalesce((select i.groups from trainsync.identities i where i.org = ${org} and i.employee_id = ${employeeId}), '{}')`,
+        groups: identityGroupsSql(org, employeeId),
       })),
     )
     // Any unique index: a taken userName or employee id is answered below, row by row (rare).

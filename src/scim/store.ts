@@ -7,7 +7,9 @@ import type { ScimUsersTable } from './tables.ts';
 import { accountEmail, mintedEmployeeId, namedEmployeeId, type ScimUserResource } from './user-mapping.ts';
 
 /**
- * `trainsync.scim_users`: the Users as the identity providers stated them (deleted ones are invisible).
+ * The store of `trainsync.scim_users`: the Users as the identity providers stated them (deleted
+ * ones are invisible to the lookups). Every statement that names the table is here
+ * (test/table-owners.test.ts keeps it so): batches, groups and held plans call these functions.
  * Every function takes the organisation whose SCIM path and token the request came by, and
  * sees only its Users: another organisation's User is a 404, its userName no conflict.
  */
@@ -215,5 +217,62 @@ export async function pendingUsers(db: Db, org: string, olderThanMs: number, lim
     .where('updated_at', '<', sql<Date>`now() - make_interval(secs => ${olderThanMs / 1000})`)
     .orderBy('updated_at')
     .limit(limit)
+    .execute();
+}
+
+/** The Users of the given ids, deleted ones included; with `pendingOnly`, only those not planned yet. */
+export async function usersOfIds(db: Db, org: string, scimIds: readonly string[], options: { pendingOnly?: boolean } = {}): Promise<ScimUserRow[]> {
+  return db.selectFrom('trainsync.scim_users').selectAll().where('org', '=', org).where('scim_id', 'in', scimIds).$if(options.pendingOnly === true, (q) => q.where('pending', '=', true)).execute();
+}
+
+/** Which of the employees a live User stands for. */
+export async function employeesWithLiveUser(db: Db, org: string, employeeIds: readonly string[]): Promise<Set<string>> {
+  if (employeeIds.length === 0) return new Set();
+  const rows = await db.selectFrom('trainsync.scim_users').select('employee_id').where('org', '=', org).where('deleted_at', 'is', null).where('employee_id', 'in', employeeIds).execute();
+  return new Set(rows.map((r) => r.employee_id));
+}
+
+/** The live Users in any of the groups, oldest first, with their groups. */
+export async function liveUsersInGroups(db: Db, org: string, groupIds: readonly string[]): Promise<Array<Pick<ScimUserRow, 'scim_id' | 'user_name' | 'groups'>>> {
+  return db
+    .selectFrom('trainsync.scim_users')
+    .select(['scim_id', 'user_name', 'groups'])
+    .where('org', '=', org)
+    .where('deleted_at', 'is', null)
+    .where(sql<boolean>`groups && ${sql.val(groupIds)}::uuid[]`)
+    .orderBy('created_at')
+    .execute();
+}
+
+/** Adds the group to the `added` Users' groups and removes it from the `removed` Users'; each goes back to pending. */
+export async function changeGroupMembers(db: Db, org: string, groupId: string, added: readonly string[], removed: readonly string[]): Promise<void> {
+  await db
+    .updateTable('trainsync.scim_users')
+    .set({
+      groups: sql<string[]>`case when scim_id = any(${sql.val(added)}::uuid[])
+                                 then array(select distinct unnest(array_append(groups, ${groupId}::uuid)) order by 1)
+                                 else array_remove(groups, ${groupId}::uuid) end`,
+      pending: true,
+      version: sql<number>`version + 1`,
+      updated_at: sql<Date>`now()`,
+    })
+    .where('org', '=', org)
+    .where('scim_id', 'in', [...added, ...removed])
+    .execute();
+}
+
+/** The Users go back to active (a held deactivation rejected), pending to be planned again. */
+export async function reactivateUsers(db: Db, org: string, scimIds: readonly string[]): Promise<void> {
+  await db
+    .updateTable('trainsync.scim_users')
+    .set({
+      active: true,
+      resource: sql<string>`jsonb_set(resource, '{active}', 'true'::jsonb)`,
+      pending: true,
+      version: sql<number>`version + 1`,
+      updated_at: sql<Date>`now()`,
+    })
+    .where('org', '=', org)
+    .where('scim_id', 'in', scimIds)
     .execute();
 }

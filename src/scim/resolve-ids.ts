@@ -4,7 +4,7 @@ import { isNotOffered } from '../platform/errors.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import type { Database } from '../warehouse/database.ts';
 import { countOpenCreates, markCreatesResolved, unresolvedCreates } from '../provisioning/apply/actions-store.ts';
-import { countIdentities, identitiesOf, learnPlatformUserId } from '../provisioning/apply/identities-store.ts';
+import { countIdentities, employeesWithoutAccountSql, identitiesOf, learnPlatformUserId } from '../provisioning/apply/identities-store.ts';
 
 /**
  * Platform ids of accounts SCIM created without a lookup (`lookUp: 'later'`): POST users
@@ -32,7 +32,7 @@ export type ResolveOutcome = { ran: false; reason: 'none' | 'creates-queued' } |
 export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutcome> {
   const { db, org, platform } = deps;
   // Unresolved creates whose identity still has no platform id, with the identity's e-mail.
-  const creates = await unresolvedCreates(db, org);
+  const creates = await unresolvedCreates(db, org, employeesWithoutAccountSql(org));
   const identities = new Map((await identitiesOf(db, org, creates.map((c) => c.employee_id))).map((i) => [i.employee_id, i]));
   const waiting = creates.flatMap((c) => {
     const identity = identities.get(c.employee_id);

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { Database } from '../../warehouse/database.ts';
 import type { ProvisioningActionKind, ProvisioningActionStatus, ProvisioningActionsTable, ProvisioningSource } from '../../warehouse/provisioning-tables.ts';
 import type { ActionState, PlannedAction } from '../plan/types.ts';
@@ -268,12 +268,17 @@ export async function lastOpenAction(db: Db, org: string, employeeId: string): P
   return open?.action_id;
 }
 
-/** Creates that succeeded without a lookup (`lookUp: 'later'`) whose platform id was never resolved. */
-export async function unresolvedCreates(db: Db, org: string): Promise<Array<{ action_id: string; employee_id: string; updated_at: Date }>> {
+/**
+ * Creates that succeeded without a lookup (`lookUp: 'later'`) whose platform id was never
+ * resolved, of the employees `ofEmployees` lists (a subquery: the sweep runs this often, so the
+ * rows it would drop are never read).
+ */
+export async function unresolvedCreates(db: Db, org: string, ofEmployees: RawBuilder<string>): Promise<Array<{ action_id: string; employee_id: string; updated_at: Date }>> {
   return db
     .selectFrom('trainsync.provisioning_actions')
     .select(['action_id', 'employee_id', 'updated_at'])
     .where('org', '=', org)
+    .where('employee_id', 'in', ofEmployees)
     .where('kind', '=', 'create-user')
     .where('status', '=', 'succeeded')
     .where(sql<boolean>`after->>'lookUp' = 'later' and after->'resolved' is null`)

@@ -43,12 +43,12 @@ export async function identitiesOf(db: Db, org: string, employeeIds: readonly st
     .selectFrom('trainsync.identities')
     .selectAll()
     .where('org', '=', org)
-    .where((eb) => {
-      const either = [];
-      if (employeeIds.length > 0) either.push(eb('employee_id', 'in', employeeIds));
-      if (emails.length > 0) either.push(eb(sql<string>`lower(email)`, 'in', emails));
-      return eb.or(either);
-    })
+    .where((eb) =>
+      eb.or([
+        ...(employeeIds.length > 0 ? [eb('employee_id', 'in', employeeIds)] : []),
+        ...(emails.length > 0 ? [eb(sql<string>`lower(email)`, 'in', emails)] : []),
+      ]),
+    )
     .execute();
 }
 
@@ -117,6 +117,11 @@ export async function snapshotWithIdentities(db: Db, org: string): Promise<Snaps
  */
 export function identityGroupsSql(org: string, employeeId: string): RawBuilder<string[]> {
   return sql<string[]>`coalesce((select i.groups from trainsync.identities i where i.org = ${org} and i.employee_id = ${employeeId}), '{}')`;
+}
+
+/** The employees whose identity has no platform id yet, as a subquery for a statement of another table. */
+export function employeesWithoutAccountSql(org: string): RawBuilder<string> {
+  return sql<string>`(select i.employee_id from trainsync.identities i where i.org = ${org} and i.platform_user_id is null)`;
 }
 
 /**

@@ -21,7 +21,7 @@ import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import { enqueuePlan, waitForActions } from '../src/provisioning/apply/enqueue.ts';
 import type { FeedRow } from '../src/provisioning/feed/types.ts';
-import { insertAdoptedIdentities } from '../src/provisioning/apply/identities.ts';
+import { insertAdoptedIdentities } from '../src/provisioning/apply/identities-store.ts';
 import { planProvisioning } from '../src/provisioning/plan/plan.ts';
 import type { AppliedEmployee } from '../src/provisioning/plan/types.ts';
 import { DEFAULT_SIZES, generateState } from '../src/simulator/dataset.ts';

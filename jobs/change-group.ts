@@ -1,5 +1,5 @@
 import { changeGroupPayloadSchema, PROVISION_ATTEMPTS, PROVISION_JOBS } from '../src/provisioning/apply/actions.ts';
-import { setIdentityGroup } from '../src/provisioning/apply/identities.ts';
+import { setIdentityGroup } from '../src/provisioning/apply/identities-store.ts';
 import { runUserAction } from '../src/provisioning/apply/run-action.ts';
 import { defineJob } from '../src/queue/define-job.ts';
 import { PROVISION_QUEUE } from '../src/queue/names.ts';

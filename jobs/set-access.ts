@@ -1,5 +1,5 @@
 import { PROVISION_ATTEMPTS, PROVISION_JOBS, setAccessPayloadSchema } from '../src/provisioning/apply/actions.ts';
-import { setIdentityActive } from '../src/provisioning/apply/identities.ts';
+import { setIdentityActive } from '../src/provisioning/apply/identities-store.ts';
 import { runUserAction } from '../src/provisioning/apply/run-action.ts';
 import { defineJob } from '../src/queue/define-job.ts';
 import { PROVISION_QUEUE } from '../src/queue/names.ts';

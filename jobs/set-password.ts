@@ -1,6 +1,6 @@
 import { requireSecretKey } from '../src/config.ts';
 import { PROVISION_ATTEMPTS, PROVISION_JOBS, setPasswordPayloadSchema } from '../src/provisioning/apply/actions.ts';
-import { finishAction } from '../src/provisioning/apply/audit.ts';
+import { finishAction } from '../src/provisioning/apply/actions-store.ts';
 import { runAction } from '../src/provisioning/apply/run-action.ts';
 import { decryptSecret } from '../src/provisioning/apply/secrets.ts';
 import { defineJob } from '../src/queue/define-job.ts';

@@ -5,7 +5,7 @@ import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisioningAttentionSection } from '../src/commands/provisioning-status.ts';
 import { enqueuePlan, waitForActions } from '../src/provisioning/apply/enqueue.ts';
-import { auditRows } from '../src/provisioning/apply/audit.ts';
+import { auditRows } from '../src/provisioning/apply/actions-store.ts';
 import { provisionFeed, type ProvisionOptions, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
 import { provisionExitCode } from '../src/commands/provision-report.ts';
 import { FOREIGN_EMAIL_DOMAIN, findUser, groupMembers, ORG_EMAIL_DOMAIN, writeCallCount } from '../src/simulator/index.ts';

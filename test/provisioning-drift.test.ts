@@ -4,7 +4,7 @@ import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { reconcileFixJob } from '../jobs/reconcile-fix.ts';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { loadConfig } from '../src/config.ts';
-import { openActions } from '../src/provisioning/apply/audit.ts';
+import { openActions } from '../src/provisioning/apply/actions-store.ts';
 import { waitForActions } from '../src/provisioning/apply/enqueue.ts';
 import { provisionFeed, type ProvisionOptions, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
 import { RECONCILE_FIX_JOB, reconcileFix } from '../src/provisioning/reconcile-fix.ts';

@@ -1,20 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { RecordProblem } from '../src/platform/types.ts';
-import {
-  addRunCounts,
-  deleteCheckpoints,
-  finishRun,
-  getCheckpoint,
-  getWatermark,
-  lastRuns,
-  listCheckpoints,
-  quarantineCounts,
-  quarantineRecords,
-  saveCheckpoint,
-  setWatermark,
-  startRun,
-} from '../src/sync/sync-state.ts';
+import { addRunCounts, finishRun, lastRuns, startRun } from '../src/sync/runs-store.ts';
+import { deleteCheckpoints, getCheckpoint, getWatermark, listCheckpoints, quarantineCounts, quarantineRecords, saveCheckpoint, setWatermark } from '../src/sync/sync-state.ts';
 import { withTransaction } from '../src/warehouse/transaction.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 

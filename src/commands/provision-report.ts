@@ -1,5 +1,5 @@
 import Table from 'cli-table3';
-import type { AuditRow } from '../provisioning/apply/audit.ts';
+import type { AuditRow } from '../provisioning/apply/actions-store.ts';
 import type { FeedReadResult } from '../provisioning/feed/types.ts';
 import { formatPlanTable, type PlanTableOptions } from './plan-format.ts';
 import type { FeedShrinkCheck } from '../provisioning/feed-shrink-check.ts';

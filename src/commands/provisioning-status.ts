@@ -1,4 +1,4 @@
-import { actionsNeedingAttention } from '../provisioning/apply/audit.ts';
+import { actionsNeedingAttention } from '../provisioning/apply/actions-store.ts';
 import type { StatusSection } from './status.ts';
 
 /** `status` section: one organisation's provisioning actions that failed or wait for an identity, newest first. */

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
-import { cancelRunsOfJob } from '../sync/sync-state.ts';
+import { cancelRunsOfJob } from '../sync/runs-store.ts';
 import { requirePlatform } from '../config.ts';
 import { syncResources, type SyncResource } from '../sync/resources.ts';
 import { syncSummarySchema } from '../sync/summary.ts';

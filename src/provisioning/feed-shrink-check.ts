@@ -1,10 +1,10 @@
 import { resolve } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
-import { recordFeed } from './apply/audit.ts';
+import { recordFeed } from './apply/feeds-store.ts';
 import { decideFeedShrink, feedDataRows, type ShrinkDecision } from './feed/shrink-guard.ts';
 import type { FeedFormat, FeedReadResult } from './feed/types.ts';
-import { countKnownActive } from './known-active.ts';
+import { countKnownActive } from './apply/identities-store.ts';
 import type { PlanMode } from './plan/types.ts';
 
 export interface FeedShrinkCheck {

@@ -1,7 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 import { isNotOffered } from '../platform/errors.ts';
 import type { PlatformClient } from '../platform/types.ts';
+import { latestCleanRunStart } from '../sync/runs-store.ts';
 import type { Database } from '../warehouse/database.ts';
+import { lastIdentityWriteSql } from './apply/identities-store.ts';
 import type { PlatformAccount, PlatformView } from './plan/types.ts';
 
 /**
@@ -63,15 +65,7 @@ export function viewFromUsers(users: Iterable<AccountSource>): PlatformView {
 export async function freshUsersSnapshot(db: Kysely<Database>, org: string, freshnessMinutes: number): Promise<Date | undefined> {
   if (freshnessMinutes <= 0) return undefined;
   // The organisation's own users sync and provisioning writes: another org's listing says nothing of this one's accounts.
-  const { rows } = await sql<{ started_at: Date }>`
-    select r.started_at
-      from trainsync.runs r
-     where r.org = ${org} and r.resource = 'users' and r.status = 'succeeded' and r.note is null and r.quarantined = 0
-       and r.started_at >= now() - make_interval(mins => ${freshnessMinutes})
-       and r.started_at > coalesce((select max(i.updated_at) from trainsync.identities i where i.org = ${org}), '-infinity')
-     order by r.started_at desc
-     limit 1`.execute(db);
-  return rows[0]?.started_at;
+  return latestCleanRunStart(db, org, 'users', { withinMinutes: freshnessMinutes, after: lastIdentityWriteSql(org) });
 }
 
 async function warehouseView(db: Kysely<Database>, org: string, asOf: Date): Promise<PlatformView> {

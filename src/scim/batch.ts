@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
 import { applyScimChanges, type ChangeDeps, type ChangeOptions, type ChangeOutcome, type ScimChange } from './change.ts';
-import { markPlanned, type ScimUserRow } from './store.ts';
+import { employeesWithLiveUser, markPlanned, usersOfIds, type ScimUserRow } from './store.ts';
 import { toFeedRow, type ScimUserResource } from './user-mapping.ts';
 
 /** A stored User as the change it states: its current resource and groups, read when the batch runs (so the latest write wins). */
@@ -18,13 +18,9 @@ export function changeOf(row: ScimUserRow): ScimChange {
  */
 export async function planUsers(deps: ChangeDeps & { db: Kysely<Database> }, scimIds: readonly string[], options: ChangeOptions & { unplannedOnly?: boolean } = {}): Promise<ChangeOutcome> {
   if (scimIds.length === 0) return { enqueued: [], pending: [], held: [], deferredCreates: 0 };
-  const rows = await deps.db.selectFrom('trainsync.scim_users').selectAll().where('org', '=', deps.org).where('scim_id', 'in', scimIds).$if(options.unplannedOnly === true, (q) => q.where('pending', '=', true)).execute();
+  const rows = await usersOfIds(deps.db, deps.org, scimIds, { pendingOnly: options.unplannedOnly === true });
   const deletedEmployees = rows.filter((r) => r.deleted_at !== null).map((r) => r.employee_id);
-  const liveElsewhere = new Set(
-    deletedEmployees.length === 0
-      ? []
-      : (await deps.db.selectFrom('trainsync.scim_users').select('employee_id').where('org', '=', deps.org).where('deleted_at', 'is', null).where('employee_id', 'in', deletedEmployees).execute()).map((r) => r.employee_id),
-  );
+  const liveElsewhere = await employeesWithLiveUser(deps.db, deps.org, deletedEmployees);
   const moot = rows.filter((r) => r.deleted_at !== null && liveElsewhere.has(r.employee_id));
   await markPlanned(deps.db, deps.org, moot.map((r) => ({ scimId: r.scim_id, version: r.version, state: null })));
   const byEmployee = new Map<string, ScimUserRow>();

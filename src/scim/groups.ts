@@ -6,7 +6,7 @@ import { badRequest, conflict, notFound } from './errors.ts';
 import { parseFilter, parsePage } from './filter.ts';
 import { isObject } from './json.ts';
 import { applyPatch } from './patch.ts';
-import { findUsersByIds } from './store.ts';
+import { changeGroupMembers, findUsersByIds, liveUsersInGroups } from './store.ts';
 import { projection } from './projection.ts';
 import { MAX_RESULTS, type ResourceContext, type ScimAnswer } from './users.ts';
 
@@ -49,14 +49,7 @@ async function findGroup(db: Db, org: string, id: string): Promise<GroupRow> {
 async function membersOf(db: Db, org: string, groupIds: readonly string[]): Promise<Map<string, { value: string; display: string }[]>> {
   const out = new Map<string, { value: string; display: string }[]>();
   if (groupIds.length === 0) return out;
-  const rows = await db
-    .selectFrom('trainsync.scim_users')
-    .select(['scim_id', 'user_name', 'groups'])
-    .where('org', '=', org)
-    .where('deleted_at', 'is', null)
-    .where(sql<boolean>`groups && ${sql.val(groupIds)}::uuid[]`)
-    .orderBy('created_at')
-    .execute();
+  const rows = await liveUsersInGroups(db, org, groupIds);
   for (const r of rows) {
     for (const g of r.groups) if (groupIds.includes(g)) (out.get(g) ?? out.set(g, []).get(g)!).push({ value: r.scim_id, display: r.user_name });
   }
@@ -149,19 +142,7 @@ async function setMembers(ctx: ResourceContext, trx: Db, groupId: string, wanted
   if (unknown.length > 0) throw badRequest(`members: no User ${unknown.join(', ')}; create the User first (nothing was changed)`, 'invalidValue');
   const changed = [...added, ...removed];
   if (changed.length === 0) return [];
-  await trx
-    .updateTable('trainsync.scim_users')
-    .set({
-      groups: sql<string[]>`case when scim_id = any(${sql.val(added)}::uuid[])
-                                 then array(select distinct unnest(array_append(groups, ${groupId}::uuid)) order by 1)
-                                 else array_remove(groups, ${groupId}::uuid) end`,
-      pending: true,
-      version: sql<number>`version + 1`,
-      updated_at: sql<Date>`now()`,
-    })
-    .where('org', '=', ctx.org)
-    .where('scim_id', 'in', changed)
-    .execute();
+  await changeGroupMembers(trx, ctx.org, groupId, added, removed);
   return changed;
 }
 

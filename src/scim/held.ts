@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
 import { planUsers } from './batch.ts';
 import type { ChangeDeps, ChangeOutcome } from './change.ts';
+import { reactivateUsers } from './store.ts';
 
 /**
  * A held SCIM burst decided by a person (src/provisioning/approve-held-plan.ts, under the
@@ -16,17 +16,6 @@ export function approveHeldUsers(deps: ChangeDeps, scimIds: readonly string[], a
 
 export async function dropHeldUsers(deps: ChangeDeps, scimIds: readonly string[]): Promise<ChangeOutcome> {
   if (scimIds.length === 0) return { enqueued: [], pending: [], held: [], deferredCreates: 0 };
-  await deps.db
-    .updateTable('trainsync.scim_users')
-    .set({
-      active: true,
-      resource: sql<string>`jsonb_set(resource, '{active}', 'true'::jsonb)`,
-      pending: true,
-      version: sql<number>`version + 1`,
-      updated_at: sql<Date>`now()`,
-    })
-    .where('org', '=', deps.org)
-    .where('scim_id', 'in', scimIds)
-    .execute();
+  await reactivateUsers(deps.db, deps.org, scimIds);
   return planUsers(deps, scimIds, { locked: true });
 }

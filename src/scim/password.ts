@@ -1,6 +1,7 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { jobIdForAction } from '../provisioning/apply/actions.ts';
+import { lastOpenAction } from '../provisioning/apply/actions-store.ts';
 import { queuePasswordChange } from '../provisioning/apply/password-request.ts';
 import type { ChainSpec, JobQueue } from '../queue/job-queue.ts';
 import type { Database } from '../warehouse/database.ts';
@@ -28,18 +29,9 @@ const UNFINISHED = new Set(['waiting', 'active', 'delayed', 'prioritized', 'wait
 
 /** The last job of the employee's chain still queued (its root: nothing waits for it yet), if any. */
 async function openChainRoot(deps: ScimPasswordDeps, employeeId: string): Promise<ChainSpec | undefined> {
-  const open = await deps.db
-    .selectFrom('trainsync.provisioning_actions')
-    .select('action_id')
-    .where('org', '=', deps.org)
-    .where('employee_id', '=', employeeId)
-    .where('status', 'in', ['planned', 'queued'])
-    .orderBy(sql`created_at`, 'desc')
-    .orderBy('seq', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  if (!open) return undefined;
-  const job = await deps.queue.find(jobIdForAction(deps.org, open.action_id));
+  const open = await lastOpenAction(deps.db, deps.org, employeeId);
+  if (open === undefined) return undefined;
+  const job = await deps.queue.find(jobIdForAction(deps.org, open));
   if (!job || !UNFINISHED.has(String(job.state))) return undefined;
   return { org: deps.org, name: job.name, data: job.data, jobId: job.id };
 }

@@ -3,6 +3,8 @@ import type { Logger } from '../runtime/log.ts';
 import { isNotOffered } from '../platform/errors.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import type { Database } from '../warehouse/database.ts';
+import { countOpenCreates, markCreatesResolved, unresolvedCreates } from '../provisioning/apply/actions-store.ts';
+import { countIdentities, employeesWithoutAccountSql, identitiesOf, learnPlatformUserId } from '../provisioning/apply/identities-store.ts';
 
 /**
  * Platform ids of accounts SCIM created without a lookup (`lookUp: 'later'`): POST users
@@ -29,28 +31,19 @@ export type ResolveOutcome = { ran: false; reason: 'none' | 'creates-queued' } |
 
 export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutcome> {
   const { db, org, platform } = deps;
-  const waiting = await db
-    .selectFrom('trainsync.provisioning_actions as a')
-    .innerJoin('trainsync.identities as i', (join) => join.onRef('i.org', '=', 'a.org').onRef('i.employee_id', '=', 'a.employee_id'))
-    .select(['a.action_id', 'a.employee_id', 'i.email', 'a.updated_at'])
-    .where('a.org', '=', org)
-    .where('a.kind', '=', 'create-user')
-    .where('a.status', '=', 'succeeded')
-    .where(sql<boolean>`a.after->>'lookUp' = 'later' and a.after->'resolved' is null`)
-    .where('i.platform_user_id', 'is', null)
-    .execute();
-  const { open } = await db
-    .selectFrom('trainsync.provisioning_actions')
-    .select(sql<number>`count(*)::int`.as('open'))
-    .where('org', '=', org)
-    .where('kind', '=', 'create-user')
-    .where('status', 'in', ['planned', 'queued'])
-    .executeTakeFirstOrThrow();
+  // Unresolved creates whose identity still has no platform id, with the identity's e-mail.
+  const creates = await unresolvedCreates(db, org, employeesWithoutAccountSql(org));
+  const identities = new Map((await identitiesOf(db, org, creates.map((c) => c.employee_id))).map((i) => [i.employee_id, i]));
+  const waiting = creates.flatMap((c) => {
+    const identity = identities.get(c.employee_id);
+    return identity !== undefined && identity.platform_user_id === null ? [{ ...c, email: identity.email }] : [];
+  });
+  const open = await countOpenCreates(db, org);
   if (waiting.length === 0) return { ran: false, reason: open > 0 ? 'creates-queued' : 'none' };
   const oldest = Math.min(...waiting.map((w) => w.updated_at.getTime()));
   if (open > 0 && Date.now() - oldest < MAX_WAIT_MS) return { ran: false, reason: 'creates-queued' };
 
-  const { accounts } = await db.selectFrom('trainsync.identities').select(sql<number>`count(*)::int`.as('accounts')).where('org', '=', org).executeTakeFirstOrThrow();
+  const { accounts } = await countIdentities(db, org);
   const { listed } = await db.selectFrom('training.users').select(sql<number>`count(*)::int`.as('listed')).where(sql<string>`org`, '=', org).where('removed_at', 'is', null).executeTakeFirstOrThrow();
   const pages = Math.ceil(Math.max(accounts, listed) / PAGE_SIZE) + 1;
   const byEmail = new Map(waiting.map((w) => [w.email.toLowerCase(), w.employee_id]));
@@ -74,21 +67,10 @@ export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutc
     // No GET users on this platform: each account's next action looks it up (or waits as needs-identity).
     if (!isNotOffered(error)) throw error;
   }
-  for (const [employeeId, platformUserId] of found) {
-    await db
-      .updateTable('trainsync.identities')
-      .set({ platform_user_id: platformUserId, updated_at: sql<Date>`now()` })
-      .where('org', '=', org)
-      .where('employee_id', '=', employeeId)
-      .where('platform_user_id', 'is', null)
-      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('trainsync.identities as other').select('other.employee_id').where('other.org', '=', org).where('other.platform_user_id', '=', platformUserId))))
-      .execute();
-  }
-  await sql`
-    update trainsync.provisioning_actions a
-       set after = a.after || jsonb_build_object('resolved', i.platform_user_id is not null, 'platformUserId', i.platform_user_id)
-      from trainsync.identities i
-     where a.org = ${org} and a.action_id = any(${waiting.map((w) => w.action_id)}::text[]) and i.org = a.org and i.employee_id = a.employee_id`.execute(db);
+  for (const [employeeId, platformUserId] of found) await learnPlatformUserId(db, org, employeeId, platformUserId);
+  // Each create's audit row records what its identity holds now (an id another identity held stays unlearned).
+  const now = new Map((await identitiesOf(db, org, waiting.map((w) => w.employee_id))).map((i) => [i.employee_id, i.platform_user_id]));
+  await markCreatesResolved(db, org, waiting.flatMap((w) => (now.has(w.employee_id) ? [{ actionId: w.action_id, platformUserId: now.get(w.employee_id) ?? null }] : [])));
   deps.log.info({ org, tried: waiting.length, found: found.size, paged }, 'platform ids of SCIM-created accounts resolved');
   return { ran: true, tried: waiting.length, found: found.size, requests: paged ? 'paged' : 'one-by-one', createsQueued: open > 0 };
 }

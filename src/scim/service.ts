@@ -10,7 +10,7 @@ import { liveOpenActions } from '../provisioning/apply/enqueue.ts';
 import { orgScoped } from '../queue/org-scope.ts';
 import type { OrgScope, OrgScopes } from '../warehouse/scope.ts';
 import type { AdvisoryLocks } from '../warehouse/lock-session.ts';
-import { fillNewAccounts } from './accounts.ts';
+import { fillNewAccounts } from '../provisioning/apply/identities-store.ts';
 import { planUsers } from './batch.ts';
 import type { ChangeDeps } from './change.ts';
 import { createBatcher } from './batcher.ts';

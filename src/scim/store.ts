@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { findIdentityByEmail, identityGroupsSql } from '../provisioning/apply/identities-store.ts';
 import type { Database } from '../warehouse/database.ts';
 import { conflict, notFound, type ScimError } from './errors.ts';
 import type { Equality } from './filter.ts';
@@ -6,7 +7,9 @@ import type { ScimUsersTable } from './tables.ts';
 import { accountEmail, mintedEmployeeId, namedEmployeeId, type ScimUserResource } from './user-mapping.ts';
 
 /**
- * `trainsync.scim_users`: the Users as the identity providers stated them (deleted ones are invisible).
+ * The store of `trainsync.scim_users`: the Users as the identity providers stated them (deleted
+ * ones are invisible to the lookups). Every statement that names the table is here
+ * (test/table-owners.test.ts keeps it so): batches, groups and held plans call these functions.
  * Every function takes the organisation whose SCIM path and token the request came by, and
  * sees only its Users: another organisation's User is a 404, its userName no conflict.
  */
@@ -90,14 +93,23 @@ export async function employeeIdsFor(db: Db, org: string, users: readonly { scim
 async function employeeByEmail(db: Db, org: string, user: ScimUserResource, scimId: string, unlinked: boolean): Promise<string> {
   const email = accountEmail(user).toLowerCase();
   // Not linked by its HR id: nor to another live User's employee by its e-mail (the collections' Users share both).
-  const free = (table: 'trainsync.identities' | 'training.employees') =>
-    unlinked
-      ? sql<boolean>`not exists (select 1 from trainsync.scim_users u where u.org = ${org} and u.deleted_at is null and u.employee_id = ${sql.ref(`${table}.employee_id`)})`
-      : sql<boolean>`true`;
-  const known =
-    (await db.selectFrom('trainsync.identities').select('employee_id').where('org', '=', org).where(sql<string>`lower(email)`, '=', email).where(free('trainsync.identities')).executeTakeFirst()) ??
-    (await db.selectFrom('training.employees').select('employee_id').where('org', '=', org).where('email', '=', email).where(free('training.employees')).orderBy('updated_at', 'desc').executeTakeFirst());
-  return known?.employee_id ?? mintedEmployeeId(scimId);
+  const free = async (employeeId: string) => !unlinked || (await live(db, org).where('employee_id', '=', employeeId).executeTakeFirst()) === undefined;
+  // An e-mail names at most one identity of the organisation (its unique index).
+  const identity = await findIdentityByEmail(db, org, email);
+  if (identity !== undefined && (await free(identity.employee_id))) return identity.employee_id;
+  const employee = await db
+    .selectFrom('training.employees')
+    .select('employee_id')
+    .where('org', '=', org)
+    .where('email', '=', email)
+    .where(
+      unlinked
+        ? sql<boolean>`not exists (select 1 from trainsync.scim_users u where u.org = ${org} and u.deleted_at is null and u.employee_id = training.employees.employee_id)`
+        : sql<boolean>`true`,
+    )
+    .orderBy('updated_at', 'desc')
+    .executeTakeFirst();
+  return employee?.employee_id ?? mintedEmployeeId(scimId);
 }
 
 /** A User to create: its id and employee id chosen before the batch that inserts it. */
@@ -126,7 +138,7 @@ export async function insertUsers(db: Kysely<Database>, org: string, users: read
         active: user.active,
         resource: JSON.stringify(user),
         // An employee provisioned before (a feed): SCIM starts from the groups it has.
-        groups: sql<string[]>`coalesce((select i.groups from trainsync.identities i where i.org = ${org} and i.employee_id = ${employeeId}), '{}')`,
+        groups: identityGroupsSql(org, employeeId),
       })),
     )
     // Any unique index: a taken userName or employee id is answered below, row by row (rare).
@@ -205,5 +217,62 @@ export async function pendingUsers(db: Db, org: string, olderThanMs: number, lim
     .where('updated_at', '<', sql<Date>`now() - make_interval(secs => ${olderThanMs / 1000})`)
     .orderBy('updated_at')
     .limit(limit)
+    .execute();
+}
+
+/** The Users of the given ids, deleted ones included; with `pendingOnly`, only those not planned yet. */
+export async function usersOfIds(db: Db, org: string, scimIds: readonly string[], options: { pendingOnly?: boolean } = {}): Promise<ScimUserRow[]> {
+  return db.selectFrom('trainsync.scim_users').selectAll().where('org', '=', org).where('scim_id', 'in', scimIds).$if(options.pendingOnly === true, (q) => q.where('pending', '=', true)).execute();
+}
+
+/** Which of the employees a live User stands for. */
+export async function employeesWithLiveUser(db: Db, org: string, employeeIds: readonly string[]): Promise<Set<string>> {
+  if (employeeIds.length === 0) return new Set();
+  const rows = await db.selectFrom('trainsync.scim_users').select('employee_id').where('org', '=', org).where('deleted_at', 'is', null).where('employee_id', 'in', employeeIds).execute();
+  return new Set(rows.map((r) => r.employee_id));
+}
+
+/** The live Users in any of the groups, oldest first, with their groups. */
+export async function liveUsersInGroups(db: Db, org: string, groupIds: readonly string[]): Promise<Array<Pick<ScimUserRow, 'scim_id' | 'user_name' | 'groups'>>> {
+  return db
+    .selectFrom('trainsync.scim_users')
+    .select(['scim_id', 'user_name', 'groups'])
+    .where('org', '=', org)
+    .where('deleted_at', 'is', null)
+    .where(sql<boolean>`groups && ${sql.val(groupIds)}::uuid[]`)
+    .orderBy('created_at')
+    .execute();
+}
+
+/** Adds the group to the `added` Users' groups and removes it from the `removed` Users'; each goes back to pending. */
+export async function changeGroupMembers(db: Db, org: string, groupId: string, added: readonly string[], removed: readonly string[]): Promise<void> {
+  await db
+    .updateTable('trainsync.scim_users')
+    .set({
+      groups: sql<string[]>`case when scim_id = any(${sql.val(added)}::uuid[])
+                                 then array(select distinct unnest(array_append(groups, ${groupId}::uuid)) order by 1)
+                                 else array_remove(groups, ${groupId}::uuid) end`,
+      pending: true,
+      version: sql<number>`version + 1`,
+      updated_at: sql<Date>`now()`,
+    })
+    .where('org', '=', org)
+    .where('scim_id', 'in', [...added, ...removed])
+    .execute();
+}
+
+/** The Users go back to active (a held deactivation rejected), pending to be planned again. */
+export async function reactivateUsers(db: Db, org: string, scimIds: readonly string[]): Promise<void> {
+  await db
+    .updateTable('trainsync.scim_users')
+    .set({
+      active: true,
+      resource: sql<string>`jsonb_set(resource, '{active}', 'true'::jsonb)`,
+      pending: true,
+      version: sql<number>`version + 1`,
+      updated_at: sql<Date>`now()`,
+    })
+    .where('org', '=', org)
+    .where('scim_id', 'in', scimIds)
     .execute();
 }

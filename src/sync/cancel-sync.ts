@@ -4,7 +4,7 @@ import { SYNC_QUEUE } from '../queue/names.ts';
 import { jobOrg } from '../queue/org-scope.ts';
 import type { Database } from '../warehouse/database.ts';
 import { syncJobName, syncResources } from './resources.ts';
-import { cancelRunsOfJob } from './sync-state.ts';
+import { cancelRunsOfJob } from './runs-store.ts';
 
 export type CancelOutcome = { ok: true; job: FoundJob; how: string; runs: number } | { ok: false; reason: string };
 

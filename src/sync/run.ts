@@ -3,7 +3,8 @@ import { errorMessage } from '../lib/errors.ts';
 import { toInfrastructureError } from '../lib/infra-errors.ts';
 import { withTransaction } from '../warehouse/transaction.ts';
 import { countRequests, type RequestTally } from '../platform/request-tally.ts';
-import { addRunCounts, closeAbandonedRuns, finishRun, getCheckpoint, runTotals, saveCheckpoint, startRun } from './sync-state.ts';
+import { addRunCounts, closeAbandonedRuns, finishRun, runTotals, startRun } from './runs-store.ts';
+import { getCheckpoint, saveCheckpoint } from './sync-state.ts';
 import { z } from 'zod';
 import type { SyncSummary } from './summary.ts';
 

@@ -1,7 +1,7 @@
 import type { JobContext } from '../runtime/context.ts';
 import { PlatformError } from '../platform/errors.ts';
 import { insertSeatUsage, type SeatObservation } from '../warehouse/load-seats.ts';
-import { finishRun } from './sync-state.ts';
+import { finishRun } from './runs-store.ts';
 import { withTransaction } from '../warehouse/transaction.ts';
 import { withRun } from './run.ts';
 import type { SyncSummary } from './summary.ts';

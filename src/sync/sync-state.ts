@@ -1,5 +1,7 @@
 /**
- * Runs, checkpoints, watermarks and quarantined records (schema `trainsync`).
+ * The store of the sync state other than runs (runs-store.ts): checkpoints, watermarks,
+ * unfinished windows and quarantined records (schema `trainsync`). Every statement that
+ * names these tables is here (test/table-owners.test.ts keeps it so).
  *
  * Every function takes Kysely first: the process's handle, or `tx.db` inside a
  * transaction (so a checkpoint commits with its rows). Values read back are parsed
@@ -11,105 +13,10 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { RecordProblem } from '../platform/types.ts';
-import type { Database, RunStatus } from '../warehouse/database.ts';
+import type { Database } from '../warehouse/database.ts';
 import { jsonbText } from '../warehouse/jsonb-text.ts';
 
 type Db = Kysely<Database>;
-
-const COUNTER_NAMES = ['pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'requests'] as const;
-
-/** Counters of a run. */
-export type RunCounts = Record<(typeof COUNTER_NAMES)[number], number>;
-
-/** Zero counts, to sum into. */
-export function emptyRunCounts(): RunCounts {
-  return { pages: 0, inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0, requests: 0 };
-}
-
-export interface StartRunInput {
-  resource: string;
-  /** e.g. 'incremental' or 'full'. */
-  mode?: string;
-  /** The job's parameters as given (window, since/until…); stored as jsonb. */
-  params?: unknown;
-  /** The BullMQ job id, to find the job from the run. */
-  jobId?: string;
-}
-
-/**
- * Records a run as `running` and returns its id. Times are the wall clock's, not the
- * transaction's: a run's rows may commit in a transaction opened long after it began.
- */
-export async function startRun(db: Db, org: string, input: StartRunInput): Promise<number> {
-  const row = await db
-    .insertInto('trainsync.runs')
-    .values({ org, resource: input.resource, mode: input.mode ?? null, params: jsonbText(input.params ?? {}), job_id: input.jobId ?? null, started_at: sql<Date>`clock_timestamp()` })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return row.id;
-}
-
-export interface FinishRunInput extends Partial<RunCounts> {
-  status: Exclude<RunStatus, 'running'>;
-  error?: string | undefined;
-  /** e.g. 'not applicable' (no unlimited plan) or 'not available'. */
-  note?: string | undefined;
-}
-
-/**
- * Adds counts to a running run, e.g. per batch in the same transaction as the
- * batch's rows and checkpoint, so a retried job's totals stay right.
- */
-export async function addRunCounts(db: Db, runId: number, counts: Partial<RunCounts>): Promise<void> {
-  const set = Object.fromEntries(COUNTER_NAMES.map((c) => [c, sql<number>`${sql.ref(c)} + ${counts[c] ?? 0}`]));
-  await db.updateTable('trainsync.runs').set(set).where('id', '=', runId).execute();
-}
-
-/**
- * Closes a run: status, finished_at, error and note, and the counts given (added to
- * what addRunCounts recorded).
- */
-export async function finishRun(db: Db, runId: number, input: FinishRunInput): Promise<void> {
-  await addRunCounts(db, runId, input);
-  await db
-    .updateTable('trainsync.runs')
-    .set({ status: input.status, finished_at: sql<Date>`clock_timestamp()`, error: input.error ?? null, note: input.note ?? null })
-    .where('id', '=', runId)
-    .execute();
-}
-
-/**
- * Marks the resource's other runs still `running` as failed (call it only while holding
- * the resource's exclusive lock); returns how many.
- */
-export async function closeAbandonedRuns(db: Db, org: string, resource: string, exceptRunId: number): Promise<number> {
-  const result = await db
-    .updateTable('trainsync.runs')
-    .set({ status: 'failed', finished_at: sql<Date>`clock_timestamp()`, error: 'cut off before it finished (its worker stopped or lost the database); a later run took over' })
-    .where('org', '=', org)
-    .where('resource', '=', resource)
-    .where('status', '=', 'running')
-    .where('id', '<>', exceptRunId)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
-}
-
-/** Closes the runs a removed job left running as cancelled, with why; returns how many. */
-export async function cancelRunsOfJob(db: Db, org: string, jobId: string, reason: string): Promise<number> {
-  const result = await db
-    .updateTable('trainsync.runs')
-    .set({ status: 'cancelled', finished_at: sql<Date>`clock_timestamp()`, error: reason })
-    .where('org', '=', org)
-    .where('job_id', '=', jobId)
-    .where('status', '=', 'running')
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
-}
-
-/** A run's counters, status and note as recorded (its totals over every attempt). */
-export async function runTotals(db: Db, runId: number): Promise<RunCounts & { status: RunStatus; note: string | null }> {
-  return db.selectFrom('trainsync.runs').select([...COUNTER_NAMES, 'status', 'note']).where('id', '=', runId).executeTakeFirstOrThrow();
-}
 
 /**
  * The checkpoint's value, parsed by `schema`; undefined when there is none. Keys are
@@ -188,49 +95,6 @@ export async function quarantineRecords(db: Db, org: string, runId: number | nul
   return Number(result.numAffectedRows ?? 0);
 }
 
-export interface RunSummary extends RunCounts {
-  id: number;
-  resource: string;
-  jobId: string | null;
-  mode: string | null;
-  status: RunStatus;
-  startedAt: Date;
-  finishedAt: Date | null;
-  error: string | null;
-  note: string | null;
-}
-
-/** The organisation's latest run of each resource, by resource name (for `status`). */
-export async function lastRuns(db: Db, org: string): Promise<RunSummary[]> {
-  const rows = await db
-    .selectFrom('trainsync.runs')
-    .distinctOn('resource')
-    .select(['id', 'resource', 'job_id', 'mode', 'status', 'started_at', 'finished_at', ...COUNTER_NAMES, 'error', 'note'])
-    .where('org', '=', org)
-    .orderBy('resource')
-    .orderBy('started_at', 'desc')
-    .orderBy('id', 'desc')
-    .execute();
-  return rows.map((r) => ({
-    id: r.id,
-    resource: r.resource,
-    jobId: r.job_id,
-    mode: r.mode,
-    status: r.status,
-    startedAt: r.started_at,
-    finishedAt: r.finished_at,
-    pages: r.pages,
-    inserted: r.inserted,
-    updated: r.updated,
-    unchanged: r.unchanged,
-    quarantined: r.quarantined,
-    removed: r.removed,
-    requests: r.requests,
-    error: r.error,
-    note: r.note,
-  }));
-}
-
 /** Distinct records this run quarantined: a record read again in the same run counts once. */
 export async function countQuarantined(db: Db, runId: number): Promise<number> {
   const row = await db.selectFrom('trainsync.quarantine').select(sql<number>`count(*)`.as('n')).where('run_id', '=', runId).executeTakeFirstOrThrow();
@@ -287,4 +151,30 @@ export async function quarantineCounts(db: Db, org: string): Promise<QuarantineC
     .orderBy('resource')
     .execute();
   return rows.map((r) => ({ resource: r.resource, count: Number(r.count), lastSeenAt: r.last_seen_at }));
+}
+
+/** The console's row of a quarantined record: the raw JSON's first 400 characters. */
+export interface QuarantinedRow {
+  id: number;
+  resource: string;
+  message: string;
+  page: number | null;
+  raw_text: string;
+  quarantined_at: Date;
+  times_seen: number;
+}
+
+/** The records a run quarantined, by id (the console's run page). */
+export async function runQuarantine(db: Db, org: string, runId: number, limit = 100): Promise<QuarantinedRow[]> {
+  const { rows } = await sql<QuarantinedRow>`
+    select id, resource, message, page, left(raw::text, 400) as raw_text, quarantined_at, times_seen
+      from trainsync.quarantine where org = ${org} and run_id = ${runId} order by id limit ${limit}`.execute(db);
+  return rows;
+}
+
+/** The windows a run left unfinished, by key (the console's run page). */
+export async function runUnfinishedWindows(db: Db, org: string, runId: number): Promise<Array<{ window_key: string; reason: string; recorded_at: Date }>> {
+  const { rows } = await sql<{ window_key: string; reason: string; recorded_at: Date }>`
+    select window_key, reason, recorded_at from trainsync.unfinished_windows where org = ${org} and run_id = ${runId} order by window_key`.execute(db);
+  return rows;
 }

@@ -5,7 +5,8 @@ import type { WebhookResultOutcome } from '../warehouse/webhook-tables.ts';
 import { sentAt, type Envelope, type EventPlan } from './events.ts';
 
 /**
- * Storage of webhook events (trainsync.webhook_events and webhook_event_results).
+ * The store of webhook events (trainsync.webhook_events and webhook_event_results): every
+ * statement that names them is here (test/table-owners.test.ts keeps it so).
  * Times that are compared with each other (received, fetched, processed) all come from
  * the database clock, so processes on several hosts agree. Every row belongs to one
  * organisation (`org`, the slug of the path the delivery came to): event ids and
@@ -214,4 +215,24 @@ export async function webhookBacklog(db: Kysely<Database>, org: string | readonl
     oldestWaitingSince: (waiting.oldest as Date | null) ?? null,
     lastDay: Object.fromEntries(day.map((d) => [d.outcome, Number(d.n)])),
   };
+}
+
+/** The console's row of a webhook event. */
+export interface EventRow {
+  org: string;
+  event_id: string;
+  event_type: string;
+  received_at: Date;
+  processed_at: Date | null;
+  outcome: string | null;
+  error: string | null;
+}
+
+/** One page of the events of `orgs`, newest first, filtered by outcome (`waiting`: not yet processed). */
+export async function recentEvents(db: Kysely<Database>, orgs: readonly string[], filter: { outcome?: string | undefined; page: number; pageSize: number }): Promise<{ rows: EventRow[]; hasMore: boolean }> {
+  const outcome = filter.outcome === 'waiting' ? sql`and outcome is null` : filter.outcome ? sql`and outcome = ${filter.outcome}` : sql``;
+  const { rows } = await sql<EventRow>`
+    select org, event_id, event_type, received_at, processed_at, outcome, error from trainsync.webhook_events where org = any(${orgs}::text[]) ${outcome}
+     order by received_at desc limit ${filter.pageSize + 1} offset ${(filter.page - 1) * filter.pageSize}`.execute(db);
+  return { rows: rows.slice(0, filter.pageSize), hasMore: rows.length > filter.pageSize };
 }

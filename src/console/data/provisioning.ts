@@ -1,10 +1,15 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
+import { countNeedingAttention, searchActionRows } from '../../provisioning/apply/actions-store.ts';
+import { recentFeedRows, type FeedListRow } from '../../provisioning/apply/feeds-store.ts';
 import type { Database } from '../../warehouse/database.ts';
 
 type Db = Kysely<Database>;
 
-/** Every query names the organisations it reads (`orgs`: the page's scope); actions and feeds are per organisation (0016). */
+/**
+ * Every query names the organisations it reads (`orgs`: the page's scope); actions and feeds are per organisation (0016).
+ * Actions and feeds are read through their stores (src/provisioning/apply/); the console's own changes are this file's.
+ */
 
 export interface ActionRow {
   org: string;
@@ -49,51 +54,30 @@ export interface AuditFilter {
   pageSize: number;
 }
 
-/** The provisioning audit trail, newest first, filtered. Indexed by (employee_id, created_at) and updated order. */
+/** The provisioning audit trail, newest first, filtered. */
 export async function searchActions(db: Db, orgs: readonly string[], filter: AuditFilter): Promise<ListPage<ActionRow>> {
-  const conditions = [sql`org = any(${orgs}::text[])`];
-  if (filter.who) {
-    const who = filter.who.trim();
-    conditions.push(sql`(employee_id = ${who} or lower(email) like ${`%${who.toLowerCase().replace(/[%_\\]/g, (c) => `\\${c}`)}%`})`);
-  }
-  if (filter.day) conditions.push(sql`updated_at >= ${filter.day}::date and updated_at < ${filter.day}::date + 1`);
-  if (filter.status) conditions.push(sql`status = ${filter.status}`);
-  if (filter.feed) conditions.push(sql`feed_hash = ${filter.feed}`);
-  const { rows } = await sql<Omit<ActionRow, 'before' | 'after'> & { before: unknown; after: unknown }>`
-    select a.org, a.action_id, a.employee_id, a.email, a.kind, a.group_id, g.name as group_name, a.status, a.error_code, a.error_message, a.attempts, a.before, a.after, a.updated_at
-      from (select * from trainsync.provisioning_actions where ${sql.join(conditions, sql` and `)}
-             order by updated_at desc, id desc limit ${filter.pageSize + 1} offset ${(filter.page - 1) * filter.pageSize}) a
-      left join training.groups g on g.org = a.org and g.group_id = a.group_id
-     order by a.updated_at desc, a.id desc`.execute(db);
+  const rows = await searchActionRows(db, orgs, {
+    who: filter.who,
+    day: filter.day,
+    status: filter.status,
+    feedHash: filter.feed,
+    limit: filter.pageSize + 1,
+    offset: (filter.page - 1) * filter.pageSize,
+  });
   const checked = rows.map((r) => ({ ...r, before: r.before === null ? null : stateColumn.parse(r.before), after: stateColumn.parse(r.after) }));
   return pageOf(checked, filter.pageSize);
 }
 
-export interface FeedRow {
-  id: number;
-  org: string;
-  hash: string;
-  path: string;
-  mode: string;
-  dry_run: boolean;
-  rows: number;
-  errors: number;
-  actions: number;
-  refused: string | null;
-  created_at: Date;
-}
+export type FeedRow = FeedListRow;
 
 /** One page of the feeds read, newest first. */
 export async function recentFeeds(db: Db, orgs: readonly string[], list: { page: number; pageSize: number }): Promise<ListPage<FeedRow>> {
-  const { rows } = await sql<FeedRow>`
-    select id, org, hash, regexp_replace(path, '^.*/', '') as path, mode, dry_run, rows, errors, actions, refused, created_at
-      from trainsync.feeds where org = any(${orgs}::text[]) order by id desc limit ${list.pageSize + 1} offset ${(list.page - 1) * list.pageSize}`.execute(db);
+  const rows = await recentFeedRows(db, orgs, { limit: list.pageSize + 1, offset: (list.page - 1) * list.pageSize });
   return pageOf(rows, list.pageSize);
 }
 
-export async function attentionCount(db: Db, orgs: readonly string[]): Promise<number> {
-  const { rows } = await sql<{ n: number }>`select count(*)::int as n from trainsync.provisioning_actions where org = any(${orgs}::text[]) and status in ('failed', 'needs-identity')`.execute(db);
-  return rows[0]?.n ?? 0;
+export function attentionCount(db: Db, orgs: readonly string[]): Promise<number> {
+  return countNeedingAttention(db, orgs);
 }
 
 /** `org`: the organisation the change acted in (the row's own); null for one that spans all (bull-board's queue actions). */

@@ -2,6 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Database } from '../../warehouse/database.ts';
 import type { IdentitiesTable } from '../../warehouse/provisioning-tables.ts';
 import type { AppliedEmployee } from '../plan/types.ts';
+import { allIdentities } from './identities-store.ts';
 
 /** One `trainsync.identities` row as the planner's applied state. */
 export function toAppliedEmployee(row: Selectable<IdentitiesTable>): AppliedEmployee {
@@ -21,6 +22,5 @@ export function toAppliedEmployee(row: Selectable<IdentitiesTable>): AppliedEmpl
 
 /** Every employee's last applied state in one organisation, for `planProvisioning`. */
 export async function loadAppliedEmployees(db: Kysely<Database>, org: string): Promise<AppliedEmployee[]> {
-  const rows = await db.selectFrom('trainsync.identities').selectAll().where('org', '=', org).orderBy('employee_id').execute();
-  return rows.map(toAppliedEmployee);
+  return (await allIdentities(db, org)).map(toAppliedEmployee);
 }

@@ -3,8 +3,8 @@ import { isNotOffered, PlatformError } from '../../platform/errors.ts';
 import type { PlatformUser } from '../../platform/schemas.ts';
 import { asRole } from '../plan/adopt.ts';
 import type { CreateUserPayload } from './actions.ts';
-import { finishAction } from './audit.ts';
-import { closeMembershipsOfOtherAccounts, releasePlatformUserId, upsertAccountIdentity } from './identities.ts';
+import { finishAction } from './actions-store.ts';
+import { closeMembershipsOfOtherAccounts, releasePlatformUserId, upsertAccountIdentity } from './identities-store.ts';
 import { runAction, type ActionOutcome } from './run-action.ts';
 import { withTransaction } from '../../warehouse/transaction.ts';
 

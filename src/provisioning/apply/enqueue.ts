@@ -7,7 +7,7 @@ import type { Database } from '../../warehouse/database.ts';
 import type { ProvisioningSource } from '../../warehouse/provisioning-tables.ts';
 import type { Plan } from '../plan/types.ts';
 import { jobForAction, jobIdForAction } from './actions.ts';
-import { auditEntryFor, auditRows, finishAction, openActions, recordQueuedActions, type AuditEntry, type AuditRow } from './audit.ts';
+import { auditEntryFor, auditRows, finishAction, openActions, recordQueuedActions, type AuditEntry, type AuditRow } from './actions-store.ts';
 
 /** What enqueuing and waiting need: the database (audit rows), the queue and a log. */
 export interface ApplyDeps {

@@ -3,9 +3,9 @@ import type { Config } from '../../config.ts';
 import type { ActionQueue, ChainSpec } from '../../queue/action-queue.ts';
 import { requireSecretKey } from '../../config.ts';
 import { jobIdForAction, PROVISION_JOBS, setPasswordPayloadSchema } from './actions.ts';
-import { recordQueuedActions, type AuditRow } from './audit.ts';
+import { recordQueuedActions, type AuditRow } from './actions-store.ts';
 import { waitForActions, type ApplyDeps } from './enqueue.ts';
-import { findIdentityByEmail } from './identities.ts';
+import { findIdentityByEmail } from './identities-store.ts';
 import { encryptSecret } from './secrets.ts';
 
 /** What queueing a password change needs: the audit table, the queue, the secret key. */

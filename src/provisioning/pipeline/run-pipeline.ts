@@ -1,7 +1,6 @@
-import { sql } from 'kysely';
 import { loadAppliedEmployees, toAppliedEmployee } from '../apply/applied-state.ts';
 import { enqueuePlan, type EnqueueResult } from '../apply/enqueue.ts';
-import { insertAdoptedIdentities } from '../apply/identities.ts';
+import { identitiesOf, insertAdoptedIdentities } from '../apply/identities-store.ts';
 import { planProvisioning } from '../plan/plan.ts';
 import type { AppliedEmployee, Plan } from '../plan/types.ts';
 import { loadLeaverSince } from '../platform-view.ts';
@@ -68,13 +67,7 @@ async function loadApplied(deps: PipelineDeps, desired: DesiredState): Promise<A
   if (desired.rows.length === 0) return [];
   const ids = desired.rows.map((r) => r.employeeId);
   const emails = desired.rows.map((r) => r.email);
-  const rows = await deps.db
-    .selectFrom('trainsync.identities')
-    .selectAll()
-    .where('org', '=', deps.org)
-    .where((eb) => eb.or([eb('employee_id', 'in', ids), eb(sql<string>`lower(email)`, 'in', emails)]))
-    .execute();
-  return rows.map(toAppliedEmployee);
+  return (await identitiesOf(deps.db, deps.org, ids, emails)).map(toAppliedEmployee);
 }
 
 function withoutEmployees(plan: Plan, held: ReadonlySet<string>): Pick<Plan, 'actions' | 'byEmployee'> {

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { JobContext } from '../../runtime/context.ts';
 import { resultsTableEmpty } from '../../warehouse/load-results.ts';
-import { getCheckpoint, saveCheckpoint, type RunCounts } from '../sync-state.ts';
+import { type RunCounts } from '../runs-store.ts';
+import { getCheckpoint, saveCheckpoint } from '../sync-state.ts';
 import { walkResults } from './walk.ts';
 
 const readCheckpointSchema = z.object({

@@ -1,6 +1,7 @@
 import type { JobContext } from '../../runtime/context.ts';
 import { clearSightings, markUnseenResultsRemoved } from '../../warehouse/load-results.ts';
-import { countQuarantined, deleteCheckpoints, emptyRunCounts, finishRun, recordUnfinishedWindows, setWatermark } from '../sync-state.ts';
+import { emptyRunCounts, finishRun } from '../runs-store.ts';
+import { countQuarantined, deleteCheckpoints, recordUnfinishedWindows, setWatermark } from '../sync-state.ts';
 import { withRetriedTransaction } from '../../warehouse/transaction.ts';
 import { onDays, windowKey } from './days.ts';
 import { walkAllResults } from './full-walk.ts';

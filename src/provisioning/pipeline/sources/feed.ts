@@ -1,6 +1,6 @@
 import { errorMessage } from '../../../lib/errors.ts';
 import { snapshotEmployees, type EmployeeSnapshotCounts } from '../../../warehouse/load-employees.ts';
-import { recordFeed } from '../../apply/audit.ts';
+import { recordFeed } from '../../apply/feeds-store.ts';
 import type { FeedFormat, FeedRow } from '../../feed/types.ts';
 import type { MaxDisable, PlanMode } from '../../plan/types.ts';
 import type { PipelineDeps, Source } from '../types.ts';

@@ -1,6 +1,7 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../../../warehouse/database.ts';
-import type { FeedRole, FeedRow } from '../../feed/types.ts';
+import { snapshotWithIdentities } from '../../apply/identities-store.ts';
+import type { FeedRow } from '../../feed/types.ts';
 import type { MaxDisable } from '../../plan/types.ts';
 import type { Source } from '../types.ts';
 
@@ -20,28 +21,9 @@ import type { Source } from '../types.ts';
 /** The snapshot `reconcile --fix` plans from. */
 export const RECONCILE_SOURCE = 'training.employees';
 
-interface SnapshotRow {
-  employee_id: string;
-  email: string;
-  first_name: string | null;
-  last_name: string | null;
-  status: 'active' | 'inactive';
-  removed_at: Date | null;
-  identity_email: string;
-  groups: string[];
-  role: FeedRole | null;
-  organisation_identifier: string | null;
-}
-
 /** One organisation's snapshot employees that have an identity, as feed rows (a removed employee is inactive). */
 export async function snapshotRows(db: Kysely<Database>, org: string): Promise<FeedRow[]> {
-  const { rows } = await sql<SnapshotRow>`
-    select e.employee_id, e.email, e.first_name, e.last_name, e.status, e.removed_at,
-           i.email as identity_email, i.groups::text[] as groups, i.role, i.organisation_identifier
-      from training.employees e
-      join trainsync.identities i on i.org = e.org and i.employee_id = e.employee_id
-     where e.org = ${org}
-     order by e.employee_id`.execute(db);
+  const rows = await snapshotWithIdentities(db, org);
   return rows.map((r, index) => ({
     line: index + 1,
     employeeId: r.employee_id,

@@ -1,13 +1,16 @@
 import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { Database } from '../../warehouse/database.ts';
 import type { IdentitiesTable } from '../../warehouse/provisioning-tables.ts';
+import type { PgLender } from '../../warehouse/transaction.ts';
 import type { FeedRole } from '../feed/types.ts';
 import type { AppliedEmployee } from '../plan/types.ts';
 
 /**
- * `trainsync.identities`: per employee, the e-mail, the HR employee id and the platform
- * user id kept together, with the state trainsync last made true on the platform.
+ * The store of `trainsync.identities`: per employee, the e-mail, the HR employee id and the
+ * platform user id kept together, with the state trainsync last made true on the platform.
  * Every write bumps `version` (the planner's action ids include it; see plan-action-id.ts).
+ * Every statement that names the table is here (test/table-owners.test.ts keeps it so);
+ * other wings and the commands call these functions with their scoped handle.
  * Per organisation: every function takes the org's slug and reads or writes its rows only
  * (an employee id, an e-mail and a platform user id are unique within one organisation).
  */
@@ -26,6 +29,131 @@ export async function findIdentityByEmail(db: Db, org: string, email: string): P
     .where('org', '=', org)
     .where(sql<string>`lower(email)`, '=', email.toLowerCase())
     .executeTakeFirst();
+}
+
+/** Every identity of the organisation, by employee id: the planner's applied state. */
+export async function allIdentities(db: Db, org: string): Promise<IdentityRow[]> {
+  return db.selectFrom('trainsync.identities').selectAll().where('org', '=', org).orderBy('employee_id').execute();
+}
+
+/** The identities of the given employees, or holding one of the given e-mails (lower case). */
+export async function identitiesOf(db: Db, org: string, employeeIds: readonly string[], emails: readonly string[] = []): Promise<IdentityRow[]> {
+  if (employeeIds.length === 0 && emails.length === 0) return [];
+  return db
+    .selectFrom('trainsync.identities')
+    .selectAll()
+    .where('org', '=', org)
+    .where((eb) =>
+      eb.or([
+        ...(employeeIds.length > 0 ? [eb('employee_id', 'in', employeeIds)] : []),
+        ...(emails.length > 0 ? [eb(sql<string>`lower(email)`, 'in', emails)] : []),
+      ]),
+    )
+    .execute();
+}
+
+/** How many identities the organisation has, and how many of them trainsync last made active. */
+export async function countIdentities(db: Db, org: string): Promise<{ accounts: number; active: number }> {
+  return db
+    .selectFrom('trainsync.identities')
+    .select([sql<number>`count(*)::int`.as('accounts'), sql<number>`count(*) filter (where active)::int`.as('active')])
+    .where('org', '=', org)
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * The active employees trainsync knows for one organisation: those it last applied as active
+ * (trainsync.identities) and those the last HR snapshot lists as active (training.employees,
+ * not removed), each counted once. The base of the feed-shrink guard: a full feed leaves
+ * every one of them it does not list without access (the first) or removed (the second).
+ */
+export async function countKnownActive(db: Db, org: string): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    select count(*)::int as n from (
+      select employee_id from trainsync.identities where org = ${org} and active
+      union
+      select employee_id from training.employees where org = ${org} and status = 'active' and removed_at is null
+    ) known`.execute(db);
+  return rows[0]?.n ?? 0;
+}
+
+/**
+ * When trainsync last wrote an identity of the organisation (null: never), as a subquery for
+ * a statement of another table: compared in the database, at Postgres's microseconds.
+ */
+export function lastIdentityWriteSql(org: string): RawBuilder<Date | null> {
+  return sql<Date | null>`(select max(i.updated_at) from trainsync.identities i where i.org = ${org})`;
+}
+
+/** A snapshot employee (training.employees) that has an identity, with what only the identity keeps. */
+export interface SnapshotIdentityRow {
+  employee_id: string;
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+  status: 'active' | 'inactive';
+  removed_at: Date | null;
+  identity_email: string;
+  groups: string[];
+  role: FeedRole | null;
+  organisation_identifier: string | null;
+}
+
+/** One organisation's snapshot employees that have an identity, by employee id (`reconcile --fix`). */
+export async function snapshotWithIdentities(db: Db, org: string): Promise<SnapshotIdentityRow[]> {
+  const { rows } = await sql<SnapshotIdentityRow>`
+    select e.employee_id, e.email, e.first_name, e.last_name, e.status, e.removed_at,
+           i.email as identity_email, i.groups::text[] as groups, i.role, i.organisation_identifier
+      from training.employees e
+      join trainsync.identities i on i.org = e.org and i.employee_id = e.employee_id
+     where e.org = ${org}
+     order by e.employee_id`.execute(db);
+  return rows;
+}
+
+/**
+ * The groups an employee's identity holds, as a subquery for a statement of another table
+ * (a SCIM User inserted starts from them, in the same statement); '{}' without an identity.
+ */
+export function identityGroupsSql(org: string, employeeId: string): RawBuilder<string[]> {
+  return sql<string[]>`coalesce((select i.groups from trainsync.identities i where i.org = ${org} and i.employee_id = ${employeeId}), '{}')`;
+}
+
+/** The employees whose identity has no platform id yet, as a subquery for a statement of another table. */
+export function employeesWithoutAccountSql(org: string): RawBuilder<string> {
+  return sql<string>`(select i.employee_id from trainsync.identities i where i.org = ${org} and i.platform_user_id is null)`;
+}
+
+/**
+ * Gives employees without an account the one their create job made (a SCIM create is
+ * answered before the platform call, so its employee row is written without it). Only
+ * rows with user_id null are looked at (an index range), so the SCIM sweep can run it often.
+ */
+export async function fillNewAccounts(lend: PgLender, org: string): Promise<number> {
+  return lend(async (client) => {
+    const { rowCount } = await client.query(
+      `update training.employees e set user_id = i.platform_user_id, updated_at = clock_timestamp()
+       from trainsync.identities i
+       where e.org = $1 and e.user_id is null and i.org = e.org and i.employee_id = e.employee_id and i.platform_user_id is not null`,
+      [org],
+    );
+    return rowCount ?? 0;
+  });
+}
+
+/**
+ * A platform id learned for an identity that had none (a SCIM create's, looked up later):
+ * set only while no other identity of the organisation holds it (the unique index).
+ */
+export async function learnPlatformUserId(db: Db, org: string, employeeId: string, platformUserId: string): Promise<void> {
+  await db
+    .updateTable('trainsync.identities')
+    .set({ platform_user_id: platformUserId, updated_at: sql<Date>`now()` })
+    .where('org', '=', org)
+    .where('employee_id', '=', employeeId)
+    .where('platform_user_id', 'is', null)
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('trainsync.identities as other').select('other.employee_id').where('other.org', '=', org).where('other.platform_user_id', '=', platformUserId))))
+    .execute();
 }
 
 export interface AccountIdentity {

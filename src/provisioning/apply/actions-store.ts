@@ -1,11 +1,12 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { Database } from '../../warehouse/database.ts';
 import type { ProvisioningActionKind, ProvisioningActionStatus, ProvisioningActionsTable, ProvisioningSource } from '../../warehouse/provisioning-tables.ts';
 import type { ActionState, PlannedAction } from '../plan/types.ts';
 
 /**
- * The audit trail in `trainsync.provisioning_actions`: one row per action id (the
- * BullMQ job id). The enqueuer writes the row first (status `queued`); the job counts
+ * The store of `trainsync.provisioning_actions`, the audit trail: one row per action id (the
+ * BullMQ job id). Every statement that names the table is here (test/table-owners.test.ts
+ * keeps it so): SCIM, the console and the commands call these functions with their scoped handle. The enqueuer writes the row first (status `queued`); the job counts
  * its attempts and records how it ended, in the same transaction as the identity
  * change it made. No secret ever goes in: a password change records only that it happened.
  * Per organisation: action ids repeat across organisations (they come from employee ids
@@ -221,33 +222,141 @@ export async function actionsNeedingAttention(db: Db, org: string, limit = 50): 
   return rows.map(toAuditRow);
 }
 
-export interface FeedRecord {
-  hash: string;
-  path: string;
-  format: 'csv' | 'jsonl';
-  mode: 'full' | 'delta';
-  dryRun: boolean;
-  rows: number;
-  errors: number;
-  actions: number;
-  refused: string | null;
+/** An action as recorded, for `retry` to enqueue it again as it was. */
+export interface RecordedAction {
+  action_id: string;
+  employee_id: string;
+  email: string;
+  kind: string;
+  group_id: string | null;
+  seq: number;
+  before: unknown;
+  after: unknown;
+  status: string;
+  feed_hash: string | null;
 }
 
-/** Every feed read (dry runs and refusals included) with its hash. */
-export async function recordFeed(db: Db, org: string, feed: FeedRecord): Promise<void> {
-  await db
-    .insertInto('trainsync.feeds')
-    .values({
-      org,
-      hash: feed.hash,
-      path: feed.path,
-      format: feed.format,
-      mode: feed.mode,
-      dry_run: feed.dryRun,
-      rows: feed.rows,
-      errors: feed.errors,
-      actions: feed.actions,
-      refused: feed.refused,
-    })
+export async function findAction(db: Db, org: string, actionId: string): Promise<RecordedAction | undefined> {
+  return db
+    .selectFrom('trainsync.provisioning_actions')
+    .select(['action_id', 'employee_id', 'email', 'kind', 'group_id', 'seq', 'before', 'after', 'status', 'feed_hash'])
+    .where('org', '=', org)
+    .where('action_id', '=', actionId)
+    .executeTakeFirst();
+}
+
+/** The disables a source planned within `window` (a Postgres interval): the guards' rolling count. */
+export async function countRecentDisables(db: Db, org: string, source: string, window: string): Promise<number> {
+  const { rows } = await sql<{ recent: number }>`
+    select count(*)::int as recent from trainsync.provisioning_actions
+     where org = ${org} and kind = 'disable' and source = ${source} and created_at > now() - ${window}::interval`.execute(db);
+  return rows[0]?.recent ?? 0;
+}
+
+/** The employee's latest action still `queued` (or `planned`), if any: a new job of theirs can wait for it. */
+export async function lastOpenAction(db: Db, org: string, employeeId: string): Promise<string | undefined> {
+  const open = await db
+    .selectFrom('trainsync.provisioning_actions')
+    .select('action_id')
+    .where('org', '=', org)
+    .where('employee_id', '=', employeeId)
+    .where('status', 'in', ['planned', 'queued'])
+    .orderBy(sql`created_at`, 'desc')
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return open?.action_id;
+}
+
+/**
+ * Creates that succeeded without a lookup (`lookUp: 'later'`) whose platform id was never
+ * resolved, of the employees `ofEmployees` lists (a subquery: the sweep runs this often, so the
+ * rows it would drop are never read).
+ */
+export async function unresolvedCreates(db: Db, org: string, ofEmployees: RawBuilder<string>): Promise<Array<{ action_id: string; employee_id: string; updated_at: Date }>> {
+  return db
+    .selectFrom('trainsync.provisioning_actions')
+    .select(['action_id', 'employee_id', 'updated_at'])
+    .where('org', '=', org)
+    .where('employee_id', 'in', ofEmployees)
+    .where('kind', '=', 'create-user')
+    .where('status', '=', 'succeeded')
+    .where(sql<boolean>`after->>'lookUp' = 'later' and after->'resolved' is null`)
     .execute();
+}
+
+/** Creates still `queued` (or `planned`). */
+export async function countOpenCreates(db: Db, org: string): Promise<number> {
+  const { open } = await db
+    .selectFrom('trainsync.provisioning_actions')
+    .select(sql<number>`count(*)::int`.as('open'))
+    .where('org', '=', org)
+    .where('kind', '=', 'create-user')
+    .where('status', 'in', ['planned', 'queued'])
+    .executeTakeFirstOrThrow();
+  return open;
+}
+
+/** Records on each create's after-state whether its platform id was found (`resolved`) and which (null: not found). */
+export async function markCreatesResolved(db: Db, org: string, outcomes: ReadonlyArray<{ actionId: string; platformUserId: string | null }>): Promise<void> {
+  if (outcomes.length === 0) return;
+  await sql`
+    update trainsync.provisioning_actions a
+       set after = a.after || jsonb_build_object('resolved', n.platform_user_id is not null, 'platformUserId', n.platform_user_id)
+      from unnest(${outcomes.map((o) => o.actionId)}::text[], ${outcomes.map((o) => o.platformUserId)}::uuid[]) as n(action_id, platform_user_id)
+     where a.org = ${org} and a.action_id = n.action_id`.execute(db);
+}
+
+/** The console's row of an action: the group's name joined from training.groups, before and after as stored. */
+export interface ActionListRow {
+  org: string;
+  action_id: string;
+  employee_id: string;
+  email: string;
+  kind: string;
+  group_id: string | null;
+  group_name: string | null;
+  status: string;
+  error_code: string | null;
+  error_message: string | null;
+  attempts: number;
+  before: unknown;
+  after: unknown;
+  updated_at: Date;
+}
+
+export interface ActionSearch {
+  /** Employee id or e-mail (substring, case-insensitive). */
+  who?: string | undefined;
+  /** A UTC day, YYYY-MM-DD. */
+  day?: string | undefined;
+  status?: string | undefined;
+  feedHash?: string | undefined;
+  limit: number;
+  offset: number;
+}
+
+/** The actions of `orgs` matching `search`, newest first. Indexed by (employee_id, created_at) and updated order. */
+export async function searchActionRows(db: Db, orgs: readonly string[], search: ActionSearch): Promise<ActionListRow[]> {
+  const conditions = [sql`org = any(${orgs}::text[])`];
+  if (search.who) {
+    const who = search.who.trim();
+    conditions.push(sql`(employee_id = ${who} or lower(email) like ${`%${who.toLowerCase().replace(/[%_\\]/g, (c) => `\\${c}`)}%`})`);
+  }
+  if (search.day) conditions.push(sql`updated_at >= ${search.day}::date and updated_at < ${search.day}::date + 1`);
+  if (search.status) conditions.push(sql`status = ${search.status}`);
+  if (search.feedHash) conditions.push(sql`feed_hash = ${search.feedHash}`);
+  const { rows } = await sql<ActionListRow>`
+    select a.org, a.action_id, a.employee_id, a.email, a.kind, a.group_id, g.name as group_name, a.status, a.error_code, a.error_message, a.attempts, a.before, a.after, a.updated_at
+      from (select * from trainsync.provisioning_actions where ${sql.join(conditions, sql` and `)}
+             order by updated_at desc, id desc limit ${search.limit} offset ${search.offset}) a
+      left join training.groups g on g.org = a.org and g.group_id = a.group_id
+     order by a.updated_at desc, a.id desc`.execute(db);
+  return rows;
+}
+
+/** Actions of `orgs` a person has to look at (ATTENTION_STATUSES). */
+export async function countNeedingAttention(db: Db, orgs: readonly string[]): Promise<number> {
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from trainsync.provisioning_actions where org = any(${orgs}::text[]) and status in ('failed', 'needs-identity')`.execute(db);
+  return rows[0]?.n ?? 0;
 }

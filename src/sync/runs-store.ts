@@ -1,0 +1,251 @@
+/**
+ * The store of `trainsync.runs`: one row per execution of a sync job, with its counts.
+ * Every statement that names the table is here (test/table-owners.test.ts keeps it so): the
+ * sync engine records runs, `status` and the console read them, provisioning asks when the
+ * last clean users sync began. Checkpoints, watermarks, unfinished windows and quarantined
+ * records stay in sync-state.ts.
+ *
+ * Every function takes Kysely first: the caller's scoped handle, or `tx.db` inside a
+ * transaction (so counts commit with their rows). Functions that name runs by resource or
+ * job take the organisation's slug next; functions given a run id need none: run ids are one
+ * sequence across organisations, so an id names one organisation's run. The console's reads
+ * take the organisations of its page (`orgs`).
+ */
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { Database, RunStatus } from '../warehouse/database.ts';
+import { jsonbText } from '../warehouse/jsonb-text.ts';
+
+type Db = Kysely<Database>;
+
+const COUNTER_NAMES = ['pages', 'inserted', 'updated', 'unchanged', 'quarantined', 'removed', 'requests'] as const;
+
+/** Counters of a run. */
+export type RunCounts = Record<(typeof COUNTER_NAMES)[number], number>;
+
+/** Zero counts, to sum into. */
+export function emptyRunCounts(): RunCounts {
+  return { pages: 0, inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0, requests: 0 };
+}
+
+export interface StartRunInput {
+  resource: string;
+  /** e.g. 'incremental' or 'full'. */
+  mode?: string;
+  /** The job's parameters as given (window, since/until…); stored as jsonb. */
+  params?: unknown;
+  /** The BullMQ job id, to find the job from the run. */
+  jobId?: string;
+}
+
+/**
+ * Records a run as `running` and returns its id. Times are the wall clock's, not the
+ * transaction's: a run's rows may commit in a transaction opened long after it began.
+ */
+export async function startRun(db: Db, org: string, input: StartRunInput): Promise<number> {
+  const row = await db
+    .insertInto('trainsync.runs')
+    .values({ org, resource: input.resource, mode: input.mode ?? null, params: jsonbText(input.params ?? {}), job_id: input.jobId ?? null, started_at: sql<Date>`clock_timestamp()` })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export interface FinishRunInput extends Partial<RunCounts> {
+  status: Exclude<RunStatus, 'running'>;
+  error?: string | undefined;
+  /** e.g. 'not applicable' (no unlimited plan) or 'not available'. */
+  note?: string | undefined;
+}
+
+/**
+ * Adds counts to a running run, e.g. per batch in the same transaction as the
+ * batch's rows and checkpoint, so a retried job's totals stay right.
+ */
+export async function addRunCounts(db: Db, runId: number, counts: Partial<RunCounts>): Promise<void> {
+  const set = Object.fromEntries(COUNTER_NAMES.map((c) => [c, sql<number>`${sql.ref(c)} + ${counts[c] ?? 0}`]));
+  await db.updateTable('trainsync.runs').set(set).where('id', '=', runId).execute();
+}
+
+/**
+ * Closes a run: status, finished_at, error and note, and the counts given (added to
+ * what addRunCounts recorded).
+ */
+export async function finishRun(db: Db, runId: number, input: FinishRunInput): Promise<void> {
+  await addRunCounts(db, runId, input);
+  await db
+    .updateTable('trainsync.runs')
+    .set({ status: input.status, finished_at: sql<Date>`clock_timestamp()`, error: input.error ?? null, note: input.note ?? null })
+    .where('id', '=', runId)
+    .execute();
+}
+
+/**
+ * Marks the resource's other runs still `running` as failed (call it only while holding
+ * the resource's exclusive lock); returns how many.
+ */
+export async function closeAbandonedRuns(db: Db, org: string, resource: string, exceptRunId: number): Promise<number> {
+  const result = await db
+    .updateTable('trainsync.runs')
+    .set({ status: 'failed', finished_at: sql<Date>`clock_timestamp()`, error: 'cut off before it finished (its worker stopped or lost the database); a later run took over' })
+    .where('org', '=', org)
+    .where('resource', '=', resource)
+    .where('status', '=', 'running')
+    .where('id', '<>', exceptRunId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** Closes the runs a removed job left running as cancelled, with why; returns how many. */
+export async function cancelRunsOfJob(db: Db, org: string, jobId: string, reason: string): Promise<number> {
+  const result = await db
+    .updateTable('trainsync.runs')
+    .set({ status: 'cancelled', finished_at: sql<Date>`clock_timestamp()`, error: reason })
+    .where('org', '=', org)
+    .where('job_id', '=', jobId)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** A run's counters, status and note as recorded (its totals over every attempt). */
+export async function runTotals(db: Db, runId: number): Promise<RunCounts & { status: RunStatus; note: string | null }> {
+  return db.selectFrom('trainsync.runs').select([...COUNTER_NAMES, 'status', 'note']).where('id', '=', runId).executeTakeFirstOrThrow();
+}
+
+
+export interface RunSummary extends RunCounts {
+  id: number;
+  resource: string;
+  jobId: string | null;
+  mode: string | null;
+  status: RunStatus;
+  startedAt: Date;
+  finishedAt: Date | null;
+  error: string | null;
+  note: string | null;
+}
+
+/** The organisation's latest run of each resource, by resource name (for `status`). */
+export async function lastRuns(db: Db, org: string): Promise<RunSummary[]> {
+  const rows = await db
+    .selectFrom('trainsync.runs')
+    .distinctOn('resource')
+    .select(['id', 'resource', 'job_id', 'mode', 'status', 'started_at', 'finished_at', ...COUNTER_NAMES, 'error', 'note'])
+    .where('org', '=', org)
+    .orderBy('resource')
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+  return rows.map((r) => ({
+    id: r.id,
+    resource: r.resource,
+    jobId: r.job_id,
+    mode: r.mode,
+    status: r.status,
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
+    pages: r.pages,
+    inserted: r.inserted,
+    updated: r.updated,
+    unchanged: r.unchanged,
+    quarantined: r.quarantined,
+    removed: r.removed,
+    requests: r.requests,
+    error: r.error,
+    note: r.note,
+  }));
+}
+
+
+/**
+ * The start of the organisation's latest run of `resource` that succeeded with every record
+ * read (no note, nothing quarantined), if it began within the last `withinMinutes` and after
+ * `after` (a subquery of the caller's statement, null for never: provisioning's last write).
+ */
+export async function latestCleanRunStart(db: Db, org: string, resource: string, options: { withinMinutes: number; after: RawBuilder<Date | null> }): Promise<Date | undefined> {
+  const { rows } = await sql<{ started_at: Date }>`
+    select r.started_at
+      from trainsync.runs r
+     where r.org = ${org} and r.resource = ${resource} and r.status = 'succeeded' and r.note is null and r.quarantined = 0
+       and r.started_at >= now() - make_interval(mins => ${options.withinMinutes})
+       and r.started_at > coalesce(${options.after}, '-infinity')
+     order by r.started_at desc
+     limit 1`.execute(db);
+  return rows[0]?.started_at;
+}
+
+/** The console's row of a run: its duration and rows (inserted + updated + unchanged) worked out. */
+export interface RunRow {
+  id: number;
+  org: string;
+  resource: string;
+  mode: string | null;
+  status: string;
+  started_at: Date;
+  finished_at: Date | null;
+  seconds: number | null;
+  rows: number;
+  /** HTTP requests to the platform (every attempt; 0 for runs before they were counted). */
+  requests: number;
+  pages: number;
+  inserted: number;
+  updated: number;
+  unchanged: number;
+  quarantined: number;
+  removed: number;
+  error: string | null;
+  note: string | null;
+}
+
+const RUN_COLUMNS = sql`id, org, resource, mode, status, started_at, finished_at,
+  extract(epoch from (finished_at - started_at))::float8 as seconds,
+  (inserted + updated + unchanged)::int as rows, requests, pages, inserted, updated, unchanged, quarantined, removed, error, note`;
+
+export interface RunFilter {
+  resource?: string | undefined;
+  status?: string | undefined;
+  page: number;
+  pageSize: number;
+}
+
+/** One page of the runs of `orgs`, newest first; `hasMore` when an older page exists. Uses runs' (resource, started_at) order. */
+export async function listRuns(db: Db, orgs: readonly string[], filter: RunFilter): Promise<{ runs: RunRow[]; hasMore: boolean }> {
+  const conditions = [sql`org = any(${orgs}::text[])`];
+  if (filter.resource) conditions.push(sql`resource = ${filter.resource}`);
+  if (filter.status) conditions.push(sql`status = ${filter.status}`);
+  const { rows } = await sql<RunRow>`
+    select ${RUN_COLUMNS} from trainsync.runs where ${sql.join(conditions, sql` and `)}
+     order by started_at desc, id desc limit ${filter.pageSize + 1} offset ${(filter.page - 1) * filter.pageSize}`.execute(db);
+  return { runs: rows.slice(0, filter.pageSize), hasMore: rows.length > filter.pageSize };
+}
+
+/** The latest run of each resource of each of `orgs` (the console's overview; `lastRuns` is status's). */
+export async function latestRuns(db: Db, orgs: readonly string[]): Promise<RunRow[]> {
+  const { rows } = await sql<RunRow>`
+    select distinct on (org, resource) ${RUN_COLUMNS} from trainsync.runs where org = any(${orgs}::text[])
+     order by org, resource, started_at desc, id desc`.execute(db);
+  return rows;
+}
+
+/** The resources `orgs` have runs of, by name. */
+export async function resourcesWithRuns(db: Db, orgs: readonly string[]): Promise<string[]> {
+  const { rows } = await sql<{ resource: string }>`select distinct resource from trainsync.runs where org = any(${orgs}::text[]) order by 1`.execute(db);
+  return rows.map((r) => r.resource);
+}
+
+/** The last `limit` finished runs of a resource, oldest first: the chart's points. */
+export async function runSeries(db: Db, orgs: readonly string[], resource: string, limit = 200): Promise<Array<{ t: number; seconds: number; rows: number; requests: number }>> {
+  const { rows } = await sql<{ t: number; seconds: number; rows: number; requests: number }>`
+    select * from (
+      select extract(epoch from started_at)::float8 as t, extract(epoch from (finished_at - started_at))::float8 as seconds,
+             (inserted + updated + unchanged)::int as rows, requests
+        from trainsync.runs where org = any(${orgs}::text[]) and resource = ${resource} and finished_at is not null
+       order by started_at desc limit ${limit}) last order by t`.execute(db);
+  return rows;
+}
+
+/** A run by its id (ids are global), if it is one of `orgs`'. */
+export async function getRun(db: Db, orgs: readonly string[], id: number): Promise<RunRow | undefined> {
+  const { rows } = await sql<RunRow>`select ${RUN_COLUMNS} from trainsync.runs where id = ${id} and org = any(${orgs}::text[])`.execute(db);
+  return rows[0];
+}

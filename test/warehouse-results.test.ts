@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { resultSchema, type Result } from '../src/platform/schemas.ts';
-import { markUnseenResultsRemoved, recordSightings, upsertResults } from '../src/warehouse/load-results.ts';
+import { markUnseenResultsRemoved, recordSightings, upsertResults } from './helpers/resource-loaders.ts';
 import { getCheckpoint, saveCheckpoint, startRun } from '../src/sync/sync-state.ts';
 import { withTransaction } from '../src/warehouse/transaction.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';

@@ -19,7 +19,8 @@ import { createLogger } from '../src/runtime/log.ts';
 import type { Result } from '../src/platform/schemas.ts';
 import { copyLines, type CopyValue } from '../src/warehouse/copy-text.ts';
 import type { LoadCounts } from '../src/warehouse/load-counts.ts';
-import { upsertResults } from '../src/warehouse/load-results.ts';
+import { results as resultsResource } from '../src/sync/resources/results.ts';
+import { upsertStaged } from '../src/warehouse/load-staged.ts';
 import { migrate } from '../src/warehouse/migrator.ts';
 import { createPool } from '../src/warehouse/pool.ts';
 import { lendFrom, withTransaction } from '../src/warehouse/transaction.ts';
@@ -113,7 +114,7 @@ async function upsertAll(pool: pg.Pool, results: readonly Result[]): Promise<{ m
   const started = performance.now();
   for (let i = 0; i < results.length; i += BATCH) {
     const batch = results.slice(i, i + BATCH);
-    const loaded = await withTransaction(lend, ({ client }) => upsertResults(client, batch, { org: DEFAULT_ORG, seenAt: new Date() }));
+    const loaded = await withTransaction(lend, ({ client }) => upsertStaged(client, resultsResource.table, batch, { org: DEFAULT_ORG, seenAt: new Date() }));
     counts.inserted += loaded.inserted;
     counts.updated += loaded.updated;
     counts.unchanged += loaded.unchanged;

@@ -13,7 +13,8 @@ import { z } from 'zod';
 import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import type { Result } from '../src/platform/schemas.ts';
-import { explainResultBatch, ResultBatch, upsertResultBatch, type WritePhase } from '../src/warehouse/load-results.ts';
+import { results as resultsResource } from '../src/sync/resources/results.ts';
+import { explainStagedBatch, StagedBatch, upsertStagedBatch, type WritePhase } from '../src/warehouse/load-staged.ts';
 import { migrate } from '../src/warehouse/migrator.ts';
 import { createPool } from '../src/warehouse/pool.ts';
 import { addRunCounts } from '../src/sync/runs-store.ts';
@@ -61,13 +62,13 @@ try {
     const totals = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<Phase, number>;
     const started = performance.now();
     for (let i = 0; i < results.length; i += args.batchRows) {
-      const batch = new ResultBatch();
+      const batch = new StagedBatch(resultsResource.table);
       for (const r of results.slice(i, i + args.batchRows)) batch.add(r);
       let mark = 0;
       await lend(async (client) => {
         await client.query('begin');
         if (!args.synchronousCommit) await client.query('set local synchronous_commit = off');
-        const loaded = await upsertResultBatch(client, batch, { org: DEFAULT_ORG, seenAt: new Date(), runId, trackSightings: !firstLoad, fresh: firstLoad, onPhase: (phase, ms) => (totals[phase] += ms) });
+        const loaded = await upsertStagedBatch(client, batch, { org: DEFAULT_ORG, seenAt: new Date(), runId, trackSightings: !firstLoad, fresh: firstLoad, onPhase: (phase, ms) => (totals[phase] += ms) });
         mark = performance.now();
         const db = kyselyOn(client);
         await addRunCounts(db, runId, { pages: 40, ...loaded });
@@ -100,15 +101,15 @@ try {
   const client = await pool.connect();
   let plans: { upsert: string; answers: string };
   try {
-    const batch = new ResultBatch();
+    const batch = new StagedBatch(resultsResource.table);
     for (const r of changed.slice(0, args.batchRows).map((r, i) => (i % 10 === 1 ? { ...r, score: (r.score ?? 0) + 1 } : r))) batch.add(r);
     await client.query('begin');
-    plans = await explainResultBatch(client, DEFAULT_ORG, batch, new Date());
+    plans = await explainStagedBatch(client, DEFAULT_ORG, batch, new Date());
     await client.query('rollback');
-    const fresh = new ResultBatch();
+    const fresh = new StagedBatch(resultsResource.table);
     for (const r of syntheticResults(args.batchRows)) fresh.add(r);
     await client.query('begin');
-    const freshPlans = await explainResultBatch(client, DEFAULT_ORG, fresh, new Date());
+    const freshPlans = await explainStagedBatch(client, DEFAULT_ORG, fresh, new Date());
     await client.query('rollback');
     process.stderr.write(`\n-- upsert of one batch of ${args.batchRows} new results\n${freshPlans.upsert}\n\n-- answers\n${freshPlans.answers}\n\n`);
   } finally {

@@ -25,7 +25,7 @@ const OWNERS: Record<string, readonly string[]> = {
   watermarks: ['src/sync/sync-state.ts'],
   unfinished_windows: ['src/sync/sync-state.ts'],
   quarantine: ['src/sync/sync-state.ts'],
-  result_sightings: ['src/warehouse/load-results.ts'],
+  result_sightings: ['src/warehouse/load-staged.ts'],
   // Two files of one wing: the held plans' lifecycle and the pipeline's hold step.
   held_plans: ['src/provisioning/held-plans.ts', 'src/provisioning/pipeline/hold.ts'],
   scim_users: ['src/scim/store.ts'],
@@ -53,7 +53,7 @@ const EXCEPTIONS: Record<string, Record<string, string>> = {
     'src/commands/demo.ts': "the demo's row count of each table it shows (a fixed list)",
   },
   runs: {
-    'src/warehouse/load-results.ts': "a full walk marks results removed against its run's start, in the marking statement (microseconds, the database's clock)",
+    'src/warehouse/load-staged.ts': "a full walk marks results removed against its run's start, in the marking statement (microseconds, the database's clock)",
   },
 };
 

@@ -1,11 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { courseSchema, filterSchema, resultSchema, userSchema, type Course } from '../src/platform/schemas.ts';
-import { markMissingCourses, upsertCourses } from '../src/warehouse/load-courses.ts';
-import { markMissingFilters, upsertFilters } from '../src/warehouse/load-filters.ts';
-import { upsertResults } from '../src/warehouse/load-results.ts';
-import { insertSeatUsage } from '../src/warehouse/load-seats.ts';
-import { markMissingUsers, upsertUsers } from '../src/warehouse/load-users.ts';
+import {
+  insertSeatUsage,
+  markMissingCourses,
+  markMissingFilters,
+  markMissingUsers,
+  upsertCourses,
+  upsertFilters,
+  upsertResults,
+  upsertUsers,
+} from './helpers/resource-loaders.ts';
 import { withTransaction } from '../src/warehouse/transaction.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 

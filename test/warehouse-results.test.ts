@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { resultSchema, type Result } from '../src/platform/schemas.ts';
-import { markUnseenResultsRemoved, recordSightings, upsertResults } from '../src/warehouse/load-results.ts';
-import { startRun } from '../src/sync/runs-store.ts';
+import { markUnseenResultsRemoved, recordSightings, upsertResults } from './helpers/resource-loaders.ts';
 import { getCheckpoint, saveCheckpoint } from '../src/sync/sync-state.ts';
+import { startRun } from '../src/sync/runs-store.ts';
 import { withTransaction } from '../src/warehouse/transaction.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 

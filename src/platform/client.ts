@@ -10,19 +10,9 @@ import { parseLoginUrl } from './login-url.ts';
 import { describeIssues, nextPageFromLinks, paginate, validateEntities } from './paginate.ts';
 import { createRequestBudget } from './request-budget.ts';
 import { DEFAULT_RETRY_POLICY } from './retry.ts';
-import {
-  courseSchema,
-  createUserSchema,
-  envelopeSchema,
-  filterSchema,
-  groupSchema,
-  resultSchema,
-  seatsSchema,
-  userSchema,
-  type Envelope,
-  type PlatformUser,
-} from './schemas.ts';
-import type { Page, PlatformClient, RequestEvent, ResultsQuery } from './types.ts';
+import { COURSES, FILTERS, RESULTS, resultsQuery, SEATS, USERS } from './listings.ts';
+import { createUserSchema, envelopeSchema, resultSchema, type Envelope, type PlatformUser } from './schemas.ts';
+import type { ListOptions, ListRequest, Listing, Page, PlatformClient, RequestEvent } from './types.ts';
 
 export interface PlatformClientOptions {
   /** The configured origin, e.g. `http://127.0.0.1:4000`; `/api/v2/...` is appended. */
@@ -158,19 +148,37 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
 
   const send = <T>(request: ApiRequest<T>): Promise<T> => transport.send(request);
 
-  function list<T>(
-    resource: string,
-    path: string,
-    schema: z.ZodType<T>,
-    query: URLSearchParams,
-    mode: 'links' | 'count',
-    listOptions: { signal?: AbortSignal | undefined; startPage?: number | undefined; endPage?: number | undefined; prefetch?: number | undefined } = {},
-  ): AsyncIterable<Page<T>> {
+  /** The request's query: `undefined` and empty values left out, an array's values repeated under one name. */
+  function queryOf(request: ListRequest): URLSearchParams {
+    const q = new URLSearchParams();
+    for (const [key, value] of Object.entries(request.query ?? {})) {
+      if (typeof value === 'string') {
+        if (value !== '') q.set(key, value);
+      } else if (value !== undefined) {
+        for (const item of value) q.append(key, item);
+      }
+    }
+    return q;
+  }
+
+  /** The listing's path with each `{name}` filled (encoded) from the request; a name without a value is a programming error. */
+  function pathOf(listing: Listing<unknown>, request: ListRequest): string {
+    return listing.path.replace(/\{([^}]+)\}/g, (_whole, name: string) => {
+      const value = request.path?.[name];
+      if (value === undefined) throw new Error(`${listing.resource}: no value for {${name}} of ${listing.path}`);
+      return seg(value);
+    });
+  }
+
+  function list<T>(listing: Listing<T>, request: ListRequest = {}, listOptions: ListOptions = {}): AsyncIterable<Page<T>> {
+    const path = pathOf(listing as Listing<unknown>, request);
+    const query = queryOf(request);
     const parseEnvelope = jsonOf<Envelope>(envelopeSchema, 'GET', `/api/v2/${path}`);
     return paginate({
-      resource,
-      schema,
-      mode,
+      resource: listing.resource,
+      schema: listing.schema,
+      check: listing.fastCheck ?? fastCheckFor(listing.schema),
+      mode: listing.paging,
       origin,
       log,
       startPage: listOptions.startPage,
@@ -186,10 +194,19 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     });
   }
 
-  function resultsParams(query: ResultsQuery): URLSearchParams {
-    const q = params({ startDate: query.startDate, endDate: query.endDate });
-    for (const filter of query.reportingFilters ?? []) q.append('reportingFilters[]', filter);
-    return q;
+  async function listPage<T>(listing: Listing<T>, request: ListRequest, page: number, pageOptions: { signal?: AbortSignal } = {}): Promise<Page<T>> {
+    const path = pathOf(listing as Listing<unknown>, request);
+    const q = queryOf(request);
+    q.set('page', String(page));
+    const envelope = await send({ method: 'GET', path, query: q, parse: jsonOf<Envelope>(envelopeSchema, 'GET', `/api/v2/${path}`), signal: pageOptions.signal });
+    if (envelope.page !== undefined && envelope.page !== page) {
+      throw new PlatformError(`paging through ${listing.resource} stopped: asked for page ${page}, the platform answered page ${envelope.page}`, { code: 'PAGINATION_LOOP', retryable: false });
+    }
+    // The walk pages by number and total; a link is still checked (a foreign host is logged, a broken one refused).
+    nextPageFromLinks(envelope.links, { origin, resource: listing.resource, log });
+    const { records, problems } = validateEntities(listing.resource, page, envelope.entities, listing.schema, listing.fastCheck ?? fastCheckFor(listing.schema));
+    if (problems.length > 0) log.warn({ resource: listing.resource, page, problems: problems.length }, 'records failed validation and were set aside');
+    return { page, totalEntities: envelope.totalEntities, records, problems };
   }
 
   function params(entries: Record<string, string | undefined>): URLSearchParams {
@@ -199,26 +216,19 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
   }
 
   const client: PlatformClient = {
+    list,
+    listPage,
+
+    read(endpoint, readOptions = {}) {
+      return send({ method: 'GET', path: endpoint.path, parse: jsonOf(endpoint.schema, 'GET', `/api/v2/${endpoint.path}`), signal: readOptions.signal });
+    },
+
     listCourses(query = {}, listOptions = {}) {
-      return list('courses', 'courses', courseSchema, params({ categoryType: query.categoryType, name: query.name }), 'count', listOptions);
+      return list(COURSES, { query: { categoryType: query.categoryType, name: query.name } }, listOptions);
     },
 
     listResults(query = {}, listOptions = {}) {
-      return list('results', 'results', resultSchema, resultsParams(query), 'links', listOptions);
-    },
-
-    async getResultsPage(query, page, pageOptions = {}) {
-      const q = resultsParams(query);
-      q.set('page', String(page));
-      const envelope = await send({ method: 'GET', path: 'results', query: q, parse: jsonOf<Envelope>(envelopeSchema, 'GET', '/api/v2/results'), signal: pageOptions.signal });
-      if (envelope.page !== undefined && envelope.page !== page) {
-        throw new PlatformError(`paging through results stopped: asked for page ${page}, the platform answered page ${envelope.page}`, { code: 'PAGINATION_LOOP', retryable: false });
-      }
-      // The walk pages by number and total; a link is still checked (a foreign host is logged, a broken one refused).
-      nextPageFromLinks(envelope.links, { origin, resource: 'results', log });
-      const { records, problems } = validateEntities('results', page, envelope.entities, resultSchema);
-      if (problems.length > 0) log.warn({ resource: 'results', page, problems: problems.length }, 'records failed validation and were set aside');
-      return { page, totalEntities: envelope.totalEntities, records, problems };
+      return list(RESULTS, { query: resultsQuery(query) }, listOptions);
     },
 
     getResult(resultId) {
@@ -227,16 +237,11 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     },
 
     listFilters(listOptions = {}) {
-      return list('filters', 'filters', filterSchema, new URLSearchParams(), 'count', listOptions);
-    },
-
-    listGroups(listOptions = {}) {
-      // No page size is documented: page by number until a short page or totalEntities.
-      return list('groups', 'groups', groupSchema, new URLSearchParams(), 'count', listOptions);
+      return list(FILTERS, {}, listOptions);
     },
 
     listUsers(query = {}, listOptions = {}) {
-      return list('users', 'users', userSchema, params({ email: query.email, orgId: query.orgId, userId: query.userId }), 'count', listOptions);
+      return list(USERS, { query: { email: query.email, orgId: query.orgId, userId: query.userId } }, listOptions);
     },
 
     async findUserByEmail(email) {
@@ -251,7 +256,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     },
 
     getSeats() {
-      return send({ method: 'GET', path: 'users/seats', parse: jsonOf(seatsSchema, 'GET', '/api/v2/users/seats') });
+      return client.read(SEATS);
     },
 
     async createUser(input) {

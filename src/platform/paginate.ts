@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { Logger } from 'pino';
 import { malformed, PlatformError } from './errors.ts';
-import { checkOrParse, fastCheckFor } from './fast-checks.ts';
+import { checkOrParse, fastCheckFor, type FastCheck } from './fast-checks.ts';
 import type { Envelope } from './schemas.ts';
 import type { Page, RecordProblem } from './types.ts';
 
@@ -20,6 +20,8 @@ export interface PaginateOptions<T> {
   resource: string;
   /** Validates one entity; a failure becomes a RecordProblem, not an error. */
   schema: z.ZodType<T>;
+  /** The fast path in front of `schema`; default: the one registered for it (fast-checks.ts). */
+  check?: FastCheck<T> | undefined;
   /** Fetches page `n` with the caller's query (retries and envelope checks included). */
   fetchPage: (page: number) => Promise<Envelope>;
   /**
@@ -57,11 +59,11 @@ export function validateEntities<T>(
   page: number,
   entities: readonly unknown[],
   schema: z.ZodType<T>,
+  check: FastCheck<T> | undefined = fastCheckFor(schema),
 ): { records: T[]; problems: RecordProblem[] } {
   const records: T[] = [];
   const problems: RecordProblem[] = [];
   // A record that passes is zod's output built in place, not a copy (fast-checks.ts).
-  const check = fastCheckFor(schema);
   for (let index = 0; index < entities.length; index++) {
     const raw = entities[index];
     const parsed = checkOrParse(schema, check, raw);
@@ -157,7 +159,7 @@ export async function* paginate<T>(options: PaginateOptions<T>): AsyncGenerator<
       for (let n = pageNo + 1; n <= pageNo + prefetch; n += 1) if (!seen.has(n) && canExist(n)) void request(n);
     }
 
-    const { records, problems } = validateEntities(resource, pageNo, envelope.entities, options.schema);
+    const { records, problems } = validateEntities(resource, pageNo, envelope.entities, options.schema, options.check ?? fastCheckFor(options.schema));
     if (problems.length > 0) log.warn({ resource, page: pageNo, problems: problems.length }, 'records failed validation and were set aside');
     const timing = timings.get(pageNo);
     timings.delete(pageNo);

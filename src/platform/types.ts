@@ -1,4 +1,6 @@
-import type { Course, CreateUserInput, Group, PlatformUser, ReportingFilter, Result, Seats } from './schemas.ts';
+import type { z } from 'zod';
+import type { FastCheck } from './fast-checks.ts';
+import type { Course, CreateUserInput, PlatformUser, ReportingFilter, Result, Seats } from './schemas.ts';
 
 /** A record of a list page that failed validation: kept raw so the caller can quarantine it. */
 export interface RecordProblem {
@@ -48,21 +50,69 @@ export interface UserQuery {
   userId?: string;
 }
 
+/**
+ * A paged list endpoint as a caller describes it (a resource declaration in
+ * src/sync/resources/ passes its own): the client needs no call of its own per list.
+ */
+export interface Listing<T> {
+  /** Names problems, quarantined records and log lines, e.g. `courses`. */
+  resource: string;
+  /** Under `/api/v2/`, e.g. `courses` or `results/group/{groupId}`: each `{name}` is filled from the request's `path`. */
+  path: string;
+  /**
+   * `links`: the end is the absence of a "Next Page" link (results). `count`: by number
+   * until a short or empty page or `totalEntities` (see paginate.ts).
+   */
+  paging: 'links' | 'count';
+  /** Validates one entity; a failure sets the record aside (RecordProblem), never the page. */
+  schema: z.ZodType<T>;
+  /** A check in front of `schema` that gives zod's answers without zod (fast-checks.ts); default: the one registered for `schema`, if any. */
+  fastCheck?: FastCheck<T> | undefined;
+}
+
+/** One JSON body read with GET (not a list), e.g. `users/seats`. */
+export interface Endpoint<T> {
+  /** Names log lines, e.g. `seats`. */
+  resource: string;
+  /** Under `/api/v2/`. */
+  path: string;
+  /** The body; a mismatch is a retryable MALFORMED_RESPONSE. */
+  schema: z.ZodType<T>;
+}
+
+/** What one request of a listing asks: its query parameters (an array repeats the name) and the values of its path's `{name}`s. */
+export interface ListRequest {
+  query?: Readonly<Record<string, string | readonly string[] | undefined>>;
+  path?: Readonly<Record<string, string>>;
+}
+
+export interface ListOptions {
+  signal?: AbortSignal | undefined;
+  startPage?: number | undefined;
+  /** The last page to read (a re-read of a page range); default: to the end of the list. */
+  endPage?: number | undefined;
+  /** Following pages requested ahead while one is used (see paginate.ts). */
+  prefetch?: number | undefined;
+}
+
 /** Every endpoint trainsync uses. Lists are async iterators of validated pages. */
 export interface PlatformClient {
+  /** Any paged list, validated record by record. */
+  list<T>(listing: Listing<T>, request?: ListRequest, options?: ListOptions): AsyncIterable<Page<T>>;
+  /**
+   * One page of a listing by number, validated record by record (the results walk
+   * chooses its own pages: see src/sync/results/completeness.ts). A "Next Page" link is
+   * still checked (a foreign host is logged, a broken one refused).
+   */
+  /** One body read with GET; documented 400 codes throw PlatformError with their code. */
+  read<T>(endpoint: Endpoint<T>, options?: { signal?: AbortSignal }): Promise<T>;
+  listPage<T>(listing: Listing<T>, request: ListRequest, page: number, options?: { signal?: AbortSignal }): Promise<Page<T>>;
   listCourses(query?: CourseQuery, options?: { signal?: AbortSignal }): AsyncIterable<Page<Course>>;
   /** `prefetch`: following pages requested ahead while one is used; `endPage`: the last page to read (see paginate.ts). */
   listResults(query?: ResultsQuery, options?: { signal?: AbortSignal; startPage?: number; endPage?: number; prefetch?: number }): AsyncIterable<Page<Result>>;
-  /**
-   * One page of GET results by number, validated record by record (the results walk
-   * chooses its own pages: see src/sync/results/completeness.ts).
-   */
-  getResultsPage(query: ResultsQuery, page: number, options?: { signal?: AbortSignal }): Promise<Page<Result>>;
   /** A record that fails validation throws InvalidRecordError (code INVALID_RECORD, not retried): quarantine it. */
   getResult(resultId: string): Promise<Result>;
   listFilters(options?: { signal?: AbortSignal }): AsyncIterable<Page<ReportingFilter>>;
-  /** GET groups (vendor only) with the courses each assigns; a platform without it answers 404. */
-  listGroups(options?: { signal?: AbortSignal }): AsyncIterable<Page<Group>>;
   listUsers(query?: UserQuery, options?: { signal?: AbortSignal }): AsyncIterable<Page<PlatformUser>>;
   /** The first user whose e-mail matches exactly (case-insensitive); the platform's filter is partial. */
   findUserByEmail(email: string): Promise<PlatformUser | undefined>;

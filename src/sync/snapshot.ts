@@ -3,8 +3,10 @@ import type { JobContext } from '../runtime/context.ts';
 import { isNotOffered } from '../platform/errors.ts';
 import type { Page, RecordProblem } from '../platform/types.ts';
 import type { LoadCounts } from '../warehouse/load-counts.ts';
-import { finishRun } from './runs-store.ts';
+import { currentKeys, markMissingListing, upsertListing, type Listed, type PathValues } from '../warehouse/load-listing.ts';
+import type { SnapshotResource } from './resources/resource.ts';
 import { quarantineRecords } from './sync-state.ts';
+import { finishRun } from './runs-store.ts';
 import { withTransaction } from '../warehouse/transaction.ts';
 import { withRun } from './run.ts';
 import type { SyncSummary } from './summary.ts';
@@ -71,5 +73,33 @@ async function loadSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>, runId: nu
       counts.removed = await spec.markMissing(tx.client, ctx.org.slug, seenAt);
     }
     await finishRun(tx.db, runId, { status: 'succeeded', ...counts, note });
+  });
+}
+
+const NO_PATH: PathValues = Object.freeze({});
+
+/**
+ * The pages of a snapshot resource's listing, each record with the path values of its
+ * request: one listing, or one per key of the parent's table (a list per parent).
+ */
+async function* listedPages<T>(ctx: JobContext, resource: SnapshotResource<T>, signal: AbortSignal): AsyncGenerator<Page<Listed<T>>> {
+  const paths: PathValues[] = [];
+  if (resource.each === undefined) paths.push(NO_PATH);
+  else for (const key of await currentKeys(ctx.db, ctx.org.slug, resource.each.parent.table)) paths.push({ [resource.each.param]: key });
+  for (const path of paths) {
+    for await (const page of ctx.platform.list(resource.endpoint, { path }, { signal })) {
+      yield { ...page, records: page.records.map((record) => ({ record, path })) };
+    }
+  }
+}
+
+/** A snapshot resource's run: its listing, its table's generic loader (load-listing.ts), this engine. */
+export function syncSnapshotResource<T>(ctx: JobContext, resource: SnapshotResource<T>): Promise<SyncSummary> {
+  return syncSnapshot<Listed<T>>(ctx, {
+    resource: resource.name,
+    pages: (signal) => listedPages(ctx, resource, signal),
+    upsert: (client, org, records, seenAt) => upsertListing(client, org, resource.table, records, seenAt),
+    markMissing: (client, org, seenAt) => markMissingListing(client, org, resource.table, seenAt),
+    whenNotOffered: resource.whenNotOffered,
   });
 }

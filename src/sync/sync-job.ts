@@ -5,7 +5,7 @@ import { syncSummarySchema, type SyncSummary } from './summary.ts';
 import { syncPayloadSchema, type SyncPayload } from './sync-payload.ts';
 
 export interface SyncJobSpec {
-  /** The resource it copies: `sync <resource>` runs it, its job is `sync-<resource>`, its schedule `TRAINSYNC_CRON_<RESOURCE>`. */
+  /** The resource it copies: `sync <resource>` runs it, its job is `sync-<resource>`, its schedule `TRAINSYNC_CRON_<RESOURCE>` (`-` as `_`). */
   resource: string;
   /** The default cron line (UTC), e.g. `0 2 * * *`. */
   cron: string;
@@ -25,7 +25,7 @@ export function defineSyncJob(spec: SyncJobSpec): JobDefinition<typeof syncPaylo
     payload: syncPayloadSchema,
     resource: spec.resource,
     summary: syncSummarySchema,
-    schedule: { setting: `TRAINSYNC_CRON_${spec.resource.toUpperCase()}`, default: spec.cron },
+    schedule: { setting: `TRAINSYNC_CRON_${spec.resource.toUpperCase().replaceAll('-', '_')}`, default: spec.cron },
     exclusive: () => name,
     run: (payload, ctx) => spec.run(payload, ctx),
   });

@@ -5,7 +5,8 @@ import { InvalidRecordError, PlatformError } from '../platform/errors.ts';
 import type { Result } from '../platform/schemas.ts';
 import { quarantineRecords, type QuarantinedRecord } from '../sync/sync-state.ts';
 import type { LoadCounts } from '../warehouse/load-counts.ts';
-import { upsertResults } from '../warehouse/load-results.ts';
+import { results } from '../sync/resources/results.ts';
+import { upsertStaged } from '../warehouse/load-staged.ts';
 import { withRetriedTransaction } from '../warehouse/transaction.ts';
 import type { WebhookResultOutcome } from '../warehouse/webhook-tables.ts';
 import { databaseNow, hasPendingResult, settleEvents, settleResult, type SettledEvent } from './store.ts';
@@ -67,7 +68,7 @@ async function settle(
   found?: { result: Result } | { invalid: QuarantinedRecord },
 ): Promise<{ events: SettledEvent[]; counts?: LoadCounts }> {
   return withRetriedTransaction(deps.withPgClient, async (tx) => {
-    const counts = found && 'result' in found ? await upsertResults(tx.client, [found.result], { org: deps.org.slug, seenAt: new Date() }) : undefined;
+    const counts = found && 'result' in found ? await upsertStaged(tx.client, results.table, [found.result], { org: deps.org.slug, seenAt: new Date() }) : undefined;
     if (found && 'invalid' in found) await quarantineRecords(tx.db, deps.org.slug, null, [found.invalid]);
     const eventIds = await settleResult(tx.db, deps.org.slug, resultId, cutoff, outcome);
     return { events: await settleEvents(tx.db, error, { org: deps.org.slug, eventIds }), ...(counts ? { counts } : {}) };

@@ -2,6 +2,7 @@ import { scopedApp } from '../../src/commands/scoped.ts';
 import { Writable } from 'node:stream';
 import { DEFAULT_ORG } from '../../src/lib/orgs-file.ts';
 import { allJobs } from '../../jobs/index.ts';
+import type { AnyJobDefinition } from '../../src/queue/define-job.ts';
 import { createApp, type App } from '../../src/runtime/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger, type Logger } from '../../src/runtime/log.ts';
@@ -34,6 +35,8 @@ export interface SyncHarness {
 export interface SyncHarnessOptions {
   simulator?: SimulatorOptions;
   env?: Record<string, string>;
+  /** The catalog's jobs (default: jobs/index.ts's). */
+  jobs?: readonly AnyJobDefinition[];
 }
 
 export async function createSyncHarness(options: SyncHarnessOptions = {}): Promise<SyncHarness> {
@@ -61,7 +64,7 @@ export async function createSyncHarness(options: SyncHarnessOptions = {}): Promi
     },
   });
   const log: Logger = createLogger(config.LOG_LEVEL, sink);
-  const app = await createApp(config, log, { jobs: allJobs });
+  const app = await createApp(config, log, { jobs: options.jobs ?? allJobs });
   return {
     sim,
     database,

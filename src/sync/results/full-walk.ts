@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import type { JobContext } from '../../runtime/context.ts';
-import { resultsTableEmpty } from '../../warehouse/load-results.ts';
-import { type RunCounts } from '../runs-store.ts';
+import { stagedTableEmpty } from '../../warehouse/load-staged.ts';
+import type { WindowedResource } from '../resources/resource.ts';
 import { getCheckpoint, saveCheckpoint } from '../sync-state.ts';
+import { type RunCounts } from '../runs-store.ts';
 import { walkResults } from './walk.ts';
 
 const readCheckpointSchema = z.object({
@@ -43,16 +44,16 @@ export interface FullWalk {
  * first batch and kept in its checkpoint, so a resumed walk (whose table is no longer
  * empty) goes on as it began.
  */
-export async function walkAllResults(ctx: JobContext, scope: string, runId: number, counts: RunCounts): Promise<FullWalk> {
+export async function walkAllResults<T>(ctx: JobContext, resource: WindowedResource<T>, scope: string, runId: number, counts: RunCounts): Promise<FullWalk> {
   const key = `${scope}:full`;
   // A checkpoint this version cannot read (an older layout) starts the walk again: never wrong.
   const saved = (await getCheckpoint(ctx.db, ctx.org.slug, key, fullWalkCheckpointSchema.catch({}))) ?? {};
-  const firstLoad = saved.firstLoad ?? (saved.read === undefined && saved.ended === undefined && (await resultsTableEmpty(ctx.db, ctx.org.slug)));
+  const firstLoad = saved.firstLoad ?? (saved.read === undefined && saved.ended === undefined && (await stagedTableEmpty(ctx.db, resource.table, ctx.org.slug)));
   const resumed = saved.read !== undefined || saved.ended !== undefined ? 1 : 0;
   if (saved.ended) return { resumed, firstLoad, ...(saved.ended.complete ? {} : { unfinished: saved.ended.reason ?? 'not every result was proven read' }) };
-  const walk = await walkResults(ctx, {
+  const walk = await walkResults(ctx, resource, {
     runId,
-    query: {},
+    request: resource.request(undefined),
     resume: saved.read,
     counts,
     // Sightings serve only the removal pass, which a first load skips.

@@ -1,11 +1,12 @@
 import type { JobContext } from '../../runtime/context.ts';
-import { clearSightings, markUnseenResultsRemoved } from '../../warehouse/load-results.ts';
-import { emptyRunCounts, finishRun } from '../runs-store.ts';
+import { clearSightings, markUnsighted } from '../../warehouse/load-staged.ts';
+import type { WindowedResource } from '../resources/resource.ts';
 import { countQuarantined, deleteCheckpoints, recordUnfinishedWindows, setWatermark } from '../sync-state.ts';
+import { emptyRunCounts, finishRun } from '../runs-store.ts';
 import { withRetriedTransaction } from '../../warehouse/transaction.ts';
 import { onDays, windowKey } from './days.ts';
 import { walkAllResults } from './full-walk.ts';
-import { FULL_WALK, planResultsRun, RESULTS } from './plan.ts';
+import { FULL_WALK, planResultsRun } from './plan.ts';
 import { readWindows, type UnfinishedRead } from './windows.ts';
 import { withRun } from '../run.ts';
 import type { SyncSummary } from '../summary.ts';
@@ -33,25 +34,31 @@ function incompleteNote(unfinished: readonly UnfinishedRead[]): string {
  * for good, makes the run `incomplete`, and what it missed is remembered in
  * `trainsync.unfinished_windows` for the next plain run.
  */
-export async function syncAllResults(payload: SyncPayload, ctx: JobContext): Promise<SyncSummary> {
-  const plan = await planResultsRun(payload, ctx);
-  const scope = `results:job:${ctx.job.id}`;
+export async function syncWindowed<T>(resource: WindowedResource<T>, payload: SyncPayload, ctx: JobContext): Promise<SyncSummary> {
+  const name = resource.name;
+  const plan = await planResultsRun(name, payload, ctx);
+  const scope = `${name}:job:${ctx.job.id}`;
   const store = plan.store;
-  const keep = store ? (result: { dateCompleted: string | null }): boolean => result.dateCompleted !== null && onDays(result.dateCompleted, store) : undefined;
-  return withRun(ctx, { resource: RESULTS, mode: plan.mode, params: payload, resumeKey: `${scope}:run` }, async (run) => {
+  const keep = store
+    ? (record: T): boolean => {
+        const day = resource.day(record);
+        return day !== null && onDays(day, store);
+      }
+    : undefined;
+  return withRun(ctx, { resource: name, mode: plan.mode, params: payload, resumeKey: `${scope}:run` }, async (run) => {
     const counts = emptyRunCounts();
     let resumed: number;
     let unfinished: UnfinishedRead[];
     let finished: string[];
     let firstLoad = false;
     if (plan.mode === 'full') {
-      const walk = await walkAllResults(ctx, scope, run.id, counts);
+      const walk = await walkAllResults(ctx, resource, scope, run.id, counts);
       resumed = walk.resumed;
       firstLoad = walk.firstLoad;
       unfinished = walk.unfinished ? [{ key: FULL_WALK, reason: walk.unfinished }] : [];
       finished = walk.unfinished ? [] : [FULL_WALK];
     } else {
-      const read = await readWindows(ctx, scope, run.id, plan.windows, counts, keep);
+      const read = await readWindows(ctx, resource, scope, run.id, plan.windows, counts, keep);
       resumed = read.resumed;
       unfinished = read.unfinished;
       const missed = new Set(unfinished.map((u) => u.key));
@@ -61,10 +68,10 @@ export async function syncAllResults(payload: SyncPayload, ctx: JobContext): Pro
       // A walk with a gap may have missed results that still exist: mark nothing removed.
       let removed = 0;
       // A first load found nothing stored, so nothing it could mark; it recorded no sightings.
-      if (plan.mode === 'full' && unfinished.length === 0 && !firstLoad) removed = await markUnseenResultsRemoved(tx.client, ctx.org.slug, run.id);
-      else if (plan.mode === 'full') await clearSightings(tx.client, ctx.org.slug, run.id);
-      if (plan.watermark) await setWatermark(tx.db, ctx.org.slug, RESULTS, plan.watermark);
-      await recordUnfinishedWindows(tx.db, ctx.org.slug, RESULTS, run.id, { finished, unfinished });
+      if (plan.mode === 'full' && unfinished.length === 0 && !firstLoad) removed = await markUnsighted(tx.client, resource.table, ctx.org.slug, run.id);
+      else if (plan.mode === 'full') await clearSightings(tx.client, resource.table, ctx.org.slug, run.id);
+      if (plan.watermark) await setWatermark(tx.db, ctx.org.slug, name, plan.watermark);
+      await recordUnfinishedWindows(tx.db, ctx.org.slug, name, run.id, { finished, unfinished });
       await deleteCheckpoints(tx.db, ctx.org.slug, `${scope}:`);
       await finishRun(tx.db, run.id, {
         status: unfinished.length > 0 ? 'incomplete' : 'succeeded',

@@ -1,13 +1,12 @@
 import type { JobContext } from '../../runtime/context.ts';
-import { normaliseGuid, type Result } from '../../platform/schemas.ts';
-import type { Page, RecordProblem, ResultsQuery } from '../../platform/types.ts';
-import { recordSightings, ResultBatch, upsertResultBatch } from '../../warehouse/load-results.ts';
-import { addRunCounts, type RunCounts } from '../runs-store.ts';
+import type { ListRequest, Page, RecordProblem } from '../../platform/types.ts';
+import { recordSightings, StagedBatch, upsertStagedBatch } from '../../warehouse/load-staged.ts';
+import type { WindowedResource } from '../resources/resource.ts';
 import { quarantineRecords } from '../sync-state.ts';
+import { addRunCounts, type RunCounts } from '../runs-store.ts';
 import { CommitOrder } from '../../warehouse/commit-order.ts';
 import type { Tx } from '../../warehouse/transaction.ts';
 import { CompletenessRule, type ReadCheckpoint, type Verdict } from './completeness.ts';
-import { RESULTS } from './plan.ts';
 
 export interface WalkPosition {
   /** The rule's verdict: `reading` until the last batch. */
@@ -20,9 +19,10 @@ export interface WalkReport {
   verdict: Exclude<Verdict, { kind: 'reading' }>;
 }
 
-export interface WalkOptions {
+export interface WalkOptions<T> {
   runId: number;
-  query: ResultsQuery;
+  /** The list's request (a window's bounds, or none). */
+  request: ListRequest;
   /** A read interrupted by a restart, from its checkpoint. */
   resume?: ReadCheckpoint | undefined;
   /** Counts of this attempt, for progress; the run's totals are recorded with each batch. */
@@ -40,10 +40,10 @@ export interface WalkOptions {
    */
   readAhead?: number | undefined;
   /** Stores only the results this accepts (a backfill's days); the rest are read, not stored. */
-  keep?: (result: Result) => boolean;
+  keep?: ((record: T) => boolean) | undefined;
 }
 
-type Arrival = { page: number; answer: Page<Result> } | { page: number; error: unknown };
+type Arrival<T> = { page: number; answer: Page<T> } | { page: number; error: unknown };
 
 /**
  * One paged read of a query until the completeness rule (completeness.ts) says every
@@ -53,11 +53,11 @@ type Arrival = { page: number; answer: Page<Result> } | { page: number; error: u
  * transactions, each of which also commits `onBatch`'s checkpoint: the rule's state as
  * of the pages in it.
  */
-export async function walkResults(ctx: JobContext, options: WalkOptions): Promise<WalkReport> {
+export async function walkResults<T>(ctx: JobContext, resource: WindowedResource<T>, options: WalkOptions<T>): Promise<WalkReport> {
   const { runId, counts, trackSightings = false, firstLoad = false, keep } = options;
   const rule = new CompletenessRule({ readAhead: options.readAhead ?? 1, resume: options.resume });
-  // Rows go into their batch's COPY text as each page arrives (see ResultBatch).
-  let rows = new ResultBatch();
+  // Rows go into their batch's COPY text as each page arrives (see StagedBatch).
+  let rows = new StagedBatch(resource.table);
   let problems: RecordProblem[] = [];
   // Batches are written while the next is fetched, up to TRAINSYNC_RESULTS_WRITERS at
   // once, each on a connection of its own; they commit in order (CommitOrder), so a
@@ -66,16 +66,16 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
   const writing = new Set<Promise<void>>();
   const failures: unknown[] = [];
   let pagesInBatch = 0;
-  const write = async (batch: ResultBatch, batchProblems: RecordProblem[], pages: number, position: WalkPosition): Promise<void> => {
+  const write = async (batch: StagedBatch<T>, batchProblems: RecordProblem[], pages: number, position: WalkPosition): Promise<void> => {
     // Counted after commit: a deadlock retry runs the transaction again.
     const outcome = await order.run(
       async (tx) => {
-        const loaded = batch.size > 0 ? await upsertResultBatch(tx.client, batch, { org: ctx.org.slug, seenAt: new Date(), runId, trackSightings, fresh: firstLoad }) : undefined;
+        const loaded = batch.size > 0 ? await upsertStagedBatch(tx.client, batch, { org: ctx.org.slug, seenAt: new Date(), runId, trackSightings, fresh: firstLoad }) : undefined;
         let quarantined = 0;
         if (batchProblems.length > 0) {
           quarantined = await quarantineRecords(tx.db, ctx.org.slug, runId, batchProblems);
           // A result we cannot parse still exists: never mark it removed for that.
-          if (trackSightings) await recordSightings(tx.client, ctx.org.slug, runId, problemIds(batchProblems));
+          if (trackSightings) await recordSightings(tx.client, resource.table, ctx.org.slug, runId, problemKeys(resource, batchProblems));
         }
         return { loaded, quarantined };
       },
@@ -100,7 +100,7 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
     const batch = rows;
     const batchProblems = problems;
     const pages = pagesInBatch;
-    rows = new ResultBatch();
+    rows = new StagedBatch(resource.table);
     problems = [];
     pagesInBatch = 0;
     while (writing.size >= ctx.config.TRAINSYNC_RESULTS_WRITERS && failures.length === 0) await Promise.race(writing).catch(() => undefined);
@@ -122,13 +122,13 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
   };
 
   // Answers in the order they arrive: the rule reasons about that order.
-  const arrived: Arrival[] = [];
+  const arrived: Arrival<T>[] = [];
   const asked = new Set<Promise<void>>();
   let wake: (() => void) | undefined;
   const ask = (): void => {
     for (let page = rule.ask(); page !== undefined; page = rule.ask()) {
       const pageNo = page;
-      const request = ctx.platform.getResultsPage(options.query, pageNo, { signal: ctx.signal }).then(
+      const request = ctx.platform.listPage(resource.endpoint, options.request, pageNo, { signal: ctx.signal }).then(
         (answer) => {
           arrived.push({ page: pageNo, answer });
         },
@@ -167,7 +167,7 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
       for (const record of page.records) if (!keep || keep(record)) rows.add(record);
       for (const problem of page.problems) problems.push(problem);
       if (rows.size >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);
-      ctx.progress({ resource: RESULTS, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.size });
+      ctx.progress({ resource: resource.name, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.size });
     }
     await flush(true);
   } finally {
@@ -175,25 +175,16 @@ export async function walkResults(ctx: JobContext, options: WalkOptions): Promis
     await Promise.allSettled([...asked, ...writing]);
   }
   const verdict = rule.state;
-  if (verdict.kind === 'reading') throw new Error('the results walk stopped before the completeness rule decided');
+  if (verdict.kind === 'reading') throw new Error(`the ${resource.name} walk stopped before the completeness rule decided`);
   return { verdict };
 }
 
-/** The id of each record of a page, valid or not (undefined when unreadable). */
-function pageIds(page: Page<Result>): Array<string | undefined> {
-  const ids: Array<string | undefined> = page.records.map((record) => record.id);
-  for (const problem of page.problems) ids.push(problemIds([problem])[0]);
-  return ids;
-}
-
-function problemIds(problems: readonly RecordProblem[]): string[] {
-  const ids: string[] = [];
+/** The keys of records set aside that have a readable one. */
+function problemKeys<T>(resource: WindowedResource<T>, problems: readonly RecordProblem[]): string[] {
+  const keys: string[] = [];
   for (const problem of problems) {
-    const raw = problem.raw;
-    if (typeof raw === 'object' && raw !== null && 'id' in raw && typeof raw.id === 'string') {
-      const id = normaliseGuid(raw.id);
-      if (id) ids.push(id);
-    }
+    const key = resource.rawKey(problem.raw);
+    if (key) keys.push(key);
   }
-  return ids;
+  return keys;
 }

@@ -2,11 +2,10 @@ import type { JobContext } from '../../runtime/context.ts';
 import { errorMessage } from '../../lib/errors.ts';
 import { mapConcurrent } from '../../lib/map-concurrent.ts';
 import { PlatformError } from '../../platform/errors.ts';
-import type { Result } from '../../platform/schemas.ts';
-import { type RunCounts } from '../runs-store.ts';
+import type { WindowedResource } from '../resources/resource.ts';
 import { getWatermark, listCheckpoints, saveCheckpoint, setWatermark } from '../sync-state.ts';
+import { type RunCounts } from '../runs-store.ts';
 import { windowKey, windowQuery, type ResultWindow, type WindowBounds } from './days.ts';
-import { RESULTS } from './plan.ts';
 import { walkResults } from './walk.ts';
 
 /** A window (or the whole walk) a run could not read to the end, and why. */
@@ -27,17 +26,18 @@ export interface WindowsRead {
  * is left unfinished (the run ends incomplete and the next run reads it again)
  * while the others go on. A permanent error (a bad key, say) fails the whole run.
  */
-export async function readWindows(
+export async function readWindows<T>(
   ctx: JobContext,
+  resource: WindowedResource<T>,
   scope: string,
   runId: number,
   windows: readonly ResultWindow[],
   counts: RunCounts,
-  keep?: (result: Result) => boolean,
+  keep?: (record: T) => boolean,
 ): Promise<WindowsRead> {
   const prefix = `${scope}:window:`;
   const done = new Set((await listCheckpoints(ctx.db, ctx.org.slug, prefix)).map((key) => key.slice(prefix.length)));
-  const bounds = await windowBounds(ctx);
+  const bounds = await windowBounds(ctx, resource);
   const todo = windows.filter((window) => !done.has(windowKey(window)));
   const resumed = windows.length - todo.length;
   if (resumed > 0) ctx.log.info({ resumed, remaining: todo.length }, 'skipping windows finished before the restart');
@@ -46,7 +46,7 @@ export async function readWindows(
   await mapConcurrent(todo, ctx.config.TRAINSYNC_RESULTS_CONCURRENCY, async (window) => {
     const key = windowKey(window);
     try {
-      const reason = await readWindow(ctx, `${prefix}${key}`, runId, window, counts, bounds, keep);
+      const reason = await readWindow(ctx, resource, `${prefix}${key}`, runId, window, counts, bounds, keep);
       if (reason) unfinished.push({ key, reason });
     } catch (error) {
       if (ctx.signal.aborted || !(error instanceof PlatformError) || !error.retryable) throw error;
@@ -54,7 +54,7 @@ export async function readWindows(
       unfinished.push({ key, reason: `a page failed: ${errorMessage(error)}` });
     }
     windowsDone += 1;
-    ctx.progress({ resource: RESULTS, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged, windowsDone, windowsTotal: windows.length });
+    ctx.progress({ resource: resource.name, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged, windowsDone, windowsTotal: windows.length });
   });
   return { resumed, unfinished };
 }
@@ -66,44 +66,50 @@ export async function readWindows(
  * onto); its checkpoint commits with its last rows. Returns why it is unfinished when
  * the rule could not prove it.
  */
-async function readWindow(
+async function readWindow<T>(
   ctx: JobContext,
+  resource: WindowedResource<T>,
   checkpointKey: string,
   runId: number,
   window: ResultWindow,
   counts: RunCounts,
   bounds: Bounds,
-  keep?: (result: Result) => boolean,
+  keep?: (record: T) => boolean,
 ): Promise<string | undefined> {
   let verdict;
   const asked = bounds.now;
   try {
-    ({ verdict } = await walkWindow(ctx, checkpointKey, runId, window, counts, asked, keep));
+    ({ verdict } = await walkWindow(ctx, resource, checkpointKey, runId, window, counts, asked, keep));
   } catch (error) {
     if (asked !== 'instant' || !refusesDateTimes(error)) throw error;
     // Once per organisation: remembered, so later runs ask in whole days from the start.
     if (bounds.now === 'instant') {
       bounds.now = 'day';
-      await setWatermark(ctx.db, ctx.org.slug, BOUNDS_KEY, 'day');
+      await setWatermark(ctx.db, ctx.org.slug, boundsKey(resource.name), 'day');
       ctx.log.warn({ window, error: errorMessage(error) }, 'the platform refused date-time bounds; reading windows by whole days from now on');
     }
-    ({ verdict } = await walkWindow(ctx, checkpointKey, runId, window, counts, bounds.now, keep));
+    ({ verdict } = await walkWindow(ctx, resource, checkpointKey, runId, window, counts, bounds.now, keep));
   }
   if (verdict.kind === 'complete') return undefined;
   ctx.log.warn({ window, reason: verdict.reason }, 'this window could not be proven read; the run ends incomplete and the next run reads it again');
   return verdict.reason;
 }
 
-/** Where the bounds this organisation's platform takes are remembered (beside the watermark). */
-export const BOUNDS_KEY = 'results:window-bounds';
+/** Where the bounds this organisation's platform takes for a resource are remembered (beside its watermark). */
+export function boundsKey(resource: string): string {
+  return `${resource}:window-bounds`;
+}
+
+/** Results' (read by the tests). */
+export const BOUNDS_KEY = boundsKey('results');
 
 /** Shared by the windows of one run, so one refusal switches them all. */
 interface Bounds {
   now: WindowBounds;
 }
 
-async function windowBounds(ctx: JobContext): Promise<Bounds> {
-  return { now: (await getWatermark(ctx.db, ctx.org.slug, BOUNDS_KEY)) === 'day' ? 'day' : 'instant' };
+async function windowBounds<T>(ctx: JobContext, resource: WindowedResource<T>): Promise<Bounds> {
+  return { now: (await getWatermark(ctx.db, ctx.org.slug, boundsKey(resource.name))) === 'day' ? 'day' : 'instant' };
 }
 
 /** A 400 naming a date bound: the platform reads dates only (the seed's reading). */
@@ -112,18 +118,19 @@ function refusesDateTimes(error: unknown): boolean {
   return /startDate|endDate/i.test(`${JSON.stringify(error.details ?? null)} ${error.message}`);
 }
 
-function walkWindow(
+function walkWindow<T>(
   ctx: JobContext,
+  resource: WindowedResource<T>,
   checkpointKey: string,
   runId: number,
   window: ResultWindow,
   counts: RunCounts,
   bounds: WindowBounds,
-  keep?: (result: Result) => boolean,
+  keep?: (record: T) => boolean,
 ): ReturnType<typeof walkResults> {
-  return walkResults(ctx, {
+  return walkResults(ctx, resource, {
     runId,
-    query: windowQuery(window, bounds),
+    request: resource.request(windowQuery(window, bounds)),
     counts,
     keep,
     onBatch: async (tx, position) => {

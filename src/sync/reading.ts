@@ -1,0 +1,31 @@
+import type { JobContext } from '../runtime/context.ts';
+import { PlatformError } from '../platform/errors.ts';
+import { insertReading } from '../warehouse/load-reading.ts';
+import { finishRun } from './runs-store.ts';
+import { withTransaction } from '../warehouse/transaction.ts';
+import { withRun } from './run.ts';
+import type { ReadingResource } from './resources/resource.ts';
+import type { SyncSummary } from './summary.ts';
+
+/**
+ * One row per run (seats). A platform that answers the resource's `unavailable` code
+ * (seats: NO_UNLIMITED_PLAN) gets a row without a reading, and the run succeeds with
+ * its note.
+ */
+export function syncReading<T>(ctx: JobContext, resource: ReadingResource<T>): Promise<SyncSummary> {
+  return withRun(ctx, { resource: resource.name, mode: 'snapshot' }, async (run) => {
+    let reading: T | undefined;
+    let note: string | undefined;
+    try {
+      reading = await ctx.platform.read(resource.endpoint);
+    } catch (error) {
+      const unavailable = resource.unavailable;
+      if (!(unavailable && error instanceof PlatformError && error.code === unavailable.code)) throw error;
+      note = unavailable.note;
+    }
+    await withTransaction(ctx.withPgClient, async (tx) => {
+      await insertReading(tx.client, ctx.org.slug, resource.table, new Date(), reading);
+      await finishRun(tx.db, run.id, { status: 'succeeded', pages: 1, inserted: 1, note });
+    });
+  });
+}

@@ -1,4 +1,4 @@
-import type { JobContext } from '../runtime/context.ts';
+import type { JobContext } from '../queue/job-context.ts';
 import { PlatformError } from '../platform/errors.ts';
 import { insertSeatUsage, type SeatObservation } from '../warehouse/load-seats.ts';
 import { finishRun } from './sync-state.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { JobContext } from '../../runtime/context.ts';
+import type { JobContext } from '../../queue/job-context.ts';
 import { resultsTableEmpty } from '../../warehouse/load-results.ts';
 import { getCheckpoint, saveCheckpoint, type RunCounts } from '../sync-state.ts';
 import { walkResults } from './walk.ts';

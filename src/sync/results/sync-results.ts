@@ -1,4 +1,4 @@
-import type { JobContext } from '../../runtime/context.ts';
+import type { JobContext } from '../../queue/job-context.ts';
 import { clearSightings, markUnseenResultsRemoved } from '../../warehouse/load-results.ts';
 import { countQuarantined, deleteCheckpoints, emptyRunCounts, finishRun, recordUnfinishedWindows, setWatermark } from '../sync-state.ts';
 import { withRetriedTransaction } from '../../warehouse/transaction.ts';

@@ -1,4 +1,4 @@
-import type { JobContext } from '../../runtime/context.ts';
+import type { JobContext } from '../../queue/job-context.ts';
 import { normaliseGuid, type Result } from '../../platform/schemas.ts';
 import type { Page, RecordProblem, ResultsQuery } from '../../platform/types.ts';
 import { recordSightings, ResultBatch, upsertResultBatch } from '../../warehouse/load-results.ts';

@@ -1,0 +1,5 @@
+// Types of bin/build-info.js, for test/build-current.test.ts.
+export declare const ROOT: string;
+export declare const DIST: string;
+export declare const BUILD_INPUTS: readonly string[];
+export declare function sourceHash(files: readonly string[]): string;

@@ -2,4 +2,5 @@
 export declare const ROOT: string;
 export declare const DIST: string;
 export declare const BUILD_INPUTS: readonly string[];
-export declare function sourceHash(files: readonly string[]): string;
+export declare function sourceHash(files: readonly string[], read?: (file: string) => Buffer | undefined): string;
+export declare function readFromDisk(file: string): Buffer | undefined;

@@ -13,17 +13,22 @@ export const BUILD_INPUTS = ['package-lock.json', 'tsconfig.json', 'bin/build.js
 /**
  * One hash over the files (paths relative to the package root, as the build lists them)
  * and their contents; a missing file hashes as missing, so a deleted source changes it.
+ * `read` gives a file's contents (the build passes what esbuild read), else the disk's.
  */
-export function sourceHash(files) {
+export function sourceHash(files, read = readFromDisk) {
   const hash = createHash('sha256');
   for (const file of files) {
-    let content;
-    try {
-      content = readFileSync(path.join(ROOT, file));
-    } catch {
-      content = Buffer.from('\0missing');
-    }
+    const content = read(file) ?? Buffer.from('\0missing');
     hash.update(`${file}\0${content.length}\0`).update(content);
   }
   return hash.digest('hex');
+}
+
+/** A file's bytes, or undefined when it is not there. */
+export function readFromDisk(file) {
+  try {
+    return readFileSync(path.join(ROOT, file));
+  } catch {
+    return undefined;
+  }
 }

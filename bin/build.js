@@ -13,7 +13,7 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
-import { BUILD_INPUTS, DIST, ROOT, sourceHash } from './build-info.js';
+import { BUILD_INPUTS, DIST, readFromDisk, ROOT, sourceHash } from './build-info.js';
 
 const ENTRY = 'src/cli.ts';
 /**
@@ -53,6 +53,9 @@ const leaveOutPackages = {
   },
 };
 
+/** Our sources as the build read them (path relative to the package root → bytes), for the hash. */
+const loaded = new Map();
+
 /**
  * `import.meta.url` keeps meaning the source file's own URL inside the bundle (the
  * migrator finds sql/ and the demo its feed relative to it).
@@ -62,7 +65,9 @@ const sourceImportMetaUrl = {
   setup(build) {
     build.onLoad({ filter: /\.[cm]?ts$/ }, (args) => {
       if (args.path.includes(`${path.sep}node_modules${path.sep}`)) return undefined;
-      const text = readFileSync(args.path, 'utf8');
+      const bytes = readFileSync(args.path);
+      loaded.set(path.relative(ROOT, args.path).split(path.sep).join('/'), bytes);
+      const text = bytes.toString('utf8');
       if (!text.includes('import.meta.url')) return { contents: text, loader: 'ts' };
       const rel = path.relative(DIST, args.path).split(path.sep).map(encodeURIComponent).join('/');
       return { contents: text.replaceAll('import.meta.url', `new URL(${JSON.stringify(rel)}, import.meta.url).href`), loader: 'ts' };
@@ -97,7 +102,8 @@ try {
   // Our files in the bundle, and what else shapes it (bundled packages come with package-lock.json).
   const sources = Object.keys(result.metafile.inputs).filter((input) => !input.includes('node_modules/'));
   const inputs = [...new Set([...sources, ...BUILD_INPUTS])].sort();
-  const info = { entry: ENTRY, inputs, sourceHash: sourceHash(inputs) };
+  // Hashed as read, so a source edited during the build leaves a hash the test will not match.
+  const info = { entry: ENTRY, inputs, sourceHash: sourceHash(inputs, (file) => loaded.get(file) ?? readFromDisk(file)) };
   writeFileSync(path.join(staging, 'build-info.json'), `${JSON.stringify(info, null, 2)}\n`);
   // The source map names files relative to its folder: a sibling of dist/, so the same once moved.
   mkdirSync(DIST, { recursive: true });

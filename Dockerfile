@@ -1,10 +1,10 @@
-# The trainsync worker image. The sources are bundled once at build time (esbuild, into
-# node_modules/.cache/trainsync); bin/trainsync.js uses the bundle only while it matches
-# the sources, else tsx's loader, so no build output can go stale.
+# The trainsync worker image. The CLI is built into dist/ once, at image build time (the
+# bundle step of `npm run build`: esbuild is a dependency, the type check's tsc is not), and
+# bin/trainsync.js runs it. The install layer's `prepare` builds nothing: no sources yet.
 FROM node:22-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json tsconfig.json ./
 COPY vendor ./vendor
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY bin ./bin

@@ -101,7 +101,7 @@ if (want('sync')) {
   check('peak RSS at 400k', num(large.peakRssMb) <= 200, `${large.peakRssMb} MB, ${large.rssBeforeSyncMb} MB before the sync (target ≤ 200)`);
 }
 if (want('startup')) {
-  process.stdout.write('\n== start-up: `trainsync --help`, and `sync results` until its first request (compiled ahead, and through tsx)\n');
+  process.stdout.write('\n== start-up: `trainsync --help`, and `sync results` until its first request (the build in dist/, and through tsx)\n');
   const startup = lastJson(await run(['bench/startup.ts']));
   figures.startup = startup;
   const help = startup.helpMs as Record<string, number>;

@@ -125,7 +125,7 @@ export interface Proc {
   exited: Promise<number | string>;
 }
 
-/** `trainsync <args>` as a user runs it (bin/trainsync.js: compiled ahead, or through tsx). */
+/** `trainsync <args>` as a user runs it (bin/trainsync.js: the build in dist/). */
 export function trainsync(args: readonly string[], env: Record<string, string>, onOutput?: (text: string) => void): Proc {
   const child = spawn(process.execPath, [path.join(ROOT, 'bin/trainsync.js'), ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';

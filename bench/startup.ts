@@ -11,9 +11,9 @@ import { startSimulatorChild } from './simulator-child.ts';
  * Start-up of the CLI as a person runs it: `trainsync --help` wall time, and for
  * `trainsync sync results` (no worker running, so it does the job itself) the time from
  * spawning the process to its first request at the simulator and its RSS just before
- * (sampled from /proc every 5 ms). Each is measured for bin/trainsync.js (compiled ahead)
- * and for the TypeScript sources through tsx's loader, which is what bin/trainsync.js
- * falls back to and what it always did before.
+ * (sampled from /proc every 5 ms). Each is measured for bin/trainsync.js (the build in
+ * dist/, `npm run build`) and for the TypeScript sources through tsx's loader, which is
+ * what it ran before there was a build.
  * Run: node bin/run-ts.js bench/startup.ts
  */
 
@@ -52,7 +52,7 @@ function run(args: readonly string[], env: NodeJS.ProcessEnv = process.env): { c
 }
 
 async function helpMs(way: Way): Promise<number> {
-  await run([...WAYS[way], '--help']).done; // a bundle built or a cache filled here is not timed
+  await run([...WAYS[way], '--help']).done; // a cache filled here (tsx's, the disk's) is not timed
   const times: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     const started = now();

@@ -11,6 +11,7 @@ import { PROVISION_QUEUE } from '../src/queue/names.ts';
  */
 export const changeGroup = defineJob({
   name: PROVISION_JOBS.changeGroup,
+  enqueuedByName: true,
   queue: PROVISION_QUEUE,
   payload: changeGroupPayloadSchema,
   attempts: PROVISION_ATTEMPTS,

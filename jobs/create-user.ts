@@ -6,6 +6,7 @@ import { PROVISION_QUEUE } from '../src/queue/names.ts';
 /** A joiner's account; adopts one already there (EMAIL_IN_USE_ORG_CONNECTED). The engine is src/provisioning/apply/create-user.ts. */
 export const createUser = defineJob({
   name: PROVISION_JOBS.createUser,
+  enqueuedByName: true,
   queue: PROVISION_QUEUE,
   payload: createUserPayloadSchema,
   attempts: PROVISION_ATTEMPTS,

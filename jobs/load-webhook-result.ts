@@ -12,6 +12,7 @@ import { loadWebhookResult, WEBHOOK_RESULT_ATTEMPTS, webhookResultSummarySchema 
  */
 export const loadWebhookResultJob = defineJob({
   name: LOAD_WEBHOOK_RESULT_JOB,
+  enqueuedByName: true,
   resource: 'results',
   summary: webhookResultSummarySchema,
   queue: WEBHOOK_QUEUE,

@@ -12,6 +12,7 @@ import { PROVISION_QUEUE } from '../src/queue/names.ts';
  */
 export const setAccess = defineJob({
   name: PROVISION_JOBS.setAccess,
+  enqueuedByName: true,
   queue: PROVISION_QUEUE,
   payload: setAccessPayloadSchema,
   attempts: PROVISION_ATTEMPTS,

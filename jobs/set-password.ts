@@ -13,6 +13,7 @@ import { PROVISION_QUEUE } from '../src/queue/names.ts';
  */
 export const setPassword = defineJob({
   name: PROVISION_JOBS.setPassword,
+  enqueuedByName: true,
   queue: PROVISION_QUEUE,
   payload: setPasswordPayloadSchema,
   attempts: PROVISION_ATTEMPTS,

@@ -10,7 +10,7 @@ import { parseConsoleUsers, unknownConsoleUserOrgs } from './lib/console-users.t
 import { maskUrl } from './lib/infra-errors.ts';
 import { DEFAULT_ORG, readOrgsFile, type OrgSettings } from './lib/orgs-file.ts';
 import { clusterSafePrefix, parseRedisUrl } from './lib/redis-target.ts';
-import { parseMaxDisable } from './provisioning/plan/limits.ts';
+import { parseMaxDisable } from './lib/max-disable.ts';
 import { DEFAULT_FEED_MIN_SHARE, parseFeedMinShare } from './lib/feed-min-share.ts';
 import { unknownVariables, type UnknownVariable } from './lib/unknown-variables.ts';
 

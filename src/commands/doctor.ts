@@ -7,7 +7,6 @@ import { createJobCatalog } from '../queue/catalog.ts';
 import { createJobQueue } from '../queue/job-queue.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';
 import { scheduleTable } from '../queue/schedulers.ts';
-import { ENQUEUED_BY_NAME } from '../runtime/app.ts';
 import type { CommandDeps } from './deps.ts';
 import { checkConfiguration, checkPlatform, checkPostgres, checkRedis, checkWebhook, type CheckResult } from './doctor-checks.ts';
 import { EXIT, exitWith } from './exit-codes.ts';
@@ -100,7 +99,7 @@ async function checkWorker(config: Config, log: Logger, deps: CommandDeps): Prom
   const queue = createJobQueue(
     config,
     {
-      catalog: createJobCatalog(deps.jobs, ENQUEUED_BY_NAME),
+      catalog: createJobCatalog(deps.jobs),
       services: () => {
         throw new Error('doctor runs no job');
       },

@@ -3,7 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
 import { requireOrgPlatform } from '../config.ts';
 import { requestedOrgs, selectOneOrg } from './org-option.ts';
-import { parseMaxDisable } from '../provisioning/plan/limits.ts';
+import { parseMaxDisable } from '../lib/max-disable.ts';
 import type { MaxDisable, PlanMode } from '../provisioning/plan/types.ts';
 import { writeFile } from 'node:fs/promises';
 import { provisionFeed, type ProvisionResult } from '../provisioning/provision-feed.ts';

@@ -1,7 +1,7 @@
 import Table from 'cli-table3';
 import { InvalidArgumentError, type Command } from 'commander';
 import { errorMessage } from '../lib/errors.ts';
-import { parseMaxDisable } from '../provisioning/plan/limits.ts';
+import { parseMaxDisable } from '../lib/max-disable.ts';
 import type { MaxDisable } from '../provisioning/plan/types.ts';
 import { maskUrl, toInfrastructureError } from '../lib/infra-errors.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';

@@ -5,10 +5,9 @@ export type JobCatalog = ReadonlyMap<string, AnyJobDefinition>;
 
 /**
  * Builds the catalog and refuses, before the worker takes a single job, one with a job
- * registered twice or without a name, or missing a handler for a name that is enqueued
- * by name (`required`: the planner's actions, the webhook loader).
+ * registered twice or without a name.
  */
-export function createJobCatalog(definitions: readonly AnyJobDefinition[], required: readonly string[] = []): JobCatalog {
+export function createJobCatalog(definitions: readonly AnyJobDefinition[]): JobCatalog {
   const catalog = new Map<string, AnyJobDefinition>();
   for (const definition of definitions) {
     if (!definition?.name) throw new Error('A job in jobs/index.ts has no name: every job file must export defineJob({ name, ... }).');
@@ -16,10 +15,6 @@ export function createJobCatalog(definitions: readonly AnyJobDefinition[], requi
       throw new Error(`Job "${definition.name}" is registered twice in jobs/index.ts: each job name must be unique.`);
     }
     catalog.set(definition.name, definition);
-  }
-  const missing = required.filter((name) => !catalog.has(name));
-  if (missing.length > 0) {
-    throw new Error(`No handler for job ${missing.map((n) => `"${n}"`).join(', ')}: add it to jobs/index.ts (it is enqueued by name).`);
   }
   return catalog;
 }

@@ -1,6 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { describeRedisError, InfrastructureError, isNotRedis, maskUrl } from '../lib/infra-errors.ts';
-import type { Logger } from '../runtime/log.ts';
+import type { Logger } from 'pino';
 import { OutageLog } from '../lib/outage-log.ts';
 import { createRedisClient, isCluster, type RedisClient } from '../lib/redis-client.ts';
 import { redisTarget } from '../lib/redis-target.ts';

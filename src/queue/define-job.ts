@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { JobContext } from '../runtime/context.ts';
+import type { JobContext } from './job-context.ts';
 import type { QueueName } from './names.ts';
 
 /** When a job runs by itself: every worker registers a BullMQ job scheduler for it. */
@@ -30,6 +30,13 @@ export interface JobDefinition<Payload extends z.ZodType = z.ZodType, Summary = 
   exclusive?: (payload: z.output<Payload>) => string;
   /** Attempts for transient failures (default 5), with exponential backoff. */
   attempts?: number;
+  /**
+   * Other code enqueues this job by its name (the planner's actions, the webhook loader)
+   * rather than through the catalog: the name is shared with that code and with jobs
+   * already queued. test/queue-units.test.ts holds these declarations to the names the
+   * wings enqueue, both ways.
+   */
+  enqueuedByName?: boolean;
   run(payload: z.output<Payload>, ctx: JobContext): Promise<Summary>;
 }
 
@@ -54,5 +61,6 @@ export interface AnyJobDefinition {
   schedule?: JobSchedule;
   exclusive?: (payload: never) => string;
   attempts?: number;
+  enqueuedByName?: boolean;
   run(payload: never, ctx: JobContext): Promise<unknown>;
 }

@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import type { Config } from '../config.ts';
 import { maskUrl, toInfrastructureError, type InfrastructureError } from '../lib/infra-errors.ts';
-import type { Logger } from '../runtime/log.ts';
+import type { Logger } from 'pino';
 import { OutageLog } from '../lib/outage-log.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
 

@@ -1,9 +1,9 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { z } from 'zod';
-import type { JobContext, JobInfo, ProgressUpdate, Services } from '../runtime/context.ts';
+import type { JobContext, JobInfo, ProgressUpdate, Services } from './job-context.ts';
 import { classify, errorMessage } from '../lib/errors.ts';
 import { toInfrastructureError } from '../lib/infra-errors.ts';
-import type { Logger } from '../runtime/log.ts';
+import type { Logger } from 'pino';
 import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
 import type { JobCatalog } from './catalog.ts';
 import { watchLock } from './lock-watch.ts';

@@ -1,5 +1,5 @@
 import type { Config } from '../config.ts';
-import type { Logger } from '../runtime/log.ts';
+import type { Logger } from 'pino';
 import type { JobCatalog } from './catalog.ts';
 import type { AnyJobDefinition } from './define-job.ts';
 import type { JobQueue, ScheduledJob } from './job-queue.ts';

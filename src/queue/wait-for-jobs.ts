@@ -1,6 +1,6 @@
 import { QueueEvents, type Job, type Queue } from 'bullmq';
 import type { Config } from '../config.ts';
-import type { Logger } from '../runtime/log.ts';
+import type { Logger } from 'pino';
 import type { RedisConnections } from './connection.ts';
 import { jobLockKey, queueKeys } from './keys.ts';
 import { SYNC_QUEUE } from './names.ts';

@@ -4,12 +4,11 @@ import { orgOf, soleOrg } from '../config.ts';
 import type { OrgSettings } from '../lib/orgs-file.ts';
 import { registerOrganisations } from '../warehouse/organisations.ts';
 import { ensureOrgReaders } from '../warehouse/org-readers.ts';
-import type { Services } from './context.ts';
+import type { Services } from '../queue/job-context.ts';
 import type { Logger } from './log.ts';
 import { createMetrics, observeJobs, type Metrics } from './metrics.ts';
 import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
 import type { PlatformClient } from '../platform/types.ts';
-import { PROVISION_JOBS } from '../provisioning/apply/actions.ts';
 import { createJobCatalog, type JobCatalog } from '../queue/catalog.ts';
 import type { AnyJobDefinition } from '../queue/define-job.ts';
 import type { RedisMode } from '../queue/connection.ts';
@@ -22,7 +21,6 @@ import { APP_ROLE, createDb, createPool } from '../warehouse/pool.ts';
 import { checkAppRole } from '../warehouse/app-role.ts';
 import { createScopes, type OrgScopes } from '../warehouse/scope.ts';
 import { createLockSession, type AdvisoryLocks } from '../warehouse/lock-session.ts';
-import { LOAD_WEBHOOK_RESULT_JOB } from '../webhooks/enqueue.ts';
 
 /**
  * The long-lived parts one process shares between its commands and jobs. Commands
@@ -72,16 +70,13 @@ export interface CreateAppOptions {
   rowSecurity?: boolean;
 }
 
-/** Jobs other code enqueues by name: the catalog refuses to start without a handler for each. */
-export const ENQUEUED_BY_NAME: readonly string[] = [...Object.values(PROVISION_JOBS), LOAD_WEBHOOK_RESULT_JOB];
-
 /** How long the metrics scrape waits for queue counts before it leaves them out (Redis slow or down). */
 const QUEUE_COUNTS_TIMEOUT_MS = 800;
 
 /** Composition root of one process: config in, connected parts out. */
 export async function createApp(config: Config, log: Logger, options: CreateAppOptions): Promise<App> {
   limitHeapGrowth();
-  const catalog = createJobCatalog(options.jobs, ENQUEUED_BY_NAME);
+  const catalog = createJobCatalog(options.jobs);
   const lockUrl = config.TRAINSYNC_LOCK_DATABASE_URL ?? config.DATABASE_URL;
   // Over the lock session's URL: a pooler in front (DATABASE_URL) may not serve the
   // `postgres` maintenance database that CREATE DATABASE is run from.

@@ -1,4 +1,4 @@
-import type { JobContext } from '../runtime/context.ts';
+import type { JobContext } from '../queue/job-context.ts';
 import { PlatformError } from '../platform/errors.ts';
 import { insertReading } from '../warehouse/load-reading.ts';
 import { finishRun } from './runs-store.ts';

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { JobContext } from '../runtime/context.ts';
+import type { JobContext } from '../queue/job-context.ts';
 import { isNotOffered } from '../platform/errors.ts';
 import type { Page, RecordProblem } from '../platform/types.ts';
 import type { LoadCounts } from '../warehouse/load-counts.ts';

@@ -1,4 +1,4 @@
-import type { JobContext } from '../runtime/context.ts';
+import type { JobContext } from '../queue/job-context.ts';
 import { defineJob, type JobDefinition } from '../queue/define-job.ts';
 import { SYNC_QUEUE } from '../queue/names.ts';
 import { syncSummarySchema, type SyncSummary } from './summary.ts';

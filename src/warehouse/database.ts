@@ -13,7 +13,7 @@ import type { EmployeeTables } from './employee-tables.ts';
 import type { GroupTables } from './group-tables.ts';
 import type { ProvisioningTables } from './provisioning-tables.ts';
 import type { WebhookTables } from './webhook-tables.ts';
-import type { ScimTables } from '../scim/tables.ts';
+import type { ScimTables } from './scim-tables.ts';
 
 export interface CoursesTable extends SeenColumns {
   /** The organisation's slug (training.organisations). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { JobContext } from '../runtime/context.ts';
+import type { JobContext } from '../queue/job-context.ts';
 import { classify, errorMessage, TrainsyncError } from '../lib/errors.ts';
 import { InvalidRecordError, PlatformError } from '../platform/errors.ts';
 import type { Result } from '../platform/schemas.ts';

@@ -1,4 +1,4 @@
-import type { JobContext } from '../../runtime/context.ts';
+import type { JobContext } from '../../queue/job-context.ts';
 import { isNotOffered, PlatformError } from '../../platform/errors.ts';
 import type { PlatformUser } from '../../platform/schemas.ts';
 import { asRole } from '../plan/adopt.ts';

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { JobContext } from '../../runtime/context.ts';
+import type { JobContext } from '../../queue/job-context.ts';
 import { classify } from '../../lib/errors.ts';
 import { isNotOffered } from '../../platform/errors.ts';
 import { beginAttempt, finishAction, recordRetryableError } from './actions-store.ts';

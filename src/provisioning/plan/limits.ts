@@ -1,20 +1,7 @@
-import type { MaxDisable } from './types.ts';
+import type { MaxDisable } from '../../lib/max-disable.ts';
 
 export const DEFAULT_MAX_DISABLE_FLOOR = 5;
 export const DEFAULT_MAX_DISABLE_PERCENT = 10;
-
-/** Parses `--max-disable`: `"5"` → 5, `"10%"` → `{ percent: 10 }`. */
-export function parseMaxDisable(text: string): MaxDisable {
-  const value = text.trim();
-  const percent = /^(\d+(?:\.\d+)?)\s*%$/.exec(value);
-  if (percent) {
-    const p = Number(percent[1]);
-    if (p > 100) throw new Error(`--max-disable: ${JSON.stringify(text)} is over 100%; give a number of employees (e.g. 25) or a percentage up to 100% (e.g. 10%)`);
-    return { percent: p };
-  }
-  if (/^\d+$/.test(value)) return Number(value);
-  throw new Error(`--max-disable: ${JSON.stringify(text)} is neither a number of employees (e.g. 25) nor a percentage (e.g. 10%)`);
-}
 
 /** The number of disables a plan may hold, given the active applied employees. */
 export function resolveMaxDisable(option: MaxDisable | undefined, activeCount: number): number {

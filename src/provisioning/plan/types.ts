@@ -1,4 +1,5 @@
 import type { FeedRole, FeedRow } from '../feed/types.ts';
+import type { MaxDisable } from '../../lib/max-disable.ts';
 
 /**
  * Types of the provisioning plan: what must change on the platform so its accounts
@@ -167,7 +168,8 @@ export interface Plan {
   platform: string;
 }
 
-export type MaxDisable = number | { percent: number };
+/** How many disables a plan may hold (src/lib/max-disable.ts parses it for the settings and the commands). */
+export type { MaxDisable };
 
 export interface PlanOptions {
   /** Default: the larger of 5 and 10% of the active applied employees. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { JobContext } from '../../runtime/context.ts';
+import type { JobContext } from '../../queue/job-context.ts';
 import { stagedTableEmpty } from '../../warehouse/load-staged.ts';
 import type { WindowedResource } from '../resources/resource.ts';
 import { getCheckpoint, saveCheckpoint } from '../sync-state.ts';

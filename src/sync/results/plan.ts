@@ -1,4 +1,4 @@
-import type { JobContext } from '../../runtime/context.ts';
+import type { JobContext } from '../../queue/job-context.ts';
 import { getWatermark, listUnfinishedWindows } from '../sync-state.ts';
 import { addDays, parseWindowKey, splitWindows, today, windowKey, type ResultWindow } from './days.ts';
 import type { SyncPayload } from '../sync-payload.ts';

@@ -1,4 +1,4 @@
-import type { JobContext } from '../../runtime/context.ts';
+import type { JobContext } from '../../queue/job-context.ts';
 import { clearSightings, markUnsighted } from '../../warehouse/load-staged.ts';
 import type { WindowedResource } from '../resources/resource.ts';
 import { countQuarantined, deleteCheckpoints, recordUnfinishedWindows, setWatermark } from '../sync-state.ts';

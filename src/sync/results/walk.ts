@@ -1,4 +1,4 @@
-import type { JobContext } from '../../runtime/context.ts';
+import type { JobContext } from '../../queue/job-context.ts';
 import type { ListRequest, Page, RecordProblem } from '../../platform/types.ts';
 import { recordSightings, StagedBatch, upsertStagedBatch } from '../../warehouse/load-staged.ts';
 import type { WindowedResource } from '../resources/resource.ts';

@@ -1,4 +1,4 @@
-import type { JobContext } from '../../runtime/context.ts';
+import type { JobContext } from '../../queue/job-context.ts';
 import { errorMessage } from '../../lib/errors.ts';
 import { mapConcurrent } from '../../lib/map-concurrent.ts';
 import { PlatformError } from '../../platform/errors.ts';

@@ -1,5 +1,6 @@
 /**
- * The types every job sees.
+ * The types every job sees. Here in src/queue, beside defineJob and the runner that builds
+ * a context, so the queue imports nothing of the runtime; the runtime's app fills in Services.
  *
  * Glossary
  * - resource:   one kind of platform data we copy (courses, filters, results, seats, users).
@@ -16,9 +17,9 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { OrgSettings } from '../lib/orgs-file.ts';
-import type { Logger } from './log.ts';
+import type { Logger } from 'pino';
 import type { PlatformClient } from '../platform/types.ts';
-import type { ActionQueue } from '../queue/action-queue.ts';
+import type { ActionQueue } from './action-queue.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { AdvisoryLocks } from '../warehouse/lock-session.ts';
 import type { PgLender } from '../warehouse/transaction.ts';

@@ -1,9 +1,10 @@
 /**
  * kysely row types of the SCIM tables in schema `trainsync`
- * (sql/migrations/0010_scim.sql is the source of truth; written by src/scim).
+ * (sql/migrations/0010_scim.sql is the source of truth). Written by src/scim; declared here
+ * with the other row types, since database.ts composes them and storage imports no wing.
  */
 import type { ColumnType } from 'kysely';
-import type { GeneratedInstant as DefaultInstant, NullableInstant } from '../warehouse/column-types.ts';
+import type { GeneratedInstant as DefaultInstant, NullableInstant } from './column-types.ts';
 
 export interface ScimUsersTable {
   scim_id: string;
@@ -18,7 +19,7 @@ export interface ScimUsersTable {
   groups: ColumnType<string[], string[] | undefined, string[]>;
   pending: ColumnType<boolean, boolean | undefined, boolean>;
   version: ColumnType<number, number | undefined, number>;
-  /** The platform state (platform-state.ts) of the version last planned; null until one is. */
+  /** The platform state (src/scim/platform-state.ts) of the version last planned; null until one is. */
   planned_state: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: DefaultInstant;
   updated_at: DefaultInstant;

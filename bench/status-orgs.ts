@@ -19,6 +19,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { z } from 'zod';
+import { orgFacts } from '../src/commands/status-data.ts';
+import { createDb, createPool } from '../src/warehouse/pool.ts';
 import { createBenchDatabase } from './admin-query.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -31,6 +33,8 @@ const say = (line: string): void => void process.stdout.write(`${line}\n`);
 
 interface Run {
   code: number | null;
+  /** The summary's first lines (from "Organisations:") and its last. */
+  sample: string[];
   ms: number;
   lines: number;
   bytes: number;
@@ -73,7 +77,9 @@ async function cli(cliArgs: string[], env: Record<string, string>, url: string):
   let bytes = 0;
   let peak = 0;
   let stderr = '';
+  let head = '';
   child.stdout.on('data', (chunk: Buffer) => {
+    if (head.length < 20_000) head += chunk.toString('utf8');
     bytes += chunk.length;
     for (const b of chunk) if (b === 10) lines += 1;
   });
@@ -83,7 +89,10 @@ async function cli(cliArgs: string[], env: Record<string, string>, url: string):
   clearInterval(sampler);
   const ms = performance.now() - started;
   if (code !== 0) say(`trainsync ${cliArgs.join(' ')} exited ${code}: ${stderr}`);
-  return { code, ms: Math.round(ms), lines, bytes, peakRssMb: Math.round(peak), transactions: (await commits(url)) - before };
+  const all = head.split('\n');
+  const from = all.findIndex((line) => line.startsWith('Organisations:'));
+  const sample = from < 0 ? [] : [...all.slice(from, from + 8), '…', ...all.slice(-2)];
+  return { code, sample, ms: Math.round(ms), lines, bytes, peakRssMb: Math.round(peak), transactions: (await commits(url)) - before };
 }
 
 const database = await createBenchDatabase();
@@ -128,13 +137,24 @@ try {
   } finally {
     await owner.end();
   }
+  // The summary's statements alone (as the owner, five pages of 200), beside the CLI's start-up.
+  const pool = createPool(database.url, { max: 1 });
+  const slugs = Array.from({ length: args.orgs }, (_, i) => slug(i + 1));
+  const resources = ['courses', 'filters', 'groups', 'results', 'seats', 'users'];
+  const sqlStarted = performance.now();
+  for (let at = 0; at < slugs.length; at += 200) await orgFacts(createDb(pool), slugs.slice(at, at + 200), resources);
+  const summarySqlMs = Math.round(performance.now() - sqlStarted);
+  await pool.end();
+  say(`the summary's statements: ${summarySqlMs} ms`);
   const text = await cli(['status', '--org', 'all'], env, database.url);
   const json = await cli(['status', '--org', 'all', '--json'], env, database.url);
   const one = await cli(['status', '--org', slug(1)], env, database.url);
+  say(text.sample.join('\n'));
   say(`status --org all: ${text.ms} ms, ${text.lines} lines, ${text.bytes} bytes, peak RSS ${text.peakRssMb} MB, ${text.transactions} transactions`);
   say(`status --org all --json: ${json.ms} ms, ${json.lines} lines, ${json.bytes} bytes, peak RSS ${json.peakRssMb} MB, ${json.transactions} transactions`);
   say(`status --org ${slug(1)}: ${one.ms} ms, ${one.lines} lines, ${one.transactions} transactions`);
-  say(JSON.stringify({ orgs: args.orgs, runs: Math.round(args.orgs * 0.95) * 6 * args.days, root: args.root, text, json, one }));
+  const { sample: _sample, ...textFigures } = text;
+  say(JSON.stringify({ summarySqlMs, orgs: args.orgs, runs: Math.round(args.orgs * 0.95) * 6 * args.days, root: args.root, text: textFigures, json: { ...json, sample: undefined }, one: { ...one, sample: undefined } }));
 } finally {
   await database.drop();
   await rm(dir, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import type { App } from '../runtime/app.ts';
-import { lastRunsOf, orgFacts, quarantineOf, watermarksOf, type OrgFacts } from './status-data.ts';
+import { lastRunsOf, orgFacts, quarantineOf, watermarksOf, type LastRun, type OrgFacts } from './status-data.ts';
 import { deploymentParts, shortTime, table } from './status-render.ts';
 import { deploymentStatus, readOrgs, runState, schedulesByOrg, statusResources, type StatusSection } from './status-report.ts';
 
@@ -50,7 +50,7 @@ export function classify(facts: OrgFacts, now: Date, staleAfterMs: number): OrgS
   const goods = facts.last.flatMap((l) => (l.goodAt ? [l.goodAt.getTime()] : []));
   const notes = [
     ...failed.map((l) => `${l.resource} failed ${shortTime(l.at)}${l.error ? `: ${oneLine(l.error)}` : ''}`),
-    ...stale.filter((l) => l.status !== 'failed').map((l) => `${l.resource} ${l.goodAt ? `last ok ${shortTime(l.goodAt)}` : `never ok (${l.status})`}`),
+    ...staleNotes(stale.filter((l) => l.status !== 'failed')),
     ...(facts.unfinishedWindows > 0 ? [`${facts.unfinishedWindows} unfinished result window${facts.unfinishedWindows === 1 ? '' : 's'}`] : []),
     ...(facts.actionsNeedingAttention > 0 ? [`${facts.actionsNeedingAttention} provisioning action${facts.actionsNeedingAttention === 1 ? '' : 's'} needing attention`] : []),
     ...(facts.heldPlans > 0 ? [`${facts.heldPlans} held plan${facts.heldPlans === 1 ? '' : 's'}`] : []),
@@ -68,6 +68,14 @@ export function classify(facts: OrgFacts, now: Date, staleAfterMs: number): OrgS
     attention: state === 'failed' || state === 'stale' || facts.unfinishedWindows > 0 || facts.actionsNeedingAttention > 0 || facts.heldPlans > 0,
     note: notes.join('; ') || (state === 'running' ? `running: ${running.join(', ')}` : state),
   };
+}
+
+/** Stale resources in one or two phrases: those last ok (at the oldest of them), those never ok. */
+function staleNotes(stale: readonly LastRun[]): string[] {
+  const old = stale.flatMap((l) => (l.goodAt ? [{ resource: l.resource, at: l.goodAt }] : []));
+  const never = stale.filter((l) => l.goodAt === null).map((l) => l.resource);
+  const oldest = old.reduce<Date | undefined>((min, l) => (min === undefined || l.at < min ? l.at : min), undefined);
+  return [...(oldest ? [`${old.map((l) => l.resource).join(', ')} last ok ${shortTime(oldest)}`] : []), ...(never.length > 0 ? [`${never.join(', ')} never ok`] : [])];
 }
 
 const oneLine = (text: string): string => {

@@ -100,6 +100,16 @@ const parsedBy = <T>(parse: (value: string) => T | string) =>
     return parsed;
   });
 
+/** TRAINSYNC_METRICS_ORG_LABELS: `all` (Infinity), `none` (0) or a whole number up to 1000; a string is the problem. */
+function parseMetricsOrgLabels(value: string): number | string {
+  const text = value.trim().toLowerCase();
+  if (text === 'all') return Number.POSITIVE_INFINITY;
+  if (text === 'none') return 0;
+  const n = Number(text);
+  if (text !== '' && Number.isInteger(n) && n >= 0 && n <= 1000) return n;
+  return 'all, none, or how many organisations keep their own org label (0 to 1000), e.g. 50';
+}
+
 const envSchema = z.object({
   // Several organisations (issue 20): a JSON or YAML file listing them; unset, the variables
   // below (TRAINSYNC_API_URL, TRAINSYNC_API_KEY, …) describe one organisation named `default`.
@@ -189,6 +199,9 @@ const envSchema = z.object({
   // refused before planning (an export cut short upstream); `provision --allow-shrink` overrides.
   TRAINSYNC_FEED_MIN_SHARE: parsedBy(parseFeedMinShare).default(DEFAULT_FEED_MIN_SHARE),
   TRAINSYNC_METRICS_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9464' }).int().min(0).max(65_535).default(9464),
+  // How many organisations (the orgs file's first) keep their own `org` label on every series of
+  // /metrics; the rest are summed under org="_other" (a slug per series is 1,000× the series).
+  TRAINSYNC_METRICS_ORG_LABELS: parsedBy(parseMetricsOrgLabels).default(50),
   TRAINSYNC_SHUTDOWN_TIMEOUT_MS: positiveInt('30000').default(30_000),
   TRAINSYNC_FAILED_JOBS_KEPT: positiveInt('1000').default(1000),
   TRAINSYNC_JOB_LOCK_MS: positiveInt('60000').default(60_000),

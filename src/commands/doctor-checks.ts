@@ -30,6 +30,11 @@ const ok = (check: string, detail: string): CheckResult => ({ check, level: 'ok'
 const warn = (check: string, detail: string, fix: string): CheckResult => ({ check, level: 'warn', detail, fix });
 const fail = (check: string, detail: string, fix: string, refuses = false): CheckResult => ({ check, level: 'fail', detail, fix, ...(refuses ? { refuses } : {}) });
 
+/** Slugs for one line: all of ten or fewer, else the first ten and how many more (a thousand would be a page). */
+function namedFew(slugs: readonly string[]): string {
+  return slugs.length <= 10 ? slugs.join(', ') : `${slugs.slice(0, 10).join(', ')} and ${slugs.length - 10} more`;
+}
+
 /** Every variable (cron lines included): one failed line per bad one, naming it. */
 export function checkConfiguration(load: () => Config): { config?: Config; results: CheckResult[] } {
   let config: Config;
@@ -42,7 +47,7 @@ export function checkConfiguration(load: () => Config): { config?: Config; resul
   const unknown = config.unknownVariables ?? [];
   // "every variable" would claim the misspelt ones too: those are the warning below.
   const reads = `every ${unknown.length > 0 ? 'trainsync ' : ''}variable reads (cron lines included)`;
-  const results = [ok('config', config.TRAINSYNC_ORGS_FILE ? `${reads}; ${config.orgs.length} organisation${config.orgs.length === 1 ? '' : 's'} in ${config.TRAINSYNC_ORGS_FILE}: ${config.orgs.map((o) => o.slug).join(', ')}` : reads)];
+  const results = [ok('config', config.TRAINSYNC_ORGS_FILE ? `${reads}; ${config.orgs.length} organisation${config.orgs.length === 1 ? '' : 's'} in ${config.TRAINSYNC_ORGS_FILE}: ${namedFew(config.orgs.map((o) => o.slug))}` : reads)];
   // A misspelt variable is ignored, so its setting silently keeps the default: worth a warning, not a refusal.
   if (unknown.length > 0) {
     const renames = unknown.filter((u) => u.suggestion !== undefined).map((u) => `rename ${u.name} to ${u.suggestion}`);

@@ -9,6 +9,7 @@ import { QUEUE_NAMES } from '../queue/names.ts';
 import { scheduleTable } from '../queue/schedulers.ts';
 import type { CommandDeps } from './deps.ts';
 import { checkConfiguration, checkPlatform, checkPostgres, checkRedis, checkWebhook, type CheckResult } from './doctor-checks.ts';
+import { checkAppRoleLine, checkLockSession } from './doctor-sessions.ts';
 import { EXIT, exitWith } from './exit-codes.ts';
 import { requestedOrgs, selectOrgs } from './org-option.ts';
 import { lineWidth, wrapLine } from './terminal.ts';
@@ -23,7 +24,9 @@ export function registerDoctorCommand(program: Command, deps: CommandDeps): void
       'after',
       `
 One line per check: ok, warn or FAIL, and the fix. Checks every variable (cron lines
-included); Postgres (reachable, version, pending migrations, the trainsync_reader role);
+included); Postgres (reachable, version, pending migrations, the trainsync_reader role;
+the lock session, TRAINSYNC_LOCK_DATABASE_URL or DATABASE_URL: reachable and a session of
+its own, not a transaction-mode pool; the login of DATABASE_URL can take trainsync_app);
 Redis (reachable, version, maxmemory-policy noeviction, persistence); the platform (key
 accepted, page size seen, seats endpoint offered) of every organisation, or of those
 named with --org (lines of a named organisation start with [slug]); the webhook port,
@@ -32,7 +35,8 @@ worker (connected, schedules registered). A service that refuses the connection 
 once, naming its URL (password masked) and how to start it.
 
 For doctor: 1 a check failed; 2 the configuration is refused (a variable, a missing
-migration, a key the platform refuses).
+migration, a key the platform refuses, a lock session that is not one, a login that
+cannot take trainsync_app).
 
 Examples:
   trainsync doctor
@@ -78,7 +82,12 @@ async function runChecks(deps: CommandDeps, requested: readonly string[]): Promi
   const log = deps.createLogger(config);
   // Postgres and Redis at once: each fails on its own within the connect timeout.
   const [postgres, redis] = await Promise.all([checkPostgres(config), checkRedis(config)]);
-  results.push(...postgres.results, ...redis.results);
+  results.push(...postgres.results);
+  // The lock session and trainsync_app: once Postgres answered (a refused DATABASE_URL is said once, above).
+  const reached = postgres.results.some((r) => r.check === 'postgres' && r.level === 'ok');
+  if (reached || config.TRAINSYNC_LOCK_DATABASE_URL) results.push(await checkLockSession(config));
+  if (reached) results.push(await checkAppRoleLine(config));
+  results.push(...redis.results);
   let workerAlive = false;
   if (redis.reachable) {
     const worker = await checkWorker(config, log, deps);

@@ -1,5 +1,6 @@
 import { userInfo } from 'node:os';
 import { InvalidArgumentError, type Command } from 'commander';
+import { sql } from 'kysely';
 import { createApp, type App } from '../runtime/app.ts';
 import { approveHeldPlan, rejectHeldPlan } from '../provisioning/approve-held-plan.ts';
 import { waitForActions } from '../provisioning/apply/enqueue.ts';
@@ -11,7 +12,7 @@ import { fitText } from './terminal.ts';
 import { requestedOrgs, selectOrgs } from './org-option.ts';
 import { provisionDeps } from './provision-deps.ts';
 import { formatOutcome } from './provision-report.ts';
-import type { StatusSection } from './status.ts';
+import { sectionOfOne, type StatusSection } from './status-report.ts';
 
 /**
  * `trainsync held`: every change a guard held (an HR feed's plan, a SCIM burst, a drift
@@ -63,14 +64,29 @@ export function renderHeldPlans(plans: readonly HeldPlanSummary[], orgs: readonl
   );
 }
 
-/** `status` section: one organisation's held plans; the title counts them. */
-export const heldPlansSection: StatusSection = async (app, org) => {
-  const plans = await listHeldPlans(app.scopes.scope(org).db, { org, onlyHeld: true });
-  return {
-    title: `Held plans: ${plans.length} (review, approve or reject: trainsync held)`,
-    rows: plans.map((p) => ({ plan: p.id, source: p.source, from: p.file, 'lose access': p.disables, actions: p.actionCount, held: p.createdAt })),
-  };
+/** `status` section: each organisation's held plans (one statement for all); the title counts them. */
+export const heldPlansAcross: StatusSection = async (db, orgs) => {
+  const { rows } = await sql<{ org: string; id: number; source: string; file: string; disables: number; actions: number; created_at: Date; total: number }>`
+    select org, id, source, file, disables, actions, created_at, total from (
+      select h.org, h.id, h.source, h.file, h.disables, jsonb_array_length(h.actions) as actions, h.created_at,
+        row_number() over (partition by h.org order by h.id desc) as n, count(*) over (partition by h.org)::int as total
+      from trainsync.held_plans h where h.org = any(${[...orgs]}::text[]) and h.status = 'held'
+    ) x where n <= 50 order by org, id desc`.execute(db);
+  const plans = new Map<string, typeof rows>(orgs.map((org) => [org, []]));
+  for (const row of rows) plans.get(row.org)?.push(row);
+  return new Map(
+    [...plans].map(([org, list]) => [
+      org,
+      {
+        title: `Held plans: ${list[0]?.total ?? 0} (review, approve or reject: trainsync held)`,
+        rows: list.map((p) => ({ plan: p.id, source: p.source, from: p.file, 'lose access': p.disables, actions: p.actions, held: p.created_at })),
+      },
+    ]),
+  );
 };
+
+/** The section of one organisation. */
+export const heldPlansSection = sectionOfOne(heldPlansAcross);
 
 async function decide(app: App, orgs: readonly string[], options: HeldCliOptions, write: (text: string) => void): Promise<number> {
   const id = (options.approve ?? options.reject)!;

@@ -12,15 +12,15 @@ import { registerMigrateCommand } from './migrate.ts';
 import { registerPasswordCommand } from './password.ts';
 import { registerProvisionCommand } from './provision.ts';
 import { registerReconcileCommand } from './reconcile.ts';
-import { provisioningAttentionSection } from './provisioning-status.ts';
+import { provisioningAttentionAcross } from './provisioning-status.ts';
 import { registerScimCommand } from './scim-held.ts';
-import { heldPlansSection, registerHeldCommand } from './held.ts';
+import { heldPlansAcross, registerHeldCommand } from './held.ts';
 import { registerSeatsCommand } from './seats.ts';
 import { registerSimulatorCommand } from './simulator.ts';
 import { registerStatusCommand } from './status.ts';
 import { registerSyncCommand } from './sync.ts';
-import { unfinishedWindowsSection } from './unfinished-windows-status.ts';
-import { webhookStatusSection } from './webhook-status.ts';
+import { unfinishedWindowsAcross } from './unfinished-windows-status.ts';
+import { webhookStatusAcross } from './webhook-status.ts';
 import { registerWorkerCommand } from './worker.ts';
 import { addOrgOption } from './org-option.ts';
 
@@ -58,7 +58,7 @@ Otherwise (a pipe, a file, a service): one JSON object per line (LOG_FORMAT over
   registerLoginUrlCommand(program, deps);
   registerSeatsCommand(program, deps);
   registerReconcileCommand(program, deps);
-  registerStatusCommand(program, deps, [unfinishedWindowsSection, provisioningAttentionSection, webhookStatusSection, heldPlansSection]);
+  registerStatusCommand(program, deps, [unfinishedWindowsAcross, provisioningAttentionAcross, webhookStatusAcross, heldPlansAcross]);
   registerHeldCommand(program, deps);
   registerScimCommand(program, deps);
   registerConsoleCommand(program, deps);

@@ -1,12 +1,18 @@
+import { sql } from 'kysely';
 import { RESULTS } from '../sync/results/plan.ts';
-import { listUnfinishedWindows } from '../sync/sync-state.ts';
-import type { StatusSection } from './status.ts';
+import { sectionOfOne, type SectionRows, type StatusSection } from './status-report.ts';
 
-/** `status` section: result windows an incomplete run of the organisation left for its next run to read again. */
-export const unfinishedWindowsSection: StatusSection = async (app, org) => {
-  const windows = await listUnfinishedWindows(app.scopes.scope(org).db, org, RESULTS);
-  return {
-    title: 'Unfinished result windows (the next `sync results` reads them again)',
-    rows: windows.map((w) => ({ window: w.key, reason: w.reason, run: w.runId ?? '', recorded: w.recordedAt })),
-  };
+const TITLE = 'Unfinished result windows (the next `sync results` reads them again)';
+
+/** `status` section: result windows an incomplete run of each organisation left for its next run to read again (one statement for all). */
+export const unfinishedWindowsAcross: StatusSection = async (db, orgs) => {
+  const { rows } = await sql<{ org: string; window_key: string; reason: string; run_id: number | null; recorded_at: Date }>`
+    select org, window_key, reason, run_id, recorded_at from trainsync.unfinished_windows
+    where org = any(${[...orgs]}::text[]) and resource = ${RESULTS} order by org, window_key`.execute(db);
+  const sections = new Map<string, SectionRows>(orgs.map((org) => [org, { title: TITLE, rows: [] }]));
+  for (const w of rows) sections.get(w.org)?.rows.push({ window: w.window_key, reason: w.reason, run: w.run_id ?? '', recorded: w.recorded_at });
+  return sections;
 };
+
+/** The section of one organisation. */
+export const unfinishedWindowsSection = sectionOfOne(unfinishedWindowsAcross);

@@ -1,5 +1,6 @@
 import { html, type SafeHtml } from './html.ts';
 import type { ConsoleRole } from '../lib/console-users.ts';
+import { orgSearchForm, SELECT_UP_TO } from './org-search-form.ts';
 import type { Scope } from './scope.ts';
 
 export interface Viewer {
@@ -12,10 +13,14 @@ export interface Viewer {
   path: string;
 }
 
-/** The organisation selector: shown only when several are configured; a form (the CSP allows no inline script). */
+/**
+ * The organisation selector: shown only when several are configured; a form (the CSP allows no
+ * inline script). Above SELECT_UP_TO organisations, a search form instead (org-search.ts).
+ */
 function orgSelector(viewer: Viewer): SafeHtml {
   const { scope } = viewer;
   if (!scope.multi) return html``;
+  if (scope.orgs.length > SELECT_UP_TO) return orgSearchForm(viewer);
   return html`<form method="post" action="/org" class="org-select" id="org-form"><input type="hidden" name="_csrf" value="${viewer.csrfToken}"><input type="hidden" name="back" value="${viewer.path}">
 <label>organisation <select name="org" id="org-select"><option value="" ${scope.org === undefined ? html`selected` : ''}>all organisations</option>${scope.orgs.map(
     (o) => html`<option value="${o.slug}" ${o.slug === scope.org ? html`selected` : ''}>${o.name} (${o.slug})</option>`,

@@ -18,6 +18,7 @@ import { recordConsoleChange } from './data/provisioning.ts';
 import { html, type SafeHtml } from './html.ts';
 import { z } from 'zod';
 import { page, type Viewer } from './layout.ts';
+import { registerOrgSearch } from './org-search.ts';
 import { registerPageRoutes } from './routes.ts';
 import { isConfigured, outsideOrg, scopeOf } from './scope.ts';
 import { createSession, endSession, findSession, setSessionOrg, type Session } from './sessions.ts';
@@ -195,6 +196,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
     path: request.url,
   });
   registerPageRoutes(server, deps, viewerOf);
+  registerOrgSearch(server, viewerOf);
 
   /** The selector: keeps the choice in the session, then back to the page it was made on. */
   server.post('/org', { preHandler: server.csrfProtection }, async (request, reply) => {

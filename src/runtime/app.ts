@@ -137,7 +137,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     } finally {
       clearTimeout(timer);
     }
-  });
+  }, { orgs: config.orgs.map((org) => org.slug), orgLabels: config.TRAINSYNC_METRICS_ORG_LABELS });
   const redisMode = options.redis ?? 'one-shot';
   const queue = createJobQueue(config, { catalog, services, log, onFinished: observeJobs(metrics, catalog) }, { redis: redisMode });
   if (redisMode === 'one-shot') {

@@ -8,6 +8,12 @@ import type { JobCatalog } from '../queue/catalog.ts';
  * Request, job, row and webhook metrics carry `org` (the organisation's slug, `default`
  * without an orgs file), so a dashboard can split or sum them; queue counts stay per
  * queue (one queue serves every organisation) and dependency health is the process's.
+ *
+ * Bounded: with 1,000 organisations a slug on every series of every histogram would be
+ * 1,000 times the series. Only the first `orgLabels` organisations of the orgs file (all of
+ * them up to 50 by default; TRAINSYNC_METRICS_ORG_LABELS) keep their slug on those; the
+ * others are summed under `org="_other"`. Two small series stay per organisation whatever
+ * the cap, the ones an operator alerts on: the last successful job's time and failed jobs.
  */
 export interface Metrics {
   registry: Registry;
@@ -28,46 +34,90 @@ export interface Metrics {
   webhookSignatureFailures: Counter<'org' | 'reason'>;
   /** Seconds from an event's receipt (received_at) to the transaction that wrote its last result. */
   webhookDelivery: Histogram<'org' | 'type'>;
+  /** Per organisation whatever the cap: when its last job succeeded (end time, Unix seconds), as this process saw it. */
+  orgLastSuccess: Gauge<'org'>;
+  /** Per organisation whatever the cap: jobs that failed (each attempt that ended in failure). */
+  orgJobFailures: Counter<'org'>;
   /** A platform request of the organisation `org` (its client's hook). */
   observeRequest(event: RequestEvent, org: string): void;
 }
 
-export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: string; counts: Record<string, number> }>>): Metrics {
+/** The `org` value of the organisations past the cap. */
+export const OTHER_ORGS = '_other';
+
+export interface MetricsOptions {
+  /** The configured organisations, in the orgs file's order. */
+  orgs?: readonly string[];
+  /** How many of them keep their own `org` label on every series (Infinity: every one; 0: none). */
+  orgLabels?: number;
+}
+
+/** The `org` label value of an organisation under the cap. */
+export function orgLabeller(options: MetricsOptions): (org: string) => string {
+  if (options.orgLabels === Number.POSITIVE_INFINITY || options.orgs === undefined) return (org) => org;
+  const kept = new Set(options.orgs.slice(0, options.orgLabels ?? DEFAULT_ORG_LABELS));
+  return (org) => (kept.has(org) ? org : OTHER_ORGS);
+}
+
+/** Organisations with their own label when TRAINSYNC_METRICS_ORG_LABELS is unset. */
+export const DEFAULT_ORG_LABELS = 50;
+
+type OrgLabelled = { inc?: unknown; observe?: unknown };
+
+/**
+ * The metric with its `org` label passed through `label` on inc and observe (every caller,
+ * the webhook receiver's included, keeps naming the organisation; the cap is applied here).
+ */
+function capped<T extends OrgLabelled>(metric: T, label: (org: string) => string): T {
+  return new Proxy(metric, {
+    get(target, key, receiver) {
+      const value: unknown = Reflect.get(target, key, receiver);
+      if ((key !== 'inc' && key !== 'observe') || typeof value !== 'function') return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      return (labels: unknown, ...rest: unknown[]) => {
+        const relabelled = typeof labels === 'object' && labels !== null && 'org' in labels && typeof labels.org === 'string' ? { ...labels, org: label(labels.org) } : labels;
+        return (value as (...a: unknown[]) => unknown).call(target, relabelled, ...rest);
+      };
+    },
+  });
+}
+
+export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: string; counts: Record<string, number> }>>, options: MetricsOptions = {}): Metrics {
+  const label = orgLabeller(options);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'trainsync_' });
-  const rowsLoaded = new Counter({
+  const rowsLoaded = capped(new Counter({
     name: 'trainsync_rows_loaded_total',
     help: 'Warehouse rows written by sync jobs, by table and outcome (inserted, updated, unchanged, quarantined, removed).',
     labelNames: ['org', 'table', 'outcome'] as const,
     registers: [registry],
-  });
-  const apiRequests = new Counter({
+  }), label);
+  const apiRequests = capped(new Counter({
     name: 'trainsync_api_requests_total',
     help: 'HTTP requests to the platform API by method and status (status "error" for no response).',
     labelNames: ['org', 'method', 'status'] as const,
     registers: [registry],
-  });
-  const apiDuration = new Histogram({
+  }), label);
+  const apiDuration = capped(new Histogram({
     name: 'trainsync_api_request_duration_seconds',
     help: 'Platform API request duration.',
     labelNames: ['org', 'method'] as const,
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
-  });
-  const runRequests = new Histogram({
+  }), label);
+  const runRequests = capped(new Histogram({
     name: 'trainsync_run_requests',
     help: 'Platform requests per finished sync run (every HTTP attempt: retries and pages read again included), by resource.',
     labelNames: ['org', 'resource'] as const,
     buckets: [1, 10, 50, 100, 500, 1_000, 5_000, 20_000, 100_000],
     registers: [registry],
-  });
-  const jobDuration = new Histogram({
+  }), label);
+  const jobDuration = capped(new Histogram({
     name: 'trainsync_job_duration_seconds',
     help: 'Job run time by job name and outcome.',
     labelNames: ['org', 'job', 'outcome'] as const,
     buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
     registers: [registry],
-  });
+  }), label);
   const queueJobs = new Gauge({
     name: 'trainsync_queue_jobs',
     help: 'Jobs per queue and state, read from Redis at scrape time.',
@@ -89,33 +139,47 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     labelNames: ['service'] as const,
     registers: [registry],
   });
-  const webhookReceived = new Counter({
+  const webhookReceived = capped(new Counter({
     name: 'trainsync_webhook_events_received_total',
     help: 'Webhook deliveries by organisation, event type (other for unknown types) and outcome: stored, duplicate, test-unsigned, malformed, organisation-mismatch (signed, but its organisationId is not the organisation\'s: 403).',
     labelNames: ['org', 'type', 'outcome'] as const,
     registers: [registry],
-  });
-  const webhookProcessed = new Counter({
+  }), label);
+  const webhookProcessed = capped(new Counter({
     name: 'trainsync_webhook_events_processed_total',
     help: 'Webhook events settled by load-webhook-result jobs, by type and outcome: loaded, not-found (left to the nightly sync). A permanent failure fails its job instead (trainsync_job_duration_seconds{outcome="failed"}).',
     labelNames: ['org', 'type', 'outcome'] as const,
     registers: [registry],
-  });
-  const webhookSignatureFailures = new Counter({
+  }), label);
+  const webhookSignatureFailures = capped(new Counter({
     name: 'trainsync_webhook_signature_failures_total',
     help: 'Webhook deliveries refused with 401 for a missing or invalid signature (never stored, never processed).',
     labelNames: ['org', 'reason'] as const,
     registers: [registry],
-  });
-  const webhookDelivery = new Histogram({
+  }), label);
+  const webhookDelivery = capped(new Histogram({
     name: 'trainsync_webhook_delivery_seconds',
     help: 'Delivery to row: from receiving a webhook event (received_at) to the transaction that wrote its last result into training.results.',
     labelNames: ['org', 'type'] as const,
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600],
     registers: [registry],
+  }), label);
+  const orgLastSuccess = new Gauge({
+    name: 'trainsync_org_last_success_timestamp_seconds',
+    help: 'When a job of the organisation last succeeded in this process (its end, Unix seconds): one series per organisation, whatever TRAINSYNC_METRICS_ORG_LABELS.',
+    labelNames: ['org'] as const,
+    registers: [registry],
+  });
+  const orgJobFailures = new Counter({
+    name: 'trainsync_org_job_failures_total',
+    help: 'Jobs of the organisation that ended failed in this process (each failed attempt): one series per organisation that had one, whatever TRAINSYNC_METRICS_ORG_LABELS.',
+    labelNames: ['org'] as const,
+    registers: [registry],
   });
   return {
     registry,
+    orgLastSuccess,
+    orgJobFailures,
     rowsLoaded,
     apiRequests,
     apiDuration,
@@ -152,6 +216,8 @@ const webhookEventsSchema = z.object({
 export function observeJobs(metrics: Metrics, catalog: JobCatalog): (name: string, outcome: string, seconds: number, result: unknown, org: string) => void {
   return (name, outcome, seconds, result, org) => {
     metrics.jobDuration.observe({ org, job: name, outcome }, seconds);
+    if (outcome === 'completed') metrics.orgLastSuccess.set({ org }, Date.now() / 1000);
+    else if (outcome === 'failed') metrics.orgJobFailures.inc({ org });
     const settled = webhookEventsSchema.safeParse(result);
     for (const event of settled.success ? settled.data.webhookEvents : []) {
       metrics.webhookProcessed.inc({ org, type: event.type, outcome: event.outcome });

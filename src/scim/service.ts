@@ -20,6 +20,7 @@ import type { ScimError } from './errors.ts';
 import { employeeIdsFor, insertUsers, pendingUsers, type EmployeeIdChoice, type ScimUserRow } from './store.ts';
 import type { ScimUserResource } from './user-mapping.ts';
 import { checkPasswordAccepted, queueScimPassword } from './password.ts';
+import { createRecentUsers } from './recent-users.ts';
 
 /** What planning one organisation's SCIM changes needs (the pipeline's deps and the SCIM disable limit). */
 export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'locks' | 'queue' | 'platform' | 'log'>, scope: OrgScope, org: string): ChangeDeps {
@@ -91,6 +92,8 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   const log = deps.log.child({ org: org.slug });
   const scope = deps.scopes.scope(org.slug);
   const changeDeps = scimChangeDeps({ ...deps, log }, scope, org.slug);
+  // The Users this process wrote last: a PATCH right after a create is written without reading the User.
+  const recent = createRecentUsers();
   // Users submitted and not yet planned: the sweep leaves them to the batch they wait for.
   const inFlight = new Map<string, number>();
   // Set when creates were queued without their id lookup (and at start, and once a minute, for other workers' creates).
@@ -160,6 +163,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
       }
     }
     if (isError(answer)) throw answer;
+    recent.remember(answer);
     if (choice.shared) {
       log.warn(
         { scimId, userName: user.userName, externalId: choice.shared.named, sharedWith: choice.shared.with.scim_id, sharedWithUserName: choice.shared.with.user_name, employeeId: choice.employeeId },
@@ -193,7 +197,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     route: {
       token: org.scimToken,
       context: {
-        org: org.slug, db: scope.db, withPgClient: scope.lend, submit, create,
+        org: org.slug, db: scope.db, withPgClient: scope.lend, submit, create, recent,
         checkPassword: () => checkPasswordAccepted(config),
         queuePassword: (row, password) => queueScimPassword({ org: org.slug, db: scope.db, queue: deps.queue, config }, row, password),
       },

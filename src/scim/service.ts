@@ -74,6 +74,12 @@ const MAX_BATCH = 500;
 const MAX_PLAN_BACKLOG = 2 * MAX_BATCH;
 /** How often a worker looks for deferred ids anyway (creates another worker queued). */
 const RESOLVE_EVERY_MS = 60_000;
+/**
+ * How long a resolve pass that found creates still queued is not tried again (unless the minute's
+ * pass is due): until they have run or waited MAX_WAIT_MS it has nothing to do, and asking costs
+ * two queries over the organisation's create actions, which a steady load grows by thousands a minute.
+ */
+const RESOLVE_QUEUED_BACKOFF_MS = 5_000;
 /** One resolve pass at a time per organisation, across workers. */
 const RESOLVE_LOCK = 'trainsync:scim-resolve-ids';
 
@@ -101,6 +107,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   let deferredGeneration = 1;
   let resolvedGeneration = 0;
   let lastResolve = Date.now();
+  let resolveNotBefore = 0;
   // New Users arriving together: their employee ids and one insert (each gets its row or its 409), answered once it commits.
   const inserts = createBatcher<NewIntake, { answer: ScimUserRow | ScimError; choice: EmployeeIdChoice }>(
     async (intakes) => {
@@ -180,7 +187,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     const busy = new Set(rows.length === 0 ? [] : (await liveOpenActions(changeDeps, [...new Set(rows.map((r) => r.employee_id))])).map((a) => a.employeeId));
     await Promise.all(rows.filter((r) => !busy.has(r.employee_id)).map((r) => submit(r.scim_id)));
     const periodic = Date.now() - lastResolve > RESOLVE_EVERY_MS;
-    if (deferredGeneration > resolvedGeneration || periodic) {
+    if ((deferredGeneration > resolvedGeneration && Date.now() >= resolveNotBefore) || periodic) {
       lastResolve = Date.now();
       const generation = deferredGeneration;
       const pass = await tryAdvisoryLock(deps.locks, orgScoped(org.slug, RESOLVE_LOCK), () =>
@@ -188,6 +195,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
       );
       // Queued creates still to run: tried again at the next sweep.
       if (pass.acquired && (pass.value.ran ? !pass.value.createsQueued : pass.value.reason === 'none')) resolvedGeneration = Math.max(resolvedGeneration, generation);
+      resolveNotBefore = pass.acquired && !pass.value.ran && pass.value.reason === 'creates-queued' ? Date.now() + RESOLVE_QUEUED_BACKOFF_MS : 0;
       // Ids just learned (or learned meanwhile by a later action's own lookup) reach the employee rows.
       if (periodic || (pass.acquired && pass.value.ran && pass.value.found > 0)) await fillNewAccounts(scope.lend, org.slug);
     }

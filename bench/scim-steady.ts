@@ -13,6 +13,7 @@
  * Run: node bin/run-ts.js bench/scim-steady.ts                 (60 s of load, then the drain at the budget)
  *      node bin/run-ts.js bench/scim-steady.ts '{"seconds":10}'  (a quick look)
  *      PROF_DIR=/tmp/prof node bin/run-ts.js bench/scim-steady.ts …  (the worker writes a V8 CPU profile there when it exits)
+ *      node bin/run-ts.js bench/scim-steady.ts '{"drain":false}'  (the response times only: no wait for the drain, no platform figures)
  */
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -37,6 +38,9 @@ export interface ScimSteadyBench {
   responseP95Ms: number;
   responseP99Ms: number;
   responseMaxMs: number;
+  /** p95 of the requests sent in the load's first and last 20 s (or third, when shorter than 60 s): does latency grow at a fixed load? */
+  responseP95FirstMs: number;
+  responseP95LastMs: number;
   /** Answers per second over the load. */
   answersPerSecond: number;
   /** Whether every answered change was found durable right after the last answer. */
@@ -80,7 +84,7 @@ const percentile = (sorted: readonly number[], p: number): number => sorted[Math
 const stateSchema = z.object({ users: z.number() });
 const summarySchema = z.object({ total: z.number(), maxInAnyWindow: z.number(), byRoute: z.record(z.string(), z.number()) });
 
-export async function benchScimSteady(options: { seconds?: number; connections?: number } = {}): Promise<ScimSteadyBench> {
+export async function benchScimSteady(options: { seconds?: number; connections?: number; drain?: boolean } = {}): Promise<ScimSteadyBench> {
   const SECONDS = options.seconds ?? 60;
   const CONNECTIONS = options.connections ?? 20;
   const setup = await startScimBench({ seed: 94, totalSeats: 100_000 });
@@ -98,6 +102,8 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
     }
     await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
     const latencies: number[] = [];
+    /** When each answered request was sent (ms since the load started), beside its latency. */
+    const sentAt: number[] = [];
     const statuses: Record<string, number> = {};
     let retried = 0;
     const created: { id: string; i: number }[] = [];
@@ -109,6 +115,7 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
         const response = await pool.request({ method, path, headers, body: JSON.stringify(body) });
         const text = await response.body.text();
         latencies.push(performance.now() - sent);
+        sentAt.push(sent - started);
         statuses[response.statusCode] = (statuses[response.statusCode] ?? 0) + 1;
         if (response.statusCode !== 429) return { status: response.statusCode, json: text === '' ? {} : (JSON.parse(text) as { id?: string }) };
         retried += 1;
@@ -164,10 +171,28 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
     process.stderr.write(`   steady load: ${created.length} creates and ${patched.length} PATCHes in ${round(loadSeconds, 1)} s; ${durableDetail}\n`);
     // The response times are known now; the drain at the budget that follows takes (creates ÷ budget) × 1.1 s.
     const sortedNow = [...latencies].sort((a, b) => a - b);
+    const edge = Math.min(20, SECONDS / 3) * 1000;
+    const p95Where = (keep: (at: number) => boolean): number => percentile(latencies.filter((_, k) => keep(sentAt[k]!)).sort((a, b) => a - b), 95);
+    const p95First = p95Where((at) => at < edge);
+    const p95Last = p95Where((at) => at >= SECONDS * 1000 - edge);
     process.stderr.write(
-      `   responses: p50 ${round(percentile(sortedNow, 50))} ms, p95 ${round(percentile(sortedNow, 95))} ms, p99 ${round(percentile(sortedNow, 99))} ms; load average ${round(loadAtStart, 2)} → ${round(loadAtEnd, 2)}; now waiting up to ${round(1.1 * (created.length / BUDGET))} s for every account on the platform\n`,
+      `   responses: p50 ${round(percentile(sortedNow, 50))} ms, p95 ${round(percentile(sortedNow, 95))} ms, p99 ${round(percentile(sortedNow, 99))} ms, max ${round(sortedNow.at(-1) ?? Number.NaN)} ms; ` +
+        `p95 of the first / last ${edge / 1000} s ${round(p95First)} / ${round(p95Last)} ms; worker CPU ${round(workerCpu / latencies.length, 2)} ms per answer; ` +
+        `load average ${round(loadAtStart, 2)} → ${round(loadAtEnd, 2)}` +
+        (options.drain === false ? '\n' : `; now waiting up to ${round(1.1 * (created.length / BUDGET))} s for every account on the platform\n`),
     );
 
+    if (options.drain === false) {
+      return {
+        connections: CONNECTIONS, seconds: SECONDS, budget: BUDGET, creates: created.length, patches: patched.length, statuses, retried,
+        responseP50Ms: round(percentile(sortedNow, 50)), responseP95Ms: round(percentile(sortedNow, 95)), responseP99Ms: round(percentile(sortedNow, 99)),
+        responseMaxMs: round(sortedNow.at(-1) ?? Number.NaN), responseP95FirstMs: round(p95First), responseP95LastMs: round(p95Last),
+        answersPerSecond: round(latencies.length / loadSeconds), durable, durableDetail,
+        allExistSeconds: Number.NaN, targetSeconds: Number.NaN, platformRequests: Number.NaN, platformRequestsByRoute: {}, maxInAnySecond: Number.NaN, groupsGetMs: Number.NaN,
+        loadAverage: [round(loadAtStart, 2), round(loadAtEnd, 2)],
+        workerCpuMsPerAnswer: round(workerCpu / latencies.length, 2), workerCpuMsPerSecond: round(workerCpu / loadSeconds),
+      };
+    }
     const groupsSent = performance.now();
     await (await fetch(`${origin}/scim/v2/Groups`, { headers })).text();
     const groupsGetMs = performance.now() - groupsSent;
@@ -198,6 +223,8 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
       responseP95Ms: round(percentile(latencies, 95)),
       responseP99Ms: round(percentile(latencies, 99)),
       responseMaxMs: round(latencies.at(-1) ?? Number.NaN),
+      responseP95FirstMs: round(p95First),
+      responseP95LastMs: round(p95Last),
       answersPerSecond: round(latencies.length / loadSeconds),
       durable,
       durableDetail,
@@ -218,6 +245,6 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const options = z.object({ seconds: z.number().positive(), connections: z.number().int().positive() }).partial().parse(JSON.parse(process.argv[2] ?? '{}'));
+  const options = z.object({ seconds: z.number().positive(), connections: z.number().int().positive(), drain: z.boolean() }).partial().parse(JSON.parse(process.argv[2] ?? '{}'));
   process.stdout.write(`${JSON.stringify(await benchScimSteady(options))}\n`);
 }

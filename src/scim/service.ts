@@ -20,6 +20,7 @@ import type { ScimError } from './errors.ts';
 import { employeeIdsFor, insertUsers, pendingUsers, type EmployeeIdChoice, type ScimUserRow } from './store.ts';
 import type { ScimUserResource } from './user-mapping.ts';
 import { checkPasswordAccepted, queueScimPassword } from './password.ts';
+import { createRecentUsers } from './recent-users.ts';
 
 /** What planning one organisation's SCIM changes needs (the pipeline's deps and the SCIM disable limit). */
 export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'locks' | 'queue' | 'platform' | 'log'>, scope: OrgScope, org: string): ChangeDeps {
@@ -73,6 +74,12 @@ const MAX_BATCH = 500;
 const MAX_PLAN_BACKLOG = 2 * MAX_BATCH;
 /** How often a worker looks for deferred ids anyway (creates another worker queued). */
 const RESOLVE_EVERY_MS = 60_000;
+/**
+ * How long a resolve pass that found creates still queued is not tried again (unless the minute's
+ * pass is due): until they have run or waited MAX_WAIT_MS it has nothing to do, and asking costs
+ * two queries over the organisation's create actions, which a steady load grows by thousands a minute.
+ */
+const RESOLVE_QUEUED_BACKOFF_MS = 5_000;
 /** One resolve pass at a time per organisation, across workers. */
 const RESOLVE_LOCK = 'trainsync:scim-resolve-ids';
 
@@ -91,6 +98,8 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   const log = deps.log.child({ org: org.slug });
   const scope = deps.scopes.scope(org.slug);
   const changeDeps = scimChangeDeps({ ...deps, log }, scope, org.slug);
+  // The Users this process wrote last: a PATCH right after a create is written without reading the User.
+  const recent = createRecentUsers();
   // Users submitted and not yet planned: the sweep leaves them to the batch they wait for.
   const inFlight = new Map<string, number>();
   // Set when creates were queued without their id lookup (and at start, and once a minute, for other workers' creates).
@@ -98,6 +107,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   let deferredGeneration = 1;
   let resolvedGeneration = 0;
   let lastResolve = Date.now();
+  let resolveNotBefore = 0;
   // New Users arriving together: their employee ids and one insert (each gets its row or its 409), answered once it commits.
   const inserts = createBatcher<NewIntake, { answer: ScimUserRow | ScimError; choice: EmployeeIdChoice }>(
     async (intakes) => {
@@ -160,6 +170,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
       }
     }
     if (isError(answer)) throw answer;
+    recent.remember(answer);
     if (choice.shared) {
       log.warn(
         { scimId, userName: user.userName, externalId: choice.shared.named, sharedWith: choice.shared.with.scim_id, sharedWithUserName: choice.shared.with.user_name, employeeId: choice.employeeId },
@@ -176,7 +187,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     const busy = new Set(rows.length === 0 ? [] : (await liveOpenActions(changeDeps, [...new Set(rows.map((r) => r.employee_id))])).map((a) => a.employeeId));
     await Promise.all(rows.filter((r) => !busy.has(r.employee_id)).map((r) => submit(r.scim_id)));
     const periodic = Date.now() - lastResolve > RESOLVE_EVERY_MS;
-    if (deferredGeneration > resolvedGeneration || periodic) {
+    if ((deferredGeneration > resolvedGeneration && Date.now() >= resolveNotBefore) || periodic) {
       lastResolve = Date.now();
       const generation = deferredGeneration;
       const pass = await tryAdvisoryLock(deps.locks, orgScoped(org.slug, RESOLVE_LOCK), () =>
@@ -184,6 +195,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
       );
       // Queued creates still to run: tried again at the next sweep.
       if (pass.acquired && (pass.value.ran ? !pass.value.createsQueued : pass.value.reason === 'none')) resolvedGeneration = Math.max(resolvedGeneration, generation);
+      resolveNotBefore = pass.acquired && !pass.value.ran && pass.value.reason === 'creates-queued' ? Date.now() + RESOLVE_QUEUED_BACKOFF_MS : 0;
       // Ids just learned (or learned meanwhile by a later action's own lookup) reach the employee rows.
       if (periodic || (pass.acquired && pass.value.ran && pass.value.found > 0)) await fillNewAccounts(scope.lend, org.slug);
     }
@@ -193,7 +205,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     route: {
       token: org.scimToken,
       context: {
-        org: org.slug, db: scope.db, withPgClient: scope.lend, submit, create,
+        org: org.slug, db: scope.db, withPgClient: scope.lend, submit, create, recent,
         checkPassword: () => checkPasswordAccepted(config),
         queuePassword: (row, password) => queueScimPassword({ org: org.slug, db: scope.db, queue: deps.queue, config }, row, password),
       },

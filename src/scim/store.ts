@@ -196,22 +196,28 @@ export async function updateUser(db: Db, before: ScimUserRow, user: ScimUserReso
 /**
  * Marks Users' changes planned and queued (or found to need nothing), with the platform
  * state each planned version stated (null for a change that needed no plan: a deleted
- * User's disable made moot).
+ * User's disable made moot). A User changed since the version planned stays pending for its
+ * own plan; when no plan of it was recorded yet, the state of this one is (it was planned and
+ * queued all the same), so that change, if it keeps that state (a title PATCHed while its
+ * create was being planned), is settled by the queued actions rather than left to the sweep.
+ * Never over a state recorded already: a stale version planned late does not overwrite a newer one's.
  */
 export async function markPlanned(db: Db, org: string, planned: readonly { scimId: string; version: number; state: string | null }[]): Promise<void> {
   if (planned.length === 0) return;
-  // Only the version planned: a User changed meanwhile stays pending for its own plan.
   await sql`
-    update trainsync.scim_users u set pending = false, planned_state = p.state
+    update trainsync.scim_users u
+       set pending = case when u.version = p.version then false else u.pending end,
+           planned_state = p.state
       from unnest(${planned.map((p) => p.scimId)}::uuid[], ${planned.map((p) => p.version)}::int[], ${planned.map((p) => p.state)}::text[]) as p(scim_id, version, state)
-     where u.org = ${org} and u.scim_id = p.scim_id and u.version = p.version`.execute(db);
+     where u.org = ${org} and u.scim_id = p.scim_id
+       and (u.version = p.version or (u.version > p.version and u.planned_state is null and p.state is not null))`.execute(db);
 }
 
-/** Users whose change is not planned yet and was written more than `olderThanMs` ago (deleted ones included: their disable is due). */
-export async function pendingUsers(db: Db, org: string, olderThanMs: number, limit: number): Promise<ScimUserRow[]> {
+/** Users whose change is not planned yet and was written more than `olderThanMs` ago (deleted ones included: their disable is due): their ids. */
+export async function pendingUsers(db: Db, org: string, olderThanMs: number, limit: number): Promise<Pick<ScimUserRow, 'scim_id' | 'employee_id'>[]> {
   return db
     .selectFrom('trainsync.scim_users')
-    .selectAll()
+    .select(['scim_id', 'employee_id'])
     .where('org', '=', org)
     .where('pending', '=', true)
     .where('updated_at', '<', sql<Date>`now() - make_interval(secs => ${olderThanMs / 1000})`)

@@ -9,6 +9,7 @@ import { projection } from './projection.ts';
 import { checkUserNameFree, findUser, listUsers, updateUser, type ScimUserRow } from './store.ts';
 import { namedEmployeeId, parseUserResource, requireNames, type ParsedUser, type ScimUserResource } from './user-mapping.ts';
 import type { PgLender } from '../warehouse/transaction.ts';
+import type { RecentUsers } from './recent-users.ts';
 
 /**
  * The /Users operations. Each change is durable before it is answered: its row in
@@ -43,6 +44,8 @@ export interface ResourceContext {
   queuePassword(row: ScimUserRow, password: string): Promise<void>;
   /** e.g. https://idp-facing.example.com/scim/v2 */
   base: string;
+  /** The Users this process wrote last: a change of one is written over the version remembered, without a read first. */
+  recent?: RecentUsers;
 }
 
 /** Users listed per page at most (ServiceProviderConfig filter.maxResults). */
@@ -118,22 +121,43 @@ const WRITE_ATTEMPTS = 5;
 /**
  * A change of a stored User: read, changed, and written over the version read, in two
  * statements and no transaction held across them (a PATCH is answered in two round trips);
- * a User changed in between is read again. Committed (pending) before it is planned.
+ * a User changed in between is read again. A User this process wrote last is not read: the
+ * change is written over the version remembered (recent-users.ts), one round trip; should that
+ * not be the stored version, or the change be refused, it is read and done again, so an answer
+ * (a 400, a 409) is only ever given on the User as read. Committed (pending) before it is planned.
  */
 async function writeUser(ctx: ResourceContext, scimId: string, next: (row: ScimUserRow) => ParsedUser, options: { deleted?: boolean } = {}): Promise<{ row: ScimUserRow; parsed: ParsedUser }> {
+  let remembered = ctx.recent?.get(scimId);
   for (let attempt = 1; ; attempt += 1) {
-    const before = await findUser(ctx.db, ctx.org, scimId);
-    const parsed = next(before);
-    if (parsed.password !== undefined) ctx.checkPassword();
-    const { user } = parsed;
-    checkEmployeeId(before, user);
-    if (user.userName.toLowerCase() !== before.user_name.toLowerCase()) await checkUserNameFree(ctx.db, ctx.org, user.userName, before.scim_id);
-    const changed = canonicalJson(user) !== canonicalJson(before.resource) || options.deleted === true;
-    const row = await updateUser(ctx.db, before, user, before.groups, changed, options.deleted);
+    const fromMemory = remembered !== undefined;
+    const before = remembered ?? (await findUser(ctx.db, ctx.org, scimId));
+    remembered = undefined;
+    let parsed: ParsedUser;
+    let row: ScimUserRow | undefined;
+    try {
+      parsed = next(before);
+      if (parsed.password !== undefined) ctx.checkPassword();
+      const { user } = parsed;
+      checkEmployeeId(before, user);
+      if (user.userName.toLowerCase() !== before.user_name.toLowerCase()) await checkUserNameFree(ctx.db, ctx.org, user.userName, before.scim_id);
+      const changed = canonicalJson(user) !== canonicalJson(before.resource) || options.deleted === true;
+      row = await updateUser(ctx.db, before, user, before.groups, changed, options.deleted);
+    } catch (error) {
+      if (!fromMemory) throw error;
+      // Refused on the row remembered, which may be older than the stored one: decided again on the User as read.
+      ctx.recent?.forget(scimId);
+      attempt -= 1;
+      continue;
+    }
     if (row === undefined) {
+      ctx.recent?.forget(scimId);
+      // Not the stored version any more: read it (a miss of the memory is no conflict of its own).
+      if (fromMemory) attempt -= 1;
       if (attempt < WRITE_ATTEMPTS) continue;
       throw conflict(`User ${scimId} was changed by other requests at the same time ${WRITE_ATTEMPTS} times over; send it again`);
     }
+    if (options.deleted === true) ctx.recent?.forget(scimId);
+    else ctx.recent?.remember(row);
     // A password's job follows the jobs of this change: they are queued first.
     await ctx.submit(row.scim_id, { wait: parsed.password !== undefined });
     if (parsed.password !== undefined) await ctx.queuePassword(row, parsed.password);

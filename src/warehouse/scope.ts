@@ -62,24 +62,91 @@ function textOf(first: unknown): string | undefined {
 }
 
 /**
+ * What pg's client keeps of its queue (pg 8.2x, its JavaScript client): read to tell that a
+ * client is idle before its pipeline mode is switched on for a few queries. Absent (pg-native,
+ * another version), statements go one round trip at a time, as before.
+ */
+interface PipelineState {
+  pipeline: boolean;
+  readyForQuery: boolean;
+  _activeQuery: unknown;
+  _queryQueue: unknown[];
+  _sentQueryQueue: unknown[];
+  connection: { stream: { cork(): void; uncork(): void } };
+}
+
+function idlePipelineState(client: pg.PoolClient): PipelineState | undefined {
+  const c = client as unknown as Partial<PipelineState>;
+  const idle =
+    c.pipeline === false && c.readyForQuery === true && (c._activeQuery === null || c._activeQuery === undefined) &&
+    Array.isArray(c._queryQueue) && c._queryQueue.length === 0 && Array.isArray(c._sentQueryQueue) && c._sentQueryQueue.length === 0 &&
+    typeof c.connection?.stream?.cork === 'function' && typeof c.connection.stream.uncork === 'function';
+  return idle ? (c as PipelineState) : undefined;
+}
+
+/**
+ * Runs `calls` on `client` in order and settles them all; undefined (nothing sent) when the
+ * client is busy or not pg's JavaScript client. They are written at once, in one packet, in
+ * pg's pipeline mode (each query has its own Sync; Postgres answers them in order):
+ * the scope's BEGIN, set_config, statement and COMMIT cost one round trip instead of four. On a
+ * loaded machine each round trip is a wake-up of the backend and a wait for a core, which is
+ * what a SCIM answer's time was made of (docs/benchmarks.md, SCIM response time). Pipeline
+ * mode stays on until the last answer is in (pg routes the answers by it), and then off again:
+ * COPY streams and cursors, which pipeline mode refuses, run on the same client later.
+ */
+async function runPipelined(client: pg.PoolClient, raw: (...args: unknown[]) => Promise<unknown>, calls: readonly unknown[][]): Promise<PromiseSettledResult<unknown>[] | undefined> {
+  const state = idlePipelineState(client);
+  if (state === undefined) return undefined;
+  state.pipeline = true;
+  const stream = state.connection.stream;
+  stream.cork();
+  let pending: Promise<unknown>[];
+  try {
+    pending = calls.map((args) => raw(...args));
+  } finally {
+    stream.uncork();
+  }
+  try {
+    return await Promise.allSettled(pending);
+  } finally {
+    state.pipeline = false;
+  }
+}
+
+/** The first failure of `settled`, thrown; else the values. */
+function valuesOf(settled: readonly PromiseSettledResult<unknown>[]): unknown[] {
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value);
+}
+
+/**
  * A pool client whose statements run scoped: BEGIN is followed by the scope's
  * set_config, and a statement outside a transaction is wrapped in one of its own
- * (begin, scope, statement, commit). COPY streams and cursors pass through: they run
- * inside the caller's transaction (the loaders' withTransaction), or unscoped, where
- * row-level security shows them nothing.
+ * (begin, scope, statement, commit), each written at once (runPipelined). A statement never
+ * runs unscoped: should BEGIN or the set_config fail, the transaction is aborted and the
+ * statement with it. COPY streams and cursors pass through: they run inside the caller's
+ * transaction (the loaders' withTransaction), or unscoped, where row-level security shows
+ * them nothing.
  */
 function scopedClient(client: pg.PoolClient, org: string, allOrgs: string): pg.PoolClient {
   let inTransaction = false;
   const raw = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  const setScope = [SET_SCOPE, [org, allOrgs, APP_ROLE]];
   const query = (...args: unknown[]): unknown => {
     const text = textOf(args[0]);
     if (text === undefined || typeof args[args.length - 1] === 'function') return raw(...args);
     if (BEGIN_RE.test(text)) {
       return (async () => {
-        const began = await raw(...args);
-        inTransaction = true;
-        await raw(SET_SCOPE, [org, allOrgs, APP_ROLE]);
-        return began;
+        const settled = await runPipelined(client, raw, [args, setScope]);
+        if (settled === undefined) {
+          const began = await raw(...args);
+          inTransaction = true;
+          await raw(...setScope);
+          return began;
+        }
+        inTransaction = settled[0]!.status === 'fulfilled';
+        return valuesOf(settled)[0];
       })();
     }
     if (END_RE.test(text)) {
@@ -88,16 +155,24 @@ function scopedClient(client: pg.PoolClient, org: string, allOrgs: string): pg.P
     }
     if (inTransaction) return raw(...args);
     return (async () => {
-      await raw('begin');
-      try {
-        await raw(SET_SCOPE, [org, allOrgs, APP_ROLE]);
-        const result = await raw(...args);
-        await raw('commit');
-        return result;
-      } catch (error) {
-        await raw('rollback').catch(() => undefined);
-        throw error;
+      const settled = await runPipelined(client, raw, [['begin'], setScope, args, ['commit']]);
+      if (settled === undefined) {
+        await raw('begin');
+        try {
+          await raw(...setScope);
+          const result = await raw(...args);
+          await raw('commit');
+          return result;
+        } catch (error) {
+          await raw('rollback').catch(() => undefined);
+          throw error;
+        }
       }
+      // The statement ran scoped or not at all: a failed set_config aborts the transaction, and the statement
+      // with it; BEGIN fails only on a connection that fails the rest too, or inside an aborted transaction,
+      // where everything up to the COMMIT (which then rolls back) fails. A failed statement made the COMMIT
+      // a rollback; a COMMIT that fails (a deferred check) fails the statement. The first failure is thrown.
+      return valuesOf(settled)[2];
     })();
   };
   return new Proxy(client, {

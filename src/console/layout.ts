@@ -1,17 +1,9 @@
 import { html, type SafeHtml } from './html.ts';
-import type { ConsoleRole } from '../lib/console-users.ts';
 import { orgSearchForm, SELECT_UP_TO } from './org-search-form.ts';
-import type { Scope } from './scope.ts';
+import type { Viewer } from './viewer.ts';
 
-export interface Viewer {
-  name: string;
-  role: ConsoleRole;
-  csrfToken: string;
-  /** The organisations this page shows (the selector's choice). */
-  scope: Scope;
-  /** This page's path and query, where the selector comes back to. */
-  path: string;
-}
+export type { Viewer } from './viewer.ts';
+
 
 /**
  * The organisation selector: shown only when several are configured; a form (the CSP allows no

@@ -1,5 +1,5 @@
 import { html, type SafeHtml } from './html.ts';
-import type { Viewer } from './layout.ts';
+import type { Viewer } from './viewer.ts';
 import type { Scope } from './scope.ts';
 
 /**

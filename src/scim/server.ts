@@ -170,7 +170,8 @@ function send(reply: FastifyReply, answer: Omit<ScimAnswer, 'ignored'>): Fastify
   reply.code(answer.status);
   if (answer.headers) reply.headers(answer.headers);
   if (answer.body === undefined) return reply.send();
-  return reply.type(CONTENT_TYPE).send(JSON.stringify(answer.body));
+  // A Buffer: Fastify sends it as it is (a string of a JSON type is looked over for its charset first).
+  return reply.type(CONTENT_TYPE).send(Buffer.from(JSON.stringify(answer.body)));
 }
 
 /** The server a SCIM endpoint runs on: its port, its body limit, its errors in the SCIM error schema. */

@@ -19,6 +19,12 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 export const HEADERS_TIMEOUT_MS = 10_000;
 export const FORCE_CLOSE_AFTER_MS = 5_000;
 /**
+ * An idle keep-alive connection is kept this long (Fastify's default): longer than the 60 s idle
+ * timeout of the usual load balancers and TLS proxies, so a proxy never reuses a connection the
+ * server has just closed (a 502 to the identity provider or the platform).
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+/**
  * Over the limit, up to this many times the limit is read (and dropped) before the 413, so a
  * client still sending sees the answer rather than a reset; a body larger still is not read to
  * its end: the connection is cut after the 413 (the client may see either).
@@ -133,6 +139,7 @@ export async function startHttpServer({ options, plugin }: ServerDefinition): Pr
     trustProxy: options.trustProxy ?? false,
     bodyLimit: options.bodyLimit.bytes,
     requestTimeout: REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     http: { headersTimeout: HEADERS_TIMEOUT_MS },
     // A request the parser cannot read gets no answer: its connection goes.
     clientErrorHandler: (_error, socket) => socket.destroy(),

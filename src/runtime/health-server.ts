@@ -36,6 +36,7 @@ export async function runHealthChecks(checks: HealthChecks, timeoutMs = CHECK_TI
 
 /** Scrapes and probes send no body: anything larger is refused (413) unread. */
 export const HEALTH_MAX_BODY_BYTES = 16 * 1024;
+const NOT_FOUND = 'not found: try /healthz or /metrics';
 
 export interface HealthServerOptions {
   port: number;
@@ -58,8 +59,6 @@ function healthServerOptions(options: Pick<HealthServerOptions, 'port' | 'log'>)
     log: options.log,
   };
 }
-
-const NOT_FOUND = 'not found: try /healthz or /metrics';
 
 /**
  * `/healthz` (200 when Postgres and Redis answer, 503 naming the one that does not, always

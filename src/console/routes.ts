@@ -25,7 +25,7 @@ import { overviewBody } from './pages/overview.ts';
 import { peopleBody } from './pages/people.ts';
 import { runBody, runsBody } from './pages/runs.ts';
 import { webhooksBody } from './pages/webhooks.ts';
-import type { ConsoleDeps } from './server.ts';
+import type { ConsoleDeps } from './deps.ts';
 
 const PAGE_SIZE = 50;
 /** The Provisioning page holds four lists: each paged short, so the page stays readable (its own page parameter each). */

@@ -3,45 +3,23 @@ import fastifyCookie from '@fastify/cookie';
 import fastifyCsrf from '@fastify/csrf-protection';
 import fastifyFormbody from '@fastify/formbody';
 import fastifyRateLimit from '@fastify/rate-limit';
-import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
-import type { AddressInfo } from 'node:net';
-import type { Config } from '../config.ts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConsoleUser } from '../lib/console-users.ts';
 import { verifyConsolePassword } from '../lib/console-users.ts';
-import type { JobQueue } from '../queue/job-queue.ts';
-import type { ProvisionDeps } from '../provisioning/pipeline/types.ts';
 import { mountQueueBoard } from '../queue/board.ts';
-import type { Logger } from '../runtime/log.ts';
-import type { OrgScopes } from '../warehouse/scope.ts';
+import { startHttpServer, type ErrorAnswer, type HttpServer, type HttpServerOptions, type ServerDefinition, type ServerPlugin } from '../http/server-factory.ts';
+import type { ConsoleDeps } from './deps.ts';
 import { loadAssets } from './assets.ts';
 import { recordConsoleChange } from './data/provisioning.ts';
 import { html, type SafeHtml } from './html.ts';
 import { z } from 'zod';
 import { page, type Viewer } from './layout.ts';
-import { registerOrgSearch } from './org-search.ts';
 import { registerPageRoutes } from './routes.ts';
+import { registerOrgSearch } from './org-search.ts';
 import { isConfigured, outsideOrg, scopeOf } from './scope.ts';
 import { createSession, endSession, findSession, setSessionOrg, type Session } from './sessions.ts';
 
-export interface ConsoleDeps {
-  config: Config;
-  /**
-   * Organisation data through each organisation's scoped handle (the pages' queries);
-   * `unscoped` (no organisation's rows) serves the sessions and the deployment-wide audit.
-   */
-  scopes: OrgScopes;
-  queue: JobQueue;
-  log: Logger;
-  /** Dependency checks for the Overview (postgres, redis): the failures by name. */
-  health: () => Promise<Record<string, string>>;
-  /** What drift repair (`reconcile --fix`) of one organisation needs, its platform client included; built on first use. */
-  repair: (org: string) => ProvisionDeps;
-}
-
-export interface ConsoleServer {
-  port: number;
-  close(): Promise<void>;
-}
+export type ConsoleServer = HttpServer;
 
 export const SESSION_COOKIE = 'trainsync_console';
 
@@ -85,6 +63,33 @@ const isQueuesApi = (request: FastifyRequest): boolean =>
 /** Routes anyone may reach: the login form and the assets it needs. */
 const PUBLIC = (url: string): boolean => url === '/login' || url.startsWith('/login?') || url.startsWith('/assets/');
 
+/** Log-in and console forms are small: anything larger is refused (413) unread. */
+export const CONSOLE_MAX_BODY_BYTES = 64 * 1024;
+
+/** An error as a page. Never echoes internals: CSRF and rate-limit errors say what happened, a fault only that it happened. */
+function errorPage({ status, detail, error }: ErrorAnswer): { type: string; body: string } {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = typeof code === 'string' && code.startsWith('FST_CSRF') ? 'The form expired or did not come from this console: reload the page and try again.' : status === 429 ? 'Too many attempts: wait a minute.' : detail;
+  return { type: 'text/html', body: page('Error', undefined, html`<p class="error">${message}</p>`).text };
+}
+
+/** The server the console runs on: where TRAINSYNC_CONSOLE_PORT and TRAINSYNC_CONSOLE_HOST say, its errors as pages. */
+function consoleServerOptions(deps: Pick<ConsoleDeps, 'config' | 'log'>): HttpServerOptions {
+  return {
+    name: 'console',
+    port: deps.config.TRAINSYNC_CONSOLE_PORT,
+    host: deps.config.TRAINSYNC_CONSOLE_HOST,
+    bodyLimit: { bytes: CONSOLE_MAX_BODY_BYTES },
+    // Forms and bull-board's JSON through Fastify's parsers.
+    rawBodies: false,
+    trustProxy: deps.config.TRAINSYNC_CONSOLE_TRUST_PROXY,
+    errorBody: errorPage,
+    faultDetail: 'Something went wrong; see the worker log.',
+    notFoundDetail: 'not found',
+    log: deps.log,
+  };
+}
+
 /**
  * Starts the operator console (docs/operator.md, "Console"); undefined when no user is configured
  * (TRAINSYNC_CONSOLE_USERS), so it is off by default.
@@ -92,143 +97,139 @@ const PUBLIC = (url: string): boolean => url === '/login' || url.startsWith('/lo
 export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | undefined> {
   const users = deps.config.TRAINSYNC_CONSOLE_USERS;
   if (!users) return undefined;
-  const server = Fastify({ trustProxy: deps.config.TRAINSYNC_CONSOLE_TRUST_PROXY, logger: false, bodyLimit: 64 * 1024 });
-  // Signs only the CSRF secret cookie; a restart asks for a fresh form, nothing more.
-  await server.register(fastifyCookie, { secret: randomBytes(32).toString('hex') });
-  await server.register(fastifyFormbody);
-  await server.register(fastifyRateLimit, { global: false, hook: 'preHandler' });
-  await server.register(fastifyCsrf, {
-    sessionPlugin: '@fastify/cookie',
-    cookieKey: 'trainsync_csrf',
-    // Secure on the same rule as the session cookie: the request came by https (a trusted proxy's X-Forwarded-Proto).
-    cookieOpts: { path: '/', httpOnly: true, sameSite: 'strict', signed: true, secure: 'auto' },
-  });
-  const assets = loadAssets();
-  const secure = (request: FastifyRequest): boolean => request.protocol === 'https';
+  const server = await startHttpServer(consoleServer(deps, users));
+  deps.log.info({ port: server.port, host: deps.config.TRAINSYNC_CONSOLE_HOST, users: users.length }, 'serving the console');
+  return server;
+}
 
-  server.addHook('onSend', async (request, reply, payload) => {
-    reply.header('content-security-policy', isQueues(request) ? QUEUES_CSP : CSP);
-    reply.header('x-content-type-options', 'nosniff');
-    reply.header('referrer-policy', 'no-referrer');
-    reply.header('x-frame-options', 'DENY');
-    if (!request.url.startsWith('/assets/')) reply.header('cache-control', 'no-store');
-    return payload;
-  });
+/** The console's pages, log-in and sessions, CSRF, CSP and roles, and bull-board under /queues. */
+export function consoleServer(deps: ConsoleDeps, users: readonly ConsoleUser[]): ServerDefinition {
+  const plugin: ServerPlugin = async (server) => {
+    // Signs only the CSRF secret cookie; a restart asks for a fresh form, nothing more.
+    await server.register(fastifyCookie, { secret: randomBytes(32).toString('hex') });
+    await server.register(fastifyFormbody);
+    await server.register(fastifyRateLimit, { global: false, hook: 'preHandler' });
+    await server.register(fastifyCsrf, {
+      sessionPlugin: '@fastify/cookie',
+      cookieKey: 'trainsync_csrf',
+      // Secure on the same rule as the session cookie: the request came by https (a trusted proxy's X-Forwarded-Proto).
+      cookieOpts: { path: '/', httpOnly: true, sameSite: 'strict', signed: true, secure: 'auto' },
+    });
+    const assets = loadAssets();
+    const secure = (request: FastifyRequest): boolean => request.protocol === 'https';
 
-  server.addHook('onRequest', async (request, reply) => {
-    if (PUBLIC(request.url)) return;
-    const session = await findSession(deps.scopes.unscoped, request.cookies[SESSION_COOKIE]);
-    const user = session && users.find((u) => u.name === session.username && u.role === session.role);
-    if (!session || !user) {
-      if (request.method === 'GET' && !isQueuesApi(request)) return reply.redirect('/login');
-      return reply.code(401).type('text/plain').send('log in first');
-    }
-    request.session = session;
-    request.consoleUser = user;
-    // bull-board shows and acts on every organisation's jobs: not there for a user limited to some (as if it did not exist).
-    if (isQueues(request) && scopeOf(deps.config, session.org, user.orgs).limited) return reply.code(404).type('text/plain').send('not found');
-    // bull-board's own actions (retry, clean, pause…; any request under it but a read): operators only, and only from a page of this console.
-    if (isQueues(request) && request.method !== 'GET') {
-      if (session.role !== 'operator') return reply.code(403).type('text/plain').send('operators only');
-      if (request.headers['sec-fetch-site'] !== 'same-origin') return reply.code(403).type('text/plain').send('same-origin requests only');
-      deps.log.info({ user: session.username, role: session.role, method: request.method, url: request.url }, 'console queue change');
-      // One queue serves every organisation: the change is recorded without one.
-      await recordConsoleChange(deps.scopes.unscoped, { org: null, username: session.username, role: session.role, action: `queues ${request.method}`, target: request.url });
-    }
-  });
+    server.addHook('onSend', async (request, reply, payload) => {
+      reply.header('content-security-policy', isQueues(request) ? QUEUES_CSP : CSP);
+      reply.header('x-content-type-options', 'nosniff');
+      reply.header('referrer-policy', 'no-referrer');
+      reply.header('x-frame-options', 'DENY');
+      if (!request.url.startsWith('/assets/')) reply.header('cache-control', 'no-store');
+      return payload;
+    });
 
-  server.get<{ Params: { name: string } }>('/assets/:name', async (request, reply) => {
-    const asset = assets.get(request.params.name);
-    if (!asset) return reply.code(404).send('not found');
-    return reply.type(asset.type).header('cache-control', 'public, max-age=3600').send(asset.body);
-  });
-
-  const loginPage = (reply: FastifyReply, message?: string): SafeHtml =>
-    page('Log in', undefined, html`${message ? html`<p class="error">${message}</p>` : ''}
-<form method="post" action="/login" id="login"><input type="hidden" name="_csrf" value="${reply.generateCsrf()}">
-<p><label>user <input name="username" autocomplete="username" required></label></p>
-<p><label>password <input name="password" type="password" autocomplete="current-password" required></label></p>
-<button type="submit">Log in</button></form>`);
-
-  server.get('/login', async (_request, reply) => reply.type('text/html').send(loginPage(reply).text));
-
-  server.post<{ Body: { username?: string; password?: string } }>(
-    '/login',
-    {
-      preHandler: server.csrfProtection,
-      // Per address and user name: guessing one account's password is slow, other users are not locked out.
-      config: { rateLimit: { max: 5, timeWindow: '1 minute', keyGenerator: (request: FastifyRequest) => `${request.ip}:${String((request.body as { username?: unknown } | undefined)?.username ?? '')}` } },
-    },
-    async (request, reply) => {
-      const name = String(request.body?.username ?? '');
-      const password = String(request.body?.password ?? '');
-      const user: ConsoleUser | undefined = users.find((u) => u.name === name);
-      // A hash is checked even for an unknown name, so timing does not tell which names exist.
-      const ok = await verifyConsolePassword(password, user?.hash ?? users[0]!.hash);
-      if (!user || !ok) {
-        deps.log.warn({ user: name, ip: request.ip }, 'console log-in refused');
-        return reply.code(401).type('text/html').send(loginPage(reply, 'Wrong user name or password.').text);
+    server.addHook('onRequest', async (request, reply) => {
+      if (PUBLIC(request.url)) return;
+      const session = await findSession(deps.scopes.unscoped, request.cookies[SESSION_COOKIE]);
+      const user = session && users.find((u) => u.name === session.username && u.role === session.role);
+      if (!session || !user) {
+        if (request.method === 'GET' && !isQueuesApi(request)) return reply.redirect('/login');
+        return reply.code(401).type('text/plain').send('log in first');
       }
-      const token = await createSession(deps.scopes.unscoped, user, deps.config.TRAINSYNC_CONSOLE_SESSION_MINUTES);
-      reply.setCookie(SESSION_COOKIE, token, {
-        path: '/',
-        httpOnly: true,
-        sameSite: 'strict',
-        secure: secure(request),
-        maxAge: deps.config.TRAINSYNC_CONSOLE_SESSION_MINUTES * 60,
-      });
-      deps.log.info({ user: user.name, role: user.role }, 'console log-in');
-      return reply.redirect('/');
-    },
-  );
+      request.session = session;
+      request.consoleUser = user;
+      // bull-board shows and acts on every organisation's jobs: not there for a user limited to some (as if it did not exist).
+      if (isQueues(request) && scopeOf(deps.config, session.org, user.orgs).limited) return reply.code(404).type('text/plain').send('not found');
+      // bull-board's own actions (retry, clean, pause…; any request under it but a read): operators only, and only from a page of this console.
+      if (isQueues(request) && request.method !== 'GET') {
+        if (session.role !== 'operator') return reply.code(403).type('text/plain').send('operators only');
+        if (request.headers['sec-fetch-site'] !== 'same-origin') return reply.code(403).type('text/plain').send('same-origin requests only');
+        deps.log.info({ user: session.username, role: session.role, method: request.method, url: request.url }, 'console queue change');
+        // One queue serves every organisation: the change is recorded without one.
+        await recordConsoleChange(deps.scopes.unscoped, { org: null, username: session.username, role: session.role, action: `queues ${request.method}`, target: request.url });
+      }
+    });
 
-  server.post('/logout', { preHandler: server.csrfProtection }, async (request, reply) => {
-    await endSession(deps.scopes.unscoped, request.cookies[SESSION_COOKIE]);
-    reply.clearCookie(SESSION_COOKIE, { path: '/' });
-    return reply.redirect('/login');
-  });
+    server.get<{ Params: { name: string } }>('/assets/:name', async (request, reply) => {
+      const asset = assets.get(request.params.name);
+      if (!asset) return reply.code(404).send('not found');
+      return reply.type(asset.type).header('cache-control', 'public, max-age=3600').send(asset.body);
+    });
 
-  const viewerOf = (request: FastifyRequest, reply: FastifyReply): Viewer => ({
-    name: request.session!.username,
-    role: request.session!.role,
-    csrfToken: reply.generateCsrf(),
-    scope: scopeOf(deps.config, request.session!.org, request.consoleUser!.orgs),
-    path: request.url,
-  });
-  registerPageRoutes(server, deps, viewerOf);
-  registerOrgSearch(server, viewerOf);
+    const loginPage = (reply: FastifyReply, message?: string): SafeHtml =>
+      page('Log in', undefined, html`${message ? html`<p class="error">${message}</p>` : ''}
+  <form method="post" action="/login" id="login"><input type="hidden" name="_csrf" value="${reply.generateCsrf()}">
+  <p><label>user <input name="username" autocomplete="username" required></label></p>
+  <p><label>password <input name="password" type="password" autocomplete="current-password" required></label></p>
+  <button type="submit">Log in</button></form>`);
 
-  /** The selector: keeps the choice in the session, then back to the page it was made on. */
-  server.post('/org', { preHandler: server.csrfProtection }, async (request, reply) => {
-    const form = z.object({ org: z.string().max(40).optional(), back: z.string().max(500).optional() }).catch({}).parse(request.body);
-    const scope = scopeOf(deps.config, request.session!.org, request.consoleUser!.orgs);
-    // A limited user choosing another organisation: 404, the choice unchanged (never "all" of theirs in its place).
-    if (outsideOrg(scope, form.org)) return reply.code(404).type('text/plain').send('no such organisation');
-    const chosen = form.org && isConfigured(scope, form.org) ? form.org : null;
-    await setSessionOrg(deps.scopes.unscoped, request.cookies[SESSION_COOKIE], chosen);
-    // Only a path of this console: never an absolute or protocol-relative URL.
-    const back = form.back && /^\/(?![/\\])/.test(form.back) ? form.back : '/';
-    return reply.redirect(back);
-  });
+    server.get('/login', async (_request, reply) => reply.type('text/html').send(loginPage(reply).text));
 
-  // bull-board's own logo leads to its own front page: the way back is ours, a link kept outside
-  // the part its script redraws (style from /assets, as the CSP allows no inline style), and its menu.
-  mountQueueBoard(server, deps.queue, '/queues', {
-    head: '<link rel="stylesheet" href="/assets/queues.css">',
-    bodyStart: '<a id="trainsync-back" href="/">&larr; Console</a>',
-    links: [{ text: '← Back to the trainsync console', url: '/' }],
-  });
+    server.post<{ Body: { username?: string; password?: string } }>(
+      '/login',
+      {
+        preHandler: server.csrfProtection,
+        // Per address and user name: guessing one account's password is slow, other users are not locked out.
+        config: { rateLimit: { max: 5, timeWindow: '1 minute', keyGenerator: (request: FastifyRequest) => `${request.ip}:${String((request.body as { username?: unknown } | undefined)?.username ?? '')}` } },
+      },
+      async (request, reply) => {
+        const name = String(request.body?.username ?? '');
+        const password = String(request.body?.password ?? '');
+        const user: ConsoleUser | undefined = users.find((u) => u.name === name);
+        // A hash is checked even for an unknown name, so timing does not tell which names exist.
+        const ok = await verifyConsolePassword(password, user?.hash ?? users[0]!.hash);
+        if (!user || !ok) {
+          deps.log.warn({ user: name, ip: request.ip }, 'console log-in refused');
+          return reply.code(401).type('text/html').send(loginPage(reply, 'Wrong user name or password.').text);
+        }
+        const token = await createSession(deps.scopes.unscoped, user, deps.config.TRAINSYNC_CONSOLE_SESSION_MINUTES);
+        reply.setCookie(SESSION_COOKIE, token, {
+          path: '/',
+          httpOnly: true,
+          sameSite: 'strict',
+          secure: secure(request),
+          maxAge: deps.config.TRAINSYNC_CONSOLE_SESSION_MINUTES * 60,
+        });
+        deps.log.info({ user: user.name, role: user.role }, 'console log-in');
+        return reply.redirect('/');
+      },
+    );
 
-  server.setErrorHandler((error: { statusCode?: number; code?: string; message: string }, request, reply) => {
-    const status = error.statusCode ?? 500;
-    if (status >= 500) deps.log.error({ err: error, url: request.url }, 'console error');
-    // Never echo internals: CSRF and rate-limit errors say what happened, the rest only the status.
-    const message = error.code?.startsWith('FST_CSRF') ? 'The form expired or did not come from this console: reload the page and try again.' : status === 429 ? 'Too many attempts: wait a minute.' : status >= 500 ? 'Something went wrong; see the worker log.' : error.message;
-    return reply.code(status).type('text/html').send(page('Error', undefined, html`<p class="error">${message}</p>`).text);
-  });
+    server.post('/logout', { preHandler: server.csrfProtection }, async (request, reply) => {
+      await endSession(deps.scopes.unscoped, request.cookies[SESSION_COOKIE]);
+      reply.clearCookie(SESSION_COOKIE, { path: '/' });
+      return reply.redirect('/login');
+    });
 
-  await server.listen({ port: deps.config.TRAINSYNC_CONSOLE_PORT, host: deps.config.TRAINSYNC_CONSOLE_HOST });
-  const port = (server.server.address() as AddressInfo).port;
-  deps.log.info({ port, host: deps.config.TRAINSYNC_CONSOLE_HOST, users: users.length }, 'serving the console');
-  return { port, close: () => server.close() };
+    const viewerOf = (request: FastifyRequest, reply: FastifyReply): Viewer => ({
+      name: request.session!.username,
+      role: request.session!.role,
+      csrfToken: reply.generateCsrf(),
+      scope: scopeOf(deps.config, request.session!.org, request.consoleUser!.orgs),
+      path: request.url,
+    });
+    registerPageRoutes(server, deps, viewerOf);
+    registerOrgSearch(server, viewerOf);
+
+    /** The selector: keeps the choice in the session, then back to the page it was made on. */
+    server.post('/org', { preHandler: server.csrfProtection }, async (request, reply) => {
+      const form = z.object({ org: z.string().max(40).optional(), back: z.string().max(500).optional() }).catch({}).parse(request.body);
+      const scope = scopeOf(deps.config, request.session!.org, request.consoleUser!.orgs);
+      // A limited user choosing another organisation: 404, the choice unchanged (never "all" of theirs in its place).
+      if (outsideOrg(scope, form.org)) return reply.code(404).type('text/plain').send('no such organisation');
+      const chosen = form.org && isConfigured(scope, form.org) ? form.org : null;
+      await setSessionOrg(deps.scopes.unscoped, request.cookies[SESSION_COOKIE], chosen);
+      // Only a path of this console: never an absolute or protocol-relative URL.
+      const back = form.back && /^\/(?![/\\])/.test(form.back) ? form.back : '/';
+      return reply.redirect(back);
+    });
+
+    // bull-board's own logo leads to its own front page: the way back is ours, a link kept outside
+    // the part its script redraws (style from /assets, as the CSP allows no inline style), and its menu.
+    mountQueueBoard(server, deps.queue, '/queues', {
+      head: '<link rel="stylesheet" href="/assets/queues.css">',
+      bodyStart: '<a id="trainsync-back" href="/">&larr; Console</a>',
+      links: [{ text: '← Back to the trainsync console', url: '/' }],
+    });
+  };
+  return { options: consoleServerOptions(deps), plugin };
 }

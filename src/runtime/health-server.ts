@@ -1,13 +1,9 @@
 import { errorMessage } from '../lib/errors.ts';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { startHttpServer, type HttpServer, type HttpServerOptions, type ServerDefinition, type ServerPlugin } from '../http/server-factory.ts';
 import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 
-export interface HealthServer {
-  port: number;
-  close(): Promise<void>;
-}
+export type HealthServer = HttpServer;
 
 /** A dependency's check: resolves when it answers. Named by the service (`postgres`, `redis`). */
 export type HealthChecks = Record<string, () => Promise<unknown>>;
@@ -38,55 +34,64 @@ export async function runHealthChecks(checks: HealthChecks, timeoutMs = CHECK_TI
   return failures;
 }
 
-/**
- * Serves `/healthz` (200 when Postgres and Redis answer, 503 naming the one that does
- * not, always within a second) and `/metrics` (Prometheus text; served while a
- * dependency is down, with `trainsync_dependency_up` saying which one).
- */
-export async function startHealthServer(options: {
+/** Scrapes and probes send no body: anything larger is refused (413) unread. */
+export const HEALTH_MAX_BODY_BYTES = 16 * 1024;
+const NOT_FOUND = 'not found: try /healthz or /metrics';
+
+export interface HealthServerOptions {
   port: number;
   metrics: Metrics;
   log: Logger;
   checks: HealthChecks;
-}): Promise<HealthServer> {
-  const server = http.createServer((req, res) => {
-    void (async () => {
-      try {
-        if (req.url === '/healthz') {
+}
+
+/** The server /healthz and /metrics run on: every interface (probes come from the orchestrator), errors as text. */
+function healthServerOptions(options: Pick<HealthServerOptions, 'port' | 'log'>): HttpServerOptions {
+  return {
+    name: 'health',
+    port: options.port,
+    host: '0.0.0.0',
+    bodyLimit: { bytes: HEALTH_MAX_BODY_BYTES },
+    rawBodies: true,
+    errorBody: ({ detail }) => ({ type: 'text/plain', body: `${detail}\n` }),
+    faultDetail: 'internal error; see the worker log',
+    notFoundDetail: NOT_FOUND,
+    log: options.log,
+  };
+}
+
+/**
+ * `/healthz` (200 when Postgres and Redis answer, 503 naming the one that does not, always
+ * within a second) and `/metrics` (Prometheus text; served while a dependency is down, with
+ * `trainsync_dependency_up` saying which one). The paths are matched exactly, whatever the method.
+ */
+export function healthServer(options: HealthServerOptions): ServerDefinition {
+  const plugin: ServerPlugin = async (server) => {
+    server.route({
+      method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'],
+      url: '/*',
+      handler: async (request, reply) => {
+        if (request.url === '/healthz') {
           const failures = await runHealthChecks(options.checks);
           const ok = Object.keys(failures).length === 0;
-          res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ status: ok ? 'ok' : 'unhealthy', failures }));
-        } else if (req.url === '/metrics') {
+          return reply.code(ok ? 200 : 503).type('application/json').send(Buffer.from(JSON.stringify({ status: ok ? 'ok' : 'unhealthy', failures })));
+        }
+        if (request.url === '/metrics') {
           const failures = await runHealthChecks(options.checks);
           for (const service of Object.keys(options.checks)) options.metrics.dependencyUp.set({ service }, service in failures ? 0 : 1);
           const body = await options.metrics.registry.metrics();
-          res.writeHead(200, { 'content-type': options.metrics.registry.contentType });
-          res.end(body);
-        } else {
-          res.writeHead(404, { 'content-type': 'text/plain' });
-          res.end('not found: try /healthz or /metrics\n');
+          return reply.type(options.metrics.registry.contentType).send(body);
         }
-      } catch (error) {
-        options.log.error({ err: error }, 'health server error');
-        if (!res.headersSent) res.writeHead(500);
-        res.end();
-      }
-    })();
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, '0.0.0.0', resolve);
-  });
-  const port = (server.address() as AddressInfo).port;
-  options.log.info({ port }, 'serving /healthz and /metrics');
-  return {
-    port,
-    close: () =>
-      new Promise((resolve) => {
-        server.close(() => resolve());
-        // Keep-alive connections of a scraper would hold close() open.
-        server.closeAllConnections();
-      }),
+        return reply.code(404).type('text/plain').send(`${NOT_FOUND}\n`);
+      },
+    });
   };
+  return { options: healthServerOptions(options), plugin };
+}
+
+/** Serves /healthz and /metrics on TRAINSYNC_METRICS_PORT. */
+export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
+  const server = await startHttpServer(healthServer(options));
+  options.log.info({ port: server.port }, 'serving /healthz and /metrics');
+  return server;
 }

@@ -3,18 +3,22 @@
  * `scimType` on a 400 or 409 and a `detail` a person can act on.
  */
 
+import { HttpError } from '../http/http-error.ts';
+
 export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
 /** The scimType values this service uses (RFC 7644 table 9). */
 export type ScimType = 'invalidFilter' | 'invalidSyntax' | 'invalidPath' | 'invalidValue' | 'mutability' | 'uniqueness' | 'noTarget' | 'tooMany';
 
-export class ScimError extends Error {
+/** A refusal in SCIM's terms; the HTTP server's one error mapping answers it (an `HttpError`), in SCIM's error schema. */
+export class ScimError extends HttpError {
   constructor(
-    readonly status: number,
+    status: number,
     detail: string,
     readonly scimType?: ScimType,
+    headers: Readonly<Record<string, string>> = {},
   ) {
-    super(detail);
+    super(status, detail, headers);
     this.name = 'ScimError';
   }
 }

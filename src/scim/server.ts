@@ -1,5 +1,5 @@
-import http from 'node:http';
-import { listenInbound } from '../lib/inbound-server.ts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { startHttpServer, type HttpServer, type HttpServerOptions, type ServerDefinition, type ServerPlugin, type Unrouted } from '../http/server-factory.ts';
 import type { Logger } from '../runtime/log.ts';
 import { bearerMatcher } from './auth.ts';
 import { LIST_SCHEMA, resourceTypes, schemas, serviceProviderConfig } from './discovery.ts';
@@ -52,33 +52,10 @@ export interface ScimServerOptions {
   log: Logger;
 }
 
-export interface ScimServer {
-  port: number;
-  close(): Promise<void>;
-}
-
-type Body = { kind: 'json'; value: unknown } | { kind: 'none' };
-
-/** Reads a JSON body up to `limit` bytes: 413 beyond it, 400 invalidSyntax when it is not JSON. */
-async function readJson(req: http.IncomingMessage, limit: number): Promise<Body> {
-  if (Number(req.headers['content-length'] ?? 0) > limit) throw new ScimError(413, `the body is over ${limit} bytes (TRAINSYNC_SCIM_MAX_BODY_BYTES)`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new ScimError(413, `the body is over ${limit} bytes (TRAINSYNC_SCIM_MAX_BODY_BYTES)`);
-    chunks.push(chunk);
-  }
-  if (size === 0) return { kind: 'none' };
-  try {
-    return { kind: 'json', value: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
-  } catch (error) {
-    throw new ScimError(400, `the body is not JSON: ${(error as Error).message}`, 'invalidSyntax');
-  }
-}
+export type ScimServer = HttpServer;
 
 /** The base the request came by: `…/scim/v2` or `…/scim/v2/<slug>` (locations keep the identity provider's path). */
-function baseUrl(req: http.IncomingMessage, prefix: string): string {
+function baseUrl(req: FastifyRequest, prefix: string): string {
   // Behind the TLS proxy (docs/scim.md): the identity provider's view of the URL.
   const proto = String(req.headers['x-forwarded-proto'] ?? 'http').split(',')[0]!.trim();
   const host = String(req.headers['x-forwarded-host'] ?? req.headers.host ?? 'localhost').split(',')[0]!.trim();
@@ -112,17 +89,23 @@ export function routeOrg(pathname: string, orgs: ReadonlyMap<string, unknown>, b
 
 const list = (resources: unknown[]) => ({ schemas: [LIST_SCHEMA], totalResults: resources.length, startIndex: 1, itemsPerPage: resources.length, Resources: resources });
 
-async function route(req: http.IncomingMessage, url: URL, parts: readonly string[], ctx: ResourceContext, maxBodyBytes: number): Promise<ScimAnswer> {
+/** The request's JSON body (the server hands it over as received, within its limit): 400 invalidSyntax when it is missing or not JSON. */
+function jsonBody(raw: unknown): unknown {
+  if (!Buffer.isBuffer(raw) || raw.length === 0) throw new ScimError(400, 'a JSON body is required', 'invalidSyntax');
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch (error) {
+    throw new ScimError(400, `the body is not JSON: ${(error as Error).message}`, 'invalidSyntax');
+  }
+}
+
+async function route(request: FastifyRequest, url: URL, parts: readonly string[], ctx: ResourceContext, maxBodyBytes: number): Promise<ScimAnswer> {
   const [segment, id, extra] = parts;
   const resource = canonicalResource(segment);
-  const method = req.method ?? 'GET';
-  const body = async (): Promise<unknown> => {
-    const read = await readJson(req, maxBodyBytes);
-    if (read.kind === 'none') throw new ScimError(400, 'a JSON body is required', 'invalidSyntax');
-    return read.value;
-  };
+  const method = request.method;
+  const body = async (): Promise<unknown> => jsonBody(request.body);
   const only = (allowed: string): never => {
-    throw Object.assign(new ScimError(405, `${method} is not supported here; allowed: ${allowed}`), { allow: allowed });
+    throw new ScimError(405, `${method} is not supported here; allowed: ${allowed}`, undefined, { allow: allowed });
   };
   if (extra !== undefined) throw notFound(`no such endpoint: ${url.pathname}`);
   switch (resource) {
@@ -165,86 +148,131 @@ async function route(req: http.IncomingMessage, url: URL, parts: readonly string
   }
 }
 
+/** What the gate found for a request: its URL, and the organisation it is for. */
+interface ScimTarget {
+  url: URL;
+  org: string;
+  prefix: string;
+  rest: string[];
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the SCIM server's gate (src/scim/server.ts) before the body is read. */
+    scim: ScimTarget | null;
+  }
+}
+
+/** Every method Fastify routes: the SCIM router answers 405 itself, with what is allowed. */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'];
+
+function send(reply: FastifyReply, answer: Omit<ScimAnswer, 'ignored'>): FastifyReply {
+  reply.code(answer.status);
+  if (answer.headers) reply.headers(answer.headers);
+  if (answer.body === undefined) return reply.send();
+  // A Buffer: Fastify sends it as it is (a string of a JSON type is looked over for its charset first).
+  return reply.type(CONTENT_TYPE).send(Buffer.from(JSON.stringify(answer.body)));
+}
+
+/** The server a SCIM endpoint runs on: its port, its body limit, its errors in the SCIM error schema. */
+function scimServerOptions(options: ScimServerOptions, unrouted: Unrouted): HttpServerOptions {
+  return {
+    unrouted,
+    name: 'SCIM',
+    port: options.port,
+    host: options.host,
+    bodyLimit: { bytes: options.maxBodyBytes, setting: 'TRAINSYNC_SCIM_MAX_BODY_BYTES' },
+    rawBodies: true,
+    errorBody: ({ status, detail, error }) => ({ type: CONTENT_TYPE, body: JSON.stringify(errorBody(status, detail, error instanceof ScimError ? error.scimType : undefined)) }),
+    faultDetail: 'not recorded; try again later',
+    notFoundDetail: `not found: SCIM is served under ${SCIM_PATH}`,
+    log: options.log,
+  };
+}
+
 /**
- * The SCIM 2.0 HTTP service under /scim/v2/<slug> (and /scim/v2 for the bare organisation): the
- * organisation from the path, then its bearer token, then the routes; every refusal in the SCIM error schema.
+ * The SCIM 2.0 service under /scim/v2/<slug> (and /scim/v2 for the bare organisation): a gate
+ * before the body is read (the organisation from the path, then its bearer token, then the
+ * limit of requests in flight), then the routes; every refusal in the SCIM error schema.
  */
-export async function startScimServer(options: ScimServerOptions): Promise<ScimServer> {
+export function scimServer(options: ScimServerOptions): ServerDefinition {
   const { log } = options;
   const authorised = new Map([...options.orgs].map(([slug, org]) => [slug, bearerMatcher(org.token)]));
   let inFlight = 0;
 
-  const handler: http.RequestListener = (req, res) => {
-    const reply = (answer: ScimAnswer): void => {
-      if (answer.body === undefined) {
-        res.writeHead(answer.status, { ...answer.headers });
-        res.end();
-        return;
-      }
-      const text = JSON.stringify(answer.body);
-      res.writeHead(answer.status, { 'content-type': CONTENT_TYPE, 'content-length': Buffer.byteLength(text), ...answer.headers });
-      res.end(text);
-    };
-    const url = new URL(req.url ?? '/', 'http://scim.invalid');
+  const gate = (request: FastifyRequest, reply: FastifyReply): ScimTarget | undefined => {
+    // As sent: a malformed %-escape stays in the path (then it names no resource: 404).
+    const url = new URL(request.originalUrl, 'http://scim.invalid');
     if (url.pathname !== SCIM_PATH && !url.pathname.startsWith(`${SCIM_PATH}/`)) {
-      req.resume();
-      reply({ status: 404, body: errorBody(404, `not found: SCIM is served under ${SCIM_PATH}`) });
-      return;
+      send(reply, { status: 404, body: errorBody(404, `not found: SCIM is served under ${SCIM_PATH}`) });
+      return undefined;
     }
     const target = routeOrg(url.pathname, options.orgs, options.bareOrg);
     if ('unknown' in target) {
-      req.resume();
       const served = [...options.orgs.keys()].map((slug) => `${SCIM_PATH}/${slug}`);
       const detail = target.resource
         ? `${SCIM_PATH} without an organisation is not served: the ${target.resource} endpoint is ${served.map((p) => `${p}/${target.resource}`).join(', ')}`
         : `${target.unknown ? `no organisation "${target.unknown}" serves SCIM here` : `${SCIM_PATH} without an organisation is not served`}; ` +
           `SCIM is served under ${served.join(', ')} (e.g. ${served[0]}/Users${options.bareOrg && options.orgs.has(options.bareOrg) ? ` or ${SCIM_PATH}/Users` : ''})`;
-      reply({ status: 404, body: errorBody(404, `not found: ${detail}`) });
-      return;
+      send(reply, { status: 404, body: errorBody(404, `not found: ${detail}`) });
+      return undefined;
     }
     // The path's organisation's token only: another organisation's token is refused here.
-    if (!authorised.get(target.org)!(req.headers.authorization)) {
-      req.resume();
-      reply({ status: 401, body: errorBody(401, `a valid bearer token of organisation ${target.org} is required (Authorization: Bearer <its SCIM token>)`), headers: { 'www-authenticate': 'Bearer realm="trainsync-scim"' } });
-      log.info({ org: target.org, method: req.method, path: url.pathname, status: 401 }, 'SCIM request refused: no valid token');
-      return;
+    if (!authorised.get(target.org)!(request.headers.authorization)) {
+      send(reply, { status: 401, body: errorBody(401, `a valid bearer token of organisation ${target.org} is required (Authorization: Bearer <its SCIM token>)`), headers: { 'www-authenticate': 'Bearer realm="trainsync-scim"' } });
+      log.info({ org: target.org, method: request.method, path: url.pathname, status: 401 }, 'SCIM request refused: no valid token');
+      return undefined;
     }
     // Past the limit, the identity provider is told to come back rather than queued without bound.
     if (inFlight >= options.maxInFlight) {
-      req.resume();
-      reply({
+      send(reply, {
         status: 429,
         body: errorBody(429, `${inFlight} requests are being worked on (TRAINSYNC_SCIM_MAX_IN_FLIGHT=${options.maxInFlight}); nothing was recorded: send it again after ${RETRY_AFTER_SECONDS} s`),
         headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
       });
-      log.debug({ org: target.org, method: req.method, path: url.pathname, status: 429, inFlight }, 'SCIM request refused: too many in flight');
-      return;
+      log.debug({ org: target.org, method: request.method, path: url.pathname, status: 429, inFlight }, 'SCIM request refused: too many in flight');
+      return undefined;
     }
     inFlight += 1;
-    res.once('close', () => (inFlight -= 1));
-    const ctx: ResourceContext = { ...options.orgs.get(target.org)!.context, base: baseUrl(req, target.prefix) };
-    route(req, url, target.rest, ctx, options.maxBodyBytes).then(
-      (answer) => {
-        const { ignored, ...sent } = answer;
-        reply(sent);
-        if (ignored) log.info({ org: target.org, method: req.method, path: url.pathname, status: answer.status, ignored }, 'SCIM attributes no schema defines were ignored');
-        log.debug({ org: target.org, method: req.method, path: url.pathname, status: answer.status }, 'SCIM request');
-      },
-      (error: unknown) => {
-        if (error instanceof ScimError) {
-          const allow = (error as ScimError & { allow?: string }).allow;
-          reply({ status: error.status, body: errorBody(error.status, error.message, error.scimType), headers: { ...(allow ? { allow } : {}), ...(error.status === 413 ? { connection: 'close' } : {}) } });
-          if (error.status === 413) res.on('finish', () => req.socket.destroySoon());
-          log.info({ org: target.org, method: req.method, path: url.pathname, status: error.status, scimType: error.scimType, detail: error.message }, 'SCIM request refused');
-          return;
-        }
-        log.error({ err: error, org: target.org, method: req.method, path: url.pathname }, 'SCIM request failed: answered 500, the identity provider retries');
-        if (!res.headersSent) reply({ status: 500, body: errorBody(500, 'not recorded; try again later') });
-        else res.destroy();
-      },
-    );
+    reply.raw.once('close', () => (inFlight -= 1));
+    return { url, ...target };
   };
-  const server = await listenInbound(handler, { port: options.port, host: options.host });
-  log.info({ port: server.port, host: options.host, path: SCIM_PATH, orgs: [...options.orgs.keys()], bareOrg: options.bareOrg }, 'SCIM endpoint listening');
+
+  const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    const { url, org, prefix, rest } = request.scim!;
+    const ctx: ResourceContext = { ...options.orgs.get(org)!.context, base: baseUrl(request, prefix) };
+    let answer: ScimAnswer;
+    try {
+      answer = await route(request, url, rest, ctx, options.maxBodyBytes);
+    } catch (error) {
+      // Answered by the server's error mapping (a ScimError as itself, anything else 500); logged here with the organisation.
+      if (error instanceof ScimError) log.info({ org, method: request.method, path: url.pathname, status: error.status, scimType: error.scimType, detail: error.message }, 'SCIM request refused');
+      throw error;
+    }
+    const { ignored, ...sent } = answer;
+    if (ignored) log.info({ org, method: request.method, path: url.pathname, status: answer.status, ignored }, 'SCIM attributes no schema defines were ignored');
+    log.debug({ org, method: request.method, path: url.pathname, status: answer.status }, 'SCIM request');
+    return send(reply, sent);
+  };
+
+  const plugin: ServerPlugin = async (server) => {
+    server.decorateRequest('scim', null);
+    // Before the body is read: a request of no organisation, without its token or past the limit is refused unread.
+    server.addHook('onRequest', (request, reply, done) => {
+      const target = gate(request, reply);
+      if (target === undefined) return;
+      request.scim = target;
+      done();
+    });
+    server.route({ method: METHODS, url: '/*', handler });
+  };
+  // Methods Fastify does not route (PROPFIND…) reach the same handler, which answers 405 with what is allowed.
+  return { options: scimServerOptions(options, handler), plugin };
+}
+
+/** Starts the SCIM endpoint where TRAINSYNC_SCIM_PORT and TRAINSYNC_SCIM_HOST say. */
+export async function startScimServer(options: ScimServerOptions): Promise<ScimServer> {
+  const server = await startHttpServer(scimServer(options));
+  options.log.info({ port: server.port, host: options.host, path: SCIM_PATH, orgs: [...options.orgs.keys()], bareOrg: options.bareOrg }, 'SCIM endpoint listening');
   return server;
 }

@@ -1,8 +1,7 @@
-import http from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DEFAULT_ORG, ORG_SLUG_RE } from '../lib/orgs-file.ts';
-import { listenInbound } from '../lib/inbound-server.ts';
+import { startHttpServer, type HttpServer, type HttpServerOptions, type ServerDefinition, type ServerPlugin } from '../http/server-factory.ts';
 import type { Config } from '../config.ts';
-import { errorMessage } from '../lib/errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { Metrics } from '../runtime/metrics.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
@@ -38,8 +37,6 @@ export interface WebhookOrg {
 
 /** How long the 2xx waits for the jobs to be queued; the sweep queues them later if Redis is slow or down. */
 const ENQUEUE_WAIT_MS = 1_000;
-/** A body this many times over the limit is not read to its end: the connection is cut. */
-const DRAIN_FACTOR = 4;
 /** At most one warning line per this long for refused signatures (each is counted in the metrics). */
 const SIGNATURE_LOG_EVERY_MS = 10_000;
 
@@ -57,46 +54,12 @@ export interface WebhookReceiverDeps {
   log: Logger;
 }
 
-export interface WebhookReceiver {
-  port: number;
-  close(): Promise<void>;
-}
+export type WebhookReceiver = HttpServer;
 
 interface Answer {
   status: number;
   body: Record<string, unknown>;
   headers?: Record<string, string>;
-}
-
-type Body = { kind: 'ok'; bytes: Buffer } | { kind: 'too-large'; cut: boolean };
-
-/** Reads the raw body (the signature covers its exact bytes), up to `limit`. */
-function readBody(req: http.IncomingMessage, limit: number): Promise<Body> {
-  const declared = Number(req.headers['content-length'] ?? Number.NaN);
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const finish = (body: Body): void => {
-      if (settled) return;
-      settled = true;
-      resolve(body);
-    };
-    if (declared > limit * DRAIN_FACTOR) {
-      finish({ kind: 'too-large', cut: true });
-      return;
-    }
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= limit) chunks.push(chunk);
-      // Read (and drop) a modest excess, so the client sees the 413; beyond that, cut it off.
-      else if (size > limit * DRAIN_FACTOR) finish({ kind: 'too-large', cut: true });
-    });
-    req.on('end', () => finish(size > limit ? { kind: 'too-large', cut: false } : { kind: 'ok', bytes: Buffer.concat(chunks) }));
-    req.on('error', (error) => {
-      if (!settled) reject(error);
-    });
-  });
 }
 
 /** The eventType of an unverified body, only to tell a TEST_EVENT (which is never signed). */
@@ -122,9 +85,8 @@ function peekEventType(bytes: Buffer): string | undefined {
  * retries for up to 3 days). TEST_EVENT always gets 200: the platform sends it
  * unsigned when a webhook is added, and needs the 2xx to create the webhook.
  */
-export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<WebhookReceiver> {
+export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
   const { config, metrics, log } = deps;
-  const limit = config.TRAINSYNC_WEBHOOK_MAX_BODY_BYTES;
   const isSignatureHeader = signatureHeaderMatcher(config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER);
   let refusedSinceLog = 0;
   let lastRefusalLog = 0;
@@ -157,16 +119,15 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
     return { status: 401, body: { error: reason === 'missing' ? 'signature missing' : 'signature invalid' } };
   };
 
-  const receive = async (req: http.IncomingMessage, target: WebhookOrg): Promise<Answer> => {
+  const receive = async (request: FastifyRequest, target: WebhookOrg): Promise<Answer> => {
     const org = target.slug;
-    const body = await readBody(req, limit);
-    if (body.kind === 'too-large') {
-      return { status: 413, body: { error: `body over ${limit} bytes (TRAINSYNC_WEBHOOK_MAX_BODY_BYTES)` }, headers: { connection: 'close' } };
-    }
+    const req = request.raw;
+    // The exact bytes received (the server hands bodies over raw, within TRAINSYNC_WEBHOOK_MAX_BODY_BYTES): the signature covers them.
+    const bytes = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     // Only this organisation's secrets: a body signed with another organisation's is invalid here.
-    const signature = verifySignature(body.bytes, signatureHeaderValues(req.rawHeaders, isSignatureHeader), target.keys);
+    const signature = verifySignature(bytes, signatureHeaderValues(req.rawHeaders, isSignatureHeader), target.keys);
     if (signature !== 'valid') {
-      if (peekEventType(body.bytes) === EVENT_TYPES.test) {
+      if (peekEventType(bytes) === EVENT_TYPES.test) {
         // Nothing in it to process, so nothing to trust: acknowledged, not stored.
         metrics.webhookReceived.inc({ org, type: EVENT_TYPES.test, outcome: 'test-unsigned' });
         log.info({ org }, 'webhook TEST_EVENT received (unsigned): acknowledged');
@@ -177,7 +138,7 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
 
     let json: unknown;
     try {
-      json = JSON.parse(body.bytes.toString('utf8'));
+      json = JSON.parse(bytes.toString('utf8'));
     } catch {
       metrics.webhookReceived.inc({ org, type: 'other', outcome: 'malformed' });
       return { status: 400, body: { error: 'the body is not JSON' } };
@@ -230,42 +191,74 @@ export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<W
     return { status: 200, body: { status: 'stored', eventId: stored.eventId } };
   };
 
-  const handler: http.RequestListener = (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    const reply = (answer: Answer): void => {
-      const text = JSON.stringify(answer.body);
-      res.writeHead(answer.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...answer.headers });
-      res.end(text);
-    };
-    const slug = orgOfPath(path ?? '/');
+  /** Before the body is read: a path of no organisation that takes webhooks (404), a method but POST (405). */
+  const gate = (request: FastifyRequest, reply: FastifyReply): WebhookOrg | undefined => {
+    const path = request.url.split('?')[0]!;
+    const slug = orgOfPath(path);
     const target = slug === undefined ? undefined : orgs.get(slug);
     if (target === undefined) {
-      req.resume();
       // The configured slugs are not listed: this answer goes to anyone who asks.
       const error = slug === undefined ? `not found: the platform posts to ${WEBHOOK_PATH}/<organisation>` : `not found: organisation ${slug} takes no webhooks here`;
-      reply({ status: 404, body: { error } });
-      return;
+      send(reply, { status: 404, body: { error } });
+      return undefined;
     }
-    if (req.method !== 'POST') {
-      req.resume();
-      reply({ status: 405, body: { error: 'POST only' }, headers: { allow: 'POST' } });
-      return;
+    if (request.method !== 'POST') {
+      send(reply, { status: 405, body: { error: 'POST only' }, headers: { allow: 'POST' } });
+      return undefined;
     }
-    receive(req, target).then(
-      (answer) => {
-        reply(answer);
-        // A body far over the limit is not read to its end: the connection goes.
-        if (answer.status === 413) res.on('finish', () => req.socket.destroySoon());
-      },
-      (error: unknown) => {
-        log.error({ err: error, org: target.slug }, 'webhook receiver error');
-        if (!res.headersSent) reply({ status: 500, body: { error: errorMessage(error) } });
-        else res.destroy();
-      },
-    );
+    return target;
   };
-  const server = await listenInbound(handler, { port: config.TRAINSYNC_WEBHOOK_PORT, host: config.TRAINSYNC_WEBHOOK_HOST });
+
+  const plugin: ServerPlugin = async (server) => {
+    server.decorateRequest('webhookOrg', null);
+    server.addHook('onRequest', (request, reply, done) => {
+      const target = gate(request, reply);
+      if (target === undefined) return;
+      request.webhookOrg = target;
+      done();
+    });
+    // A throw is answered 500 by the server's error mapping, without its message.
+    server.route({ method: METHODS, url: '/*', handler: async (request, reply) => send(reply, await receive(request, request.webhookOrg!)) });
+  };
+  return { options: webhookServerOptions(deps), plugin };
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the webhook receiver's gate (src/webhooks/receiver.ts) before the body is read. */
+    webhookOrg: WebhookOrg | null;
+  }
+}
+
+/** Every method Fastify routes: the gate answers all but POST with 405. */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'];
+
+function send(reply: FastifyReply, answer: Answer): FastifyReply {
+  reply.code(answer.status);
+  if (answer.headers) reply.headers(answer.headers);
+  // A Buffer, so Fastify sends the content type as given (`application/json`, as the receiver always has).
+  return reply.type('application/json').send(Buffer.from(JSON.stringify(answer.body)));
+}
+
+/** The server the receiver runs on: its port, its body limit, its errors as `{"error": …}`. */
+function webhookServerOptions(deps: Pick<WebhookReceiverDeps, 'config' | 'log'>): HttpServerOptions {
+  return {
+    name: 'webhook receiver',
+    port: deps.config.TRAINSYNC_WEBHOOK_PORT,
+    host: deps.config.TRAINSYNC_WEBHOOK_HOST,
+    bodyLimit: { bytes: deps.config.TRAINSYNC_WEBHOOK_MAX_BODY_BYTES, setting: 'TRAINSYNC_WEBHOOK_MAX_BODY_BYTES' },
+    rawBodies: true,
+    errorBody: ({ detail }) => ({ type: 'application/json', body: JSON.stringify({ error: detail }) }),
+    faultDetail: 'not stored; deliver again later',
+    notFoundDetail: `not found: the platform posts to ${WEBHOOK_PATH}/<organisation>`,
+    log: deps.log,
+  };
+}
+
+/** Starts the receiver where TRAINSYNC_WEBHOOK_PORT and TRAINSYNC_WEBHOOK_HOST say. Closing lets requests in flight finish (their events are stored and acknowledged). */
+export async function startWebhookReceiver(deps: WebhookReceiverDeps): Promise<WebhookReceiver> {
+  const { config, log } = deps;
+  const server = await startHttpServer(webhookServer(deps));
   log.info({ port: server.port, host: config.TRAINSYNC_WEBHOOK_HOST, paths: deps.orgs.map((o) => webhookPathOf(o.slug)), signatureHeader: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER }, 'webhook receiver listening');
-  // Requests in flight finish (their events are stored and acknowledged); idle keep-alive connections go now.
   return server;
 }

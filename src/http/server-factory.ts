@@ -1,0 +1,194 @@
+import type { IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { HttpError, mapError, type BodyLimit, type MappedError } from './http-error.ts';
+
+/**
+ * Every HTTP server trainsync runs (SCIM, the webhook receiver, /healthz and /metrics, the
+ * console) is made here, so they share one set of limits and one error mapping: a slow or
+ * stalled client cannot hold a connection for ever (30 s for a whole request, 10 s for its
+ * headers, a malformed one is cut), a body over the server's limit gets the same 413 everywhere,
+ * an error is answered by `mapError`'s rule (a fault never echoes its message), and closing lets
+ * requests in flight finish (their changes are recorded and answered) while idle keep-alive
+ * connections go at once, all of them after `forceCloseAfterMs`. Each server's routes are one
+ * plugin; only the format of an error's body is its own (SCIM's error schema, the receiver's
+ * `{"error"}`, the console's page).
+ */
+
+export const REQUEST_TIMEOUT_MS = 30_000;
+export const HEADERS_TIMEOUT_MS = 10_000;
+export const FORCE_CLOSE_AFTER_MS = 5_000;
+/**
+ * An idle keep-alive connection is kept this long (Fastify's default): longer than the 60 s idle
+ * timeout of the usual load balancers and TLS proxies, so a proxy never reuses a connection the
+ * server has just closed (a 502 to the identity provider or the platform).
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+/**
+ * Over the limit, up to this many times the limit is read (and dropped) before the 413, so a
+ * client still sending sees the answer rather than a reset; a body larger still is not read to
+ * its end: the connection is cut after the 413 (the client may see either).
+ */
+export const DRAIN_FACTOR = 4;
+
+/** What a server logs through (pino's Logger fits). */
+export interface HttpLog {
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
+/** An error as a server answers it, for the server to give its body. */
+export interface ErrorAnswer extends MappedError {
+  /** What was thrown, for a server that words some errors its own way (the console's CSRF page). */
+  error: unknown;
+}
+
+export interface ErrorBody {
+  type: string;
+  body: string;
+}
+
+export interface HttpServerOptions {
+  /** Names the server in log lines: `SCIM`, `webhook receiver`, `health`, `console`. */
+  name: string;
+  port: number;
+  host: string;
+  bodyLimit: BodyLimit;
+  /**
+   * Every body reaches the routes as the Buffer received, whatever its content type (SCIM parses
+   * its own JSON, the receiver checks the signature over the exact bytes); otherwise Fastify's
+   * parsers (JSON, and the plugins' own: forms) apply.
+   */
+  rawBodies: boolean;
+  trustProxy?: boolean;
+  /** The body of an error answer (status, detail and headers already decided). */
+  errorBody(answer: ErrorAnswer): ErrorBody;
+  /** The detail of a 500: the server's own fixed words. */
+  faultDetail: string;
+  /** The detail of a 404 for a path or method no route serves. */
+  notFoundDetail: string;
+  /** Instead of the 404: a server whose one route takes every path answers these too (SCIM's 405 names what is allowed). */
+  unrouted?: Unrouted | undefined;
+  log: HttpLog;
+  forceCloseAfterMs?: number;
+}
+
+export interface HttpServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** A server's routes, hooks and decorations, applied to the server itself (not an encapsulated child), so its hooks see every request, 404s included. */
+export type ServerPlugin = (server: FastifyInstance) => Promise<void>;
+
+/** A server as a wing defines it: where and how it serves (the shared factory's options), and its routes. */
+export interface ServerDefinition {
+  options: HttpServerOptions;
+  plugin: ServerPlugin;
+}
+
+/** What answers a request no route takes (a method Fastify does not route, e.g. PROPFIND): by default a 404 through the mapping. */
+export type Unrouted = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
+
+/** Reads and drops what is left of a body over the limit, up to `DRAIN_FACTOR` times it; false when the rest is larger (the connection is then cut). */
+function drainRest(req: IncomingMessage, limit: number): Promise<boolean> {
+  if (req.complete || req.readableEnded || req.destroyed) return Promise.resolve(true);
+  if (Number(req.headers['content-length'] ?? 0) > limit * DRAIN_FACTOR) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    let size = 0;
+    const done = (drained: boolean): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onEnd);
+      req.off('close', onEnd);
+      resolve(drained);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limit * DRAIN_FACTOR) done(false);
+    };
+    const onEnd = (): void => done(true);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onEnd);
+    req.on('close', onEnd);
+    req.resume();
+  });
+}
+
+/**
+ * The URL the router sees: a path with a malformed %-escape (`/Users/%E0%A4%A`) has its `%`s
+ * escaped, so it reaches the server's own routes (which say what it names, as SCIM says 404)
+ * rather than a refusal before them; `request.originalUrl` keeps what was sent.
+ */
+export function routableUrl(url: string): string {
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  if (!path.includes('%')) return url;
+  try {
+    decodeURI(path);
+    return url;
+  } catch {
+    return `${path.replaceAll('%', '%25')}${url.slice(path.length)}`;
+  }
+}
+
+/** Builds a server, applies its plugin and listens where the options say. */
+export async function startHttpServer({ options, plugin }: ServerDefinition): Promise<HttpServer> {
+  const server = Fastify({
+    logger: false,
+    trustProxy: options.trustProxy ?? false,
+    bodyLimit: options.bodyLimit.bytes,
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    http: { headersTimeout: HEADERS_TIMEOUT_MS },
+    // A request the parser cannot read gets no answer: its connection goes.
+    clientErrorHandler: (_error, socket) => socket.destroy(),
+    exposeHeadRoutes: false,
+    rewriteUrl: (req) => routableUrl(req.url ?? '/'),
+    // What the router still refuses (an over-long path parameter, an absolute URL it cannot read): answered through the same mapping.
+    frameworkErrors: (error, request, reply) => answerError(error, request, reply),
+  });
+
+  const answerError = async (error: unknown, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    const mapped = mapError(error, options.bodyLimit, options.faultDetail);
+    if (mapped.fault) options.log.error({ err: error, method: request.method, url: request.url }, `${options.name} request failed: answered ${mapped.status}`);
+    if (mapped.status === 413 && !(await drainRest(request.raw, options.bodyLimit.bytes))) {
+      // Far over the limit: the rest is not read; the connection goes once the 413 is written.
+      reply.raw.once('finish', () => request.raw.socket?.destroySoon());
+    }
+    const { type, body } = options.errorBody({ ...mapped, error });
+    // A Buffer: Fastify sends the type as the server gave it (no charset added to a JSON type).
+    return reply.code(mapped.status).headers(mapped.headers).type(type).send(Buffer.from(body));
+  };
+
+  if (options.rawBodies) {
+    server.removeAllContentTypeParsers();
+    server.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  }
+  server.setErrorHandler((error, request, reply) => answerError(error, request, reply));
+  const unrouted = options.unrouted;
+  server.setNotFoundHandler(
+    unrouted ??
+      (() => {
+        throw new HttpError(404, options.notFoundDetail);
+      }),
+  );
+  // Registered as fastify-plugin would: on the server itself, not an encapsulated child.
+  const applied = Object.assign(async (instance: FastifyInstance) => plugin(instance), { [Symbol.for('skip-override')]: true });
+  await server.register(applied);
+
+  await server.listen({ port: options.port, host: options.host });
+  const port = (server.server.address() as AddressInfo).port;
+  return {
+    port,
+    close: async () => {
+      // Fastify closes idle keep-alive connections at once and answers new requests 503; the rest are cut after the grace.
+      const force = setTimeout(() => server.server.closeAllConnections(), options.forceCloseAfterMs ?? FORCE_CLOSE_AFTER_MS);
+      try {
+        await server.close();
+      } finally {
+        clearTimeout(force);
+      }
+    },
+  };
+}

@@ -26,7 +26,7 @@ import { allJobs } from '../jobs/index.ts';
 import { loadConfig } from '../src/config.ts';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { startConsole } from '../src/console/server.ts';
-import { hashConsolePassword } from '../src/lib/console-users.ts';
+import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { createApp } from '../src/runtime/app.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import { deleteBenchKeys } from './redis-cleanup.ts';

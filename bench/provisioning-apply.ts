@@ -8,7 +8,7 @@
  */
 import { scopedApp } from '../src/commands/scoped.ts';
 import { owner } from '../test/helpers/owner.ts';
-import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';

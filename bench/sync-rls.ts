@@ -17,7 +17,7 @@ import { z } from 'zod';
 import { allJobs } from '../jobs/index.ts';
 import { scopedApp } from '../src/commands/scoped.ts';
 import { loadConfig } from '../src/config.ts';
-import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { createApp } from '../src/runtime/app.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import { runSync } from '../src/sync/run-and-wait.ts';

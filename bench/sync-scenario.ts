@@ -10,7 +10,7 @@
  */
 import { warmResults as warmPages } from './warm-results.ts';
 import { scopedApp } from '../src/commands/scoped.ts';
-import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';

@@ -14,7 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import type { Result } from '../src/platform/schemas.ts';
 import { copyLines, type CopyValue } from '../src/warehouse/copy-text.ts';

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import type { Result } from '../src/platform/schemas.ts';
 import { results as resultsResource } from '../src/sync/resources/results.ts';

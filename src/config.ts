@@ -1,17 +1,17 @@
-import { parseScheduleSpread, scheduleSpreadMinutes } from './lib/schedule-spread-setting.ts';
+import { parseScheduleSpread, scheduleSpreadMinutes } from './settings/schedule-spread.ts';
 import { CronExpressionParser } from 'cron-parser';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { parseIsoDay } from './lib/calendar-day.ts';
 import { TrainsyncError } from './lib/errors.ts';
-import { parseLookback } from './lib/lookback.ts';
-import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './lib/webhook-secrets.ts';
-import { parseConsoleUsers, unknownConsoleUserOrgs } from './lib/console-users.ts';
+import { parseLookback } from './settings/lookback.ts';
+import { DEFAULT_SIGNATURE_HEADER, parseWebhookSecrets } from './settings/webhook-secrets.ts';
+import { parseConsoleUsers, unknownConsoleUserOrgs } from './settings/console-users.ts';
 import { maskUrl } from './lib/infra-errors.ts';
-import { DEFAULT_ORG, readOrgsFile, type OrgSettings } from './lib/orgs-file.ts';
+import { DEFAULT_ORG, readOrgsFile, type OrgSettings } from './settings/orgs-file.ts';
 import { clusterSafePrefix, parseRedisUrl } from './lib/redis-target.ts';
-import { parseMaxDisable } from './lib/max-disable.ts';
-import { DEFAULT_FEED_MIN_SHARE, parseFeedMinShare } from './lib/feed-min-share.ts';
+import { parseMaxDisable } from './settings/max-disable.ts';
+import { DEFAULT_FEED_MIN_SHARE, parseFeedMinShare } from './settings/feed-min-share.ts';
 import { unknownVariables, type UnknownVariable } from './lib/unknown-variables.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, requirePlatform, requireSecretKey } from '../src/config.ts';
-import { parseLookback } from '../src/lib/lookback.ts';
+import { parseLookback } from '../src/settings/lookback.ts';
 
 describe('config', () => {
   it('applies the contract defaults and freezes the result', () => {

@@ -1,6 +1,6 @@
 import { owner } from './helpers/owner.ts';
 import { mkdirSync } from 'node:fs';
-import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';
-import { hashConsolePassword } from '../src/lib/console-users.ts';
+import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
 import { QUEUE_NAMES, SYNC_QUEUE, WEBHOOK_QUEUE } from '../src/queue/names.ts';
 import type { WorkerHandle } from '../src/queue/worker.ts';

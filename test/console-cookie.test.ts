@@ -1,7 +1,7 @@
 import { owner } from './helpers/owner.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SESSION_COOKIE, startConsole, type ConsoleServer } from '../src/console/server.ts';
-import { hashConsolePassword } from '../src/lib/console-users.ts';
+import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
 
 /**

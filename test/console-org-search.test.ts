@@ -8,7 +8,7 @@ import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { loadConfig } from '../src/config.ts';
 import { searchOrgs } from '../src/console/org-search-form.ts';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';
-import { hashConsolePassword } from '../src/lib/console-users.ts';
+import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { createApp, type App } from '../src/runtime/app.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import { consoleSession, visible, type ConsoleSession } from './helpers/console-http.ts';

@@ -10,7 +10,7 @@ import { allJobs } from '../jobs/index.ts';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { loadConfig } from '../src/config.ts';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';
-import { hashConsolePassword } from '../src/lib/console-users.ts';
+import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { createApp, type App } from '../src/runtime/app.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';

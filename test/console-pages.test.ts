@@ -3,8 +3,8 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROVISIONING_PAGE_SIZE } from '../src/console/routes.ts';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';
-import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
-import { hashConsolePassword } from '../src/lib/console-users.ts';
+import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
+import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { consoleSession, type ConsoleSession } from './helpers/console-http.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
 

@@ -4,7 +4,7 @@ import { escapeHtml, html } from '../src/console/html.ts';
 import { changeTable } from '../src/console/pages/change-table.ts';
 import { statusBars } from '../src/console/pages/status-bars.ts';
 import { relativeText, utcText } from '../src/console/time.ts';
-import { hashConsolePassword, parseConsoleUsers, verifyConsolePassword } from '../src/lib/console-users.ts';
+import { hashConsolePassword, parseConsoleUsers, verifyConsolePassword } from '../src/settings/console-users.ts';
 
 const COST = { N: 2 ** 12, r: 8, p: 1 };
 

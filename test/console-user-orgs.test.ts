@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { actingOrg, outsideOrg, scopeOf } from '../src/console/scope.ts';
-import { hashConsolePassword, parseConsoleUsers } from '../src/lib/console-users.ts';
+import { hashConsolePassword, parseConsoleUsers } from '../src/settings/console-users.ts';
 import { runCli } from './helpers/cli.ts';
 
 /**

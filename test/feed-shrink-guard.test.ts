@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { parseFeedMinShare } from '../src/lib/feed-min-share.ts';
+import { parseFeedMinShare } from '../src/settings/feed-min-share.ts';
 import { decideFeedShrink, feedDataRows, rowsNeeded, type ShrinkGuardInput } from '../src/provisioning/feed/shrink-guard.ts';
 
 /**

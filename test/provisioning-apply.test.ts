@@ -1,7 +1,7 @@
 import { scopedApp } from '../src/commands/scoped.ts';
 import { owner } from './helpers/owner.ts';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
-import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisioningAttentionSection } from '../src/commands/provisioning-status.ts';
 import { enqueuePlan, waitForActions } from '../src/provisioning/apply/enqueue.ts';

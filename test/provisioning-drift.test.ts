@@ -1,6 +1,6 @@
 import { owner } from './helpers/owner.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { reconcileFixJob } from '../jobs/reconcile-fix.ts';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { loadConfig } from '../src/config.ts';

@@ -1,6 +1,6 @@
 import { scopedApp } from '../src/commands/scoped.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestPasswordChange } from '../src/provisioning/apply/password-request.ts';

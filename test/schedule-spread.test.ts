@@ -2,7 +2,7 @@ import { CronExpressionParser } from 'cron-parser';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { parseScheduleSpread, scheduleSpreadMinutes } from '../src/lib/schedule-spread-setting.ts';
+import { parseScheduleSpread, scheduleSpreadMinutes } from '../src/settings/schedule-spread.ts';
 import { spreadCronLine, spreadOffsetMinutes } from '../src/queue/schedule-spread.ts';
 
 const DAY = 24 * 60 * 60_000;

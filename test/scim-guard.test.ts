@@ -2,7 +2,7 @@ import { owner } from './helpers/owner.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisionDeps } from '../src/commands/provision-deps.ts';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';
-import { hashConsolePassword } from '../src/lib/console-users.ts';
+import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { getHeldPlan, listHeldPlans, type HeldPlan } from '../src/provisioning/held-plans.ts';
 import { findUser, ORG_EMAIL_DOMAIN, writeCallCount } from '../src/simulator/index.ts';
 import { runCli } from './helpers/cli.ts';

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

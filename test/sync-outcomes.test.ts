@@ -1,6 +1,6 @@
 import { scopedApp } from '../src/commands/scoped.ts';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_ORG } from '../src/lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { allResults } from '../src/simulator/index.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';
 import { runSync, SyncConflictError } from '../src/sync/run-and-wait.ts';

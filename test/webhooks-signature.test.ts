@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { planEvent } from '../src/webhooks/events.ts';
-import { parseWebhookSecrets } from '../src/lib/webhook-secrets.ts';
+import { parseWebhookSecrets } from '../src/settings/webhook-secrets.ts';
 import { signatureHeaderMatcher, signatureHeaderValues, verifySignature } from '../src/webhooks/signature.ts';
 
 /** Signatures, secrets and event shapes: pure functions, no services. */

@@ -1,8 +1,8 @@
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import type { Command } from 'commander';
 import { sql } from 'kysely';
 import { startConsole } from '../console/server.ts';
-import { hashConsolePassword } from '../lib/console-users.ts';
+import { hashConsolePassword } from '../settings/console-users.ts';
 import { createApp } from '../runtime/app.ts';
 import { CHECK_TIMEOUT_MS, runHealthChecks } from '../runtime/health-server.ts';
 import type { CommandDeps } from './deps.ts';

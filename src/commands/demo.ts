@@ -1,6 +1,6 @@
 import { scopedApp } from './scoped.ts';
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import { fileURLToPath } from 'node:url';
 import Table from 'cli-table3';
 import type { Command } from 'commander';
@@ -15,7 +15,7 @@ import { provisionFeed } from '../provisioning/provision-feed.ts';
 import { feedFormatFor, readFeed } from '../provisioning/feed/read.ts';
 import { checkFeedShrink } from '../provisioning/feed-shrink-check.ts';
 import { loadGroupNames } from '../provisioning/group-names.ts';
-import { DEFAULT_FEED_MIN_SHARE } from '../lib/feed-min-share.ts';
+import { DEFAULT_FEED_MIN_SHARE } from '../settings/feed-min-share.ts';
 import { formatOutcome, formatPlanReport } from './provision-report.ts';
 import { syncResources } from '../sync/resources.ts';
 import { runSync } from '../sync/run-and-wait.ts';

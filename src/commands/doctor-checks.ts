@@ -1,7 +1,7 @@
 import net from 'node:net';
 import pg from 'pg';
 import { ConfigError, soleOrg, type Config } from '../config.ts';
-import { DEFAULT_ORG, type OrgSettings } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG, type OrgSettings } from '../settings/orgs-file.ts';
 import { errorMessage } from '../lib/errors.ts';
 import { describeUnknownVariables } from '../lib/unknown-variables.ts';
 import { describeDatabaseError, describeRedisError, isNotRedis, maskUrl } from '../lib/infra-errors.ts';

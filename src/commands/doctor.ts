@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { Config } from '../config.ts';
-import type { OrgSettings } from '../lib/orgs-file.ts';
+import type { OrgSettings } from '../settings/orgs-file.ts';
 import { errorMessage } from '../lib/errors.ts';
 import type { Logger } from '../runtime/log.ts';
 import { createJobCatalog } from '../queue/catalog.ts';

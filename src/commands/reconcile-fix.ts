@@ -1,6 +1,6 @@
 import { createApp } from '../runtime/app.ts';
 import { requireOrgPlatform } from '../config.ts';
-import type { OrgSettings } from '../lib/orgs-file.ts';
+import type { OrgSettings } from '../settings/orgs-file.ts';
 import type { MaxDisable } from '../provisioning/plan/types.ts';
 import { formatPlanTable, type PlanTableOptions } from './plan-format.ts';
 import { loadGroupNames } from '../provisioning/group-names.ts';

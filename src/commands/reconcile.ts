@@ -1,7 +1,7 @@
 import Table from 'cli-table3';
 import { InvalidArgumentError, type Command } from 'commander';
 import { errorMessage } from '../lib/errors.ts';
-import { parseMaxDisable } from '../lib/max-disable.ts';
+import { parseMaxDisable } from '../settings/max-disable.ts';
 import type { MaxDisable } from '../provisioning/plan/types.ts';
 import { maskUrl, toInfrastructureError } from '../lib/infra-errors.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
@@ -13,7 +13,7 @@ import type { CommandDeps } from './deps.ts';
 import { runReconcileFix } from './reconcile-fix.ts';
 import { exitWith } from './exit-codes.ts';
 import { fitText } from './terminal.ts';
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import { describePlatformListAge } from '../warehouse/platform-list-age.ts';
 import { requestedOrgs, selectOneOrg, selectOrgs } from './org-option.ts';
 

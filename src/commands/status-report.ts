@@ -1,4 +1,4 @@
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import type { Kysely } from 'kysely';
 import type { App } from '../runtime/app.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';

@@ -1,4 +1,4 @@
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
 import type { CommandDeps } from './deps.ts';

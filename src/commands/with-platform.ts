@@ -1,5 +1,5 @@
 import { soleOrg, type Config } from '../config.ts';
-import type { OrgSettings } from '../lib/orgs-file.ts';
+import type { OrgSettings } from '../settings/orgs-file.ts';
 import type { Logger } from '../runtime/log.ts';
 import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
 import { PlatformError } from '../platform/errors.ts';

@@ -1,4 +1,4 @@
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import { SCIM_PATH } from '../scim/server.ts';
 import { webhookPathOf } from '../webhooks/receiver.ts';
 

@@ -1,4 +1,4 @@
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
 import { CHECK_TIMEOUT_MS, runHealthChecks, startHealthServer } from '../runtime/health-server.ts';

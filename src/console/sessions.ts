@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import type { ConsoleRole } from '../lib/console-users.ts';
+import type { ConsoleRole } from '../settings/console-users.ts';
 import type { Database } from '../warehouse/database.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { ConsoleRole } from '../lib/console-users.ts';
+import type { ConsoleRole } from '../settings/console-users.ts';
 import type { Scope } from './scope.ts';
 
 /** Who is looking at a console page, and at which organisations: what every page is rendered for. */

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { createHash } from 'node:crypto';
 import { requireOrgPlatform, type Config } from '../config.ts';
-import type { OrgSettings } from '../lib/orgs-file.ts';
+import type { OrgSettings } from '../settings/orgs-file.ts';
 import type { Logger } from 'pino';
 import { InvalidRecordError, malformed, PlatformError } from './errors.ts';
 import { checkOrParse, fastCheckFor } from './fast-checks.ts';

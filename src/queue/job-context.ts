@@ -16,7 +16,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
-import type { OrgSettings } from '../lib/orgs-file.ts';
+import type { OrgSettings } from '../settings/orgs-file.ts';
 import type { Logger } from 'pino';
 import type { PlatformClient } from '../platform/types.ts';
 import type { ActionQueue } from './action-queue.ts';

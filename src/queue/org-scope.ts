@@ -1,4 +1,4 @@
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 
 /**
  * Names that must differ per organisation (deduplication ids, scheduler ids, exclusive

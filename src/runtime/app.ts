@@ -1,7 +1,7 @@
 import { limitHeapGrowth } from './heap-growth.ts';
 import type { Config } from '../config.ts';
 import { orgOf, soleOrg } from '../config.ts';
-import type { OrgSettings } from '../lib/orgs-file.ts';
+import type { OrgSettings } from '../settings/orgs-file.ts';
 import { registerOrganisations } from '../warehouse/organisations.ts';
 import { ensureOrgReaders } from '../warehouse/org-readers.ts';
 import type { Services } from '../queue/job-context.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_ORG, type OrgSettings } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG, type OrgSettings } from '../settings/orgs-file.ts';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../lib/errors.ts';
 import type { Logger } from '../runtime/log.ts';

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import { copyLines, type CopyValue } from './copy-text.ts';
 import type { EmployeeStatus } from './employee-tables.ts';
 import { jsonbText } from './jsonb-text.ts';

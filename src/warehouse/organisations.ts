@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { DEFAULT_ORG } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import type { Database } from './database.ts';
 
 /** What the warehouse records of an organisation (never its key). */

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { DEFAULT_ORG, ORG_SLUG_RE } from '../lib/orgs-file.ts';
+import { DEFAULT_ORG, ORG_SLUG_RE } from '../settings/orgs-file.ts';
 import { startHttpServer, type HttpServer, type HttpServerOptions, type ServerDefinition, type ServerPlugin } from '../http/server-factory.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../runtime/log.ts';

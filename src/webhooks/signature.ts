@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { BASE64_RE } from '../lib/webhook-secrets.ts';
+import { BASE64_RE } from '../settings/webhook-secrets.ts';
 
 /**
  * The platform signs every event (except TEST_EVENT) with an HMAC-SHA256 of the raw

@@ -1,6 +1,6 @@
 import { scopedApp } from '../../src/commands/scoped.ts';
 import { Writable } from 'node:stream';
-import { DEFAULT_ORG } from '../../src/lib/orgs-file.ts';
+import { DEFAULT_ORG } from '../../src/settings/orgs-file.ts';
 import { allJobs } from '../../jobs/index.ts';
 import type { AnyJobDefinition } from '../../src/queue/define-job.ts';
 import { createApp, type App } from '../../src/runtime/app.ts';

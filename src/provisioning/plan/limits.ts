@@ -1,4 +1,4 @@
-import type { MaxDisable } from '../../lib/max-disable.ts';
+import type { MaxDisable } from '../../settings/max-disable.ts';
 
 export const DEFAULT_MAX_DISABLE_FLOOR = 5;
 export const DEFAULT_MAX_DISABLE_PERCENT = 10;

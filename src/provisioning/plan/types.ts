@@ -1,5 +1,5 @@
 import type { FeedRole, FeedRow } from '../feed/types.ts';
-import type { MaxDisable } from '../../lib/max-disable.ts';
+import type { MaxDisable } from '../../settings/max-disable.ts';
 
 /**
  * Types of the provisioning plan: what must change on the platform so its accounts
@@ -168,7 +168,7 @@ export interface Plan {
   platform: string;
 }
 
-/** How many disables a plan may hold (src/lib/max-disable.ts parses it for the settings and the commands). */
+/** How many disables a plan may hold (src/settings/max-disable.ts parses it for the settings and the commands). */
 export type { MaxDisable };
 
 export interface PlanOptions {

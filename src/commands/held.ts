@@ -1,10 +1,9 @@
 import { userInfo } from 'node:os';
 import { InvalidArgumentError, type Command } from 'commander';
-import { sql } from 'kysely';
 import { createApp, type App } from '../runtime/app.ts';
 import { approveHeldPlan, rejectHeldPlan } from '../provisioning/approve-held-plan.ts';
 import { waitForActions } from '../provisioning/apply/enqueue.ts';
-import { getHeldPlan, listHeldPlans, type HeldPlanSummary } from '../provisioning/held-plans.ts';
+import { getHeldPlan, heldPlansOf, listHeldPlans, type HeldPlanLine, type HeldPlanSummary } from '../provisioning/held-plans.ts';
 import type { CommandDeps } from './deps.ts';
 import { EXIT, RefusedError, UsageError } from './exit-codes.ts';
 import { fitTable } from './fit-table.ts';
@@ -64,15 +63,13 @@ export function renderHeldPlans(plans: readonly HeldPlanSummary[], orgs: readonl
   );
 }
 
+/** Held plans listed per organisation in `status` (the title counts them all). */
+const SHOWN = 50;
+
 /** `status` section: each organisation's held plans (one statement for all); the title counts them. */
 export const heldPlansAcross: StatusSection = async (db, orgs) => {
-  const { rows } = await sql<{ org: string; id: number; source: string; file: string; disables: number; actions: number; created_at: Date; total: number }>`
-    select org, id, source, file, disables, actions, created_at, total from (
-      select h.org, h.id, h.source, h.file, h.disables, jsonb_array_length(h.actions) as actions, h.created_at,
-        row_number() over (partition by h.org order by h.id desc) as n, count(*) over (partition by h.org)::int as total
-      from trainsync.held_plans h where h.org = any(${[...orgs]}::text[]) and h.status = 'held'
-    ) x where n <= 50 order by org, id desc`.execute(db);
-  const plans = new Map<string, typeof rows>(orgs.map((org) => [org, []]));
+  const rows = await heldPlansOf(db, orgs, SHOWN);
+  const plans = new Map<string, HeldPlanLine[]>(orgs.map((org) => [org, []]));
   for (const row of rows) plans.get(row.org)?.push(row);
   return new Map(
     [...plans].map(([org, list]) => [

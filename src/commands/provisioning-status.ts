@@ -1,5 +1,4 @@
-import { sql } from 'kysely';
-import { ATTENTION_STATUSES } from '../provisioning/apply/actions-store.ts';
+import { attentionActionsOf } from '../provisioning/apply/actions-store.ts';
 import { sectionOfOne, type SectionRows, type StatusSection } from './status-report.ts';
 
 const TITLE = 'Provisioning actions needing attention (see trainsync.provisioning_audit)';
@@ -8,11 +7,7 @@ const SHOWN = 50;
 
 /** `status` section: each organisation's provisioning actions that failed or wait for an identity, newest first (one statement for all). */
 export const provisioningAttentionAcross: StatusSection = async (db, orgs) => {
-  const { rows } = await sql<{ org: string; action_id: string; employee_id: string; email: string | null; status: string; error_code: string | null; attempts: number; updated_at: Date; error_message: string | null }>`
-    select org, action_id, employee_id, email, status, error_code, attempts, updated_at, error_message from (
-      select a.*, row_number() over (partition by a.org order by a.updated_at desc, a.id desc) as n
-      from trainsync.provisioning_actions a where a.org = any(${[...orgs]}::text[]) and a.status = any(${[...ATTENTION_STATUSES]}::text[])
-    ) x where n <= ${SHOWN} order by org, n`.execute(db);
+  const rows = await attentionActionsOf(db, orgs, SHOWN);
   const sections = new Map<string, SectionRows>(orgs.map((org) => [org, { title: TITLE, rows: [] }]));
   for (const r of rows) {
     sections.get(r.org)?.rows.push({

@@ -3,9 +3,9 @@ import type { Kysely } from 'kysely';
 import type { App } from '../runtime/app.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';
 import type { ActiveHolder } from '../queue/orphans.ts';
-import type { RunSummary } from '../sync/runs-store.ts';
+import { lastRunsOf, type RunSummary } from '../sync/runs-store.ts';
+import { quarantineOf, watermarksOf } from '../sync/sync-state.ts';
 import type { Database } from '../warehouse/database.ts';
-import { lastRunsOf, quarantineOf, watermarksOf } from './status-data.ts';
 
 /** One wing's part of `status` for one organisation: a title and its rows. */
 export interface SectionRows {
@@ -71,8 +71,10 @@ export function statusResources(app: App): string[] {
  * named escape when the report pages through many (every organisation, or a page of them).
  */
 export function readOrgs<T>(app: App, orgs: readonly string[], fn: (db: Kysely<Database>) => Promise<T>): Promise<T> {
-  if (orgs.length <= DETAIL_UP_TO) return fn(app.scopes.scope(orgs).db);
-  return app.scopes.acrossOrganisations('status: many organisations, in set-based queries', (all) => fn(all.db));
+  // One transaction for the reads of a call: each store's statement (one per table) would
+  // otherwise be a transaction of its own, with its own scope set, on its own connection.
+  if (orgs.length <= DETAIL_UP_TO) return app.scopes.scope(orgs).transaction((tx) => fn(tx.db));
+  return app.scopes.acrossOrganisations('status: many organisations, in set-based queries', (all) => all.transaction((tx) => fn(tx.db)));
 }
 
 /** A run left running whose job no worker holds waits to resume, or is gone; one held reads as its holder. */

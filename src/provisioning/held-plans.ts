@@ -155,3 +155,36 @@ export async function heldPlanCounts(db: Db, org: string): Promise<{ plans: numb
       from trainsync.held_plans where org = ${org} and status = 'held'`.execute(db);
   return rows[0] ?? { plans: 0, disables: 0, oldest: null };
 }
+
+/** How many plans of each organisation of `orgs` wait on a person, by slug; those with none are absent. One statement (`status` over many organisations). */
+export async function heldPlanCountsOf(db: Db, orgs: readonly string[]): Promise<Map<string, number>> {
+  if (orgs.length === 0) return new Map();
+  const { rows } = await sql<{ org: string; n: number }>`
+    select org, count(*)::int as n from trainsync.held_plans where org = any(${[...orgs]}::text[]) and status = 'held' group by org`.execute(db);
+  return new Map(rows.map((r) => [r.org, r.n]));
+}
+
+/** A held plan as `status` lists it, with how many its organisation has held in all. */
+export interface HeldPlanLine {
+  org: string;
+  id: number;
+  source: string;
+  file: string;
+  disables: number;
+  actions: number;
+  created_at: Date;
+  /** The organisation's held plans in all (`perOrg` at most are listed). */
+  total: number;
+}
+
+/** The newest `perOrg` held plans of each organisation of `orgs`, by organisation, newest first: one statement for all (`status`). */
+export async function heldPlansOf(db: Db, orgs: readonly string[], perOrg: number): Promise<HeldPlanLine[]> {
+  if (orgs.length === 0) return [];
+  const { rows } = await sql<HeldPlanLine>`
+    select org, id, source, file, disables, actions, created_at, total from (
+      select h.org, h.id, h.source, h.file, h.disables, jsonb_array_length(h.actions) as actions, h.created_at,
+        row_number() over (partition by h.org order by h.id desc) as n, count(*) over (partition by h.org)::int as total
+      from trainsync.held_plans h where h.org = any(${[...orgs]}::text[]) and h.status = 'held'
+    ) x where n <= ${perOrg} order by org, id desc`.execute(db);
+  return rows;
+}

@@ -158,6 +158,84 @@ export async function lastRuns(db: Db, org: string): Promise<RunSummary[]> {
 
 
 /**
+ * The last run per resource of each organisation of `orgs` (as `lastRuns` gives one's), with
+ * its `org`, in `orgs`' order then by resource: one statement for all of them, each one probe
+ * of the index (org, resource, started_at desc) per organisation and resource (`status`).
+ */
+export async function lastRunsOf(db: Db, orgs: readonly string[], resources: readonly string[]): Promise<Array<RunSummary & { org: string }>> {
+  if (orgs.length === 0) return [];
+  const result = await sql<{
+    org: string; id: number; resource: string; job_id: string | null; mode: string | null; status: RunStatus; started_at: Date; finished_at: Date | null;
+    pages: number; inserted: number; updated: number; unchanged: number; quarantined: number; removed: number; requests: number; error: string | null; note: string | null;
+  }>`
+    select l.* from unnest(${[...orgs]}::text[]) with ordinality as c(slug, n)
+    cross join unnest(${[...resources]}::text[]) as res(resource)
+    join lateral (
+      select r.org, r.id, r.resource, r.job_id, r.mode, r.status, r.started_at, r.finished_at, r.pages, r.inserted, r.updated, r.unchanged,
+        r.quarantined, r.removed, r.requests, r.error, r.note
+      from trainsync.runs r where r.org = c.slug and r.resource = res.resource order by r.started_at desc, r.id desc limit 1
+    ) l on true
+    order by c.n, l.resource`.execute(db);
+  return result.rows.map((r) => ({
+    org: r.org,
+    id: r.id,
+    resource: r.resource,
+    jobId: r.job_id,
+    mode: r.mode,
+    status: r.status,
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
+    pages: r.pages,
+    inserted: r.inserted,
+    updated: r.updated,
+    unchanged: r.unchanged,
+    quarantined: r.quarantined,
+    removed: r.removed,
+    requests: r.requests,
+    error: r.error,
+    note: r.note,
+  }));
+}
+
+/** The statuses a run ends with that leave its resource's data read (incomplete: read, with windows left for the next run). */
+const GOOD: readonly RunStatus[] = ['succeeded', 'incomplete'];
+
+/** One resource's last run in an organisation, and when it last ended well. */
+export interface LastRunOutcome {
+  org: string;
+  resource: string;
+  status: RunStatus;
+  /** When it ended (when it started, while running). */
+  at: Date;
+  error: string | null;
+  /** When the newest succeeded or incomplete run of the resource ended; null when none did. */
+  goodAt: Date | null;
+}
+
+/**
+ * Each organisation's last run of each resource of `resources` it ever ran, and when the
+ * resource last ended well: one statement for all of `orgs`, in their order then by resource.
+ * Each is two probes of the index (org, resource, started_at desc), not a scan of every run
+ * (the summary of `status` over many organisations).
+ */
+export async function lastRunOutcomesOf(db: Db, orgs: readonly string[], resources: readonly string[]): Promise<LastRunOutcome[]> {
+  if (orgs.length === 0) return [];
+  const { rows } = await sql<{ org: string; resource: string; status: RunStatus; at: Date; error: string | null; good_at: Date | null }>`
+    select c.slug as org, l.resource, l.status, l.at, l.error,
+      (select g.finished_at from trainsync.runs g
+        where g.org = c.slug and g.resource = l.resource and g.status = any(${[...GOOD]}::text[])
+        order by g.started_at desc limit 1) as good_at
+    from unnest(${[...orgs]}::text[]) with ordinality as c(slug, n)
+    cross join unnest(${[...resources]}::text[]) as res(resource)
+    join lateral (
+      select r.resource, r.status, coalesce(r.finished_at, r.started_at) as at, r.error from trainsync.runs r
+      where r.org = c.slug and r.resource = res.resource order by r.started_at desc, r.id desc limit 1
+    ) l on true
+    order by c.n, l.resource`.execute(db);
+  return rows.map((r) => ({ org: r.org, resource: r.resource, status: r.status, at: r.at, error: r.error, goodAt: r.good_at }));
+}
+
+/**
  * The start of the organisation's latest run of `resource` that succeeded with every record
  * read (no note, nothing quarantined), if it began within the last `withinMinutes` and after
  * `after` (a subquery of the caller's statement, null for never: provisioning's last write).

@@ -178,3 +178,40 @@ export async function runUnfinishedWindows(db: Db, org: string, runId: number): 
     select window_key, reason, recorded_at from trainsync.unfinished_windows where org = ${org} and run_id = ${runId} order by window_key`.execute(db);
   return rows;
 }
+
+/** The watermarks of `orgs`, by organisation (in `orgs`' order) and resource: one statement for all (`status`). */
+export async function watermarksOf(db: Db, orgs: readonly string[]): Promise<Array<{ org: string; resource: string; value: string; updatedAt: Date }>> {
+  if (orgs.length === 0) return [];
+  const result = await sql<{ org: string; resource: string; value: string; updated_at: Date }>`
+    select w.org, w.resource, w.value, w.updated_at from trainsync.watermarks w
+    join unnest(${[...orgs]}::text[]) with ordinality as c(slug, n) on c.slug = w.org
+    order by c.n, w.resource`.execute(db);
+  return result.rows.map((w) => ({ org: w.org, resource: w.resource, value: w.value, updatedAt: w.updated_at }));
+}
+
+/** Quarantined records of `orgs`, counted by organisation (in `orgs`' order) and resource: one statement for all (`status`). */
+export async function quarantineOf(db: Db, orgs: readonly string[]): Promise<Array<{ org: string; resource: string; count: number; lastSeenAt: Date }>> {
+  if (orgs.length === 0) return [];
+  const result = await sql<{ org: string; resource: string; count: number; last_seen_at: Date }>`
+    select q.org, q.resource, count(*)::int as count, max(q.last_seen_at) as last_seen_at from trainsync.quarantine q
+    join unnest(${[...orgs]}::text[]) with ordinality as c(slug, n) on c.slug = q.org
+    group by c.n, q.org, q.resource order by c.n, q.resource`.execute(db);
+  return result.rows.map((r) => ({ org: r.org, resource: r.resource, count: r.count, lastSeenAt: r.last_seen_at }));
+}
+
+/** How many windows each organisation of `orgs` has left unfinished (any resource), by slug; those with none are absent. One statement. */
+export async function unfinishedWindowCounts(db: Db, orgs: readonly string[]): Promise<Map<string, number>> {
+  if (orgs.length === 0) return new Map();
+  const { rows } = await sql<{ org: string; n: number }>`
+    select org, count(*)::int as n from trainsync.unfinished_windows where org = any(${[...orgs]}::text[]) group by org`.execute(db);
+  return new Map(rows.map((r) => [r.org, r.n]));
+}
+
+/** The unfinished windows of `resource` of each organisation of `orgs`, by organisation then window key: one statement for all (`status`). */
+export async function unfinishedWindowsOf(db: Db, orgs: readonly string[], resource: string): Promise<Array<UnfinishedWindow & { org: string }>> {
+  if (orgs.length === 0) return [];
+  const { rows } = await sql<{ org: string; window_key: string; reason: string; run_id: number | null; recorded_at: Date }>`
+    select org, window_key, reason, run_id, recorded_at from trainsync.unfinished_windows
+    where org = any(${[...orgs]}::text[]) and resource = ${resource} order by org, window_key`.execute(db);
+  return rows.map((r) => ({ org: r.org, key: r.window_key, reason: r.reason, runId: r.run_id, recordedAt: r.recorded_at }));
+}

@@ -217,6 +217,33 @@ export async function webhookBacklog(db: Kysely<Database>, org: string | readonl
   };
 }
 
+/** Per organisation of `orgs`: the last event received and the backlog, as `status` shows them; those that never received one are absent. */
+export interface WebhookBacklogsOf {
+  last: Array<{ org: string; event_type: string; received_at: Date }>;
+  waiting: Array<{ org: string; n: number; oldest: Date | null }>;
+  lastDay: Array<{ org: string; outcome: string; n: number }>;
+}
+
+/**
+ * `webhookBacklog` of each organisation of `orgs` apart: three statements for all of them; the
+ * last event is one probe of the index (org, received_at desc) per organisation.
+ */
+export async function webhookBacklogsOf(db: Kysely<Database>, orgs: readonly string[]): Promise<WebhookBacklogsOf> {
+  const slugs = [...orgs];
+  const [last, waiting, lastDay] = await Promise.all([
+    sql<{ org: string; event_type: string; received_at: Date }>`
+      select c.slug as org, e.event_type, e.received_at from unnest(${slugs}::text[]) as c(slug)
+      join lateral (select event_type, received_at from trainsync.webhook_events where org = c.slug order by received_at desc limit 1) e on true`.execute(db),
+    sql<{ org: string; n: number; oldest: Date | null }>`
+      select org, count(*)::int as n, min(received_at) as oldest from trainsync.webhook_events
+      where org = any(${slugs}::text[]) and processed_at is null group by org`.execute(db),
+    sql<{ org: string; outcome: string; n: number }>`
+      select org, coalesce(outcome, 'waiting') as outcome, count(*)::int as n from trainsync.webhook_events
+      where org = any(${slugs}::text[]) and received_at > now() - interval '1 day' group by org, coalesce(outcome, 'waiting')`.execute(db),
+  ]);
+  return { last: last.rows, waiting: waiting.rows, lastDay: lastDay.rows };
+}
+
 /** The console's row of a webhook event. */
 export interface EventRow {
   org: string;

@@ -360,3 +360,36 @@ export async function countNeedingAttention(db: Db, orgs: readonly string[]): Pr
   const { rows } = await sql<{ n: number }>`select count(*)::int as n from trainsync.provisioning_actions where org = any(${orgs}::text[]) and status in ('failed', 'needs-identity')`.execute(db);
   return rows[0]?.n ?? 0;
 }
+
+/** How many actions of each organisation of `orgs` need a person (ATTENTION_STATUSES), by slug; those with none are absent. One statement. */
+export async function attentionCounts(db: Db, orgs: readonly string[]): Promise<Map<string, number>> {
+  if (orgs.length === 0) return new Map();
+  const { rows } = await sql<{ org: string; n: number }>`
+    select org, count(*)::int as n from trainsync.provisioning_actions
+     where org = any(${[...orgs]}::text[]) and status = any(${[...ATTENTION_STATUSES]}::text[]) group by org`.execute(db);
+  return new Map(rows.map((r) => [r.org, r.n]));
+}
+
+/** An action needing a person, as `status` lists it. */
+export interface AttentionAction {
+  org: string;
+  action_id: string;
+  employee_id: string;
+  email: string | null;
+  status: string;
+  error_code: string | null;
+  attempts: number;
+  updated_at: Date;
+  error_message: string | null;
+}
+
+/** The newest `perOrg` actions needing a person of each organisation of `orgs`, by organisation, newest first: one statement for all (`status`). */
+export async function attentionActionsOf(db: Db, orgs: readonly string[], perOrg: number): Promise<AttentionAction[]> {
+  if (orgs.length === 0) return [];
+  const { rows } = await sql<AttentionAction>`
+    select org, action_id, employee_id, email, status, error_code, attempts, updated_at, error_message from (
+      select a.*, row_number() over (partition by a.org order by a.updated_at desc, a.id desc) as n
+      from trainsync.provisioning_actions a where a.org = any(${[...orgs]}::text[]) and a.status = any(${[...ATTENTION_STATUSES]}::text[])
+    ) x where n <= ${perOrg} order by org, n`.execute(db);
+  return rows;
+}

@@ -24,7 +24,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { allJobs } from '../jobs/index.ts';
 import { loadConfig } from '../src/config.ts';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { startConsole } from '../src/console/server.ts';
 import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { createApp } from '../src/runtime/app.ts';

@@ -6,7 +6,7 @@
  * sliding second (counted by the simulator).
  * Run: node bin/run-ts.js bench/provisioning-apply.ts
  */
-import { scopedApp } from '../src/commands/scoped.ts';
+import { scopedApp } from '../src/commands/options/scoped.ts';
 import { owner } from '../test/helpers/owner.ts';
 import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { randomBytes } from 'node:crypto';

@@ -28,7 +28,7 @@
  *
  * Prints a table, then one JSON line with the figures and the verdicts.
  */
-import { scopedApp } from '../src/commands/scoped.ts';
+import { scopedApp } from '../src/commands/options/scoped.ts';
 import { randomBytes } from 'node:crypto';
 import Table from 'cli-table3';
 import pg from 'pg';

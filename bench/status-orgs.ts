@@ -19,7 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { z } from 'zod';
-import { orgFacts } from '../src/commands/status-data.ts';
+import { orgFacts } from '../src/commands/status/status-data.ts';
 import { createDb, createPool } from '../src/warehouse/pool.ts';
 import { createBenchDatabase } from './admin-query.ts';
 

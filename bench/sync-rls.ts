@@ -15,7 +15,7 @@ import { warmResults as warmPages } from './warm-results.ts';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { allJobs } from '../jobs/index.ts';
-import { scopedApp } from '../src/commands/scoped.ts';
+import { scopedApp } from '../src/commands/options/scoped.ts';
 import { loadConfig } from '../src/config.ts';
 import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { createApp } from '../src/runtime/app.ts';

@@ -9,7 +9,7 @@
  * Prints one JSON line with the figures.
  */
 import { warmResults as warmPages } from './warm-results.ts';
-import { scopedApp } from '../src/commands/scoped.ts';
+import { scopedApp } from '../src/commands/options/scoped.ts';
 import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

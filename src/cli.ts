@@ -5,7 +5,7 @@
 import { errorMessage } from './lib/errors.ts';
 import { CommanderError, type Command } from 'commander';
 import { allJobs } from '../jobs/index.ts';
-import { exitCodeFor, exitReason } from './commands/exit-codes.ts';
+import { exitCodeFor, exitReason } from './commands/options/exit-codes.ts';
 import { buildProgram } from './commands/program.ts';
 import { ConfigError, loadConfig, terminalColumnsSetting, type Config } from './config.ts';
 import { toInfrastructureError } from './lib/infra-errors.ts';
@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { createLogger, logFormatFor, type Logger } from './runtime/log.ts';
 import { isFinalFailureRecord } from './queue/run-job.ts';
 import { describeUnknownVariables } from './lib/unknown-variables.ts';
-import { stderrLine, stderrTerminal } from './commands/terminal.ts';
+import { stderrLine, stderrTerminal } from './commands/render/terminal.ts';
 import { useColumnsVariable } from './lib/text-width.ts';
 
 // The terminal's width setting, read by src/config.ts with the rest of the environment.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fitTable } from '../src/commands/fit-table.ts';
-import { wrapLines } from '../src/commands/terminal.ts';
+import { fitTable } from '../src/commands/render/fit-table.ts';
+import { wrapLines } from '../src/commands/render/terminal.ts';
 import { lineWidth, outputWidth, wrapLine } from '../src/lib/text-width.ts';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { cliEnv, runCli, type CliRun } from './helpers/cli.ts';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allJobs } from '../jobs/index.ts';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { loadConfig } from '../src/config.ts';
 import { searchOrgs } from '../src/console/org-search-form.ts';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';

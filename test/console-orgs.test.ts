@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allJobs } from '../jobs/index.ts';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { loadConfig } from '../src/config.ts';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';
 import { hashConsolePassword } from '../src/settings/console-users.ts';

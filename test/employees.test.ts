@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { feedReadOptions, parseFeedProfile } from '../src/provisioning/feed/profile.ts';
 import { readFeed } from '../src/provisioning/feed/read.ts';
 import type { ReadFeedOptions } from '../src/provisioning/feed/types.ts';

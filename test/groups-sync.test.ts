@@ -1,6 +1,6 @@
 import { owner } from './helpers/owner.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { allJobs } from '../jobs/index.ts';
 import { loadConfig } from '../src/config.ts';
 import { createJobCatalog } from '../src/queue/catalog.ts';

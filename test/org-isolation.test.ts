@@ -6,7 +6,7 @@ import { createLogger } from '../src/runtime/log.ts';
 import { APP_ROLE, createPool } from '../src/warehouse/pool.ts';
 import { createScopes, type OrgScopes } from '../src/warehouse/scope.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { exitCodeFor } from '../src/commands/exit-codes.ts';
+import { exitCodeFor } from '../src/commands/options/exit-codes.ts';
 import { AppRoleError, checkAppRole } from '../src/warehouse/app-role.ts';
 import { createTestDatabase, withAdmin, type TestDatabase } from './helpers/db.ts';
 

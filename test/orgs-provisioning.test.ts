@@ -2,7 +2,7 @@ import { owner } from './helpers/owner.ts';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { approveHeldPlan, rejectHeldPlan } from '../src/provisioning/approve-held-plan.ts';
 import { listHeldPlans } from '../src/provisioning/held-plans.ts';
 import { provisionFeed, type ProvisionResult } from '../src/provisioning/provision-feed.ts';

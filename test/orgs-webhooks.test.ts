@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allJobs } from '../jobs/index.ts';
-import { webhookStatusSection } from '../src/commands/webhook-status.ts';
+import { webhookStatusSection } from '../src/commands/status/webhook-status.ts';
 import { loadConfig } from '../src/config.ts';
 import { WEBHOOK_QUEUE } from '../src/queue/names.ts';
 import type { WorkerHandle } from '../src/queue/worker.ts';

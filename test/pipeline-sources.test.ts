@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allJobs } from '../jobs/index.ts';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { loadConfig } from '../src/config.ts';
 import { approveHeldPlan } from '../src/provisioning/approve-held-plan.ts';
 import { getHeldPlan, listHeldPlans, type HeldPlan } from '../src/provisioning/held-plans.ts';

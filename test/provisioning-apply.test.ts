@@ -1,13 +1,13 @@
-import { scopedApp } from '../src/commands/scoped.ts';
+import { scopedApp } from '../src/commands/options/scoped.ts';
 import { owner } from './helpers/owner.ts';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { provisioningAttentionSection } from '../src/commands/provisioning-status.ts';
+import { provisioningAttentionSection } from '../src/commands/status/provisioning-status.ts';
 import { enqueuePlan, waitForActions } from '../src/provisioning/apply/enqueue.ts';
 import { auditRows } from '../src/provisioning/apply/actions-store.ts';
 import { provisionFeed, type ProvisionOptions, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
-import { provisionExitCode } from '../src/commands/provision-report.ts';
+import { provisionExitCode } from '../src/commands/render/provision-report.ts';
 import { FOREIGN_EMAIL_DOMAIN, findUser, groupMembers, ORG_EMAIL_DOMAIN, writeCallCount } from '../src/simulator/index.ts';
 import { accessSnapshot, feedDir, rowsFromState, toCsv, type HrRow } from './helpers/hr-feed.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';

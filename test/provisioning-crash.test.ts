@@ -1,5 +1,5 @@
 import { owner } from './helpers/owner.ts';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisionFeed, type ProvisionResult } from '../src/provisioning/provision-feed.ts';

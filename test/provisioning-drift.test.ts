@@ -2,7 +2,7 @@ import { owner } from './helpers/owner.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { reconcileFixJob } from '../jobs/reconcile-fix.ts';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { loadConfig } from '../src/config.ts';
 import { openActions } from '../src/provisioning/apply/actions-store.ts';
 import { waitForActions } from '../src/provisioning/apply/enqueue.ts';

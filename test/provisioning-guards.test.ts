@@ -3,7 +3,7 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { findUser, setUserAccess, writeCallCount } from '../src/simulator/index.ts';
 import { runCli, type CliRun } from './helpers/cli.ts';

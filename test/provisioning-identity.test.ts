@@ -1,7 +1,7 @@
 import { owner } from './helpers/owner.ts';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { provisioningAttentionSection } from '../src/commands/provisioning-status.ts';
+import { provisioningAttentionSection } from '../src/commands/status/provisioning-status.ts';
 import { provisionFeed, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
 import { findUser, groupMembers, ORG_EMAIL_DOMAIN } from '../src/simulator/index.ts';
 import { feedDir, toCsv, type HrRow } from './helpers/hr-feed.ts';

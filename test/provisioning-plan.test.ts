@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FeedRow } from '../src/provisioning/feed/types.ts';
 import { actionId } from '../src/provisioning/plan/action-id.ts';
-import { formatPlanTable, planToJson } from '../src/commands/plan-format.ts';
+import { formatPlanTable, planToJson } from '../src/commands/render/plan-format.ts';
 import { parseMaxDisable } from '../src/settings/max-disable.ts';
 import { resolveMaxDisable } from '../src/provisioning/plan/limits.ts';
 import { planProvisioning } from '../src/provisioning/plan/plan.ts';

@@ -9,7 +9,7 @@
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { budgetKeys, createRequestBudget } from '../src/platform/request-budget.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';

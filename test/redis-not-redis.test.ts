@@ -8,7 +8,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exitCodeFor } from '../src/commands/exit-codes.ts';
+import { exitCodeFor } from '../src/commands/options/exit-codes.ts';
 import { InfrastructureError } from '../src/lib/infra-errors.ts';
 import { RedisConnections } from '../src/queue/connection.ts';
 import { runCli } from './helpers/cli.ts';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { maskUrl } from '../src/lib/infra-errors.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
 import { findUser, NO_FAULTS, ORG_EMAIL_DOMAIN } from '../src/simulator/index.ts';
 import { feedDir, rowsFromState, toCsv } from './helpers/hr-feed.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { approveCommand, refusedReason } from '../src/commands/refusal-line.ts';
+import { approveCommand, refusedReason } from '../src/commands/render/refusal-line.ts';
 import { wrapLine } from '../src/lib/text-width.ts';
 
 /** The line said last when a plan is refused: short, what to do next, and whole in --json. */

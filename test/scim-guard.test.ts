@@ -1,6 +1,6 @@
 import { owner } from './helpers/owner.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { provisionDeps } from '../src/commands/provision-deps.ts';
+import { provisionDeps } from '../src/commands/options/provision-deps.ts';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';
 import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { getHeldPlan, listHeldPlans, type HeldPlan } from '../src/provisioning/held-plans.ts';

@@ -1,4 +1,4 @@
-import { scopedApp } from '../src/commands/scoped.ts';
+import { scopedApp } from '../src/commands/options/scoped.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { allResults } from '../src/simulator/index.ts';

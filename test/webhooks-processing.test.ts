@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { webhookStatusSection } from '../src/commands/webhook-status.ts';
+import { webhookStatusSection } from '../src/commands/status/webhook-status.ts';
 import { addResult, getResult, updateResult } from '../src/simulator/index.ts';
 import { metaOf } from '../src/simulator/state.ts';
 import type { Completion } from '../src/simulator/webhooks.ts';

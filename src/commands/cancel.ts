@@ -1,11 +1,11 @@
-import { scopedApp } from './scoped.ts';
+import { scopedApp } from './options/scoped.ts';
 import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
 import { cancelQueuedOrOrphaned } from '../sync/cancel-sync.ts';
 import { syncResources } from '../sync/resources.ts';
-import type { CommandDeps } from './deps.ts';
-import { RefusedError } from './exit-codes.ts';
-import { requestedOrgs, selectOneOrg } from './org-option.ts';
+import type { CommandDeps } from './options/deps.ts';
+import { RefusedError } from './options/exit-codes.ts';
+import { requestedOrgs, selectOneOrg } from './options/org-option.ts';
 
 /** `trainsync cancel <resource|job id>`: the way out of a stuck job. */
 export function registerCancelCommand(program: Command, deps: CommandDeps): void {

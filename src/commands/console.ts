@@ -5,9 +5,9 @@ import { startConsole } from '../console/server.ts';
 import { hashConsolePassword } from '../settings/console-users.ts';
 import { createApp } from '../runtime/app.ts';
 import { CHECK_TIMEOUT_MS, runHealthChecks } from '../runtime/health-server.ts';
-import type { CommandDeps } from './deps.ts';
-import { provisionDeps } from './provision-deps.ts';
-import { readSecret } from './read-secret.ts';
+import type { CommandDeps } from './options/deps.ts';
+import { provisionDeps } from './options/provision-deps.ts';
+import { readSecret } from './options/read-secret.ts';
 
 export function registerConsoleCommand(program: Command, deps: CommandDeps): void {
   const command = program

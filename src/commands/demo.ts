@@ -1,4 +1,4 @@
-import { scopedApp } from './scoped.ts';
+import { scopedApp } from './options/scoped.ts';
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import { fileURLToPath } from 'node:url';
@@ -16,15 +16,15 @@ import { feedFormatFor, readFeed } from '../provisioning/feed/read.ts';
 import { checkFeedShrink } from '../provisioning/feed-shrink-check.ts';
 import { loadGroupNames } from '../provisioning/group-names.ts';
 import { DEFAULT_FEED_MIN_SHARE } from '../settings/feed-min-share.ts';
-import { formatOutcome, formatPlanReport } from './provision-report.ts';
+import { formatOutcome, formatPlanReport } from './render/provision-report.ts';
 import { syncResources } from '../sync/resources.ts';
 import { runSync } from '../sync/run-and-wait.ts';
 import { syncPayloadSchema } from '../sync/sync-payload.ts';
 import { reconciliationReport } from '../warehouse/reconciliation.ts';
 import { startSimulator, writeCallCount } from '../simulator/index.ts';
-import type { CommandDeps } from './deps.ts';
-import { renderAssignmentStatus } from './demo-assignments.ts';
-import { provisionDeps } from './provision-deps.ts';
+import type { CommandDeps } from './options/deps.ts';
+import { renderAssignmentStatus } from './render/demo-assignments.ts';
+import { provisionDeps } from './options/provision-deps.ts';
 import { renderReconciliation } from './reconcile.ts';
 import { renderSummary } from './sync.ts';
 

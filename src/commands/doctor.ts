@@ -7,12 +7,12 @@ import { createJobCatalog } from '../queue/catalog.ts';
 import { createJobQueue } from '../queue/job-queue.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';
 import { scheduleTable } from '../queue/schedulers.ts';
-import type { CommandDeps } from './deps.ts';
-import { checkConfiguration, checkPlatform, checkPostgres, checkRedis, checkWebhook, type CheckResult } from './doctor-checks.ts';
-import { checkAppRoleLine, checkLockSession } from './doctor-sessions.ts';
-import { EXIT, exitWith } from './exit-codes.ts';
-import { requestedOrgs, selectOrgs } from './org-option.ts';
-import { lineWidth, wrapLine } from './terminal.ts';
+import type { CommandDeps } from './options/deps.ts';
+import { checkConfiguration, checkPlatform, checkPostgres, checkRedis, checkWebhook, type CheckResult } from './doctor/doctor-checks.ts';
+import { checkAppRoleLine, checkLockSession } from './doctor/doctor-sessions.ts';
+import { EXIT, exitWith } from './options/exit-codes.ts';
+import { requestedOrgs, selectOrgs } from './options/org-option.ts';
+import { lineWidth, wrapLine } from './render/terminal.ts';
 
 /** `trainsync doctor`: every part a night's run needs, one line each with the fix. Creates and changes nothing. */
 export function registerDoctorCommand(program: Command, deps: CommandDeps): void {

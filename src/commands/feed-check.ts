@@ -1,9 +1,9 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { feedCheckExitCode, feedCheckReport, formatFeedCheck } from './feed-check-report.ts';
-import { tableWidth } from './fit-table.ts';
-import { fitText } from './terminal.ts';
+import { feedCheckExitCode, feedCheckReport, formatFeedCheck } from './render/feed-check-report.ts';
+import { tableWidth } from './render/fit-table.ts';
+import { fitText } from './render/terminal.ts';
 import { readFeed } from '../provisioning/feed/read.ts';
-import { addFeedOptions, FEED_PROFILE_HELP, feedReadingOrExit, type FeedCliOptions } from './feed-options.ts';
+import { addFeedOptions, FEED_PROFILE_HELP, feedReadingOrExit, type FeedCliOptions } from './options/feed-options.ts';
 
 interface FeedCheckCliOptions extends FeedCliOptions {
   rows: number;

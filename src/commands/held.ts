@@ -4,14 +4,14 @@ import { createApp, type App } from '../runtime/app.ts';
 import { approveHeldPlan, rejectHeldPlan } from '../provisioning/approve-held-plan.ts';
 import { waitForActions } from '../provisioning/apply/enqueue.ts';
 import { getHeldPlan, heldPlansOf, listHeldPlans, type HeldPlanLine, type HeldPlanSummary } from '../provisioning/held-plans.ts';
-import type { CommandDeps } from './deps.ts';
-import { EXIT, RefusedError, UsageError } from './exit-codes.ts';
-import { fitTable } from './fit-table.ts';
-import { fitText } from './terminal.ts';
-import { requestedOrgs, selectOrgs } from './org-option.ts';
-import { provisionDeps } from './provision-deps.ts';
-import { formatOutcome } from './provision-report.ts';
-import { sectionOfOne, type StatusSection } from './status-report.ts';
+import type { CommandDeps } from './options/deps.ts';
+import { EXIT, RefusedError, UsageError } from './options/exit-codes.ts';
+import { fitTable } from './render/fit-table.ts';
+import { fitText } from './render/terminal.ts';
+import { requestedOrgs, selectOrgs } from './options/org-option.ts';
+import { provisionDeps } from './options/provision-deps.ts';
+import { formatOutcome } from './render/provision-report.ts';
+import { sectionOfOne, type StatusSection } from './status/status-report.ts';
 
 /**
  * `trainsync held`: every change a guard held (an HR feed's plan, a SCIM burst, a drift

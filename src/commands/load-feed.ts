@@ -1,17 +1,17 @@
 import type { Command } from 'commander';
 import { toInfrastructureError } from '../lib/infra-errors.ts';
 import { readFeed } from '../provisioning/feed/read.ts';
-import { formatFeedErrors } from './provision-report.ts';
+import { formatFeedErrors } from './render/provision-report.ts';
 import { formatSnapshotCounts, snapshotFeed } from '../provisioning/snapshot-feed.ts';
 import type { PlanMode } from '../provisioning/plan/types.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate } from '../warehouse/migrator.ts';
 import { createPool } from '../warehouse/pool.ts';
 import { openAppScopes } from '../warehouse/app-role.ts';
-import type { CommandDeps } from './deps.ts';
-import { requireFeedFile } from './feed-file.ts';
-import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, withOrgProfile, type FeedCliOptions } from './feed-options.ts';
-import { requestedOrgs, selectOneOrg } from './org-option.ts';
+import type { CommandDeps } from './options/deps.ts';
+import { requireFeedFile } from './options/feed-file.ts';
+import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, withOrgProfile, type FeedCliOptions } from './options/feed-options.ts';
+import { requestedOrgs, selectOneOrg } from './options/org-option.ts';
 
 interface LoadFeedCliOptions extends FeedCliOptions {
   mode: PlanMode;

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import type { CommandDeps } from './deps.ts';
+import type { CommandDeps } from './options/deps.ts';
 import { normaliseGuid } from '../platform/schemas.ts';
-import { UsageError } from './exit-codes.ts';
-import { withPlatform } from './with-platform.ts';
-import { requestedOrgs, selectOneOrg } from './org-option.ts';
+import { UsageError } from './options/exit-codes.ts';
+import { withPlatform } from './options/with-platform.ts';
+import { requestedOrgs, selectOneOrg } from './options/org-option.ts';
 
 export function registerLoginUrlCommand(program: Command, deps: Pick<CommandDeps, 'loadConfig' | 'createLogger'>): void {
   program

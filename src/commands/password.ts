@@ -1,13 +1,13 @@
-import { scopedApp } from './scoped.ts';
+import { scopedApp } from './options/scoped.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { z } from 'zod';
 import { createApp } from '../runtime/app.ts';
 import { requireOrgPlatform, requireSecretKey } from '../config.ts';
-import { requestedOrgs, selectOneOrg } from './org-option.ts';
+import { requestedOrgs, selectOneOrg } from './options/org-option.ts';
 import { requestPasswordChange } from '../provisioning/apply/password-request.ts';
 import { generatePassword } from '../provisioning/apply/secrets.ts';
-import type { CommandDeps } from './deps.ts';
-import { readSecret } from './read-secret.ts';
+import type { CommandDeps } from './options/deps.ts';
+import { readSecret } from './options/read-secret.ts';
 
 function emailArgument(value: string): string {
   const parsed = z.email().safeParse(value.trim());

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
-import type { CommandDeps } from './deps.ts';
-import { EXIT_CODE_HELP } from './exit-codes.ts';
+import type { CommandDeps } from './options/deps.ts';
+import { EXIT_CODE_HELP } from './options/exit-codes.ts';
 import { registerCancelCommand } from './cancel.ts';
 import { registerConsoleCommand } from './console.ts';
 import { registerDemoCommand } from './demo.ts';
@@ -12,17 +12,17 @@ import { registerMigrateCommand } from './migrate.ts';
 import { registerPasswordCommand } from './password.ts';
 import { registerProvisionCommand } from './provision.ts';
 import { registerReconcileCommand } from './reconcile.ts';
-import { provisioningAttentionAcross } from './provisioning-status.ts';
+import { provisioningAttentionAcross } from './status/provisioning-status.ts';
 import { registerScimCommand } from './scim-held.ts';
 import { heldPlansAcross, registerHeldCommand } from './held.ts';
 import { registerSeatsCommand } from './seats.ts';
 import { registerSimulatorCommand } from './simulator.ts';
 import { registerStatusCommand } from './status.ts';
 import { registerSyncCommand } from './sync.ts';
-import { unfinishedWindowsAcross } from './unfinished-windows-status.ts';
-import { webhookStatusAcross } from './webhook-status.ts';
+import { unfinishedWindowsAcross } from './status/unfinished-windows-status.ts';
+import { webhookStatusAcross } from './status/webhook-status.ts';
 import { registerWorkerCommand } from './worker.ts';
-import { addOrgOption } from './org-option.ts';
+import { addOrgOption } from './options/org-option.ts';
 
 /** Every command of `trainsync`, built from the deps the composition root gives. */
 export function buildProgram(deps: CommandDeps): Command {

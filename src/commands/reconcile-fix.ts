@@ -2,19 +2,19 @@ import { createApp } from '../runtime/app.ts';
 import { requireOrgPlatform } from '../config.ts';
 import type { OrgSettings } from '../settings/orgs-file.ts';
 import type { MaxDisable } from '../provisioning/plan/types.ts';
-import { formatPlanTable, type PlanTableOptions } from './plan-format.ts';
+import { formatPlanTable, type PlanTableOptions } from './render/plan-format.ts';
 import { loadGroupNames } from '../provisioning/group-names.ts';
 import { reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
 import { describePlatformListAge } from '../warehouse/platform-list-age.ts';
-import { refusedReason } from './refusal-line.ts';
-import { formatOutcome, PROVISION_EXIT } from './provision-report.ts';
+import { refusedReason } from './render/refusal-line.ts';
+import { formatOutcome, PROVISION_EXIT } from './render/provision-report.ts';
 import { reconcileFix, RECONCILE_SOURCE, type ReconcileFixResult } from '../provisioning/reconcile-fix.ts';
-import type { CommandDeps } from './deps.ts';
-import { provisionDeps } from './provision-deps.ts';
-import type { ExitCode } from './exit-codes.ts';
-import { tableWidth } from './fit-table.ts';
-import { createProgressDisplay } from './progress-display.ts';
-import { fitText } from './terminal.ts';
+import type { CommandDeps } from './options/deps.ts';
+import { provisionDeps } from './options/provision-deps.ts';
+import type { ExitCode } from './options/exit-codes.ts';
+import { tableWidth } from './render/fit-table.ts';
+import { createProgressDisplay } from './render/progress-display.ts';
+import { fitText } from './render/terminal.ts';
 
 export interface ReconcileFixCliOptions {
   dryRun?: boolean;

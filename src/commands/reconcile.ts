@@ -9,13 +9,13 @@ import { migrate, NotMigratedError, requireMigrated } from '../warehouse/migrato
 import { createPool } from '../warehouse/pool.ts';
 import { openAppScopes } from '../warehouse/app-role.ts';
 import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
-import type { CommandDeps } from './deps.ts';
+import type { CommandDeps } from './options/deps.ts';
 import { runReconcileFix } from './reconcile-fix.ts';
-import { exitWith } from './exit-codes.ts';
-import { fitText } from './terminal.ts';
+import { exitWith } from './options/exit-codes.ts';
+import { fitText } from './render/terminal.ts';
 import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import { describePlatformListAge } from '../warehouse/platform-list-age.ts';
-import { requestedOrgs, selectOneOrg, selectOrgs } from './org-option.ts';
+import { requestedOrgs, selectOneOrg, selectOrgs } from './options/org-option.ts';
 
 export interface ReconcileCommandDeps extends Pick<CommandDeps, 'loadConfig' | 'createLogger' | 'jobs'> {
   /** Where the report goes. Default: process.stdout. */

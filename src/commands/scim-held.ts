@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import type { CommandDeps } from './deps.ts';
+import type { CommandDeps } from './options/deps.ts';
 import { heldPlanIdOption, loseAccessCountOption, runHeld } from './held.ts';
-import { requestedOrgs } from './org-option.ts';
+import { requestedOrgs } from './options/org-option.ts';
 
 /** Said first by the alias: SCIM bursts are held plans like any other now. */
 export const SCIM_HELD_NOTE = 'note: `trainsync scim held` is now `trainsync held`: held SCIM bursts, feeds and repairs are listed and decided there (--release is --approve, --drop is --reject)\n';

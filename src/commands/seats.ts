@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { PlatformError } from '../platform/errors.ts';
-import type { CommandDeps } from './deps.ts';
-import { requestedOrgs, selectOneOrg } from './org-option.ts';
-import { withPlatform } from './with-platform.ts';
+import type { CommandDeps } from './options/deps.ts';
+import { requestedOrgs, selectOneOrg } from './options/org-option.ts';
+import { withPlatform } from './options/with-platform.ts';
 
 export function registerSeatsCommand(program: Command, deps: Pick<CommandDeps, 'loadConfig' | 'createLogger'>): void {
   program

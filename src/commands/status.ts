@@ -1,15 +1,15 @@
 import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
-import type { CommandDeps } from './deps.ts';
-import { requestedOrgs, selectOrgs } from './org-option.ts';
-import { renderStatus } from './status-render.ts';
-import { collectStatus, DETAIL_UP_TO, type StatusSection } from './status-report.ts';
-import { renderSummary, streamStatusJson } from './status-summary.ts';
+import type { CommandDeps } from './options/deps.ts';
+import { requestedOrgs, selectOrgs } from './options/org-option.ts';
+import { renderStatus } from './render/status-render.ts';
+import { collectStatus, DETAIL_UP_TO, type StatusSection } from './status/status-report.ts';
+import { renderSummary, streamStatusJson } from './render/status-summary.ts';
 
-export type { SectionRows, StatusReport, StatusSection } from './status-report.ts';
-export { collectStatus } from './status-report.ts';
-export { renderStatus } from './status-render.ts';
+export type { SectionRows, StatusReport, StatusSection } from './status/status-report.ts';
+export { collectStatus } from './status/status-report.ts';
+export { renderStatus } from './render/status-render.ts';
 
 const wholeNumber = (least: number) => (value: string): number => {
   const n = Number(value);

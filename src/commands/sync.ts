@@ -9,12 +9,12 @@ import { syncPayloadSchema, type SyncPayload } from '../sync/sync-payload.ts';
 import type { JobOutcome } from '../queue/wait-for-jobs.ts';
 import { withWaitOptions, type JobQueue } from '../queue/job-queue.ts';
 import { parseDay } from '../sync/results/days.ts';
-import type { CommandDeps } from './deps.ts';
-import { EXIT, exitWith, isRefusedKey, UsageError, type ExitCode } from './exit-codes.ts';
-import { fitTable } from './fit-table.ts';
-import { requestedOrgs, selectOrgs } from './org-option.ts';
-import { createProgressDisplay } from './progress-display.ts';
-import { fitText, stderrTerminal } from './terminal.ts';
+import type { CommandDeps } from './options/deps.ts';
+import { EXIT, exitWith, isRefusedKey, UsageError, type ExitCode } from './options/exit-codes.ts';
+import { fitTable } from './render/fit-table.ts';
+import { requestedOrgs, selectOrgs } from './options/org-option.ts';
+import { createProgressDisplay } from './render/progress-display.ts';
+import { fitText, stderrTerminal } from './render/terminal.ts';
 
 /** Exit statuses of `sync` (docs/reference.md, "Exit codes"). */
 export const SYNC_EXIT = EXIT;

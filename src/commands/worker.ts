@@ -3,14 +3,14 @@ import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
 import { CHECK_TIMEOUT_MS, runHealthChecks, startHealthServer } from '../runtime/health-server.ts';
 import { startConsole } from '../console/server.ts';
-import { provisionDeps } from './provision-deps.ts';
+import { provisionDeps } from './options/provision-deps.ts';
 import { QUEUE_NAMES, SYNC_QUEUE, type QueueName } from '../queue/names.ts';
 import { sql } from 'kysely';
 import { registerSchedulers, watchSchedulers } from '../queue/schedulers.ts';
 import { startScimService } from '../scim/service.ts';
 import { startWebhookService, webhookOrgs } from '../webhooks/service.ts';
-import { endpointLines } from './worker-endpoints.ts';
-import type { CommandDeps } from './deps.ts';
+import { endpointLines } from './options/worker-endpoints.ts';
+import type { CommandDeps } from './options/deps.ts';
 
 export function registerWorkerCommand(program: Command, deps: CommandDeps): void {
   // Every schedule the catalog declares, so the help never leaves one out.

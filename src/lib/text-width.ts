@@ -1,6 +1,6 @@
 /**
  * How wide a person's output may be, and text broken to fit it: the CLI's tables and
- * sentences (src/commands/terminal.ts) and the log lines a terminal shows (runtime/log.ts).
+ * sentences (src/commands/render/terminal.ts) and the log lines a terminal shows (runtime/log.ts).
  */
 
 /** The widest a table or a line printed for a person may be (--json carries everything). */

@@ -1,4 +1,4 @@
-import { scopedApp } from '../../src/commands/scoped.ts';
+import { scopedApp } from '../../src/commands/options/scoped.ts';
 import { Writable } from 'node:stream';
 import { DEFAULT_ORG } from '../../src/settings/orgs-file.ts';
 import { allJobs } from '../../jobs/index.ts';

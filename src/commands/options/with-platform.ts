@@ -1,9 +1,9 @@
-import { soleOrg, type Config } from '../config.ts';
-import type { OrgSettings } from '../settings/orgs-file.ts';
-import type { Logger } from '../runtime/log.ts';
-import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
-import { PlatformError } from '../platform/errors.ts';
-import type { PlatformClient } from '../platform/types.ts';
+import { soleOrg, type Config } from '../../config.ts';
+import type { OrgSettings } from '../../settings/orgs-file.ts';
+import type { Logger } from '../../runtime/log.ts';
+import { createPlatformClient, platformClientOptionsFromConfig } from '../../platform/client.ts';
+import { PlatformError } from '../../platform/errors.ts';
+import type { PlatformClient } from '../../platform/types.ts';
 import { EXIT, exitWith, isRefusedKey } from './exit-codes.ts';
 
 /**

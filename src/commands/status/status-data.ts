@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
-import { attentionCounts } from '../provisioning/apply/actions-store.ts';
-import { heldPlanCountsOf } from '../provisioning/held-plans.ts';
-import { lastRunOutcomesOf, type LastRunOutcome } from '../sync/runs-store.ts';
-import { unfinishedWindowCounts } from '../sync/sync-state.ts';
-import type { Database } from '../warehouse/database.ts';
+import { attentionCounts } from '../../provisioning/apply/actions-store.ts';
+import { heldPlanCountsOf } from '../../provisioning/held-plans.ts';
+import { lastRunOutcomesOf, type LastRunOutcome } from '../../sync/runs-store.ts';
+import { unfinishedWindowCounts } from '../../sync/sync-state.ts';
+import type { Database } from '../../warehouse/database.ts';
 
 /**
  * The facts `trainsync status` summarises over a set of organisations, composed from the

@@ -1,10 +1,10 @@
 import { once } from 'node:events';
-import type { App } from '../runtime/app.ts';
-import { lastRunsOf } from '../sync/runs-store.ts';
-import { quarantineOf, watermarksOf } from '../sync/sync-state.ts';
-import { orgFacts, type LastRun, type OrgFacts } from './status-data.ts';
+import type { App } from '../../runtime/app.ts';
+import { lastRunsOf } from '../../sync/runs-store.ts';
+import { quarantineOf, watermarksOf } from '../../sync/sync-state.ts';
+import { orgFacts, type LastRun, type OrgFacts } from '../status/status-data.ts';
 import { deploymentParts, shortTime, table } from './status-render.ts';
-import { deploymentStatus, readOrgs, runState, schedulesByOrg, statusResources, type StatusSection } from './status-report.ts';
+import { deploymentStatus, readOrgs, runState, schedulesByOrg, statusResources, type StatusSection } from '../status/status-report.ts';
 
 /**
  * `status` over many organisations: the summary a person reads (counts by state, then the

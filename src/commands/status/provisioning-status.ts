@@ -1,4 +1,4 @@
-import { attentionActionsOf } from '../provisioning/apply/actions-store.ts';
+import { attentionActionsOf } from '../../provisioning/apply/actions-store.ts';
 import { sectionOfOne, type SectionRows, type StatusSection } from './status-report.ts';
 
 const TITLE = 'Provisioning actions needing attention (see trainsync.provisioning_audit)';

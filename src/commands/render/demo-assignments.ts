@@ -1,6 +1,6 @@
 import Table from 'cli-table3';
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
+import type { Database } from '../../warehouse/database.ts';
 
 const STATUSES = ['passed', 'completed', 'failed', 'in_progress', 'not_started'] as const;
 

@@ -1,5 +1,5 @@
-import type { App } from '../runtime/app.ts';
-import type { OrgScope } from '../warehouse/scope.ts';
+import type { App } from '../../runtime/app.ts';
+import type { OrgScope } from '../../warehouse/scope.ts';
 
 /**
  * The app narrowed to one organisation, as the wings' deps take it: its `db` and

@@ -1,7 +1,7 @@
-import { delimiterName } from '../provisioning/feed/delimiter.ts';
-import { encodingName, type EncodingSource, type FeedEncoding } from '../provisioning/feed/lines.ts';
+import { delimiterName } from '../../provisioning/feed/delimiter.ts';
+import { encodingName, type EncodingSource, type FeedEncoding } from '../../provisioning/feed/lines.ts';
 import { fitTable } from './fit-table.ts';
-import type { FeedErrorField, FeedReadResult, FeedRow, FeedRowErrorCode } from '../provisioning/feed/types.ts';
+import type { FeedErrorField, FeedReadResult, FeedRow, FeedRowErrorCode } from '../../provisioning/feed/types.ts';
 
 /** What `trainsync feed check` shows: how the feed reads, without doing anything with it. */
 export interface FeedCheckReport {

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
-import { fitWidth, lineWidth, wrapLine } from '../lib/text-width.ts';
+import { fitWidth, lineWidth, wrapLine } from '../../lib/text-width.ts';
 
-export { fitWidth, lineWidth, MAX_WIDTH, outputWidth, splitWord, wrapLine } from '../lib/text-width.ts';
+export { fitWidth, lineWidth, MAX_WIDTH, outputWidth, splitWord, wrapLine } from '../../lib/text-width.ts';
 
 /**
  * stderr as a person sees it. While a progress display is live, every line (log records,

@@ -1,10 +1,10 @@
 import { CommanderError, InvalidArgumentError } from 'commander';
-import { ConfigError } from '../config.ts';
-import { InfrastructureError } from '../lib/infra-errors.ts';
-import { NotMigratedError } from '../warehouse/migrator.ts';
-import { AppRoleError } from '../warehouse/app-role.ts';
-import { OrgReaderError } from '../warehouse/org-readers.ts';
-import { isRefusedKeyMessage, PlatformError } from '../platform/errors.ts';
+import { ConfigError } from '../../config.ts';
+import { InfrastructureError } from '../../lib/infra-errors.ts';
+import { NotMigratedError } from '../../warehouse/migrator.ts';
+import { AppRoleError } from '../../warehouse/app-role.ts';
+import { OrgReaderError } from '../../warehouse/org-readers.ts';
+import { isRefusedKeyMessage, PlatformError } from '../../platform/errors.ts';
 
 /** The exit codes of every command (docs/reference.md, "Exit codes"). */
 export const EXIT = { ok: 0, failed: 1, refused: 2, incomplete: 3, interrupted: 130 } as const;

@@ -1,5 +1,5 @@
-import type { App } from '../runtime/app.ts';
-import type { ProvisionDeps } from '../provisioning/pipeline/types.ts';
+import type { App } from '../../runtime/app.ts';
+import type { ProvisionDeps } from '../../provisioning/pipeline/types.ts';
 
 /** The narrow parts of an app a provisioning run of one organisation takes (its own platform client). */
 export function provisionDeps(app: App, org: string): ProvisionDeps {

@@ -1,4 +1,4 @@
-import { webhookBacklogsOf } from '../webhooks/store.ts';
+import { webhookBacklogsOf } from '../../webhooks/store.ts';
 import { sectionOfOne, type SectionRows, type StatusSection } from './status-report.ts';
 
 const TITLE = 'Webhook events (near-real-time results; see trainsync.webhook_events)';

@@ -1,5 +1,5 @@
 import { fitTable } from './fit-table.ts';
-import type { DeploymentStatus, OfOrg, StatusReport } from './status-report.ts';
+import type { DeploymentStatus, OfOrg, StatusReport } from '../status/status-report.ts';
 
 /** HH:MM (UTC) for today, else the day. */
 export function shortTime(at: Date): string {

@@ -1,16 +1,16 @@
 import net from 'node:net';
 import pg from 'pg';
-import { ConfigError, soleOrg, type Config } from '../config.ts';
-import { DEFAULT_ORG, type OrgSettings } from '../settings/orgs-file.ts';
-import { errorMessage } from '../lib/errors.ts';
-import { describeUnknownVariables } from '../lib/unknown-variables.ts';
-import { describeDatabaseError, describeRedisError, isNotRedis, maskUrl } from '../lib/infra-errors.ts';
-import type { Logger } from '../runtime/log.ts';
-import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
-import { PlatformError } from '../platform/errors.ts';
-import { pendingMigrations } from '../warehouse/migrator.ts';
-import { webhookPathOf } from '../webhooks/receiver.ts';
-import { createRedisClient, type RedisClient } from '../lib/redis-client.ts';
+import { ConfigError, soleOrg, type Config } from '../../config.ts';
+import { DEFAULT_ORG, type OrgSettings } from '../../settings/orgs-file.ts';
+import { errorMessage } from '../../lib/errors.ts';
+import { describeUnknownVariables } from '../../lib/unknown-variables.ts';
+import { describeDatabaseError, describeRedisError, isNotRedis, maskUrl } from '../../lib/infra-errors.ts';
+import type { Logger } from '../../runtime/log.ts';
+import { createPlatformClient, platformClientOptionsFromConfig } from '../../platform/client.ts';
+import { PlatformError } from '../../platform/errors.ts';
+import { pendingMigrations } from '../../warehouse/migrator.ts';
+import { webhookPathOf } from '../../webhooks/receiver.ts';
+import { createRedisClient, type RedisClient } from '../../lib/redis-client.ts';
 
 /** One line of `trainsync doctor`. `refuses` marks a failure that is the configuration's (exit 2). */
 export interface CheckResult {

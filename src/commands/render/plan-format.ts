@@ -1,6 +1,6 @@
 import Table from 'cli-table3';
-import { ACTION_KINDS, type Plan } from '../provisioning/plan/types.ts';
-import { groupLabel, NO_GROUP_NAMES, type GroupNames } from '../provisioning/group-names.ts';
+import { ACTION_KINDS, type Plan } from '../../provisioning/plan/types.ts';
+import { groupLabel, NO_GROUP_NAMES, type GroupNames } from '../../provisioning/group-names.ts';
 
 /** Examples per action kind, and lines per kind of note (repairs, drift, unsupported, errors): a plan reads in one screen. */
 export const PLAN_EXAMPLES = 5;

@@ -1,9 +1,9 @@
 import Table from 'cli-table3';
-import type { AuditRow } from '../provisioning/apply/actions-store.ts';
-import type { FeedReadResult } from '../provisioning/feed/types.ts';
+import type { AuditRow } from '../../provisioning/apply/actions-store.ts';
+import type { FeedReadResult } from '../../provisioning/feed/types.ts';
 import { formatPlanTable, type PlanTableOptions } from './plan-format.ts';
-import type { FeedShrinkCheck } from '../provisioning/feed-shrink-check.ts';
-import type { ProvisionResult } from '../provisioning/provision-feed.ts';
+import type { FeedShrinkCheck } from '../../provisioning/feed-shrink-check.ts';
+import type { ProvisionResult } from '../../provisioning/provision-feed.ts';
 
 /** Exit statuses of `trainsync provision`. */
 export const PROVISION_EXIT = {

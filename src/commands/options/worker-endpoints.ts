@@ -1,6 +1,6 @@
-import { DEFAULT_ORG } from '../settings/orgs-file.ts';
-import { SCIM_PATH } from '../scim/server.ts';
-import { webhookPathOf } from '../webhooks/receiver.ts';
+import { DEFAULT_ORG } from '../../settings/orgs-file.ts';
+import { SCIM_PATH } from '../../scim/server.ts';
+import { webhookPathOf } from '../../webhooks/receiver.ts';
 
 /** What the worker serves, as it listens: each part's port (0 asks for any) and interface. */
 export interface WorkerEndpoints {

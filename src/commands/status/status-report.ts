@@ -1,11 +1,11 @@
-import { DEFAULT_ORG } from '../settings/orgs-file.ts';
+import { DEFAULT_ORG } from '../../settings/orgs-file.ts';
 import type { Kysely } from 'kysely';
-import type { App } from '../runtime/app.ts';
-import { QUEUE_NAMES } from '../queue/names.ts';
-import type { ActiveHolder } from '../queue/orphans.ts';
-import { lastRunsOf, type RunSummary } from '../sync/runs-store.ts';
-import { quarantineOf, watermarksOf } from '../sync/sync-state.ts';
-import type { Database } from '../warehouse/database.ts';
+import type { App } from '../../runtime/app.ts';
+import { QUEUE_NAMES } from '../../queue/names.ts';
+import type { ActiveHolder } from '../../queue/orphans.ts';
+import { lastRunsOf, type RunSummary } from '../../sync/runs-store.ts';
+import { quarantineOf, watermarksOf } from '../../sync/sync-state.ts';
+import type { Database } from '../../warehouse/database.ts';
 
 /** One wing's part of `status` for one organisation: a title and its rows. */
 export interface SectionRows {

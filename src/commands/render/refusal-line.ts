@@ -1,5 +1,5 @@
-import type { PlanRefusal } from '../provisioning/plan/types.ts';
-import type { FeedShrinkCheck } from '../provisioning/feed-shrink-check.ts';
+import type { PlanRefusal } from '../../provisioning/plan/types.ts';
+import type { FeedShrinkCheck } from '../../provisioning/feed-shrink-check.ts';
 
 /**
  * The reason said last when a plan is refused (stderr, after everything else). On a

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import type { Config } from '../config.ts';
-import type { OrgSettings } from '../settings/orgs-file.ts';
+import type { Config } from '../../config.ts';
+import type { OrgSettings } from '../../settings/orgs-file.ts';
 import { UsageError } from './exit-codes.ts';
 
 /** `--org SLUG` may be given several times; each adds one. */

@@ -1,6 +1,6 @@
 import { stringify } from 'csv-stringify/sync';
-import { groupLabel, type GroupNames } from '../provisioning/group-names.ts';
-import { ACTION_KINDS, type Plan, type PlannedAction } from '../provisioning/plan/types.ts';
+import { groupLabel, type GroupNames } from '../../provisioning/group-names.ts';
+import { ACTION_KINDS, type Plan, type PlannedAction } from '../../provisioning/plan/types.ts';
 import { planToJson } from './plan-format.ts';
 
 /**

@@ -1,6 +1,6 @@
-import type { Config } from '../config.ts';
-import type { Logger } from '../runtime/log.ts';
-import type { AnyJobDefinition } from '../queue/define-job.ts';
+import type { Config } from '../../config.ts';
+import type { Logger } from '../../runtime/log.ts';
+import type { AnyJobDefinition } from '../../queue/define-job.ts';
 
 /** What src/cli.ts hands every command: how to read config, how to log, which jobs exist. */
 export interface CommandDeps {

@@ -1,6 +1,6 @@
 import cliProgress from 'cli-progress';
 import { z } from 'zod';
-import type { Logger } from '../runtime/log.ts';
+import type { Logger } from '../../runtime/log.ts';
 import { fitWidth, stderrTerminal, type Terminal } from './terminal.ts';
 
 const progressSchema = z.looseObject({

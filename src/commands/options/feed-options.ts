@@ -1,9 +1,9 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { errorMessage } from '../lib/errors.ts';
-import { parseColumnMap } from '../provisioning/feed/columns.ts';
-import { feedReadOptions, FeedProfileError, loadFeedProfile, type FeedProfile } from '../provisioning/feed/profile.ts';
-import { feedFormatFor } from '../provisioning/feed/read.ts';
-import type { ColumnMap, FeedFormat, ReadFeedOptions } from '../provisioning/feed/types.ts';
+import { errorMessage } from '../../lib/errors.ts';
+import { parseColumnMap } from '../../provisioning/feed/columns.ts';
+import { feedReadOptions, FeedProfileError, loadFeedProfile, type FeedProfile } from '../../provisioning/feed/profile.ts';
+import { feedFormatFor } from '../../provisioning/feed/read.ts';
+import type { ColumnMap, FeedFormat, ReadFeedOptions } from '../../provisioning/feed/types.ts';
 
 /** The options of every command that reads an HR feed (`provision`, `load-feed`, `feed check`). */
 export interface FeedCliOptions {

@@ -1,5 +1,5 @@
-import { RESULTS } from '../sync/results/plan.ts';
-import { unfinishedWindowsOf } from '../sync/sync-state.ts';
+import { RESULTS } from '../../sync/results/plan.ts';
+import { unfinishedWindowsOf } from '../../sync/sync-state.ts';
 import { sectionOfOne, type SectionRows, type StatusSection } from './status-report.ts';
 
 const TITLE = 'Unfinished result windows (the next `sync results` reads them again)';

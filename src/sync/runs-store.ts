@@ -136,7 +136,16 @@ export async function lastRuns(db: Db, org: string): Promise<RunSummary[]> {
     .orderBy('started_at', 'desc')
     .orderBy('id', 'desc')
     .execute();
-  return rows.map((r) => ({
+  return rows.map(runSummaryOf);
+}
+
+
+/** A runs row as the summaries give it. */
+function runSummaryOf(r: {
+  id: number; resource: string; job_id: string | null; mode: string | null; status: RunStatus; started_at: Date; finished_at: Date | null;
+  pages: number; inserted: number; updated: number; unchanged: number; quarantined: number; removed: number; requests: number; error: string | null; note: string | null;
+}): RunSummary {
+  return {
     id: r.id,
     resource: r.resource,
     jobId: r.job_id,
@@ -153,9 +162,8 @@ export async function lastRuns(db: Db, org: string): Promise<RunSummary[]> {
     requests: r.requests,
     error: r.error,
     note: r.note,
-  }));
+  };
 }
-
 
 /**
  * The last run per resource of each organisation of `orgs` (as `lastRuns` gives one's), with
@@ -176,25 +184,7 @@ export async function lastRunsOf(db: Db, orgs: readonly string[], resources: rea
       from trainsync.runs r where r.org = c.slug and r.resource = res.resource order by r.started_at desc, r.id desc limit 1
     ) l on true
     order by c.n, l.resource`.execute(db);
-  return result.rows.map((r) => ({
-    org: r.org,
-    id: r.id,
-    resource: r.resource,
-    jobId: r.job_id,
-    mode: r.mode,
-    status: r.status,
-    startedAt: r.started_at,
-    finishedAt: r.finished_at,
-    pages: r.pages,
-    inserted: r.inserted,
-    updated: r.updated,
-    unchanged: r.unchanged,
-    quarantined: r.quarantined,
-    removed: r.removed,
-    requests: r.requests,
-    error: r.error,
-    note: r.note,
-  }));
+  return result.rows.map((r) => ({ org: r.org, ...runSummaryOf(r) }));
 }
 
 /** The statuses a run ends with that leave its resource's data read (incomplete: read, with windows left for the next run). */

@@ -230,17 +230,16 @@ export interface WebhookBacklogsOf {
  */
 export async function webhookBacklogsOf(db: Kysely<Database>, orgs: readonly string[]): Promise<WebhookBacklogsOf> {
   const slugs = [...orgs];
-  const [last, waiting, lastDay] = await Promise.all([
-    sql<{ org: string; event_type: string; received_at: Date }>`
+  // One after another: a caller may hand a transaction's handle, one connection.
+  const last = await sql<{ org: string; event_type: string; received_at: Date }>`
       select c.slug as org, e.event_type, e.received_at from unnest(${slugs}::text[]) as c(slug)
-      join lateral (select event_type, received_at from trainsync.webhook_events where org = c.slug order by received_at desc limit 1) e on true`.execute(db),
-    sql<{ org: string; n: number; oldest: Date | null }>`
+      join lateral (select event_type, received_at from trainsync.webhook_events where org = c.slug order by received_at desc limit 1) e on true`.execute(db);
+  const waiting = await sql<{ org: string; n: number; oldest: Date | null }>`
       select org, count(*)::int as n, min(received_at) as oldest from trainsync.webhook_events
-      where org = any(${slugs}::text[]) and processed_at is null group by org`.execute(db),
-    sql<{ org: string; outcome: string; n: number }>`
+      where org = any(${slugs}::text[]) and processed_at is null group by org`.execute(db);
+  const lastDay = await sql<{ org: string; outcome: string; n: number }>`
       select org, coalesce(outcome, 'waiting') as outcome, count(*)::int as n from trainsync.webhook_events
-      where org = any(${slugs}::text[]) and received_at > now() - interval '1 day' group by org, coalesce(outcome, 'waiting')`.execute(db),
-  ]);
+      where org = any(${slugs}::text[]) and received_at > now() - interval '1 day' group by org, coalesce(outcome, 'waiting')`.execute(db);
   return { last: last.rows, waiting: waiting.rows, lastDay: lastDay.rows };
 }
 

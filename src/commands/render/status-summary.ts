@@ -4,7 +4,7 @@ import { lastRunsOf } from '../../sync/runs-store.ts';
 import { quarantineOf, watermarksOf } from '../../sync/sync-state.ts';
 import { orgFacts, type LastRun, type OrgFacts } from '../status/status-data.ts';
 import { deploymentParts, shortTime, table } from './status-render.ts';
-import { deploymentStatus, readOrgs, runState, schedulesByOrg, statusResources, type StatusSection } from '../status/status-report.ts';
+import { deploymentStatus, eachInTurn, readOrgs, runState, schedulesByOrg, statusResources, type StatusSection } from '../status/status-report.ts';
 
 /**
  * `status` over many organisations: the summary a person reads (counts by state, then the
@@ -190,7 +190,7 @@ export async function streamStatusJson(app: App, sections: readonly StatusSectio
   await putArray(out, 'quarantine', orgs, (page) => readOrgs(app, page, (db) => quarantineOf(db, page)));
   await putArray(out, 'schedules', orgs, async (page) => page.flatMap((org) => (schedules.get(org) ?? []).map((schedule) => ({ ...schedule, org }))));
   await putArray(out, 'sections', orgs, async (page) => {
-    const read = await readOrgs(app, page, (db) => Promise.all(sections.map((section) => section(db, page))));
+    const read = await readOrgs(app, page, (db) => eachInTurn(sections, (section) => section(db, page)));
     return page.flatMap((org) => read.map((section) => ({ ...section.get(org)!, org })));
   });
   await put(out, `,\n"summary": ${JSON.stringify(counts)}\n}\n`);

@@ -31,12 +31,11 @@ export interface OrgFacts {
 /** Facts of every organisation of `orgs`, in their order: four statements, one per store, whatever the number of organisations. */
 export async function orgFacts(db: Kysely<Database>, orgs: readonly string[], resources: readonly string[]): Promise<OrgFacts[]> {
   if (orgs.length === 0) return [];
-  const [outcomes, windows, actions, held] = await Promise.all([
-    lastRunOutcomesOf(db, orgs, resources),
-    unfinishedWindowCounts(db, orgs),
-    attentionCounts(db, orgs),
-    heldPlanCountsOf(db, orgs),
-  ]);
+  // One after another: `db` is a transaction's handle, one connection (readOrgs).
+  const outcomes = await lastRunOutcomesOf(db, orgs, resources);
+  const windows = await unfinishedWindowCounts(db, orgs);
+  const actions = await attentionCounts(db, orgs);
+  const held = await heldPlanCountsOf(db, orgs);
   const last = new Map<string, LastRun[]>(orgs.map((org) => [org, []]));
   for (const { org, ...run } of outcomes) last.get(org)?.push(run);
   return orgs.map((org) => ({

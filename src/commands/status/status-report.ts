@@ -77,6 +77,13 @@ export function readOrgs<T>(app: App, orgs: readonly string[], fn: (db: Kysely<D
   return app.scopes.acrossOrganisations('status: many organisations, in set-based queries', (all) => all.transaction((tx) => fn(tx.db)));
 }
 
+/** `fn` of each item, one after another: the reads of `readOrgs` share one transaction's connection. */
+export async function eachInTurn<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (const item of items) results.push(await fn(item));
+  return results;
+}
+
 /** A run left running whose job no worker holds waits to resume, or is gone; one held reads as its holder. */
 export function runState<T extends { status: string; jobId: string | null }>(run: T, activeJobs: DeploymentStatus['activeJobs']): T {
   if (run.status !== 'running') return run;
@@ -112,7 +119,7 @@ export async function collectStatus(app: App, sections: readonly StatusSection[]
     runs: await lastRunsOf(db, orgs, statusResources(app)),
     watermarks: await watermarksOf(db, orgs),
     quarantine: await quarantineOf(db, orgs),
-    sections: await Promise.all(sections.map((section) => section(db, orgs))),
+    sections: await eachInTurn(sections, (section) => section(db, orgs)),
   }));
   return {
     queues,

@@ -54,6 +54,8 @@ const argsSchema = z
     /** Serve every results page once before the timed load (see warm-orgs.ts); false: a cold simulator, as before. */
     warm: z.boolean().default(true),
     timeoutSeconds: z.number().positive().default(3_600),
+    /** TRAINSYNC_WORKER_CONCURRENCY for the workers; unset: trainsync's default. */
+    concurrency: z.number().int().positive().optional(),
   })
   .strict();
 type Args = z.infer<typeof argsSchema>;
@@ -124,6 +126,7 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
     TRAINSYNC_STALLED_INTERVAL_MS: '5000',
     LOG_LEVEL: 'warn',
     LOG_FORMAT: 'json',
+    ...(args.concurrency === undefined ? {} : { TRAINSYNC_WORKER_CONCURRENCY: String(args.concurrency) }),
     // PROF_DIR=/tmp/prof: every trainsync process writes a V8 CPU profile there when it exits (not the killed worker).
     ...(process.env.PROF_DIR ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.PROF_DIR}` } : {}),
   };

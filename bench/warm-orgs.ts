@@ -11,7 +11,7 @@ import path from 'node:path';
  * which on two shared cores is wall time the workers would otherwise lose to it.
  * Call it with the simulator's latency at 0 (its faults), and set the latency back after.
  */
-export async function warmOrgs(url: string, keys: ReadonlyArray<{ apiKey: string; pages: number }>, concurrency = 8): Promise<void> {
+export async function warmOrgs(url: string, keys: ReadonlyArray<{ apiKey: string; pages: number }>, concurrency = 32): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'trainsync-warm-'));
   const file = path.join(dir, 'keys.json');
   await writeFile(file, JSON.stringify(keys));

@@ -181,6 +181,42 @@ export function budgetKeys(keyPrefix: string, identity: string): { log: string; 
   return { log: `${budgetKeyPrefix(keyPrefix)}${identity}`, pause: `${keyPrefix}:platform-pause:${identity}` };
 }
 
+/**
+ * One Redis connection for every budget of a process on the same REDIS_URL, counted by its
+ * users: a worker serving 1,000 organisations has 1,000 budgets (one per key), and a
+ * connection each cost a socket, a ready check and buffers per organisation on every worker
+ * (and 4,000 clients on Redis with four workers). The reservations are independent Lua calls,
+ * so they share one connection as any pipelined commands do.
+ */
+const budgetConnections = new Map<string, { redis: BudgetRedis; users: number }>();
+
+function shareBudgetRedis(redisUrl: string): { redis: BudgetRedis; release(): Promise<void> } {
+  let entry = budgetConnections.get(redisUrl);
+  if (!entry || entry.redis.status === 'end') {
+    // A single server, the master behind Sentinel, or a Cluster, as REDIS_URL says.
+    const redis = createRedisClient(redisUrl, { redis: { maxRetriesPerRequest: 3 } }) as BudgetRedis;
+    // Each budget listens for the outage itself (its own debug line); there can be many.
+    redis.setMaxListeners(0);
+    redis.defineCommand('trainsyncReserve', { numberOfKeys: 2, lua: RESERVE_LUA });
+    entry = { redis, users: 0 };
+    budgetConnections.set(redisUrl, entry);
+  }
+  const mine = entry;
+  mine.users += 1;
+  let released = false;
+  return {
+    redis: mine.redis,
+    async release() {
+      if (released) return;
+      released = true;
+      mine.users -= 1;
+      if (mine.users > 0) return;
+      if (budgetConnections.get(redisUrl) === mine) budgetConnections.delete(redisUrl);
+      if (mine.redis.status !== 'end') await mine.redis.quit().catch(() => mine.redis.disconnect());
+    },
+  };
+}
+
 interface Waiter {
   resolve(): void;
   reject(reason: unknown): void;
@@ -208,21 +244,22 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
   const pauseKey = keys.pause;
   const log = options.log;
 
-  // A single server, the master behind Sentinel, or a Cluster, as REDIS_URL says.
-  const redis = createRedisClient(options.redisUrl, { redis: { maxRetriesPerRequest: 3 } }) as BudgetRedis;
+  const shared = shareBudgetRedis(options.redisUrl);
+  const redis = shared.redis;
   // ioredis reports every failed reconnect (about one a second in an outage). The process's
   // queue connections already log an outage when it starts and ends; here a request that
   // cannot get a grant fails with BUDGET_UNAVAILABLE, so one debug line per outage is enough.
   let unreachable = false;
-  redis.on('error', (error: Error) => {
+  const onError = (error: Error): void => {
     if (unreachable) return;
     unreachable = true;
     log.debug({ err: { message: error.message } }, 'request budget: Redis unreachable');
-  });
-  redis.on('ready', () => {
+  };
+  const onReady = (): void => {
     unreachable = false;
-  });
-  redis.defineCommand('trainsyncReserve', { numberOfKeys: 2, lua: RESERVE_LUA });
+  };
+  redis.on('error', onError);
+  redis.on('ready', onReady);
 
   async function pausedForMs(): Promise<number> {
     const ttl = await redis.pttl(pauseKey);
@@ -363,7 +400,9 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
     pausedForMs,
     async close(): Promise<void> {
       await pump;
-      if (redis.status !== 'end') await redis.quit().catch(() => redis.disconnect());
+      redis.off('error', onError);
+      redis.off('ready', onReady);
+      await shared.release();
     },
   };
 }

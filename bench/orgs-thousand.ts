@@ -203,7 +203,10 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
       if (performance.now() > deadline || (sync.child.exitCode !== null && loaded < total)) break;
       await sleep(500);
     }
-    const syncExit = await Promise.race([sync.exited, sleep(120_000).then(() => null)]);
+    // The timer must not keep the bench alive once the command has exited (it did, for 120 s after every run).
+    let giveUp: NodeJS.Timeout | undefined;
+    const syncExit = await Promise.race([sync.exited, new Promise<null>((resolve) => (giveUp = setTimeout(resolve, 120_000, null)))]);
+    clearTimeout(giveUp);
     const workerFigures = workers.map((w, i) => {
       const pid = w.child.pid!;
       const killed = cpuAtKill.has(pid);

@@ -37,10 +37,10 @@ import { sleep } from './retry.ts';
  * still go out.
  *
  * With one slot, grants are dated up to half a window ahead (RESERVE_LUA: a schedule, not
- * a timer's lateness added to every grant), and a process hands out its next grant no
- * sooner than 1000 / rps × (1 + margin / 2) ms after its previous request actually left
- * (`sent`), so a request held up on a stalled process does not reach the platform right
- * behind the next one.
+ * a timer's lateness added to every grant), and a process hands out a grant only when its
+ * previous ⌊rps⌋ requests actually left (`sent`) over at least 1000 × (1 + margin / 2) ms
+ * (`sendSpacing`), so a request held up on a stalled process cannot make one second at the
+ * platform hold more than the budget, and the stall does not push back every later request.
  */
 
 export interface RequestBudgetOptions {
@@ -58,11 +58,12 @@ export interface RequestBudget {
   /** Resolves when this process may send one HTTP request (one per attempt). */
   acquire(signal?: AbortSignal): Promise<void>;
   /**
-   * The request of the grant last handed out has just been dispatched. With one
-   * slot (budgets under ~42/s), this process hands out its next grant no sooner than
-   * 1000 / rps × (1 + margin / 2) ms after it: a request held up between its grant and
-   * the wire (the process stalled on a busy machine) must not go out right behind the
-   * next one, which the Redis log alone (spacing at grant time) allows. Optional: a
+   * The request of the oldest grant handed out and not yet reported has just been
+   * dispatched. With one slot (budgets under ~42/s), this process hands out a grant only
+   * when its last ⌊rps⌋ requests left at least 1000 × (1 + margin / 2) ms ago counted from
+   * the oldest (`sendSpacing`): a request held up between its grant and the wire (the
+   * process stalled on a busy machine) must not make a second at the wire hold more than
+   * the budget, which the Redis log alone (spacing at grant time) allows. Optional: a
    * budget without it spaces at grant time only.
    */
   sent?(): void;
@@ -150,6 +151,20 @@ export function budgetShape(requestsPerSecond: number, margin: number): { slots:
   const slots = Math.max(1, Math.floor((requestsPerSecond * margin) / (1 + margin)));
   const windowMs = Math.max(1, Math.ceil(((slots * 1000) / requestsPerSecond) * (1 + margin)));
   return { slots, windowMs };
+}
+
+/**
+ * How a process spaces its own requests of one budget at the wire (one slot): any
+ * `sendsPerSpan` + 1 in a row span at least `sendSpanMs`, so no second holds more than the
+ * budget (⌊rps⌋ in a span of ≥ 1 s plus half the margin; for a budget under 1/s, one per its
+ * interval). Judged on the requests' departures, not their grants: a request that leaves
+ * late (its process stalled) pushes the next ones back only as far as the span needs, where a
+ * fixed gap after every request added each stall to the whole load (measured: 40 requests at
+ * 10/s took 10–50 s instead of 4 on a machine at load average 10–20).
+ */
+export function sendSpacing(requestsPerSecond: number, margin: number): { sendsPerSpan: number; sendSpanMs: number } {
+  const sendsPerSpan = Math.max(1, Math.floor(requestsPerSecond));
+  return { sendsPerSpan, sendSpanMs: Math.max((sendsPerSpan * 1000) / requestsPerSecond, 1000) * (1 + margin / 2) };
 }
 
 /**
@@ -280,9 +295,21 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
   let batch = 1;
   let lapsed = false;
   let lastReplyAt = Number.NEGATIVE_INFINITY;
-  // Single slot: when this process's last grant was handed out, or its request reported sent (the later).
-  const sendGapMs = (1000 / options.requestsPerSecond) * (1 + margin / 2);
-  let lastSentAt = Number.NEGATIVE_INFINITY;
+  // Single slot: when this process's last requests left (each its grant's hand-out, or when
+  // `sent` reported it, the later), the last `sendsPerSpan` of them, oldest first.
+  const { sendsPerSpan, sendSpanMs } = sendSpacing(options.requestsPerSecond, margin);
+  const sends: number[] = [];
+  // Of `sends`, the first `reported` have had their `sent` (hand-outs are reported in order).
+  let reported = 0;
+  /** The earliest moment the next request may leave: `sendsPerSpan` in a row span at least `sendSpanMs`. */
+  const nextSendAt = (): number => (sends.length < sendsPerSpan ? Number.NEGATIVE_INFINITY : sends[0]! + sendSpanMs);
+  const recordSend = (at: number): void => {
+    sends.push(at);
+    if (sends.length > sendsPerSpan) {
+      sends.shift();
+      reported = Math.max(0, reported - 1);
+    }
+  };
   // Moved by every pauseFor: a grant that waited for its spacing through a 429 is dropped.
   let pauses = 0;
 
@@ -331,17 +358,17 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
             // Not before the grant's own time (lookahead), nor sooner after the last request's
             // actual departure than the send gap (see `sent`): a grant that waits here is late, never early.
             const before = pauses;
-            let early = Math.max(delayMs, lastSentAt + sendGapMs - performance.now());
+            let early = Math.max(delayMs, nextSendAt() - performance.now());
             for (;;) {
               if (early > 0) await sleep(early);
-              // After a stall, timers run before I/O: let the last request's dispatch land before judging the gap.
+              // After a stall, timers run before I/O: let the last request's dispatch land before judging the span.
               await new Promise((resolve) => setImmediate(resolve));
-              early = lastSentAt + sendGapMs - performance.now();
+              early = nextSendAt() - performance.now();
               if (early <= 0) break;
             }
             // A 429 meanwhile: this grant is dropped (the pause is waited for on the next turn).
             if (pauses !== before) continue;
-            if (waiters.length > 0) lastSentAt = performance.now();
+            if (waiters.length > 0) recordSend(performance.now());
           }
           // Waiting requests go at once; only the grants reserved ahead are held (and may lapse).
           let left = granted;
@@ -365,7 +392,13 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
     minTimeMs: windowMs / slots,
     leaseMs,
     sent(): void {
-      if (maxBatch === 1) lastSentAt = Math.max(lastSentAt, performance.now());
+      if (maxBatch !== 1) return;
+      const now = performance.now();
+      // The oldest hand-out not yet reported left now (requests go out in the order of their grants).
+      if (reported < sends.length) {
+        sends[reported] = Math.max(sends[reported]!, now);
+        reported += 1;
+      } else recordSend(now);
     },
     limiterId,
     pauseKey,

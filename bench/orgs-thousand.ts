@@ -32,6 +32,7 @@ import { budgetIdentity } from '../src/platform/client.ts';
 import { budgetKeys } from '../src/platform/request-budget.ts';
 import type { OrganisationOptions } from '../src/simulator/index.ts';
 import { createBenchDatabase } from './admin-query.ts';
+import { startArrivalCapture, type ArrivalCapture } from './arrivals-capture.ts';
 import { watchGrants } from './arrivals-per-key.ts';
 import { judgePerKeyBudget, type BudgetVerdict, type KeyRecord } from './budget-verdict.ts';
 import { BackendCpuSampler, processCpuMicros, redisServerPid, simulatorPid } from './sync-proc-cpu.ts';
@@ -56,6 +57,8 @@ const argsSchema = z
     timeoutSeconds: z.number().positive().default(3_600),
     /** TRAINSYNC_WORKER_CONCURRENCY for the workers; unset: trainsync's default. */
     concurrency: z.number().int().positive().optional(),
+    /** Per-key arrivals by the kernel's capture time on loopback (tcpdump or dumpcap, root): 'auto' when a tool can start, 'on' requires it. */
+    capture: z.enum(['auto', 'on', 'off']).default('auto'),
   })
   .strict();
 type Args = z.infer<typeof argsSchema>;
@@ -136,6 +139,8 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
   const origin = new URL(sim.url).origin;
   const grantKeys = new Map(slugs.map((slug, i) => [budgetKeys(clusterSafePrefix(prefix, redisUrl), budgetIdentity(origin, keys[i]!)).log, slug]));
   let grants: ReturnType<typeof watchGrants> | undefined;
+  let capture: ArrivalCapture | undefined;
+  let captureUnavailable: string | undefined = args.capture === 'off' ? 'capture off' : undefined;
   try {
     const migrate = trainsync(['migrate'], env);
     if ((await migrate.exited) !== 0) throw new Error(`trainsync migrate failed:\n${migrate.output()}`);
@@ -145,6 +150,13 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
     await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
     // Polled often enough to see every grant before the log trims it (grants counted ≥ requests made says so).
     grants = watchGrants(redisUrl, grantKeys, 50);
+    if (args.capture !== 'off') {
+      const started = await startArrivalCapture(Number(new URL(sim.url).port));
+      if ('unavailable' in started) {
+        if (args.capture === 'on') throw new Error(`capture: ${started.unavailable}`);
+        captureUnavailable = started.unavailable;
+      } else capture = started;
+    }
 
     const connections = { peakServer: 0, peakDatabase: 0, samples: 0 };
     let sampling = true;
@@ -230,6 +242,21 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
     say(`   phases (s after the spawn): ${JSON.stringify(phases)}`);
     const granted = await grants.stop();
     grants = undefined;
+    const captured = capture ? await capture.stop() : undefined;
+    capture = undefined;
+    const capturedByKey = new Map<string, number[]>();
+    if (captured) {
+      const slugOfKey = new Map(slugs.map((slug, i) => [`Bearer ${keys[i]!}`, slug]));
+      for (const r of captured.requests) {
+        const slug = r.authorization === undefined ? undefined : slugOfKey.get(r.authorization);
+        if (slug === undefined) continue;
+        let list = capturedByKey.get(slug);
+        if (!list) capturedByKey.set(slug, (list = []));
+        list.push(r.at);
+      }
+      for (const list of capturedByKey.values()) list.sort((a, b) => a - b);
+      say(`   capture: ${captured.requests.length} requests, ${captured.streamGaps} stream gaps, ${captured.dropped ?? 'unknown'} packets dropped by the kernel`);
+    } else say(`   no capture: ${captureUnavailable ?? 'not started'}`);
     // Exact: counts per organisation, one succeeded run each whose inserts add up, no duplicates.
     const { rows: countRows } = await db.query<{ org: string; n: number }>('select org, count(*)::int as n from training.results group by org');
     const counted = new Map(countRows.map((r) => [r.org, r.n]));
@@ -259,7 +286,7 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
     const perKeyArrivals = z
       .object({ organisations: z.array(z.object({ name: z.string(), total: z.number(), maxInAnyWindow: z.number() })) })
       .parse(await (await fetch(`${sim.url}/__simulator/requests/per-key?windowMs=1000&limit=${args.budget}`)).json());
-    const keyRecords = new Map<string, KeyRecord>(perKeyArrivals.organisations.map((o) => [o.name, { requests: o.total, maxByStamp: o.maxInAnyWindow, grants: granted.get(o.name) ?? [] }]));
+    const keyRecords = new Map<string, KeyRecord>(perKeyArrivals.organisations.map((o) => [o.name, { requests: o.total, maxByStamp: o.maxInAnyWindow, grants: granted.get(o.name) ?? [], ...(captured ? { captured: capturedByKey.get(o.name) ?? [] } : {}) }]));
     const perKeyFigures = judgePerKeyBudget(args.budget, keyRecords);
     const budgetBoundSeconds = round(requestsPerOrg / args.budget, 1);
     const workersCpuSeconds = round(workerFigures.reduce((s, w) => s + w.cpuMs, 0) / 1000, 1);
@@ -280,7 +307,7 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
       {
         name: 'per-key requests within budget',
         pass: perKeyFigures.pass,
-        detail: `at most ${perKeyFigures.maxPerKey} in any sliding second (${perKeyFigures.worstKey ?? '—'}): ${perKeyFigures.keysByGrants} keys by Redis's grant log (every request of the key has its grant: ${perKeyFigures.grantsSeen} grants seen for ${perKeyFigures.requests} requests in all), ${perKeyFigures.keysByStamp} by the simulator's stamps (grants missed by the poll); ${perKeyFigures.over.length} keys over${perKeyFigures.over.length ? ` (${perKeyFigures.over.slice(0, 5).map((o) => `${o.key} ${o.count} by ${o.by}`).join(', ')})` : ''}; the simulator's stamps alone: at most ${perKeyFigures.maxByStamp}`,
+        detail: `at most ${perKeyFigures.maxPerKey} in any sliding second (${perKeyFigures.worstKey ?? '—'}): ${perKeyFigures.keysByCapture} keys by packet capture (every request of the key captured${captureUnavailable ? `; no capture: ${captureUnavailable}` : ''}), ${perKeyFigures.keysByGrants} by Redis's grant log (every request of the key has its grant: ${perKeyFigures.grantsSeen} grants seen for ${perKeyFigures.requests} requests in all), ${perKeyFigures.keysByStamp} by the simulator's stamps (grants missed by the poll); ${perKeyFigures.over.length} keys over${perKeyFigures.over.length ? ` (${perKeyFigures.over.slice(0, 5).map((o) => `${o.key} ${o.count} by ${o.by}`).join(', ')})` : ''}; the simulator's stamps alone: at most ${perKeyFigures.maxByStamp}`,
       },
       { name: 'peak RSS per worker ≤ 300 MB', pass: workerFigures.every((w) => w.peakRssMb <= 300), detail: workerFigures.map((w) => `${w.peakRssMb} MB${w.killed ? ' (killed)' : ''}`).join(', ') },
       { name: 'one worker killed halfway, everything exact', pass: killedAtRows !== null && wrong.length === 0 && runsNotOnce.length === 0 && dupes[0]!.n === 0, detail: killedAtRows === null ? 'no worker was killed' : `killed at ${killedAtRows} of ${total} rows` },
@@ -306,6 +333,7 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
       targets,
     };
   } finally {
+    await capture?.stop().catch(() => undefined);
     await grants?.stop();
     if (sync) await stop(sync, 10_000, 'SIGINT');
     await Promise.all(workers.map((w) => stop(w)));

@@ -82,6 +82,13 @@ describe('the bench verdict judges each key on a complete record', () => {
     expect(verdict).toMatchObject({ pass: false, keysByGrants: 0, keysByStamp: 1, over: [{ key: 'a', by: 'stamp', count: 11 }] });
   });
 
+  it('judges by the capture first when it holds every request, and fails on it', () => {
+    const verdict = judgePerKeyBudget(10, new Map([['a', { ...key(11, 10, spaced(11, 105)), captured: spaced(11, 95) }]]));
+    expect(verdict).toMatchObject({ pass: false, keysByCapture: 1, over: [{ key: 'a', by: 'capture', count: 11 }] });
+    // A capture that missed a request is not used: the grants judge.
+    expect(judgePerKeyBudget(10, new Map([['a', { ...key(11, 10, spaced(11, 105)), captured: spaced(10, 95) }]]))).toMatchObject({ pass: true, keysByCapture: 0, keysByGrants: 1 });
+  });
+
   it('passes when every key is within the budget by its complete grants, whatever the late stamps say', () => {
     const verdict = judgePerKeyBudget(10, new Map([['a', key(20, 13, spaced(20, 105))]]));
     expect(verdict).toMatchObject({ pass: true, maxPerKey: 10, keysByGrants: 1, maxByStamp: 13, over: [] });

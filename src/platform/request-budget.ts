@@ -37,10 +37,10 @@ import { sleep } from './retry.ts';
  * still go out.
  *
  * With one slot, grants are dated up to half a window ahead (RESERVE_LUA: a schedule, not
- * a timer's lateness added to every grant), and a process hands out its next grant no
- * sooner than 1000 / rps × (1 + margin / 2) ms after its previous request actually left
- * (`sent`), so a request held up on a stalled process does not reach the platform right
- * behind the next one.
+ * a timer's lateness added to every grant), and a process hands out a grant only when its
+ * previous ⌊rps⌋ requests actually left (`sent`) over at least 1000 × (1 + margin / 2) ms
+ * (`sendSpacing`), so a request held up on a stalled process cannot make one second at the
+ * platform hold more than the budget, and the stall does not push back every later request.
  */
 
 export interface RequestBudgetOptions {
@@ -58,11 +58,12 @@ export interface RequestBudget {
   /** Resolves when this process may send one HTTP request (one per attempt). */
   acquire(signal?: AbortSignal): Promise<void>;
   /**
-   * The request of the grant last handed out has just been dispatched. With one
-   * slot (budgets under ~42/s), this process hands out its next grant no sooner than
-   * 1000 / rps × (1 + margin / 2) ms after it: a request held up between its grant and
-   * the wire (the process stalled on a busy machine) must not go out right behind the
-   * next one, which the Redis log alone (spacing at grant time) allows. Optional: a
+   * The request of the oldest grant handed out and not yet reported has just been
+   * dispatched. With one slot (budgets under ~42/s), this process hands out a grant only
+   * when its last ⌊rps⌋ requests left at least 1000 × (1 + margin / 2) ms ago counted from
+   * the oldest (`sendSpacing`): a request held up between its grant and the wire (the
+   * process stalled on a busy machine) must not make a second at the wire hold more than
+   * the budget, which the Redis log alone (spacing at grant time) allows. Optional: a
    * budget without it spaces at grant time only.
    */
   sent?(): void;
@@ -153,6 +154,20 @@ export function budgetShape(requestsPerSecond: number, margin: number): { slots:
 }
 
 /**
+ * How a process spaces its own requests of one budget at the wire (one slot): any
+ * `sendsPerSpan` + 1 in a row span at least `sendSpanMs`, so no second holds more than the
+ * budget (⌊rps⌋ in a span of ≥ 1 s plus half the margin; for a budget under 1/s, one per its
+ * interval). Judged on the requests' departures, not their grants: a request that leaves
+ * late (its process stalled) pushes the next ones back only as far as the span needs, where a
+ * fixed gap after every request added each stall to the whole load (measured: 40 requests at
+ * 10/s took 10–50 s instead of 4 on a machine at load average 10–20).
+ */
+export function sendSpacing(requestsPerSecond: number, margin: number): { sendsPerSpan: number; sendSpanMs: number } {
+  const sendsPerSpan = Math.max(1, Math.floor(requestsPerSecond));
+  return { sendsPerSpan, sendSpanMs: Math.max((sendsPerSpan * 1000) / requestsPerSecond, 1000) * (1 + margin / 2) };
+}
+
+/**
  * How long a grant reserved ahead may wait locally: half the slack the shape leaves.
  * With p = ⌊rps / slots⌋ pieces of windowMs, grants reserved within 1000 + 2 × lease ≤
  * p × windowMs ms number at most slots × p ≤ rps, so a request sent up to one lease
@@ -179,6 +194,42 @@ export function budgetKeyPrefix(keyPrefix: string): string {
  */
 export function budgetKeys(keyPrefix: string, identity: string): { log: string; pause: string } {
   return { log: `${budgetKeyPrefix(keyPrefix)}${identity}`, pause: `${keyPrefix}:platform-pause:${identity}` };
+}
+
+/**
+ * One Redis connection for every budget of a process on the same REDIS_URL, counted by its
+ * users: a worker serving 1,000 organisations has 1,000 budgets (one per key), and a
+ * connection each cost a socket, a ready check and buffers per organisation on every worker
+ * (and 4,000 clients on Redis with four workers). The reservations are independent Lua calls,
+ * so they share one connection as any pipelined commands do.
+ */
+const budgetConnections = new Map<string, { redis: BudgetRedis; users: number }>();
+
+function shareBudgetRedis(redisUrl: string): { redis: BudgetRedis; release(): Promise<void> } {
+  let entry = budgetConnections.get(redisUrl);
+  if (!entry || entry.redis.status === 'end') {
+    // A single server, the master behind Sentinel, or a Cluster, as REDIS_URL says.
+    const redis = createRedisClient(redisUrl, { redis: { maxRetriesPerRequest: 3 } }) as BudgetRedis;
+    // Each budget listens for the outage itself (its own debug line); there can be many.
+    redis.setMaxListeners(0);
+    redis.defineCommand('trainsyncReserve', { numberOfKeys: 2, lua: RESERVE_LUA });
+    entry = { redis, users: 0 };
+    budgetConnections.set(redisUrl, entry);
+  }
+  const mine = entry;
+  mine.users += 1;
+  let released = false;
+  return {
+    redis: mine.redis,
+    async release() {
+      if (released) return;
+      released = true;
+      mine.users -= 1;
+      if (mine.users > 0) return;
+      if (budgetConnections.get(redisUrl) === mine) budgetConnections.delete(redisUrl);
+      if (mine.redis.status !== 'end') await mine.redis.quit().catch(() => mine.redis.disconnect());
+    },
+  };
 }
 
 interface Waiter {
@@ -208,21 +259,22 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
   const pauseKey = keys.pause;
   const log = options.log;
 
-  // A single server, the master behind Sentinel, or a Cluster, as REDIS_URL says.
-  const redis = createRedisClient(options.redisUrl, { redis: { maxRetriesPerRequest: 3 } }) as BudgetRedis;
+  const shared = shareBudgetRedis(options.redisUrl);
+  const redis = shared.redis;
   // ioredis reports every failed reconnect (about one a second in an outage). The process's
   // queue connections already log an outage when it starts and ends; here a request that
   // cannot get a grant fails with BUDGET_UNAVAILABLE, so one debug line per outage is enough.
   let unreachable = false;
-  redis.on('error', (error: Error) => {
+  const onError = (error: Error): void => {
     if (unreachable) return;
     unreachable = true;
     log.debug({ err: { message: error.message } }, 'request budget: Redis unreachable');
-  });
-  redis.on('ready', () => {
+  };
+  const onReady = (): void => {
     unreachable = false;
-  });
-  redis.defineCommand('trainsyncReserve', { numberOfKeys: 2, lua: RESERVE_LUA });
+  };
+  redis.on('error', onError);
+  redis.on('ready', onReady);
 
   async function pausedForMs(): Promise<number> {
     const ttl = await redis.pttl(pauseKey);
@@ -243,9 +295,21 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
   let batch = 1;
   let lapsed = false;
   let lastReplyAt = Number.NEGATIVE_INFINITY;
-  // Single slot: when this process's last grant was handed out, or its request reported sent (the later).
-  const sendGapMs = (1000 / options.requestsPerSecond) * (1 + margin / 2);
-  let lastSentAt = Number.NEGATIVE_INFINITY;
+  // Single slot: when this process's last requests left (each its grant's hand-out, or when
+  // `sent` reported it, the later), the last `sendsPerSpan` of them, oldest first.
+  const { sendsPerSpan, sendSpanMs } = sendSpacing(options.requestsPerSecond, margin);
+  const sends: number[] = [];
+  // Of `sends`, the first `reported` have had their `sent` (hand-outs are reported in order).
+  let reported = 0;
+  /** The earliest moment the next request may leave: `sendsPerSpan` in a row span at least `sendSpanMs`. */
+  const nextSendAt = (): number => (sends.length < sendsPerSpan ? Number.NEGATIVE_INFINITY : sends[0]! + sendSpanMs);
+  const recordSend = (at: number): void => {
+    sends.push(at);
+    if (sends.length > sendsPerSpan) {
+      sends.shift();
+      reported = Math.max(0, reported - 1);
+    }
+  };
   // Moved by every pauseFor: a grant that waited for its spacing through a 429 is dropped.
   let pauses = 0;
 
@@ -294,17 +358,17 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
             // Not before the grant's own time (lookahead), nor sooner after the last request's
             // actual departure than the send gap (see `sent`): a grant that waits here is late, never early.
             const before = pauses;
-            let early = Math.max(delayMs, lastSentAt + sendGapMs - performance.now());
+            let early = Math.max(delayMs, nextSendAt() - performance.now());
             for (;;) {
               if (early > 0) await sleep(early);
-              // After a stall, timers run before I/O: let the last request's dispatch land before judging the gap.
+              // After a stall, timers run before I/O: let the last request's dispatch land before judging the span.
               await new Promise((resolve) => setImmediate(resolve));
-              early = lastSentAt + sendGapMs - performance.now();
+              early = nextSendAt() - performance.now();
               if (early <= 0) break;
             }
             // A 429 meanwhile: this grant is dropped (the pause is waited for on the next turn).
             if (pauses !== before) continue;
-            if (waiters.length > 0) lastSentAt = performance.now();
+            if (waiters.length > 0) recordSend(performance.now());
           }
           // Waiting requests go at once; only the grants reserved ahead are held (and may lapse).
           let left = granted;
@@ -328,7 +392,13 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
     minTimeMs: windowMs / slots,
     leaseMs,
     sent(): void {
-      if (maxBatch === 1) lastSentAt = Math.max(lastSentAt, performance.now());
+      if (maxBatch !== 1) return;
+      const now = performance.now();
+      // The oldest hand-out not yet reported left now (requests go out in the order of their grants).
+      if (reported < sends.length) {
+        sends[reported] = Math.max(sends[reported]!, now);
+        reported += 1;
+      } else recordSend(now);
     },
     limiterId,
     pauseKey,
@@ -363,7 +433,9 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
     pausedForMs,
     async close(): Promise<void> {
       await pump;
-      if (redis.status !== 'end') await redis.quit().catch(() => redis.disconnect());
+      redis.off('error', onError);
+      redis.off('ready', onReady);
+      await shared.release();
     },
   };
 }

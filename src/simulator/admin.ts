@@ -3,7 +3,7 @@ import { faultsPatchSchema, type SimulatorFaults } from './faults.ts';
 import type { Overlap, SimOrganisation } from './organisations.ts';
 import type { Reply } from './reply.ts';
 import { invalidModel, json } from './reply.ts';
-import { requestsByOrganisation, summariseRequests, type RequestRecord } from './request-log.ts';
+import { requestsByOrganisation, summariseRequests, type KeyArrivals, type RequestRecord } from './request-log.ts';
 import type { ResultChanges } from './runtime.ts';
 import { allResults, updateResult } from './state.ts';
 import { handleWebhookAdmin } from './webhooks.ts';
@@ -19,6 +19,8 @@ export interface AdminContext {
   organisations: readonly SimOrganisation[];
   overlap: Overlap | undefined;
   requests: RequestRecord[];
+  /** Every authorised request's arrival per key, untrimmed: the per-key budget check of a long run. */
+  keyArrivals: KeyArrivals;
   faults(): Readonly<SimulatorFaults>;
   setFaults(f: Partial<SimulatorFaults>): void;
   /** The results the arrival and removal faults added and deleted in an organisation since the faults were last set. */
@@ -58,6 +60,7 @@ function stateSummary(org: SimOrganisation): Record<string, unknown> {
 }
 
 const windowSchema = z.object({ windowMs: z.coerce.number().int().min(1).max(3_600_000).default(1000) });
+const perKeySchema = windowSchema.extend({ limit: z.coerce.number().int().min(1).optional() });
 
 export async function handleAdmin(ctx: AdminContext, method: string, path: string, query: URLSearchParams, body: () => Promise<Buffer | undefined>): Promise<Reply> {
   const orgRef = query.get('org');
@@ -96,8 +99,20 @@ export async function handleAdmin(ctx: AdminContext, method: string, path: strin
       })),
     });
   }
+  if (method === 'GET' && path === '/__simulator/requests/per-key') {
+    // Every request since the last reset, whatever the request log has dropped: "no key over its budget in any second".
+    const q = perKeySchema.safeParse(Object.fromEntries(query));
+    if (!q.success) return invalidModel(q.error.issues.map((i) => ({ field: i.path.join('.') || 'query', message: i.message })));
+    const { windowMs, limit } = q.data;
+    return json({
+      windowMs,
+      limit: limit ?? null,
+      organisations: ctx.organisations.map((o) => ({ id: o.id, name: o.name, ...ctx.keyArrivals.figures(o.id, windowMs, limit) })),
+    });
+  }
   if (method === 'POST' && path === '/__simulator/requests/reset') {
     ctx.requests.length = 0;
+    ctx.keyArrivals.clear();
     return { status: 204 };
   }
   if (method === 'GET' && path === '/__simulator/organisations') {

@@ -5,7 +5,7 @@ import { handleAdmin } from './admin.ts';
 import { DEFAULT_SIZES, generateState, ORG_EMAIL_DOMAIN, type SimulatorSizes } from './dataset.ts';
 import { NO_FAULTS, type SimulatorFaults } from './faults.ts';
 import { applyOverlap, type OrganisationOptions, type Overlap, type OverlapOptions, type SimOrganisation } from './organisations.ts';
-import { pushRecord, requestsByOrganisation, type OrganisationRequests, type RequestRecord } from './request-log.ts';
+import { KeyArrivals, pushRecord, requestsByOrganisation, type OrganisationRequests, type RequestRecord } from './request-log.ts';
 import type { Reply, RouteRequest } from './reply.ts';
 import { invalidModel, json } from './reply.ts';
 import { ROUTES } from './routes.ts';
@@ -256,6 +256,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   // One runtime per organisation (its data and fault counters); the faults are the server's.
   const runtimes: Runtime[] = states.map((state) => ({ state, faults: initialFaults, port: 0, resultsPagesServed: 0, resultsRemoved: 0, resultChanges: { added: [], removed: [] }, platform: states }));
   const requests: RequestRecord[] = [];
+  const keyArrivals = new KeyArrivals();
   let apiCount = 0;
 
   const setFaults = (f: Partial<SimulatorFaults>): void => {
@@ -269,7 +270,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     apiCount = 0;
   };
   const resultChanges = (org: SimOrganisation): Readonly<ResultChanges> => runtimes[org.index]!.resultChanges;
-  const adminContext = { organisations, overlap, requests, faults: () => runtimes[0]!.faults, setFaults, resultChanges };
+  const adminContext = { organisations, overlap, requests, keyArrivals, faults: () => runtimes[0]!.faults, setFaults, resultChanges };
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const method = req.method ?? 'GET';
@@ -297,6 +298,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       ...(authorization === undefined ? {} : { authorization }),
     };
     pushRecord(requests, record);
+    if (org !== undefined) keyArrivals.add(org.id, record.at);
 
     let body: unknown;
     let bodyProblem: Reply | undefined;
@@ -399,6 +401,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     webhooks: first.webhooks,
     resetRequests: () => {
       requests.length = 0;
+      keyArrivals.clear();
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -134,3 +134,65 @@ export function requestsByOrganisation(requests: readonly RequestRecord[], windo
   }
   return out;
 }
+
+/** One key's arrivals judged against a limit per window (see `keyArrivalFigures`). */
+export interface KeyArrivalFigures {
+  total: number;
+  /** Most arrivals within any sliding window of windowMs (half-open: [t, t + windowMs)). */
+  maxInAnyWindow: number;
+  /** Most arrivals within one clock second (epoch second). */
+  maxInAnyClockSecond: number;
+  /** Sliding windows holding more than `limit` (overlapping ones counted once); 0 without a limit. */
+  windowsOverLimit: number;
+  /** The least time spanned by limit + 1 arrivals in a row, ms: under windowMs is a window over the limit. Null without a limit or with too few. */
+  tightestSpanMs: number | null;
+}
+
+/** Pure: the figures of one key's arrival times (sorted, ms). */
+export function keyArrivalFigures(times: readonly number[], windowMs: number, limit?: number): KeyArrivalFigures {
+  let maxInAnyWindow = 0;
+  let windowsOverLimit = 0;
+  let overUntil = -1;
+  for (let hi = 0, lo = 0; hi < times.length; hi++) {
+    while (times[hi]! - times[lo]! >= windowMs) lo++;
+    const n = hi - lo + 1;
+    if (n > maxInAnyWindow) maxInAnyWindow = n;
+    if (limit !== undefined && n > limit) {
+      // One window per run of overlapping windows over the limit.
+      if (lo > overUntil) windowsOverLimit += 1;
+      overUntil = hi;
+    }
+  }
+  let maxInAnyClockSecond = 0;
+  for (let i = 0, run = 0; i < times.length; i++) {
+    run = i > 0 && Math.floor(times[i]! / 1000) === Math.floor(times[i - 1]! / 1000) ? run + 1 : 1;
+    if (run > maxInAnyClockSecond) maxInAnyClockSecond = run;
+  }
+  let tightest = Number.POSITIVE_INFINITY;
+  if (limit !== undefined) for (let i = limit; i < times.length; i++) tightest = Math.min(tightest, times[i]! - times[i - limit]!);
+  return { total: times.length, maxInAnyWindow, maxInAnyClockSecond, windowsOverLimit, tightestSpanMs: Number.isFinite(tightest) ? Math.round(tightest * 10) / 10 : null };
+}
+
+/**
+ * Every authorised request's arrival time, per key (its organisation's GUID), never trimmed:
+ * the request log keeps the last 200,000 records, too few to judge every key of a long run
+ * with many organisations. Eight bytes a request. Arrivals are stamped in order, so each
+ * key's list stays sorted.
+ */
+export class KeyArrivals {
+  private readonly byKey = new Map<string, number[]>();
+
+  add(organisationId: string, at: number): void {
+    let list = this.byKey.get(organisationId);
+    if (!list) this.byKey.set(organisationId, (list = []));
+    list.push(at);
+  }
+
+  clear(): void {
+    this.byKey.clear();
+  }
+
+  figures(organisationId: string, windowMs: number, limit?: number): KeyArrivalFigures {
+    return keyArrivalFigures(this.byKey.get(organisationId) ?? [], windowMs, limit);
+  }
+}

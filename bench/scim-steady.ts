@@ -6,20 +6,24 @@
  *
  * Targets: response p95 < 100 ms and p99 < 250 ms; every change durable when answered (each
  * 201's User and each 200's PATCH are in trainsync.scim_users, each create has its audit row);
- * no platform request over the budget in any second; every account on the platform within
+ * no platform request over the budget in any second (by the kernel's capture time when the capture
+ * holds every request, else by the simulator's stamp); every account on the platform within
  * (creates ÷ budget) × 1.1 s of the last answer. A 429 (TRAINSYNC_SCIM_MAX_IN_FLIGHT) is
  * backed off for its Retry-After and sent again, as Okta and Entra do.
  *
  * Run: node bin/run-ts.js bench/scim-steady.ts                 (60 s of load, then the drain at the budget)
  *      node bin/run-ts.js bench/scim-steady.ts '{"seconds":10}'  (a quick look)
  *      PROF_DIR=/tmp/prof node bin/run-ts.js bench/scim-steady.ts …  (the worker writes a V8 CPU profile there when it exits)
- *      node bin/run-ts.js bench/scim-steady.ts '{"drain":false}'  (the response times only: no wait for the drain, no platform figures)
+ *      node bin/run-ts.js bench/scim-steady.ts '{"drain":false}'  (the response times only: no wait for the drain, no platform figures, no capture)
+ *      node bin/run-ts.js bench/scim-steady.ts '{"capture":"off"}'  (no tcpdump: the simulator's stamps and the grants only)
  */
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
 import { z } from 'zod';
+import type { PerKeyComparison } from './arrivals-per-key.ts';
+import { watchScimArrivals, type CaptureMode, type ScimArrivalsWatch } from './scim-arrivals.ts';
 import { EXISTING_USERS, startScimBench } from './scim-worker.ts';
 
 /** The default of TRAINSYNC_REQUESTS_PER_SECOND (the worker is started without it). */
@@ -53,7 +57,20 @@ export interface ScimSteadyBench {
   platformRequests: number;
   /** e.g. `POST /api/v2/users`: the creates, and `GET /api/v2/users` the look-ups of their ids. */
   platformRequestsByRoute: Record<string, number>;
+  /**
+   * Most platform requests in any sliding second by `arrivalTimes`: the kernel's capture time
+   * when the capture holds every request, else the simulator's stamp (late on a loaded machine).
+   */
   maxInAnySecond: number;
+  arrivalTimes: 'capture' | 'simulator stamp' | 'not measured';
+  /** The same by each record: capture (NaN without one), the Redis grant log, the simulator's stamp. */
+  maxInAnySecondByCapture: number;
+  maxInAnySecondByGrants: number;
+  maxInAnySecondBySimulatorStamp: number;
+  /** The platform requests by simulator stamp, capture time and grant time (bench/arrivals-per-key.ts); absent without the drain. */
+  arrivals?: PerKeyComparison;
+  /** Why the capture did not judge, when it did not. */
+  captureUnavailable?: string;
   /** GET /Groups answered after the load (Okta's SPEC Test asks for under 600 ms). */
   groupsGetMs: number;
   /** The machine's 1-minute load average as the load started and as it ended (2 cores: above 2, requests wait for a core). */
@@ -84,15 +101,16 @@ const percentile = (sorted: readonly number[], p: number): number => sorted[Math
 const stateSchema = z.object({ users: z.number() });
 const summarySchema = z.object({ total: z.number(), maxInAnyWindow: z.number(), byRoute: z.record(z.string(), z.number()) });
 
-export async function benchScimSteady(options: { seconds?: number; connections?: number; drain?: boolean } = {}): Promise<ScimSteadyBench> {
+export async function benchScimSteady(options: { seconds?: number; connections?: number; drain?: boolean; capture?: CaptureMode } = {}): Promise<ScimSteadyBench> {
   const SECONDS = options.seconds ?? 60;
   const CONNECTIONS = options.connections ?? 20;
   const setup = await startScimBench({ seed: 94, totalSeats: 100_000 });
-  const { sim, worker, adminPool, token, port } = setup;
+  const { sim, worker, adminPool, token, port, prefix } = setup;
   const origin = `http://127.0.0.1:${port}`;
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' };
   // The identity provider's pool: a few persistent connections, one request at a time on each.
   const pool = new Pool(origin, { connections: CONNECTIONS, pipelining: 1 });
+  let watch: ScimArrivalsWatch | undefined;
   try {
     for (let i = 0; ; i += 1) {
       const up = await fetch(`${origin}/scim/v2/ServiceProviderConfig`, { headers }).then((r) => r.ok, () => false);
@@ -101,6 +119,8 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
       await sleep(100);
     }
     await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
+    // Arrivals by the kernel's capture time and the grants the Redis log gave, from the load to the drain's end.
+    if (options.drain !== false) watch = await watchScimArrivals(sim, prefix, BUDGET, options.capture);
     const latencies: number[] = [];
     /** When each answered request was sent (ms since the load started), beside its latency. */
     const sentAt: number[] = [];
@@ -188,7 +208,8 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
         responseP50Ms: round(percentile(sortedNow, 50)), responseP95Ms: round(percentile(sortedNow, 95)), responseP99Ms: round(percentile(sortedNow, 99)),
         responseMaxMs: round(sortedNow.at(-1) ?? Number.NaN), responseP95FirstMs: round(p95First), responseP95LastMs: round(p95Last),
         answersPerSecond: round(latencies.length / loadSeconds), durable, durableDetail,
-        allExistSeconds: Number.NaN, targetSeconds: Number.NaN, platformRequests: Number.NaN, platformRequestsByRoute: {}, maxInAnySecond: Number.NaN, groupsGetMs: Number.NaN,
+        allExistSeconds: Number.NaN, targetSeconds: Number.NaN, platformRequests: Number.NaN, platformRequestsByRoute: {}, maxInAnySecond: Number.NaN,
+        arrivalTimes: 'not measured', maxInAnySecondByCapture: Number.NaN, maxInAnySecondByGrants: Number.NaN, maxInAnySecondBySimulatorStamp: Number.NaN, groupsGetMs: Number.NaN,
         loadAverage: [round(loadAtStart, 2), round(loadAtEnd, 2)],
         workerCpuMsPerAnswer: round(workerCpu / latencies.length, 2), workerCpuMsPerSecond: round(workerCpu / loadSeconds),
       };
@@ -210,6 +231,13 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
     }
     await sleep(3_000);
     const requests = summarySchema.parse(await (await fetch(`${sim.url}/__simulator/requests/summary`)).json());
+    const watched = await watch!.stop();
+    process.stderr.write(`   platform requests: ${requests.total} (${Object.entries(requests.byRoute).map(([route, n]) => `${n} ${route}`).join(', ')}); ${watched.line}\n`);
+    process.stderr.write(
+      `   max in any sliding second: ${watched.maxInAnySecond} by ${watched.judgedBy} (budget ${BUDGET}); capture ${watched.perKey.capture?.maxPerKey ?? '—'}, ` +
+        `grants ${watched.perKey.grants?.maxPerKey ?? '—'}, simulator stamp ${requests.maxInAnyWindow}; ` +
+        `accounts on the platform ${round(allExist, 1)} s after the last answer (bound ${round(target, 1)} s)\n`,
+    );
     latencies.sort((a, b) => a - b);
     return {
       connections: CONNECTIONS,
@@ -232,19 +260,26 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
       targetSeconds: round(target, 1),
       platformRequests: requests.total,
       platformRequestsByRoute: requests.byRoute,
-      maxInAnySecond: requests.maxInAnyWindow,
+      maxInAnySecond: watched.maxInAnySecond,
+      arrivalTimes: watched.judgedBy,
+      maxInAnySecondByCapture: watched.perKey.capture?.maxPerKey ?? Number.NaN,
+      maxInAnySecondByGrants: watched.perKey.grants?.maxPerKey ?? Number.NaN,
+      maxInAnySecondBySimulatorStamp: requests.maxInAnyWindow,
+      arrivals: watched.perKey,
+      ...(watched.captureUnavailable === undefined ? {} : { captureUnavailable: watched.captureUnavailable }),
       groupsGetMs: round(groupsGetMs),
       loadAverage: [round(loadAtStart, 2), round(loadAtEnd, 2)],
       workerCpuMsPerAnswer: round(workerCpu / latencies.length, 2),
       workerCpuMsPerSecond: round(workerCpu / loadSeconds),
     };
   } finally {
+    await watch?.abort();
     await pool.close();
     await setup.close();
   }
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const options = z.object({ seconds: z.number().positive(), connections: z.number().int().positive(), drain: z.boolean() }).partial().parse(JSON.parse(process.argv[2] ?? '{}'));
+  const options = z.object({ seconds: z.number().positive(), connections: z.number().int().positive(), drain: z.boolean(), capture: z.enum(['auto', 'on', 'off']) }).partial().parse(JSON.parse(process.argv[2] ?? '{}'));
   process.stdout.write(`${JSON.stringify(await benchScimSteady(options))}\n`);
 }

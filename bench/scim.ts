@@ -15,13 +15,11 @@
 import { pathToFileURL } from 'node:url';
 import { Agent, request } from 'undici';
 import { z } from 'zod';
-import { budgetIdentity } from '../src/platform/client.ts';
-import { budgetKeys } from '../src/platform/request-budget.ts';
 import { SCIM_PATH } from '../src/scim/server.ts';
 import { BackendCpuSampler, processCpuMicros, redisServerPid } from './sync-proc-cpu.ts';
 import { openBurstClient, type BurstClient, type BurstRequest } from './http-burst-client.ts';
-import { startArrivalCapture, type ArrivalCapture } from './arrivals-capture.ts';
-import { comparePerKey, describeComparison, watchGrants, type Arrival, type PerKeyComparison } from './arrivals-per-key.ts';
+import type { PerKeyComparison } from './arrivals-per-key.ts';
+import { watchScimArrivals, type CaptureMode, type ScimArrivalsWatch } from './scim-arrivals.ts';
 import { EXISTING_USERS, startScimBench } from './scim-worker.ts';
 
 /** The default of TRAINSYNC_REQUESTS_PER_SECOND (the worker is started without it). */
@@ -64,7 +62,7 @@ export interface ScimBench {
   platformRequestsByRoute: Record<string, number>;
   /**
    * Most platform requests in any sliding second: by the kernel's capture time when the
-   * run was captured (`arrivalTimes`), else by the simulator's stamp, which a busy
+   * capture holds every request (`arrivalTimes`), else by the simulator's stamp, which a busy
    * simulator event loop can make late (docs/benchmarks.md, the orgs bench).
    */
   maxInAnySecond: number;
@@ -79,7 +77,7 @@ export interface ScimBench {
   overBudgetGapsMs: number[][];
   /** The platform requests by simulator stamp, kernel capture time and Redis grant time (bench/arrivals-per-key.ts). */
   arrivals: PerKeyComparison;
-  /** Why there are no capture figures, when there are none. */
+  /** Why the capture did not judge, when it did not (not available, or missing requests the simulator logged). */
   captureUnavailable?: string;
 }
 
@@ -93,7 +91,7 @@ function percentile(sorted: readonly number[], p: number): number {
 const stateSchema = z.object({ users: z.number() });
 const summarySchema = z.object({ total: z.number(), maxInAnyWindow: z.number(), byRoute: z.record(z.string(), z.number()) });
 
-export async function benchScim(options: { users?: number; responsesOnly?: boolean; capture?: 'auto' | 'on' | 'off' } = {}): Promise<ScimBench> {
+export async function benchScim(options: { users?: number; responsesOnly?: boolean; capture?: CaptureMode } = {}): Promise<ScimBench> {
   const USERS = options.users ?? 1_000;
   const setup = await startScimBench({ seed: 93, totalSeats: EXISTING_USERS + USERS + 50 });
   const { sim, worker, adminPool, token, port, prefix, database } = setup;
@@ -101,8 +99,7 @@ export async function benchScim(options: { users?: number; responsesOnly?: boole
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' };
   // The same burst through undici on fresh connections, as this bench measured before: the harness's share.
   const undiciFresh = new Agent({ connections: USERS, pipelining: 0 });
-  let capture: ArrivalCapture | undefined;
-  let grants: ReturnType<typeof watchGrants> | undefined;
+  let watch: ScimArrivalsWatch | undefined;
   let burst: BurstClient | undefined;
   try {
     for (let i = 0; ; i += 1) {
@@ -133,18 +130,7 @@ export async function benchScim(options: { users?: number; responsesOnly?: boole
     floor.sort((a, b) => a - b);
     await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });
     // Arrivals by the kernel's capture time too (tcpdump/dumpcap, root), and the grants the Redis log gave.
-    grants = watchGrants('redis://127.0.0.1:6379', new Map([[budgetKeys(prefix, budgetIdentity(new URL(sim.url).origin, sim.apiKey)).log, 'key']]));
-    let captureUnavailable: string | undefined = 'capture off';
-    if (options.capture !== 'off') {
-      const started = await startArrivalCapture(Number(new URL(sim.url).port));
-      if ('unavailable' in started) {
-        if (options.capture === 'on') throw new Error(`capture: ${started.unavailable}`);
-        captureUnavailable = started.unavailable;
-      } else {
-        capture = started;
-        captureUnavailable = undefined;
-      }
-    }
+    watch = await watchScimArrivals(sim, prefix, BUDGET, options.capture);
     const creates: BurstRequest[] = Array.from({ length: USERS }, (_, i) => ({
       method: 'POST',
       path: `${SCIM_PATH}/Users`,
@@ -193,26 +179,12 @@ export async function benchScim(options: { users?: number; responsesOnly?: boole
     }
     // The lookups and anything else the jobs still do, before the request log is read.
     if (options.responsesOnly !== true) await sleep(3_000);
-    const captured = capture ? await capture.stop() : undefined;
-    const granted = await grants.stop();
+    const watched = await watch.stop();
     const requests = summarySchema.parse(await (await fetch(`${sim.url}/__simulator/requests/summary`)).json());
     // Arrival times at the simulator: when the first request came, how often the budget sat idle, and the
     // spacing inside any second over the budget (a stalled sender, or a receiver reading its clock late).
-    const records = z
-      .array(z.object({ at: z.number(), route: z.string(), query: z.string().default('') }))
-      .parse(await (await fetch(`${sim.url}/__simulator/requests/arrivals`)).json());
-    const arrivals = records.map((a) => a.at);
-    const asArrival = (a: { at: number; route: string; query: string }): Arrival => {
-      const space = a.route.indexOf(' ');
-      return { key: 'key', at: a.at, method: a.route.slice(0, space), target: a.query === '' ? a.route.slice(space + 1) : `${a.route.slice(space + 1)}?${a.query}` };
-    };
-    const perKey = comparePerKey({
-      budget: BUDGET,
-      simulator: records.map(asArrival),
-      grants: granted,
-      ...(captured ? { captured: captured.requests.filter((r) => r.authorization === `Bearer ${sim.apiKey}`).map((r) => ({ key: 'key', at: r.at, method: r.method, target: r.target, firstOnConnection: r.firstOnConnection })) } : {}),
-    });
-    process.stderr.write(`   platform requests: ${describeComparison(perKey)}${captureUnavailable === undefined ? '' : ` (no capture: ${captureUnavailable})`}\n`);
+    const arrivals = watched.records.map((a) => a.at);
+    process.stderr.write(`   platform requests: ${watched.line}\n`);
     const gaps = arrivals.slice(1).map((at, i) => at - arrivals[i]!);
     const overBudgetGapsMs: number[][] = [];
     for (let hi = 0, lo = 0; hi < arrivals.length; hi++) {
@@ -240,18 +212,17 @@ export async function benchScim(options: { users?: number; responsesOnly?: boole
       statuses,
       platformRequests: requests.total,
       platformRequestsByRoute: requests.byRoute,
-      maxInAnySecond: perKey.capture?.maxPerKey ?? requests.maxInAnyWindow,
-      arrivalTimes: perKey.capture ? 'capture' : 'simulator stamp',
+      maxInAnySecond: watched.maxInAnySecond,
+      arrivalTimes: watched.judgedBy,
       maxInAnySecondBySimulatorStamp: requests.maxInAnyWindow,
       firstRequestSeconds: round(((arrivals[0] ?? Number.NaN) - performance.timeOrigin - started) / 1000, 2),
       gapsOver150Ms: gaps.filter((g) => g > 150).length,
       overBudgetGapsMs: overBudgetGapsMs.slice(0, 3),
-      arrivals: perKey,
-      ...(captureUnavailable === undefined ? {} : { captureUnavailable }),
+      arrivals: watched.perKey,
+      ...(watched.captureUnavailable === undefined ? {} : { captureUnavailable: watched.captureUnavailable }),
     };
   } finally {
-    await capture?.stop().catch(() => undefined);
-    await grants?.stop();
+    await watch?.abort();
     burst?.close();
     if (!undiciFresh.closed) await undiciFresh.close();
     await setup.close();

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
-import { countNeedingAttention, searchActionRows } from '../../provisioning/apply/actions-store.ts';
+import { countNeedingAttention, searchActionRows, type ActionListRow } from '../../provisioning/apply/actions-store.ts';
 import { recentFeedRows, type FeedListRow } from '../../provisioning/apply/feeds-store.ts';
 import type { Database } from '../../warehouse/database.ts';
 
@@ -11,24 +11,8 @@ type Db = Kysely<Database>;
  * Actions and feeds are read through their stores (src/provisioning/apply/); the console's own changes are this file's.
  */
 
-export interface ActionRow {
-  org: string;
-  action_id: string;
-  employee_id: string;
-  email: string;
-  kind: string;
-  group_id: string | null;
-  /** The group's name from training.groups (null: not a group action, or no groups sync named it). */
-  group_name: string | null;
-  status: string;
-  error_code: string | null;
-  error_message: string | null;
-  attempts: number;
-  /** The state the action moved from (null: none, as for a create) and to, as JSON objects. */
-  before: Record<string, unknown> | null;
-  after: Record<string, unknown>;
-  updated_at: Date;
-}
+/** An action as the console shows it: the store's row, its before and after checked as JSON objects (null before: none, as for a create). */
+export type ActionRow = Omit<ActionListRow, 'before' | 'after'> & { before: Record<string, unknown> | null; after: Record<string, unknown> };
 
 /** One page of a list, newest first: `hasMore` when an older page exists. */
 export interface ListPage<T> {

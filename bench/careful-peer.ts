@@ -64,7 +64,11 @@ async function writePage(pool: pg.Pool, page: Page): Promise<void> {
          last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at`,
       values,
     );
-    await client.query('delete from peer.result_filter_answers where result_id = any ($1::uuid[]) and (result_id, answer_id) not in (select * from unnest($2::uuid[], $3::uuid[]))', [ids, answerResults, answers]);
+    // By the table's key (org, result_id, answer_id): result_id alone would scan every answer at every page.
+    await client.query(
+      "delete from peer.result_filter_answers where org = 'default' and result_id = any ($1::uuid[]) and (result_id, answer_id) not in (select * from unnest($2::uuid[], $3::uuid[]))",
+      [ids, answerResults, answers],
+    );
     await client.query('insert into peer.result_filter_answers (result_id, answer_id) select * from unnest($1::uuid[], $2::uuid[]) on conflict do nothing', [answerResults, answers]);
     await client.query('commit');
   } catch (error) {

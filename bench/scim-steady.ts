@@ -181,10 +181,14 @@ export async function benchScimSteady(options: { seconds?: number; connections?:
     const byId = new Map(rows.map((r) => [r.scim_id, r.title]));
     const missingCreates = created.filter((c) => !byId.has(c.id)).length;
     const missingPatches = patched.filter((p) => byId.get(p.id) !== p.title).length;
-    const { rows: audit } = await adminPool.query<{ n: number }>(`select count(*)::int as n from trainsync.provisioning_actions a join trainsync.scim_users u on u.employee_id = a.employee_id where a.kind = 'create-user' and u.user_name like 'steady%'`);
-    const { rows: pendingRows } = await adminPool.query<{ n: number }>(`select count(*)::int as n from trainsync.scim_users where pending and user_name like 'steady%'`);
-    const audited = audit[0]!.n;
-    const pending = pendingRows[0]!.n;
+    // One statement, one snapshot: the worker is still planning, and a User planned between two
+    // separate counts would be in neither (pending before the first, audited after the second).
+    const { rows: counts } = await adminPool.query<{ audited: number; pending: number }>(
+      `select (select count(*)::int from trainsync.provisioning_actions a join trainsync.scim_users u on u.employee_id = a.employee_id
+                where a.kind = 'create-user' and u.user_name like 'steady%') as audited,
+              (select count(*)::int from trainsync.scim_users where pending and user_name like 'steady%') as pending`,
+    );
+    const { audited, pending } = counts[0]!;
     // A create answered while the employee's earlier jobs ran is planned by the sweep: durable as pending.
     const durable = missingCreates === 0 && missingPatches === 0 && audited + pending >= created.length;
     const durableDetail = `${created.length - missingCreates}/${created.length} creates and ${patched.length - missingPatches}/${patched.length} PATCHes in trainsync.scim_users; ${audited} create-user audit rows, ${pending} Users pending for the sweep`;

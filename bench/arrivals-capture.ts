@@ -81,9 +81,12 @@ export async function startArrivalCapture(port: number, options: { iface?: strin
   const file = path.join(dir, 'arrivals.pcap');
   // Only segments with a payload, toward the simulator: the responses (megabytes of pages) are never copied.
   const filter = `tcp dst port ${port} and (((ip[2:2] - ((ip[0]&0xf)<<2)) - ((tcp[12]&0xf0)>>2)) != 0)`;
+  // --immediate-mode: without it libpcap (TPACKET_V3) hands packets over a block at a time, up to
+  // a second late, and the block still open when tcpdump is stopped is never written: the last
+  // requests before stop() went missing (4 of 16,425 in a SCIM steady run).
   const args =
     tool === 'tcpdump'
-      ? ['-i', iface, '-n', '-U', '-B', '8192', '-s', '0', '--time-stamp-precision', 'nano', '-w', file, filter]
+      ? ['-i', iface, '-n', '-U', '--immediate-mode', '-B', '8192', '-s', '0', '--time-stamp-precision', 'nano', '-w', file, filter]
       : ['-i', iface, '-P', '-B', '8', '-s', '65535', '-q', '-w', file, '-f', filter];
   const child = spawn(tool, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';

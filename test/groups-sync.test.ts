@@ -7,7 +7,7 @@ import { createJobCatalog } from '../src/queue/catalog.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
 import { scheduleTable } from '../src/queue/schedulers.ts';
 import { addGroup, findUser, groupMembers, ORG_EMAIL_DOMAIN, PAGE_SIZE, removeGroup, updateCourse, updateGroup, type SimulatorState } from '../src/simulator/index.ts';
-import { syncJobName, syncResources } from '../src/sync/resources.ts';
+import { syncJobName, syncResources } from '../src/sync/catalog-resources.ts';
 import { feedDir, rowsFromState, toCsv, type HrRow } from './helpers/hr-feed.ts';
 import { createSyncHarness, summaryOf, type SyncHarness } from './helpers/sync-harness.ts';
 import type pg from 'pg';

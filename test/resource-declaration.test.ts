@@ -9,7 +9,7 @@ import { scheduleTable } from '../src/queue/schedulers.ts';
 import { removeCourse, updateCourse } from '../src/simulator/index.ts';
 import { syncJob } from '../src/sync/resource-job.ts';
 import type { SnapshotResource } from '../src/sync/resources/resource.ts';
-import { syncJobName, syncResources } from '../src/sync/resources.ts';
+import { syncJobName, syncResources } from '../src/sync/catalog-resources.ts';
 import { createSyncHarness, summaryOf, type SyncHarness } from './helpers/sync-harness.ts';
 
 /**

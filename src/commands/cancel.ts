@@ -2,7 +2,7 @@ import { scopedApp } from './options/scoped.ts';
 import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
 import { cancelQueuedOrOrphaned } from '../sync/cancel-sync.ts';
-import { syncResources } from '../sync/resources.ts';
+import { syncResources } from '../sync/catalog-resources.ts';
 import type { CommandDeps } from './options/deps.ts';
 import { RefusedError } from './options/exit-codes.ts';
 import { requestedOrgs, selectOneOrg } from './options/org-option.ts';

@@ -17,7 +17,7 @@ import { checkFeedShrink } from '../provisioning/feed-shrink-check.ts';
 import { loadGroupNames } from '../provisioning/group-names.ts';
 import { DEFAULT_FEED_MIN_SHARE } from '../settings/feed-min-share.ts';
 import { formatOutcome, formatPlanReport } from './render/provision-report.ts';
-import { syncResources } from '../sync/resources.ts';
+import { syncResources } from '../sync/catalog-resources.ts';
 import { runSync } from '../sync/run-and-wait.ts';
 import { syncPayloadSchema } from '../sync/sync-payload.ts';
 import { reconciliationReport } from '../warehouse/reconciliation.ts';

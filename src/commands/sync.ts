@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
 import { cancelRunsOfJob } from '../sync/runs-store.ts';
 import { requirePlatform } from '../config.ts';
-import { syncResources, type SyncResource } from '../sync/resources.ts';
+import { syncResources, type SyncResource } from '../sync/catalog-resources.ts';
 import { syncSummarySchema } from '../sync/summary.ts';
 import { runSyncOfOrgs, SyncConflictError, SyncInterruptedError, type SyncOutcome } from '../sync/run-and-wait.ts';
 import { syncPayloadSchema, type SyncPayload } from '../sync/sync-payload.ts';

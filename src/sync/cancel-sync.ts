@@ -3,7 +3,7 @@ import type { FoundJob, JobQueue } from '../queue/job-queue.ts';
 import { SYNC_QUEUE } from '../queue/names.ts';
 import { jobOrg } from '../queue/org-scope.ts';
 import type { Database } from '../warehouse/database.ts';
-import { syncJobName, syncResources } from './resources.ts';
+import { syncJobName, syncResources } from './catalog-resources.ts';
 import { cancelRunsOfJob } from './runs-store.ts';
 
 export type CancelOutcome = { ok: true; job: FoundJob; how: string; runs: number } | { ok: false; reason: string };

@@ -4,7 +4,7 @@ import type { JobQueue } from '../queue/job-queue.ts';
 import { SYNC_QUEUE } from '../queue/names.ts';
 import { processAndWait } from '../queue/process-and-wait.ts';
 import type { JobOutcome } from '../queue/wait-for-jobs.ts';
-import { syncJobName, type SyncResource } from './resources.ts';
+import { syncJobName, type SyncResource } from './catalog-resources.ts';
 import { syncPayloadSchema, type SyncPayload } from './sync-payload.ts';
 
 export interface RunSyncDeps {

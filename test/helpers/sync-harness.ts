@@ -6,7 +6,7 @@ import type { AnyJobDefinition } from '../../src/queue/define-job.ts';
 import { createApp, type App } from '../../src/runtime/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger, type Logger } from '../../src/runtime/log.ts';
-import type { SyncResource } from '../../src/sync/resources.ts';
+import type { SyncResource } from '../../src/sync/catalog-resources.ts';
 import { runSync } from '../../src/sync/run-and-wait.ts';
 import { syncPayloadSchema, type SyncPayload } from '../../src/sync/sync-payload.ts';
 import type { JobOutcome } from '../../src/queue/wait-for-jobs.ts';

@@ -262,6 +262,15 @@ if (want('orgs')) {
   const thousand = lastJson(await run(['bench/orgs-thousand.ts', process.env.THOUSAND ?? '{}']));
   figures.orgsThousand = thousand;
   for (const t of thousand.targets as Array<{ name: string; pass: boolean; detail: string }>) check(`orgs ×${num((thousand.args as { orgs: number }).orgs)}: ${t.name}`, t.pass, t.detail);
+  // What the database alone needs for the same rows, so the wall-time target can be read
+  // against the cores Postgres takes from the workers on this machine.
+  const thousandArgs = thousand.args as { orgs: number; results: number; workers: number };
+  const floor = lastJson(await run(['bench/thousand-floor.ts', JSON.stringify({ orgs: thousandArgs.orgs, results: thousandArgs.results, lanes: thousandArgs.workers })]));
+  figures.orgsThousandFloor = floor;
+  const others = thousand.otherCpuSeconds as { postgres: number };
+  verdicts.push(
+    `INFO  orgs ×${thousandArgs.orgs}: Postgres' CPU for the same rows by raw COPY alone ${num(floor.postgresCpuSeconds)} s (${num(floor.postgresCpuMicrosPerResult)} µs a result, ${num(floor.wallSeconds)} s of wall with nothing else running) beside trainsync's load ${others.postgres} s; with the workers' ${num(thousand.workersCpuSeconds)} s, two cores need at least ${Math.round((num(floor.postgresCpuSeconds) + num(thousand.workersCpuSeconds)) / 2)} s`,
+  );
 }
 
 process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);

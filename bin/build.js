@@ -21,8 +21,11 @@ const ENTRY = 'src/cli.ts';
  * turn (save LEFT_OUT). Measured on 2 busy cores: `trainsync --help` 0.63 s with every
  * package left out, 0.44 s with the first seven in, 0.36 s with bullmq too. undici (the
  * platform transport) in: medians of 7 at 470 ms against 500–560 ms loaded from node_modules.
+ * The HTTP server's (fastify and its plugins), the metrics', the orgs file's yaml and the
+ * rest our sources import at the top level: `bench/startup.ts` 714 → 609–619 ms on a slower
+ * machine (every package above was loaded at start whatever the command).
  */
-const BUNDLED = new Set(['zod', 'kysely', 'undici', 'commander', 'csv-parse', 'cli-table3', 'cli-progress', 'bullmq']);
+const BUNDLED = new Set(['zod', 'kysely', 'undici', 'commander', 'csv-parse', 'cli-table3', 'cli-progress', 'bullmq', 'yaml', 'fastify', '@fastify/cookie', '@fastify/csrf-protection', '@fastify/formbody', '@fastify/rate-limit', 'prom-client', 'cron-parser', 'fastest-levenshtein', 'scim-patch', 'scim2-parse-filter', 'csv-stringify', 'iconv-lite']);
 /**
  * Never bundled, whoever imports them: they locate files of their own, or native code,
  * at run time. ioredis reads its package.json for the client name it gives Redis, and

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { adminQuery } from './admin-query.ts';
+import { deleteBenchKeys } from './redis-cleanup.ts';
 import { startSimulatorChild } from './simulator-child.ts';
 
 /**
@@ -73,12 +74,13 @@ function rssMb(pid: number): number | undefined {
 
 async function syncStart(way: Way, sim: { url: string; apiKey: string }): Promise<{ firstRequestMs: number; rssBeforeWorkMb: number }> {
   const database = `trainsync_bench_${randomBytes(4).toString('hex')}`;
+  const prefix = `bench-${randomBytes(4).toString('hex')}`;
   const env = {
     PATH: process.env.PATH,
     TRAINSYNC_API_URL: sim.url,
     TRAINSYNC_API_KEY: sim.apiKey,
     DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
-    TRAINSYNC_QUEUE_PREFIX: `bench-${randomBytes(4).toString('hex')}`,
+    TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_METRICS_PORT: '0',
     LOG_LEVEL: 'warn',
   };
@@ -100,6 +102,7 @@ async function syncStart(way: Way, sim: { url: string; apiKey: string }): Promis
     return { firstRequestMs: Math.round(summary.firstAt - started), rssBeforeWorkMb: Math.round(before?.mb ?? Number.NaN) };
   } finally {
     await adminQuery(ADMIN, `drop database if exists ${database} with (force)`);
+    await deleteBenchKeys(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix);
   }
 }
 

@@ -62,7 +62,7 @@ try {
     const client = await pool.connect();
     try {
       for (let i = next++; i < args.orgs; i = next++) {
-        const copy = orgCopy(`o${String(i).padStart(4, '0')}-${randomUUID().slice(0, 8)}`);
+        const copy = orgCopy(`o${String(i).padStart(4, '0')}`);
         await client.query('begin');
         await pipeline(Readable.from([copy.results]), client.query(copyFrom(`copy public.raw_results (org, result_id, user_id, course_id, multi_course_result_id, is_complete,
           date_completed, score, maximum_score, pass_rate, course_type, extra, first_seen_at, last_seen_at, updated_at) from stdin`)));

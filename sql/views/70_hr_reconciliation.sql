@@ -17,35 +17,52 @@
 -- (training.users rows of org X) and org X's actions; org is the last column.
 -- security_invoker off: the view reads schema trainsync (the actions and identities) with
 -- its owner's rights, so readers need nothing in that schema (they have nothing there).
--- The owner is not bound by row-level security, so the view filters itself: a row shows
--- only when its organisation is one training.visible_organisations() returns, a function
--- run with the reader's own rights (row-level security on training.organisations shows a
--- per-organisation reader its own row, trainsync_reader every row, trainsync's
+-- The owner is not bound by row-level security, so the view filters itself: it reads a
+-- row only when its organisation is one training.visible_organisations() returns, a
+-- function run with the reader's own rights (row-level security on training.organisations
+-- shows a per-organisation reader its own row, trainsync_reader every row, trainsync's
 -- application role the organisations of its transaction's scope).
+--
+-- security_barrier on, and that filter applied where each table is read (the CTE
+-- `visible`), not once at the end. Without the barrier the planner pushes a reader's own
+-- predicate (a function it wrote in pg_temp, a cast that fails with the value in its
+-- message) below the filter, where it is shown other organisations' rows. Into a barrier
+-- view Postgres pushes only predicates made of leakproof functions (which neither raise
+-- errors about nor print their arguments); every other predicate sees the view's output
+-- alone. Filtering each read early keeps the view itself from concatenating, formatting or
+-- comparing another organisation's values (nothing here can raise an error today; the
+-- early filter keeps it so when the view changes). test/reader-side-channels.test.ts
+-- attacks every view of schema training this way.
 create or replace function training.visible_organisations() returns setof text
   language sql stable
   -- A SET clause keeps the planner from inlining the body into the view, where the
   -- view owner's rights (and no row-level security) would read the table instead.
-  set search_path = pg_catalog
+  -- pg_temp last: a reader's temporary table cannot stand in for a relation named here.
+  set search_path = pg_catalog, pg_temp
 as $$
   select slug from training.organisations
 $$;
 
-create or replace view training.hr_reconciliation with (security_invoker = false) as
-select * from (
-with employee_accounts as (
+create or replace view training.hr_reconciliation with (security_invoker = false, security_barrier = true) as
+with visible as (
+  -- Once per query, with the reader's rights; every read below keeps only these organisations.
+  select training.visible_organisations() as org
+), employee_accounts as (
   -- Each employee's platform account: the linked one, else a listed one with the same e-mail;
   -- account_gone: the linked account is one the platform no longer lists.
   select e.org, e.employee_id, e.email, e.status, e.removed_at, e.user_id, coalesce(e.user_id, m.user_id) as account_id,
     coalesce(linked.removed_at is not null, false) as account_gone
   from training.employees e
   left join training.users linked on linked.org = e.org and linked.user_id = e.user_id
+    and linked.org in (select org from visible)
   left join lateral (
     select u.user_id from training.users u
-    where e.user_id is null and u.org = e.org and lower(u.email) = lower(e.email) and u.removed_at is null
+    where e.user_id is null and u.org = e.org and u.org in (select org from visible)
+      and lower(u.email) = lower(e.email) and u.removed_at is null
     order by u.user_id
     limit 1
   ) m on true
+  where e.org in (select org from visible)
 ), latest_actions as (
   -- Enable and disable (or an add and a removal of one group) are one question: the latest answers it.
   select distinct on (a.org, a.employee_id, a.family) a.org, a.employee_id, a.email, a.kind, a.group_id, a.status, a.error_code, a.error_message, a.finished_at
@@ -56,7 +73,7 @@ with employee_accounts as (
         else a.kind
       end as family
     from trainsync.provisioning_actions a
-    where a.status <> 'skipped'
+    where a.org in (select org from visible) and a.status <> 'skipped'
   ) a
   order by a.org, a.employee_id, a.family, a.id desc
 )
@@ -80,6 +97,7 @@ select 'leaver_with_access', ea.employee_id, ea.email, u.user_id,
   ea.org
 from employee_accounts ea
 join training.users u on u.org = ea.org and u.user_id = ea.account_id and u.removed_at is null and u.has_access
+  and u.org in (select org from visible)
 where (ea.status = 'inactive' or ea.removed_at is not null)
   -- The same account held by an active employee (a re-hire under a new id) is no leaver's.
   and not exists (
@@ -100,7 +118,7 @@ select 'account_without_employee', null, u.email, u.user_id,
     || ') that no HR employee lists',
   u.org
 from training.users u
-where u.removed_at is null and u.has_access
+where u.org in (select org from visible) and u.removed_at is null and u.has_access
   -- Only once this organisation's feed was loaded.
   and exists (select 1 from training.employees e where e.org = u.org)
   and not exists (select 1 from employee_accounts ea where ea.org = u.org and ea.account_id = u.user_id)
@@ -115,9 +133,8 @@ select 'pending_action', la.employee_id, la.email, i.platform_user_id,
   la.org
 from latest_actions la
 left join trainsync.identities i on i.org = la.org and i.employee_id = la.employee_id
-where la.status in ('failed', 'needs-identity')
-) r
-where r.org in (select training.visible_organisations());
+  and i.org in (select org from visible)
+where la.status in ('failed', 'needs-identity');
 
 comment on view training.hr_reconciliation is
   'One row per HR/platform discrepancy: kind in active_without_account, leaver_with_access, account_without_employee, pending_action.';

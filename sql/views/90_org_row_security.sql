@@ -8,14 +8,23 @@
 --   policy reads training.organisations, which itself shows such a reader only its own
 --   row. The reader is not a member of trainsync_reader, so SET ROLE cannot widen it.
 -- - any other role sees no row.
--- Views are declared security_invoker, so the policies apply to whoever reads them.
+-- Views are declared security_invoker, so the policies apply to whoever reads them; the
+-- one that is not, training.hr_reconciliation, is a security barrier that filters itself
+-- (sql/views/70).
 
+-- Runs in the reader's session, inside the policy on training.organisations: with pg_temp
+-- searched first (its place when a search_path leaves it out), a reader's temporary table
+-- named pg_roles would decide which organisations it sees. pg_temp last, and every name
+-- qualified. (Functions and operators are never looked up in pg_temp.)
 create or replace function training.sees_organisation(reader_role text) returns boolean
   language sql stable
-  set search_path = pg_catalog
+  set search_path = pg_catalog, pg_temp
 as $$
-  select pg_has_role(current_user, 'trainsync_reader', 'MEMBER')
-      or exists (select 1 from pg_roles r where r.rolname = reader_role and pg_has_role(current_user, r.oid, 'MEMBER'))
+  select pg_catalog.pg_has_role(current_user, 'trainsync_reader', 'MEMBER')
+      or exists (
+        select 1 from pg_catalog.pg_roles r
+        where r.rolname = reader_role and pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')
+      )
 $$;
 
 alter table training.organisations enable row level security;

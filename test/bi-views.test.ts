@@ -177,8 +177,8 @@ describe('the BI role', () => {
       ]);
       expect(ownerTables[1]).toHaveLength(6);
       await client.query('savepoint denied');
-      // hr_reconciliation runs as its reader (security_invoker, for row-level security): the
-      // reader sees the audit columns it reads, nothing else of schema trainsync.
+      // Nothing of schema trainsync: hr_reconciliation reads the actions and identities with
+      // its owner's rights (a security barrier that filters itself, sql/views/70).
       await expect(client.query('select before, after from trainsync.provisioning_actions')).rejects.toThrow(/permission denied/);
       await client.query('rollback to savepoint denied');
       await expect(client.query('select count(*) from trainsync.held_plans')).rejects.toThrow(/permission denied/);

@@ -161,10 +161,26 @@ export function oversizeRefusal(req: IncomingMessage): HttpError | undefined {
 }
 
 /**
+ * Answers on the connection itself, outside Fastify (what the parser refused, a CONNECT), in the
+ * server's body format, then closes it: the rest of what the client sends is read and dropped
+ * meanwhile, so it sees the answer and a clean close rather than a reset.
+ */
+function answerOnSocket(socket: Socket, answer: ErrorAnswer, errorBody: HttpServerOptions['errorBody']): void {
+  const { type, body } = errorBody(answer);
+  const bytes = Buffer.from(body);
+  const extra = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  socket.on('error', () => undefined);
+  socket.resume();
+  const linger = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
+  socket.end(`HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nContent-Type: ${type}\r\nContent-Length: ${bytes.length}\r\n${extra}Connection: close\r\n\r\n${body}`);
+}
+
+/**
  * What the parser refused (a request it cannot read, one past its size limit, one too slow) is
- * answered as Node itself would, in the server's body format, then the connection closes: the
- * rest of what the client sends is read and dropped meanwhile, so it sees the answer and a
- * clean close rather than a reset. A connection already gone is only destroyed.
+ * answered as Node itself would (400, 431, 408), in the server's format; a connection already
+ * gone is only destroyed.
  */
 function answerClientError(error: NodeJS.ErrnoException, socket: Socket, errorBody: HttpServerOptions['errorBody']): void {
   if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
@@ -174,14 +190,7 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket, errorBo
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const detail =
     status === 431 ? `the request line and headers are over ${PARSER_MAX_HEADER_BYTES} bytes` : status === 408 ? 'the request took too long to arrive' : 'the request is not valid HTTP/1.1';
-  const { type, body } = errorBody({ status, detail, headers: {}, fault: false, error });
-  const bytes = Buffer.from(body);
-  socket.on('error', () => undefined);
-  socket.resume();
-  const linger = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS);
-  linger.unref();
-  socket.once('close', () => clearTimeout(linger));
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${type}\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n${body}`);
+  answerOnSocket(socket, { status, detail, headers: {}, fault: false, error }, errorBody);
 }
 
 /** Builds a server, applies its plugin and listens where the options say. */
@@ -213,6 +222,12 @@ export async function startHttpServer({ options, plugin }: ServerDefinition): Pr
     // A Buffer: Fastify sends the type as the server gave it (no charset added to a JSON type).
     return reply.code(mapped.status).headers(mapped.headers).type(type).send(Buffer.from(body));
   };
+
+  // No server of ours is a proxy: CONNECT (which Node hands over as a bare socket, and without a
+  // listener resets) is refused like any method not served.
+  server.server.on('connect', (_request: IncomingMessage, socket: Socket) =>
+    answerOnSocket(socket, { status: 405, detail: 'CONNECT is not served here', headers: {}, fault: false, error: undefined }, options.errorBody),
+  );
 
   if (options.rawBodies) {
     server.removeAllContentTypeParsers();

@@ -14,6 +14,13 @@ COPY sql ./sql
 COPY examples ./examples
 RUN node bin/build.js
 USER node
+# trainsync binds loopback by default; in a container that would be unreachable, so every
+# listener here binds every interface of the container. Publish the ports with care (the
+# compose file publishes them on the host's 127.0.0.1 only) and set TRAINSYNC_METRICS_TOKEN.
+ENV TRAINSYNC_METRICS_HOST=0.0.0.0 \
+    TRAINSYNC_WEBHOOK_HOST=0.0.0.0 \
+    TRAINSYNC_SCIM_HOST=0.0.0.0 \
+    TRAINSYNC_CONSOLE_HOST=0.0.0.0
 EXPOSE 9464 9465 9466 9467
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s CMD node -e "fetch('http://127.0.0.1:'+(process.env.TRAINSYNC_METRICS_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 ENTRYPOINT ["node", "bin/trainsync.js"]

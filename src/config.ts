@@ -13,6 +13,7 @@ import { clusterSafePrefix, parseRedisUrl } from './lib/redis-target.ts';
 import { parseMaxDisable } from './settings/max-disable.ts';
 import { DEFAULT_FEED_MIN_SHARE, parseFeedMinShare } from './settings/feed-min-share.ts';
 import { unknownVariables, type UnknownVariable } from './lib/unknown-variables.ts';
+import { parseTrustedProxies } from './settings/trusted-proxies.ts';
 
 /**
  * The only place environment variables are read. `loadConfig(env)` parses once and
@@ -82,6 +83,12 @@ const secretKey = z
   });
 
 /** A bearer token for SCIM: long enough not to be guessed; compared in constant time (src/scim/auth.ts). */
+/**
+ * The interface a listener binds: loopback by default, so nothing is reachable from another
+ * machine until an operator says so (the container image sets 0.0.0.0, docs/operator.md).
+ */
+const listenHost = (): z.ZodDefault<z.ZodString> => z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1, or 0.0.0.0 for every interface').default('127.0.0.1');
+
 const scimToken = z
   .string()
   .trim()
@@ -199,6 +206,9 @@ const envSchema = z.object({
   // refused before planning (an export cut short upstream); `provision --allow-shrink` overrides.
   TRAINSYNC_FEED_MIN_SHARE: parsedBy(parseFeedMinShare).default(DEFAULT_FEED_MIN_SHARE),
   TRAINSYNC_METRICS_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9464' }).int().min(0).max(65_535).default(9464),
+  TRAINSYNC_METRICS_HOST: listenHost(),
+  // When set, /metrics answers only `Authorization: Bearer <token>` (401 otherwise); /healthz stays open.
+  TRAINSYNC_METRICS_TOKEN: scimToken.optional(),
   // How many organisations (the orgs file's first) keep their own `org` label on every series of
   // /metrics; the rest are summed under org="_other" (a slug per series is 1,000× the series).
   TRAINSYNC_METRICS_ORG_LABELS: parsedBy(parseMetricsOrgLabels).default(50),
@@ -222,7 +232,7 @@ const envSchema = z.object({
   // Webhooks (src/webhooks): the receiver runs in `worker` only when a secret is set.
   TRAINSYNC_WEBHOOK_SECRET: parsedBy(parseWebhookSecrets).optional(),
   TRAINSYNC_WEBHOOK_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9465' }).int().min(0).max(65_535).default(9465),
-  TRAINSYNC_WEBHOOK_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1 or 0.0.0.0').default('0.0.0.0'),
+  TRAINSYNC_WEBHOOK_HOST: listenHost(),
   TRAINSYNC_WEBHOOK_SIGNATURE_HEADER: z
     .string()
     .trim()
@@ -238,9 +248,10 @@ const envSchema = z.object({
   // `name:role:hash:acme+globex` limits a user to those organisations.
   TRAINSYNC_CONSOLE_USERS: parsedBy(parseConsoleUsers).optional(),
   TRAINSYNC_CONSOLE_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9467' }).int().min(0).max(65_535).default(9467),
-  TRAINSYNC_CONSOLE_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1').default('127.0.0.1'),
-  // Behind a TLS-terminating proxy: trust its X-Forwarded-Proto, and mark the cookies Secure.
-  TRAINSYNC_CONSOLE_TRUST_PROXY: z.enum(['true', 'false'], { error: 'true or false' }).transform((v) => v === 'true').default(false),
+  TRAINSYNC_CONSOLE_HOST: listenHost(),
+  // Behind a TLS-terminating proxy: its addresses (or CIDR ranges), whose X-Forwarded-For and
+  // X-Forwarded-Proto are believed (cookies Secure behind TLS); any other peer is taken as it is.
+  TRAINSYNC_CONSOLE_TRUST_PROXY: parsedBy(parseTrustedProxies).default(false),
   TRAINSYNC_CONSOLE_SESSION_MINUTES: positiveInt('480').max(10_080, 'at most 10080 (a week), e.g. 480').default(480),
   // SCIM 2.0 (src/scim): served by `worker` only when a bearer token is configured, by
   // value (TRAINSYNC_SCIM_TOKEN) or by reference to a file (TRAINSYNC_SCIM_TOKEN_FILE).
@@ -266,7 +277,7 @@ const envSchema = z.object({
     })
     .optional(),
   TRAINSYNC_SCIM_PORT: z.coerce.number({ error: 'a TCP port, e.g. 9466' }).int().min(0).max(65_535).default(9466),
-  TRAINSYNC_SCIM_HOST: z.string().trim().min(1, 'an interface address, e.g. 127.0.0.1 or 0.0.0.0').default('0.0.0.0'),
+  TRAINSYNC_SCIM_HOST: listenHost(),
   TRAINSYNC_SCIM_MAX_BODY_BYTES: positiveInt('262144').min(1_024, 'at least 1024, e.g. 262144').default(262_144),
   // SCIM requests worked on at once; past it 429 with Retry-After (identity providers back off on it).
   TRAINSYNC_SCIM_MAX_IN_FLIGHT: positiveInt('100').default(100),

@@ -177,7 +177,7 @@ describe('the operator console in a browser', () => {
     await page.click('#login button[type=submit]');
     expect(await page.locator('.error').innerText()).toMatch(/Wrong user name or password/);
     expect((await context.cookies()).some((c) => c.name === 'trainsync_console')).toBe(false);
-    // Guessing is rate-limited per address and user name: the sixth attempt in a minute gets 429.
+    // Guessing is throttled per user name (and per address): the sixth failure in a minute gets 429.
     const token = await csrfOf(page);
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) {

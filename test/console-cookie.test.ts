@@ -6,7 +6,7 @@ import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
 
 /**
  * The session cookie over HTTP (no browser): `Secure` behind TLS, which for the console
- * (plain HTTP on loopback) means a trusted proxy (TRAINSYNC_CONSOLE_TRUST_PROXY=true) that
+ * (plain HTTP on loopback) means a trusted proxy (TRAINSYNC_CONSOLE_TRUST_PROXY=127.0.0.1, its address) that
  * says `X-Forwarded-Proto: https`; never on plain HTTP, nor from a client's own header when
  * no proxy is trusted. Always HttpOnly, SameSite=Strict and expiring (README, "Console").
  */
@@ -72,7 +72,7 @@ beforeAll(async () => {
       TRAINSYNC_CONSOLE_USERS: `${USER.name}:viewer:${hash}`,
       TRAINSYNC_CONSOLE_PORT: '0',
       TRAINSYNC_CONSOLE_SESSION_MINUTES: String(SESSION_MINUTES),
-      TRAINSYNC_CONSOLE_TRUST_PROXY: 'true',
+      TRAINSYNC_CONSOLE_TRUST_PROXY: '127.0.0.1',
     },
   });
   const deps = { scopes: h.app.scopes, queue: h.app.queue, log: h.app.log, health: async () => ({}), repair: () => { throw new Error('not used here'); } };

@@ -11,10 +11,11 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 describe('the endpoint lines of `trainsync worker`', () => {
   it('one line per endpoint with its URL: health and metrics always; webhooks, SCIM and the console when on', () => {
-    expect(endpointLines({ health: { port: 9464 } })).toEqual(['health    http://127.0.0.1:9464/healthz  (all interfaces)', 'metrics   http://127.0.0.1:9464/metrics  (all interfaces)']);
+    expect(endpointLines({ health: { port: 9464, host: '127.0.0.1' } })).toEqual(['health    http://127.0.0.1:9464/healthz', 'metrics   http://127.0.0.1:9464/metrics']);
+    expect(endpointLines({ health: { port: 9464, host: '0.0.0.0' } })).toEqual(['health    http://127.0.0.1:9464/healthz  (all interfaces)', 'metrics   http://127.0.0.1:9464/metrics  (all interfaces)']);
     expect(
       endpointLines({
-        health: { port: 9464 },
+        health: { port: 9464, host: '127.0.0.1' },
         webhooks: { port: 9465, host: '0.0.0.0', orgs: ['default'] },
         scim: { port: 9466, host: '10.0.0.5', orgs: ['north', 'south'] },
         console: { port: 9467, host: '127.0.0.1' },
@@ -24,7 +25,7 @@ describe('the endpoint lines of `trainsync worker`', () => {
       'SCIM      http://10.0.0.5:9466/scim/v2/north, /scim/v2/south',
       'console   http://127.0.0.1:9467/',
     ]);
-    expect(endpointLines({ health: { port: 1 }, console: { port: 2, host: '::1' } }).at(-1)).toBe('console   http://[::1]:2/');
+    expect(endpointLines({ health: { port: 1, host: '127.0.0.1' }, console: { port: 2, host: '::1' } }).at(-1)).toBe('console   http://[::1]:2/');
   });
 });
 
@@ -73,18 +74,22 @@ describe('trainsync worker prints its endpoints', () => {
     await dropPrefix(prefix);
   });
 
-  it('piped, with --print-endpoints: the lines on stdout, stderr still JSON lines only', async () => {
+  it('piped, with --print-endpoints: the lines on stdout, stderr still JSON lines only; every endpoint on loopback by default', async () => {
     const run = await runUntil(process.execPath, [path.join(ROOT, 'bin/trainsync.js'), 'worker', '--no-schedules', '--print-endpoints'], [/^SCIM /m, /"msg":"worker started"/]);
+    // No *_HOST set: nothing listens on every interface (no line says "all interfaces").
     expect(run.stdout.trim().split('\n')).toEqual([
-      expect.stringMatching(/^health {4}http:\/\/127\.0\.0\.1:\d+\/healthz {2}\(all interfaces\)$/),
-      expect.stringMatching(/^metrics {3}http:\/\/127\.0\.0\.1:\d+\/metrics {2}\(all interfaces\)$/),
-      expect.stringMatching(/^webhooks {2}POST http:\/\/127\.0\.0\.1:\d+\/webhooks\/platform {2}\(all interfaces\)$/),
-      expect.stringMatching(/^SCIM {6}http:\/\/127\.0\.0\.1:\d+\/scim\/v2 {2}\(all interfaces\)$/),
+      expect.stringMatching(/^health {4}http:\/\/127\.0\.0\.1:\d+\/healthz$/),
+      expect.stringMatching(/^metrics {3}http:\/\/127\.0\.0\.1:\d+\/metrics$/),
+      expect.stringMatching(/^webhooks {2}POST http:\/\/127\.0\.0\.1:\d+\/webhooks\/platform$/),
+      expect.stringMatching(/^SCIM {6}http:\/\/127\.0\.0\.1:\d+\/scim\/v2$/),
     ]);
-    // The URL is where it answers: the port printed is the one it listens on.
+    // The URL is where it answers: the port printed is the one it listens on, and the address the one bound.
     const health = /^health {4}(\S+)/m.exec(run.stdout)![1]!;
-    const port = /"port":(\d+),"msg":"serving \/healthz and \/metrics"/.exec(run.stderr)?.[1];
-    expect(health).toBe(`http://127.0.0.1:${port}/healthz`);
+    const serving = /"port":(\d+),"host":"([^"]+)","token":false,"msg":"serving \/healthz and \/metrics"/.exec(run.stderr);
+    expect(serving?.[2]).toBe('127.0.0.1');
+    expect(health).toBe(`http://127.0.0.1:${serving?.[1]}/healthz`);
+    expect(/"host":"([^"]+)"[^\n]*"msg":"webhook receiver listening"/.exec(run.stderr)?.[1]).toBe('127.0.0.1');
+    expect(/"host":"([^"]+)"[^\n]*"msg":"SCIM endpoint listening"/.exec(run.stderr)?.[1]).toBe('127.0.0.1');
     for (const line of run.stderr.trim().split('\n')) expect(() => JSON.parse(line), line).not.toThrow();
   });
 

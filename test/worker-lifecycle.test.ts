@@ -29,7 +29,7 @@ describe('the worker process', () => {
 
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(health.status).toBe(200);
-    expect(await health.json()).toEqual({ status: 'ok', failures: {} });
+    expect(await health.json()).toEqual({ status: 'ok', postgres: 'up', redis: 'up' });
 
     const job = await h.app.queue.queues[SYNC_QUEUE].add(
       'sync-results',

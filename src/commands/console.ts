@@ -19,7 +19,8 @@ export function registerConsoleCommand(program: Command, deps: CommandDeps): voi
 Off until TRAINSYNC_CONSOLE_USERS lists a user (name:role:hash, role viewer or operator; make the
 hash with \`trainsync console hash-password\`; name:role:hash:acme+globex limits a user to those
 organisations, and bull-board is then not theirs). Served on TRAINSYNC_CONSOLE_HOST:TRAINSYNC_CONSOLE_PORT
-(default 127.0.0.1:9467); put a TLS proxy in front and set TRAINSYNC_CONSOLE_TRUST_PROXY=true.
+(default 127.0.0.1:9467); put a TLS proxy in front and set TRAINSYNC_CONSOLE_TRUST_PROXY to its
+address (e.g. 127.0.0.1), so its X-Forwarded-For and -Proto are believed and no one else's.
 Approved plans and retried actions are applied by a running worker. See docs/operator.md, "Console".`,
     )
     .action(async () => {
@@ -39,7 +40,7 @@ Approved plans and retried actions are applied by a running worker. See docs/ope
         repair: (org) => provisionDeps(app, org),
         health: () => runHealthChecks({ postgres: () => sql`select 1`.execute(app.scopes.unscoped), redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }) }),
       });
-      process.stdout.write(`console: http://${config.TRAINSYNC_CONSOLE_HOST}:${server!.port}/\n`);
+      process.stdout.write(`console: http://${server!.address.includes(':') ? `[${server!.address}]` : server!.address}:${server!.port}/\n`);
       await new Promise<void>((resolve) => {
         process.once('SIGTERM', resolve);
         process.once('SIGINT', resolve);

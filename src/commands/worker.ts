@@ -30,13 +30,16 @@ Schedules (cron lines, UTC; each checked at start, naming the variable):
 ${schedules}
 Any number of workers may run against one Redis:
 each scheduled sync runs once, and no two syncs of one resource ever run at once.
-Metrics and health: http://<host>:$TRAINSYNC_METRICS_PORT/metrics and /healthz (default port 9464).
-Webhooks: POST http://<host>:$TRAINSYNC_WEBHOOK_PORT/webhooks/platform (default port 9465), served
-only when TRAINSYNC_WEBHOOK_SECRET is set; see docs/operator.md, "Webhooks".
-SCIM 2.0: http://<host>:$TRAINSYNC_SCIM_PORT/scim/v2 (default port 9466), served only when
-TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE is set; see docs/scim.md.
+Every endpoint listens on loopback (127.0.0.1) unless its *_HOST variable says otherwise
+(0.0.0.0: every interface; the container image sets that).
+Metrics and health: http://$TRAINSYNC_METRICS_HOST:$TRAINSYNC_METRICS_PORT/metrics and /healthz
+(default port 9464; TRAINSYNC_METRICS_TOKEN makes /metrics ask for a bearer token).
+Webhooks: POST http://$TRAINSYNC_WEBHOOK_HOST:$TRAINSYNC_WEBHOOK_PORT/webhooks/platform (default
+port 9465), served only when TRAINSYNC_WEBHOOK_SECRET is set; see docs/operator.md, "Webhooks".
+SCIM 2.0: http://$TRAINSYNC_SCIM_HOST:$TRAINSYNC_SCIM_PORT/scim/v2 (default port 9466), served only
+when TRAINSYNC_SCIM_TOKEN or TRAINSYNC_SCIM_TOKEN_FILE is set; see docs/scim.md.
 On a terminal (or with --print-endpoints) it prints one line per endpoint with its URL,
-e.g. "health    http://127.0.0.1:9464/healthz  (all interfaces)"; logs go to stderr.`,
+e.g. "health    http://127.0.0.1:9464/healthz"; logs go to stderr.`,
     )
     .action(async (options: { queues: string; schedules: boolean; printEndpoints?: boolean }) => {
       const config = deps.loadConfig();
@@ -50,7 +53,7 @@ e.g. "health    http://127.0.0.1:9464/healthz  (all interfaces)"; logs go to std
         // Fails at once while the connection is down: a PING would only queue behind the outage.
         redis: () => app.queue.redis.check(CHECK_TIMEOUT_MS, { failFast: true }),
       };
-      const health = await startHealthServer({ port: config.TRAINSYNC_METRICS_PORT, metrics: app.metrics, log, checks });
+      const health = await startHealthServer({ port: config.TRAINSYNC_METRICS_PORT, host: config.TRAINSYNC_METRICS_HOST, token: config.TRAINSYNC_METRICS_TOKEN, metrics: app.metrics, log, checks });
       // Off unless TRAINSYNC_CONSOLE_USERS is set (docs/operator.md, "Console").
       const consoleServer = await startConsole({ config, scopes: app.scopes, queue: app.queue, log, health: () => runHealthChecks(checks), repair: (org) => provisionDeps(app, org) });
       // Off unless TRAINSYNC_WEBHOOK_SECRET is set (docs/operator.md, "Webhooks"). Before the
@@ -62,10 +65,11 @@ e.g. "health    http://127.0.0.1:9464/healthz  (all interfaces)"; logs go to std
       // unreachable Redis); logs stay JSON lines on stderr elsewhere.
       if (process.stdout.isTTY || options.printEndpoints) {
         const lines = endpointLines({
-          health: { port: health.port },
+          // What is reachable from other machines (bound to every interface) is marked so.
+          health: { port: health.port, host: health.address },
           ...(webhooks ? { webhooks: { port: webhooks.port, host: config.TRAINSYNC_WEBHOOK_HOST, orgs: webhookOrgs(config).map((o) => o.slug) } } : {}),
           ...(scim ? { scim: { port: scim.port, host: config.TRAINSYNC_SCIM_HOST, orgs: scim.orgs } } : {}),
-          ...(consoleServer ? { console: { port: consoleServer.port, host: config.TRAINSYNC_CONSOLE_HOST } } : {}),
+          ...(consoleServer ? { console: { port: consoleServer.port, host: consoleServer.address } } : {}),
         });
         process.stdout.write(`${lines.join('\n')}\n`);
       }

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import fastifyCookie from '@fastify/cookie';
 import fastifyCsrf from '@fastify/csrf-protection';
 import fastifyFormbody from '@fastify/formbody';
-import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConsoleUser } from '../settings/console-users.ts';
 import { verifyConsolePassword } from '../settings/console-users.ts';
@@ -18,6 +17,8 @@ import { registerPageRoutes } from './routes.ts';
 import { registerOrgSearch } from './org-search.ts';
 import { isConfigured, outsideOrg, scopeOf } from './scope.ts';
 import { createSession, endSession, findSession, setSessionOrg, type Session } from './sessions.ts';
+import { createLoginThrottle } from './login-throttle.ts';
+import { HttpError } from '../http/http-error.ts';
 
 export type ConsoleServer = HttpServer;
 
@@ -108,7 +109,6 @@ export function consoleServer(deps: ConsoleDeps, users: readonly ConsoleUser[]):
     // Signs only the CSRF secret cookie; a restart asks for a fresh form, nothing more.
     await server.register(fastifyCookie, { secret: randomBytes(32).toString('hex') });
     await server.register(fastifyFormbody);
-    await server.register(fastifyRateLimit, { global: false, hook: 'preHandler' });
     await server.register(fastifyCsrf, {
       sessionPlugin: '@fastify/cookie',
       cookieKey: 'trainsync_csrf',
@@ -164,20 +164,24 @@ export function consoleServer(deps: ConsoleDeps, users: readonly ConsoleUser[]):
 
     server.get('/login', async (_request, reply) => reply.type('text/html').send(loginPage(reply).text));
 
+    // Per user name and per address (request.ip: the peer, or what a configured proxy says it forwarded for).
+    const throttle = createLoginThrottle();
     server.post<{ Body: { username?: string; password?: string } }>(
       '/login',
-      {
-        preHandler: server.csrfProtection,
-        // Per address and user name: guessing one account's password is slow, other users are not locked out.
-        config: { rateLimit: { max: 5, timeWindow: '1 minute', keyGenerator: (request: FastifyRequest) => `${request.ip}:${String((request.body as { username?: unknown } | undefined)?.username ?? '')}` } },
-      },
+      { preHandler: server.csrfProtection },
       async (request, reply) => {
         const name = String(request.body?.username ?? '');
         const password = String(request.body?.password ?? '');
+        const wait = throttle.refusal(request.ip, name);
+        if (wait !== undefined) {
+          deps.log.warn({ user: name, ip: request.ip }, 'console log-in throttled');
+          throw new HttpError(429, 'too many attempts', { 'retry-after': String(wait) });
+        }
         const user: ConsoleUser | undefined = users.find((u) => u.name === name);
         // A hash is checked even for an unknown name, so timing does not tell which names exist.
         const ok = await verifyConsolePassword(password, user?.hash ?? users[0]!.hash);
         if (!user || !ok) {
+          throttle.failed(request.ip, name);
           deps.log.warn({ user: name, ip: request.ip }, 'console log-in refused');
           return reply.code(401).type('text/html').send(loginPage(reply, 'Wrong user name or password.').text);
         }

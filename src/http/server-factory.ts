@@ -1,5 +1,5 @@
-import type { IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { HttpError, mapError, type BodyLimit, type MappedError } from './http-error.ts';
 
@@ -7,7 +7,9 @@ import { HttpError, mapError, type BodyLimit, type MappedError } from './http-er
  * Every HTTP server trainsync runs (SCIM, the webhook receiver, /healthz and /metrics, the
  * console) is made here, so they share one set of limits and one error mapping: a slow or
  * stalled client cannot hold a connection for ever (30 s for a whole request, 10 s for its
- * headers, a malformed one is cut), a body over the server's limit gets the same 413 everywhere,
+ * headers), a request the parser cannot read is answered 400 (431 past the parser's limit, 408 when
+ * too slow) rather than reset, a URL over `MAX_URL_BYTES` gets 414 and headers over
+ * `MAX_HEADER_BYTES` 431, a body over the server's limit gets the same 413 everywhere,
  * an error is answered by `mapError`'s rule (a fault never echoes its message), and closing lets
  * requests in flight finish (their changes are recorded and answered) while idle keep-alive
  * connections go at once, all of them after `forceCloseAfterMs`. Each server's routes are one
@@ -30,6 +32,18 @@ export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
  * its end: the connection is cut after the 413 (the client may see either).
  */
 export const DRAIN_FACTOR = 4;
+/** A URL longer than this is refused 414 before any route (the usual proxies' own limit is 8 KiB). */
+export const MAX_URL_BYTES = 8 * 1024;
+/** Header names and values (the URL apart) past this in all are refused 431 before any route. */
+export const MAX_HEADER_BYTES = 16 * 1024;
+/**
+ * What Node's parser reads of a request line and headers before it gives up (its default is
+ * 16 KiB): above the two limits, so a request just over them is still read and answered 414 or
+ * 431 in the server's own body format; past this the parser stops and the client gets 431.
+ */
+export const PARSER_MAX_HEADER_BYTES = 64 * 1024;
+/** A connection refused by the parser is given this long to take its answer before it is cut. */
+const CLIENT_ERROR_LINGER_MS = 2_000;
 
 /** What a server logs through (pino's Logger fits). */
 export interface HttpLog {
@@ -59,7 +73,11 @@ export interface HttpServerOptions {
    * parsers (JSON, and the plugins' own: forms) apply.
    */
   rawBodies: boolean;
-  trustProxy?: boolean;
+  /**
+   * The proxies (addresses, CIDR ranges) whose `X-Forwarded-*` headers are believed; default none.
+   * Never `true`: any client could then choose the address it is seen at.
+   */
+  trustProxy?: false | readonly string[];
   /** The body of an error answer (status, detail and headers already decided). */
   errorBody(answer: ErrorAnswer): ErrorBody;
   /** The detail of a 500: the server's own fixed words. */
@@ -74,6 +92,8 @@ export interface HttpServerOptions {
 
 export interface HttpServer {
   port: number;
+  /** The interface it listens on, as bound (`127.0.0.1`, `0.0.0.0`, `::1`…). */
+  address: string;
   close(): Promise<void>;
 }
 
@@ -132,24 +152,66 @@ export function routableUrl(url: string): string {
   }
 }
 
+/** A URL or headers over the limits: the refusal, or undefined. The request line and headers are all read by now (under `PARSER_MAX_HEADER_BYTES`). */
+export function oversizeRefusal(req: IncomingMessage): HttpError | undefined {
+  if (Buffer.byteLength(req.url ?? '') > MAX_URL_BYTES) return new HttpError(414, `the URL is over ${MAX_URL_BYTES} bytes`, { connection: 'close' });
+  let size = 0;
+  for (const part of req.rawHeaders) size += Buffer.byteLength(part);
+  return size > MAX_HEADER_BYTES ? new HttpError(431, `the headers are over ${MAX_HEADER_BYTES} bytes`, { connection: 'close' }) : undefined;
+}
+
+/**
+ * Answers on the connection itself, outside Fastify (what the parser refused, a CONNECT), in the
+ * server's body format, then closes it: the rest of what the client sends is read and dropped
+ * meanwhile, so it sees the answer and a clean close rather than a reset.
+ */
+function answerOnSocket(socket: Socket, answer: ErrorAnswer, errorBody: HttpServerOptions['errorBody']): void {
+  const { type, body } = errorBody(answer);
+  const bytes = Buffer.from(body);
+  const extra = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  socket.on('error', () => undefined);
+  socket.resume();
+  const linger = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
+  socket.end(`HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nContent-Type: ${type}\r\nContent-Length: ${bytes.length}\r\n${extra}Connection: close\r\n\r\n${body}`);
+}
+
+/**
+ * What the parser refused (a request it cannot read, one past its size limit, one too slow) is
+ * answered as Node itself would (400, 431, 408), in the server's format; a connection already
+ * gone is only destroyed.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Socket, errorBody: HttpServerOptions['errorBody']): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const detail =
+    status === 431 ? `the request line and headers are over ${PARSER_MAX_HEADER_BYTES} bytes` : status === 408 ? 'the request took too long to arrive' : 'the request is not valid HTTP/1.1';
+  answerOnSocket(socket, { status, detail, headers: {}, fault: false, error }, errorBody);
+}
+
 /** Builds a server, applies its plugin and listens where the options say. */
 export async function startHttpServer({ options, plugin }: ServerDefinition): Promise<HttpServer> {
   const server = Fastify({
     logger: false,
-    trustProxy: options.trustProxy ?? false,
+    trustProxy: options.trustProxy ? [...options.trustProxy] : false,
     bodyLimit: options.bodyLimit.bytes,
     requestTimeout: REQUEST_TIMEOUT_MS,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-    http: { headersTimeout: HEADERS_TIMEOUT_MS },
-    // A request the parser cannot read gets no answer: its connection goes.
-    clientErrorHandler: (_error, socket) => socket.destroy(),
+    http: { headersTimeout: HEADERS_TIMEOUT_MS, maxHeaderSize: PARSER_MAX_HEADER_BYTES },
+    clientErrorHandler: (error, socket) => answerClientError(error, socket, options.errorBody),
     exposeHeadRoutes: false,
     rewriteUrl: (req) => routableUrl(req.url ?? '/'),
     // What the router still refuses (an over-long path parameter, an absolute URL it cannot read): answered through the same mapping.
     frameworkErrors: (error, request, reply) => answerError(error, request, reply),
   });
 
-  const answerError = async (error: unknown, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+  const answerError = async (thrown: unknown, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    // The router's own refusal of a URL too long to route is the 414 it is.
+    const error = oversizeRefusal(request.raw) ?? thrown;
     const mapped = mapError(error, options.bodyLimit, options.faultDetail);
     if (mapped.fault) options.log.error({ err: error, method: request.method, url: request.url }, `${options.name} request failed: answered ${mapped.status}`);
     if (mapped.status === 413 && !(await drainRest(request.raw, options.bodyLimit.bytes))) {
@@ -161,11 +223,22 @@ export async function startHttpServer({ options, plugin }: ServerDefinition): Pr
     return reply.code(mapped.status).headers(mapped.headers).type(type).send(Buffer.from(body));
   };
 
+  // No server of ours is a proxy: CONNECT (which Node hands over as a bare socket, and without a
+  // listener resets) is refused like any method not served.
+  server.server.on('connect', (_request: IncomingMessage, socket: Socket) =>
+    answerOnSocket(socket, { status: 405, detail: 'CONNECT is not served here', headers: {}, fault: false, error: undefined }, options.errorBody),
+  );
+
   if (options.rawBodies) {
     server.removeAllContentTypeParsers();
     server.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   }
   server.setErrorHandler((error, request, reply) => answerError(error, request, reply));
+  // First of every server's hooks: nothing of a server's own (a session lookup, a signature) runs for an over-long request.
+  server.addHook('onRequest', async (request) => {
+    const refusal = oversizeRefusal(request.raw);
+    if (refusal) throw refusal;
+  });
   const unrouted = options.unrouted;
   server.setNotFoundHandler(
     unrouted ??
@@ -178,9 +251,10 @@ export async function startHttpServer({ options, plugin }: ServerDefinition): Pr
   await server.register(applied);
 
   await server.listen({ port: options.port, host: options.host });
-  const port = (server.server.address() as AddressInfo).port;
+  const { port, address } = server.server.address() as AddressInfo;
   return {
     port,
+    address,
     close: async () => {
       // Fastify closes idle keep-alive connections at once and answers new requests 503; the rest are cut after the grace.
       const force = setTimeout(() => server.server.closeAllConnections(), options.forceCloseAfterMs ?? FORCE_CLOSE_AFTER_MS);

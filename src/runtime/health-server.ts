@@ -1,4 +1,5 @@
 import { errorMessage } from '../lib/errors.ts';
+import { bearerTokenMatcher } from '../http/bearer-token.ts';
 import { startHttpServer, type HttpServer, type HttpServerOptions, type ServerDefinition, type ServerPlugin } from '../http/server-factory.ts';
 import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
@@ -40,17 +41,21 @@ const NOT_FOUND = 'not found: try /healthz or /metrics';
 
 export interface HealthServerOptions {
   port: number;
+  /** TRAINSYNC_METRICS_HOST; default loopback (127.0.0.1): the image sets 0.0.0.0. */
+  host?: string;
+  /** TRAINSYNC_METRICS_TOKEN: when set, /metrics answers only `Authorization: Bearer <token>`. */
+  token?: Buffer | undefined;
   metrics: Metrics;
   log: Logger;
   checks: HealthChecks;
 }
 
-/** The server /healthz and /metrics run on: every interface (probes come from the orchestrator), errors as text. */
-function healthServerOptions(options: Pick<HealthServerOptions, 'port' | 'log'>): HttpServerOptions {
+/** The server /healthz and /metrics run on: where TRAINSYNC_METRICS_HOST and _PORT say, errors as text. */
+function healthServerOptions(options: Pick<HealthServerOptions, 'port' | 'host' | 'log'>): HttpServerOptions {
   return {
     name: 'health',
     port: options.port,
-    host: '0.0.0.0',
+    host: options.host ?? '127.0.0.1',
     bodyLimit: { bytes: HEALTH_MAX_BODY_BYTES },
     rawBodies: true,
     errorBody: ({ detail }) => ({ type: 'text/plain', body: `${detail}\n` }),
@@ -60,12 +65,31 @@ function healthServerOptions(options: Pick<HealthServerOptions, 'port' | 'log'>)
   };
 }
 
+/** What /healthz says: the state of each dependency by name, and overall. */
+export type HealthState = { status: 'ok' | 'degraded' } & Record<string, 'up' | 'down' | 'ok' | 'degraded'>;
+
 /**
- * `/healthz` (200 when Postgres and Redis answer, 503 naming the one that does not, always
- * within a second) and `/metrics` (Prometheus text; served while a dependency is down, with
- * `trainsync_dependency_up` saying which one). The paths are matched exactly, whatever the method.
+ * The state alone: `up`/`down` per dependency. Never the failure's words, which name hosts,
+ * ports, users and internals to anyone who can reach the port; those are in the worker log
+ * (each outage's start and end) and on the console's health page, behind a log-in.
+ */
+export function healthState(checks: HealthChecks, failures: Record<string, string>): HealthState {
+  const state: Record<string, 'up' | 'down'> = {};
+  for (const name of Object.keys(checks)) state[name] = name in failures ? 'down' : 'up';
+  return { status: Object.keys(failures).length === 0 ? 'ok' : 'degraded', ...state };
+}
+
+/** /metrics without the token: 401, and the scheme the scraper should use. */
+const METRICS_CHALLENGE = 'Bearer realm="trainsync metrics"';
+
+/**
+ * `/healthz` (200 when Postgres and Redis answer, 503 when one does not, always within a second;
+ * its body the state alone, never an error's words) and `/metrics` (Prometheus text; served while
+ * a dependency is down, with `trainsync_dependency_up` saying which one; with a token set, only
+ * to `Authorization: Bearer <token>`). The paths are matched exactly, whatever the method.
  */
 export function healthServer(options: HealthServerOptions): ServerDefinition {
+  const authorized = options.token ? bearerTokenMatcher(options.token) : (): boolean => true;
   const plugin: ServerPlugin = async (server) => {
     server.route({
       method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'],
@@ -73,10 +97,14 @@ export function healthServer(options: HealthServerOptions): ServerDefinition {
       handler: async (request, reply) => {
         if (request.url === '/healthz') {
           const failures = await runHealthChecks(options.checks);
-          const ok = Object.keys(failures).length === 0;
-          return reply.code(ok ? 200 : 503).type('application/json').send(Buffer.from(JSON.stringify({ status: ok ? 'ok' : 'unhealthy', failures })));
+          const state = healthState(options.checks, failures);
+          if (state.status !== 'ok') options.log.debug({ failures }, '/healthz: a dependency is down');
+          return reply.code(state.status === 'ok' ? 200 : 503).type('application/json').send(Buffer.from(JSON.stringify(state)));
         }
         if (request.url === '/metrics') {
+          if (!authorized(request.headers.authorization)) {
+            return reply.code(401).header('www-authenticate', METRICS_CHALLENGE).type('text/plain').send('/metrics needs Authorization: Bearer <TRAINSYNC_METRICS_TOKEN>\n');
+          }
           const failures = await runHealthChecks(options.checks);
           for (const service of Object.keys(options.checks)) options.metrics.dependencyUp.set({ service }, service in failures ? 0 : 1);
           const body = await options.metrics.registry.metrics();
@@ -89,9 +117,9 @@ export function healthServer(options: HealthServerOptions): ServerDefinition {
   return { options: healthServerOptions(options), plugin };
 }
 
-/** Serves /healthz and /metrics on TRAINSYNC_METRICS_PORT. */
+/** Serves /healthz and /metrics on TRAINSYNC_METRICS_HOST:TRAINSYNC_METRICS_PORT. */
 export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
   const server = await startHttpServer(healthServer(options));
-  options.log.info({ port: server.port }, 'serving /healthz and /metrics');
+  options.log.info({ port: server.port, host: server.address, token: options.token !== undefined }, 'serving /healthz and /metrics');
   return server;
 }

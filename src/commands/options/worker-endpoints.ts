@@ -4,7 +4,7 @@ import { webhookPathOf } from '../../webhooks/receiver.ts';
 
 /** What the worker serves, as it listens: each part's port (0 asks for any) and interface. */
 export interface WorkerEndpoints {
-  health: { port: number };
+  health: { port: number; host: string };
   /** Off (undefined) unless some organisation has a webhook secret. */
   webhooks?: { port: number; host: string; orgs: readonly string[] };
   /** Off unless some organisation has a SCIM token. */
@@ -28,7 +28,8 @@ const scimPathOf = (slug: string): string => (slug === DEFAULT_ORG ? SCIM_PATH :
  * the console when they are on.
  */
 export function endpointLines(endpoints: WorkerEndpoints): string[] {
-  const lines = [`health    ${url('0.0.0.0', endpoints.health.port, '/healthz')}`, `metrics   ${url('0.0.0.0', endpoints.health.port, '/metrics')}`];
+  const { health } = endpoints;
+  const lines = [`health    ${url(health.host, health.port, '/healthz')}`, `metrics   ${url(health.host, health.port, '/metrics')}`];
   const { webhooks, scim, console } = endpoints;
   if (webhooks) lines.push(`webhooks  POST ${url(webhooks.host, webhooks.port, webhooks.orgs.map(webhookPathOf).join(`, `))}`);
   if (scim) lines.push(`SCIM      ${url(scim.host, scim.port, scim.orgs.map(scimPathOf).join(', '))}`);

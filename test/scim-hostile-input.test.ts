@@ -118,6 +118,18 @@ describe('values the store cannot keep are 400s, and never fail the creates besi
     expect((await h.request('GET', `/Users/${created.json.id}`)).json.title).toBe('Clerk');
   });
 
+  it('a PATCH replace without a value or path is 400 invalidSyntax, not a failure of the server', async () => {
+    const created = await h.request('POST', '/Users', valid('hostile.emptyop'));
+    for (const op of [{ op: 'Replace' }, { op: 'add' }]) {
+      const patched = await h.request('PATCH', `/Users/${created.json.id}`, { schemas: [PATCH], Operations: [op] });
+      expect(patched.status, op.op).toBe(400);
+      expect(patched.json.scimType, op.op).toBe('invalidSyntax');
+    }
+    const scalar = await h.request('PATCH', `/Users/${created.json.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', value: 'text' }] });
+    expect(scalar.status).toBe(400);
+    expect(scalar.json.scimType).toBe('invalidValue');
+  });
+
   it('a filter value with a NUL is 400 invalidFilter, not a failed query', async () => {
     const answer = await h.request('GET', `/Users?filter=${encodeURIComponent('userName eq "a\u0000b"')}`);
     expect(answer.status).toBe(400);

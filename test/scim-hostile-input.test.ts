@@ -196,11 +196,11 @@ describe('a User that cannot be planned after its 2xx is quarantined, and blocks
   });
 
   it('a PUT from the identity provider frees it: planned, and the account is created', async () => {
-    const [{ scim_id: bad }] = await owner(h.app).db.selectFrom('trainsync.scim_users').select('scim_id').where('user_name', '=', email('legacy.bad')).execute();
+    const { scim_id: bad } = await owner(h.app).db.selectFrom('trainsync.scim_users').select('scim_id').where('user_name', '=', email('legacy.bad')).executeTakeFirstOrThrow();
     const put = await h.request('PUT', `/Users/${bad}`, valid('legacy.bad', { title: 'Fixed' }));
     expect(put.status).toBe(200);
     await h.settled();
-    expect(await row(bad!)).toMatchObject({ pending: false, quarantined_at: null, quarantine_reason: null });
+    expect(await row(bad)).toMatchObject({ pending: false, quarantined_at: null, quarantine_reason: null });
     expect(findUser(h.sim.state, email('legacy.bad'))).toBeDefined();
   });
 

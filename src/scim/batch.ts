@@ -48,6 +48,7 @@ export type PlanOutcome = ChangeOutcome & { quarantined: string[] };
  * (an earlier batch read it: a PATCH written while its create was being planned) is left
  * alone; a held plan decided plans its Users whatever they are. A User whose resource the
  * mapping cannot read is quarantined at once, alone: the others of the batch are planned.
+ * With `unplannedOnly`, a failure is thrown as an UnplannedUsersError.
  */
 export async function planUsers(deps: ChangeDeps & { db: Kysely<Database> }, scimIds: readonly string[], options: ChangeOptions & { unplannedOnly?: boolean } = {}): Promise<PlanOutcome> {
   if (scimIds.length === 0) return { enqueued: [], pending: [], held: [], deferredCreates: 0, quarantined: [] };
@@ -72,6 +73,8 @@ export async function planUsers(deps: ChangeDeps & { db: Kysely<Database> }, sci
     for (const u of unreadable) deps.log.warn({ org: deps.org, scimId: u.scimId, reason: u.reason }, 'SCIM User quarantined: its change cannot be planned (trainsync status lists it); a new PUT or PATCH of it plans it again');
     return { ...(await applyScimChanges(deps, changes, options)), quarantined };
   } catch (error) {
+    // The SCIM batches learn which versions failed; a held plan's decision gets its error as thrown (its refusals keep their class).
+    if (options.unplannedOnly !== true) throw error;
     throw new UnplannedUsersError(new Map(rows.map((r) => [r.scim_id, r.version])), error);
   }
 }

@@ -90,6 +90,25 @@ describe('SCIM per organisation', () => {
     expect((await request('GET', '/north/Users/%E0%A4%A', tokens.north)).status).toBe(404);
   });
 
+  it('an unknown organisation in the path: 401 before 404 without a valid token; a 404 names no other organisation', async () => {
+    const anonymous = await fetch(`${base()}/unknown/Users`);
+    const anonymousText = await anonymous.text();
+    expect(anonymous.status).toBe(401);
+    expect(anonymousText).not.toMatch(/north|south/);
+    for (const path of ['/unknown/Users', '/Users', '/users', '']) {
+      const wrong = await request('GET', path, 'not-a-token');
+      expect(wrong.status, path).toBe(401);
+      expect(JSON.stringify(wrong.json), path).not.toMatch(/north|south/);
+    }
+    // North's token: a 404 that names north's own path, never south's.
+    for (const path of ['/unknown/Users', '/Users']) {
+      const unknown = await request('GET', path, tokens.north);
+      expect(unknown.status, path).toBe(404);
+      expect(unknown.json.detail, path).toContain('/scim/v2/north');
+      expect(unknown.json.detail, path).not.toContain('south');
+    }
+  });
+
   it("creates in its own organisation only; the other organisation neither sees the User nor is kept from its own", async () => {
     const created = await request('POST', '/north/Users', tokens.north, user(email, 'S100'));
     expect(created.status).toBe(201);

@@ -61,4 +61,42 @@ describe('SCIM group commit', () => {
     expect(written).toEqual([1, 2]);
     await Promise.all(answers);
   });
+
+  it('a batch that fails is split: a bad entry rejects its own caller only, every other entry settles with its result', async () => {
+    const runs: number[][] = [];
+    const batcher = createBatcher<number, number>(
+      async (items) => {
+        runs.push(items);
+        // One statement for the batch: one bad item fails it whole (as a multi-row INSERT does).
+        if (items.includes(13) || items.includes(7)) throw new Error(`bad item in ${items.join(',')}`);
+        return items.map((i) => i * 2);
+      },
+      (i) => String(i),
+      500,
+    );
+    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => batcher.submit(i)));
+    outcomes.forEach((o, i) => {
+      if (i === 13 || i === 7) expect(o.status, `item ${i}`).toBe('rejected');
+      else expect(o, `item ${i}`).toEqual({ status: 'fulfilled', value: i * 2 });
+    });
+    // The bad ones were each tried alone; the halves found them in far fewer runs than one per item.
+    expect(runs.filter((r) => r.length === 1 && (r[0] === 7 || r[0] === 13)).length).toBe(2);
+    expect(runs.length).toBeLessThan(20);
+  });
+
+  it('an outage (split says no) fails the batch whole, without trying each half', async () => {
+    let runs = 0;
+    const batcher = createBatcher<number, number>(
+      async () => {
+        runs += 1;
+        throw new Error('Connection terminated unexpectedly');
+      },
+      (i) => String(i),
+      500,
+      { split: () => false },
+    );
+    const outcomes = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => batcher.submit(i)));
+    expect(outcomes.every((o) => o.status === 'rejected')).toBe(true);
+    expect(runs).toBe(1);
+  });
 });

@@ -135,8 +135,8 @@ describe('status --org all with 1,000 organisations', () => {
     expect(report.organisations.find((o) => o.org === slug(12))).toMatchObject({ state: 'ok', unfinishedWindows: 1, attention: true });
     expect(report.runs).toHaveLength(N - 60);
     expect(report.runs.find((r) => r.org === slug(201))).toMatchObject({ resource: 'users', status: 'running (queued to resume)' });
-    // Four sections for every organisation.
-    expect(report.sections).toHaveLength(4 * N);
+    // Five sections for every organisation (the fifth: SCIM Users quarantined).
+    expect(report.sections).toHaveLength(5 * N);
     expect(report.sections.filter((s) => s.org === slug(13) && s.rows.length > 0).map((s) => s.title)).toEqual([expect.stringMatching(/^Unfinished result windows/)]);
     expect(spent).toBeLessThan(100);
   });

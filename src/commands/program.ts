@@ -21,6 +21,7 @@ import { registerStatusCommand } from './status.ts';
 import { registerSyncCommand } from './sync.ts';
 import { unfinishedWindowsAcross } from './status/unfinished-windows-status.ts';
 import { webhookStatusAcross } from './status/webhook-status.ts';
+import { scimQuarantineAcross } from './status/scim-quarantine-status.ts';
 import { registerWorkerCommand } from './worker.ts';
 import { addOrgOption } from './options/org-option.ts';
 
@@ -58,7 +59,7 @@ Otherwise (a pipe, a file, a service): one JSON object per line (LOG_FORMAT over
   registerLoginUrlCommand(program, deps);
   registerSeatsCommand(program, deps);
   registerReconcileCommand(program, deps);
-  registerStatusCommand(program, deps, [unfinishedWindowsAcross, provisioningAttentionAcross, webhookStatusAcross, heldPlansAcross]);
+  registerStatusCommand(program, deps, [unfinishedWindowsAcross, provisioningAttentionAcross, webhookStatusAcross, heldPlansAcross, scimQuarantineAcross]);
   registerHeldCommand(program, deps);
   registerScimCommand(program, deps);
   registerConsoleCommand(program, deps);

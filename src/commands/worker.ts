@@ -60,7 +60,10 @@ e.g. "health    http://127.0.0.1:9464/healthz"; logs go to stderr.`,
       // workers: events are stored (and acknowledged) even while Redis is unreachable.
       const webhooks = await startWebhookService({ config, scopes: app.scopes, queue: app.queue, metrics: app.metrics, log });
       // Off unless TRAINSYNC_SCIM_TOKEN(_FILE) is set (docs/scim.md).
-      const scim = await startScimService({ config, scopes: app.scopes, locks: app.locks, queue: app.queue, platform: app.platform, log });
+      const scim = await startScimService({
+        config, scopes: app.scopes, locks: app.locks, queue: app.queue, platform: app.platform, log,
+        onQuarantined: (org, count) => app.metrics.scimQuarantined.inc({ org }, count),
+      });
       // A person who started it sees where it answers (before the workers, which wait for an
       // unreachable Redis); logs stay JSON lines on stderr elsewhere.
       if (process.stdout.isTTY || options.printEndpoints) {

@@ -21,6 +21,7 @@ import { page, type Viewer } from './layout.ts';
 import { actingOrg, orgOfRow, outsideOrg, scheduleOrg } from './scope.ts';
 import { assignmentsBody } from './pages/assignments.ts';
 import { heldPlanBody, provisioningBody } from './pages/provisioning.ts';
+import { quarantinedUsersOf } from '../scim/store.ts';
 import { overviewBody } from './pages/overview.ts';
 import { peopleBody } from './pages/people.ts';
 import { runBody, runsBody } from './pages/runs.ts';
@@ -154,14 +155,20 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { viewer, slugs } = scopeOf(request, reply);
     const size = PROVISIONING_PAGE_SIZE;
     const filter = { who: q.who, day: q.day, status: q.status, feed: q.feed, page: q.page, pageSize: size };
-    const [held, feeds, actions, changes] = await Promise.all([
+    const [held, feeds, actions, changes, quarantined] = await Promise.all([
       heldPlansPage(slugs, q.hpage, size),
       recentFeeds(dbOf(slugs), slugs, { page: q.fpage, pageSize: size }),
       searchActions(dbOf(slugs), slugs, filter),
       consoleChanges(dbOf(slugs), slugs, { page: q.cpage, pageSize: size, spanning: !viewer.scope.limited }),
+      quarantinedUsersOf(dbOf(slugs), slugs, size),
     ]);
     const pages = { held: q.hpage, feeds: q.fpage, changes: q.cpage };
-    return send(reply, page('Provisioning', viewer, provisioningBody(viewer, { held, feeds, actions, filter, changes, pages })));
+    // The newest `size` of each organisation, newest first overall, and the count of all.
+    const scimQuarantined = {
+      rows: quarantined.rows.sort((a, b) => b.quarantined_at.getTime() - a.quarantined_at.getTime()).slice(0, size),
+      total: [...quarantined.counts.values()].reduce((a, b) => a + b, 0),
+    };
+    return send(reply, page('Provisioning', viewer, provisioningBody(viewer, { held, feeds, actions, filter, changes, pages, scimQuarantined })));
   });
 
   /** A held plan, if it is one of the organisations shown (ids are global; the plan names its organisation). */

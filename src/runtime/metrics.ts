@@ -38,6 +38,8 @@ export interface Metrics {
   orgLastSuccess: Gauge<'org'>;
   /** Per organisation whatever the cap: jobs that failed (each attempt that ended in failure). */
   orgJobFailures: Counter<'org'>;
+  /** Per organisation whatever the cap: SCIM Users quarantined (their change cannot be planned; `trainsync status` lists them). */
+  scimQuarantined: Counter<'org'>;
   /** A platform request of the organisation `org` (its client's hook). */
   observeRequest(event: RequestEvent, org: string): void;
 }
@@ -176,10 +178,17 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     labelNames: ['org'] as const,
     registers: [registry],
   });
+  const scimQuarantined = new Counter({
+    name: 'trainsync_scim_quarantined_total',
+    help: 'SCIM Users of the organisation this process quarantined: answered 2xx, but their change cannot be planned (trainsync status lists them; a new PUT or PATCH plans them again). One series per organisation that had one.',
+    labelNames: ['org'] as const,
+    registers: [registry],
+  });
   return {
     registry,
     orgLastSuccess,
     orgJobFailures,
+    scimQuarantined,
     rowsLoaded,
     apiRequests,
     apiDuration,

@@ -21,11 +21,25 @@ interface Entry<T, R> {
   reject: (error: unknown) => void;
 }
 
+export interface BatcherOptions {
+  /** Batches running at once (default 2). */
+  concurrency?: number;
+  /**
+   * Whether a failed batch is split to find the entries that fail (default: always). False
+   * for an outage (the database is down): every half would fail alike, so the batch fails whole.
+   */
+  split?: (error: unknown) => boolean;
+}
+
 /**
  * `concurrency` batches may run at once (one snapshotting while another plans: each step
- * has its own lock); an employee is never in two at once.
+ * has its own lock); an employee is never in two at once. A batch that fails is split in
+ * halves, each run on its own, down to the entries that fail alone: one bad entry rejects
+ * only its own caller, never the others of its batch (it costs about 2·log2(n) runs more).
  */
-export function createBatcher<T, R>(run: (items: T[]) => Promise<R[]>, keyOf: (item: T) => string, maxBatch: number, concurrency = 2): Batcher<T, R> {
+export function createBatcher<T, R>(run: (items: T[]) => Promise<R[]>, keyOf: (item: T) => string, maxBatch: number, options: BatcherOptions = {}): Batcher<T, R> {
+  const concurrency = options.concurrency ?? 2;
+  const split = options.split ?? (() => true);
   let waiting: Entry<T, R>[] = [];
   const running = new Set<Promise<void>>();
   const busyKeys = new Set<string>();
@@ -50,15 +64,27 @@ export function createBatcher<T, R>(run: (items: T[]) => Promise<R[]>, keyOf: (i
     return batch;
   };
 
+  const settle = async (entries: Entry<T, R>[]): Promise<void> => {
+    try {
+      const results = await run(entries.map((e) => e.item));
+      entries.forEach((e, i) => e.resolve(results[i]!));
+    } catch (error) {
+      if (entries.length === 1 || !split(error)) {
+        for (const e of entries) e.reject(error);
+        return;
+      }
+      const half = Math.ceil(entries.length / 2);
+      await settle(entries.slice(0, half));
+      await settle(entries.slice(half));
+    }
+  };
+
   const runBatch = async (batch: Entry<T, R>[]): Promise<void> => {
     const keys = batch.map((e) => keyOf(e.item));
     for (const key of keys) busyKeys.add(key);
     inBatches += batch.length;
     try {
-      const results = await run(batch.map((e) => e.item));
-      batch.forEach((e, i) => e.resolve(results[i]!));
-    } catch (error) {
-      for (const e of batch) e.reject(error);
+      await settle(batch);
     } finally {
       inBatches -= batch.length;
       for (const key of keys) busyKeys.delete(key);

@@ -38,6 +38,9 @@ function normalise(body: unknown): Operation[] {
     const op = raw.op.toLowerCase();
     if (op !== 'add' && op !== 'replace' && op !== 'remove') throw badRequest(`op ${JSON.stringify(raw.op)}: expected add, replace or remove`, 'invalidSyntax');
     if (op === 'remove' && raw.path === undefined) throw badRequest('a remove needs a path', 'noTarget');
+    // RFC 7644 §3.5.2.1/3: an add or replace carries a value; without a path, an object of attributes.
+    if (op !== 'remove' && raw.value === undefined) throw badRequest(`an ${op} needs a value`, 'invalidSyntax');
+    if (op !== 'remove' && raw.path === undefined && !isObject(raw.value)) throw badRequest(`an ${op} without a path needs an object of attributes as its value`, 'invalidValue');
     if (raw.path === undefined && isObject(raw.value)) {
       // A path-less value: plain keys stay together; keys that are paths become their own operations.
       const plain: JsonObject = {};
@@ -74,6 +77,8 @@ export function applyPatch<T extends JsonObject>(resource: T, body: unknown, kno
     const scimType = (error as { scimType?: string }).scimType;
     throw badRequest(`PATCH cannot be applied: ${(error as Error).message}`, scimType === 'noTarget' ? 'noTarget' : scimType === 'invalidPath' ? 'invalidPath' : 'invalidValue');
   }
+  // Whatever the operations did, the result must still be a resource.
+  if (!isObject(patched)) throw badRequest('PATCH cannot be applied: the operations leave no resource', 'invalidValue');
   const { meta: _meta, ...rest } = patched;
   return rest as T;
 }

@@ -4,6 +4,7 @@ import type { Logger } from '../runtime/log.ts';
 import { bearerMatcher } from './auth.ts';
 import { LIST_SCHEMA, resourceTypes, schemas, serviceProviderConfig } from './discovery.ts';
 import { errorBody, notFound, ScimError } from './errors.ts';
+import { checkJsonLimits } from './json-limits.ts';
 import { createGroup, deleteGroup, getGroup, patchGroup, replaceGroup, searchGroups } from './groups.ts';
 import { createUser, deleteUser, getUser, patchUser, replaceUser, searchUsers, type ResourceContext, type ScimAnswer } from './users.ts';
 
@@ -89,14 +90,18 @@ export function routeOrg(pathname: string, orgs: ReadonlyMap<string, unknown>, b
 
 const list = (resources: unknown[]) => ({ schemas: [LIST_SCHEMA], totalResults: resources.length, startIndex: 1, itemsPerPage: resources.length, Resources: resources });
 
-/** The request's JSON body (the server hands it over as received, within its limit): 400 invalidSyntax when it is missing or not JSON. */
+/** The request's JSON body (the server hands it over as received, within its limit): 400 invalidSyntax when it is missing or not JSON, 400 when json-limits.ts refuses it. */
 function jsonBody(raw: unknown): unknown {
   if (!Buffer.isBuffer(raw) || raw.length === 0) throw new ScimError(400, 'a JSON body is required', 'invalidSyntax');
+  let parsed: unknown;
   try {
-    return JSON.parse(raw.toString('utf8'));
+    parsed = JSON.parse(raw.toString('utf8'));
   } catch (error) {
     throw new ScimError(400, `the body is not JSON: ${(error as Error).message}`, 'invalidSyntax');
   }
+  // NUL, lone surrogates, nesting past MAX_JSON_DEPTH: refused before any reader or the store sees them.
+  checkJsonLimits(parsed);
+  return parsed;
 }
 
 async function route(request: FastifyRequest, url: URL, parts: readonly string[], ctx: ResourceContext, maxBodyBytes: number): Promise<ScimAnswer> {
@@ -209,11 +214,20 @@ export function scimServer(options: ScimServerOptions): ServerDefinition {
     }
     const target = routeOrg(url.pathname, options.orgs, options.bareOrg);
     if ('unknown' in target) {
-      const served = [...options.orgs.keys()].map((slug) => `${SCIM_PATH}/${slug}`);
+      // Whose token is it? Without a valid one of some organisation: 401 before any 404, so
+      // a caller without a token learns nothing of which organisations are served.
+      const own = [...authorised].find(([, matches]) => matches(request.headers.authorization))?.[0];
+      if (own === undefined) {
+        send(reply, { status: 401, body: errorBody(401, 'a valid bearer token is required (Authorization: Bearer <the SCIM token of the organisation in the path>)'), headers: { 'www-authenticate': 'Bearer realm="trainsync-scim"' } });
+        return undefined;
+      }
+      // The token's own organisation only: a 404 names no other.
+      const served = `${SCIM_PATH}/${own}`;
+      const bare = own === options.bareOrg;
       const detail = target.resource
-        ? `${SCIM_PATH} without an organisation is not served: the ${target.resource} endpoint is ${served.map((p) => `${p}/${target.resource}`).join(', ')}`
+        ? `${SCIM_PATH} without an organisation is not served: this token's ${target.resource} endpoint is ${served}/${target.resource}`
         : `${target.unknown ? `no organisation "${target.unknown}" serves SCIM here` : `${SCIM_PATH} without an organisation is not served`}; ` +
-          `SCIM is served under ${served.join(', ')} (e.g. ${served[0]}/Users${options.bareOrg && options.orgs.has(options.bareOrg) ? ` or ${SCIM_PATH}/Users` : ''})`;
+          `this token's organisation is served under ${served} (e.g. ${served}/Users${bare ? ` or ${SCIM_PATH}/Users` : ''})`;
       send(reply, { status: 404, body: errorBody(404, `not found: ${detail}`) });
       return undefined;
     }

@@ -11,13 +11,15 @@ import { orgScoped } from '../queue/org-scope.ts';
 import type { OrgScope, OrgScopes } from '../warehouse/scope.ts';
 import type { AdvisoryLocks } from '../warehouse/lock-session.ts';
 import { fillNewAccounts } from '../provisioning/apply/identities-store.ts';
-import { planUsers } from './batch.ts';
+import { planUsers, UnplannedUsersError } from './batch.ts';
+import { describeDatabaseError, describeRedisError } from '../lib/infra-errors.ts';
+import { quarantinable } from './quarantine.ts';
 import type { ChangeDeps } from './change.ts';
 import { createBatcher } from './batcher.ts';
 import { startScimServer, type ScimOrgRoute } from './server.ts';
 import { resolveDeferredIds } from './resolve-ids.ts';
 import type { ScimError } from './errors.ts';
-import { employeeIdsFor, insertUsers, pendingUsers, type EmployeeIdChoice, type ScimUserRow } from './store.ts';
+import { employeeIdsFor, insertUsers, pendingUsers, quarantineUsers, type EmployeeIdChoice, type ScimUserRow } from './store.ts';
 import type { ScimUserResource } from './user-mapping.ts';
 import { checkPasswordAccepted, queueScimPassword } from './password.ts';
 import { createRecentUsers } from './recent-users.ts';
@@ -49,6 +51,8 @@ export interface ScimServiceDeps {
   /** An organisation's platform client (built on first use): only the resolve pass of deferred ids and drift reads call it. */
   platform: (org: string) => PlatformClient;
   log: Logger;
+  /** Called with the number of Users just quarantined (trainsync_scim_quarantined_total). */
+  onQuarantined?: (org: string, count: number) => void;
 }
 
 export interface ScimService {
@@ -97,6 +101,13 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   const { config } = deps;
   const log = deps.log.child({ org: org.slug });
   const scope = deps.scopes.scope(org.slug);
+  // Postgres or Redis out of reach: a batch is not split (each half would fail alike) and nothing is quarantined.
+  const outage = (error: unknown): boolean =>
+    describeDatabaseError(error, config.DATABASE_URL) !== undefined || describeRedisError(error, config.REDIS_URL) !== undefined;
+  const split = { split: (error: unknown) => !outage(error instanceof UnplannedUsersError ? error.cause : error) };
+  const quarantined = (count: number): void => {
+    if (count > 0) deps.onQuarantined?.(org.slug, count);
+  };
   const changeDeps = scimChangeDeps({ ...deps, log }, scope, org.slug);
   // The Users this process wrote last: a PATCH right after a create is written without reading the User.
   const recent = createRecentUsers();
@@ -119,21 +130,43 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     },
     (intake) => intake.scimId,
     MAX_BATCH,
+    split,
   );
   // Users written and not planned yet, planned together: one snapshot, plan, audit write and enqueue.
   const plans = createBatcher<string, undefined>(
     async (scimIds) => {
       const outcome = await planUsers(changeDeps, scimIds, { unplannedOnly: true });
       if (outcome.deferredCreates > 0) deferredGeneration += 1;
+      quarantined(outcome.quarantined.length);
       return scimIds.map(() => undefined);
     },
     (scimId) => scimId,
     MAX_BATCH,
+    split,
   );
+  /**
+   * A User whose plan failed alone (its batch was split down to it) with a failure of its own:
+   * quarantined at the version that failed, so the sweep stops trying it and it never shares
+   * a batch again. Anything else (an outage, a conflict) is left pending for the sweep.
+   */
+  const quarantineFailed = async (scimId: string, error: unknown): Promise<boolean> => {
+    if (!(error instanceof UnplannedUsersError) || !quarantinable(error.cause, outage)) return false;
+    const version = error.versions.get(scimId);
+    if (version === undefined) return false;
+    const reason = `its change cannot be planned: ${errorMessage(error.cause)}`;
+    const done = await quarantineUsers(scope.db, org.slug, [{ scimId, version, reason }]);
+    if (done.length > 0) {
+      quarantined(done.length);
+      log.warn({ scimId, version, reason }, 'SCIM User quarantined: its change cannot be planned (trainsync status lists it); a new PUT or PATCH of it plans it again');
+    }
+    return true;
+  };
   const plan = async (scimId: string): Promise<void> => {
     inFlight.set(scimId, (inFlight.get(scimId) ?? 0) + 1);
     try {
       await plans.submit(scimId);
+    } catch (error) {
+      if (!(await quarantineFailed(scimId, error))) throw error;
     } finally {
       const left = inFlight.get(scimId)! - 1;
       if (left === 0) inFlight.delete(scimId);

@@ -183,6 +183,9 @@ export async function updateUser(db: Db, before: ScimUserRow, user: ScimUserReso
       resource: JSON.stringify(user),
       groups: [...groups],
       pending: true,
+      // A new write is planned again: the quarantine was of the version before.
+      quarantined_at: null,
+      quarantine_reason: null,
       ...(changed ? { version: before.version + 1, updated_at: sql<Date>`now()` } : {}),
       ...(deleted ? { deleted_at: sql<Date>`now()` } : {}),
     })
@@ -259,6 +262,8 @@ export async function changeGroupMembers(db: Db, org: string, groupId: string, a
                                  then array(select distinct unnest(array_append(groups, ${groupId}::uuid)) order by 1)
                                  else array_remove(groups, ${groupId}::uuid) end`,
       pending: true,
+      quarantined_at: null,
+      quarantine_reason: null,
       version: sql<number>`version + 1`,
       updated_at: sql<Date>`now()`,
     })
@@ -275,10 +280,60 @@ export async function reactivateUsers(db: Db, org: string, scimIds: readonly str
       active: true,
       resource: sql<string>`jsonb_set(resource, '{active}', 'true'::jsonb)`,
       pending: true,
+      quarantined_at: null,
+      quarantine_reason: null,
       version: sql<number>`version + 1`,
       updated_at: sql<Date>`now()`,
     })
     .where('org', '=', org)
     .where('scim_id', 'in', scimIds)
     .execute();
+}
+
+/** The longest reason kept: an error's message, never a value of the User (the mapping's errors name attributes only). */
+const MAX_REASON_CHARS = 500;
+
+/**
+ * Sets Users aside whose change cannot be planned (sql/migrations/0022_scim_quarantine.sql):
+ * no longer pending, so the sweep stops trying them and nothing is batched with them again.
+ * Only the version that failed: a User written since stays pending for its own plan. Returns
+ * the ids quarantined.
+ */
+export async function quarantineUsers(db: Db, org: string, users: readonly { scimId: string; version: number; reason: string }[]): Promise<string[]> {
+  if (users.length === 0) return [];
+  const { rows } = await sql<{ scim_id: string }>`
+    update trainsync.scim_users u
+       set pending = false, quarantined_at = now(), quarantine_reason = left(q.reason, ${MAX_REASON_CHARS})
+      from unnest(${users.map((u) => u.scimId)}::uuid[], ${users.map((u) => u.version)}::int[], ${users.map((u) => u.reason)}::text[]) as q(scim_id, version, reason)
+     where u.org = ${org} and u.scim_id = q.scim_id and u.version = q.version and u.pending
+    returning u.scim_id`.execute(db);
+  return rows.map((r) => r.scim_id);
+}
+
+/** A quarantined User as an operator sees it. */
+export interface QuarantinedUser {
+  org: string;
+  scim_id: string;
+  user_name: string;
+  employee_id: string;
+  deleted: boolean;
+  quarantined_at: Date;
+  reason: string;
+}
+
+/** The quarantined Users of the organisations, newest first, at most `limit` per organisation, and how many each has. */
+export async function quarantinedUsersOf(db: Db, orgs: readonly string[], limit: number): Promise<{ rows: QuarantinedUser[]; counts: Map<string, number> }> {
+  if (orgs.length === 0) return { rows: [], counts: new Map() };
+  const { rows } = await sql<QuarantinedUser & { n: number }>`
+    select org, scim_id, user_name, employee_id, deleted, quarantined_at, reason, n from (
+      select org, scim_id, user_name, employee_id, deleted_at is not null as deleted, quarantined_at, coalesce(quarantine_reason, '') as reason,
+             row_number() over (partition by org order by quarantined_at desc, scim_id) as k,
+             count(*) over (partition by org)::int as n
+        from trainsync.scim_users
+       where org = any(${[...orgs]}::text[]) and quarantined_at is not null
+    ) q where k <= ${limit}
+    order by org, quarantined_at desc, scim_id`.execute(db);
+  const counts = new Map<string, number>();
+  for (const r of rows) counts.set(r.org, r.n);
+  return { rows: rows.map(({ n: _n, ...r }) => r), counts };
 }

@@ -2,6 +2,7 @@ import type { FeedAttributes, FeedRow } from '../provisioning/feed/types.ts';
 import { canonicalAttributes, ENTERPRISE_SCHEMA, USER_SCHEMA } from './discovery.ts';
 import { badRequest } from './errors.ts';
 import { isObject, type JsonObject } from './json.ts';
+import { checkUserAttributes } from './user-schema.ts';
 
 /**
  * A SCIM User ⇄ the HR-feed row the provisioning flow knows.
@@ -97,6 +98,8 @@ export function parseUserResource(body: unknown): ParsedUser {
     if (item === null) continue;
     out[key] = item;
   }
+  // Every attribute the mapping reads, checked now: a User answered 2xx is one the plan can read.
+  checkUserAttributes(out);
   const userName = optionalText(out.userName, 'userName');
   if (userName === undefined) throw badRequest('userName is required: the e-mail address of the employee, or an id with the e-mail in emails', 'invalidValue');
   out.userName = userName;

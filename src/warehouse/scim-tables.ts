@@ -24,6 +24,9 @@ export interface ScimUsersTable {
   created_at: DefaultInstant;
   updated_at: DefaultInstant;
   deleted_at: NullableInstant;
+  /** Set when the User's change could not be planned after its 2xx (sql/migrations/0022_scim_quarantine.sql); cleared by its next write. */
+  quarantined_at: NullableInstant;
+  quarantine_reason: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface ScimGroupsTable {

@@ -41,7 +41,11 @@ export async function createScimHarness(options: ScimHarnessOptions = {}): Promi
     env: { TRAINSYNC_SCIM_TOKEN: token, TRAINSYNC_SCIM_PORT: '0', TRAINSYNC_SCIM_HOST: '127.0.0.1', TRAINSYNC_SCIM_SWEEP_MS: '200', ...options.env },
   });
   await h.sync(['groups']);
-  const service = await startScimService({ config: h.config, scopes: h.app.scopes, locks: h.app.locks, queue: h.app.queue, platform: h.app.platform, log: h.app.log });
+  const service = await startScimService({
+    config: h.config, scopes: h.app.scopes, locks: h.app.locks, queue: h.app.queue, platform: h.app.platform, log: h.app.log,
+    // As `worker` wires it (src/commands/worker.ts).
+    onQuarantined: (org, count) => h.app.metrics.scimQuarantined.inc({ org }, count),
+  });
   if (!service) throw new Error('the SCIM service did not start: is TRAINSYNC_SCIM_TOKEN set?');
   const worker = await h.app.queue.startWorkers([PROVISION_QUEUE]);
   const base = `http://127.0.0.1:${service.port}/scim/v2`;

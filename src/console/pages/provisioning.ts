@@ -3,6 +3,7 @@ import { actionButton, orgCell, orgHeader, pager, type Viewer } from '../layout.
 import { orgOfRow } from '../scope.ts';
 import type { ActionRow, AuditFilter, ConsoleChangeRow, FeedRow, ListPage } from '../data/provisioning.ts';
 import type { HeldPlan, HeldPlanSummary } from '../../provisioning/held-plans.ts';
+import type { QuarantinedUser } from '../../scim/store.ts';
 import { changeTable, groupCell } from './change-table.ts';
 import { NO_GROUP_NAMES, type GroupNames } from '../../provisioning/group-names.ts';
 import { statusBadge, when } from './format.ts';
@@ -17,6 +18,18 @@ export interface ProvisioningView {
   changes: ListPage<ConsoleChangeRow>;
   /** The page of each list but the audit trail's (that one is `filter.page`). */
   pages: { held: number; feeds: number; changes: number };
+  /** SCIM Users quarantined: the newest few, and how many in all. */
+  scimQuarantined?: { rows: QuarantinedUser[]; total: number };
+}
+
+/** SCIM Users answered 2xx whose change cannot be planned (docs/scim.md, "Quarantined Users"). */
+function scimQuarantineSection(viewer: Viewer, q: { rows: QuarantinedUser[]; total: number } | undefined): SafeHtml {
+  if (q === undefined) return html``;
+  return html`<section id="scim-quarantine"><h2>SCIM Users quarantined</h2>
+${q.total === 0 ? html`<p>None.</p>` : html`<p><strong id="scim-quarantined-count">${q.total}</strong> SCIM Users were answered but their change cannot be planned; a new PUT or PATCH from the identity provider plans each again (<code>trainsync status</code> lists them all).${q.total > q.rows.length ? html` The newest ${q.rows.length} shown.` : ''}</p>
+<table id="scim-quarantined"><tr><th>userName</th>${orgHeader(viewer)}<th>employee</th><th>deleted</th><th>since</th><th>reason</th></tr>
+${q.rows.map((r) => html`<tr><td>${r.user_name}</td>${orgCell(viewer, r.org)}<td>${r.employee_id}</td><td>${r.deleted ? 'yes' : 'no'}</td><td>${when(r.quarantined_at)}</td><td>${r.reason}</td></tr>`)}</table>`}
+</section>`;
 }
 
 /** Who decided a plan, and when. */
@@ -26,7 +39,7 @@ export function provisioningBody(viewer: Viewer, d: ProvisioningView): SafeHtml 
   const f = d.filter;
   // Every list's pager keeps the filters and the other lists' pages.
   const keep = { who: f.who, day: f.day, status: f.status, feed: f.feed, page: f.page > 1 ? f.page : undefined, hpage: d.pages.held > 1 ? d.pages.held : undefined, fpage: d.pages.feeds > 1 ? d.pages.feeds : undefined, cpage: d.pages.changes > 1 ? d.pages.changes : undefined };
-  return html`
+  return html`${scimQuarantineSection(viewer, d.scimQuarantined)}
 <section id="plans"><h2>Plans held by the disable limit</h2>
 ${d.held.rows.length === 0 && d.pages.held === 1 ? html`<p>None.</p>` : html`<table id="held-plans"><tr><th>plan</th>${orgHeader(viewer)}<th>source</th><th>from</th><th>lose access</th><th>actions</th><th>status</th><th>decided</th><th>held</th></tr>
 ${d.held.rows.map((p) => html`<tr><td><a href="/provisioning/held/${p.id}">#${p.id}</a></td>${orgCell(viewer, orgOfRow(p))}<td>${p.source}</td><td>${p.file}</td><td><a href="/provisioning/held/${p.id}#affected">${p.disables}</a></td><td><a href="/provisioning/held/${p.id}#actions">${p.actionCount}</a></td><td>${statusBadge(p.status)}</td><td>${decided(p)}</td><td>${when(p.createdAt)}</td></tr>`)}</table>

@@ -258,7 +258,7 @@ describe('webhooks of two organisations', () => {
     const text = await app.metrics.registry.metrics();
     expect(text).toMatch(/trainsync_webhook_events_received_total\{org="a",type="COURSE_COMPLETE",outcome="stored"\} [1-9]/);
     expect(text).toMatch(/trainsync_webhook_events_received_total\{org="b",type="COURSE_COMPLETE",outcome="duplicate"\} 1/);
-    expect(text).toMatch(/trainsync_webhook_events_received_total\{org="a",type="other",outcome="organisation-mismatch"\} 1/);
+    expect(text).toMatch(/trainsync_webhook_events_received_total\{org="a",type="other",outcome="organisation-mismatch"\} 4/);
     expect(text).toMatch(/trainsync_webhook_signature_failures_total\{org="a",reason="invalid"\} 1/);
     expect(text).toMatch(/trainsync_api_requests_total\{org="a",method="GET",status="200"\} [1-9]/);
     expect(text).toMatch(/trainsync_api_requests_total\{org="b",method="GET",status="200"\} [1-9]/);

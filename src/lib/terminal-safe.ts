@@ -1,3 +1,5 @@
+import { StringDecoder } from 'node:string_decoder';
+
 /**
  * Text from data (an HR feed's names, a platform's group names, an event id) shown on a
  * terminal cannot drive the terminal: a raw ESC starts a sequence that clears the
@@ -37,6 +39,11 @@ export function hasControls(text: string): boolean {
  */
 export function guardStream(stream: NodeJS.WriteStream): void {
   const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
-  stream.write = ((chunk: unknown, ...rest: unknown[]): boolean =>
-    write(typeof chunk === 'string' ? showControls(chunk) : Buffer.isBuffer(chunk) ? showControls(chunk.toString('utf8')) : chunk, ...rest)) as typeof stream.write;
+  // Bytes are decoded as a stream: a character split across two writes stays one character.
+  const decoder = new StringDecoder('utf8');
+  stream.write = ((chunk: unknown, ...rest: unknown[]): boolean => {
+    if (typeof chunk === 'string') return write(showControls(chunk), ...rest);
+    if (chunk instanceof Uint8Array) return write(showControls(decoder.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))), ...rest);
+    return write(chunk, ...rest);
+  }) as typeof stream.write;
 }

@@ -3,13 +3,15 @@ import { PROVISION_ATTEMPTS, PROVISION_JOBS, setPasswordPayloadSchema } from '..
 import { finishAction } from '../src/provisioning/apply/actions-store.ts';
 import { runAction } from '../src/provisioning/apply/run-action.ts';
 import { decryptSecret } from '../src/provisioning/apply/secrets.ts';
+import { forgettingPasswordSecret, passwordSecretOf } from '../src/provisioning/apply/password-secret.ts';
 import { defineJob } from '../src/queue/define-job.ts';
 import { PROVISION_QUEUE } from '../src/queue/names.ts';
 
 /**
- * Sets a password. The payload holds it encrypted (AES-256-GCM, bound to the e-mail);
- * it is decrypted only here, sent only in the request body, and appears in no log,
- * audit row, return value or error message.
+ * Sets a password. The payload names the action; the password is kept encrypted
+ * (AES-256-GCM, bound to the e-mail) in Redis under the action's key, deleted once used
+ * or failed for good. It is decrypted only here, sent only in the request body, and
+ * appears in no job data, log, audit row, return value or error message.
  */
 export const setPassword = defineJob({
   name: PROVISION_JOBS.setPassword,
@@ -18,10 +20,13 @@ export const setPassword = defineJob({
   payload: setPasswordPayloadSchema,
   attempts: PROVISION_ATTEMPTS,
   run: (p, ctx) =>
-    runAction(ctx, p.actionId, async () => {
-      const password = decryptSecret(requireSecretKey(ctx.config), p.secret, p.email);
-      await ctx.platform.setPassword(p.email, password);
-      await finishAction(ctx.db, ctx.org.slug, p.actionId, { status: 'succeeded' });
-      return { actionId: p.actionId, status: 'succeeded' };
-    }),
+    forgettingPasswordSecret(ctx, p.actionId, () =>
+      runAction(ctx, p.actionId, async () => {
+        const token = p.secret ?? (await passwordSecretOf(ctx.actions.secrets, ctx.org.slug, p.actionId));
+        const password = decryptSecret(requireSecretKey(ctx.config), token, p.email);
+        await ctx.platform.setPassword(p.email, password);
+        await finishAction(ctx.db, ctx.org.slug, p.actionId, { status: 'succeeded' });
+        return { actionId: p.actionId, status: 'succeeded' };
+      }),
+    ),
 });

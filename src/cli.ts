@@ -15,6 +15,7 @@ import { isFinalFailureRecord } from './queue/run-job.ts';
 import { describeUnknownVariables } from './lib/unknown-variables.ts';
 import { stderrLine, stderrTerminal } from './commands/render/terminal.ts';
 import { useColumnsVariable } from './lib/text-width.ts';
+import { guardStream } from './lib/terminal-safe.ts';
 
 // The terminal's width setting, read by src/config.ts with the rest of the environment.
 useColumnsVariable(terminalColumnsSetting());
@@ -99,6 +100,10 @@ async function main(): Promise<void> {
     if (!(error instanceof ConfigError) && configOrNothing()?.LOG_LEVEL === 'debug' && error instanceof Error) process.stderr.write(`${error.stack}\n`);
   }
 }
+
+// On a terminal, nothing written to stdout can drive it: trainsync writes no escape
+// sequence there on purpose, so any control character is data and is shown escaped.
+if (process.stdout.isTTY) guardStream(process.stdout);
 
 // `trainsync status | head`: a reader that stops early is not an error.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {

@@ -71,6 +71,7 @@ async function seed(org: string): Promise<void> {
   await q(`insert into trainsync.webhook_events (org, event_id, event_type, payload) values ($1, 'ev-1', 'RESULT_COMPLETED', '{}')`);
   await q(`insert into trainsync.webhook_event_results (org, event_id, result_id, received_at) values ($1, 'ev-1', $2, now())`, [RESULT]);
   await q(`insert into trainsync.webhook_refusals (org, reason, header) values ($1, 'invalid', 'x-signature')`);
+  await q(`insert into trainsync.webhook_refusal_counts (org, minute, reason, refusals, header) values ($1, date_trunc('minute', now()), 'invalid', 3, 'x-signature')`);
   // runs, checkpoints, watermarks, windows, quarantine, sightings
   const run = (await t.pool.query<{ id: number }>(`insert into trainsync.runs (org, resource, status) values ($1, 'results', 'succeeded') returning id`, [org])).rows[0]!.id;
   await q(`insert into trainsync.checkpoints (org, key, value, run_id) values ($1, 'results:w1', '{}', $2)`, [run]);

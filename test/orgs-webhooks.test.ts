@@ -99,13 +99,13 @@ afterAll(async () => {
 
 const sign = (body: string, secret: string): string => createHmac('sha256', Buffer.from(secret, 'base64')).update(body).digest('base64');
 
-function completion(sim: RunningSimulator, options: { organisationId?: string; eventId?: string } = {}): { eventId: string; resultId: string; body: string } {
+function completion(sim: RunningSimulator, options: { organisationId?: string | null; eventId?: string } = {}): { eventId: string; resultId: string; body: string } {
   const result = sim.state.results[0]!;
   const eventId = options.eventId ?? randomUUID();
   const body = JSON.stringify({
     eventId,
     eventType: 'COURSE_COMPLETE',
-    organisationId: options.organisationId ?? sim.state.organisationId,
+    organisationId: options.organisationId === undefined ? sim.state.organisationId : options.organisationId,
     sent: '2024-05-01T10:00:00.1234567+00:00',
     data: { resultId: result.id, userId: result.userId, courseId: result.courseId, score: 1, maxScore: 2 },
   });
@@ -133,6 +133,13 @@ async function outcomeOf(org: string, eventId: string): Promise<string> {
 
 const fetches = (sim: RunningSimulator, resultId: string): number => sim.requests.filter((r) => r.method === 'GET' && r.path.toLowerCase() === `/api/v2/results/${resultId}`).length;
 
+/** Signature refusals of an organisation, by reason, as counted per minute (written now). */
+async function refusalCounts(org: string): Promise<Record<string, number>> {
+  await service.flushRefusals();
+  const { rows } = await database.pool.query<{ reason: string; n: number }>('select reason, sum(refusals)::int as n from trainsync.webhook_refusal_counts where org = $1 group by reason', [org]);
+  return Object.fromEntries(rows.map((r) => [r.reason, r.n]));
+}
+
 async function refusals(org: string): Promise<Array<{ reason: string; detail: string | null }>> {
   const { rows } = await database.pool.query<{ reason: string; detail: string | null }>('select reason, detail from trainsync.webhook_refusals where org = $1 order by id', [org]);
   return rows;
@@ -157,14 +164,30 @@ describe('webhooks of two organisations', () => {
     expect(loaded.rowCount).toBe(1);
   });
 
-  it("refuses with 401 a delivery to a's path signed with b's secret, and records it under a", async () => {
+  it("refuses with 401 a delivery to a's path signed with b's secret, and counts it under a (no row of its own)", async () => {
     const { eventId, body } = completion(simA);
     const before = (await refusals('a')).length;
+    const counted = await refusalCounts('a');
     expect((await post(`${base}/a`, body, secretB)).status).toBe(401);
     expect((await post(`${base}/a`, body)).status).toBe(401);
     expect(await eventRows(eventId)).toEqual([]);
-    expect((await refusals('a')).slice(before).map((r) => r.reason)).toEqual(['invalid', 'missing']);
+    expect(await refusalCounts('a')).toEqual({ invalid: (counted.invalid ?? 0) + 1, missing: (counted.missing ?? 0) + 1 });
+    expect((await refusals('a')).length).toBe(before);
+    expect(await refusalCounts('b')).toEqual({});
     expect(await refusals('b')).toEqual([]);
+  });
+
+  it('refuses (403, recorded) a signed event without organisationId: with several organisations it could be any of theirs', async () => {
+    for (const organisationId of [null, '', '  ']) {
+      const { eventId, body } = completion(simA, { organisationId });
+      const answer = await post(`${base}/a`, body, secretA);
+      expect(answer, JSON.stringify(organisationId)).toMatchObject({ status: 403, json: { error: 'organisationId does not match organisation a' } });
+      expect(await eventRows(eventId)).toEqual([]);
+      expect((await refusals('a')).at(-1)).toMatchObject({ reason: 'organisation-mismatch', detail: expect.stringContaining('organisationId missing') });
+    }
+    // Without the key at all, too.
+    const bare = JSON.stringify({ eventId: randomUUID(), eventType: 'COURSE_COMPLETE', data: { resultId: randomUUID() } });
+    expect((await post(`${base}/b`, bare, secretB)).status).toBe(403);
   });
 
   it("refuses (403, recorded) a delivery signed with a's secret whose organisationId is not a's learned GUID", async () => {
@@ -235,7 +258,7 @@ describe('webhooks of two organisations', () => {
     const text = await app.metrics.registry.metrics();
     expect(text).toMatch(/trainsync_webhook_events_received_total\{org="a",type="COURSE_COMPLETE",outcome="stored"\} [1-9]/);
     expect(text).toMatch(/trainsync_webhook_events_received_total\{org="b",type="COURSE_COMPLETE",outcome="duplicate"\} 1/);
-    expect(text).toMatch(/trainsync_webhook_events_received_total\{org="a",type="other",outcome="organisation-mismatch"\} 1/);
+    expect(text).toMatch(/trainsync_webhook_events_received_total\{org="a",type="other",outcome="organisation-mismatch"\} 4/);
     expect(text).toMatch(/trainsync_webhook_signature_failures_total\{org="a",reason="invalid"\} 1/);
     expect(text).toMatch(/trainsync_api_requests_total\{org="a",method="GET",status="200"\} [1-9]/);
     expect(text).toMatch(/trainsync_api_requests_total\{org="b",method="GET",status="200"\} [1-9]/);

@@ -34,6 +34,7 @@ const OWNERS: Record<string, readonly string[]> = {
   webhook_events: ['src/webhooks/store.ts'],
   webhook_event_results: ['src/webhooks/store.ts'],
   webhook_refusals: ['src/webhooks/refusals.ts'],
+  webhook_refusal_counts: ['src/webhooks/refusals.ts'],
   console_sessions: ['src/console/sessions.ts'],
   console_audit: ['src/console/data/provisioning.ts'],
 };

@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { QueueName } from './names.ts';
 import type { JobOutcome, WaitOptions } from './wait-for-jobs.ts';
+import type { SecretStore } from './secret-store.ts';
 
 /**
  * The part of the queue that adds jobs by id and waits for them: what provisioning
@@ -48,6 +49,8 @@ export interface ChainSpec {
 export type JobState = Awaited<ReturnType<Queue['getJobState']>>;
 
 export interface ActionQueue {
+  /** Secrets a job needs (an encrypted password), kept beside the queue rather than in its data. */
+  readonly secrets: SecretStore;
   add(name: string, data: unknown, options: AddJobOptions): Promise<EnqueuedJob>;
   /** Adds chains whose every link carries `ignoreDependencyOnFailure`: a failed link does not stall the rest. */
   addChains(chains: readonly ChainSpec[]): Promise<void>;

@@ -11,6 +11,7 @@ import { QUEUE_NAMES, type QueueName } from './names.ts';
 import type { JobRunner } from './run-job.ts';
 import { waitForJobs, type JobOutcome, type WaitOptions } from './wait-for-jobs.ts';
 import { startWorkers, type WorkerHandle } from './worker.ts';
+import { redisSecretStore } from './secret-store.ts';
 
 export type { AddJobOptions, ChainSpec, EnqueuedJob, JobState } from './action-queue.ts';
 
@@ -160,6 +161,7 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     queues,
     catalog: runner.catalog,
     redis,
+    secrets: redisSecretStore(connection, config.TRAINSYNC_QUEUE_PREFIX),
     async add(name, data, options) {
       const job = checked(name, data, options.org);
       const added = await queues[job.queue].add(name, job.data, {

@@ -13,3 +13,12 @@ export function queueKeys(prefix: string, queue: string): { events: string; meta
 export function jobLockKey(prefix: string, queue: string, jobId: string): string {
   return `${prefix}:${queue}:${jobId}:lock`;
 }
+
+/**
+ * A secret a queued job needs (an encrypted password), kept beside the queue under a key
+ * of its own rather than in the job's data, which bull-board shows and BullMQ keeps for
+ * days: `<prefix>:secret:<org>:<id>` (the prefix's hash tag keeps it in the queue's slot).
+ */
+export function jobSecretKey(prefix: string, org: string, id: string): string {
+  return `${prefix}:secret:${org}:${id}`;
+}

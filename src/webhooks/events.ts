@@ -20,9 +20,19 @@ export function typeLabel(eventType: string): string {
   return (Object.values(EVENT_TYPES) as string[]).includes(eventType) ? eventType : 'other';
 }
 
+/** C0 and C1 control characters (NUL included): the database cannot store a NUL, and none belongs in an id. */
+const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/;
+const idText = (max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(max)
+    .refine((s) => !CONTROL_RE.test(s), 'must not contain control characters');
+
 export const envelopeSchema = z.looseObject({
-  eventId: z.string().trim().min(1).max(200),
-  eventType: z.string().trim().min(1).max(100),
+  eventId: idText(200),
+  eventType: idText(100),
   organisationId: z.string().nullish(),
   sent: z.string().nullish(),
   data: z.unknown().optional(),

@@ -11,6 +11,8 @@ import { envelopeSchema, EVENT_TYPES, planEvent, typeLabel } from './events.ts';
 import { signatureHeaderMatcher, signatureHeaderValues, verifySignature } from './signature.ts';
 import { organisationGuids, type OrganisationCheck } from './organisation-guid.ts';
 import { recordRefusal, type RefusalReason } from './refusals.ts';
+import { startRefusalTally, type RefusalTally } from './refusal-tally.ts';
+import { unstorableReason } from './unstorable.ts';
 import { storeEvent, type StoredEvent } from './store.ts';
 
 /** The default organisation's path (today's, unchanged); every organisation also has `<this>/<slug>`. */
@@ -41,7 +43,10 @@ const ENQUEUE_WAIT_MS = 1_000;
 const SIGNATURE_LOG_EVERY_MS = 10_000;
 
 export interface WebhookReceiverDeps {
-  config: Pick<Config, 'TRAINSYNC_WEBHOOK_PORT' | 'TRAINSYNC_WEBHOOK_HOST' | 'TRAINSYNC_WEBHOOK_SIGNATURE_HEADER' | 'TRAINSYNC_WEBHOOK_MAX_BODY_BYTES'>;
+  config: Pick<Config, 'TRAINSYNC_WEBHOOK_PORT' | 'TRAINSYNC_WEBHOOK_HOST' | 'TRAINSYNC_WEBHOOK_SIGNATURE_HEADER' | 'TRAINSYNC_WEBHOOK_MAX_BODY_BYTES'> & {
+    /** Every configured organisation (with a webhook secret or not): with more than one, an event must name its organisation. */
+    orgs?: Config['orgs'];
+  };
   /**
    * The organisations that take webhooks, each with its own secrets (the default
    * organisation's: TRAINSYNC_WEBHOOK_SECRET; the others': webhookSecret in the orgs file).
@@ -52,6 +57,8 @@ export interface WebhookReceiverDeps {
   queue: Pick<JobQueue, 'add'>;
   metrics: Metrics;
   log: Logger;
+  /** Where signature refusals are counted (the service's, to flush it on demand); the receiver starts its own without. */
+  refusalTally?: RefusalTally;
 }
 
 export type WebhookReceiver = HttpServer;
@@ -94,13 +101,23 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
   const guids = organisationGuids(deps.scopes);
   const secretName = (org: string): string => (org === DEFAULT_ORG ? 'TRAINSYNC_WEBHOOK_SECRET' : `the webhookSecret of organisation ${org}`);
 
+  const tally = deps.refusalTally ?? startRefusalTally({ scopes: deps.scopes, log });
+  // With several organisations configured, an event that names none could be any of theirs.
+  const requireOrganisationId = (config.orgs?.length ?? deps.orgs.length) > 1;
+
   const refuse = async (org: string, reason: RefusalReason, remote: string | undefined, detail?: string): Promise<Answer> => {
-    if (reason === 'organisation-mismatch') metrics.webhookReceived.inc({ org, type: 'other', outcome: 'organisation-mismatch' });
-    else metrics.webhookSignatureFailures.inc({ org, reason });
-    // For the console's Webhooks page; the answer does not depend on it being stored.
-    await recordRefusal(deps.scopes.scope(org).lend, { org, reason, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote, ...(detail ? { detail } : {}) }).catch((error: unknown) =>
-      log.warn({ err: error, org }, 'could not record a refused webhook delivery'),
-    );
+    if (reason === 'organisation-mismatch') {
+      metrics.webhookReceived.inc({ org, type: 'other', outcome: 'organisation-mismatch' });
+      // Signed with the organisation's secret, so only its holder can cause one: a row each, for the console's Webhooks page.
+      // The answer does not depend on it being stored.
+      await recordRefusal(deps.scopes.scope(org).lend, { org, reason, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote, ...(detail ? { detail } : {}) }).catch((error: unknown) =>
+        log.warn({ err: error, org }, 'could not record a refused webhook delivery'),
+      );
+    } else {
+      // Anyone can send one: counted (the metric, and a per-minute sum for the console), never a row each.
+      metrics.webhookSignatureFailures.inc({ org, reason });
+      tally.note(org, reason, config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote);
+    }
     if (reason === 'organisation-mismatch') {
       // Signed with this organisation's secret: a set-up mistake worth a line each time.
       log.warn({ org, remote, detail }, 'webhook refused (403): its organisationId is not this organisation\'s');
@@ -146,8 +163,14 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
     const envelope = envelopeSchema.safeParse(json);
     if (!envelope.success) {
       metrics.webhookReceived.inc({ org, type: 'other', outcome: 'malformed' });
-      log.warn({ org, problem: envelope.error.issues[0]?.message }, 'signed webhook without eventId or eventType: refused (400)');
-      return { status: 400, body: { error: 'eventId and eventType are required' } };
+      const problem = envelope.error.issues[0];
+      log.warn({ org, field: problem?.path.join('.'), problem: problem?.message }, 'signed webhook without a usable eventId or eventType: refused (400)');
+      return { status: 400, body: { error: 'eventId and eventType are required: text of 1 to 200 (eventType: 100) characters, without control characters' } };
+    }
+    const unnamed = envelope.data.organisationId === null || envelope.data.organisationId === undefined || envelope.data.organisationId.trim() === '';
+    if (unnamed && requireOrganisationId && envelope.data.eventType !== EVENT_TYPES.test) {
+      // Several organisations: an event that names none cannot be told from another organisation's sent to the wrong path.
+      return await refuse(org, 'organisation-mismatch', req.socket.remoteAddress, 'organisationId missing: required when several organisations are configured');
     }
     let guid: OrganisationCheck;
     try {
@@ -164,6 +187,13 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
     try {
       stored = await storeEvent(deps.scopes.scope(org).lend, org, envelope.data, JSON.stringify(json), plan);
     } catch (error) {
+      const unstorable = unstorableReason(error);
+      if (unstorable !== undefined) {
+        // The same bytes would fail the same way on every retry: a 4xx, so the platform stops retrying.
+        metrics.webhookReceived.inc({ org, type, outcome: 'malformed' });
+        log.warn({ org, problem: unstorable }, 'signed webhook the database cannot store: refused (422)');
+        return { status: 422, body: { error: `the event cannot be stored: ${unstorable}` } };
+      }
       log.error({ err: error, org, eventId: envelope.data.eventId }, 'could not store a webhook event: answered 503, the platform delivers it again');
       return { status: 503, body: { error: 'not stored; deliver again later' }, headers: { 'retry-after': '30' } };
     }
@@ -211,6 +241,8 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
 
   const plugin: ServerPlugin = async (server) => {
     server.decorateRequest('webhookOrg', null);
+    // The counts of refused signatures are written before the server is gone.
+    server.addHook('onClose', async () => (deps.refusalTally ? tally.flush() : tally.close()));
     server.addHook('onRequest', (request, reply, done) => {
       const target = gate(request, reply);
       if (target === undefined) return;

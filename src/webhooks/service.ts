@@ -5,6 +5,7 @@ import type { JobQueue } from '../queue/job-queue.ts';
 import type { OrgScopes } from '../warehouse/scope.ts';
 import { startWebhookReceiver, type WebhookOrg } from './receiver.ts';
 import { startSweeper } from './sweep.ts';
+import { startRefusalTally } from './refusal-tally.ts';
 
 export interface WebhookServiceDeps {
   config: Config;
@@ -17,6 +18,8 @@ export interface WebhookServiceDeps {
 
 export interface WebhookService {
   port: number;
+  /** Writes the counts of refused signatures now (they are written every few seconds anyway). */
+  flushRefusals(): Promise<void>;
   /** Stops taking events (requests in flight finish), then the sweep. */
   close(): Promise<void>;
 }
@@ -38,15 +41,18 @@ export async function startWebhookService(deps: WebhookServiceDeps): Promise<Web
     log.debug('webhook receiver off: no organisation has a webhook secret (TRAINSYNC_WEBHOOK_SECRET, or webhookSecret in the orgs file)');
     return undefined;
   }
-  const receiver = await startWebhookReceiver({ config, orgs, scopes: deps.scopes, queue: deps.queue, metrics: deps.metrics, log });
+  const refusalTally = startRefusalTally({ scopes: deps.scopes, log });
+  const receiver = await startWebhookReceiver({ config, orgs, scopes: deps.scopes, queue: deps.queue, metrics: deps.metrics, log, refusalTally });
   const sweeper = startSweeper(
     { scopes: deps.scopes, queue: deps.queue, log },
     { intervalMs: config.TRAINSYNC_WEBHOOK_SWEEP_MS, retentionDays: config.TRAINSYNC_WEBHOOK_RETENTION_DAYS },
   );
   return {
     port: receiver.port,
+    flushRefusals: () => refusalTally.flush(),
     async close() {
       await receiver.close();
+      await refusalTally.close();
       await sweeper.stop();
     },
   };

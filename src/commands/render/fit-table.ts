@@ -1,5 +1,6 @@
 import Table from 'cli-table3';
 import { fitWidth, MAX_WIDTH, outputWidth, wrapLine } from './terminal.ts';
+import { showControls } from '../../lib/terminal-safe.ts';
 
 /** The widest a table printed for a person may be (--json carries everything). */
 export const TABLE_WIDTH = MAX_WIDTH;
@@ -17,7 +18,9 @@ export interface FitTableOptions {
   width?: number;
 }
 
-const text = (cell: unknown): string => (cell instanceof Date ? cell.toISOString().replace(/\.\d{3}Z$/, 'Z').replace('T', ' ') : cell === null || cell === undefined ? '' : String(cell));
+/** A cell's text; control characters from data shown escaped (`\u001b`), so a cell cannot drive the terminal. */
+const text = (cell: unknown): string =>
+  showControls(cell instanceof Date ? cell.toISOString().replace(/\.\d{3}Z$/, 'Z').replace('T', ' ') : cell === null || cell === undefined ? '' : String(cell));
 
 /** Cell padding (one space each side) and the narrowest a flexible column's text gets. */
 const PADDING = 2;
@@ -43,7 +46,8 @@ const longest = (value: string): number => Math.max(0, ...value.split('\n').map(
 export function fitTable(head: readonly string[], rows: ReadonlyArray<readonly unknown[]>, options: FitTableOptions = {}): string {
   const width = options.width ?? tableWidth();
   const cells = rows.map((row) => head.map((_, i) => text(row[i])));
-  const natural = head.map((h, i) => Math.max(longest(h), ...cells.map((row) => longest(row[i]!))));
+  const heads = head.map(text);
+  const natural = heads.map((h, i) => Math.max(longest(h), ...cells.map((row) => longest(row[i]!))));
   // One border per column plus one.
   const room = width - (head.length + 1) - head.length * PADDING;
   const widths = [...natural];
@@ -65,7 +69,7 @@ export function fitTable(head: readonly string[], rows: ReadonlyArray<readonly u
   const cut = new Set(options.cut ?? []);
   const fitted = (value: string, i: number): string => (longest(value) <= widths[i]! ? value : fitCell(value, widths[i]!, cut.has(i)));
   // Cells arrive fitted: cli-table3 only draws (its own wrapping would cut long words).
-  const table = new Table({ head: head.map(fitted), colWidths: widths.map((w) => w + PADDING), wordWrap: false, style: { head: [], border: [], compact: true } });
+  const table = new Table({ head: heads.map(fitted), colWidths: widths.map((w) => w + PADDING), wordWrap: false, style: { head: [], border: [], compact: true } });
   for (const row of cells) table.push(row.map(fitted));
   return table.toString();
 }

@@ -1,11 +1,12 @@
-import { stringify } from 'csv-stringify/sync';
+import { stringifyCsv } from '../../lib/csv.ts';
 import { groupLabel, type GroupNames } from '../../provisioning/group-names.ts';
 import { ACTION_KINDS, type Plan, type PlannedAction } from '../../provisioning/plan/types.ts';
 import { planToJson } from './plan-format.ts';
 
 /**
  * `provision --dry-run --output FILE`: every action of the plan, by the file's name:
- * `.csv` CSV (a header, one action a row), `.json` the whole plan as one JSON document
+ * `.csv` CSV (a header, one action a row; a cell that would start with a formula character
+ * starts with `'`, see src/lib/csv.ts), `.json` the whole plan as one JSON document
  * (as --json prints it), anything else JSON Lines (one action a line; e.g. plan.jsonl).
  */
 export type PlanFileFormat = 'csv' | 'json' | 'jsonl';
@@ -47,5 +48,6 @@ export function formatPlanFile(plan: Plan, format: PlanFileFormat, names: GroupN
   const records = ordered(plan).map((a) => record(a, names));
   if (format === 'jsonl') return records.map((r) => `${JSON.stringify(r)}\n`).join('');
   const rows = records.map((r) => [r.kind, r.employeeId, r.email, r.groupId, r.groupName, r.platformUserId, r.repair, r.before === null ? '' : JSON.stringify(r.before), JSON.stringify(r.after), r.id]);
-  return stringify(rows, { header: true, columns: [...CSV_COLUMNS], cast: { object: (value) => JSON.stringify(value) } });
+  // Cells escaped against formula injection: an HR feed's `=cmd|…` is text in a spreadsheet (src/lib/csv.ts).
+  return stringifyCsv(CSV_COLUMNS, rows);
 }

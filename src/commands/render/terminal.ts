@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import { fitWidth, lineWidth, wrapLine } from '../../lib/text-width.ts';
+import { showControls } from '../../lib/terminal-safe.ts';
 
 export { fitWidth, lineWidth, MAX_WIDTH, outputWidth, splitWord, wrapLine } from '../../lib/text-width.ts';
 
@@ -77,9 +78,12 @@ export function wrapLines(text: string, width: number): string {
     .join('\n');
 }
 
-/** `text` for a person, with a final newline: every line wrapped at lineWidth() when the width is known. */
+/**
+ * `text` for a person, with a final newline: every line wrapped at lineWidth() when the
+ * width is known; control characters (from data: an HR value's `ESC[2J`) shown escaped.
+ */
 export function fitText(text: string, width: number | undefined = lineWidth()): string {
-  const body = text.replace(/\n$/, '');
+  const body = showControls(text.replace(/\n$/, ''));
   return `${width === undefined ? body : wrapLines(body, width)}\n`;
 }
 

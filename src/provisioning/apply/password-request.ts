@@ -7,6 +7,7 @@ import { recordQueuedActions, type AuditRow } from './actions-store.ts';
 import { waitForActions, type ApplyDeps } from './enqueue.ts';
 import { findIdentityByEmail } from './identities-store.ts';
 import { encryptSecret } from './secrets.ts';
+import { keepPasswordSecret } from './password-secret.ts';
 
 /** What queueing a password change needs: the audit table, the queue, the secret key. */
 export interface PasswordDeps {
@@ -27,8 +28,10 @@ export interface PasswordChange {
 
 /**
  * Records and queues a password change without waiting for it (the SCIM path: answered once
- * durable). The password is encrypted before it leaves this function, bound to the e-mail, so
- * the queued job, its audit row and every log line hold no plain text. Each request is its own
+ * durable). The password is encrypted before it leaves this function, bound to the e-mail, and
+ * kept in Redis under the action's own key (with a TTL) before the job is queued: the job's
+ * data (shown by bull-board) holds only the action id and e-mail; its audit row and every
+ * log line hold no password either. Each request is its own
  * action (`set-password:<email>:<uuid>`): asking twice means changing twice. Returns the action id.
  */
 export async function queuePasswordChange(deps: PasswordDeps, change: PasswordChange): Promise<string> {
@@ -39,7 +42,8 @@ export async function queuePasswordChange(deps: PasswordDeps, change: PasswordCh
   await recordQueuedActions(deps.db, deps.org, [
     { actionId, employeeId, email: subject, kind: 'set-password', seq: 0, before: null, after: { passwordSet: true }, feedHash: null },
   ]);
-  const data = setPasswordPayloadSchema.parse({ actionId, email: subject, secret: encryptSecret(key, change.password, subject) });
+  await keepPasswordSecret(deps.queue.secrets, deps.org, actionId, encryptSecret(key, change.password, subject));
+  const data = setPasswordPayloadSchema.parse({ actionId, email: subject });
   const jobId = jobIdForAction(deps.org, actionId);
   if (change.after) await deps.queue.addChains([{ org: deps.org, name: PROVISION_JOBS.setPassword, data, jobId, after: change.after }]);
   else await deps.queue.add(PROVISION_JOBS.setPassword, data, { org: deps.org, jobId, waited: true });

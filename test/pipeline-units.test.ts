@@ -146,7 +146,7 @@ describe('audit reasons', () => {
 
 describe('the typed confirmation', () => {
   const ask = { give: '--confirm N', shownBy: '`trainsync held`' };
-  const plan = { id: 12, disables: 8 };
+  const plan = { what: 'plan #12', verb: 'approve' as const, disables: 8 };
 
   it('takes exactly the number of people who lose access, typed or given', () => {
     expect(confirmationProblem(plan, 8, ask)).toBeUndefined();
@@ -158,7 +158,7 @@ describe('the typed confirmation', () => {
       const problem = confirmationProblem(plan, typed, ask);
       expect(problem).toBe('plan #12 takes access away from people: to approve it, give --confirm N, the number of people who will lose access (`trainsync held` shows it)');
     }
-    for (const typed of [7, '9', '8.0', 'eight', '-8']) {
+    for (const typed of [7, '9', '8.0', 'eight', '-8', '0x8', '8e0', '+8', '08a']) {
       const problem = confirmationProblem(plan, typed, ask);
       expect(problem).toMatch(/is not the number of people plan #12 takes access away from: give --confirm N with that number/);
       // The count is on the page and in the listing; the refusal does not hand it over.
@@ -166,7 +166,15 @@ describe('the typed confirmation', () => {
     }
   });
 
+  it('names the count now only to someone who typed the count the held plan showed, when the platform changed it since', () => {
+    const changed = { ...plan, disables: 11, shown: 8 };
+    expect(confirmationProblem(changed, 8, ask)).toMatch(/plan #12 took access away from 8 when it was held, and now would take it from 11 people/);
+    expect(confirmationProblem(changed, 11, ask)).toBeUndefined();
+    // Any other number learns nothing.
+    expect(confirmationProblem(changed, 5, ask)).not.toContain('11');
+  });
+
   it("asks nothing of a plan that takes nobody's access", () => {
-    expect(confirmationProblem({ id: 3, disables: 0 }, undefined, ask)).toBeUndefined();
+    expect(confirmationProblem({ what: 'plan #3', verb: 'approve', disables: 0 }, undefined, ask)).toBeUndefined();
   });
 });

@@ -5,6 +5,7 @@ import type { AdvisoryLocks } from '../../warehouse/lock-session.ts';
 import type { ApplyDeps } from '../apply/enqueue.ts';
 import type { FeedRow } from '../feed/types.ts';
 import type { AccessRemovedPolicy, MaxDisable, Plan, PlanMode } from '../plan/types.ts';
+import type { ShrinkSetting } from './shrink.ts';
 
 /**
  * The one plan-and-apply pipeline (run-pipeline.ts) and its sources. A source turns its
@@ -33,6 +34,8 @@ export interface ProvisionDeps extends ApplyDeps {
   locks: AdvisoryLocks;
   /** Default DEFAULT_DRIFT_SETTINGS. */
   drift?: DriftSettings | undefined;
+  /** The organisation's feed-shrink share; default DEFAULT_SHRINK_SETTING (TRAINSYNC_FEED_MIN_SHARE's default). */
+  shrink?: ShrinkSetting | undefined;
 }
 
 /** The pipeline's deps: as ProvisionDeps, with the platform client built on first use (a SCIM batch of creates never reads the platform). */
@@ -41,6 +44,7 @@ export interface PipelineDeps extends ApplyDeps {
   withPgClient: PgLender;
   locks: AdvisoryLocks;
   drift?: DriftSettings | undefined;
+  shrink?: ShrinkSetting | undefined;
 }
 
 export function pipelineDeps(deps: ProvisionDeps): PipelineDeps {
@@ -62,6 +66,12 @@ export interface DesiredState {
    * the identities the rows name (SCIM plans a few employees at a time).
    */
   appliedScope: 'all' | 'listed';
+  /**
+   * A statement of the whole workforce (a full feed, the last snapshot with leavers by
+   * absence): how many people it lists, for the feed-shrink guard (pipeline/shrink.ts).
+   * Undefined: the source leaves nobody out by not listing them (a delta feed, SCIM).
+   */
+  listed?: number | undefined;
   /** The source's own key of each row's employee (a SCIM User's id), kept with a held person so approving can read the source again. */
   refs?: ReadonlyMap<string, string> | undefined;
 }

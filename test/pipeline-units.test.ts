@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FeedRow } from '../src/provisioning/feed/types.ts';
 import { confirmationProblem } from '../src/provisioning/pipeline/confirm.ts';
-import { runGuards, type GuardInput } from '../src/provisioning/pipeline/guards.ts';
+import { FORCE_ASK, runGuards, type GuardInput } from '../src/provisioning/pipeline/guards.ts';
 import { actionReasons } from '../src/provisioning/pipeline/reasons.ts';
 import type { DisableGuard } from '../src/provisioning/pipeline/types.ts';
 import { planProvisioning } from '../src/provisioning/plan/plan.ts';
@@ -51,7 +51,9 @@ describe('the disable guard, a plan held whole (a feed, a repair)', () => {
     const verdict = runGuards(input(planWith(6), whole));
     expect(verdict.refused?.reason).toBe('max-disable');
     expect(verdict.refused?.message).toMatch(/^The plan would disable 6 employees, more than the limit of 5 \(the default: the larger of 5 and 10% of 20 active employees\); nothing was enqueued\./);
-    expect(verdict.refused?.message).toContain('--max-disable 6 (or --max-disable 30%)');
+    // It names no flag that would apply it as it stands (--force alone, a raised --max-disable): the count is typed.
+    expect(verdict.refused?.message).toContain('If it is right, approve it with the number of people who lose access typed');
+    expect(verdict.refused?.message).not.toMatch(/--max-disable \d|rerun with --force[,.]/);
     // The joiner waits with the leavers: a plan is one statement.
     expect(verdict.held.sort()).toEqual(['E00', 'E01', 'E02', 'E03', 'E04', 'E05', 'J1']);
   });
@@ -67,7 +69,17 @@ describe('the disable guard, a plan held whole (a feed, a repair)', () => {
     const approved = new Set(['E00', 'E01', 'E02', 'E03', 'E04', 'E05', 'E06', 'E07']);
     expect(runGuards(input(plan, whole, { approved }))).toEqual({ held: [], limit: 5, activeCount: 20 });
     expect(runGuards(input(plan, whole, { approved: new Set(['E00', 'E01']) })).refused?.message).toMatch(/would disable 6 employees/);
-    expect(runGuards(input(plan, whole, { force: true }))).toEqual({ held: [], limit: 5, activeCount: 20 });
+    // --force lifts the disable limit only with the plan's count typed (--confirm N); alone it is refused, and nothing is held.
+    expect(runGuards(input(plan, whole, { force: true, confirm: { typed: 8, ask: FORCE_ASK } }))).toEqual({ held: [], limit: 5, activeCount: 20 });
+    const alone = runGuards(input(plan, whole, { force: true }));
+    expect(alone).toMatchObject({ refused: { reason: 'confirm' }, held: [] });
+    expect(alone.refused?.message).toMatch(/^--force alone does not apply a plan past the disable limit of 5: /);
+    const wrong = runGuards(input(plan, whole, { force: true, confirm: { typed: 7, ask: FORCE_ASK } }));
+    expect(wrong).toMatchObject({ refused: { reason: 'confirm' }, held: [] });
+    expect(wrong.refused?.message).toMatch(/"7" is not the number of people the plan takes access away from/);
+    // Within the limit --force needs no count (the seats), but a wrong count given is still refused.
+    expect(runGuards(input(planWith(3), whole, { force: true })).refused).toBeUndefined();
+    expect(runGuards(input(planWith(3), whole, { force: true, confirm: { typed: 2, ask: FORCE_ASK } })).refused?.reason).toBe('confirm');
   });
 
   it('refuses creates beyond the free seats, without holding them', () => {

@@ -5,7 +5,7 @@ import type { ShrinkCheck } from '../../provisioning/pipeline/shrink.ts';
  * The reason said last when a plan is refused (stderr, after everything else). On a
  * terminal the whole refusal is printed above it (the plan's REFUSED line), so this stays
  * short and its last line is what to do next: for a held plan, the command that approves
- * it, with N for the count. With --json the refusal's whole message goes here (stdout is the
+ * it, with N for the count (said in prose beside it). With --json the refusal's whole message goes here (stdout is the
  * JSON document). No line here is a whole command that applies a mass disable: the count is
  * for the person to type (pipeline/confirm.ts), and `--force` alone no longer applies one.
  */
@@ -28,12 +28,12 @@ export interface RefusalContext {
 }
 
 export function refusedReason(refused: PlanRefusal, ctx: RefusalContext): string {
-  const held = ctx.heldPlanId === undefined ? '' : ` Held as plan #${ctx.heldPlanId}: approve it with \`${approveCommand(ctx.heldPlanId)}\` (N: the number of people who lose access, as the plan counts them), or in the console (Provisioning).`;
+  const held = ctx.heldPlanId === undefined ? '' : ` Held as plan #${ctx.heldPlanId}: approve it with \`${approveCommand(ctx.heldPlanId)}\` (N: the ${ctx.disables} people who lose access), or in the console (Provisioning).`;
   if (ctx.json) return `refused, nothing was enqueued: ${refused.message}${held}`;
   if (refused.reason === 'max-disable') {
     const over = `${ctx.disables} disables, over the limit of ${ctx.limit}`;
-    if (ctx.heldPlanId !== undefined) return `refused, nothing was enqueued: ${over}. Held for review (N: the number of people who lose access, in the plan above).\n  approve plan #${ctx.heldPlanId}: ${approveCommand(ctx.heldPlanId)}`;
-    return `refused${ctx.dryRun ? ' (dry run, nothing held)' : ', nothing was enqueued'}: ${over}.\n  review the plan above; to apply it anyway: --force with --confirm N, N the number of people who lose access`;
+    if (ctx.heldPlanId !== undefined) return `refused, nothing was enqueued: ${over}. Held for review; N = ${ctx.disables}.\n  approve plan #${ctx.heldPlanId}: ${approveCommand(ctx.heldPlanId)}`;
+    return `refused${ctx.dryRun ? ' (dry run, nothing held)' : ', nothing was enqueued'}: ${over}.\n  review the plan above; to apply it anyway: --force with --confirm N (N = ${ctx.disables}, the people who lose access)`;
   }
   if (refused.reason === 'seats') return 'refused, nothing was enqueued: not enough free seats (see REFUSED above).\n  free seats on the platform, or rerun with --force';
   if (refused.reason === 'confirm') return `refused, nothing was enqueued: ${refused.message}`;

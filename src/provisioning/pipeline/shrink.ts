@@ -2,7 +2,7 @@ import { DEFAULT_FEED_MIN_SHARE } from '../../settings/feed-min-share.ts';
 import { countKnownActive } from '../apply/identities-store.ts';
 import { decideFeedShrink, type ShrinkDecision } from '../feed/shrink-guard.ts';
 import { ACTION_KINDS, type ActionKind, type Plan } from '../plan/types.ts';
-import type { DesiredState, PipelineDeps, Source } from './types.ts';
+import type { DesiredState, PipelineDeps, ShrinkSetting, Source } from './types.ts';
 
 /**
  * The feed-shrink step of the pipeline: a statement of the whole workforce (a full feed, the
@@ -15,12 +15,7 @@ import type { DesiredState, PipelineDeps, Source } from './types.ts';
  * is not checked here.
  */
 
-/** The share a whole statement must list (TRAINSYNC_FEED_MIN_SHARE, or the organisation's feedMinShare). */
-export interface ShrinkSetting {
-  percent: number;
-  /** How it was set, for the message. */
-  setting: string;
-}
+export type { ShrinkSetting };
 
 export const DEFAULT_SHRINK_SETTING: ShrinkSetting = { percent: DEFAULT_FEED_MIN_SHARE, setting: 'TRAINSYNC_FEED_MIN_SHARE' };
 

@@ -5,7 +5,6 @@ import type { AdvisoryLocks } from '../../warehouse/lock-session.ts';
 import type { ApplyDeps } from '../apply/enqueue.ts';
 import type { FeedRow } from '../feed/types.ts';
 import type { AccessRemovedPolicy, MaxDisable, Plan, PlanMode } from '../plan/types.ts';
-import type { ShrinkSetting } from './shrink.ts';
 
 /**
  * The one plan-and-apply pipeline (run-pipeline.ts) and its sources. A source turns its
@@ -21,6 +20,13 @@ export const SOURCE_KINDS = ['feed', 'scim', 'reconcile'] as const satisfies rea
 export interface DriftSettings {
   freshnessMinutes: number;
   accessRemoved: AccessRemovedPolicy;
+}
+
+/** The share a statement of the whole workforce must list (TRAINSYNC_FEED_MIN_SHARE, or the organisation's feedMinShare): pipeline/shrink.ts. */
+export interface ShrinkSetting {
+  percent: number;
+  /** How it was set, for the message. */
+  setting: string;
 }
 
 export const DEFAULT_DRIFT_SETTINGS: DriftSettings = { freshnessMinutes: 15, accessRemoved: 'restore' };

@@ -148,8 +148,12 @@ describe('provisioning against the simulator', () => {
     expect(accessSnapshot(state)).toEqual(before);
     const auditAfter = await owner(h.app).db.selectFrom('trainsync.provisioning_actions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     expect(Number(auditAfter.n)).toBe(Number(auditBefore.n));
-    const feedRow = await owner(h.app).db.selectFrom('trainsync.feeds').selectAll().where('hash', '=', result.feed.hash).executeTakeFirstOrThrow();
-    expect(feedRow).toMatchObject({ refused: 'max-disable', dry_run: false, rows: 5 });
+    // The same file read twice: the shrink guard's refusal, then the disable limit's, each recorded.
+    const feedRows = await owner(h.app).db.selectFrom('trainsync.feeds').selectAll().where('hash', '=', result.feed.hash).orderBy('id').execute();
+    expect(feedRows.map((r) => ({ refused: r.refused, dry_run: r.dry_run, rows: r.rows }))).toEqual([
+      { refused: 'feed-shrink', dry_run: false, rows: 5 },
+      { refused: 'max-disable', dry_run: false, rows: 5 },
+    ]);
   });
 
   describe('malformed feeds give per-row errors and never disable anyone by omission', () => {

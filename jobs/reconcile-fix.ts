@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { TrainsyncError } from '../src/lib/errors.ts';
 import { RECONCILE_FIX_JOB, reconcileFix, reconcileFixSummarySchema, type ReconcileFixSummary } from '../src/provisioning/reconcile-fix.ts';
+import { shrinkSettingOf } from '../src/provisioning/pipeline/shrink.ts';
 import { defineJob } from '../src/queue/define-job.ts';
 import { PROVISION_QUEUE } from '../src/queue/names.ts';
 
@@ -8,7 +9,8 @@ import { PROVISION_QUEUE } from '../src/queue/names.ts';
  * `reconcile --fix` on the worker's schedule (TRAINSYNC_CRON_RECONCILE_FIX, off by
  * default): plans the last HR snapshot against the platform's accounts and enqueues
  * the repairs; the actions run as provisioning jobs and land in the audit trail. A plan
- * the guards refuse fails the job (visible in `status`) and enqueues nothing.
+ * the guards refuse (a snapshot far shorter than the workforce, the disable limit, the
+ * seats) fails the job (visible in `status`) and enqueues nothing.
  */
 export const reconcileFixJob = defineJob({
   name: RECONCILE_FIX_JOB,
@@ -29,6 +31,8 @@ export const reconcileFixJob = defineJob({
         withPgClient: ctx.withPgClient,
         locks: ctx.locks,
         drift: { freshnessMinutes: ctx.config.TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, accessRemoved: ctx.config.TRAINSYNC_DRIFT_ACCESS_REMOVED },
+        // The snapshot `load-feed` left meets the feed-shrink guard here as a feed meets it in `provision`.
+        shrink: shrinkSettingOf(ctx.org, ctx.config.TRAINSYNC_ORGS_FILE !== undefined),
       },
       { dryRun: false, force: false, wait: false },
     );

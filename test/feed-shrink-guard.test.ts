@@ -94,6 +94,76 @@ describe('decideFeedShrink', () => {
   });
 });
 
+describe('the guard in the pipeline, against a generated model of feeds, load-feed and reconcile --fix', () => {
+  /**
+   * The model: a workforce of people with an access each (trainsync.identities) and the last
+   * snapshot (training.employees: listed or removed). `provision` of a full feed and
+   * `reconcile --fix` of the snapshot disable everyone they leave out, and meet the guard as
+   * the pipeline does (pipeline/shrink.ts: the known active employees are those with access
+   * and those the snapshot lists as active; a snapshot meets it only when someone it removed
+   * still has access). `load-feed` changes the snapshot alone, with no guard. Whatever the
+   * order of steps and whichever subsets the feeds list, no one step takes access from more
+   * than floor((100 - share)% of the known active) by absence, and an empty statement never
+   * takes any.
+   */
+  type Step = { kind: 'provision' | 'load-feed'; listed: number[] } | { kind: 'reconcile' };
+  const people = 60;
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    fc.record({ kind: fc.constantFrom('provision' as const, 'load-feed' as const), listed: fc.subarray([...Array(people).keys()]) }),
+    fc.constant({ kind: 'reconcile' as const }),
+  );
+
+  it('no step of any sequence disables more than the bound by absence', () => {
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 12 }), fc.integer({ min: 0, max: 100 }), (steps, share) => {
+        const access = new Set([...Array(people).keys()]);
+        let snapshot = new Set(access);
+        for (const s of steps) {
+          const knownSet = new Set([...access, ...snapshot]);
+          const known = knownSet.size;
+          const bound = Math.floor((known * (100 - share)) / 100);
+          if (s.kind === 'load-feed') {
+            snapshot = new Set(s.listed);
+            continue;
+          }
+          const listed = s.kind === 'provision' ? new Set(s.listed) : snapshot;
+          const absent = [...access].filter((p) => !listed.has(p));
+          // The snapshot is a whole statement only when it takes someone's access by leaving them out.
+          if (s.kind === 'reconcile' && absent.length === 0) continue;
+          const decision = decideFeedShrink({ mode: 'full', dataRows: listed.size, activeEmployees: known, minSharePercent: share, allowShrink: false, subject: s.kind === 'reconcile' ? 'snapshot' : 'feed' });
+          if (decision.refused) {
+            expect(decision.needed).toBeGreaterThan(listed.size);
+            continue;
+          }
+          expect(listed.size).toBeGreaterThan(0);
+          if ([...listed].every((p) => knownSet.has(p))) expect(absent.length).toBeLessThanOrEqual(bound);
+          for (const p of absent) access.delete(p);
+          if (s.kind === 'provision') {
+            for (const p of listed) access.add(p);
+            snapshot = new Set(listed);
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('decides a snapshot by the same rule as a feed, in its own words', () => {
+    fc.assert(
+      fc.property(input, (i) => {
+        const asSnapshot = decideFeedShrink({ ...i, mode: 'full', allowShrink: false, subject: 'snapshot' });
+        const asFeed = decideFeedShrink({ ...i, mode: 'full', allowShrink: false });
+        expect(asSnapshot.refused).toBe(asFeed.refused);
+        if (asSnapshot.refused && asFeed.refused) {
+          expect(asSnapshot.needed).toBe(asFeed.needed);
+          expect(asSnapshot.message).toMatch(/^the last HR snapshot \(training\.employees\) lists /);
+          expect(asSnapshot.message).toContain('--allow-shrink');
+        }
+      }),
+    );
+  });
+});
+
 describe('feedDataRows', () => {
   it('counts every line that held a row, valid or rejected, once', () => {
     const row = (line: number) => ({ line }) as never;

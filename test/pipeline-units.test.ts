@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FeedRow } from '../src/provisioning/feed/types.ts';
 import { confirmationProblem } from '../src/provisioning/pipeline/confirm.ts';
-import { runGuards, type GuardInput } from '../src/provisioning/pipeline/guards.ts';
+import { FORCE_ASK, runGuards, type GuardInput } from '../src/provisioning/pipeline/guards.ts';
 import { actionReasons } from '../src/provisioning/pipeline/reasons.ts';
 import type { DisableGuard } from '../src/provisioning/pipeline/types.ts';
 import { planProvisioning } from '../src/provisioning/plan/plan.ts';
@@ -51,7 +51,9 @@ describe('the disable guard, a plan held whole (a feed, a repair)', () => {
     const verdict = runGuards(input(planWith(6), whole));
     expect(verdict.refused?.reason).toBe('max-disable');
     expect(verdict.refused?.message).toMatch(/^The plan would disable 6 employees, more than the limit of 5 \(the default: the larger of 5 and 10% of 20 active employees\); nothing was enqueued\./);
-    expect(verdict.refused?.message).toContain('--max-disable 6 (or --max-disable 30%)');
+    // It names no flag that would apply it as it stands (--force alone, a raised --max-disable): the count is typed.
+    expect(verdict.refused?.message).toContain('If it is right, approve it with the number of people who lose access typed');
+    expect(verdict.refused?.message).not.toMatch(/--max-disable \d|rerun with --force[,.]/);
     // The joiner waits with the leavers: a plan is one statement.
     expect(verdict.held.sort()).toEqual(['E00', 'E01', 'E02', 'E03', 'E04', 'E05', 'J1']);
   });
@@ -67,7 +69,17 @@ describe('the disable guard, a plan held whole (a feed, a repair)', () => {
     const approved = new Set(['E00', 'E01', 'E02', 'E03', 'E04', 'E05', 'E06', 'E07']);
     expect(runGuards(input(plan, whole, { approved }))).toEqual({ held: [], limit: 5, activeCount: 20 });
     expect(runGuards(input(plan, whole, { approved: new Set(['E00', 'E01']) })).refused?.message).toMatch(/would disable 6 employees/);
-    expect(runGuards(input(plan, whole, { force: true }))).toEqual({ held: [], limit: 5, activeCount: 20 });
+    // --force lifts the disable limit only with the plan's count typed (--confirm N); alone it is refused, and nothing is held.
+    expect(runGuards(input(plan, whole, { force: true, confirm: { typed: 8, ask: FORCE_ASK } }))).toEqual({ held: [], limit: 5, activeCount: 20 });
+    const alone = runGuards(input(plan, whole, { force: true }));
+    expect(alone).toMatchObject({ refused: { reason: 'confirm' }, held: [] });
+    expect(alone.refused?.message).toMatch(/^--force alone does not apply a plan past the disable limit of 5: /);
+    const wrong = runGuards(input(plan, whole, { force: true, confirm: { typed: 7, ask: FORCE_ASK } }));
+    expect(wrong).toMatchObject({ refused: { reason: 'confirm' }, held: [] });
+    expect(wrong.refused?.message).toMatch(/"7" is not the number of people the plan takes access away from/);
+    // Within the limit --force needs no count (the seats), but a wrong count given is still refused.
+    expect(runGuards(input(planWith(3), whole, { force: true })).refused).toBeUndefined();
+    expect(runGuards(input(planWith(3), whole, { force: true, confirm: { typed: 2, ask: FORCE_ASK } })).refused?.reason).toBe('confirm');
   });
 
   it('refuses creates beyond the free seats, without holding them', () => {
@@ -146,7 +158,7 @@ describe('audit reasons', () => {
 
 describe('the typed confirmation', () => {
   const ask = { give: '--confirm N', shownBy: '`trainsync held`' };
-  const plan = { id: 12, disables: 8 };
+  const plan = { what: 'plan #12', verb: 'approve' as const, disables: 8 };
 
   it('takes exactly the number of people who lose access, typed or given', () => {
     expect(confirmationProblem(plan, 8, ask)).toBeUndefined();
@@ -158,7 +170,7 @@ describe('the typed confirmation', () => {
       const problem = confirmationProblem(plan, typed, ask);
       expect(problem).toBe('plan #12 takes access away from people: to approve it, give --confirm N, the number of people who will lose access (`trainsync held` shows it)');
     }
-    for (const typed of [7, '9', '8.0', 'eight', '-8']) {
+    for (const typed of [7, '9', '8.0', 'eight', '-8', '0x8', '8e0', '+8', '08a']) {
       const problem = confirmationProblem(plan, typed, ask);
       expect(problem).toMatch(/is not the number of people plan #12 takes access away from: give --confirm N with that number/);
       // The count is on the page and in the listing; the refusal does not hand it over.
@@ -166,7 +178,15 @@ describe('the typed confirmation', () => {
     }
   });
 
+  it('names the count now only to someone who typed the count the held plan showed, when the platform changed it since', () => {
+    const changed = { ...plan, disables: 11, shown: 8 };
+    expect(confirmationProblem(changed, 8, ask)).toMatch(/plan #12 took access away from 8 when it was held, and now would take it from 11 people/);
+    expect(confirmationProblem(changed, 11, ask)).toBeUndefined();
+    // Any other number learns nothing.
+    expect(confirmationProblem(changed, 5, ask)).not.toContain('11');
+  });
+
   it("asks nothing of a plan that takes nobody's access", () => {
-    expect(confirmationProblem({ id: 3, disables: 0 }, undefined, ask)).toBeUndefined();
+    expect(confirmationProblem({ what: 'plan #3', verb: 'approve', disables: 0 }, undefined, ask)).toBeUndefined();
   });
 });

@@ -131,18 +131,29 @@ describe('provisioning against the simulator', () => {
     const before = accessSnapshot(state);
     const auditBefore = await owner(h.app).db.selectFrom('trainsync.provisioning_actions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     h.sim.resetRequests();
-    // A feed cut short: only the first few employees, read in full mode.
-    const result = await run(rowsFromState(state).slice(0, 5));
+    // A feed cut short: only the first few employees, read in full mode. The feed-shrink guard is
+    // the pipeline's now, so it stands before provisionFeed too (not only before the command).
+    const cut = rowsFromState(state).slice(0, 5);
+    const shrunk = await run(cut);
+    expect(shrunk.plan.refused?.reason).toBe('feed-shrink');
+    expect(shrunk.shrink?.decision.refused).toBe(true);
+    expect(writeCallCount(h.sim.requests)).toBe(0);
+    // Said to be right (--allow-shrink), the disable limit still holds it.
+    const result = await run(cut, { allowShrink: true });
     expect(result.plan.refused?.reason).toBe('max-disable');
-    expect(result.plan.refused?.message).toMatch(/nothing was enqueued.*--dry-run.*--force/s);
+    expect(result.plan.refused?.message).toMatch(/nothing was enqueued.*--dry-run.*--force and that number given to --confirm/s);
     expect(result.applied).toBeUndefined();
     expect(provisionExitCode(result)).toBe(2);
     expect(writeCallCount(h.sim.requests)).toBe(0);
     expect(accessSnapshot(state)).toEqual(before);
     const auditAfter = await owner(h.app).db.selectFrom('trainsync.provisioning_actions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     expect(Number(auditAfter.n)).toBe(Number(auditBefore.n));
-    const feedRow = await owner(h.app).db.selectFrom('trainsync.feeds').selectAll().where('hash', '=', result.feed.hash).executeTakeFirstOrThrow();
-    expect(feedRow).toMatchObject({ refused: 'max-disable', dry_run: false, rows: 5 });
+    // The same file read twice: the shrink guard's refusal, then the disable limit's, each recorded.
+    const feedRows = await owner(h.app).db.selectFrom('trainsync.feeds').selectAll().where('hash', '=', result.feed.hash).orderBy('id').execute();
+    expect(feedRows.map((r) => ({ refused: r.refused, dry_run: r.dry_run, rows: r.rows }))).toEqual([
+      { refused: 'feed-shrink', dry_run: false, rows: 5 },
+      { refused: 'max-disable', dry_run: false, rows: 5 },
+    ]);
   });
 
   describe('malformed feeds give per-row errors and never disable anyone by omission', () => {

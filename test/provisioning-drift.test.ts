@@ -8,6 +8,7 @@ import { openActions } from '../src/provisioning/apply/actions-store.ts';
 import { waitForActions } from '../src/provisioning/apply/enqueue.ts';
 import { provisionFeed, type ProvisionOptions, type ProvisionResult } from '../src/provisioning/provision-feed.ts';
 import { RECONCILE_FIX_JOB, reconcileFix } from '../src/provisioning/reconcile-fix.ts';
+import { FORCE_ASK } from '../src/provisioning/pipeline/guards.ts';
 import { PROVISION_QUEUE } from '../src/queue/names.ts';
 import { registerSchedulers, scheduleTable } from '../src/queue/schedulers.ts';
 import { findUser, groupMembers, writeCallCount } from '../src/simulator/index.ts';
@@ -253,12 +254,15 @@ describe('reconcile --fix: drift repair without a new feed', () => {
 });
 
 describe('the guards count repairs', () => {
-  it('refuses a mass repair of leavers without --force, and applies it with --force', async () => {
+  it('refuses a mass repair of leavers without --force, and applies it with --force and its typed count', async () => {
     // Eight leavers, disabled with --force (a legitimate mass leave), then all enabled again by hand.
     const leavers = rows.filter((r) => r.status === 'active' && r !== leaver).slice(10, 17);
     for (const r of leavers) r.status = 'terminated';
     const many = files.write('hr-many-leavers.csv', toCsv(rows));
-    const applied = await provision(many, { force: true });
+    // --force alone no longer applies a plan past the limit: the count is typed too.
+    const alone = await provision(many, { force: true });
+    expect(alone.plan.refused?.reason).toBe('confirm');
+    const applied = await provision(many, { force: true, confirm: { typed: 7, ask: FORCE_ASK } });
     expect(applied.plan.counts.disable).toBe(7);
     for (const r of [leaver, ...leavers]) await byHand('PATCH', `users/${user(r.email).id}/enable`);
 
@@ -272,7 +276,7 @@ describe('the guards count repairs', () => {
     expect(fixRefused.plan.refused?.reason).toBe('max-disable');
     expect(fixRefused.applied).toBeUndefined();
 
-    const forced = await provision(many, { force: true });
+    const forced = await provision(many, { force: true, confirm: { typed: 8, ask: FORCE_ASK } });
     expect(forced.plan.repairs).toBe(8);
     expect([leaver, ...leavers].every((r) => !user(r.email).hasAccess)).toBe(true);
   });

@@ -149,8 +149,9 @@ describe('planProvisioning', () => {
     expect(refused.refused?.reason).toBe('max-disable');
     expect(refused.refused?.message).toContain('would disable 15 employees, more than the limit of 10 (the default: the larger of 5 and 10% of 100 active employees)');
     expect(refused.refused?.message).toContain('--dry-run');
-    expect(refused.refused?.message).toContain('--force');
-    expect(refused.refused?.message).toContain('--max-disable 15 (or --max-disable 15%)');
+    // The override is the typed count, with --force or by approving: no flag that would apply it as it stands.
+    expect(refused.refused?.message).toContain('rerun with --force and that number given to --confirm');
+    expect(refused.refused?.message).not.toMatch(/--max-disable \d/);
     expect(plan(keep, state, {}, { force: true }).refused).toBeUndefined();
     expect(plan(keep, state, {}, { maxDisable: 15 }).refused).toBeUndefined();
     expect(plan(keep, state, {}, { maxDisable: { percent: 14 } }).refused?.reason).toBe('max-disable');

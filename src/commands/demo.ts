@@ -12,10 +12,8 @@ import { tryAdvisoryLock, withAdvisoryLock } from '../warehouse/advisory-lock.ts
 import { loadConfig } from '../config.ts';
 import type { Logger } from '../runtime/log.ts';
 import { provisionFeed } from '../provisioning/provision-feed.ts';
-import { feedFormatFor, readFeed } from '../provisioning/feed/read.ts';
-import { checkFeedShrink } from '../provisioning/feed-shrink-check.ts';
+import { readFeed } from '../provisioning/feed/read.ts';
 import { loadGroupNames } from '../provisioning/group-names.ts';
-import { DEFAULT_FEED_MIN_SHARE } from '../settings/feed-min-share.ts';
 import { formatOutcome, formatPlanReport } from './render/provision-report.ts';
 import { syncResources } from '../sync/catalog-resources.ts';
 import { runSync } from '../sync/run-and-wait.ts';
@@ -152,21 +150,7 @@ trainsync_demo unless DATABASE_URL names another).`,
 
           write(`\n3. provision ${options.feed} (${seconds()} s)\n`);
           const writesBefore = writeCallCount(sim.requests);
-          // The demo provisions a full feed: the shrink guard stands before it as before `provision`'s.
           const feed = await readFeed(options.feed);
-          const shrink = await checkFeedShrink(app.scopes.scope(DEFAULT_ORG).db, DEFAULT_ORG, feed, {
-            file: options.feed,
-            format: feedFormatFor(options.feed),
-            mode: 'full',
-            dryRun: false,
-            allowShrink: false,
-            minSharePercent: config.orgs[0]?.feedMinShare ?? DEFAULT_FEED_MIN_SHARE,
-          });
-          if (shrink.decision.refused) {
-            write(`REFUSED (${shrink.decision.reason}): ${shrink.decision.message}\n`);
-            exitCode = 2;
-            return;
-          }
           const groupNames = await loadGroupNames(app.scopes.scope(DEFAULT_ORG).db, DEFAULT_ORG);
           const result = await provisionFeed(provisionDeps(app, DEFAULT_ORG), {
             file: options.feed,
@@ -176,6 +160,12 @@ trainsync_demo unless DATABASE_URL names another).`,
             force: false,
             onPlan: (planned) => write(`${formatPlanReport(planned, options.feed.split('/').pop() ?? options.feed, { groupNames })}\n`),
           });
+          // The demo provisions a full feed: the pipeline's shrink guard stands before it as before `provision`'s.
+          if (result.shrink?.decision.refused) {
+            write(`REFUSED (${result.shrink.decision.reason}): ${result.shrink.decision.message}\n`);
+            exitCode = 2;
+            return;
+          }
           if (result.plan.refused) {
             write(`refused: ${result.plan.refused.message}\n`);
             exitCode = 1;

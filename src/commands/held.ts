@@ -9,6 +9,7 @@ import { EXIT, RefusedError, UsageError } from './options/exit-codes.ts';
 import { fitTable } from './render/fit-table.ts';
 import { fitText } from './render/terminal.ts';
 import { requestedOrgs, selectOrgs } from './options/org-option.ts';
+import { confirmCountOption } from './options/confirm-option.ts';
 import { provisionDeps } from './options/provision-deps.ts';
 import { formatOutcome } from './render/provision-report.ts';
 import { sectionOfOne, type StatusSection } from './status/status-report.ts';
@@ -34,11 +35,8 @@ export function heldPlanIdOption(value: string): number {
   return Number(value);
 }
 
-/** Commander's parser of --confirm N (also the `scim held` alias's). */
-export function loseAccessCountOption(value: string): number {
-  if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError('expected the number of people who will lose access, e.g. 8 (see `trainsync held`)');
-  return Number(value);
-}
+/** Commander's parser of --confirm N (also the `scim held` alias's): a whole number of people, nothing else (options/confirm-option.ts). */
+export const loseAccessCountOption = confirmCountOption;
 
 /** Who decided, for the plan's record: the operating-system user running the command. */
 function cliUser(): string {
@@ -145,9 +143,12 @@ Every organisation's plans are listed unless --org names some. Exit status 0; 1 
 but actions failed; 2 refused (no such held plan, another organisation's, a missing or
 wrong --confirm, or the plan now refused by a guard): nothing was changed.
 
+N is checked against the people the plan takes access from now (the platform and
+trainsync's record read again): a different number is refused and nothing changes.
+
 Examples:
   trainsync held
-  trainsync held --approve 12 --confirm 8
+  trainsync held --approve 12 --confirm N      (N: the "lose access" count of plan 12)
   trainsync held --reject 12 --reason "feed cut short"`;
 
 export function registerHeldCommand(program: Command, deps: CommandDeps): void {

@@ -9,13 +9,12 @@ import { writeFile } from 'node:fs/promises';
 import { provisionFeed, type ProvisionResult } from '../provisioning/provision-feed.ts';
 import { formatFeedErrors, formatOutcome, formatPlanReport, PROVISION_EXIT, provisionExitCode, provisionResultJson, shrinkRefusalJson } from './render/provision-report.ts';
 import { readFeed } from '../provisioning/feed/read.ts';
-import { checkFeedShrink } from '../provisioning/feed-shrink-check.ts';
-import { DEFAULT_FEED_MIN_SHARE } from '../settings/feed-min-share.ts';
 import { loadGroupNames } from '../provisioning/group-names.ts';
 import { formatPlanFile, PLAN_FILE_FORMAT_NAME, planFileFormat } from './render/plan-output.ts';
 import { refusedReason, shrinkReason } from './render/refusal-line.ts';
 import { formatSnapshotCounts } from '../provisioning/snapshot-feed.ts';
 import { provisionDeps } from './options/provision-deps.ts';
+import { confirmCountOption, confirmWithoutForce, forceConfirmation } from './options/confirm-option.ts';
 import { requireFeedFile } from './options/feed-file.ts';
 import { exitWith, UsageError, type ExitCode } from './options/exit-codes.ts';
 import { tableWidth } from './render/fit-table.ts';
@@ -52,6 +51,7 @@ interface ProvisionCliOptions extends FeedCliOptions {
   json?: boolean;
   maxDisable?: MaxDisable;
   force?: boolean;
+  confirm?: number;
   allowShrink?: boolean;
 }
 
@@ -64,7 +64,8 @@ export function registerProvisionCommand(program: Command, deps: CommandDeps): v
     .option('--output <file>', 'with --dry-run: write every action to FILE: CSV for .csv, the whole plan as one JSON document for .json, else JSON Lines')
     .option('--json', 'print the feed errors, the plan and the outcome as one JSON document')
     .option('--max-disable <N|P%>', 'refuse a plan that disables more (default: the larger of 5 and 10% of active employees)', maxDisable)
-    .option('--force', 'enqueue even when the disable or seat limit is exceeded')
+    .option('--force', 'enqueue past the seat limit; past the disable limit only with --confirm N')
+    .option('--confirm <n>', 'with --force: the number of people the plan takes access from (a plan past the disable limit needs it)', confirmCountOption)
     .option('--allow-shrink', 'plan a full feed that lists fewer rows than TRAINSYNC_FEED_MIN_SHARE of the active employees (or none)')
     .addHelpText(
       'after',
@@ -91,7 +92,9 @@ of the active employees trainsync knows, is refused before anything is planned (
 that failed upstream); override with --allow-shrink. A plan that would disable more than
 --max-disable employees (repairs included) is held for approval (\`trainsync held\`, or the
 console), one that needs more seats than are free is refused; nothing is enqueued. Review it
-with --dry-run; override with --force. The same feed enqueued twice never doubles an action,
+with --dry-run. --force enqueues past the seat limit; past the disable limit it also needs
+--confirm N, N the number of people the plan takes access from as it is planned now (a
+wrong or missing N is refused, exit 2). The same feed enqueued twice never doubles an action,
 and an unchanged feed makes no write call at all.
 
 --dry-run prints the count of each action with 5 examples (group names, not GUIDs);
@@ -119,11 +122,14 @@ Examples:
   trainsync provision hr.csv --dry-run --output plan.csv
   trainsync provision export.csv --map "email=Work Email,employee_id=Person Number" --mode delta
   trainsync provision hr.jsonl --max-disable 25 --json
+  trainsync provision hr.csv --force --confirm N      (N: the disables the plan shows)
   trainsync provision workday.csv --profile examples/workday-profile.json --dry-run
   trainsync provision north-hr.csv --org north`,
     )
     .action(async (file: string, cliOptions: ProvisionCliOptions, command: Command) => {
       if (cliOptions.output !== undefined && !cliOptions.dryRun) throw new UsageError('--output writes the plan of a --dry-run; add --dry-run');
+      const withoutForce = confirmWithoutForce(cliOptions);
+      if (withoutForce !== undefined) throw new UsageError(withoutForce);
       const config = deps.loadConfig();
       const org = selectOneOrg(config, requestedOrgs(command));
       const options = withOrgProfile(cliOptions, org);
@@ -142,22 +148,6 @@ Examples:
       try {
         const feed = await readFeed(file, reading.options);
         const dryRun = options.dryRun ?? false;
-        // Before planning: a full feed far shorter than the workforce is an accident, refused here (exit 2).
-        const shrink = await checkFeedShrink(app.scopes.scope(org.slug).db, org.slug, feed, {
-          file,
-          format: reading.format,
-          mode: options.mode,
-          dryRun,
-          allowShrink: options.allowShrink ?? false,
-          minSharePercent: org.feedMinShare ?? DEFAULT_FEED_MIN_SHARE,
-          shareSetting: config.TRAINSYNC_ORGS_FILE === undefined ? 'TRAINSYNC_FEED_MIN_SHARE' : `feedMinShare of ${org.slug}`,
-        });
-        if (shrink.decision.refused) {
-          if (options.json) process.stdout.write(`${shrinkRefusalJson(feed, shrink)}\n`);
-          else say([`${file}: ${feed.rows.length} rows read, ${feed.errors.length} rejected (sha256 ${feed.hash.slice(0, 12)}…)`, ...formatFeedErrors(feed), `REFUSED (${shrink.decision.reason}): ${shrink.decision.message}`].join('\n'));
-          exitWith(PROVISION_EXIT.refused, shrinkReason(shrink, options.json ?? false));
-          return;
-        }
         const groupNames = await loadGroupNames(app.scopes.scope(org.slug).db, org.slug);
         const result = await provisionFeed(provisionDeps(app, org.slug), {
           file,
@@ -169,6 +159,9 @@ Examples:
           dryRun,
           maxDisable: options.maxDisable,
           force: options.force ?? false,
+          confirm: forceConfirmation(options.confirm),
+          // The feed-shrink guard is the pipeline's (a full feed far shorter than the workforce is refused before planning).
+          allowShrink: options.allowShrink ?? false,
           onPlan: (planned) => {
             if (!options.json) say(formatPlanReport(planned, file, { width, groupNames }));
           },
@@ -177,6 +170,13 @@ Examples:
             for (const [kind, counts] of byKind) display?.update(kind, { resource: kind, ...counts, unit: 'actions' });
           },
         });
+        if (result.shrink?.decision.refused) {
+          display?.stop();
+          if (options.json) process.stdout.write(`${shrinkRefusalJson(feed, result.shrink)}\n`);
+          else say([`${file}: ${feed.rows.length} rows read, ${feed.errors.length} rejected (sha256 ${feed.hash.slice(0, 12)}…)`, ...formatFeedErrors(feed), `REFUSED (${result.shrink.decision.reason}): ${result.shrink.decision.message}`].join('\n'));
+          exitWith(PROVISION_EXIT.refused, shrinkReason(result.shrink, options.json ?? false));
+          return;
+        }
         if (result.applied) for (const kind of new Set(result.applied.audit.map((r) => r.kind))) display?.finish(kind, 'done');
         display?.stop();
         if (options.dryRun && options.output !== undefined) {

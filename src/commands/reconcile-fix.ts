@@ -7,6 +7,8 @@ import { loadGroupNames } from '../provisioning/group-names.ts';
 import { reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
 import { describePlatformListAge } from '../warehouse/platform-list-age.ts';
 import { refusedReason } from './render/refusal-line.ts';
+import { confirmWithoutForce, forceConfirmation } from './options/confirm-option.ts';
+import { UsageError } from './options/exit-codes.ts';
 import { formatOutcome, PROVISION_EXIT } from './render/provision-report.ts';
 import { reconcileFix, RECONCILE_SOURCE, type ReconcileFixResult } from '../provisioning/reconcile-fix.ts';
 import type { CommandDeps } from './options/deps.ts';
@@ -19,6 +21,8 @@ import { fitText } from './render/terminal.ts';
 export interface ReconcileFixCliOptions {
   dryRun?: boolean;
   force?: boolean;
+  confirm?: number;
+  allowShrink?: boolean;
   json?: boolean;
   maxDisable?: MaxDisable;
   reassertGroups?: boolean;
@@ -58,6 +62,8 @@ export async function runReconcileFix(
   write: (text: string) => void,
   choose: (config: ReturnType<CommandDeps['loadConfig']>) => OrgSettings,
 ): Promise<{ code: ExitCode; reason?: string }> {
+  const withoutForce = confirmWithoutForce(options);
+  if (withoutForce !== undefined) throw new UsageError(withoutForce);
   const config = deps.loadConfig();
   const org = choose(config);
   requireOrgPlatform(org);
@@ -71,6 +77,8 @@ export async function runReconcileFix(
     const result = await reconcileFix(provisionDeps(app, org.slug), {
       dryRun: options.dryRun ?? false,
       force: options.force ?? false,
+      confirm: forceConfirmation(options.confirm),
+      allowShrink: options.allowShrink ?? false,
       maxDisable: options.maxDisable,
       reassertGroups: options.reassertGroups ?? false,
       wait: true,
@@ -84,6 +92,9 @@ export async function runReconcileFix(
     const exitCode = reconcileFixExitCode(result);
     if (options.json) {
       write(`${JSON.stringify({ employees: result.employees, seats: result.seats, platformRequests: result.platformRequests, plan: result.plan, applied: result.applied ?? null, heldPlanId: result.heldPlanId ?? null, exitCode }, null, 2)}\n`);
+    } else if (result.shrink?.decision.refused) {
+      // Nothing was planned, so no plan was printed: the whole sentence, then the short reason last.
+      say(`REFUSED (${result.shrink.decision.reason}): ${result.shrink.decision.message}`);
     } else if (result.plan.refused) {
       // Said last, by the exit reason.
     } else if (options.dryRun) {

@@ -11,6 +11,7 @@ import { openAppScopes } from '../warehouse/app-role.ts';
 import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
 import type { CommandDeps } from './options/deps.ts';
 import { runReconcileFix } from './reconcile-fix.ts';
+import { confirmCountOption } from './options/confirm-option.ts';
 import { exitWith } from './options/exit-codes.ts';
 import { fitText } from './render/terminal.ts';
 import { DEFAULT_ORG } from '../settings/orgs-file.ts';
@@ -76,7 +77,9 @@ export function registerReconcileCommand(program: Command, deps: ReconcileComman
     .option('--examples <n>', 'examples shown per kind', examplesOption, 5)
     .option('--fix', 'repair drift: plan the last HR snapshot (training.employees) against the platform as it is now, and apply it')
     .option('--dry-run', 'with --fix: print the repairs and change nothing')
-    .option('--force', 'with --fix: apply even when the disable or seat limit is exceeded')
+    .option('--force', 'with --fix: apply past the seat limit; past the disable limit only with --confirm N')
+    .option('--confirm <n>', 'with --fix --force: the number of people the repair takes access from (a plan past the disable limit needs it)', confirmCountOption)
+    .option('--allow-shrink', 'with --fix: plan a snapshot that lists fewer employees than TRAINSYNC_FEED_MIN_SHARE of the active ones (the disable limit still stands)')
     .option('--max-disable <N|P%>', 'with --fix: refuse a plan that disables more (default: the larger of 5 and 10% of active employees)', maxDisableOption)
     .option('--reassert-groups', 'with --fix: add again every group membership on record (the API cannot read memberships; one write each)')
     .addHelpText(
@@ -97,8 +100,13 @@ training.users when a users sync ran after the last provisioning write and withi
 TRAINSYNC_PLATFORM_FRESHNESS_MINUTES). A leaver with access is disabled again, an
 account deleted by hand is created again, an active employee's removed access is
 restored (TRAINSYNC_DRIFT_ACCESS_REMOVED). Same guards, audit and exit status as
-provision: 0 applied, 1 actions failed or need an identity, 2 refused (a limit, the seats,
-an API key the platform refuses).
+provision: 0 applied, 1 actions failed or need an identity, 2 refused (a snapshot far
+shorter than the workforce, a limit, the seats, a missing or wrong --confirm, an API key the
+platform refuses). A snapshot whose removed employees still have access and that lists
+fewer than TRAINSYNC_FEED_MIN_SHARE of the active employees (a feed cut short loaded with
+load-feed) is refused before planning, as provision refuses the feed (--allow-shrink if it
+is right). Past the disable limit the repair is held (\`trainsync held\`); --force applies
+it only with --confirm N, N the number of people it takes access from now.
 
 Several organisations (TRAINSYNC_ORGS_FILE): each organisation's employees are compared with
 the accounts its own key lists. --org SLUG (repeatable, or all) reports each named
@@ -113,7 +121,7 @@ Examples:
   trainsync reconcile --fix --json
   trainsync reconcile --org all`,
     )
-    .action(async (options: { json?: boolean; examples: number; fix?: boolean; dryRun?: boolean; force?: boolean; maxDisable?: MaxDisable; reassertGroups?: boolean }) => {
+    .action(async (options: { json?: boolean; examples: number; fix?: boolean; dryRun?: boolean; force?: boolean; confirm?: number; allowShrink?: boolean; maxDisable?: MaxDisable; reassertGroups?: boolean }) => {
       const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
       const requested = requestedOrgs(command);
       if (options.fix) {
@@ -121,7 +129,7 @@ Examples:
         exitWith(code, reason);
         return;
       }
-      const fixOnly = (['dryRun', 'force', 'maxDisable', 'reassertGroups'] as const).filter((k) => options[k] !== undefined);
+      const fixOnly = (['dryRun', 'force', 'confirm', 'allowShrink', 'maxDisable', 'reassertGroups'] as const).filter((k) => options[k] !== undefined);
       if (fixOnly.length > 0) {
         const flags = fixOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ');
         command.error(`error: ${flags} only go with --fix: add --fix, or leave them out`, { exitCode: 2, code: 'trainsync.usage' });

@@ -2,9 +2,9 @@ import { approveHeldUsers, dropHeldUsers } from '../scim/held.ts';
 import type { ChangeDeps } from '../scim/change.ts';
 import { withAdvisoryLock } from '../warehouse/advisory-lock.ts';
 import { decideHeldPlan, getHeldPlan, type HeldPlan } from './held-plans.ts';
-import { confirmationProblem, type ConfirmationAsk } from './pipeline/confirm.ts';
+import type { ConfirmationAsk } from './pipeline/confirm.ts';
 import { provisionLock } from './pipeline/lock.ts';
-import { runPipeline } from './pipeline/run-pipeline.ts';
+import { runPipeline, type Approving } from './pipeline/run-pipeline.ts';
 import { feedSource } from './pipeline/sources/feed.ts';
 import { snapshotSource } from './pipeline/sources/snapshot.ts';
 import { pipelineDeps, type ProvisionDeps } from './pipeline/types.ts';
@@ -27,7 +27,8 @@ export type HeldPlanDecision =
  * platform or the applied state changed meanwhile (then the plan follows them, and anyone
  * else it would now disable meets the guard as usual); the audit rows say the source. A
  * feed is snapshotted into training.employees, as `provision --force` would. The person
- * must confirm the number of people who will lose access.
+ * must type the number of people who will lose access: the pipeline checks it against the
+ * disables the plan applies now (pipeline/confirm.ts), and refuses anything else.
  *
  * Rejecting enqueues nothing; a SCIM burst's people go back to active in trainsync's record.
  */
@@ -36,9 +37,12 @@ export async function approveHeldPlan(deps: ProvisionDeps, id: number, decider: 
     const found = await heldOf(deps, id);
     if (!found.ok) return found;
     const { plan } = found;
-    const problem = confirmationProblem(plan, confirm.typed, confirm.ask);
-    if (problem !== undefined) return { ok: false, reason: problem, code: 'confirm' };
-    const approving = { planId: id, people: new Set(plan.people.filter((p) => p.kinds.includes('disable')).map((p) => p.employeeId)) };
+    const approving: Approving = {
+      planId: id,
+      people: new Set(plan.people.filter((p) => p.kinds.includes('disable')).map((p) => p.employeeId)),
+      confirm,
+      shown: plan.disables,
+    };
     const outcome = await applyHeld(deps, plan, approving);
     if (!outcome.ok) return outcome;
     if (!(await decideHeldPlan(deps.db, deps.org, id, { status: 'approved', ...decider }))) return { ok: false, reason: `plan #${id} was decided meanwhile`, code: 'not-held' };
@@ -76,15 +80,22 @@ function scimDeps(deps: ProvisionDeps): ChangeDeps {
   return { ...pipelineDeps(deps), scimMaxDisable: undefined };
 }
 
-async function applyHeld(deps: ProvisionDeps, plan: HeldPlan, approving: { planId: number; people: ReadonlySet<string> }): Promise<HeldPlanDecision> {
+/** A pipeline's refusal as the decision's: the typed count is the person's to fix, anything else a guard's. */
+function notApproved(refused: { reason: string; message: string } | undefined): Extract<HeldPlanDecision, { ok: false }> {
+  if (refused?.reason === 'confirm') return { ok: false, reason: refused.message, code: 'confirm' };
+  return { ok: false, reason: `not approved: ${refused?.message ?? 'nothing was planned'}`, code: 'refused' };
+}
+
+async function applyHeld(deps: ProvisionDeps, plan: HeldPlan, approving: Approving): Promise<HeldPlanDecision> {
   if (plan.source === 'scim') {
     const outcome = await approveHeldUsers(scimDeps(deps), refsOf(plan), approving);
+    if (outcome.refused) return notApproved(outcome.refused);
     return { ok: true, enqueued: outcome.enqueued, waitingOn: [], pending: outcome.pending };
   }
   const options = { dryRun: false, force: false, locked: true, approving };
   if (plan.source === 'reconcile') {
     const run = await runPipeline(pipelineDeps(deps), snapshotSource(deps, { maxDisable: undefined, rows: plan.feed.rows }), options);
-    if (run.plan.refused || !run.enqueued) return { ok: false, reason: `not approved: ${run.plan.refused?.message ?? 'nothing was planned'}`, code: 'refused' };
+    if (run.plan.refused || !run.enqueued) return notApproved(run.plan.refused);
     return { ok: true, enqueued: run.enqueued.enqueued, waitingOn: run.enqueued.waitingOn, pending: run.enqueued.skippedEmployees };
   }
   const source = feedSource(deps, {
@@ -98,7 +109,7 @@ async function applyHeld(deps: ProvisionDeps, plan: HeldPlan, approving: { planI
     maxDisable: undefined,
   });
   const run = await runPipeline(pipelineDeps(deps), source, options);
-  if (run.plan.refused || !run.enqueued) return { ok: false, reason: `not approved: ${run.plan.refused?.message ?? 'nothing was planned'}`, code: 'refused' };
+  if (run.plan.refused || !run.enqueued) return notApproved(run.plan.refused);
   return {
     ok: true,
     enqueued: run.enqueued.enqueued,

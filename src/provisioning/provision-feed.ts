@@ -2,6 +2,9 @@ import { basename, resolve } from 'node:path';
 import { refreshEmployeeAccounts, type EmployeeSnapshotCounts } from '../warehouse/load-employees.ts';
 import { waitForActions, type ApplyResult } from './apply/enqueue.ts';
 import { feedFormatFor, readFeed } from './feed/read.ts';
+import { feedDataRows } from './feed/shrink-guard.ts';
+import type { Confirmation } from './pipeline/guards.ts';
+import type { ShrinkCheck } from './pipeline/shrink.ts';
 import type { ColumnMap, FeedFormat, FeedReadResult, ReadFeedOptions } from './feed/types.ts';
 import { runPipeline } from './pipeline/run-pipeline.ts';
 import type { SeatsInfo } from './pipeline/seats.ts';
@@ -18,7 +21,12 @@ export interface ProvisionOptions {
   mode: PlanMode;
   dryRun: boolean;
   maxDisable?: MaxDisable | undefined;
+  /** `--force`: past the seat limit; past the disable limit only with `confirm`. */
   force: boolean;
+  /** `--confirm N`: the disables the person accepts (with `force`). */
+  confirm?: Confirmation | undefined;
+  /** `--allow-shrink`: a full feed shorter than the share is planned (the disable limit still stands). */
+  allowShrink?: boolean | undefined;
   /** Called once the plan is known, before anything is enqueued (the CLI prints it). */
   onPlan?: (result: ProvisionResult) => void;
   onProgress?: (finished: number, total: number, byKind: ReadonlyMap<string, { done: number; total: number }>) => void;
@@ -43,6 +51,8 @@ export interface ProvisionResult {
   employeesError?: string;
   /** The plan the disable limit held, for a person to review (`trainsync held`, the console). */
   heldPlanId?: number;
+  /** The feed-shrink guard refused the feed (plan.refused says so too): nothing was planned. */
+  shrink?: ShrinkCheck;
 }
 
 /**
@@ -51,8 +61,9 @@ export interface ProvisionResult {
  * against the applied state, the platform and the free seats, the guards, the feed's
  * record, and unless it is a dry run or held or refused, the enqueue and the feed's
  * snapshot into training.employees), and waits for the actions. Nothing is enqueued, no
- * identity written and no employee changed when the file cannot be read or a limit is
- * exceeded without `force`.
+ * identity written and no employee changed when the file cannot be read, a full feed is
+ * far shorter than the workforce (the feed-shrink guard), or a limit is exceeded without
+ * `force` (and past the disable limit, without the typed count).
  */
 export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptions): Promise<ProvisionResult> {
   const format = options.format ?? feedFormatFor(options.file);
@@ -66,9 +77,10 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
     invalidEmails: feed.invalidEmails,
     fileErrors: feed.fileErrors,
     maxDisable: options.maxDisable,
+    dataRows: feedDataRows(feed),
     record: { path: resolve(options.file), format, rowErrors: feed.errors.length },
   });
-  const toResult = (run: { plan: Plan; adopted: number; adoptionNote?: string; seats: SeatsInfo; platformRequests: number; heldPlanId?: number }): ProvisionResult => ({
+  const toResult = (run: { plan: Plan; adopted: number; adoptionNote?: string; seats: SeatsInfo; platformRequests: number; heldPlanId?: number; shrink?: ShrinkCheck }): ProvisionResult => ({
     feed,
     plan: run.plan,
     adopted: run.adopted,
@@ -76,12 +88,15 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
     platformRequests: run.platformRequests,
     ...(run.adoptionNote ? { adoptionNote: run.adoptionNote } : {}),
     ...(run.heldPlanId === undefined ? {} : { heldPlanId: run.heldPlanId }),
+    ...(run.shrink === undefined ? {} : { shrink: run.shrink }),
   });
   const onPlan = options.onPlan;
   // The lock covers planning and enqueuing only: the wait below may be long.
   const run = await runPipeline(pipelineDeps(deps), source, {
     dryRun: options.dryRun,
     force: options.force,
+    confirm: options.confirm,
+    allowShrink: options.allowShrink,
     ...(onPlan ? { onPlan: (planned: Parameters<typeof toResult>[0]) => onPlan(toResult(planned)) } : {}),
   });
   const planned = toResult(run);

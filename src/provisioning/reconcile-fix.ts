@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { waitForActions, type ApplyResult } from './apply/enqueue.ts';
+import type { Confirmation } from './pipeline/guards.ts';
 import { runPipeline } from './pipeline/run-pipeline.ts';
+import type { ShrinkCheck } from './pipeline/shrink.ts';
 import type { SeatsInfo } from './pipeline/seats.ts';
 import { snapshotSource } from './pipeline/sources/snapshot.ts';
 import { pipelineDeps, type ProvisionDeps } from './pipeline/types.ts';
@@ -16,7 +18,12 @@ export { RECONCILE_SOURCE, snapshotRows } from './pipeline/sources/snapshot.ts';
 
 export interface ReconcileFixOptions {
   dryRun: boolean;
+  /** `--force`: past the seat limit; past the disable limit only with `confirm`. */
   force: boolean;
+  /** `--confirm N`: the disables the person accepts (with `force`). */
+  confirm?: Confirmation | undefined;
+  /** `--allow-shrink`: a snapshot shorter than the share is planned (the disable limit still stands). */
+  allowShrink?: boolean | undefined;
   maxDisable?: MaxDisable | undefined;
   /** Add again every membership on record (the API cannot read them); one write each. */
   reassertGroups?: boolean | undefined;
@@ -36,6 +43,8 @@ export interface ReconcileFixResult {
   applied?: ApplyResult;
   /** The repair the disable limit held, for a person to review (`trainsync held`, the console). */
   heldPlanId?: number;
+  /** The feed-shrink guard refused the snapshot (plan.refused says so too): nothing was planned. */
+  shrink?: ShrinkCheck;
 }
 
 /** The worker's job that runs `reconcile --fix` on a schedule (jobs/reconcile-fix.ts). */
@@ -52,17 +61,20 @@ export const reconcileFixSummarySchema = z.object({
 export type ReconcileFixSummary = z.output<typeof reconcileFixSummarySchema>;
 
 export async function reconcileFix(deps: ProvisionDeps, options: ReconcileFixOptions): Promise<ReconcileFixResult> {
-  const toResult = (run: { desired: { rows: readonly unknown[] }; plan: Plan; seats: SeatsInfo; platformRequests: number; heldPlanId?: number }): ReconcileFixResult => ({
+  const toResult = (run: { desired: { rows: readonly unknown[] }; plan: Plan; seats: SeatsInfo; platformRequests: number; heldPlanId?: number; shrink?: ShrinkCheck }): ReconcileFixResult => ({
     employees: run.desired.rows.length,
     plan: run.plan,
     seats: run.seats,
     platformRequests: run.platformRequests,
     ...(run.heldPlanId === undefined ? {} : { heldPlanId: run.heldPlanId }),
+    ...(run.shrink === undefined ? {} : { shrink: run.shrink }),
   });
   const onPlan = options.onPlan;
   const run = await runPipeline(pipelineDeps(deps), snapshotSource(deps, { maxDisable: options.maxDisable, reassertGroups: options.reassertGroups }), {
     dryRun: options.dryRun,
     force: options.force,
+    confirm: options.confirm,
+    allowShrink: options.allowShrink,
     ...(onPlan ? { onPlan: (planned: Parameters<typeof toResult>[0]) => onPlan(toResult(planned)) } : {}),
   });
   const planned = toResult(run);

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
-import { runPipeline } from '../provisioning/pipeline/run-pipeline.ts';
+import { runPipeline, type Approving } from '../provisioning/pipeline/run-pipeline.ts';
 import { scimSource, type ScimChange } from '../provisioning/pipeline/sources/scim.ts';
 import type { PipelineDeps } from '../provisioning/pipeline/types.ts';
-import type { MaxDisable } from '../provisioning/plan/types.ts';
+import type { MaxDisable, PlanRefusal } from '../provisioning/plan/types.ts';
 import type { Database } from '../warehouse/database.ts';
 import { snapshotEmployees } from '../warehouse/load-employees.ts';
 
@@ -25,8 +25,8 @@ export interface ChangeDeps extends PipelineDeps {
 }
 
 export interface ChangeOptions {
-  /** Approving held plan `planId`: these people's held disables go through, once. */
-  approving?: { planId: number; people: ReadonlySet<string> } | undefined;
+  /** Approving held plan `planId`: these people's held disables go through, once (with the count the person typed). */
+  approving?: Approving | undefined;
   /** The caller holds the provisioning lock (an approval or a rejection). */
   locked?: boolean | undefined;
 }
@@ -39,6 +39,8 @@ export interface ChangeOutcome {
   held: string[];
   /** Creates queued without their id lookup: a resolve pass is due once they have run. */
   deferredCreates: number;
+  /** The pipeline refused the batch (an approval's typed count that is not the disables it applies now): nothing was enqueued. */
+  refused?: PlanRefusal;
 }
 
 /** Snapshots, plans and enqueues a batch of changes (one per employee). */
@@ -55,5 +57,5 @@ export async function applyScimChanges(deps: ChangeDeps, changes: readonly ScimC
   const deferredCreates = run.plan.actions.filter((a) => a.kind === 'create-user' && ids.has(a.id)).length;
   const pending = run.after?.pending ?? [];
   if (enqueued.length > 0 || pending.length > 0) log.debug({ org: deps.org, changes: changes.length, enqueued: enqueued.length, pending: pending.length, held: run.held.length }, 'SCIM changes planned');
-  return { enqueued, pending, held: run.held, deferredCreates };
+  return { enqueued, pending, held: run.held, deferredCreates, ...(run.plan.refused ? { refused: run.plan.refused } : {}) };
 }

@@ -1,5 +1,5 @@
 import { planUsers } from './batch.ts';
-import type { ChangeDeps, ChangeOutcome } from './change.ts';
+import type { ChangeDeps, ChangeOptions, ChangeOutcome } from './change.ts';
 import { reactivateUsers } from './store.ts';
 
 /**
@@ -10,7 +10,7 @@ import { reactivateUsers } from './store.ts';
  * shows them inactive until it pushes them again.
  */
 
-export function approveHeldUsers(deps: ChangeDeps, scimIds: readonly string[], approving: { planId: number; people: ReadonlySet<string> }): Promise<ChangeOutcome> {
+export function approveHeldUsers(deps: ChangeDeps, scimIds: readonly string[], approving: NonNullable<ChangeOptions['approving']>): Promise<ChangeOutcome> {
   return planUsers(deps, scimIds, { approving, locked: true });
 }
 

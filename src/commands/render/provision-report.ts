@@ -2,7 +2,7 @@ import Table from 'cli-table3';
 import type { AuditRow } from '../../provisioning/apply/actions-store.ts';
 import type { FeedReadResult } from '../../provisioning/feed/types.ts';
 import { formatPlanTable, type PlanTableOptions } from './plan-format.ts';
-import type { FeedShrinkCheck } from '../../provisioning/feed-shrink-check.ts';
+import type { ShrinkCheck } from '../../provisioning/pipeline/shrink.ts';
 import type { ProvisionResult } from '../../provisioning/provision-feed.ts';
 
 /** Exit statuses of `trainsync provision`. */
@@ -79,7 +79,7 @@ export function provisionResultJson(result: ProvisionResult): string {
 }
 
 /** A feed the shrink guard refused, as --json prints it: nothing was planned, so there is no plan. */
-export function shrinkRefusalJson(feed: FeedReadResult, check: FeedShrinkCheck): string {
+export function shrinkRefusalJson(feed: FeedReadResult, check: ShrinkCheck): string {
   const refused = check.decision.refused ? { reason: check.decision.reason, message: check.decision.message, needed: check.decision.needed } : null;
   return JSON.stringify(
     {

@@ -78,6 +78,21 @@ export async function countKnownActive(db: Db, org: string): Promise<number> {
 }
 
 /**
+ * The last snapshot as a statement of the workforce, for the feed-shrink guard of
+ * `reconcile --fix`: the employees it lists (not removed), and the removed ones whose identity
+ * is still active (each a leaver by absence, whom the repair would disable).
+ */
+export async function snapshotShrinkCounts(db: Db, org: string): Promise<{ listed: number; absentActive: number }> {
+  const { rows } = await sql<{ listed: number; absent_active: number }>`
+    select count(*) filter (where e.removed_at is null)::int as listed,
+           count(*) filter (where e.removed_at is not null and i.active)::int as absent_active
+      from training.employees e
+      left join trainsync.identities i on i.org = e.org and i.employee_id = e.employee_id
+     where e.org = ${org}`.execute(db);
+  return { listed: rows[0]?.listed ?? 0, absentActive: rows[0]?.absent_active ?? 0 };
+}
+
+/**
  * When trainsync last wrote an identity of the organisation (null: never), as a subquery for
  * a statement of another table: compared in the database, at Postgres's microseconds.
  */

@@ -5,9 +5,12 @@ import type { PlanMode } from '../plan/types.ts';
  * The feed-shrink guard: a full feed is the whole workforce, so every active employee it
  * does not list is a leaver. An export that failed upstream (a header and no rows, a file
  * cut short) would make most of the organisation leavers; this guard refuses such a feed
- * before anything is planned, read from the platform or written. Pure: the command reads
- * the feed and counts the active employees, this decides (docs/it-admin.md, "Feeds that
- * shrink", has the argument why it cannot let an accident through).
+ * before anything is planned, read from the platform or written. The last snapshot
+ * (training.employees, as `load-feed` left it) is the same statement one step later: the
+ * employees it marks removed are leavers by absence for `reconcile --fix`, so it meets the
+ * same rule with its listed employees as rows. Pure: the pipeline (pipeline/shrink.ts)
+ * counts, this decides (docs/it-admin.md, "Feeds that shrink", has the argument why it
+ * cannot let an accident through).
  */
 
 export interface ShrinkGuardInput {
@@ -22,6 +25,8 @@ export interface ShrinkGuardInput {
   allowShrink: boolean;
   /** Where the share was set, for the message; default TRAINSYNC_FEED_MIN_SHARE. */
   shareSetting?: string | undefined;
+  /** What is counted: a feed's data rows (default), or the snapshot's listed employees (`reconcile --fix`). */
+  subject?: 'feed' | 'snapshot' | undefined;
 }
 
 export type ShrinkRefusalReason = 'empty-feed' | 'feed-shrink';
@@ -50,6 +55,18 @@ export function decideFeedShrink(input: ShrinkGuardInput): ShrinkDecision {
   const needed = rowsNeeded(activeEmployees, minSharePercent);
   if (dataRows >= needed) return { refused: false };
   const known = `${activeEmployees} active employee${activeEmployees === 1 ? '' : 's'} known`;
+  const setting = input.shareSetting ?? 'TRAINSYNC_FEED_MIN_SHARE';
+  if (input.subject === 'snapshot') {
+    return {
+      refused: true,
+      reason: dataRows === 0 ? 'empty-feed' : 'feed-shrink',
+      needed,
+      message:
+        `the last HR snapshot (training.employees) lists ${dataRows} employee${dataRows === 1 ? '' : 's'}, fewer than ${minSharePercent}% of the ${known} (${needed} needed, ${setting}); ` +
+        'everyone it marks removed would be disabled, so nothing was planned. A feed cut short loaded with load-feed looks like this: load the whole feed again. ' +
+        'If the snapshot is right, run reconcile --fix with --allow-shrink (the disable limit still stands behind it).',
+    };
+  }
   if (dataRows === 0) {
     return {
       refused: true,
@@ -66,7 +83,7 @@ export function decideFeedShrink(input: ShrinkGuardInput): ShrinkDecision {
     reason: 'feed-shrink',
     needed,
     message:
-      `the feed has ${dataRows} data row${dataRows === 1 ? '' : 's'}, fewer than ${minSharePercent}% of the ${known} (${needed} needed, TRAINSYNC_FEED_MIN_SHARE); ` +
+      `the feed has ${dataRows} data row${dataRows === 1 ? '' : 's'}, fewer than ${minSharePercent}% of the ${known} (${needed} needed, ${setting}); ` +
       'in full mode everyone it leaves out would be a leaver, so nothing was planned. A feed cut short, or a partial export, looks like this: check it with --dry-run --allow-shrink. ' +
       'If it is right, rerun with --allow-shrink (or --mode delta if it lists changes only).',
   };

@@ -1,5 +1,5 @@
 import type { Plan } from '../plan/types.ts';
-import { runGuards, type GuardVerdict } from './guards.ts';
+import { runGuards, type Confirmation, type GuardVerdict } from './guards.ts';
 import { countRecentDisables } from '../apply/actions-store.ts';
 import { countIdentities } from '../apply/identities-store.ts';
 import { openHeldEmployees } from './hold.ts';
@@ -16,10 +16,10 @@ export async function guardPlan(
   source: Pick<Source<unknown>, 'kind' | 'label' | 'guard'>,
   plan: Plan,
   desired: Pick<DesiredState, 'appliedScope'>,
-  options: { freeSeats: number | undefined; force: boolean; approved?: ReadonlySet<string> | undefined },
+  options: { freeSeats: number | undefined; force: boolean; confirm?: Confirmation | undefined; approved?: ReadonlySet<string> | undefined },
 ): Promise<GuardVerdict> {
   const disables = plan.actions.filter((a) => a.kind === 'disable').map((a) => a.employeeId);
-  const base = { plan, guard: source.guard, label: source.label, freeSeats: options.freeSeats, force: options.force, approved: options.approved };
+  const base = { plan, guard: source.guard, label: source.label, freeSeats: options.freeSeats, force: options.force, confirm: options.confirm, approved: options.approved };
   if (disables.length === 0) return runGuards({ ...base, activeCount: plan.activeCount, recent: 0, alreadyHeld: new Set() });
   // A plan of a few listed employees knows only their identities: the base of a percentage is the organisation's.
   const activeCount = desired.appliedScope === 'all' ? plan.activeCount : await countActive(deps);

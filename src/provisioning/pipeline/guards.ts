@@ -1,13 +1,24 @@
 import { describeMaxDisable, resolveMaxDisable } from '../plan/limits.ts';
 import { disableRefusal, seatRefusal } from '../plan/refusal.ts';
 import type { Plan, PlanRefusal } from '../plan/types.ts';
+import { confirmationProblem, type ConfirmationAsk } from './confirm.ts';
 import type { DisableGuard } from './types.ts';
 
 /**
  * The guards of every plan, whatever its source: the disable guard (a count or a
  * percentage of the organisation's active employees, plus, for a source with a window, the
  * disables it made within it) and the seat guard. Pure: the pipeline reads the counts.
+ *
+ * `force` lifts the seat guard alone; past the disable limit it needs the typed count of
+ * the plan's disables as well (`--force --confirm N`): a mass disable is never applied by a
+ * flag a message could have suggested (pipeline/confirm.ts).
  */
+
+/** A typed count and how to ask for it (pipeline/confirm.ts). */
+export interface Confirmation {
+  typed: string | number | undefined;
+  ask: ConfirmationAsk;
+}
 
 export interface GuardInput {
   plan: Plan;
@@ -24,8 +35,10 @@ export interface GuardInput {
   approved?: ReadonlySet<string> | undefined;
   /** Free seats; undefined: not checked. */
   freeSeats: number | undefined;
-  /** `--force`: no limit refuses or holds. */
+  /** `--force`: the seat limit does not refuse; the disable limit does not either when `confirm` is the plan's disables. */
   force: boolean;
+  /** `--confirm N` with `--force`: the count of disables the person accepts. */
+  confirm?: Confirmation | undefined;
 }
 
 export interface GuardVerdict {
@@ -46,9 +59,19 @@ export function runGuards(input: GuardInput): GuardVerdict {
   const base = { limit, activeCount: input.activeCount };
   const disables = plan.actions.filter((a) => a.kind === 'disable' && !input.approved?.has(a.employeeId));
   if (guard.holds === 'plan') {
-    if (!input.force && disables.length + input.recent > limit) {
+    const over = disables.length + input.recent > limit;
+    if (!input.force && over) {
       const repairs = disables.filter((a) => a.repair !== undefined).length;
       return { refused: disableRefusal(disables.length, repairs, guard.maxDisable, input.activeCount), held: Object.keys(plan.byEmployee), ...base };
+    }
+    // Forced past the limit, or a count given: applied only when the count is the plan's disables (never held: the person is at the command line).
+    if (input.force && (over || input.confirm?.typed !== undefined)) {
+      const ask = input.confirm?.ask ?? FORCE_ASK;
+      const problem = confirmationProblem({ what: 'the plan', verb: 'apply', disables: disables.length }, input.confirm?.typed, ask);
+      if (problem !== undefined) {
+        const why = over ? `--force alone does not apply a plan past the disable limit of ${limit}: ` : '';
+        return { refused: { reason: 'confirm', message: `${why}${problem}.` }, held: [], ...base };
+      }
     }
     const seats = input.force ? undefined : seatRefusal(plan.counts, input.freeSeats);
     return { ...(seats ? { refused: seats } : {}), held: [], ...base };
@@ -62,6 +85,16 @@ export function runGuards(input: GuardInput): GuardVerdict {
   const reason = excess.length === 0 ? undefined : `${input.recent + candidates.length} deactivations via ${input.label}${within}, over the limit of ${describeLimit(guard, input.activeCount)}`;
   const seats = input.force ? undefined : seatRefusal(plan.counts, input.freeSeats);
   return { ...(seats ? { refused: seats } : {}), held, ...(reason ? { reason } : {}), ...base };
+}
+
+/** How the command line asks for the count. */
+export const FORCE_ASK: ConfirmationAsk = { give: '--confirm N with --force', shownBy: 'the plan above (or --dry-run)' };
+
+/** The typed count of an approval against the disables the approved plan applies now (those not held again). */
+export function approvalProblem(approving: { planId: number; shown?: number | undefined }, plan: Plan, verdict: Pick<GuardVerdict, 'held'>, confirm: Confirmation): string | undefined {
+  const held = new Set(verdict.held);
+  const disables = plan.actions.filter((a) => a.kind === 'disable' && !held.has(a.employeeId)).length;
+  return confirmationProblem({ what: `plan #${approving.planId}`, verb: 'approve', disables, shown: approving.shown }, confirm.typed, confirm.ask);
 }
 
 /** The limit as the setting gave it: `5 (TRAINSYNC_SCIM_MAX_DISABLE 5)`, or the default's wording. */

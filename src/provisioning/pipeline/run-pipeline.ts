@@ -5,11 +5,13 @@ import { planProvisioning } from '../plan/plan.ts';
 import type { AppliedEmployee, Plan } from '../plan/types.ts';
 import { loadLeaverSince } from '../platform-view.ts';
 import { guardPlan } from './guard-counts.ts';
+import { approvalProblem, type Confirmation } from './guards.ts';
 import { holdChange, releaseActive, supersede, SUPERSEDES } from './hold.ts';
 import { underProvisionLock } from './lock.ts';
 import { readPlatformStep } from './platform.ts';
 import { actionReasons } from './reasons.ts';
 import { freeSeats, SEATS_NOT_READ, type SeatsInfo } from './seats.ts';
+import { shrinkRefusedPlan, shrinkStep, type ShrinkCheck } from './shrink.ts';
 import { DEFAULT_DRIFT_SETTINGS, type DesiredState, type PipelineDeps, type Source } from './types.ts';
 
 /**
@@ -17,8 +19,9 @@ import { DEFAULT_DRIFT_SETTINGS, type DesiredState, type PipelineDeps, type Sour
  * snapshot, a held plan approved) goes through the same steps, in one hold of the
  * organisation's provisioning lock:
  *
- *   desired state (the source's) → applied state → platform view (and first-run
- *   adoption) → free seats → plan → guards → hold → audit + enqueue.
+ *   desired state (the source's) → feed-shrink guard → applied state → platform view
+ *   (and first-run adoption) → free seats → plan → guards (disable limit, seats, the typed
+ *   count) → hold → audit + enqueue.
  *
  * Only the first step is the source's own, with its guard settings; a source may also
  * record what it read (a feed) and follow the enqueue (a feed snapshots itself into
@@ -27,14 +30,27 @@ import { DEFAULT_DRIFT_SETTINGS, type DesiredState, type PipelineDeps, type Sour
  * and nothing of it is enqueued.
  */
 
+/** Approving held plan `planId`: its people's disables pass, nothing new is held, seats are not checked, and it is not superseded meanwhile. */
+export interface Approving {
+  planId: number;
+  people: ReadonlySet<string>;
+  /** The count the person typed, checked against the disables the plan applies now (undefined: not asked, e.g. a plan that disables nobody). */
+  confirm?: Confirmation | undefined;
+  /** The count the held plan showed. */
+  shown?: number | undefined;
+}
+
 export interface PipelineOptions {
   dryRun: boolean;
-  /** `--force`: no limit refuses or holds. */
+  /** `--force`: the seat limit does not refuse; past the disable limit only with `confirm` (the typed count). */
   force: boolean;
+  /** `--confirm N`: the count of disables the person accepts (with `force`). */
+  confirm?: Confirmation | undefined;
+  /** `--allow-shrink`: a whole statement shorter than the share is planned (the disable limit still stands). */
+  allowShrink?: boolean | undefined;
   /** The caller holds the provisioning lock already (an approval checks its plan in the same hold). */
   locked?: boolean | undefined;
-  /** Approving held plan `planId`: its people's disables pass, nothing new is held, seats are not checked, and it is not superseded meanwhile. */
-  approving?: { planId: number; people: ReadonlySet<string> } | undefined;
+  approving?: Approving | undefined;
   /** Once the plan is guarded (and held), before anything is enqueued: the CLI prints it. */
   onPlan?: ((result: PlannedRun) => void) | undefined;
 }
@@ -53,6 +69,8 @@ export interface PlannedRun {
   held: string[];
   /** The held plan they are in. */
   heldPlanId?: number;
+  /** The feed-shrink guard's finding when it refused the statement (nothing was planned). */
+  shrink?: ShrinkCheck;
 }
 
 export interface PipelineResult<After> extends PlannedRun {
@@ -81,6 +99,13 @@ function withoutEmployees(plan: Plan, held: ReadonlySet<string>): Pick<Plan, 'ac
 export async function runPipeline<After>(deps: PipelineDeps, source: Source<After>, options: PipelineOptions): Promise<PipelineResult<After>> {
   return underProvisionLock(deps, options.dryRun || options.locked === true, async (): Promise<PipelineResult<After>> => {
     const desired = await source.desired();
+    // A held plan approved was past this guard when it was held (or allowed): its people were reviewed and counted.
+    const shrink = options.approving ? undefined : await shrinkStep(deps, source, desired, options.allowShrink ?? false);
+    if (shrink?.decision.refused) {
+      const refusedPlan = shrinkRefusedPlan(desired, shrink);
+      await source.planned?.(refusedPlan, options.dryRun);
+      return { desired, plan: refusedPlan, adopted: 0, seats: SEATS_NOT_READ.unchecked, platformRequests: 0, held: [], shrink };
+    }
     const readable = desired.fileErrors.length === 0;
     const applied = await loadApplied(deps, desired);
     const platform = await readPlatformStep(deps, source, desired, applied);
@@ -98,8 +123,11 @@ export async function runPipeline<After>(deps: PipelineDeps, source: Source<Afte
     });
     const verdict = planned.refused
       ? { held: [] as string[], limit: planned.maxDisable, activeCount: planned.activeCount, reason: undefined }
-      : await guardPlan(deps, source, planned, desired, { freeSeats: options.approving ? undefined : seats.free, force: options.force, approved: options.approving?.people });
-    const plan: Plan = { ...planned, maxDisable: verdict.limit, ...(verdict.refused ? { refused: verdict.refused } : {}) };
+      : await guardPlan(deps, source, planned, desired, { freeSeats: options.approving ? undefined : seats.free, force: options.force, confirm: options.confirm, approved: options.approving?.people });
+    // An approval applies only with the count of the disables it applies now, typed by the person.
+    const approval = options.approving?.confirm && !verdict.refused ? approvalProblem(options.approving, planned, verdict, options.approving.confirm) : undefined;
+    const refused = verdict.refused ?? (approval === undefined ? undefined : { reason: 'confirm' as const, message: approval });
+    const plan: Plan = { ...planned, maxDisable: verdict.limit, ...(refused ? { refused } : {}) };
     await source.planned?.(plan, options.dryRun);
 
     let heldPlanId: number | undefined;

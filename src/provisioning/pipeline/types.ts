@@ -22,6 +22,13 @@ export interface DriftSettings {
   accessRemoved: AccessRemovedPolicy;
 }
 
+/** The share a statement of the whole workforce must list (TRAINSYNC_FEED_MIN_SHARE, or the organisation's feedMinShare): pipeline/shrink.ts. */
+export interface ShrinkSetting {
+  percent: number;
+  /** How it was set, for the message. */
+  setting: string;
+}
+
 export const DEFAULT_DRIFT_SETTINGS: DriftSettings = { freshnessMinutes: 15, accessRemoved: 'restore' };
 
 /** What a provisioning run of one organisation needs: the apply side's parts, its platform client, and a lent client for the lock. */
@@ -33,6 +40,8 @@ export interface ProvisionDeps extends ApplyDeps {
   locks: AdvisoryLocks;
   /** Default DEFAULT_DRIFT_SETTINGS. */
   drift?: DriftSettings | undefined;
+  /** The organisation's feed-shrink share; default DEFAULT_SHRINK_SETTING (TRAINSYNC_FEED_MIN_SHARE's default). */
+  shrink?: ShrinkSetting | undefined;
 }
 
 /** The pipeline's deps: as ProvisionDeps, with the platform client built on first use (a SCIM batch of creates never reads the platform). */
@@ -41,6 +50,7 @@ export interface PipelineDeps extends ApplyDeps {
   withPgClient: PgLender;
   locks: AdvisoryLocks;
   drift?: DriftSettings | undefined;
+  shrink?: ShrinkSetting | undefined;
 }
 
 export function pipelineDeps(deps: ProvisionDeps): PipelineDeps {
@@ -62,6 +72,12 @@ export interface DesiredState {
    * the identities the rows name (SCIM plans a few employees at a time).
    */
   appliedScope: 'all' | 'listed';
+  /**
+   * A statement of the whole workforce (a full feed, the last snapshot with leavers by
+   * absence): how many people it lists, for the feed-shrink guard (pipeline/shrink.ts).
+   * Undefined: the source leaves nobody out by not listing them (a delta feed, SCIM).
+   */
+  listed?: number | undefined;
   /** The source's own key of each row's employee (a SCIM User's id), kept with a held person so approving can read the source again. */
   refs?: ReadonlyMap<string, string> | undefined;
 }

@@ -139,8 +139,12 @@ export interface PlanNote {
 }
 
 export interface PlanRefusal {
-  /** `feed-errors` (the file itself could not be read) cannot be forced. */
-  reason: 'max-disable' | 'seats' | 'feed-errors';
+  /**
+   * `feed-errors` (the file itself could not be read) cannot be forced; `empty-feed` and
+   * `feed-shrink` (the shrink guard, before planning) only by `--allow-shrink`; `confirm`: a
+   * mass disable forced or approved without the typed count of the disables it applies now.
+   */
+  reason: 'max-disable' | 'seats' | 'feed-errors' | 'empty-feed' | 'feed-shrink' | 'confirm';
   message: string;
 }
 

@@ -9,8 +9,9 @@ import type { PipelineDeps, Source } from '../types.ts';
  * An HR feed as a source: its valid rows are the desired state (full: everyone not listed
  * is a leaver), its rejected rows' keys are never leavers, a file that could not be read
  * plans nothing. Once applied, the feed is snapshotted into training.employees (a failure
- * there does not abandon the actions just enqueued). Past the disable limit the whole plan
- * is held: a feed cut short looks like a mass leave.
+ * there does not abandon the actions just enqueued). A full feed is a whole statement: its
+ * data rows meet the feed-shrink guard (pipeline/shrink.ts) before anything is planned. Past
+ * the disable limit the whole plan is held: a feed cut short looks like a mass leave.
  */
 
 export interface FeedInput {
@@ -24,6 +25,8 @@ export interface FeedInput {
   invalidEmails: ReadonlySet<string>;
   fileErrors: readonly string[];
   maxDisable: MaxDisable | undefined;
+  /** Data rows of the file, valid or rejected (feed/shrink-guard.ts feedDataRows): the feed-shrink guard's count; default the valid rows. */
+  dataRows?: number | undefined;
   /** A feed read from a file records the read (trainsync.feeds), dry runs and refusals too; a held feed being approved was recorded when read. */
   record?: { path: string; format: FeedFormat; rowErrors: number } | undefined;
 }
@@ -48,6 +51,7 @@ export function feedSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'withPgClient
       invalidEmails: input.invalidEmails,
       fileErrors: input.fileErrors,
       appliedScope: 'all',
+      ...(input.mode === 'full' ? { listed: input.dataRows ?? input.rows.length } : {}),
     }),
     guard: { maxDisable: input.maxDisable, setting: '--max-disable', holds: 'plan' },
     checkSeats: true,

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../../warehouse/database.ts';
-import { snapshotWithIdentities } from '../../apply/identities-store.ts';
+import { snapshotShrinkCounts, snapshotWithIdentities } from '../../apply/identities-store.ts';
 import type { FeedRow } from '../../feed/types.ts';
 import type { MaxDisable } from '../../plan/types.ts';
 import type { Source } from '../types.ts';
@@ -16,6 +16,11 @@ import type { Source } from '../types.ts';
  * with `reassertGroups`). Employees the snapshot does not list are left alone (a delta),
  * and nobody is created who was never applied: joiners need a feed. Past the disable limit
  * the whole repair is held, as a feed is.
+ *
+ * Employees the snapshot marks removed (a full feed that no longer listed them) are leavers
+ * by absence, so when any of them still has access the snapshot is a whole statement and
+ * meets the feed-shrink guard (pipeline/shrink.ts) with its listed employees as rows: a feed
+ * cut short and loaded with `load-feed` is refused here as `provision` refuses it.
  */
 
 /** The snapshot `reconcile --fix` plans from. */
@@ -50,14 +55,20 @@ export function snapshotSource(deps: { db: Kysely<Database>; org: string }, opti
     kind: 'reconcile',
     label: RECONCILE_SOURCE,
     auditMark: null,
-    desired: async () => ({
-      rows: options.rows ?? (await snapshotRows(deps.db, deps.org)),
-      mode: 'delta',
-      invalidEmployeeIds: new Set(),
-      invalidEmails: new Set(),
-      fileErrors: [],
-      appliedScope: 'all',
-    }),
+    desired: async () => {
+      const rows = options.rows ?? (await snapshotRows(deps.db, deps.org));
+      // Rows given (a held repair approved) were counted when it was held.
+      const counts = options.rows === undefined ? await snapshotShrinkCounts(deps.db, deps.org) : undefined;
+      return {
+        rows,
+        mode: 'delta',
+        invalidEmployeeIds: new Set(),
+        invalidEmails: new Set(),
+        fileErrors: [],
+        appliedScope: 'all',
+        ...(counts !== undefined && counts.absentActive > 0 ? { listed: counts.listed } : {}),
+      };
+    },
     guard: { maxDisable: options.maxDisable, setting: '--max-disable', holds: 'plan' },
     checkSeats: true,
     adopt: false,

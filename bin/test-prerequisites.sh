@@ -4,11 +4,20 @@
 #   chromium    /usr/bin/chromium      the console's browser tests (playwright-core drives it)
 #   pgbouncer   /usr/sbin/pgbouncer    test/pgbouncer.test.ts starts one in front of Postgres
 #   prometheus  promtool               checking the alert rules
+# (And Node 22, which it cannot install for the npm running it: it says how, in one line.)
 # Run as root with apt-get at hand, it installs the missing Debian packages; otherwise it stops
 # at once with one line naming what is missing and the command that installs it, so no test
 # fails later, one by one, over a missing program (and none is skipped for it).
 # CHROMIUM_PATH and PGBOUNCER_PATH, as the tests read them, point at other copies.
 set -u
+cd "$(dirname "$0")/.." || exit 1
+
+# Node first: the tests run the CLI with this node, and the CLI refuses one older than 22.
+node_problem="$(node --input-type=module -e 'import { nodeVersionProblem } from "./bin/node-version.js"; console.log(nodeVersionProblem(process.versions.node) || "")' 2>&1)"
+if [ -n "$node_problem" ]; then
+  echo "npm test: $node_problem" >&2
+  exit 1
+fi
 
 need() { # need <debian package> <path or command name>
   case "$2" in

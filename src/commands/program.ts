@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import type { CommandDeps } from './options/deps.ts';
 import { EXIT_CODE_HELP } from './options/exit-codes.ts';
 import { registerCancelCommand } from './cancel.ts';
+import { registerCompletionCommand } from './completion.ts';
 import { registerConsoleCommand } from './console.ts';
 import { registerDemoCommand } from './demo.ts';
 import { registerDoctorCommand } from './doctor.ts';
@@ -66,5 +67,7 @@ Otherwise (a pipe, a file, a service): one JSON object per line (LOG_FORMAT over
   registerDoctorCommand(program, deps);
   registerSimulatorCommand(program);
   registerDemoCommand(program, deps);
+  // Last: its script is made from every command registered before it.
+  registerCompletionCommand(program);
   return program;
 }

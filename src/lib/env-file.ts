@@ -81,9 +81,15 @@ export function parseEnvFile(text: string, file: string): EnvFileEntries {
     i = at;
   }
   const values = parseEnv(source);
-  // The two readings must agree on the names; if Node's parser ever reads a line otherwise, say so.
-  const disagree = [...new Set([...Object.keys(values), ...lines.keys()])].find((name) => !lines.has(name) || !Object.hasOwn(values, name));
-  if (disagree !== undefined) throw new EnvFileError(`${file} line ${lines.get(disagree) ?? '?'}: ${shown(disagree)} reads differently to Node's .env parser; write it as NAME=value on a line of its own`);
+  // The two readings must agree on the names: where Node's parser reads a line otherwise (it
+  // keeps `export A=` with nothing after it as a name "export A"), say which line.
+  const missing = [...lines.keys()].find((name) => !Object.hasOwn(values, name));
+  const extra = Object.keys(values).find((name) => !lines.has(name));
+  if (missing !== undefined || extra !== undefined) {
+    const line = missing !== undefined ? (lines.get(missing) ?? 1) : rows.findIndex((row) => row.includes(extra ?? '')) + 1 || 1;
+    const how = extra === undefined ? `it does not read ${missing}` : `it reads a name ${shown(extra)}`;
+    throw new EnvFileError(`${file} line ${line}: Node's .env reader takes this line otherwise (${how}); write it as NAME=value, with a value`);
+  }
   const read: Record<string, string> = {};
   for (const name of lines.keys()) read[name] = values[name] ?? '';
   return { values: Object.freeze(read), lines };

@@ -40,7 +40,8 @@ export function buildProgram(deps: CommandDeps): Command {
       `
 Environment: TRAINSYNC_API_URL, TRAINSYNC_API_KEY, DATABASE_URL, REDIS_URL,
 TRAINSYNC_REQUESTS_PER_SECOND (default 10), TRAINSYNC_SECRET_KEY, LOG_LEVEL, LOG_FORMAT;
-TRAINSYNC_ORGS_FILE lists several organisations (then --org picks them).
+TRAINSYNC_ORGS_FILE lists several organisations (then --org picks them). A .env file in the
+working directory is read first (NAME=value lines; the environment wins over it).
 See docs/reference.md; \`trainsync doctor\` checks them all. A TRAINSYNC_* variable trainsync does not
 read (a typo: its setting keeps the default) is named in a warning, with the nearest known name.
 Results go to stdout, logs to stderr. On a terminal: one progress line per resource, and

@@ -5,7 +5,7 @@
 import { errorMessage } from './lib/errors.ts';
 import { CommanderError, type Command } from 'commander';
 import { allJobs } from '../jobs/index.ts';
-import { exitCodeFor, exitReason } from './commands/options/exit-codes.ts';
+import { EXIT, exitCodeFor, exitReason, UsageError } from './commands/options/exit-codes.ts';
 import { buildProgram } from './commands/program.ts';
 import { ConfigError, loadConfig, terminalColumnsSetting, type Config } from './config.ts';
 import { toInfrastructureError } from './lib/infra-errors.ts';
@@ -16,6 +16,26 @@ import { describeUnknownVariables } from './lib/unknown-variables.ts';
 import { stderrLine, stderrTerminal } from './commands/render/terminal.ts';
 import { useColumnsVariable } from './lib/text-width.ts';
 import { guardStream } from './lib/terminal-safe.ts';
+import { applyEnvFile, EnvFileError, type EnvFileEntries } from './lib/env-file.ts';
+import path from 'node:path';
+
+/**
+ * A `.env` file in the working directory, read before anything reads the environment: its
+ * variables join the environment, which wins where both set one. A line it cannot read
+ * stops every command at once (one line naming the file and the line, exit 2).
+ */
+function readEnvFile(): { file: string; entries: EnvFileEntries } | undefined {
+  const file = path.resolve('.env');
+  try {
+    const entries = applyEnvFile(file, process.env);
+    return entries === undefined ? undefined : { file, entries };
+  } catch (error) {
+    if (!(error instanceof EnvFileError)) throw error;
+    stderrLine(error.message);
+    process.exit(EXIT.refused);
+  }
+}
+const envFile = readEnvFile();
 
 // The terminal's width setting, read by src/config.ts with the rest of the environment.
 useColumnsVariable(terminalColumnsSetting());
@@ -44,8 +64,16 @@ let commandName: string | undefined;
  * configuration; a configuration that does not load is the command's to report.
  */
 function warnUnknownVariables(command: Command, verbose: boolean): void {
-  if (command.name() === 'doctor' || command.parent?.name() === 'feed') return;
+  if (command.name() === 'completion') return;
   const config = configOrNothing();
+  // A line of the .env file that sets a TRAINSYNC_* variable trainsync does not read is a
+  // mistake in a file written for trainsync: refused, naming the file and the line.
+  const inFile = envFile && (config?.unknownVariables ?? []).find((u) => envFile.entries.lines.has(u.name));
+  if (envFile && inFile) {
+    const hint = inFile.suggestion === undefined ? 'fix or remove the line' : `did you mean ${inFile.suggestion}?`;
+    throw new UsageError(`${envFile.file} line ${envFile.entries.lines.get(inFile.name)}: ${inFile.name} is not a trainsync variable: ${hint}`);
+  }
+  if (command.name() === 'doctor' || command.parent?.name() === 'feed') return;
   const unknown = config?.unknownVariables ?? [];
   if (config === undefined || unknown.length === 0) return;
   commandLogger(config, verbose).warn(describeUnknownVariables(unknown));

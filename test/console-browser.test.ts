@@ -1,5 +1,5 @@
 import { owner } from './helpers/owner.ts';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -117,6 +117,8 @@ async function holdPlanDisabling(count: number): Promise<{ id: number; emails: s
 }
 
 beforeAll(async () => {
+  // Not skipped when missing: `npm test` installs it first (bin/test-prerequisites.sh).
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: apt-get install -y chromium (npm test's pretest does it as root; or set CHROMIUM_PATH)`);
   const operatorHash = await hashConsolePassword(OPERATOR.password, TEST_COST);
   const viewerHash = await hashConsolePassword(VIEWER.password, TEST_COST);
   hashes = [operatorHash, viewerHash];

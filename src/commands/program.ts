@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import type { CommandDeps } from './options/deps.ts';
 import { EXIT_CODE_HELP } from './options/exit-codes.ts';
 import { registerCancelCommand } from './cancel.ts';
+import { registerCompletionCommand } from './completion.ts';
 import { registerConsoleCommand } from './console.ts';
 import { registerDemoCommand } from './demo.ts';
 import { registerDoctorCommand } from './doctor.ts';
@@ -40,7 +41,8 @@ export function buildProgram(deps: CommandDeps): Command {
       `
 Environment: TRAINSYNC_API_URL, TRAINSYNC_API_KEY, DATABASE_URL, REDIS_URL,
 TRAINSYNC_REQUESTS_PER_SECOND (default 10), TRAINSYNC_SECRET_KEY, LOG_LEVEL, LOG_FORMAT;
-TRAINSYNC_ORGS_FILE lists several organisations (then --org picks them).
+TRAINSYNC_ORGS_FILE lists several organisations (then --org picks them). A .env file in the
+working directory is read first (NAME=value lines; the environment wins over it).
 See docs/reference.md; \`trainsync doctor\` checks them all. A TRAINSYNC_* variable trainsync does not
 read (a typo: its setting keeps the default) is named in a warning, with the nearest known name.
 Results go to stdout, logs to stderr. On a terminal: one progress line per resource, and
@@ -67,5 +69,7 @@ Otherwise (a pipe, a file, a service): one JSON object per line (LOG_FORMAT over
   registerDoctorCommand(program, deps);
   registerSimulatorCommand(program);
   registerDemoCommand(program, deps);
+  // Last: its script is made from every command registered before it.
+  registerCompletionCommand(program);
   return program;
 }

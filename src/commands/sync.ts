@@ -10,7 +10,7 @@ import type { JobOutcome } from '../queue/wait-for-jobs.ts';
 import { withWaitOptions, type JobQueue } from '../queue/job-queue.ts';
 import { parseDay } from '../sync/results/days.ts';
 import type { CommandDeps } from './options/deps.ts';
-import { EXIT, exitWith, isRefusedKey, UsageError, type ExitCode } from './options/exit-codes.ts';
+import { EXIT, exitWith, isRefusedKey, isUnreachablePlatform, UsageError, type ExitCode } from './options/exit-codes.ts';
 import { fitTable } from './render/fit-table.ts';
 import { requestedOrgs, selectOrgs } from './options/org-option.ts';
 import { createProgressDisplay } from './render/progress-display.ts';
@@ -131,10 +131,14 @@ function parseSyncOptions(options: { since?: string; until?: string; full?: bool
 
 /** A job that failed because the platform refused the API key (the configuration's fault). */
 const keyRefused = (outcome: JobOutcome): boolean => outcome.status === 'failed' && isRefusedKey(outcome.error ?? '');
+/** A job that failed because nothing ever answered at the platform's URL (the configuration's fault too). */
+const unreached = (outcome: JobOutcome): boolean => outcome.status === 'failed' && isUnreachablePlatform(outcome.error ?? '');
+/** Said once, last: every job fails the same way. */
+const configFault = (outcome: JobOutcome): boolean => keyRefused(outcome) || unreached(outcome);
 
-/** 2 when the platform refused the API key, else 1 when a job failed, else 3 when a run ended incomplete, else 0. */
+/** 2 when the platform refused the API key or was not reached at all, else 1 when a job failed, else 3 when a run ended incomplete, else 0. */
 export function syncExitCode(outcomes: readonly JobOutcome[]): ExitCode {
-  if (outcomes.some(keyRefused)) return SYNC_EXIT.refused;
+  if (outcomes.some(configFault)) return SYNC_EXIT.refused;
   if (outcomes.some((outcome) => outcome.status === 'failed')) return SYNC_EXIT.failed;
   const incomplete = outcomes.some((outcome) => syncSummarySchema.safeParse(outcome.result).data?.status === 'incomplete');
   return incomplete ? SYNC_EXIT.incomplete : SYNC_EXIT.ok;
@@ -152,6 +156,9 @@ export function syncExitReason(outcomes: ReadonlyArray<JobOutcome & { org?: stri
   // A refused key fails every job the same way: said once, here (the summary only marks them).
   const refused = outcomes.filter(keyRefused);
   if (refused.length > 0) return `the platform refused the API key, so ${refused.map(named).join(', ')} ${refused.length === 1 ? 'was' : 'were'} not synced: ${refused[0]!.error}`;
+  // Likewise a URL where nothing answers: one line naming the setting, not one per job.
+  const notReached = outcomes.filter(unreached);
+  if (notReached.length > 0) return `${notReached[0]!.error} (${notReached.map(named).join(', ')} not synced)`;
   const failed = outcomes.filter((o) => o.status === 'failed');
   if (failed.length > 0) return `${failed.map(named).join(', ')} failed: ${failed[0]!.error ?? 'unknown reason'}`;
   const incomplete = outcomes.filter((o) => syncSummarySchema.safeParse(o.result).data?.status === 'incomplete').map(named);
@@ -186,10 +193,10 @@ export function renderSummary(outcomes: ReadonlyArray<JobOutcome & { org?: strin
       table.push([labelled ? `${outcome.org} ${s.resource}` : s.resource, s.status === 'incomplete' ? 'INCOMPLETE' : 'ok', s.pages, s.requests ?? '', s.inserted, s.updated, s.unchanged, s.quarantined, s.removed, (s.durationMs / 1000).toFixed(1), long ? 'see below' : (s.note ?? '')]);
     } else {
       const resource = outcome.name.replace(/^sync-/, '');
-      table.push([labelled ? `${outcome.org} ${resource}` : resource, outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', '', keyRefused(outcome) ? 'key refused' : 'see below']);
+      table.push([labelled ? `${outcome.org} ${resource}` : resource, outcome.status === 'failed' ? 'FAILED' : 'ok', '', '', '', '', '', '', '', '', keyRefused(outcome) ? 'key refused' : unreached(outcome) ? 'not reached' : 'see below']);
     }
   }
-  const failures = outcomes.filter((o) => o.status === 'failed' && !keyRefused(o)).map((o) => `${labelled ? `${o.org} ` : ''}${o.name} failed: ${o.error ?? 'unknown reason'}`);
+  const failures = outcomes.filter((o) => o.status === 'failed' && !configFault(o)).map((o) => `${labelled ? `${o.org} ` : ''}${o.name} failed: ${o.error ?? 'unknown reason'}`);
   // Short heads, as in `status`: the table fits 80 columns (--json has the full names).
   const head = ['resource', 'status', 'pages', 'req', 'new', 'upd', 'same', 'quar', 'rem', 'sec', 'note'];
   // No note at all: no note column (it would only cost the width).

@@ -41,7 +41,9 @@ Examples:
 With several organisations configured, name them with --org (repeat it, or --org all);
 each line of the progress and the summary then starts with the organisation.
 For sync: 1 a job failed (its reason is printed last); 2 also when the platform refuses the
-API key (the summary marks the resources "key refused") or the same resource is already
+API key (the summary marks the resources "key refused"), when nothing ever answered at its URL
+("not reached"), when a worker ran the jobs with another platform, key or database ("NOT
+OURS"), or the same resource is already
 syncing with other options (a sync whose process is gone is taken over instead; see
 \`trainsync cancel\`); 3 some windows could not be read to the end (the next run reads them
 again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.`,

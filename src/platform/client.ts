@@ -39,6 +39,8 @@ export interface PlatformClientOptions {
   budgetSafetyMargin?: number;
   /** Called after every HTTP attempt (metrics). */
   onRequest?: (event: RequestEvent) => void;
+  /** The setting that holds apiUrl, named when nothing answers there; default TRAINSYNC_API_URL. */
+  urlSetting?: string;
 }
 
 /** The client options from the validated config; `extra` overrides (tests, the CLI). */
@@ -55,8 +57,14 @@ export function platformClientOptionsFromConfig(config: Config, org: OrgSettings
     connectTimeoutMs: config.TRAINSYNC_CONNECT_TIMEOUT_MS,
     retries: config.TRAINSYNC_HTTP_RETRIES,
     retryMaxDelayMs: config.TRAINSYNC_RETRY_MAX_DELAY_MS,
+    urlSetting: apiUrlSetting(config, org),
     ...extra,
   };
+}
+
+/** Where a person fixes an organisation's apiUrl: TRAINSYNC_API_URL, or its entry in the orgs file. */
+export function apiUrlSetting(config: Pick<Config, 'TRAINSYNC_ORGS_FILE'>, org: Pick<OrgSettings, 'slug'>): string {
+  return config.TRAINSYNC_ORGS_FILE ? `the apiUrl of organisation ${org.slug} in ${config.TRAINSYNC_ORGS_FILE}` : 'TRAINSYNC_API_URL';
 }
 
 /**
@@ -144,6 +152,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     timeoutMs: options.timeoutMs ?? 30_000,
     connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
     onRequest: options.onRequest,
+    urlSetting: options.urlSetting,
   });
 
   const send = <T>(request: ApiRequest<T>): Promise<T> => transport.send(request);

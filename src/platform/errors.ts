@@ -27,7 +27,7 @@ export const DOCUMENTED_CODES: readonly string[] = [
 ];
 
 /** Codes the client makes up when the body carries none. */
-export type SyntheticCode = 'TIMEOUT' | 'NETWORK' | 'ABORTED' | 'BUDGET_UNAVAILABLE' | 'MALFORMED_RESPONSE' | 'PAGINATION_LOOP' | 'UNAUTHORIZED' | `HTTP_${number}`;
+export type SyntheticCode = 'TIMEOUT' | 'NETWORK' | 'PLATFORM_UNREACHABLE' | 'ABORTED' | 'BUDGET_UNAVAILABLE' | 'MALFORMED_RESPONSE' | 'PAGINATION_LOOP' | 'UNAUTHORIZED' | `HTTP_${number}`;
 
 /** The vendor's reference spells it `COUSRE_NOT_FOUND`; the platform may send either. */
 const CODE_ALIASES: Readonly<Record<string, string>> = { COUSRE_NOT_FOUND: 'COURSE_NOT_FOUND' };
@@ -218,6 +218,51 @@ export function classifyTransportError(error: unknown, method: string, path: str
     return new PlatformError(`${where} failed on the network (${message})`, { code: 'NETWORK', retryable: true, cause });
   }
   return new PlatformError(`${where} failed: ${message}`, { code: 'NETWORK', retryable: false, cause });
+}
+
+/** The code of a platform that has never answered and refuses or cannot be found: the URL setting's fault. */
+export const PLATFORM_UNREACHABLE = 'PLATFORM_UNREACHABLE';
+
+/** Socket codes that say "nothing listens there" or "no such host": waiting does not change them. */
+const WRONG_ADDRESS_CODES: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused: nothing listens at that host and port',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name not found (DNS did not answer)',
+};
+
+/** How platformUnreachable words its message: a job's failure reaches whoever waits for it as this text only. */
+const UNREACHABLE_MESSAGE = /^(TRAINSYNC_API_URL|the apiUrl of organisation \S+ in .+) was not reached \(/;
+
+/**
+ * A refused connection or an unknown host name, from a platform that has not answered
+ * once in this process: the configured URL is wrong (a typo, a closed port), so the
+ * error is permanent (no retry, no BullMQ attempt after it) and names the setting and
+ * the fix in one sentence. Undefined for any other error.
+ */
+export function platformUnreachable(error: PlatformError, origin: string, urlSetting: string): PlatformError | undefined {
+  if (error.code !== 'NETWORK') return undefined;
+  const codes = socketCodes(error.cause);
+  const reason = Object.entries(WRONG_ADDRESS_CODES).find(([code]) => codes.has(code))?.[1];
+  if (reason === undefined) return undefined;
+  return new PlatformError(
+    `${urlSetting} was not reached (${origin}: ${reason}); check the scheme, host and port in ${urlSetting} (\`trainsync doctor\` checks it), then run again`,
+    { code: PLATFORM_UNREACHABLE, retryable: false, cause: error.cause },
+  );
+}
+
+/** True for the message of platformUnreachable's error, e.g. a failed job's reason. */
+export function isUnreachableMessage(message: string): boolean {
+  return UNREACHABLE_MESSAGE.test(message);
+}
+
+/** The codes of an error and of what it wraps (node's happy-eyeballs connect throws an AggregateError per address). */
+function socketCodes(error: unknown, depth = 0): Set<string> {
+  const codes = new Set<string>();
+  if (typeof error !== 'object' || error === null || depth > 4) return codes;
+  const e = error as { code?: unknown; errors?: unknown; cause?: unknown };
+  if (typeof e.code === 'string') codes.add(e.code);
+  for (const inner of [...(Array.isArray(e.errors) ? e.errors : []), e.cause]) for (const code of socketCodes(inner, depth + 1)) codes.add(code);
+  return codes;
 }
 
 /** A 2xx whose body does not have the documented shape: a server fault, worth a retry. */

@@ -2,7 +2,7 @@ import { errorMessage } from '../lib/errors.ts';
 import { performance } from 'node:perf_hooks';
 import { DecoratorHandler, Pool, type Dispatcher } from 'undici';
 import type { Logger } from 'pino';
-import { classifyResponse, classifyTransportError, PlatformError } from './errors.ts';
+import { classifyResponse, classifyTransportError, PLATFORM_UNREACHABLE, PlatformError, platformUnreachable } from './errors.ts';
 import type { RequestBudget } from './request-budget.ts';
 import { tallyRequest } from './request-tally.ts';
 import { parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.ts';
@@ -42,6 +42,11 @@ export interface TransportOptions {
   timeoutMs: number;
   connectTimeoutMs: number;
   onRequest?: ((event: RequestEvent) => void) | undefined;
+  /**
+   * The setting a person fixes when nothing answers at apiUrl (`TRAINSYNC_API_URL`, or an
+   * organisation's apiUrl in the orgs file); default TRAINSYNC_API_URL.
+   */
+  urlSetting?: string | undefined;
 }
 
 /** What a caller asks for; `path` is relative to `/api/v2/` and already encoded. */
@@ -116,6 +121,13 @@ export function createTransport(options: TransportOptions): Transport {
   // The vendor's examples send Content-Length: 0 on bodiless POSTs.
   const emptyHeaders: Record<string, string> = { ...readHeaders, 'content-length': '0' };
   const debug = log.isLevelEnabled('debug');
+  /**
+   * Set by the first HTTP answer (any status). Until then, a refused connection or a host
+   * name that does not resolve is the setting's fault, not an outage: retrying cannot
+   * help, so it fails at once, naming the setting (platformUnreachable in errors.ts).
+   */
+  let answered = false;
+  const urlSetting = options.urlSetting ?? 'TRAINSYNC_API_URL';
 
   interface Prepared {
     path: string;
@@ -148,6 +160,7 @@ export function createTransport(options: TransportOptions): Transport {
     try {
       // Written to the socket: SentOnWrite tells the budget, which spaces this process's next grant from there.
       const response = await dispatcher.request({ method: request.method, path: prepared.path, headers: prepared.headers, body: prepared.body, signal: deadline.signal });
+      answered = true;
       const body = await response.body.text();
       return { status: response.statusCode, body, retryAfter: response.headers['retry-after'] };
     } catch (error) {
@@ -214,13 +227,14 @@ export function createTransport(options: TransportOptions): Transport {
       try {
         return await attempt(request, prepared, logPath, n);
       } catch (caught) {
-        const error = caught instanceof PlatformError ? caught : classifyTransportError(caught, request.method, logPath);
+        const classified = caught instanceof PlatformError ? caught : classifyTransportError(caught, request.method, logPath);
+        const error = answered ? classified : (platformUnreachable(classified, origin, urlSetting) ?? classified);
         const context = { method: request.method, path: logPath, status: error.status, code: error.code, attempt: n };
         if (!error.retryable || n > retry.retries || request.signal?.aborted) {
           // A documented 400 is a business answer the caller handles (EMAIL_IN_USE…), not an incident;
           // a refused key is reported once, by whoever called (a job's failure, a command's last
           // line, a doctor check); an abort is our own stop (Ctrl-C, shutdown), not a failure.
-          const expected = (error.status === 400 && !error.code.startsWith('HTTP_')) || error.code === 'UNAUTHORIZED';
+          const expected = (error.status === 400 && !error.code.startsWith('HTTP_')) || error.code === 'UNAUTHORIZED' || error.code === PLATFORM_UNREACHABLE;
           const level = error.code === 'ABORTED' && request.signal?.aborted ? 'debug' : expected ? 'info' : 'warn';
           log[level]({ ...context, retryable: error.retryable }, `platform request failed: ${error.message}`);
           throw error;

@@ -2,6 +2,7 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { describeRedisError, InfrastructureError, isNotRedis, maskUrl } from '../lib/infra-errors.ts';
 import type { Logger } from 'pino';
 import { OutageLog } from '../lib/outage-log.ts';
+import { connectingLine, CONNECTING_NOTICE_MS } from '../lib/connecting-notice.ts';
 import { createRedisClient, isCluster, type RedisClient } from '../lib/redis-client.ts';
 import { redisTarget } from '../lib/redis-target.ts';
 
@@ -75,6 +76,10 @@ export class RedisConnections implements RedisStatus {
   /** A one-shot connection that never got through and was refused: given up at once, not after the timeout. */
   private refusedAtStart = false;
   private everReady = false;
+  /** A connection opened (TCP) since the last retry: if it is retried before 'ready', the server dropped it. */
+  private connectedSinceRetry = false;
+  /** Connections the server accepted and closed before Redis ever answered. */
+  private droppedBeforeReady = 0;
   private failoverLoggedAt = Number.NEGATIVE_INFINITY;
   /** REDIS_URL names a Sentinel set-up or a Cluster, where masters get replaced. */
   private readonly replicated: boolean;
@@ -145,6 +150,8 @@ export class RedisConnections implements RedisStatus {
     if (options.failFast && !this.isReady) throw this.unreachable();
     let timer: NodeJS.Timeout | undefined;
     let timedOut = false;
+    // A first connection that takes a while says what it waits for, rather than a blank screen until the timeout.
+    const notice = this.everReady ? undefined : setTimeout(() => this.log.warn({ redis: maskUrl(this.url), waitMs: timeoutMs }, connectingLine(maskUrl(this.url), timeoutMs, 'Redis', 'REDIS_URL', this.mode === 'one-shot' && timeoutMs === this.timeoutMs ? 'TRAINSYNC_REDIS_TIMEOUT_MS' : undefined)), CONNECTING_NOTICE_MS);
     const timeout = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => {
         timedOut = true;
@@ -159,6 +166,7 @@ export class RedisConnections implements RedisStatus {
       throw this.unreachable(error, timedOut ? timeoutMs : undefined);
     } finally {
       clearTimeout(timer);
+      clearTimeout(notice);
     }
   }
 
@@ -167,7 +175,10 @@ export class RedisConnections implements RedisStatus {
       // Not Redis at all: no "waited" (nothing was waited for), and exit 2, the setting's fault.
       return new InfrastructureError('redis', describeRedisError(this.foreignReply, this.url)!, { cause: this.foreignReply, misconfigured: true });
     }
-    const described = describeRedisError(this.lastError, this.url) ?? describeRedisError(cause, this.url);
+    const described =
+      this.droppedBeforeReady >= DROPS_BEFORE_GIVING_UP && !this.everReady
+        ? `cannot connect to Redis at ${maskUrl(this.url)} (REDIS_URL): the server accepted the connection and closed it before answering, ${this.droppedBeforeReady} times; is REDIS_URL the host and port of a Redis server (rediss:// if it needs TLS), and does it accept this client?`
+        : (describeRedisError(this.lastError, this.url) ?? describeRedisError(cause, this.url));
     const setting = (ms: number): string => (this.mode === 'one-shot' && ms === this.timeoutMs ? ', TRAINSYNC_REDIS_TIMEOUT_MS' : '');
     const waited =
       this.refusedAtStart ? ''
@@ -198,6 +209,7 @@ export class RedisConnections implements RedisStatus {
       if (!this.failed(error)) this.log.warn({ err: error }, 'Redis connection error');
     });
     client.on('ready', () => this.ready());
+    client.on('connect', () => (this.connectedSinceRetry = true));
     if (isCluster(client)) {
       // One node dropping (a failover) is the Cluster's to route around; an outage is the
       // whole Cluster unreachable, which it reports as an 'error' of its own.
@@ -247,12 +259,17 @@ export class RedisConnections implements RedisStatus {
   private retryDelay(times: number): number | null {
     const now = Date.now();
     this.failingSince ??= now;
+    if (this.connectedSinceRetry && !this.everReady) this.droppedBeforeReady += 1;
+    this.connectedSinceRetry = false;
     const delay = Math.min(100 * 2 ** Math.min(times - 1, 5), MAX_RETRY_DELAY_MS);
     if (this.mode === 'persistent') return delay;
     // Nothing listens there (or the name does not resolve), or what listens is not Redis:
     // waiting would not change that for a command a person just typed, so it fails now,
     // naming REDIS_URL and how to start it (or what answered instead).
-    if (!this.everReady && (isRefusal(this.lastError) || this.foreignReply !== undefined)) {
+    // So is a server that takes the connection and closes it again before answering a
+    // single command (a TLS-only port, a proxy with nothing behind it, another protocol
+    // that hangs up): after a few such drops, not after the whole timeout.
+    if (!this.everReady && (isRefusal(this.lastError) || this.foreignReply !== undefined || this.droppedBeforeReady >= DROPS_BEFORE_GIVING_UP)) {
       this.gaveUp = true;
       this.refusedAtStart = true;
       return null;
@@ -266,6 +283,9 @@ export class RedisConnections implements RedisStatus {
     return Math.min(delay, left);
   }
 }
+
+/** Drops before Redis ever answered that end a one-shot command's wait (backoff 100, 200, 400 ms: under a second). */
+const DROPS_BEFORE_GIVING_UP = 3;
 
 /** One failover line per this gap: the replies of one failover come from every connection within a second or two. */
 const FAILOVER_LOG_GAP_MS = 30_000;

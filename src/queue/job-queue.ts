@@ -12,6 +12,8 @@ import type { JobRunner } from './run-job.ts';
 import { waitForJobs, type JobOutcome, type WaitOptions } from './wait-for-jobs.ts';
 import { startWorkers, type WorkerHandle } from './worker.ts';
 import { redisSecretStore } from './secret-store.ts';
+import { parsePublished, type SettingsFingerprint } from './worker-settings.ts';
+import { workerSettingsKey } from './keys.ts';
 
 export type { AddJobOptions, ChainSpec, EnqueuedJob, JobState } from './action-queue.ts';
 
@@ -83,6 +85,8 @@ export interface JobQueue extends ActionQueue {
   activeJobs(queue: QueueName, limit: number): Promise<FoundJob[]>;
   /** The names (host:pid) of the worker processes connected to the queue. */
   workerNames(queue: QueueName): Promise<string[]>;
+  /** The settings a worker process published for an organisation (src/queue/worker-settings.ts); undefined when it published none. */
+  workerSettings(workerName: string, org: string): Promise<SettingsFingerprint | undefined>;
   /** Puts an orphaned active job back in its queue under its own id: the next worker resumes it. */
   takeOver(job: FoundJob): Promise<void>;
   /** Removes a queued or orphaned job for good; false when it could not be (it is locked again). */
@@ -188,6 +192,7 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
       return found.filter((job): job is FoundJob => job !== undefined);
     },
     workerNames: async (queue) => [...(await connectedWorkers(queues[queue]))],
+    workerSettings: async (workerName, org) => parsePublished(await connection.hget(workerSettingsKey(config.TRAINSYNC_QUEUE_PREFIX, workerName), org)),
     async find(jobId) {
       for (const name of QUEUE_NAMES) {
         const found = await describe(name, jobId);

@@ -22,3 +22,12 @@ export function jobLockKey(prefix: string, queue: string, jobId: string): string
 export function jobSecretKey(prefix: string, org: string, id: string): string {
   return `${prefix}:secret:${org}:${id}`;
 }
+
+/**
+ * What a worker process runs with (a hash: one field per organisation, each a fingerprint
+ * of its platform origin, API key and database), so a command whose job it ran can tell
+ * whether the result is one it would have got itself.
+ */
+export function workerSettingsKey(prefix: string, workerName: string): string {
+  return `${prefix}:trainsync:worker-settings:${workerName}`;
+}

@@ -11,6 +11,8 @@ export interface JobOutcome {
   status: 'completed' | 'failed';
   result?: unknown;
   error?: string;
+  /** The worker (host:pid) that ran the job's last attempt, when Redis still knew. */
+  processedBy?: string;
 }
 
 export interface WaitOptions {
@@ -102,7 +104,7 @@ export async function waitForJobs(deps: WaitDeps, jobs: readonly Job[], options:
       const waiting = waits.get(jobId);
       if (!waiting) return;
       queue.getJob(jobId).then(
-        (job) => settle(jobId, job && !sameJob(job, waiting.job) ? { status: 'failed', error: vanishedMessage(queue.name) } : outcome),
+        (job) => settle(jobId, job && !sameJob(job, waiting.job) ? { status: 'failed', error: vanishedMessage(queue.name) } : { ...outcome, ...ranBy(job) }),
         () => settle(jobId, outcome),
       );
     };
@@ -173,8 +175,8 @@ async function inspect(
   }
   waiting.unknownBefore = false;
   if (state === 'completed' || state === 'failed') {
-    if (state === 'completed') settle(jobId, { status: 'completed', result: job.returnvalue });
-    else settle(jobId, { status: 'failed', error: job.failedReason || 'failed' });
+    if (state === 'completed') settle(jobId, { status: 'completed', result: job.returnvalue, ...ranBy(job) });
+    else settle(jobId, { status: 'failed', error: job.failedReason || 'failed', ...ranBy(job) });
     return;
   }
   const now = Date.now();
@@ -190,6 +192,11 @@ async function inspect(
   if (why === waiting.noticed || waiting.settled) return;
   waiting.noticed = why;
   options.onStall(`still waiting for job ${jobId} (${waiting.job.name}): ${why}; no progress for ${Math.round(idleMs / 1000)} s`);
+}
+
+/** Who ran the job (BullMQ records the worker's name as it takes it), as an outcome's field. */
+function ranBy(job: Job | undefined): { processedBy?: string } {
+  return typeof job?.processedBy === 'string' && job.processedBy !== '' ? { processedBy: job.processedBy } : {};
 }
 
 /** The same job, not merely the same id (ids start over in an emptied Redis). */

@@ -5,6 +5,8 @@ import { describeRedisError } from '../lib/infra-errors.ts';
 import type { RedisConnections } from './connection.ts';
 import { PROVISION_QUEUE, type QueueName } from './names.ts';
 import { runJob, type JobRunner } from './run-job.ts';
+import { workerSettingsKey } from './keys.ts';
+import { publishedFields, WORKER_SETTINGS_REFRESH_MS, WORKER_SETTINGS_TTL_SECONDS } from './worker-settings.ts';
 
 export interface WorkerHandle {
   workers: Worker[];
@@ -60,12 +62,28 @@ export async function startWorkers(config: Config, runner: JobRunner, queues: re
     return worker;
   });
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+  // What this process runs jobs with, for the commands whose jobs it runs: refreshed while it runs, and kept
+  // a day after (a command may read it after the worker stopped; a new process has a new name).
+  const settingsKey = workerSettingsKey(config.TRAINSYNC_QUEUE_PREFIX, WORKER_NAME);
+  const publish = (): void => {
+    const fields = publishedFields(config);
+    if (Object.keys(fields).length === 0) return;
+    redis.primary
+      .multi()
+      .hset(settingsKey, fields)
+      .expire(settingsKey, WORKER_SETTINGS_TTL_SECONDS)
+      .exec()
+      .catch((error: unknown) => log.debug({ err: error }, 'could not publish the worker settings'));
+  };
+  publish();
+  const republish = setInterval(publish, WORKER_SETTINGS_REFRESH_MS).unref();
   log.info({ queues, concurrency: config.TRAINSYNC_WORKER_CONCURRENCY, provisionConcurrency: config.TRAINSYNC_PROVISION_CONCURRENCY, worker: WORKER_NAME }, 'worker started');
 
   let stopping: Promise<{ forced: boolean }> | undefined;
   const close = (): Promise<{ forced: boolean }> => {
     stopping ??= (async () => {
       closing = true;
+      clearInterval(republish);
       abort.abort();
       const graceful = Promise.all(workers.map((worker) => worker.close())).then(() => true);
       const timeout = new Promise<boolean>((resolve) => setTimeout(resolve, config.TRAINSYNC_SHUTDOWN_TIMEOUT_MS, false).unref());

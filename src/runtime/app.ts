@@ -16,8 +16,9 @@ import { createJobQueue, type JobQueue } from '../queue/job-queue.ts';
 import { QUEUE_NAMES } from '../queue/names.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate, requireMigrated } from '../warehouse/migrator.ts';
-import { maskUrl } from '../lib/infra-errors.ts';
-import { APP_ROLE, createDb, createPool } from '../warehouse/pool.ts';
+import { maskUrl, toInfrastructureError } from '../lib/infra-errors.ts';
+import { connectingLine, withConnectingNotice } from '../lib/connecting-notice.ts';
+import { APP_ROLE, CONNECT_TIMEOUT_MS, createDb, createPool } from '../warehouse/pool.ts';
 import { checkAppRole } from '../warehouse/app-role.ts';
 import { createScopes, type OrgScopes } from '../warehouse/scope.ts';
 import { createLockSession, type AdvisoryLocks } from '../warehouse/lock-session.ts';
@@ -80,13 +81,17 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   const lockUrl = config.TRAINSYNC_LOCK_DATABASE_URL ?? config.DATABASE_URL;
   // Over the lock session's URL: a pooler in front (DATABASE_URL) may not serve the
   // `postgres` maintenance database that CREATE DATABASE is run from.
-  if (!options.readOnly) await ensureDatabase(lockUrl, log);
+  // The first contact with Postgres: slow, it says so after a second; timed out, it names the setting.
+  const firstContact = <T>(work: () => Promise<T>): Promise<T> => withConnectingNotice(work, () => log.warn({ database: maskUrl(lockUrl) }, connectingLine(maskUrl(lockUrl), CONNECT_TIMEOUT_MS, 'Postgres', 'DATABASE_URL'))).catch((error: unknown) => {
+    throw toInfrastructureError(error, { DATABASE_URL: lockUrl, REDIS_URL: config.REDIS_URL }, 'postgres') ?? error;
+  });
+  if (!options.readOnly) await firstContact(() => ensureDatabase(lockUrl, log));
   // The owner's work first, on a pool of its own that ends with it: migrations (under a
   // session lock, so over the lock session's URL, a real session), the organisations' rows,
   // the reader roles. Everything after runs as trainsync_app.
   const owner = createPool(lockUrl, { max: 2, log, applicationName: 'trainsync-migrate' });
   try {
-    if (options.readOnly) await requireMigrated(owner, maskUrl(config.DATABASE_URL));
+    if (options.readOnly) await firstContact(() => requireMigrated(owner, maskUrl(config.DATABASE_URL)));
     else if (options.migrate) await migrate(owner, log);
     if (!options.readOnly) await registerOrganisations(createDb(owner), config.orgs);
     if (options.migrate) await ensureOrgReaders(owner, config.orgs.flatMap((org) => (org.readerRole ? [{ slug: org.slug, readerRole: org.readerRole }] : [])));

@@ -4,7 +4,7 @@ import { InfrastructureError } from '../../lib/infra-errors.ts';
 import { NotMigratedError } from '../../warehouse/migrator.ts';
 import { AppRoleError } from '../../warehouse/app-role.ts';
 import { OrgReaderError } from '../../warehouse/org-readers.ts';
-import { isRefusedKeyMessage, PlatformError } from '../../platform/errors.ts';
+import { isRefusedKeyMessage, isUnreachableMessage, PLATFORM_UNREACHABLE, PlatformError } from '../../platform/errors.ts';
 
 /** The exit codes of every command (docs/reference.md, "Exit codes"). */
 export const EXIT = { ok: 0, failed: 1, refused: 2, incomplete: 3, interrupted: 130 } as const;
@@ -17,7 +17,8 @@ Exit codes (the same for every command):
   1    rows rejected, actions failed, or a service (Postgres, Redis, the platform) failed
   2    refused: usage (unknown option or command, bad value, impossible date, a feed
        file that cannot be read) or configuration (a variable, a missing migration, an
-       API key the platform refuses); nothing was changed
+       API key the platform refuses, an API URL where nothing answers, a worker whose
+       settings differ); nothing was changed
   3    incomplete: some data could not be read to the end; the next run reads it
   130  interrupted (Ctrl-C)`;
 
@@ -46,6 +47,15 @@ export function isRefusedKey(error: unknown): boolean {
   return typeof error === 'string' && isRefusedKeyMessage(error);
 }
 
+/**
+ * Nothing answers at the platform's URL and nothing ever did (refused, unknown host):
+ * the URL setting's fault, exit 2 like a refused key. A job's failure arrives as its message only.
+ */
+export function isUnreachablePlatform(error: unknown): boolean {
+  if (error instanceof PlatformError) return error.code === PLATFORM_UNREACHABLE;
+  return typeof error === 'string' && isUnreachableMessage(error);
+}
+
 /** The exit code for an error that ended a command. */
 export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof CommanderError) {
@@ -57,7 +67,7 @@ export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof OrgReaderError || error instanceof AppRoleError) return EXIT.refused;
   // A setting naming something that is not the service (REDIS_URL at an HTTP port) is configuration.
   if (error instanceof InfrastructureError && error.misconfigured) return EXIT.refused;
-  if (isRefusedKey(error)) return EXIT.refused;
+  if (isRefusedKey(error) || isUnreachablePlatform(error)) return EXIT.refused;
   return EXIT.failed;
 }
 

@@ -31,6 +31,8 @@ function client(apiUrl: string, events: RequestEvent[], extra: Partial<PlatformC
     retries: 3,
     timeoutMs: 5000,
     onRequest: (event) => events.push(event),
+    // What a command's client names (platformClientOptionsFromConfig); the worker's names none.
+    urlSetting: 'TRAINSYNC_API_URL',
     ...extra,
   });
 }
@@ -107,6 +109,23 @@ describe('a platform that never answered', () => {
       }),
       { numRuns: 10 },
     );
+  });
+});
+
+describe("the worker's client (no URL setting to name)", () => {
+  it('retries a platform that refuses from the start as an outage: a queued change is never failed for good by it', async () => {
+    const events: RequestEvent[] = [];
+    const platform = client('http://127.0.0.1:9', events, { urlSetting: undefined });
+    try {
+      const error = await failure(() => firstPage(platform));
+      expect(error.code).toBe('NETWORK');
+      expect(error.retryable).toBe(true);
+      expect(isUnreachableMessage(error.message)).toBe(false);
+      // The first try and 3 retries.
+      expect(events.length).toBe(4);
+    } finally {
+      await platform.close();
+    }
   });
 });
 

@@ -44,7 +44,8 @@ export interface TransportOptions {
   onRequest?: ((event: RequestEvent) => void) | undefined;
   /**
    * The setting a person fixes when nothing answers at apiUrl (`TRAINSYNC_API_URL`, or an
-   * organisation's apiUrl in the orgs file); default TRAINSYNC_API_URL.
+   * organisation's apiUrl in the orgs file). Unset: such a failure is retried like an outage
+   * (the worker, which outlives a platform that is down when it starts).
    */
   urlSetting?: string | undefined;
 }
@@ -127,7 +128,9 @@ export function createTransport(options: TransportOptions): Transport {
    * help, so it fails at once, naming the setting (platformUnreachable in errors.ts).
    */
   let answered = false;
-  const urlSetting = options.urlSetting ?? 'TRAINSYNC_API_URL';
+  // Unset (the worker): a platform down when the worker starts is an outage like any other,
+  // retried, so a queued leaver's change is never failed for good by it.
+  const urlSetting = options.urlSetting;
 
   interface Prepared {
     path: string;
@@ -228,7 +231,7 @@ export function createTransport(options: TransportOptions): Transport {
         return await attempt(request, prepared, logPath, n);
       } catch (caught) {
         const classified = caught instanceof PlatformError ? caught : classifyTransportError(caught, request.method, logPath);
-        const error = answered ? classified : (platformUnreachable(classified, origin, urlSetting) ?? classified);
+        const error = answered || urlSetting === undefined ? classified : (platformUnreachable(classified, origin, urlSetting) ?? classified);
         const context = { method: request.method, path: logPath, status: error.status, code: error.code, attempt: n };
         if (!error.retryable || n > retry.retries || request.signal?.aborted) {
           // A documented 400 is a business answer the caller handles (EMAIL_IN_USE…), not an incident;

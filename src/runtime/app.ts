@@ -118,7 +118,12 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     const org = orgFor(slug);
     let platform = platforms.get(org.slug);
     if (!platform) {
-      platform = createPlatformClient(platformClientOptionsFromConfig(config, org, log.child({ org: org.slug }), { onRequest: (event) => metrics.observeRequest(event, org.slug) }));
+      platform = createPlatformClient(platformClientOptionsFromConfig(config, org, log.child({ org: org.slug }), {
+        onRequest: (event) => metrics.observeRequest(event, org.slug),
+        // A command fails at once when nothing ever answered at the URL (a wrong setting); the
+        // worker retries it as an outage, so a platform down as it starts loses no queued change.
+        ...(options.redis === 'persistent' ? { urlSetting: undefined } : {}),
+      }));
       platforms.set(org.slug, platform);
     }
     return platform;

@@ -17,8 +17,9 @@ import { QUEUE_NAMES } from '../queue/names.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate, requireMigrated } from '../warehouse/migrator.ts';
 import { maskUrl } from '../lib/infra-errors.ts';
-import { APP_ROLE, createDb, createPool } from '../warehouse/pool.ts';
-import { checkAppRole } from '../warehouse/app-role.ts';
+import { APP_ROLE, createDb, createOwnerPool, createPool } from '../warehouse/pool.ts';
+import { checkAppRole, ownerRefusal, warnIfUnbound } from '../warehouse/app-role.ts';
+import { ensureWorkerLogin } from '../warehouse/worker-login.ts';
 import { createScopes, type OrgScopes } from '../warehouse/scope.ts';
 import { createLockSession, type AdvisoryLocks } from '../warehouse/lock-session.ts';
 
@@ -78,28 +79,41 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   limitHeapGrowth();
   const catalog = createJobCatalog(options.jobs);
   const lockUrl = config.TRAINSYNC_LOCK_DATABASE_URL ?? config.DATABASE_URL;
-  // Over the lock session's URL: a pooler in front (DATABASE_URL) may not serve the
-  // `postgres` maintenance database that CREATE DATABASE is run from.
-  if (!options.readOnly) await ensureDatabase(lockUrl, log);
+  const ownerUrl = config.TRAINSYNC_OWNER_DATABASE_URL;
+  // Over the owner's URL (Postgres itself: a pooler in front of DATABASE_URL may not serve the
+  // `postgres` maintenance database that CREATE DATABASE is run from), as the owner (CREATEDB).
+  if (!options.readOnly) await ensureDatabase(ownerUrl, log);
   // The owner's work first, on a pool of its own that ends with it: migrations (under a
-  // session lock, so over the lock session's URL, a real session), the organisations' rows,
-  // the reader roles. Everything after runs as trainsync_app.
-  const owner = createPool(lockUrl, { max: 2, log, applicationName: 'trainsync-migrate' });
+  // session lock, so over a real session), the organisations' rows, the reader roles, the
+  // worker's login. Everything after runs as the worker's login, taking trainsync_app. A
+  // command that only reads needs no owner: it checks the migrations over DATABASE_URL.
+  const owner = options.readOnly ? createPool(config.DATABASE_URL, { max: 1, log, applicationName: 'trainsync-check' }) : createOwnerPool(ownerUrl, { log });
   try {
     if (options.readOnly) await requireMigrated(owner, maskUrl(config.DATABASE_URL));
     else if (options.migrate) await migrate(owner, log);
-    if (!options.readOnly) await registerOrganisations(createDb(owner), config.orgs);
+    if (!options.readOnly) {
+      await registerOrganisations(createDb(owner), config.orgs);
+      await ensureWorkerLogin(owner, config.DATABASE_URL, log);
+    }
     if (options.migrate) await ensureOrgReaders(owner, config.orgs.flatMap((org) => (org.readerRole ? [{ slug: org.slug, readerRole: org.readerRole }] : [])));
+  } catch (error) {
+    throw ownerRefusal(error, config) ?? error;
   } finally {
     await owner.end().catch(() => undefined);
   }
   const rowSecurity = options.rowSecurity ?? true;
   // Bounded whatever the organisations and the concurrency: a job holds a connection only
   // for a transaction, and its lock lives on the lock session (docs/operator.md,
-  // "Sizing Postgres connections"). Connections per process: this pool + 1.
-  const pool = createPool(config.DATABASE_URL, { max: config.TRAINSYNC_PG_POOL_SIZE, log, ...(rowSecurity ? { role: APP_ROLE } : {}) });
+  // "Sizing Postgres connections"). Connections per process: this pool + 1. Without row
+  // security (the benchmark's baseline only) it is the owner's, which no policy binds.
+  const pool = rowSecurity
+    ? createPool(config.DATABASE_URL, { max: config.TRAINSYNC_PG_POOL_SIZE, log, role: APP_ROLE })
+    : createPool(ownerUrl, { max: config.TRAINSYNC_PG_POOL_SIZE, log });
   try {
-    if (rowSecurity) await checkAppRole(pool, config.DATABASE_URL);
+    if (rowSecurity) {
+      await checkAppRole(pool, config.DATABASE_URL);
+      await warnIfUnbound(pool, log);
+    }
   } catch (error) {
     await pool.end().catch(() => undefined);
     throw error;

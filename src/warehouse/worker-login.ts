@@ -42,7 +42,7 @@ export function loginOf(url: string): string | undefined {
 export async function inspectWorkerLogin(client: pg.ClientBase | pg.Pool): Promise<WorkerLoginReport> {
   const { rows } = await client.query<WorkerLoginReport>(
     `select r.rolname as login, r.rolsuper as superuser, r.rolbypassrls as "bypassRls",
-            array(select distinct pg_get_userbyid(c.relowner) from pg_class c join pg_namespace n on n.oid = c.relnamespace
+            array(select distinct pg_get_userbyid(c.relowner)::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
                   where n.nspname = any ($1::text[]) and c.relkind in ('r', 'p', 'v', 'm', 'S', 'f')
                     and pg_has_role(r.oid, c.relowner, 'MEMBER') order by 1) as owners,
             array(select n.nspname || '.' || c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace

@@ -118,11 +118,11 @@ export async function checkWorkerLoginLines(config: Config): Promise<CheckResult
     const report = await inspectWorkerLogin(pool);
     const problems = workerLoginProblems(report);
     if (problems.length === 0) {
-      return [{ check: 'worker login', level: 'ok', detail: `the login ${report.login} of DATABASE_URL cannot bypass row security: no superuser, no BYPASSRLS, owns no table; forced on every table with an organisation` }];
+      return [{ check: 'login', level: 'ok', detail: `the login ${report.login} of DATABASE_URL cannot bypass row security: no superuser, no BYPASSRLS, owns no table; forced on every table with an organisation` }];
     }
-    return problems.map(({ problem, fix }) => ({ check: 'worker login', level: 'fail', detail: problem, fix }));
+    return problems.map(({ problem, fix }) => ({ check: 'login', level: 'fail', detail: problem, fix }));
   } catch (error) {
-    return [{ check: 'worker login', level: 'fail', detail: `could not read the login of DATABASE_URL (${maskUrl(config.DATABASE_URL)}): ${errorMessage(error)}`, fix: 'fix the Postgres failure above first' }];
+    return [{ check: 'login', level: 'fail', detail: `could not read the login of DATABASE_URL (${maskUrl(config.DATABASE_URL)}): ${errorMessage(error)}`, fix: 'fix the Postgres failure above first' }];
   } finally {
     await pool.end().catch(() => undefined);
   }

@@ -348,7 +348,7 @@ export const MAX_DEFAULT_WORKER_CONCURRENCY = 50;
 export const MAX_DEFAULT_PROVISION_CONCURRENCY = 200;
 
 /** Variables of docker-compose.yml (the ports it publishes), read by Docker Compose, not trainsync. */
-const COMPOSE_VARIABLES = ['TRAINSYNC_POSTGRES_PORT', 'TRAINSYNC_REDIS_PORT'];
+const COMPOSE_VARIABLES = ['TRAINSYNC_POSTGRES_PORT', 'TRAINSYNC_REDIS_PORT', 'TRAINSYNC_WORKER_PASSWORD'];
 
 /** Every variable of envSchema: the settings trainsync reads (cron lines aside). */
 export const CONFIG_VARIABLES: readonly string[] = Object.keys(envSchema.shape);

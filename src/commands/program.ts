@@ -37,7 +37,8 @@ export function buildProgram(deps: CommandDeps): Command {
     .addHelpText(
       'after',
       `
-Environment: TRAINSYNC_API_URL, TRAINSYNC_API_KEY, DATABASE_URL, REDIS_URL,
+Environment: TRAINSYNC_API_URL, TRAINSYNC_API_KEY, DATABASE_URL (trainsync's own login),
+TRAINSYNC_OWNER_DATABASE_URL (the tables' owner, for migrations), REDIS_URL,
 TRAINSYNC_REQUESTS_PER_SECOND (default 10), TRAINSYNC_SECRET_KEY, LOG_LEVEL, LOG_FORMAT;
 TRAINSYNC_ORGS_FILE lists several organisations (then --org picks them).
 See docs/reference.md; \`trainsync doctor\` checks them all. A TRAINSYNC_* variable trainsync does not

@@ -126,10 +126,19 @@ const envSchema = z.object({
     .refine((u) => /^https?:\/\//.test(u), 'an http(s) URL, e.g. https://training.example.com')
     .optional(),
   TRAINSYNC_API_KEY: z.string().min(1, 'the organisation API key').optional(),
+  // The worker's login: not a superuser, owns no table, cannot bypass row security (docs/operator.md,
+  // "The role trainsync runs as"). Unset: DEFAULT_DATABASE_URL; loadConfig fills it in.
   DATABASE_URL: z
     .string()
-    .regex(/^postgres(ql)?:\/\//, 'a Postgres URL, e.g. postgres://postgres@127.0.0.1:5432/trainsync')
-    .default('postgres://postgres@127.0.0.1:5432/trainsync'),
+    .regex(/^postgres(ql)?:\/\//, 'a Postgres URL of the worker\'s login, e.g. postgres://trainsync_worker@127.0.0.1:5432/trainsync')
+    .optional(),
+  // The tables' owner, for the migrations, CREATE DATABASE, the organisations' rows, the reader roles and
+  // the worker's login. Unset: TRAINSYNC_LOCK_DATABASE_URL, else DATABASE_URL when that is set (one login
+  // for both, as before: warned about at start), else DEFAULT_OWNER_DATABASE_URL; loadConfig fills it in.
+  TRAINSYNC_OWNER_DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'a Postgres URL of the tables\' owner, reaching Postgres itself (not a transaction-mode pool), e.g. postgres://postgres@127.0.0.1:5432/trainsync')
+    .optional(),
   // One server (redis://), a master behind Sentinel (redis+sentinel://) or a Cluster
   // (redis+cluster://); src/lib/redis-target.ts reads the forms, docs/operator.md, "Redis Sentinel and Cluster".
   REDIS_URL: z
@@ -304,8 +313,17 @@ const envSchema = z.object({
  */
 const CRON_PREFIX = 'TRAINSYNC_CRON_';
 
+/** The worker's login when DATABASE_URL is unset: `trainsync migrate` creates it (a member of trainsync_app, owning nothing). */
+export const DEFAULT_DATABASE_URL = 'postgres://trainsync_worker@127.0.0.1:5432/trainsync';
+/** The owner's login when neither DATABASE_URL nor the owner's URL is set: a local server's superuser (trust). */
+export const DEFAULT_OWNER_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/trainsync';
+
 export type Config = Readonly<
-  z.output<typeof envSchema> & {
+  Omit<z.output<typeof envSchema>, 'DATABASE_URL' | 'TRAINSYNC_OWNER_DATABASE_URL'> & {
+    /** The worker's login (every pool trainsync works through; row security binds it). */
+    DATABASE_URL: string;
+    /** The tables' owner (migrations, organisations, reader roles, the worker's login), resolved: see envSchema. */
+    TRAINSYNC_OWNER_DATABASE_URL: string;
     /** Every `TRAINSYNC_CRON_*` line set, by variable name (src/queue/schedulers.ts reads it). */
     cronLines: Readonly<Record<string, string>>;
     /** LOG_LEVEL was set (not the default): on a terminal it then rules over the CLI's quiet default and -v. */
@@ -341,7 +359,7 @@ export const MAX_DEFAULT_WORKER_CONCURRENCY = 50;
 export const MAX_DEFAULT_PROVISION_CONCURRENCY = 200;
 
 /** Variables of docker-compose.yml (the ports it publishes), read by Docker Compose, not trainsync. */
-const COMPOSE_VARIABLES = ['TRAINSYNC_POSTGRES_PORT', 'TRAINSYNC_REDIS_PORT'];
+const COMPOSE_VARIABLES = ['TRAINSYNC_POSTGRES_PORT', 'TRAINSYNC_REDIS_PORT', 'TRAINSYNC_WORKER_PASSWORD'];
 
 /** Every variable of envSchema: the settings trainsync reads (cron lines aside). */
 export const CONFIG_VARIABLES: readonly string[] = Object.keys(envSchema.shape);
@@ -431,12 +449,25 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...parsed.data,
     ...scaled,
     TRAINSYNC_QUEUE_PREFIX,
+    ...databaseUrls(parsed.data),
     cronLines: Object.freeze(cronLines),
     scheduleSpreadMinutes: scheduleSpreadMinutes(parsed.data.TRAINSYNC_SCHEDULE_SPREAD, orgs.length),
     LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined,
     orgs: Object.freeze(orgs),
     unknownVariables: Object.freeze(unknown),
   });
+}
+
+/**
+ * The worker's and the owner's URLs. Neither set: the defaults (a worker login of its own, the local
+ * superuser as the owner). DATABASE_URL alone: one login for both, as before there were two (the
+ * owner's work over TRAINSYNC_LOCK_DATABASE_URL when set, a real session, as before).
+ */
+function databaseUrls(settings: z.output<typeof envSchema>): { DATABASE_URL: string; TRAINSYNC_OWNER_DATABASE_URL: string } {
+  return {
+    DATABASE_URL: settings.DATABASE_URL ?? DEFAULT_DATABASE_URL,
+    TRAINSYNC_OWNER_DATABASE_URL: settings.TRAINSYNC_OWNER_DATABASE_URL ?? settings.TRAINSYNC_LOCK_DATABASE_URL ?? settings.DATABASE_URL ?? DEFAULT_OWNER_DATABASE_URL,
+  };
 }
 
 /** The organisations of the file, or the one the variables describe; a ConfigError names every bad entry and key. */

@@ -67,7 +67,7 @@ describe('trainsync doctor', () => {
     try {
       // As if the newest migration had not been applied yet.
       const { rows: newest } = await behind.pool.query<{ name: string }>('delete from trainsync.schema_migrations where name = (select max(name) from trainsync.schema_migrations) returning name');
-      const run = await runCli(['doctor'], { ...env(), DATABASE_URL: behind.url });
+      const run = await runCli(['doctor'], { ...env(), DATABASE_URL: behind.url, TRAINSYNC_OWNER_DATABASE_URL: behind.ownerUrl });
       expect(run.code).toBe(2);
       expect(line(run.stdout, 'migrations')).toBe(`FAIL  migrations        1 (${newest[0]!.name}) not applied`);
       expect(run.stdout).toContain('run `trainsync migrate` first');
@@ -81,7 +81,7 @@ describe('trainsync doctor', () => {
   it('a database never migrated: all migrations pending, and nothing created', async () => {
     const fresh = await createTestDatabase({ migrated: false });
     try {
-      const run = await runCli(['doctor'], { ...env(), DATABASE_URL: fresh.url });
+      const run = await runCli(['doctor'], { ...env(), DATABASE_URL: fresh.url, TRAINSYNC_OWNER_DATABASE_URL: fresh.ownerUrl });
       expect(run.code).toBe(2);
       expect(line(run.stdout, 'migrations')).toMatch(/^FAIL\s+migrations\s+\d+ \(0001_warehouse\.sql … \d{4}_\w+\.sql\) not applied/);
       const { rows } = await fresh.pool.query<{ present: boolean }>("select to_regclass('trainsync.schema_migrations') is not null as present");

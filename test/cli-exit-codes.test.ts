@@ -33,7 +33,7 @@ describe('exit codes, the same table for every command', () => {
     await dropPrefix(prefix);
   });
 
-  const services = (): Record<string, string> => ({ DATABASE_URL: database.url, REDIS_URL, TRAINSYNC_QUEUE_PREFIX: prefix });
+  const services = (): Record<string, string> => ({ DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl, REDIS_URL, TRAINSYNC_QUEUE_PREFIX: prefix });
   const platform = { TRAINSYNC_API_URL: 'http://127.0.0.1:9', TRAINSYNC_API_KEY: 'k' };
 
   interface Row {

@@ -5,13 +5,26 @@ import { parseLookback } from '../src/settings/lookback.ts';
 describe('config', () => {
   it('applies the contract defaults and freezes the result', () => {
     const config = loadConfig({});
-    expect(config.DATABASE_URL).toBe('postgres://postgres@127.0.0.1:5432/trainsync');
+    // trainsync's own login, and the local superuser as the owner (docs/operator.md, "The role trainsync runs as").
+    expect(config.DATABASE_URL).toBe('postgres://trainsync_worker@127.0.0.1:5432/trainsync');
+    expect(config.TRAINSYNC_OWNER_DATABASE_URL).toBe('postgres://postgres@127.0.0.1:5432/trainsync');
     expect(config.REDIS_URL).toBe('redis://127.0.0.1:6379');
     expect(config.TRAINSYNC_REQUESTS_PER_SECOND).toBe(10);
     expect(config.LOG_LEVEL).toBe('info');
     expect(config.TRAINSYNC_RESULTS_LOOKBACK).toBe(7);
     expect(config.cronLines).toEqual({});
     expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('takes the owner from TRAINSYNC_OWNER_DATABASE_URL, else the lock session\'s URL, else DATABASE_URL when set (one login for both)', () => {
+    const worker = 'postgres://trainsync_worker:pw@db:5432/t';
+    const owner = 'postgres://owner:pw@db:5432/t';
+    const lock = 'postgres://owner@direct:5432/t';
+    expect(loadConfig({ DATABASE_URL: worker, TRAINSYNC_OWNER_DATABASE_URL: owner, TRAINSYNC_LOCK_DATABASE_URL: lock })).toMatchObject({ DATABASE_URL: worker, TRAINSYNC_OWNER_DATABASE_URL: owner });
+    expect(loadConfig({ DATABASE_URL: worker, TRAINSYNC_LOCK_DATABASE_URL: lock }).TRAINSYNC_OWNER_DATABASE_URL).toBe(lock);
+    expect(loadConfig({ DATABASE_URL: owner }).TRAINSYNC_OWNER_DATABASE_URL).toBe(owner);
+    expect(loadConfig({ DATABASE_URL: '' }).DATABASE_URL).toBe('postgres://trainsync_worker@127.0.0.1:5432/trainsync');
+    expect(() => loadConfig({ TRAINSYNC_OWNER_DATABASE_URL: 'owner@db' })).toThrow(/TRAINSYNC_OWNER_DATABASE_URL: got "owner@db"; expected a Postgres URL of the tables' owner/);
   });
 
   it('keeps every TRAINSYNC_CRON_* line set, and refuses one that is not a cron line', () => {

@@ -49,7 +49,7 @@ beforeAll(async () => {
   const config = loadConfig({
     TRAINSYNC_ORGS_FILE: file,
     ORG_KEY: 'key-not-used-here',
-    DATABASE_URL: database.url,
+    DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
     REDIS_URL,
     TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_CONSOLE_USERS: `${OLGA.name}:operator:${olgaHash},${ZED.name}:viewer:${zedHash}:${ZEDS.join('+')}`,

@@ -64,7 +64,7 @@ beforeAll(async () => {
   const config = loadConfig({
     TRAINSYNC_ORGS_FILE: file,
     ORG_KEY: sim.apiKey,
-    DATABASE_URL: database.url,
+    DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
     REDIS_URL,
     TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_CONSOLE_USERS: `${LENA.name}:operator:${lenaHash}:acme,${MAX.name}:viewer:${maxHash}:acme+globex,${OLGA.name}:operator:${olgaHash},${VERA.name}:viewer:${veraHash}`,

@@ -58,7 +58,7 @@ beforeAll(async () => {
     TRAINSYNC_ORGS_FILE: file,
     NORTH_KEY: sim.apiKey,
     SOUTH_KEY: sim.apiKey,
-    DATABASE_URL: database.url,
+    DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
     REDIS_URL,
     TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_CONSOLE_USERS: `${OPERATOR.name}:operator:${hash}`,

@@ -20,7 +20,7 @@ beforeAll(async () => {
   worker = startWorkerProcess({
     TRAINSYNC_API_URL: sim.url,
     TRAINSYNC_API_KEY: sim.apiKey,
-    DATABASE_URL: database.url,
+    DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
     REDIS_URL,
     TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_METRICS_PORT: '0',

@@ -16,7 +16,7 @@ import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 /** A check's line and the indented lines under it (the fix, wrapped). */
 const block = (stdout: string, check: string): string => {
   const lines = stdout.split('\n');
-  const at = lines.findIndex((l) => new RegExp(`^(ok|warn|FAIL)\\s+${check}\\s`).test(l));
+  const at = lines.findIndex((l) => new RegExp(`^(ok|warn|FAIL)\\s+${check}(\\s|$)`).test(l));
   if (at < 0) return `(no ${check} line)`;
   const end = lines.findIndex((l, i) => i > at && !l.startsWith(' '));
   return lines.slice(at, end < 0 ? undefined : end).map((l) => l.trim()).join(' ');
@@ -41,7 +41,7 @@ describe('doctor: the lock session and trainsync_app', () => {
       await admin.query(`create role ${login} login`);
     });
     const pg = await import('pg');
-    const owner = new pg.default.Client({ connectionString: database.url });
+    const owner = new pg.default.Client({ connectionString: database.ownerUrl });
     await owner.connect();
     try {
       await owner.query(`grant usage on schema trainsync to ${login}; grant select on trainsync.schema_migrations, trainsync.applied_views to ${login}`);
@@ -61,7 +61,7 @@ describe('doctor: the lock session and trainsync_app', () => {
   it('direct to Postgres, and through a session-mode pool: both ok', async () => {
     const direct = await runCli(['doctor'], env());
     expect(block(direct.stdout, 'lock session'), direct.stdout).toMatch(/^ok\s+lock session\s+postgres:\/\/.* \(DATABASE_URL \(TRAINSYNC_LOCK_DATABASE_URL is unset\)\): a session of its own/);
-    expect(block(direct.stdout, 'app role')).toMatch(/^ok\s+app role\s+the login postgres takes role trainsync_app/);
+    expect(block(direct.stdout, 'app role')).toMatch(/^ok\s+app role\s+the login trainsync_worker takes role trainsync_app/);
     const name = new URL(database.url).pathname.slice(1);
     const session = await runCli(['doctor'], env({ TRAINSYNC_LOCK_DATABASE_URL: sessionPool.url(name) }));
     expect(block(session.stdout, 'lock session'), session.stdout).toMatch(new RegExp(`^ok\\s+lock session\\s+postgres://postgres@127\\.0\\.0\\.1:${sessionPool.port}/.*TRAINSYNC_LOCK_DATABASE_URL\\): a session of its own`));

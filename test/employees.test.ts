@@ -211,7 +211,7 @@ describe('employee snapshots over three feeds', () => {
 
 describe('trainsync load-feed', () => {
   it('snapshots a profiled export with no platform settings, and exits 2 on an unreadable file', async () => {
-    const env = { DATABASE_URL: t.url, REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'warn' };
+    const env = { DATABASE_URL: t.url, TRAINSYNC_OWNER_DATABASE_URL: t.ownerUrl, REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'warn' };
     const run = await runCli(['load-feed', 'examples/semicolon-export.csv', '--profile', 'examples/semicolon-profile.json'], env);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);

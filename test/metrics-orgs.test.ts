@@ -47,7 +47,7 @@ afterAll(async () => {
 const envFor = (labels?: string): Record<string, string> => ({
   TRAINSYNC_ORGS_FILE: file,
   ORG_KEY: 'key-not-used-here',
-  DATABASE_URL: database.url,
+  DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
   REDIS_URL,
   TRAINSYNC_QUEUE_PREFIX: prefix,
   LOG_LEVEL: 'warn',

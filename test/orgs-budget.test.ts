@@ -47,7 +47,7 @@ beforeAll(async () => {
     }),
   );
   env = {
-    DATABASE_URL: t.url,
+    DATABASE_URL: t.url, TRAINSYNC_OWNER_DATABASE_URL: t.ownerUrl,
     REDIS_URL,
     TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_ORGS_FILE: file,

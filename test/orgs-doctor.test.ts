@@ -20,7 +20,7 @@ describe('trainsync doctor, several organisations', () => {
     A_KEY: simA.apiKey,
     B_KEY: bKey,
     A_HOOK: randomBytes(32).toString('base64'),
-    DATABASE_URL: database.url,
+    DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
     REDIS_URL,
     TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_METRICS_PORT: '0',

@@ -50,7 +50,7 @@ describe('several hosts, one killed mid-run', () => {
       }),
     );
     env = {
-      DATABASE_URL: database.url,
+      DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
       REDIS_URL,
       TRAINSYNC_QUEUE_PREFIX: prefix,
       TRAINSYNC_ORGS_FILE: file,

@@ -45,7 +45,7 @@ beforeAll(async () => {
       ],
     }),
   );
-  env = { DATABASE_URL: t.url, TRAINSYNC_ORGS_FILE: file, NORTH_KEY: 'kn', SOUTH_KEY: 'ks' };
+  env = { DATABASE_URL: t.url, TRAINSYNC_OWNER_DATABASE_URL: t.ownerUrl, TRAINSYNC_ORGS_FILE: file, NORTH_KEY: 'kn', SOUTH_KEY: 'ks' };
 });
 
 afterAll(async () => {

@@ -58,7 +58,7 @@ describe('sync of two organisations into one warehouse', () => {
       TRAINSYNC_ORGS_FILE: file,
       NORTH_KEY: 'north-key',
       SOUTH_KEY: 'south-key',
-      DATABASE_URL: database.url,
+      DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
       REDIS_URL,
       TRAINSYNC_QUEUE_PREFIX: prefix,
       TRAINSYNC_RETRY_MAX_DELAY_MS: '200',

@@ -68,7 +68,7 @@ beforeAll(async () => {
     B_KEY: simB.apiKey,
     A_HOOK: secretA,
     B_HOOK: secretB,
-    DATABASE_URL: database.url,
+    DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
     REDIS_URL,
     TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_REQUESTS_PER_SECOND: '2000',

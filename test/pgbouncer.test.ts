@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { runCli } from './helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { createTestDatabase, WORKER_LOGIN, type TestDatabase } from './helpers/db.ts';
 import { feedDir, rowsFromState, toCsv } from './helpers/hr-feed.ts';
 import { startPgBouncer, type OwnPgBouncer } from './helpers/pgbouncer.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
@@ -42,9 +42,11 @@ describe('behind PgBouncer (transaction pooling)', () => {
     env = {
       TRAINSYNC_API_URL: sim.url,
       TRAINSYNC_API_KEY: sim.apiKey,
-      DATABASE_URL: bouncer.url(database.name),
+      // trainsync's own login through the pool; the owner straight to Postgres (`migrate` creates the login).
+      DATABASE_URL: bouncer.url(database.name, WORKER_LOGIN),
       // Session advisory locks and the migrator's lock need a real session.
       TRAINSYNC_LOCK_DATABASE_URL: database.url,
+      TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
       TRAINSYNC_PG_POOL_SIZE: '6',
       REDIS_URL,
       TRAINSYNC_QUEUE_PREFIX: prefix,
@@ -114,6 +116,9 @@ describe('behind PgBouncer (transaction pooling)', () => {
 
     // PgBouncer carried the warehouse's traffic (its log names the database's logins).
     expect(bouncer.log()).toContain(`db=${database.name}`);
+    // …as trainsync's own login, never the owner's.
+    expect(bouncer.log()).toContain(`db=${database.name} user=${WORKER_LOGIN}`);
+    expect(bouncer.log()).not.toContain(`db=${database.name} user=postgres`);
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toBe(0);
     worker = undefined;

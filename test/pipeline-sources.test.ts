@@ -65,7 +65,7 @@ beforeAll(async () => {
     organisations: ORGS.map((org) => ({ slug: org, name: org, apiUrl: sims[org].url, apiKey: { env: envKey(org, 'KEY') }, scimToken: { env: envKey(org, 'SCIM') } })),
   }));
   const env: Record<string, string> = {
-    DATABASE_URL: database.url,
+    DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
     REDIS_URL,
     TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_ORGS_FILE: orgsFile,

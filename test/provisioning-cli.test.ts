@@ -14,7 +14,7 @@ const prefix = testPrefix();
 const envFor = (s: RunningSimulator): Record<string, string> => ({
   TRAINSYNC_API_URL: s.url,
   TRAINSYNC_API_KEY: s.apiKey,
-  DATABASE_URL: database.url,
+  DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
   REDIS_URL,
   TRAINSYNC_QUEUE_PREFIX: prefix,
   TRAINSYNC_REQUESTS_PER_SECOND: '500',

@@ -27,7 +27,7 @@ async function demo(): Promise<string> {
   registerDemoCommand(program, {
     createLogger: (config) => createLogger(config.LOG_LEVEL, sink),
     jobs: allJobs,
-    env: { DATABASE_URL: database.url, REDIS_URL, TRAINSYNC_REQUESTS_PER_SECOND: '1000' },
+    env: { DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl, REDIS_URL, TRAINSYNC_REQUESTS_PER_SECOND: '1000' },
     write: (text) => (out += text),
     queuePrefix: prefix,
   });
@@ -101,7 +101,7 @@ describe('two demos at once (npm run demo twice)', () => {
 
   it('both end well on one database, each with its own prefix, whose keys are gone afterwards', async () => {
     // A deployment's prefix in the environment is not the demo's: no worker of it may take a demo's jobs.
-    const env = { DATABASE_URL: shared.url, REDIS_URL, TRAINSYNC_QUEUE_PREFIX: given, TRAINSYNC_REQUESTS_PER_SECOND: '1000' };
+    const env = { DATABASE_URL: shared.url, TRAINSYNC_OWNER_DATABASE_URL: shared.ownerUrl, REDIS_URL, TRAINSYNC_QUEUE_PREFIX: given, TRAINSYNC_REQUESTS_PER_SECOND: '1000' };
     const runs = await Promise.all([runCli(['demo'], env), runCli(['demo'], env)]);
     const prefixes = runs.map((run) => /redis prefix: (\S+)/.exec(run.stdout)?.[1]);
     used.push(...prefixes.flatMap((p) => (p ? [p] : [])));

@@ -60,7 +60,7 @@ afterAll(async () => {
   await t?.drop();
 });
 
-const env = (): Record<string, string> => ({ DATABASE_URL: t.url, LOG_LEVEL: 'warn' });
+const env = (): Record<string, string> => ({ DATABASE_URL: t.url, TRAINSYNC_OWNER_DATABASE_URL: t.ownerUrl, LOG_LEVEL: 'warn' });
 
 describe('training.hr_reconciliation', () => {
   it('reports no account without employee before any feed was loaded', async () => {

@@ -47,7 +47,7 @@ describe('REDIS_URL at an HTTP server', () => {
 
   // A password in the URL: ioredis sends AUTH first; the line must still not show it.
   const env = (): Record<string, string> => ({
-    DATABASE_URL: database.url,
+    DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
     REDIS_URL: `redis://:s3cret-pw@127.0.0.1:${port}`,
     TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_API_URL: 'http://127.0.0.1:9',

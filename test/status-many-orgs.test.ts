@@ -45,7 +45,7 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'trainsync-status-many-'));
   const file = path.join(dir, 'orgs.json');
   writeFileSync(file, JSON.stringify({ organisations: Array.from({ length: N }, (_, i) => ({ slug: slug(i + 1), name: `Org ${i + 1}`, apiUrl: 'http://127.0.0.1:9', apiKey: { env: 'ORG_KEY' } })) }));
-  env = { TRAINSYNC_ORGS_FILE: file, ORG_KEY: 'key-not-used-here', DATABASE_URL: database.url, REDIS_URL, TRAINSYNC_QUEUE_PREFIX: prefix, LOG_LEVEL: 'warn', COLUMNS: '120' };
+  env = { TRAINSYNC_ORGS_FILE: file, ORG_KEY: 'key-not-used-here', DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl, REDIS_URL, TRAINSYNC_QUEUE_PREFIX: prefix, LOG_LEVEL: 'warn', COLUMNS: '120' };
   const config = loadConfig(env);
   app = await createApp(config, createLogger('warn', new Writable({ write: (_c, _e, callback) => callback() })), { jobs: allJobs, migrate: true });
   const db = owner(app).db;

@@ -64,7 +64,7 @@ describe('migrate', () => {
 
   it('applies each migration exactly once when three processes migrate at the same moment', async () => {
     const t = await emptyDatabase();
-    const pools = [1, 2, 3].map(() => createPool(t.url, { max: 1 }));
+    const pools = [1, 2, 3].map(() => createPool(t.ownerUrl, { max: 1 }));
     try {
       const outcomes = await Promise.all(pools.map((pool) => migrate(pool, log)));
       expect(outcomes.flatMap((o) => o.applied).sort()).toEqual(migrationFiles);
@@ -130,11 +130,11 @@ describe('migrate', () => {
     const t = await emptyDatabase();
     await migrate(t.pool, log);
     // A load's transaction holding a row lock mode on the tables the row-security views name.
-    const load = new pg.Client({ connectionString: t.url });
+    const load = new pg.Client({ connectionString: t.ownerUrl });
     await load.connect();
     // A process starting: re-creating the views or policies would need an ACCESS EXCLUSIVE
     // lock on those tables, and fails at once (lock_timeout) instead of waiting behind the load.
-    const starting = new pg.Pool({ connectionString: t.url, max: 1, options: '-c lock_timeout=500' });
+    const starting = new pg.Pool({ connectionString: t.ownerUrl, max: 1, options: '-c lock_timeout=500' });
     try {
       await load.query('begin');
       await load.query('lock table training.results, training.courses, training.users in row exclusive mode');

@@ -34,7 +34,7 @@ describe('trainsync worker prints its endpoints', () => {
   const prefix = testPrefix();
   const env = (): Record<string, string> => ({
     PATH: process.env.PATH ?? '',
-    DATABASE_URL: database.url,
+    DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
     REDIS_URL,
     TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_API_URL: 'http://127.0.0.1:9',

@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { sql } from 'kysely';
 import { createApp } from '../runtime/app.ts';
 import { errorMessage } from '../lib/errors.ts';
+import { maskUrl } from '../lib/infra-errors.ts';
 import { deletePrefixKeys } from '../queue/delete-prefix.ts';
 import { tryAdvisoryLock, withAdvisoryLock } from '../warehouse/advisory-lock.ts';
 import { loadConfig } from '../config.ts';
@@ -29,7 +30,10 @@ import { renderSummary } from './sync.ts';
 /** The demo's only organisation: its configuration comes from variables alone (no orgs file). */
 const DEMO_ORG = DEFAULT_ORG;
 
-export const DEMO_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/trainsync_demo';
+/** The demo's database as trainsync's own login (`migrate`, as the owner below, creates it). */
+export const DEMO_DATABASE_URL = 'postgres://trainsync_worker@127.0.0.1:5432/trainsync_demo';
+/** The demo's database as the owner: the local server's superuser (trust). */
+export const DEMO_OWNER_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/trainsync_demo';
 export const DEMO_QUEUE_PREFIX = 'trainsync-demo';
 
 /**
@@ -94,7 +98,9 @@ export function registerDemoCommand(program: Command, deps: DemoCommandDeps): vo
       'after',
       `
 Needs only Postgres and Redis (e.g. \`docker compose up -d postgres redis\`). Uses DATABASE_URL
-when set, else ${DEMO_DATABASE_URL} (created if missing, and kept for queries afterwards),
+(trainsync's own login) and TRAINSYNC_OWNER_DATABASE_URL (the owner) when set, else
+${DEMO_DATABASE_URL} and ${DEMO_OWNER_DATABASE_URL}
+(created if missing, and kept for queries afterwards),
 and an ephemeral TRAINSYNC_SECRET_KEY when none is set. Its jobs live under a Redis prefix
 of the run's own (${DEMO_QUEUE_PREFIX}-<8 hex digits>, deleted when it ends; not
 TRAINSYNC_QUEUE_PREFIX, so no worker of a deployment takes them), so two demos at once
@@ -125,6 +131,8 @@ trainsync_demo unless DATABASE_URL names another).`,
         TRAINSYNC_API_URL: sim.url,
         TRAINSYNC_API_KEY: sim.apiKey,
         DATABASE_URL: env.DATABASE_URL || DEMO_DATABASE_URL,
+        // A DATABASE_URL of the caller's without an owner's URL: one login for both, as loadConfig reads it.
+        TRAINSYNC_OWNER_DATABASE_URL: env.TRAINSYNC_OWNER_DATABASE_URL || (env.DATABASE_URL ? undefined : DEMO_OWNER_DATABASE_URL),
         TRAINSYNC_QUEUE_PREFIX: queuePrefix,
         TRAINSYNC_SECRET_KEY: env.TRAINSYNC_SECRET_KEY || randomBytes(32).toString('hex'),
         // A local simulator: a budget that keeps the demo quick (set it to see the limiter at work).
@@ -195,7 +203,7 @@ trainsync_demo unless DATABASE_URL names another).`,
             const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}`.execute(app.scopes.scope(DEFAULT_ORG).db);
             counts.push([table, rows[0]?.n ?? 0]);
           }
-          write(`\n5. the warehouse\n${counts.toString()}\n\nTry (psql ${config.DATABASE_URL}):\n${QUERIES.join('\n\n')}\n`);
+          write(`\n5. the warehouse\n${counts.toString()}\n\nTry (psql ${maskUrl(config.TRAINSYNC_OWNER_DATABASE_URL)}, the owner: trainsync's own login sees an organisation's rows only inside its scope):\n${QUERIES.join('\n\n')}\n`);
 
           const assignments = await renderAssignmentStatus(app.scopes.scope(DEFAULT_ORG).db, DEFAULT_ORG);
           write(

@@ -9,7 +9,7 @@ import { QUEUE_NAMES } from '../queue/names.ts';
 import { scheduleTable } from '../queue/schedulers.ts';
 import type { CommandDeps } from './options/deps.ts';
 import { checkConfiguration, checkPlatform, checkPostgres, checkRedis, checkWebhook, type CheckResult } from './doctor/doctor-checks.ts';
-import { checkAppRoleLine, checkLockSession } from './doctor/doctor-sessions.ts';
+import { checkAppRoleLine, checkLockSession, checkWorkerLoginLines } from './doctor/doctor-sessions.ts';
 import { EXIT, exitWith } from './options/exit-codes.ts';
 import { requestedOrgs, selectOrgs } from './options/org-option.ts';
 import { lineWidth, wrapLine } from './render/terminal.ts';
@@ -26,7 +26,9 @@ export function registerDoctorCommand(program: Command, deps: CommandDeps): void
 One line per check: ok, warn or FAIL, and the fix. Checks every variable (cron lines
 included); Postgres (reachable, version, pending migrations, the trainsync_reader role;
 the lock session, TRAINSYNC_LOCK_DATABASE_URL or DATABASE_URL: reachable and a session of
-its own, not a transaction-mode pool; the login of DATABASE_URL can take trainsync_app);
+its own, not a transaction-mode pool; the login of DATABASE_URL can take trainsync_app,
+and cannot bypass row security: FAIL for a superuser, BYPASSRLS, an owner of the tables or
+a member of one, or a table with an organisation that does not force row security);
 Redis (reachable, version, maxmemory-policy noeviction, persistence); the platform (key
 accepted, page size seen, seats endpoint offered) of every organisation, or of those
 named with --org (lines of a named organisation start with [slug]); the webhook port,
@@ -86,7 +88,7 @@ async function runChecks(deps: CommandDeps, requested: readonly string[]): Promi
   // The lock session and trainsync_app: once Postgres answered (a refused DATABASE_URL is said once, above).
   const reached = postgres.results.some((r) => r.check === 'postgres' && r.level === 'ok');
   if (reached || config.TRAINSYNC_LOCK_DATABASE_URL) results.push(await checkLockSession(config));
-  if (reached) results.push(await checkAppRoleLine(config));
+  if (reached) results.push(await checkAppRoleLine(config), ...(await checkWorkerLoginLines(config)));
   results.push(...redis.results);
   let workerAlive = false;
   if (redis.reachable) {

@@ -6,8 +6,9 @@ import { formatSnapshotCounts, snapshotFeed } from '../provisioning/snapshot-fee
 import type { PlanMode } from '../provisioning/plan/types.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate } from '../warehouse/migrator.ts';
-import { createPool } from '../warehouse/pool.ts';
-import { openAppScopes } from '../warehouse/app-role.ts';
+import { createOwnerPool } from '../warehouse/pool.ts';
+import { ensureWorkerLogin } from '../warehouse/worker-login.ts';
+import { openAppScopes, ownerRefusal } from '../warehouse/app-role.ts';
 import type { CommandDeps } from './options/deps.ts';
 import { requireFeedFile } from './options/feed-file.ts';
 import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, withOrgProfile, type FeedCliOptions } from './options/feed-options.ts';
@@ -72,10 +73,11 @@ Examples:
       const config = deps.loadConfig();
       const org = chosen ?? selectOneOrg(config, requestedOrgs(command));
       const log = deps.createLogger(config);
-      const pool = createPool(config.DATABASE_URL, { max: 2, log });
+      const pool = createOwnerPool(config.TRAINSYNC_OWNER_DATABASE_URL, { max: 2, log });
       try {
-        await ensureDatabase(config.DATABASE_URL, log);
+        await ensureDatabase(config.TRAINSYNC_OWNER_DATABASE_URL, log);
         await migrate(pool, log);
+        await ensureWorkerLogin(pool, config.DATABASE_URL, log);
         // The migrations are the owner's; the load is the organisation's, through its scoped handle.
         const app = await openAppScopes(config.DATABASE_URL, log);
         const counts = await snapshotFeed(app.scopes.scope(org.slug).lend, org.slug, feed, { mode: options.mode }).finally(() => app.close());
@@ -86,7 +88,7 @@ Examples:
         }
         process.exitCode = feed.errors.length > 0 ? 1 : 0;
       } catch (error) {
-        throw toInfrastructureError(error, config, 'postgres') ?? error;
+        throw ownerRefusal(error, config) ?? toInfrastructureError(error, config, 'postgres') ?? error;
       } finally {
         await pool.end().catch(() => undefined);
       }

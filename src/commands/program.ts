@@ -39,7 +39,8 @@ export function buildProgram(deps: CommandDeps): Command {
     .addHelpText(
       'after',
       `
-Environment: TRAINSYNC_API_URL, TRAINSYNC_API_KEY, DATABASE_URL, REDIS_URL,
+Environment: TRAINSYNC_API_URL, TRAINSYNC_API_KEY, DATABASE_URL (trainsync's own login),
+TRAINSYNC_OWNER_DATABASE_URL (the tables' owner, for migrations), REDIS_URL,
 TRAINSYNC_REQUESTS_PER_SECOND (default 10), TRAINSYNC_SECRET_KEY, LOG_LEVEL, LOG_FORMAT;
 TRAINSYNC_ORGS_FILE lists several organisations (then --org picks them). A .env file in the
 working directory is read first (NAME=value lines; the environment wins over it).

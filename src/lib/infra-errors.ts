@@ -85,7 +85,7 @@ export function describeDatabaseError(error: unknown, databaseUrl: string): stri
   const restarting = withCode('57P01') ?? withCode('57P02') ?? withCode('57P03');
   const full = withCode('53300');
   if (login?.code === '28P01') reason = `${login.message}; check the user and password in DATABASE_URL`;
-  else if (login && /^role .* does not exist/.test(login.message)) reason = `${login.message}; check the user name in DATABASE_URL`;
+  else if (login && /^role .* does not exist/.test(login.message)) reason = `${login.message}; check the user name in DATABASE_URL, or run \`trainsync migrate\` (it creates trainsync's own login when TRAINSYNC_OWNER_DATABASE_URL's owner may create roles)`;
   // 28000 without a missing role is pg_hba.conf refusing this user/host/database.
   else if (login) reason = `${login.message}; check the user and database in DATABASE_URL, or the server's pg_hba.conf`;
   else if (missingDb) reason = `${missingDb.message}; create it (createdb) or fix the database name in DATABASE_URL`;

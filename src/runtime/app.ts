@@ -18,8 +18,9 @@ import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate, requireMigrated } from '../warehouse/migrator.ts';
 import { maskUrl, toInfrastructureError } from '../lib/infra-errors.ts';
 import { connectingLine, withConnectingNotice } from '../lib/connecting-notice.ts';
-import { APP_ROLE, CONNECT_TIMEOUT_MS, createDb, createPool } from '../warehouse/pool.ts';
-import { checkAppRole } from '../warehouse/app-role.ts';
+import { APP_ROLE, CONNECT_TIMEOUT_MS, createDb, createOwnerPool, createPool } from '../warehouse/pool.ts';
+import { checkAppRole, ownerRefusal, warnIfUnbound } from '../warehouse/app-role.ts';
+import { ensureWorkerLogin } from '../warehouse/worker-login.ts';
 import { createScopes, type OrgScopes } from '../warehouse/scope.ts';
 import { createLockSession, type AdvisoryLocks } from '../warehouse/lock-session.ts';
 
@@ -79,32 +80,47 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   limitHeapGrowth();
   const catalog = createJobCatalog(options.jobs);
   const lockUrl = config.TRAINSYNC_LOCK_DATABASE_URL ?? config.DATABASE_URL;
-  // Over the lock session's URL: a pooler in front (DATABASE_URL) may not serve the
-  // `postgres` maintenance database that CREATE DATABASE is run from.
+  const ownerUrl = config.TRAINSYNC_OWNER_DATABASE_URL;
   // The first contact with Postgres: slow, it says so after a second; timed out, it names the setting.
-  const firstContact = <T>(work: () => Promise<T>): Promise<T> => withConnectingNotice(work, () => log.warn({ database: maskUrl(lockUrl) }, connectingLine(maskUrl(lockUrl), CONNECT_TIMEOUT_MS, 'Postgres', 'DATABASE_URL'))).catch((error: unknown) => {
-    throw toInfrastructureError(error, { DATABASE_URL: lockUrl, REDIS_URL: config.REDIS_URL }, 'postgres') ?? error;
-  });
-  if (!options.readOnly) await firstContact(() => ensureDatabase(lockUrl, log));
+  const firstContact = <T>(url: string, setting: string, work: () => Promise<T>): Promise<T> =>
+    withConnectingNotice(work, () => log.warn({ database: maskUrl(url) }, connectingLine(maskUrl(url), CONNECT_TIMEOUT_MS, 'Postgres', setting))).catch((error: unknown) => {
+      throw toInfrastructureError(error, { DATABASE_URL: url, REDIS_URL: config.REDIS_URL }, 'postgres') ?? error;
+    });
+  const ownerSetting = ownerUrl === config.DATABASE_URL ? 'DATABASE_URL' : 'TRAINSYNC_OWNER_DATABASE_URL';
+  // Over the owner's URL (Postgres itself: a pooler in front of DATABASE_URL may not serve the
+  // `postgres` maintenance database that CREATE DATABASE is run from), as the owner (CREATEDB).
+  if (!options.readOnly) await firstContact(ownerUrl, ownerSetting, () => ensureDatabase(ownerUrl, log));
   // The owner's work first, on a pool of its own that ends with it: migrations (under a
-  // session lock, so over the lock session's URL, a real session), the organisations' rows,
-  // the reader roles. Everything after runs as trainsync_app.
-  const owner = createPool(lockUrl, { max: 2, log, applicationName: 'trainsync-migrate' });
+  // session lock, so over a real session), the organisations' rows, the reader roles, the
+  // worker's login. Everything after runs as the worker's login, taking trainsync_app. A
+  // command that only reads needs no owner: it checks the migrations over DATABASE_URL.
+  const owner = options.readOnly ? createPool(config.DATABASE_URL, { max: 1, log, applicationName: 'trainsync-check' }) : createOwnerPool(ownerUrl, { log });
   try {
-    if (options.readOnly) await firstContact(() => requireMigrated(owner, maskUrl(config.DATABASE_URL)));
+    if (options.readOnly) await firstContact(config.DATABASE_URL, 'DATABASE_URL', () => requireMigrated(owner, maskUrl(config.DATABASE_URL)));
     else if (options.migrate) await migrate(owner, log);
-    if (!options.readOnly) await registerOrganisations(createDb(owner), config.orgs);
+    if (!options.readOnly) {
+      await registerOrganisations(createDb(owner), config.orgs);
+      await ensureWorkerLogin(owner, config.DATABASE_URL, log);
+    }
     if (options.migrate) await ensureOrgReaders(owner, config.orgs.flatMap((org) => (org.readerRole ? [{ slug: org.slug, readerRole: org.readerRole }] : [])));
+  } catch (error) {
+    throw ownerRefusal(error, config) ?? error;
   } finally {
     await owner.end().catch(() => undefined);
   }
   const rowSecurity = options.rowSecurity ?? true;
   // Bounded whatever the organisations and the concurrency: a job holds a connection only
   // for a transaction, and its lock lives on the lock session (docs/operator.md,
-  // "Sizing Postgres connections"). Connections per process: this pool + 1.
-  const pool = createPool(config.DATABASE_URL, { max: config.TRAINSYNC_PG_POOL_SIZE, log, ...(rowSecurity ? { role: APP_ROLE } : {}) });
+  // "Sizing Postgres connections"). Connections per process: this pool + 1. Without row
+  // security (the benchmark's baseline only) it is the owner's, which no policy binds.
+  const pool = rowSecurity
+    ? createPool(config.DATABASE_URL, { max: config.TRAINSYNC_PG_POOL_SIZE, log, role: APP_ROLE })
+    : createPool(ownerUrl, { max: config.TRAINSYNC_PG_POOL_SIZE, log });
   try {
-    if (rowSecurity) await checkAppRole(pool, config.DATABASE_URL);
+    if (rowSecurity) {
+      await checkAppRole(pool, config.DATABASE_URL);
+      await warnIfUnbound(pool, log);
+    }
   } catch (error) {
     await pool.end().catch(() => undefined);
     throw error;

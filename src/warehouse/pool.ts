@@ -28,14 +28,29 @@ export interface PoolOptions {
   applicationName?: string;
   /**
    * The role every connection takes once it opens (and each scoped transaction again): trainsync's own pool runs
-   * as `trainsync_app` (APP_ROLE), which row-level security binds; the migrations'
-   * pool takes none (the login, owner of the tables).
+   * as `trainsync_app` (APP_ROLE), which row-level security binds; the owner's pool
+   * (createOwnerPool) takes none.
    */
   role?: string;
+  /**
+   * The owner's pool (migrations, the organisations' rows, the reader roles): its sessions set
+   * trainsync.all_orgs = on. Row security is forced on every table with an organisation, so an
+   * owner that is not a superuser (nor BYPASSRLS) sees rows through trainsync_app's policy, of
+   * which migrate makes it a member; a superuser is not bound at all. Never the worker's pool.
+   */
+  owner?: boolean;
 }
 
 /** The role trainsync's connections take after the migrations (sql/views/95_trainsync_app.sql). */
 export const APP_ROLE = 'trainsync_app';
+
+/** What the owner's sessions set (PoolOptions.owner): a constant, never a value. */
+const OWNER_SETTINGS = "; set trainsync.all_orgs = 'on'";
+
+/** The owner's pool: a few connections, sessions that see every organisation (PoolOptions.owner). */
+export function createOwnerPool(ownerUrl: string, options: Omit<PoolOptions, 'role' | 'owner'> = {}): pg.Pool {
+  return createPool(ownerUrl, { max: 2, applicationName: 'trainsync-migrate', ...options, owner: true });
+}
 
 /** A role name as an SQL identifier (ours are plain names; anything else is refused, never spliced). */
 function quoteRole(role: string): string {
@@ -81,7 +96,7 @@ export function createPool(databaseUrl: string, options: PoolOptions = {}): pg.P
     // set_config('role', …, true) (src/warehouse/scope.ts), which is what binds it behind a
     // transaction-mode pooler, where a session's SET reaches one server connection only.
     onConnect: async (client) => {
-      await client.query(`set TimeZone = 'UTC'; set jit = off${options.role ? `; set role ${quoteRole(options.role)}` : ''}`);
+      await client.query(`set TimeZone = 'UTC'; set jit = off${options.role ? `; set role ${quoteRole(options.role)}` : ''}${options.owner ? OWNER_SETTINGS : ''}`);
     },
     application_name: options.applicationName ?? 'trainsync',
     // TCP keepalives from 10 s of idleness: an idle connection whose server vanished

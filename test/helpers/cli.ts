@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { ownerUrlOf } from './db.ts';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -39,5 +40,5 @@ export function runCli(args: readonly string[], env: Record<string, string>, std
 
 /** The environment of a CLI child against a simulator, a test database and a BullMQ prefix of the test's own. */
 export function cliEnv(parts: { sim: { url: string; apiKey: string }; databaseUrl: string; prefix: string; redisUrl: string }, more: Record<string, string> = {}): Record<string, string> {
-  return { TRAINSYNC_API_URL: parts.sim.url, TRAINSYNC_API_KEY: parts.sim.apiKey, DATABASE_URL: parts.databaseUrl, REDIS_URL: parts.redisUrl, TRAINSYNC_QUEUE_PREFIX: parts.prefix, ...more };
+  return { TRAINSYNC_API_URL: parts.sim.url, TRAINSYNC_API_KEY: parts.sim.apiKey, DATABASE_URL: parts.databaseUrl, TRAINSYNC_OWNER_DATABASE_URL: ownerUrlOf(parts.databaseUrl), REDIS_URL: parts.redisUrl, TRAINSYNC_QUEUE_PREFIX: parts.prefix, ...more };
 }

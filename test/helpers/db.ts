@@ -8,6 +8,12 @@
  * // t.pool (raw pg, for loaders and COPY), t.db (kysely), t.url (for a child process)
  * ```
  *
+ * Two logins, as in production: `url` is trainsync's own login (WORKER_LOGIN: no superuser,
+ * no BYPASSRLS, owns nothing, a member of trainsync_app), the DATABASE_URL of an app or a
+ * child process; `ownerUrl` is the owner's (the admin URL's superuser), its
+ * TRAINSYNC_OWNER_DATABASE_URL, and `pool`/`db` run as the owner, for seeding and inspecting
+ * any organisation's rows. `databaseEnv(t)` gives both variables.
+ *
  * How it works: `test/helpers/global-setup.ts` builds the template once per vitest
  * run, named after a hash of every file under sql/ (`trainsync_tpl_<hash12>`), so a
  * new or edited migration or view gets a new template and an unchanged sql/ reuses
@@ -27,7 +33,8 @@ import pg from 'pg';
 import { createLogger } from '../../src/runtime/log.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { migrate, SQL_DIR } from '../../src/warehouse/migrator.ts';
-import { createDb, createPool } from '../../src/warehouse/pool.ts';
+import { createDb, createOwnerPool, createPool } from '../../src/warehouse/pool.ts';
+import { ensureWorkerLogin } from '../../src/warehouse/worker-login.ts';
 import { lendFrom, type PgLender } from '../../src/warehouse/transaction.ts';
 
 /** The server's maintenance database URL (override with TEST_DATABASE_ADMIN_URL). */
@@ -44,11 +51,16 @@ const DAY_SECONDS = 86_400;
  */
 const OLD_TEMPLATE_SECONDS = 3 * 3_600;
 
+/** trainsync's own login in tests (created once per server, as `trainsync migrate` does). */
+export const WORKER_LOGIN = 'trainsync_worker';
+
 export interface TestDatabase {
-  /** Connection URL of this database (give it to a child process or createPool). */
+  /** This database as trainsync's own login (WORKER_LOGIN): an app's or a child process's DATABASE_URL. */
   url: string;
+  /** This database as the owner (the admin URL's superuser): TRAINSYNC_OWNER_DATABASE_URL. */
+  ownerUrl: string;
   name: string;
-  /** A pool from createPool (TimeZone=UTC, int8 as number), max 5 connections. */
+  /** The owner's pool from createPool (TimeZone=UTC, int8 as number), max 5 connections. */
   pool: pg.Pool;
   /** kysely over `pool`. */
   db: Kysely<Database>;
@@ -66,11 +78,45 @@ export interface CreateTestDatabaseOptions {
   migrated?: boolean;
 }
 
-/** The URL of database `name` on the admin URL's server. */
+/** The URL of database `name` on the admin URL's server, as the admin (the owner). */
 export function databaseUrl(name: string): string {
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/** The URL of database `name` on the admin URL's server, as trainsync's own login (WORKER_LOGIN). */
+export function workerUrl(name: string): string {
+  const url = new URL(databaseUrl(name));
+  url.username = WORKER_LOGIN;
+  url.password = '';
+  return url.toString();
+}
+
+/** The owner's URL of a test URL: the same server and database as the admin when it names WORKER_LOGIN, else the URL itself (one login for both). */
+export function ownerUrlOf(url: string): string {
+  const parsed = new URL(url);
+  if (decodeURIComponent(parsed.username) !== WORKER_LOGIN) return url;
+  const admin = new URL(ADMIN_URL);
+  parsed.username = admin.username;
+  parsed.password = admin.password;
+  return parsed.toString();
+}
+
+/** DATABASE_URL (trainsync's own login) and TRAINSYNC_OWNER_DATABASE_URL (the owner) of a test database, for loadConfig or a child. */
+export function databaseEnv(database: { url: string; ownerUrl: string }): { DATABASE_URL: string; TRAINSYNC_OWNER_DATABASE_URL: string } {
+  return { DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl };
+}
+
+let workerLoginPromise: Promise<unknown> | undefined;
+
+/** The worker's login on the server, created by the owner as `trainsync migrate` does (once per process; roles are per server). */
+function ensureTestWorkerLogin(pool: pg.Pool, name: string): Promise<unknown> {
+  workerLoginPromise ??= ensureWorkerLogin(pool, workerUrl(name), createLogger('silent')).catch((error: unknown) => {
+    workerLoginPromise = undefined;
+    throw error;
+  });
+  return workerLoginPromise;
 }
 
 async function listFiles(dir: string): Promise<string[]> {
@@ -136,9 +182,10 @@ async function buildTemplate(): Promise<string> {
       const scratch = `${name}_build`;
       await admin.query(`drop database if exists ${admin.escapeIdentifier(scratch)} with (force)`);
       await admin.query(`create database ${admin.escapeIdentifier(scratch)} template template0`);
-      const pool = createPool(databaseUrl(scratch), { max: 1, applicationName: 'trainsync-test-template' });
+      const pool = createOwnerPool(databaseUrl(scratch), { max: 1, applicationName: 'trainsync-test-template' });
       try {
         await migrate(pool, createLogger('silent'));
+        await ensureWorkerLogin(pool, workerUrl(scratch), createLogger('silent'));
       } finally {
         await pool.end();
       }
@@ -187,12 +234,15 @@ export async function createTestDatabase(options: CreateTestDatabaseOptions = {}
   await withAdmin((admin) =>
     admin.query(`create database ${admin.escapeIdentifier(name)} template ${admin.escapeIdentifier(template)}`),
   );
-  const url = databaseUrl(name);
-  const pool = createPool(url, { max: 5, applicationName: 'trainsync-test' });
+  const ownerUrl = databaseUrl(name);
+  const pool = createPool(ownerUrl, { max: 5, applicationName: 'trainsync-test' });
   const db = createDb(pool);
+  // An empty database has no trainsync_app yet (the migrations make it): its test migrates first.
+  if (options.migrated !== false) await ensureTestWorkerLogin(pool, name);
   let dropped = false;
   return {
-    url,
+    url: workerUrl(name),
+    ownerUrl,
     name,
     pool,
     withPgClient: lendFrom(pool),

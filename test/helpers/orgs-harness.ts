@@ -69,7 +69,7 @@ export async function createTwoOrgHarness(options: TwoOrgHarnessOptions = {}): P
     }),
   );
   const env: Record<string, string> = {
-    DATABASE_URL: database.url,
+    DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
     REDIS_URL,
     TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_ORGS_FILE: orgsFile,

@@ -19,7 +19,7 @@ const owners = new WeakMap<App, Owner>();
 export function owner(app: App): Owner {
   let found = owners.get(app);
   if (!found) {
-    const pool = createPool(app.config.DATABASE_URL, { max: 3, applicationName: 'trainsync-test-owner' });
+    const pool = createPool(app.config.TRAINSYNC_OWNER_DATABASE_URL, { max: 3, applicationName: 'trainsync-test-owner' });
     found = { db: createDb(pool), withPgClient: lendFrom(pool) };
     owners.set(app, found);
     const close = app.close.bind(app);

@@ -10,8 +10,8 @@ export const PGBOUNCER = process.env.PGBOUNCER_PATH ?? '/usr/sbin/pgbouncer';
 export interface OwnPgBouncer {
   /** The port it listens on (127.0.0.1). */
   port: number;
-  /** A URL of database `name` through it (user postgres). */
-  url(name: string): string;
+  /** A URL of database `name` through it (user postgres, the owner; or trainsync's own login, `trainsync_worker`). */
+  url(name: string, user?: string): string;
   /** Its log so far. */
   log(): string;
   close(): Promise<void>;
@@ -48,7 +48,7 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Ow
   const dir = mkdtempSync(path.join(tmpdir(), 'trainsync-pgbouncer-'));
   const port = await freePort();
   const logFile = path.join(dir, 'pgbouncer.log');
-  writeFileSync(path.join(dir, 'userlist.txt'), '"postgres" ""\n');
+  writeFileSync(path.join(dir, 'userlist.txt'), '"postgres" ""\n"trainsync_worker" ""\n');
   writeFileSync(
     path.join(dir, 'pgbouncer.ini'),
     [
@@ -94,7 +94,7 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Ow
   }
   return {
     port,
-    url: (name) => `postgres://postgres@127.0.0.1:${port}/${name}`,
+    url: (name, user = 'postgres') => `postgres://${user}@127.0.0.1:${port}/${name}`,
     log: readLog,
     async close() {
       if (child.exitCode === null) {

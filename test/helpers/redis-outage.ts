@@ -1,3 +1,4 @@
+import { ownerUrlOf } from './db.ts';
 import type { SimulatorOptions } from '../../src/simulator/index.ts';
 
 /**
@@ -16,6 +17,7 @@ export function outageEnv(parts: { apiUrl: string; apiKey: string; databaseUrl: 
     TRAINSYNC_API_URL: parts.apiUrl,
     TRAINSYNC_API_KEY: parts.apiKey,
     DATABASE_URL: parts.databaseUrl,
+    TRAINSYNC_OWNER_DATABASE_URL: ownerUrlOf(parts.databaseUrl),
     REDIS_URL: parts.redisUrl,
     TRAINSYNC_QUEUE_PREFIX: parts.prefix,
     TRAINSYNC_REQUESTS_PER_SECOND: '2000',

@@ -46,7 +46,7 @@ export async function createSyncHarness(options: SyncHarnessOptions = {}): Promi
   const env: Record<string, string> = {
     TRAINSYNC_API_URL: sim.url,
     TRAINSYNC_API_KEY: sim.apiKey,
-    DATABASE_URL: database.url,
+    DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl,
     REDIS_URL,
     TRAINSYNC_QUEUE_PREFIX: prefix,
     TRAINSYNC_REQUESTS_PER_SECOND: '2000',

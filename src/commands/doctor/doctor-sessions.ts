@@ -4,13 +4,15 @@ import { errorMessage } from '../../lib/errors.ts';
 import { describeDatabaseError, maskUrl } from '../../lib/infra-errors.ts';
 import { AppRoleError, checkAppRole } from '../../warehouse/app-role.ts';
 import { APP_ROLE } from '../../warehouse/pool.ts';
+import { inspectWorkerLogin, workerLoginProblems } from '../../warehouse/worker-login.ts';
 import { DOCTOR_CONNECT_TIMEOUT_MS, type CheckResult } from './doctor-checks.ts';
 
 /**
  * The two Postgres sessions trainsync depends on beyond reaching the server: the lock
  * session (every advisory lock of a process is held by one connection, so it must be a
  * session of its own, never a transaction-mode pool's shared server connection), and
- * DATABASE_URL's login taking role trainsync_app (which row-level security binds).
+ * DATABASE_URL's login taking role trainsync_app (which row-level security binds), and that
+ * login unable to get past it (checkWorkerLoginLines).
  */
 
 const SESSION_FIX =
@@ -98,6 +100,29 @@ export async function checkAppRoleLine(config: Config): Promise<CheckResult> {
   } catch (error) {
     if (error instanceof AppRoleError) return { check: 'app role', level: 'fail', detail: error.message, fix: `as a superuser: GRANT ${APP_ROLE} TO <the login of DATABASE_URL>`, refuses: true };
     return { check: 'app role', level: 'fail', detail: `could not check role ${APP_ROLE} at ${where}: ${errorMessage(error)}`, fix: 'fix the Postgres failure above first' };
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
+}
+
+/**
+ * DATABASE_URL's login cannot get past row security: not a superuser, no BYPASSRLS, owner of
+ * no trainsync table nor a member of a role that owns one, and every table with an
+ * organisation forces row security. One failed line per problem, each naming its fix (a
+ * failed check, exit 1: trainsync still runs, with a warning at start, as it did before).
+ */
+export async function checkWorkerLoginLines(config: Config): Promise<CheckResult[]> {
+  const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: 1, connectionTimeoutMillis: DOCTOR_CONNECT_TIMEOUT_MS });
+  pool.on('error', () => undefined);
+  try {
+    const report = await inspectWorkerLogin(pool);
+    const problems = workerLoginProblems(report);
+    if (problems.length === 0) {
+      return [{ check: 'login', level: 'ok', detail: `the login ${report.login} of DATABASE_URL cannot bypass row security: no superuser, no BYPASSRLS, owns no table; forced on every table with an organisation` }];
+    }
+    return problems.map(({ problem, fix }) => ({ check: 'login', level: 'fail', detail: problem, fix }));
+  } catch (error) {
+    return [{ check: 'login', level: 'fail', detail: `could not read the login of DATABASE_URL (${maskUrl(config.DATABASE_URL)}): ${errorMessage(error)}`, fix: 'fix the Postgres failure above first' }];
   } finally {
     await pool.end().catch(() => undefined);
   }

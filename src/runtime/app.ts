@@ -118,7 +118,8 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     : createPool(ownerUrl, { max: config.TRAINSYNC_PG_POOL_SIZE, log });
   try {
     if (rowSecurity) {
-      await checkAppRole(pool, config.DATABASE_URL);
+      // The first contact over trainsync's own login, when the owner's URL is another.
+      await firstContact(config.DATABASE_URL, 'DATABASE_URL', () => checkAppRole(pool, config.DATABASE_URL));
       await warnIfUnbound(pool, log);
     }
   } catch (error) {

@@ -82,7 +82,7 @@ const secretKey = z
     return bytes;
   });
 
-/** A bearer token for SCIM: long enough not to be guessed; compared in constant time (src/scim/auth.ts). */
+/** A bearer token for SCIM: long enough not to be guessed; compared in constant time (src/http/bearer-token.ts). */
 /**
  * The interface a listener binds: loopback by default, so nothing is reachable from another
  * machine until an operator says so (the container image sets 0.0.0.0, docs/operator.md).

@@ -3,7 +3,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 /**
  * A static bearer token's check (the /metrics token). Both sides are hashed first, so the
  * comparison is of equal lengths and takes the same time whatever was sent: neither the
- * token's length nor a matching prefix leaks. (SCIM's own check, src/scim/auth.ts, is the same rule.)
+ * token's length nor a matching prefix leaks. SCIM checks its tokens with it too.
  */
 export function bearerTokenMatcher(token: Buffer): (authorization: string | undefined) => boolean {
   const expected = createHash('sha256').update(token).digest();

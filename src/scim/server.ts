@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { startHttpServer, type HttpServer, type HttpServerOptions, type ServerDefinition, type ServerPlugin, type Unrouted } from '../http/server-factory.ts';
 import type { Logger } from '../runtime/log.ts';
-import { bearerMatcher } from './auth.ts';
+import { bearerTokenMatcher } from '../http/bearer-token.ts';
 import { LIST_SCHEMA, resourceTypes, schemas, serviceProviderConfig } from './discovery.ts';
 import { errorBody, notFound, ScimError } from './errors.ts';
 import { checkJsonLimits } from './json-limits.ts';
@@ -202,7 +202,7 @@ function scimServerOptions(options: ScimServerOptions, unrouted: Unrouted): Http
  */
 export function scimServer(options: ScimServerOptions): ServerDefinition {
   const { log } = options;
-  const authorised = new Map([...options.orgs].map(([slug, org]) => [slug, bearerMatcher(org.token)]));
+  const authorised = new Map([...options.orgs].map(([slug, org]) => [slug, bearerTokenMatcher(org.token)]));
   let inFlight = 0;
 
   const gate = (request: FastifyRequest, reply: FastifyReply): ScimTarget | undefined => {

@@ -53,10 +53,20 @@ async function readInto(path: string, options: ReadFeedOptions, keepRows?: KeepR
     keepRows,
   );
   const progress = options.onProgress;
-  const onBytes = progress === undefined ? undefined : (bytes: number): void => progress(bytes, collector.recordCount);
+  let bytesRead = 0;
+  const onBytes =
+    progress === undefined
+      ? undefined
+      : (bytes: number): void => {
+          bytesRead = bytes;
+          progress(bytes, collector.recordCount);
+        };
+  // Told before the parser reads each chunk: once more at the end, with every record counted.
+  const finished = (): void => progress?.(bytesRead, collector.recordCount);
   const reading: FeedReading = { format, map: options.map ?? new Map() };
   if (format === 'jsonl') {
     const info = await readJsonlInto(path, file, { map: options.map, encoding: options.encoding, onBytes }, collector);
+    finished();
     if (info.encoding !== undefined) Object.assign(reading, { encoding: info.encoding, encodingSource: info.encodingSource });
     return { result: { ...collector.finish(info.hash, info.lineCount), reading }, dropped: collector.droppedLines };
   }
@@ -66,6 +76,7 @@ async function readInto(path: string, options: ReadFeedOptions, keepRows?: KeepR
     { map: options.map, delimiter: options.delimiter, encoding: options.encoding, leaverColumn: leaver?.column, attributes: options.attributes, onBytes },
     collector,
   );
+  finished();
   if (info.encoding !== undefined) Object.assign(reading, { encoding: info.encoding, encodingSource: info.encodingSource });
   Object.assign(reading, { delimiter: info.delimiter, delimiterDetected: info.delimiterDetected, attributes: info.attributes });
   return { result: { ...collector.finish(info.hash, info.lineCount), reading }, dropped: collector.droppedLines };

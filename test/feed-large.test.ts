@@ -65,13 +65,18 @@ describe('a large feed', () => {
 });
 
 describe('progress of a feed read', () => {
-  const file = files.write('progress.csv', `${HEADER}\n${Array.from({ length: 3_000 }, (_, i) => line(i)).join('\n')}\n`);
+  // Over 1 MB: smaller files read too fast to need a line.
+  const file = files.write('progress.csv', `${HEADER}\n${Array.from({ length: 9_000 }, (_, i) => line(i)).join('\n')}\n`);
+  const small = files.write('small.csv', `${HEADER}\n${Array.from({ length: 100 }, (_, i) => line(i)).join('\n')}\n`);
 
   it('shows on a terminal (stderr), and finishes', async () => {
     const run = await runInTerminal(['feed', 'check', file, '--rows', '1'], {}, 100);
     expect(run.code, run.raw.slice(-1500)).toBe(0);
-    expect(run.screen.filter((l) => l.startsWith(' reading feed'))).toEqual([expect.stringMatching(/1\/1 MB {2}3,000 rows {2}done$/)]);
-    expect(run.screen.join('\n')).toContain('records: 3000; valid: 3000');
+    expect(run.screen.filter((l) => l.startsWith(' reading feed'))).toEqual([expect.stringMatching(/2\/2 MB {2}9,000 rows {2}done$/)]);
+    expect(run.screen.join('\n')).toContain('records: 9000; valid: 9000');
+    const quick = await runInTerminal(['feed', 'check', small, '--rows', '1'], {}, 100);
+    expect(quick.code).toBe(0);
+    expect(quick.raw).not.toContain('reading feed');
   });
 
   it('says nothing off a terminal', async () => {

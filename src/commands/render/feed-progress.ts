@@ -10,15 +10,18 @@ export interface FeedProgress {
 }
 
 const MB = 1024 * 1024;
+/** Smaller files read in well under a second: no line for them (the example feed's screen stays as it was). */
+export const FEED_PROGRESS_MIN_BYTES = MB;
 
 /**
- * A line on stderr while a feed is read (MB of the file, rows so far), when stderr is a
- * terminal; anywhere else nothing at all (no log records: the read is one step, not a job).
+ * A line on stderr while a feed of 1 MB or more is read (MB of the file, rows so far), when
+ * stderr is a terminal; anywhere else nothing at all (no log records: the read is one step, not a job).
  * A 300,000-row feed takes seconds to read; without it the command looks hung.
  */
 export async function feedReadProgress(file: string, options: Omit<ProgressDisplayOptions, 'log'> = {}): Promise<FeedProgress> {
-  const display = createProgressDisplay(options);
   const size = await stat(file).then((s) => s.size).catch(() => 0);
+  if (size < FEED_PROGRESS_MIN_BYTES) return { onProgress: () => undefined, stop: () => undefined };
+  const display = createProgressDisplay(options);
   const total = Math.max(1, Math.ceil(size / MB));
   let shown = -1;
   let records = 0;

@@ -64,6 +64,21 @@ describe('a large feed', () => {
   });
 });
 
+describe('a JSON Lines feed', () => {
+  it('feed check reports what the whole read reports, duplicates and bad lines included', async () => {
+    const objects = Array.from({ length: 2_000 }, (_, i) => {
+      const v = line(i).split(',');
+      return JSON.stringify({ employee_id: v[0], email: v[1], first_name: v[2], last_name: v[3], status: v[4], groups: v[5], role: v[6], department: v[8] });
+    });
+    objects[1] = objects[1]!.replace('GOOD-000001"', 'GOOD-001500"');
+    objects[4] = '{"employee_id": "GOOD-000004", "email": ';
+    const file = files.write('big.jsonl', `${objects.join('\n')}\n`);
+    const [whole, summary] = await Promise.all([readFeed(file), readFeedSummary(file, {}, 5)]);
+    expect(summary.rows.map((r) => r.line)).toEqual([1, 3, 4, 6, 7]);
+    expect(feedCheckReport(summary, { file, rows: 5 })).toEqual(feedCheckReport(whole, { file, rows: 5 }));
+  });
+});
+
 describe('progress of a feed read', () => {
   // Over 1 MB: smaller files read too fast to need a line.
   const file = files.write('progress.csv', `${HEADER}\n${Array.from({ length: 9_000 }, (_, i) => line(i)).join('\n')}\n`);

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given (sync also measures row-level security: enforced beside bypassed): simulator client http writepath warehouse sync startup latency provisioning webhooks employees drift timings scim doctor settings console orgs
+ *   npm run bench -- sync         # only the names given (sync also measures row-level security: enforced beside bypassed): simulator client http writepath warehouse sync startup latency provisioning feed webhooks employees drift timings scim doctor settings console orgs
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -138,6 +138,18 @@ if (want('latency')) {
   const requests = slow.requests as { maxInAnyWindow?: number };
   check('results/s against the budget', rate >= 0.9 * target, `${rate}/s vs budget × page size ${target}/s = ${(rate / target).toFixed(2)} (target ≥ 0.90)`);
   check('requests over budget', num(requests.maxInAnyWindow) <= 10, `max ${requests.maxInAnyWindow} in any sliding second (budget 10)`);
+}
+if (want('feed')) {
+  process.stdout.write('\n== a 300,000-row HR feed (50 MB CSV): `feed check` and `provision --dry-run` (simulator, 50 free seats), each a process of its own\n');
+  const feed = lastJson(await run(['bench/feed-large.ts']));
+  figures.feedLarge = feed;
+  const load = (feed.loadAverage as number[]).join(' ');
+  for (const [label, key] of [['feed check', 'feedCheck'], ['provision --dry-run', 'dryRun']] as const) {
+    const f = feed[key] as { peakRssMb: number; wallSeconds: number; cpuSeconds: number; exitCode: number };
+    check(`${label}, 300,000 rows: peak RSS`, f.peakRssMb <= 300, `${f.peakRssMb} MB (target ≤ 300), ${f.wallSeconds} s wall, ${f.cpuSeconds} s CPU, exit ${f.exitCode}; load average ${load}`);
+  }
+  const first = (feed.dryRun as { firstLine: string }).firstLine;
+  check('provision --dry-run, more creates than free seats: said first', first.startsWith('NOT ENOUGH SEATS'), JSON.stringify(first.slice(0, 160)));
 }
 if (want('provisioning')) {
   process.stdout.write('\n== provisioning: plan 50,000 employees with 2% changes\n');

@@ -19,6 +19,7 @@ import { requireFeedFile } from './options/feed-file.ts';
 import { exitWith, UsageError, type ExitCode } from './options/exit-codes.ts';
 import { tableWidth } from './render/fit-table.ts';
 import { createProgressDisplay } from './render/progress-display.ts';
+import { feedReadProgress } from './render/feed-progress.ts';
 import { fitText } from './render/terminal.ts';
 import type { CommandDeps } from './options/deps.ts';
 import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, withOrgProfile, type FeedCliOptions } from './options/feed-options.ts';
@@ -146,7 +147,8 @@ Examples:
       // Sentences wrap at the width when it is known (a terminal, COLUMNS); tables are drawn to fit it.
       const say = (text: string): void => void process.stdout.write(fitText(text));
       try {
-        const feed = await readFeed(file, reading.options);
+        const progress = options.json ? undefined : await feedReadProgress(file);
+        const feed = await readFeed(file, { ...reading.options, onProgress: progress?.onProgress }).finally(() => progress?.stop());
         const dryRun = options.dryRun ?? false;
         const groupNames = await loadGroupNames(app.scopes.scope(org.slug).db, org.slug);
         const result = await provisionFeed(provisionDeps(app, org.slug), {

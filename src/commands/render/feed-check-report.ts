@@ -40,7 +40,9 @@ export interface FeedCheckReport {
 
 export function feedCheckReport(feed: FeedReadResult, options: { file: string; profile?: string | undefined; rows: number }): FeedCheckReport {
   const rejectedLines = new Set(feed.errors.map((e) => e.line));
-  const active = feed.rows.filter((r) => r.status === 'active').length;
+  // readFeedSummary holds only the first rows and counts them all.
+  const valid = feed.totals?.valid ?? feed.rows.length;
+  const active = feed.totals?.active ?? feed.rows.filter((r) => r.status === 'active').length;
   const reading = feed.reading;
   return {
     file: options.file,
@@ -56,15 +58,15 @@ export function feedCheckReport(feed: FeedReadResult, options: { file: string; p
     },
     counts: {
       lines: feed.lineCount,
-      records: feed.rows.length + rejectedLines.size,
-      valid: feed.rows.length,
+      records: valid + rejectedLines.size,
+      valid,
       rejected: rejectedLines.size,
       active,
-      inactive: feed.rows.length - active,
+      inactive: valid - active,
     },
     fileErrors: feed.fileErrors,
     warnings:
-      feed.fileErrors.length === 0 && feed.rows.length + rejectedLines.size === 0
+      feed.fileErrors.length === 0 && valid + rejectedLines.size === 0
         ? ['the feed has no rows, only a header: in full mode every employee would be a leaver (the disable limit refuses that plan); is this the right export?']
         : [],
     errors: feed.errors.map((e) => ({ line: e.line, field: e.field ?? null, code: e.code, value: e.value ?? null, message: e.message })),

@@ -48,10 +48,26 @@ export function provisionExitCode(result: ProvisionResult): number {
   return rowProblems + actionProblems > 0 ? PROVISION_EXIT.attention : PROVISION_EXIT.ok;
 }
 
+/**
+ * Said first when the plan needs more seats than are free: above the counts and the
+ * examples, where a person reading a dry run of 300,000 rows sees it before anything else.
+ */
+export function seatsShortLine(plan: ProvisionResult['plan'], seats: ProvisionResult['seats']): string | undefined {
+  const free = seats.free;
+  const needed = plan.counts['create-user'] + plan.counts.enable;
+  if (free === undefined || needed <= free) return undefined;
+  const what = `NOT ENOUGH SEATS: the plan needs ${needed} seats (${plan.counts['create-user']} new accounts, ${plan.counts.enable} re-enabled) but only ${free} are free`;
+  return plan.refused !== undefined
+    ? `${what}; refused, nothing is enqueued: free seats or buy more on the platform, then rerun (or --force)`
+    : `${what}; enqueued anyway (--force): creates beyond the free seats fail with USER_LIMIT_REACHED`;
+}
+
 /** The plan part of the report (before anything is applied). */
 export function formatPlanReport(result: Pick<ProvisionResult, 'feed' | 'plan' | 'seats' | 'adoptionNote'>, file: string, options: PlanTableOptions = {}): string {
   const { feed, plan } = result;
+  const short = seatsShortLine(plan, result.seats);
   const lines = [
+    ...(short === undefined ? [] : [short]),
     `${file}: ${feed.rows.length} rows read, ${feed.errors.length} rejected (sha256 ${feed.hash.slice(0, 12)}…)`,
     ...formatFeedErrors(feed),
   ];

@@ -21,6 +21,20 @@ const NO_EXTRAS: RecordExtras = Object.freeze({});
 
 type EndDateCheck = { ok: true; past: boolean } | { ok: false; value: string; reason: string };
 
+/**
+ * Which valid rows a collector keeps. Default all (the plan needs them). `feed check` keeps
+ * only the first `rows` (and counts the rest), so a 300,000-row feed is read in bounded
+ * memory; `skip` names lines a first pass found to be duplicates, so a second pass keeps the
+ * right first rows.
+ */
+export interface KeepRows {
+  rows: number;
+  skip?: ReadonlySet<number> | undefined;
+}
+
+/** Most distinct names, group lists and attribute sets shared between rows (see `share`). */
+const SHARED_MAX = 100_000;
+
 /** Lines per key; a number until a second line turns up, to keep 50,000 keys cheap. */
 type KeyLines = Map<string, number | number[]>;
 
@@ -45,13 +59,52 @@ export class FeedCollector {
   private readonly invalidEmails = new Set<string>();
 
   private readonly keep: 'all' | 'none' | [string, string][];
+  /** With `keepRows`: line and status (1 active) of every valid row, for the counts; the rows themselves are not held. */
+  private readonly validLines: number[] = [];
+  private readonly validActive: number[] = [];
+  /**
+   * Values many rows repeat (first and last names, group lists, attribute sets), held once:
+   * at 300,000 rows a copy per row is most of the memory a feed takes.
+   */
+  private readonly shared = new Map<string, unknown>();
+  private dropped: ReadonlySet<number> = new Set();
+  private records = 0;
 
   constructor(
     private readonly file: string,
     private readonly map: ColumnMap | undefined,
     private readonly rules: FeedRules = {},
+    private readonly keepRows?: KeepRows,
   ) {
     this.keep = attributePairs(rules.attributes);
+  }
+
+  /** Records read so far, valid or not (for progress). */
+  get recordCount(): number {
+    return this.records;
+  }
+
+  /** Lines left out as duplicates (known after `finish`). */
+  get droppedLines(): ReadonlySet<number> {
+    return this.dropped;
+  }
+
+  /** One instance of a value equal rows share; read-only by contract (rows are never changed after reading). */
+  private share<T>(key: string, value: T): T {
+    const seen = this.shared.get(key);
+    if (seen !== undefined) return seen as T;
+    if (this.shared.size < SHARED_MAX) this.shared.set(key, value);
+    return value;
+  }
+
+  private compact(row: FeedRow): FeedRow {
+    if (row.emailDisplay === row.email) row.emailDisplay = row.email;
+    if (row.organisationIdentifier === row.employeeId) row.organisationIdentifier = row.employeeId;
+    if (row.firstName !== null) row.firstName = this.share(`n${row.firstName}`, row.firstName);
+    if (row.lastName !== null) row.lastName = this.share(`n${row.lastName}`, row.lastName);
+    row.groups = this.share(`g${row.groups.join(';')}`, row.groups);
+    if (row.attributes !== undefined) row.attributes = this.share(`a${JSON.stringify(Object.entries(row.attributes))}`, row.attributes);
+    return row;
   }
 
   get hasFileErrors(): boolean {
@@ -63,6 +116,7 @@ export class FeedCollector {
    * the leaver rule's end date is read from them, and the kept ones become attributes.
    */
   add(line: number, record: FeedRecord, extras: RecordExtras = NO_EXTRAS): void {
+    this.records += 1;
     const word = mapStatusWord(this.rules.statusMap, record.status);
     const checked = checkRecord(word === undefined ? record : { ...record, status: word });
     const end = this.endDate(extras);
@@ -71,7 +125,12 @@ export class FeedCollector {
       if (end.past) row.status = 'inactive';
       const attributes = this.attributesOf(extras);
       if (attributes !== undefined) row.attributes = attributes;
-      this.rows.push(row);
+      if (this.keepRows === undefined) this.rows.push(this.compact(row));
+      else {
+        this.validLines.push(line);
+        this.validActive.push(row.status === 'active' ? 1 : 0);
+        if (this.rows.length < this.keepRows.rows && !this.keepRows.skip?.has(line)) this.rows.push(row);
+      }
       note(this.ids, row.employeeId, line);
       note(this.emails, row.email, line);
       return;
@@ -126,6 +185,7 @@ export class FeedCollector {
 
   /** A record the parser could not read whole; `partial` holds whatever fields it did read. */
   malformed(line: number, reason: string, partial: FeedRecord = {}, code: 'malformed-record' | 'invalid-json' = 'malformed-record'): void {
+    this.records += 1;
     this.errors.push({ file: this.file, line, code, message: `${this.file} line ${line}: ${reason}` });
     this.invalid(line, partial);
   }
@@ -162,9 +222,11 @@ export class FeedCollector {
       }
     }
     if (this.fileErrors.length > 0) rows = [];
+    this.dropped = dropped;
     this.errors.sort((a, b) => a.line - b.line);
     return {
       rows,
+      ...(this.keepRows === undefined ? {} : { totals: this.totals(dropped) }),
       errors: this.errors,
       fileErrors: this.fileErrors,
       hash,
@@ -172,6 +234,19 @@ export class FeedCollector {
       invalidEmployeeIds: this.invalidEmployeeIds,
       invalidEmails: this.invalidEmails,
     };
+  }
+
+  /** Valid and active rows, every row counted (with `keepRows`, where only the first are held). */
+  private totals(dropped: ReadonlySet<number>): { valid: number; active: number } {
+    if (this.fileErrors.length > 0) return { valid: 0, active: 0 };
+    let valid = 0;
+    let active = 0;
+    for (let i = 0; i < this.validLines.length; i += 1) {
+      if (dropped.has(this.validLines[i]!)) continue;
+      valid += 1;
+      active += this.validActive[i]!;
+    }
+    return { valid, active };
   }
 
   private duplicates(index: KeyLines, field: FeedField, dropped: Set<number>, invalid: Set<string>): void {

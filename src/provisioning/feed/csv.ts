@@ -22,6 +22,8 @@ export interface CsvSettings {
   leaverColumn?: string | undefined;
   /** Listed attribute columns must be in the header. */
   attributes?: AttributeSelection | undefined;
+  /** Told the bytes read so far, every chunk. */
+  onBytes?: ((bytesRead: number) => void) | undefined;
 }
 
 export interface CsvReadInfo {
@@ -232,8 +234,11 @@ export async function readCsvInto(path: string, file: string, settings: CsvSetti
     lines.push(bytes);
     return bytes;
   };
+  let bytesRead = 0;
   const decode = new Transform({
     transform(chunk: Buffer, _encoding, done): void {
+      bytesRead += chunk.length;
+      settings.onBytes?.(bytesRead);
       try {
         done(null, index(decoder.write(chunk)));
       } catch (error) {

@@ -45,7 +45,7 @@ function salvageKeys(text: string, map: ColumnMap | undefined): FeedRecord {
 export async function readJsonlInto(
   path: string,
   file: string,
-  settings: { map?: ColumnMap | undefined; encoding?: FeedEncoding | undefined },
+  settings: { map?: ColumnMap | undefined; encoding?: FeedEncoding | undefined; onBytes?: ((bytesRead: number) => void) | undefined },
   collector: FeedCollector,
 ): Promise<{ hash: string; lineCount: number; encoding?: FeedEncoding; encodingSource?: EncodingSource }> {
   const { map } = settings;
@@ -83,7 +83,12 @@ export async function readJsonlInto(
     pending = pending.slice(from);
   };
   try {
-    for await (const chunk of createReadStream(path)) take(decoder.write(chunk as Buffer));
+    let bytesRead = 0;
+    for await (const chunk of createReadStream(path)) {
+      bytesRead += (chunk as Buffer).length;
+      settings.onBytes?.(bytesRead);
+      take(decoder.write(chunk as Buffer));
+    }
     take(decoder.end());
     if (pending !== '') handle(pending);
   } catch (error) {

@@ -1,5 +1,5 @@
 import { basename, extname } from 'node:path';
-import { FeedCollector } from './collector.ts';
+import { FeedCollector, type KeepRows } from './collector.ts';
 import { readCsvInto } from './csv.ts';
 import { compileDateFormat, utcToday } from './date-format.ts';
 import { readJsonlInto } from './jsonl.ts';
@@ -19,28 +19,65 @@ export function feedFormatFor(path: string): FeedFormat {
  * options (see profile.ts) add status words, the end-date leaver rule and the attributes kept.
  */
 export async function readFeed(path: string, options: ReadFeedOptions = {}): Promise<FeedReadResult> {
+  return (await readInto(path, options)).result;
+}
+
+/**
+ * Reads a feed as `readFeed` does but holds only its first `rows` valid rows (`totals` counts
+ * them all), for `feed check`: the memory is the keys (for the duplicate rule) and the row
+ * errors, not the rows. When a later duplicate knocks out one of the first rows, the file is
+ * read a second time, skipping the rows left out, so the rows shown are the same as readFeed's.
+ */
+export async function readFeedSummary(path: string, options: ReadFeedOptions, rows: number): Promise<FeedReadResult> {
+  const first = await readInto(path, options, { rows });
+  const { result, dropped } = first;
+  const wanted = Math.min(rows, result.totals?.valid ?? 0);
+  if (result.rows.length >= wanted) return result;
+  const again = await readInto(path, { ...options, onProgress: undefined }, { rows, skip: dropped });
+  return { ...result, rows: again.result.rows };
+}
+
+async function readInto(path: string, options: ReadFeedOptions, keepRows?: KeepRows): Promise<{ result: FeedReadResult; dropped: ReadonlySet<number> }> {
   const format = options.format ?? feedFormatFor(path);
   const file = basename(path);
   const leaver = options.leaverRule;
-  const collector = new FeedCollector(file, options.map, {
-    statusMap: options.statusMap,
-    attributes: options.attributes,
-    // The format was checked when the profile was read; a bad one here is a programming error.
-    leaver: leaver === undefined ? undefined : { column: leaver.column, format: compileDateFormat(leaver.dateFormat), today: options.today ?? utcToday() },
-  });
+  const collector = new FeedCollector(
+    file,
+    options.map,
+    {
+      statusMap: options.statusMap,
+      attributes: options.attributes,
+      // The format was checked when the profile was read; a bad one here is a programming error.
+      leaver: leaver === undefined ? undefined : { column: leaver.column, format: compileDateFormat(leaver.dateFormat), today: options.today ?? utcToday() },
+    },
+    keepRows,
+  );
+  const progress = options.onProgress;
+  let bytesRead = 0;
+  const onBytes =
+    progress === undefined
+      ? undefined
+      : (bytes: number): void => {
+          bytesRead = bytes;
+          progress(bytes, collector.recordCount);
+        };
+  // Told before the parser reads each chunk: once more at the end, with every record counted.
+  const finished = (): void => progress?.(bytesRead, collector.recordCount);
   const reading: FeedReading = { format, map: options.map ?? new Map() };
   if (format === 'jsonl') {
-    const info = await readJsonlInto(path, file, { map: options.map, encoding: options.encoding }, collector);
+    const info = await readJsonlInto(path, file, { map: options.map, encoding: options.encoding, onBytes }, collector);
+    finished();
     if (info.encoding !== undefined) Object.assign(reading, { encoding: info.encoding, encodingSource: info.encodingSource });
-    return { ...collector.finish(info.hash, info.lineCount), reading };
+    return { result: { ...collector.finish(info.hash, info.lineCount), reading }, dropped: collector.droppedLines };
   }
   const info = await readCsvInto(
     path,
     file,
-    { map: options.map, delimiter: options.delimiter, encoding: options.encoding, leaverColumn: leaver?.column, attributes: options.attributes },
+    { map: options.map, delimiter: options.delimiter, encoding: options.encoding, leaverColumn: leaver?.column, attributes: options.attributes, onBytes },
     collector,
   );
+  finished();
   if (info.encoding !== undefined) Object.assign(reading, { encoding: info.encoding, encodingSource: info.encodingSource });
   Object.assign(reading, { delimiter: info.delimiter, delimiterDetected: info.delimiterDetected, attributes: info.attributes });
-  return { ...collector.finish(info.hash, info.lineCount), reading };
+  return { result: { ...collector.finish(info.hash, info.lineCount), reading }, dropped: collector.droppedLines };
 }

@@ -117,6 +117,11 @@ export interface FeedReadResult {
   invalidEmployeeIds: Set<string>;
   /** Lower case. */
   invalidEmails: Set<string>;
+  /**
+   * Set when only the first rows were kept (readFeedSummary, for `feed check`): the counts of
+   * every valid row. The key sets then lack the other key of a row left out as a duplicate.
+   */
+  totals?: { valid: number; active: number };
   /** How the file was read (set by readFeed; for `feed check` and reports). */
   reading?: FeedReading;
 }
@@ -137,7 +142,12 @@ export interface FeedReading {
   attributes?: { name: string; column: string }[];
 }
 
+/** Bytes of the file read so far, of its size; called every chunk (64 KiB). */
+export type FeedReadProgress = (bytesRead: number, records: number) => void;
+
 export interface ReadFeedOptions {
+  /** Progress of the read (a terminal shows it; see commands/render/feed-progress.ts). */
+  onProgress?: FeedReadProgress | undefined;
   /** Default: by extension (`.jsonl`/`.ndjson` → jsonl, otherwise csv). */
   format?: FeedFormat;
   map?: ColumnMap;

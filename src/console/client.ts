@@ -71,7 +71,13 @@ dl.counts dt { font-weight: 600; }
 p.ok { color: #1f6b3a; background: #e3f5e8; border: 1px solid #b7e2c3; padding: .4em .7em; border-radius: 4px; }
 header { flex-wrap: wrap; row-gap: .3em; }
 div.wide { max-width: 100%; overflow-x: auto; }
-td.run-error { color: #7a2e2e; max-width: 28em; overflow-wrap: anywhere; }
+/* A wide table scrolls on its own in a narrow window; the page itself never scrolls sideways. */
+main table { display: block; width: max-content; max-width: 100%; overflow-x: auto; }
+main table.change { display: table; }
+main code, main td.reason { overflow-wrap: anywhere; }
+.badge { white-space: nowrap; }
+form.filters { display: flex; flex-wrap: wrap; gap: .4em 1em; align-items: center; }
+td.run-error { color: #7a2e2e; min-width: 14em; max-width: 28em; overflow-wrap: anywhere; }
 .chart { margin: 1em 0; }
 time { white-space: nowrap; }
 span.id { font-family: ui-monospace, monospace; font-size: 12px; white-space: nowrap; }

@@ -72,7 +72,7 @@ p.ok { color: #1f6b3a; background: #e3f5e8; border: 1px solid #b7e2c3; padding: 
 header { flex-wrap: wrap; row-gap: .3em; }
 div.wide { max-width: 100%; overflow-x: auto; }
 /* A wide table scrolls on its own in a narrow window; the page itself never scrolls sideways. */
-main table { display: block; width: max-content; max-width: 100%; overflow-x: auto; }
+main table:not(.u-legend) { display: block; width: max-content; max-width: 100%; overflow-x: auto; }
 main table.change { display: table; }
 main code, main td.reason { overflow-wrap: anywhere; }
 .badge { white-space: nowrap; }

@@ -430,6 +430,55 @@ describe('the operator console in a browser', () => {
     }
   });
 
+  it('every page fits 1400 and 800 pixels without the page scrolling sideways; the chart keeps unlike runs apart, its axes labelled with units', async () => {
+    // A failed run (its five attempts, one job) and a cancelled one of results, among the succeeded ones.
+    const at = EARLIER_RUNS[2]!.getTime() + 30 * 60_000;
+    for (let i = 0; i < 5; i++) {
+      await sql`insert into trainsync.runs (org, resource, job_id, mode, started_at, finished_at, status, error)
+                values (${DEFAULT_ORG}, 'results', 'browser-failed', 'incremental', ${new Date(at + i * 60_000).toISOString()}, ${new Date(at + i * 60_000 + 4_000).toISOString()}, 'failed', 'the platform answered 503 Service Unavailable')`.execute(owner(h.app).db);
+    }
+    await sql`insert into trainsync.runs (org, resource, job_id, mode, started_at, finished_at, status, error)
+              values (${DEFAULT_ORG}, 'results', 'browser-cancelled', 'full', ${new Date(at + 60 * 60_000).toISOString()}, ${new Date(at + 61 * 60_000).toISOString()}, 'cancelled', 'cancelled by olga (operator) in the console')`.execute(owner(h.app).db);
+    const plan = await sql<{ id: string }>`select id from trainsync.held_plans order by id desc limit 1`.execute(owner(h.app).db);
+    const run = await sql<{ id: string }>`select id from trainsync.runs where resource = 'results' and quarantined > 0 order by id desc limit 1`.execute(owner(h.app).db);
+    const pages = ['/', '/runs?resource=results', `/runs/${run.rows[0]!.id}`, '/provisioning', `/provisioning/held/${plan.rows[0]!.id}`, '/people', '/people/repair', '/webhooks'];
+    const page = operator.page;
+    try {
+      for (const width of [1400, 800]) {
+        await page.setViewportSize({ width, height: 900 });
+        for (const url of pages) {
+          expect((await page.goto(`${base}${url}`))?.status(), url).toBe(200);
+          if (url.startsWith('/runs?')) await page.waitForSelector('#runs-chart .uplot');
+          // Evaluated in the page (a string: this project's types have no DOM).
+          const overflow = (await page.evaluate('({ page: document.documentElement.scrollWidth, body: document.body.scrollWidth, window: window.innerWidth })')) as { page: number; body: number; window: number };
+          expect(Math.max(overflow.page, overflow.body), `${url} at ${width} px`).toBeLessThanOrEqual(overflow.window);
+          const shots = process.env.CONSOLE_SCREENSHOTS_WIDTHS;
+          if (shots) await page.screenshot({ path: path.join(shots, `${url.replace(/[^a-z0-9]+/gi, '-')}-${width}.png`), fullPage: true });
+        }
+      }
+      await visit(page, '/runs?resource=results');
+      await page.waitForSelector('#runs-chart .uplot');
+      const labels = await page.locator('#runs-chart .u-legend .u-series th').allInnerTexts();
+      expect(labels.map((l) => l.trim())).toEqual(['time (UTC)', 'full: duration', 'full: rows', 'incremental: duration', 'incremental: rows', 'failed', 'cancelled']);
+      // uPlot draws the axis labels on its canvas: what it was given to draw.
+      const spec = JSON.parse((await page.locator('#runs-chart').getAttribute('data-chart'))!) as { axes: unknown };
+      expect(spec.axes).toEqual({ x: 'run start (UTC)', y: 'duration (s)', y2: 'rows read (count)' });
+      // The failed job is one row of the list, with its five attempts and its error.
+      const failed = page.locator('#runs tr', { hasText: '503 Service Unavailable' });
+      expect(await failed.count()).toBe(1);
+      expect(await failed.locator('td.attempts').innerText()).toBe('5');
+      // The day filter takes YYYY-MM-DD as typed, in a browser whose locale writes dates otherwise.
+      expect(await page.locator('#day').getAttribute('type')).toBeNull();
+      const day = EARLIER_RUNS[2]!.toISOString().slice(0, 10);
+      await page.fill('#day', day);
+      await page.locator('form.filters button[type=submit]').click();
+      await page.waitForURL((u) => u.searchParams.get('day') === day);
+      expect(await page.locator('#day').inputValue()).toBe(day);
+    } finally {
+      await page.setViewportSize({ width: 1200, height: 800 });
+    }
+  });
+
   it('draws assignment status by course as bars: a segment per count, as wide as the count, opening its people', async () => {
     expect(await visit(operator.page, '/people')).toBe(200);
     const cells = await operator.page.locator('#assignment-status a[id^=assign-]').evaluateAll((links) => links.map((a) => Number(a.textContent)));

@@ -21,21 +21,26 @@ function timeRange(u, min, max) {
   var xs = u.data[0];
   return xs.length > 0 && xs[0] === xs[xs.length - 1] ? [xs[0] - H, xs[0] + H] : [min, max];
 }
+// Each series is drawn as the page says: a line joins only its own points (over the gaps where
+// other runs are), points alone are never joined; each axis carries its label and unit.
 document.addEventListener('DOMContentLoaded', function () {
-  var palette = ['#2f6fdf', '#d9822b', '#3a9d5d', '#c23b3b', '#7a5cc2'];
   document.querySelectorAll('[data-chart]').forEach(function (el) {
     var spec = JSON.parse(el.getAttribute('data-chart'));
     var time = spec.x.length > 0 && spec.x[0] > 1e8;
     var first = time ? { label: 'time (UTC)', value: '{YYYY}-{MM}-{DD} {HH}:{mm}:{ss} UTC' } : {};
-    var series = [first].concat(spec.labels.map(function (label, i) {
-      return { label: label, stroke: palette[i % palette.length], width: 2, scale: spec.dual && i > 0 ? 'y2' : 'y' };
+    var series = [first].concat(spec.series.map(function (s) {
+      var drawn = { label: s.label, stroke: s.color, width: 2, scale: s.axis, spanGaps: true, points: { show: true, size: 6, fill: s.color } };
+      if (s.dash) drawn.dash = [6, 4];
+      if (s.draw === 'points') { drawn.paths = function () { return null; }; drawn.points = { show: true, size: 9, fill: s.color, stroke: s.color }; }
+      return drawn;
     }));
-    var axes = [time ? { values: UTC_TICKS, label: 'UTC' } : {}, { scale: 'y' }];
-    if (spec.dual) axes.push({ scale: 'y2', side: 1 });
-    var opts = { width: Math.min(el.clientWidth || 900, 1100), height: 260, series: series, axes: axes,
+    var axes = [time ? { values: UTC_TICKS, label: spec.axes.x } : { label: spec.axes.x }, { scale: 'y', label: spec.axes.y }];
+    if (spec.axes.y2) axes.push({ scale: 'y2', side: 1, label: spec.axes.y2, grid: { show: false } });
+    var width = Math.max(280, Math.min(el.clientWidth || 900, 1100));
+    var opts = { width: width, height: 280, series: series, axes: axes,
       scales: { x: time ? { time: true, range: timeRange } : { time: false } } };
     if (time) opts.tzDate = utc;
-    new uPlot(opts, [spec.x].concat(spec.ys), el);
+    new uPlot(opts, [spec.x].concat(spec.series.map(function (s) { return s.values; })), el);
   });
 });
 `;
@@ -63,6 +68,16 @@ form.inline { display: inline; }
 dl.counts { display: grid; grid-template-columns: max-content auto; gap: .2em 1em; }
 dl.counts dt { font-weight: 600; }
 .error { color: #b00020; }
+p.ok { color: #1f6b3a; background: #e3f5e8; border: 1px solid #b7e2c3; padding: .4em .7em; border-radius: 4px; }
+header { flex-wrap: wrap; row-gap: .3em; }
+div.wide { max-width: 100%; overflow-x: auto; }
+/* A wide table scrolls on its own in a narrow window; the page itself never scrolls sideways. */
+main table:not(.u-legend) { display: block; width: max-content; max-width: 100%; overflow-x: auto; }
+main table.change { display: table; }
+main code, main td.reason { overflow-wrap: anywhere; }
+.badge { white-space: nowrap; }
+form.filters { display: flex; flex-wrap: wrap; gap: .4em 1em; align-items: center; }
+td.run-error { color: #7a2e2e; min-width: 14em; max-width: 28em; overflow-wrap: anywhere; }
 .chart { margin: 1em 0; }
 time { white-space: nowrap; }
 span.id { font-family: ui-monospace, monospace; font-size: 12px; white-space: nowrap; }

@@ -56,6 +56,7 @@ ${orgSelector(viewer)}
 </header>
 <main><h1>${title}</h1>
 ${viewer ? scopeLine(viewer) : ''}
+${viewer?.flash ? html`<p class="ok" id="outcome" role="status">${viewer.flash}</p>` : ''}
 ${body}
 </main></body></html>`;
 }

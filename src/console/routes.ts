@@ -7,6 +7,7 @@ import { retryFailedAction } from '../provisioning/retry-action.ts';
 import { reconcileFix } from '../provisioning/reconcile-fix.ts';
 import { loadGroupNames } from '../provisioning/group-names.ts';
 import { repairBody } from './pages/repair.ts';
+import { consoleWording } from './pages/console-words.ts';
 import { RECONCILIATION_KINDS, reconciliationReport } from '../warehouse/reconciliation.ts';
 import { cancelQueuedOrOrphaned, cancellableSyncs } from '../sync/cancel-sync.ts';
 import { recentRefusals } from '../webhooks/refusals.ts';
@@ -17,6 +18,7 @@ import { consoleChanges, recordConsoleChange, recentFeeds, searchActions, attent
 import { getRun, latestRuns, listRuns, resourcesWithRuns, runQuarantine, runSeries, runUnfinishedWindows } from './data/runs.ts';
 import { recentEvents } from './data/webhooks.ts';
 import { html, type SafeHtml } from './html.ts';
+import { redirectWithFlash } from './flash.ts';
 import { page, type Viewer } from './layout.ts';
 import { actingOrg, orgOfRow, outsideOrg, scheduleOrg } from './scope.ts';
 import { assignmentsBody } from './pages/assignments.ts';
@@ -43,7 +45,8 @@ const listQuery = z.object({
   resource: text,
   status: text,
   who: text,
-  day: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).optional().catch(undefined),
+  /** Checked on its own (dayOf): a bad day is answered 400 with why, never silently dropped. */
+  day: z.unknown().optional(),
   outcome: text,
   by: text,
   group: z.string().max(300).optional(),
@@ -56,6 +59,28 @@ const idParam = z.object({ id: z.coerce.number().int().positive() });
 const decisionFields = z
   .object({ confirm: z.string().max(20).optional(), reason: z.string().trim().max(200).optional().transform((v) => (v ? v : undefined)) })
   .catch({ confirm: undefined, reason: undefined });
+
+/**
+ * A day filter's value: empty means none; otherwise a real calendar day as YYYY-MM-DD
+ * (what the field shows whatever the browser's locale), or why not, for a 400 page.
+ */
+export function dayOf(raw: unknown): { ok: true; day: string | undefined } | { ok: false; message: string } {
+  if (raw === undefined || raw === '') return { ok: true, day: undefined };
+  const shown = typeof raw === 'string' ? raw.slice(0, 40) : undefined;
+  const text = typeof raw === 'string' ? raw.trim() : undefined;
+  const match = text === undefined ? null : /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  if (text !== undefined && match) {
+    const [year, month, date] = [Number(match[1]), Number(match[2]), Number(match[3])];
+    const at = new Date(Date.UTC(year, month - 1, date));
+    if (year >= 1900 && at.getUTCFullYear() === year && at.getUTCMonth() === month - 1 && at.getUTCDate() === date) return { ok: true, day: text };
+  }
+  return {
+    ok: false,
+    message: shown === undefined
+      ? 'The day filter was given more than once: give one day, as YYYY-MM-DD (for example 2026-12-07).'
+      : `The day filter "${shown}" is not a day: write it as YYYY-MM-DD (for example 2026-12-07), a real date from 1900 on, in UTC.`,
+  };
+}
 
 type ViewerOf = (request: FastifyRequest, reply: FastifyReply) => Viewer;
 
@@ -103,6 +128,22 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   const chooseOne = (reply: FastifyReply, viewer: Viewer, title: string): FastifyReply =>
     send(reply, page(title, viewer, html`<p id="choose-org">This page works on one organisation at a time: choose one with the selector above.</p>`));
 
+  /** A filter the page cannot use: 400, the reason, and the page without its filters. */
+  const badFilter = (request: FastifyRequest, reply: FastifyReply, title: string, message: string, back: string): FastifyReply =>
+    send(reply.code(400), page(title, viewerOf(request, reply), html`<p class="error" id="bad-filter">${message}</p><p><a href="${back}">Show ${title} without filters</a></p>`));
+
+  /**
+   * The page's query, or (answered 400 with the fields and why) undefined: a filter given twice,
+   * or too long, is the request's mistake, never a fault and never silently dropped.
+   */
+  const queryOf = <T extends z.ZodType>(schema: T, request: FastifyRequest, reply: FastifyReply, title: string, back: string): z.infer<T> | undefined => {
+    const parsed = schema.safeParse(request.query);
+    if (parsed.success) return parsed.data;
+    const fields = [...new Set(parsed.error.issues.map((i) => String(i.path[0] ?? 'query')))].map((f) => `"${f.slice(0, 40)}"`).join(', ');
+    badFilter(request, reply, title, `The filter ${fields} cannot be used: give each filter once, as the page's form does (text of at most 200 characters).`, back);
+    return undefined;
+  };
+
   server.get('/', async (request, reply) => {
     const { viewer, slugs } = scopeOf(request, reply);
     const [runs, schedules, health, held, attention, attentionTotal, cancellable] = await Promise.all([
@@ -120,16 +161,20 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   });
 
   server.get('/runs', async (request, reply) => {
-    const q = listQuery.parse(request.query);
+    // The day first: a bad one is answered with why, whatever else the query holds.
+    const day = dayOf(z.object({ day: z.unknown() }).catch({ day: undefined }).parse(request.query).day);
+    if (!day.ok) return badFilter(request, reply, 'Runs', day.message, '/runs');
+    const q = queryOf(listQuery, request, reply, 'Runs', '/runs');
+    if (!q) return reply;
     const { viewer, slugs, one } = scopeOf(request, reply);
     // The chart is one organisation's series: with several shown, it waits for a choice.
     const chartOrg = one ?? (slugs.length === 1 ? slugs[0] : undefined);
     const [list, resources, series] = await Promise.all([
-      listRuns(dbOf(slugs), slugs, { resource: q.resource, status: q.status, page: q.page, pageSize: PAGE_SIZE }),
+      listRuns(dbOf(slugs), slugs, { resource: q.resource, status: q.status, day: day.day, page: q.page, pageSize: PAGE_SIZE }),
       resourcesWithRuns(dbOf(slugs), slugs),
       q.resource && chartOrg ? runSeries(dbOf(chartOrg), [chartOrg], q.resource) : Promise.resolve(undefined),
     ]);
-    return send(reply, page('Runs', viewer, runsBody(viewer, { ...list, page: q.page, resources, resource: q.resource, status: q.status, series }), { chart: series !== undefined }));
+    return send(reply, page('Runs', viewer, runsBody(viewer, { ...list, page: q.page, resources, resource: q.resource, status: q.status, day: day.day, series }), { chart: series !== undefined }));
   });
 
   server.get('/runs/:id', async (request, reply) => {
@@ -151,10 +196,14 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   };
 
   server.get('/provisioning', async (request, reply) => {
-    const q = listQuery.parse(request.query);
+    // The day first: a bad one is answered with why, whatever else the query holds.
+    const day = dayOf(z.object({ day: z.unknown() }).catch({ day: undefined }).parse(request.query).day);
+    if (!day.ok) return badFilter(request, reply, 'Provisioning', day.message, '/provisioning');
+    const q = queryOf(listQuery, request, reply, 'Provisioning', '/provisioning');
+    if (!q) return reply;
     const { viewer, slugs } = scopeOf(request, reply);
     const size = PROVISIONING_PAGE_SIZE;
-    const filter = { who: q.who, day: q.day, status: q.status, feed: q.feed, page: q.page, pageSize: size };
+    const filter = { who: q.who, day: day.day, status: q.status, feed: q.feed, page: q.page, pageSize: size };
     const [held, feeds, actions, changes, quarantined] = await Promise.all([
       heldPlansPage(slugs, q.hpage, size),
       recentFeeds(dbOf(slugs), slugs, { page: q.fpage, pageSize: size }),
@@ -205,8 +254,9 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
       return send(reply.code(400), page(`Plan #${id}`, viewerOf(request, reply), html`<p class="error" id="outcome">Not approved: ${result.reason}</p><p><a href="/provisioning/held/${id}">Back</a></p>`));
     }
     if (result.ok) await audit(request, found.org, 'approve-held-plan', `plan #${id}`, { enqueued: result.enqueued.length, confirmed: Number(confirm), source: found.plan.source });
-    const message = result.ok ? `Plan #${id} approved: ${result.enqueued.length} actions enqueued; the workers apply them (see the audit trail).` : result.reason;
-    return outcomePage(request, reply, `Plan #${id}`, message, `/provisioning/held/${id}`, result.ok);
+    if (!result.ok) return outcomePage(request, reply, `Plan #${id}`, result.reason, `/provisioning/held/${id}`, false);
+    // Post/Redirect/Get: the plan's page, with what the approval did; a reload posts nothing again.
+    return redirectWithFlash(request, reply, `/provisioning/held/${id}`, `Plan #${id} approved: ${result.enqueued.length} actions enqueued; the workers apply them (see the audit trail).`);
   });
 
   server.post('/provisioning/held/:id/reject', changeHooks, async (request, reply) => {
@@ -216,7 +266,8 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { reason } = decisionFields.parse(request.body);
     const result = await rejectHeldPlan(deps.repair(found.org), id, { by: request.session!.username, role: request.session!.role, note: reason });
     if (result.ok) await audit(request, found.org, 'reject-held-plan', `plan #${id}`, reason ? { reason } : {});
-    return outcomePage(request, reply, `Plan #${id}`, result.ok ? `Plan #${id} rejected: nothing was enqueued.` : result.reason, `/provisioning/held/${id}`, result.ok);
+    if (!result.ok) return outcomePage(request, reply, `Plan #${id}`, result.reason, `/provisioning/held/${id}`, false);
+    return redirectWithFlash(request, reply, `/provisioning/held/${id}`, `Plan #${id} rejected: nothing was enqueued.`);
   });
 
   // Action ids repeat across organisations: the row's button sends its organisation.
@@ -286,12 +337,13 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const enqueued = result.applied?.enqueued.length ?? 0;
     if (result.applied) await audit(request, org, 'reconcile-fix', 'training.employees', { enqueued, repairs: result.plan.repairs });
     const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId}: review it under Provisioning, held plans.`;
-    const message = result.plan.refused ? `Refused, nothing enqueued: ${result.plan.refused.message}${held}` : `Repair applied: ${enqueued} actions enqueued (${result.plan.repairs} repairs); the workers apply them.`;
+    const message = result.plan.refused ? `Refused, nothing enqueued: ${consoleWording(result.plan.refused.message)}${held}` : `Repair applied: ${enqueued} actions enqueued (${result.plan.repairs} repairs); the workers apply them.`;
     return outcomePage(request, reply, 'Drift repair', message, '/people/repair', result.plan.refused === undefined);
   });
 
   server.get('/webhooks', async (request, reply) => {
-    const q = listQuery.parse(request.query);
+    const q = queryOf(listQuery, request, reply, 'Webhooks', '/webhooks');
+    if (!q) return reply;
     const { viewer, slugs } = scopeOf(request, reply);
     const [backlog, events, refusals] = await Promise.all([
       webhookBacklog(dbOf(slugs), slugs),

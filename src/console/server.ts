@@ -16,6 +16,7 @@ import { page, type Viewer } from './layout.ts';
 import { registerPageRoutes } from './routes.ts';
 import { registerOrgSearch } from './org-search.ts';
 import { isConfigured, outsideOrg, scopeOf } from './scope.ts';
+import { takeFlash } from './flash.ts';
 import { createSession, endSession, findSession, setSessionOrg, type Session } from './sessions.ts';
 import { createLoginThrottle } from './login-throttle.ts';
 import { HttpError } from '../http/http-error.ts';
@@ -210,6 +211,7 @@ export function consoleServer(deps: ConsoleDeps, users: readonly ConsoleUser[]):
       csrfToken: reply.generateCsrf(),
       scope: scopeOf(deps.config, request.session!.org, request.consoleUser!.orgs),
       path: request.url,
+      flash: takeFlash(request, reply),
     });
     registerPageRoutes(server, deps, viewerOf);
     registerOrgSearch(server, viewerOf);

@@ -10,4 +10,6 @@ export interface Viewer {
   scope: Scope;
   /** This page's path and query, where the selector comes back to. */
   path: string;
+  /** What the change before this page did (Post/Redirect/Get): shown once, at the top. */
+  flash?: string | undefined;
 }

@@ -242,7 +242,12 @@ export async function latestCleanRunStart(db: Db, org: string, resource: string,
   return rows[0]?.started_at;
 }
 
-/** The console's row of a run: its duration and rows (inserted + updated + unchanged) worked out. */
+/**
+ * The console's row of a run: one job's attempts taken together (BullMQ retries a failed
+ * attempt, and each attempt that is not resumed records its own row). Its id is the first
+ * attempt's; status, error and note the last attempt's; counts summed over every attempt;
+ * duration from the first start to the last finish; rows is inserted + updated + unchanged.
+ */
 export interface RunRow {
   id: number;
   org: string;
@@ -263,29 +268,83 @@ export interface RunRow {
   removed: number;
   error: string | null;
   note: string | null;
+  /** How many attempts the job made (rows of trainsync.runs taken together). */
+  attempts: number;
+  /** The ids of those rows, first attempt first. */
+  attempt_ids: number[];
 }
 
-const RUN_COLUMNS = sql`id, org, resource, mode, status, started_at, finished_at,
-  extract(epoch from (finished_at - started_at))::float8 as seconds,
-  (inserted + updated + unchanged)::int as rows, requests, pages, inserted, updated, unchanged, quarantined, removed, error, note`;
+/** One attempt of a run, as the run's page lists them. */
+export interface AttemptRow {
+  id: number;
+  status: string;
+  started_at: Date;
+  finished_at: Date | null;
+  seconds: number | null;
+  error: string | null;
+}
+
+/**
+ * The runs of `orgs` (one resource's, when given), each job's attempts as one: the rows of a
+ * resource in start order, a new run starting at each row whose job id is missing or differs
+ * from the row before (a resource's syncs never overlap in an organisation, so one job's
+ * attempts follow each other; a job id reused after its queue was emptied starts a new run).
+ */
+function groupedRuns(orgs: readonly string[], resource: string | undefined): RawBuilder<unknown> {
+  const where = [sql`org = any(${orgs}::text[])`];
+  if (resource !== undefined) where.push(sql`resource = ${resource}`);
+  return sql`
+    with marked as (
+      select r.*, case when r.job_id is not null and r.job_id = lag(r.job_id) over w then 0 else 1 end as starts
+        from trainsync.runs r where ${sql.join(where, sql` and `)}
+      window w as (partition by org, resource order by started_at, id)
+    ), numbered as (
+      select *, sum(starts) over (partition by org, resource order by started_at, id) as n from marked
+    ), grouped as (
+      select min(id) as id, org, resource,
+             (array_agg(mode order by started_at, id))[1] as mode,
+             (array_agg(status order by started_at desc, id desc))[1] as status,
+             min(started_at) as started_at,
+             (array_agg(finished_at order by started_at desc, id desc))[1] as finished_at,
+             sum(pages)::int as pages, sum(inserted)::int as inserted, sum(updated)::int as updated, sum(unchanged)::int as unchanged,
+             sum(quarantined)::int as quarantined, sum(removed)::int as removed, sum(requests)::int as requests,
+             (array_agg(error order by started_at desc, id desc))[1] as error,
+             (array_agg(note order by started_at desc, id desc))[1] as note,
+             count(*)::int as attempts,
+             array_agg(id::int order by started_at, id) as attempt_ids
+        from numbered group by org, resource, n
+    )
+    select id::int as id, org, resource, mode, status, started_at, finished_at,
+           extract(epoch from (finished_at - started_at))::float8 as seconds,
+           (inserted + updated + unchanged)::int as rows, requests, pages, inserted, updated, unchanged, quarantined, removed, error, note,
+           attempts, attempt_ids
+      from grouped`;
+}
 
 export interface RunFilter {
   resource?: string | undefined;
   status?: string | undefined;
+  /** A UTC day (YYYY-MM-DD): runs started on it. */
+  day?: string | undefined;
   page: number;
   pageSize: number;
 }
 
-/** One page of the runs of `orgs`, newest first; `hasMore` when an older page exists. Uses runs' (resource, started_at) order. */
+/** One page of the runs of `orgs` (each job's attempts as one), newest first; `hasMore` when an older page exists. */
 export async function listRuns(db: Db, orgs: readonly string[], filter: RunFilter): Promise<{ runs: RunRow[]; hasMore: boolean }> {
-  const conditions = [sql`org = any(${orgs}::text[])`];
-  if (filter.resource) conditions.push(sql`resource = ${filter.resource}`);
+  const conditions = [sql`true`];
   if (filter.status) conditions.push(sql`status = ${filter.status}`);
+  if (filter.day) conditions.push(sql`started_at >= ${filter.day}::date::timestamp at time zone 'UTC' and started_at < (${filter.day}::date + 1)::timestamp at time zone 'UTC'`);
   const { rows } = await sql<RunRow>`
-    select ${RUN_COLUMNS} from trainsync.runs where ${sql.join(conditions, sql` and `)}
+    select * from (${groupedRuns(orgs, filter.resource)}) runs where ${sql.join(conditions, sql` and `)}
      order by started_at desc, id desc limit ${filter.pageSize + 1} offset ${(filter.page - 1) * filter.pageSize}`.execute(db);
   return { runs: rows.slice(0, filter.pageSize), hasMore: rows.length > filter.pageSize };
 }
+
+const RUN_COLUMNS = sql`id, org, resource, mode, status, started_at, finished_at,
+  extract(epoch from (finished_at - started_at))::float8 as seconds,
+  (inserted + updated + unchanged)::int as rows, requests, pages, inserted, updated, unchanged, quarantined, removed, error, note,
+  1 as attempts, array[id::int] as attempt_ids`;
 
 /** The latest run of each resource of each of `orgs` (the console's overview; `lastRuns` is status's). */
 export async function latestRuns(db: Db, orgs: readonly string[]): Promise<RunRow[]> {
@@ -301,19 +360,36 @@ export async function resourcesWithRuns(db: Db, orgs: readonly string[]): Promis
   return rows.map((r) => r.resource);
 }
 
-/** The last `limit` finished runs of a resource, oldest first: the chart's points. */
-export async function runSeries(db: Db, orgs: readonly string[], resource: string, limit = 200): Promise<Array<{ t: number; seconds: number; rows: number; requests: number }>> {
-  const { rows } = await sql<{ t: number; seconds: number; rows: number; requests: number }>`
+/** A point of the runs chart: one finished run, with what tells unlike runs apart (its status and mode). */
+export interface RunPoint {
+  t: number;
+  seconds: number;
+  rows: number;
+  requests: number;
+  status: string;
+  mode: string | null;
+}
+
+/** The last `limit` finished runs of a resource (each job's attempts as one), oldest first: the chart's points. */
+export async function runSeries(db: Db, orgs: readonly string[], resource: string, limit = 200): Promise<RunPoint[]> {
+  const { rows } = await sql<RunPoint>`
     select * from (
-      select extract(epoch from started_at)::float8 as t, extract(epoch from (finished_at - started_at))::float8 as seconds,
-             (inserted + updated + unchanged)::int as rows, requests
-        from trainsync.runs where org = any(${orgs}::text[]) and resource = ${resource} and finished_at is not null
+      select extract(epoch from started_at)::float8 as t, seconds, rows, requests, status, mode
+        from (${groupedRuns(orgs, resource)}) runs where finished_at is not null and status <> 'running'
        order by started_at desc limit ${limit}) last order by t`.execute(db);
   return rows;
 }
 
-/** A run by its id (ids are global), if it is one of `orgs`'. */
-export async function getRun(db: Db, orgs: readonly string[], id: number): Promise<RunRow | undefined> {
-  const { rows } = await sql<RunRow>`select ${RUN_COLUMNS} from trainsync.runs where id = ${id} and org = any(${orgs}::text[])`.execute(db);
-  return rows[0];
+/** The run (its job's attempts as one) one of whose attempts has this id (ids are global), if it is one of `orgs`'; with its attempts. */
+export async function getRun(db: Db, orgs: readonly string[], id: number): Promise<(RunRow & { attemptRows: AttemptRow[] }) | undefined> {
+  const { rows: found } = await sql<{ org: string; resource: string }>`select org, resource from trainsync.runs where id = ${id} and org = any(${orgs}::text[])`.execute(db);
+  const at = found[0];
+  if (!at) return undefined;
+  const { rows } = await sql<RunRow>`select * from (${groupedRuns([at.org], at.resource)}) runs where ${id}::int = any(attempt_ids)`.execute(db);
+  const run = rows[0];
+  if (!run) return undefined;
+  const { rows: attemptRows } = await sql<AttemptRow>`
+    select id::int as id, status, started_at, finished_at, extract(epoch from (finished_at - started_at))::float8 as seconds, error
+      from trainsync.runs where id = any(${run.attempt_ids}::bigint[]) order by started_at, id`.execute(db);
+  return { ...run, attemptRows };
 }

@@ -22,8 +22,35 @@ export function when(value: string | Date | null | undefined, now?: Date, fallba
   return html`<time datetime="${iso}" title="${iso}">${utcText(at)}</time>${now ? html` <span class="relative">(${relativeText(at, now)})</span>` : ''}`;
 }
 
+/** One series of a chart: its values (null where a point is not of this series), its axis, and how it is drawn. */
+export interface ChartSeries {
+  label: string;
+  values: Array<number | null>;
+  /** 'y': the left axis; 'y2': the right one. */
+  axis: 'y' | 'y2';
+  /** 'line': points joined (only to points of the same series); 'points': each point alone, never joined. */
+  draw: 'line' | 'points';
+  /** A CSS colour; dashed lines for a second quantity of the same runs. */
+  color: string;
+  dash?: boolean;
+}
+
+/** A chart's data: `x` in epoch seconds (drawn in UTC), each axis labelled with its unit. */
+export interface ChartSpec {
+  x: number[];
+  series: ChartSeries[];
+  axes: { x: string; y: string; y2?: string };
+}
+
 /** Data for a chart, handed to /assets/charts.js in a data attribute (never an inline script). */
-/** `dual`: the first series on the left axis (e.g. seconds), the others on a right one (counts). `x` in epoch seconds, drawn in UTC. */
-export function chart(id: string, series: { labels: string[]; x: number[]; ys: number[][]; dual?: boolean }): SafeHtml {
-  return html`<div class="chart" id="${id}" data-chart="${JSON.stringify(series)}"></div>`;
+export function chart(id: string, spec: ChartSpec): SafeHtml {
+  return html`<div class="chart" id="${id}" data-chart="${JSON.stringify(spec)}"></div>`;
+}
+
+/**
+ * A day filter: a text field that takes and shows YYYY-MM-DD whatever the browser's locale
+ * (a date input shows mm/dd/yyyy in an American one); the server checks it again (400).
+ */
+export function dayInput(value: string | undefined, label: string): SafeHtml {
+  return html`<label>${label} <input name="day" id="day" value="${value ?? ''}" placeholder="YYYY-MM-DD" pattern="[0-9]{4}-[0-9]{2}-[0-9]{2}" inputmode="numeric" maxlength="10" size="10" title="a day as YYYY-MM-DD, in UTC"></label>`;
 }

@@ -15,7 +15,7 @@ ${describePlatformListAge(report) ? html`<p id="platform-list-age">${describePla
 <table id="reconciliation"><tr><th>discrepancy</th><th>count</th><th>examples</th></tr>
 ${Object.entries(report.counts).map(([kind, n]) => html`<tr><td>${kind}</td><td><a href="/people/discrepancies?kind=${kind}" id="count-${kind}">${n}</a></td><td>${report.examples[kind as keyof typeof report.examples].map((e) => html`<div>${e.employee_id ?? ''} ${e.email ?? ''}: ${e.detail}</div>`)}</td></tr>`)}
 </table>
-<p><a href="/people/repair" id="repair-link">Drift repair (reconcile --fix): dry run first</a></p></section>
+<p><a href="/people/repair" id="repair-link">Drift repair: dry run first</a></p></section>
 <section><h2>Assignment status by ${by}</h2>
 <p>Group by: <a href="/people?by=course">course</a> &middot; <a href="/people?by=department">department</a> &middot; <a href="/people?by=location">location</a></p>
 ${groups.length === 0 ? html`<p>No assignments yet (sync groups and results after provisioning).</p>` : html`

@@ -6,7 +6,8 @@ import type { HeldPlan, HeldPlanSummary } from '../../provisioning/held-plans.ts
 import type { QuarantinedUser } from '../../scim/store.ts';
 import { changeTable, groupCell } from './change-table.ts';
 import { NO_GROUP_NAMES, type GroupNames } from '../../provisioning/group-names.ts';
-import { statusBadge, when } from './format.ts';
+import { dayInput, statusBadge, when } from './format.ts';
+import { consoleWording } from './console-words.ts';
 
 const ACTION_STATUSES = ['planned', 'queued', 'succeeded', 'failed', 'needs-identity', 'skipped'];
 
@@ -35,6 +36,20 @@ ${q.rows.map((r) => html`<tr><td>${r.user_name}</td>${orgCell(viewer, r.org)}<td
 /** Who decided a plan, and when. */
 const decided = (p: HeldPlanSummary): SafeHtml => (p.decidedBy ? html`${p.decidedBy} (${p.decidedRole ?? ''}) ${when(p.decidedAt)}` : html``);
 
+/**
+ * What became of a feed read: unreadable (and why) before anything else, since nothing could be
+ * planned from it whether or not it was a dry run; then dry run, refused (why) or applied.
+ */
+export function feedOutcome(x: Pick<FeedRow, 'dry_run' | 'refused'>): SafeHtml {
+  const dry = x.dry_run ? ' (dry run)' : '';
+  if (x.refused === 'feed-errors' || x.refused?.startsWith('feed-errors: ')) {
+    const why = x.refused.slice('feed-errors: '.length) || 'the file could not be read (its errors were not recorded then)';
+    return html`<td class="feed-outcome unreadable"><strong>unreadable</strong>${dry}: ${why}</td>`;
+  }
+  if (x.refused) return html`<td class="feed-outcome">refused${dry}: ${x.refused}</td>`;
+  return html`<td class="feed-outcome">${x.dry_run ? 'dry run: nothing applied' : 'applied'}</td>`;
+}
+
 export function provisioningBody(viewer: Viewer, d: ProvisioningView): SafeHtml {
   const f = d.filter;
   // Every list's pager keeps the filters and the other lists' pages.
@@ -47,13 +62,13 @@ ${pager('/provisioning', d.pages.held, d.held.hasMore, keep, 'hpage', 'plans')}`
 </section>
 <section id="feeds-read"><h2>Feeds read</h2>
 <table id="feeds"><tr><th>#</th>${orgHeader(viewer)}<th>file</th><th>mode</th><th>rows</th><th>row errors</th><th>actions</th><th>outcome</th><th>read</th></tr>
-${d.feeds.rows.map((x) => html`<tr><td>${x.id}</td>${orgCell(viewer, x.org)}<td>${x.path}</td><td>${x.mode}</td><td>${x.rows}</td><td>${x.errors}</td><td>${x.actions > 0 && !x.dry_run && !x.refused ? html`<a href="/provisioning?feed=${x.hash}#audit" id="feed-actions-${x.id}">${x.actions}</a>` : x.actions}</td><td>${x.dry_run ? 'dry run' : x.refused ? `refused (${x.refused})` : 'applied'}</td><td>${when(x.created_at)}</td></tr>`)}</table>
+${d.feeds.rows.map((x) => html`<tr><td>${x.id}</td>${orgCell(viewer, x.org)}<td>${x.path}</td><td>${x.mode}</td><td>${x.rows}</td><td>${x.errors}</td><td>${x.actions > 0 && !x.dry_run && !x.refused ? html`<a href="/provisioning?feed=${x.hash}#audit" id="feed-actions-${x.id}">${x.actions}</a>` : x.actions}</td>${feedOutcome(x)}<td>${when(x.created_at)}</td></tr>`)}</table>
 ${pager('/provisioning', d.pages.feeds, d.feeds.hasMore, keep, 'fpage', 'feeds-read')}
 </section>
 <section id="audit"><h2>Audit trail</h2>
 <form method="get" action="/provisioning#audit" class="filters">
 <label>employee or e-mail <input name="who" value="${f.who ?? ''}"></label>
-<label>day (UTC) <input name="day" type="date" value="${f.day ?? ''}"></label>
+${dayInput(f.day, 'day (UTC)')}
 <label>status <select name="status"><option value="">all</option>${ACTION_STATUSES.map((s) => html`<option value="${s}" ${s === f.status ? html`selected` : ''}>${s}</option>`)}</select></label>
 ${f.feed ? html`<input type="hidden" name="feed" value="${f.feed}">` : ''}${(['hpage', 'fpage', 'cpage'] as const).map((k) => (keep[k] ? html`<input type="hidden" name="${k}" value="${keep[k]}">` : ''))}<button type="submit">Search</button></form>
 <table id="actions"><tr>${orgHeader(viewer)}<th>updated</th><th>employee</th><th>e-mail</th><th>action</th><th>before &rarr; after</th><th>status</th><th>attempts</th><th>error</th><th></th></tr>
@@ -105,7 +120,8 @@ export function heldPlanBody(viewer: Viewer, plan: HeldPlan, org: string, groupN
   return html`
 ${whyHeld(plan)}
 <p>${viewer.scope.multi ? html`Organisation <strong id="plan-org">${org}</strong>. ` : ''}${statusBadge(plan.status)} Source <strong id="plan-source">${plan.source}</strong>: <strong>${plan.file}</strong> (${plan.mode}), held ${when(plan.createdAt)}. ${plan.decidedBy ? html`Decided by ${plan.decidedBy} (${plan.decidedRole ?? ''}) at ${when(plan.decidedAt)}${plan.decidedNote ? html`: ${plan.decidedNote}` : ''}.` : ''}</p>
-<p class="reason">${plan.message}</p>
+<p class="reason" id="held-message">${consoleWording(plan.message)}</p>
+${plan.status === 'held' ? html`<p id="next-step">Nothing has been applied. Check the people below first: a feed cut short, a wrong column mapping, or a full feed that lists only changes all look like mass leavers. If the plan is right, an operator types the number of people who lose access and approves it; otherwise rejects it, and nothing changes.</p>` : ''}
 <h2>${losing.length} people would lose access</h2>
 <table id="losing"><tr><th>employee</th><th>e-mail</th><th>department</th></tr>
 ${losing.slice(0, FIRST_PEOPLE).map((p) => html`<tr><td>${p.employeeId}</td><td>${p.email}</td><td>${p.department ?? ''}</td></tr>`)}</table>

@@ -5,6 +5,7 @@ import { NO_GROUP_NAMES, type GroupNames } from '../../provisioning/group-names.
 import type { ReconciliationReport } from '../../warehouse/reconciliation.ts';
 import { describePlatformListAge } from '../../warehouse/platform-list-age.ts';
 import { groupCell } from './change-table.ts';
+import { consoleWording } from './console-words.ts';
 
 export interface RepairContext {
   /** What the People page counts on the same data (the last users sync): shown beside the plan, so the two pages can be compared. */
@@ -22,7 +23,7 @@ export function repairBody(viewer: Viewer, plan: Plan, employees: number, org: s
 <p>Planned ${employees} employees of the last HR snapshot (<code>training.employees</code>) against the platform as it is now (${plan.platform}).
 The repair is planned again when applied, so it repairs what is drifted at that moment.</p>
 ${report ? html`<p id="reconcile-beside">The <a href="/people">People</a> page counts <strong id="beside-leavers">${report.counts.leaver_with_access}</strong> leaver_with_access and <strong>${report.counts.active_without_account}</strong> active_without_account on the same data; this plan disables <strong id="plan-disables">${plan.counts.disable}</strong> and creates <strong>${plan.counts['create-user']}</strong>.${age ? html` ${age}` : ''}</p>` : ''}
-${plan.refused ? html`<p class="reason" id="refused">Refused (${plan.refused.reason}): ${plan.refused.message}</p>` : ''}
+${plan.refused ? html`<p class="reason" id="refused">Refused (${plan.refused.reason}): ${consoleWording(plan.refused.message)}</p>` : ''}
 <h2>${plan.actions.length} actions, ${plan.repairs} of them repairs</h2>
 <table id="repair-actions"><tr><th>employee</th><th>e-mail</th><th>action</th><th>why</th></tr>
 ${plan.actions.map((a) => html`<tr><td>${a.employeeId}</td><td>${a.email}</td><td>${a.kind}${a.groupId ? html` <small>${groupCell(a.groupId, names.get(a.groupId.toLowerCase()))}</small>` : ''}</td><td>${a.repair ?? ''}</td></tr>`)}</table>

@@ -18,6 +18,7 @@ export interface FeedRecord {
   rows: number;
   errors: number;
   actions: number;
+  /** The refusal's reason code; an unreadable feed's is `feed-errors: ` and its file errors. */
   refused: string | null;
 }
 

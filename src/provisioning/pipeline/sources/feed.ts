@@ -69,7 +69,8 @@ export function feedSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'withPgClient
               rows: input.rows.length,
               errors: record.rowErrors + plan.errors.length,
               actions: plan.actions.length,
-              refused: plan.refused?.reason ?? null,
+              // An unreadable feed keeps why (its file errors), for the console to say.
+              refused: plan.refused?.reason === 'feed-errors' && input.fileErrors.length > 0 ? `feed-errors: ${input.fileErrors.join('; ')}`.slice(0, 1000) : (plan.refused?.reason ?? null),
             });
           },
         }

@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { createLogger, logFormatFor, type Logger } from './runtime/log.ts';
 import { isFinalFailureRecord } from './queue/run-job.ts';
 import { describeUnknownVariables } from './lib/unknown-variables.ts';
-import { stderrLine, stderrTerminal } from './commands/render/terminal.ts';
+import { stderrLine, stderrTerminal, stderrText } from './commands/render/terminal.ts';
 import { useColumnsVariable } from './lib/text-width.ts';
 import { guardStream } from './lib/terminal-safe.ts';
 import { applyEnvFile, EnvFileError, type EnvFileEntries } from './lib/env-file.ts';
@@ -109,6 +109,14 @@ function commandLogger(config: Config, verbose: boolean): Logger {
 async function main(): Promise<void> {
   const verbose = (): boolean => program.opts<{ verbose?: boolean }>().verbose === true;
   const program: Command = buildProgram({ loadConfig: readConfig, createLogger: (config) => commandLogger(config, verbose()), jobs: allJobs, env: process.env });
+  // Commander's own messages (unknown option, bad value): off a terminal stderr is JSON lines
+  // only, so they become records like every other line there; on one, they stay as written.
+  const writeErr = (text: string): void => {
+    if (stderrTerminal.isTty) process.stderr.write(text);
+    else stderrText(text.trimEnd(), process.stderr, EXIT.refused);
+  };
+  const everyCommand = (command: Command): Command[] => [command, ...command.commands.flatMap(everyCommand)];
+  for (const command of everyCommand(program)) command.configureOutput({ writeErr });
   program.hook('preAction', (_program, command) => {
     commandName = command.name();
     warnUnknownVariables(command, verbose());

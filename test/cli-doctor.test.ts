@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
-import { cliEnv, runCli } from './helpers/cli.ts';
+import { cliEnv, runCli, stderrSaid } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { freePort } from './helpers/own-services.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
@@ -59,7 +59,7 @@ describe('trainsync doctor', () => {
     expect(`${run.stdout}${run.stderr}`).not.toContain('hunter2');
     // Postgres is still checked on its own line.
     expect(line(run.stdout, 'postgres')).toMatch(/^ok/);
-    expect(run.stderr.trim().split('\n').at(-1)).toMatch(/^trainsync: doctor: 1 check failed/);
+    expect(stderrSaid(run.stderr).trim().split('\n').at(-1)).toMatch(/^trainsync: doctor: 1 check failed/);
   });
 
   it('a missing migration fails with "run trainsync migrate first" (exit 2), and doctor applies nothing', async () => {

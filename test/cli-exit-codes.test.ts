@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from './helpers/cli.ts';
+import { runCli, stderrSaid } from './helpers/cli.ts';
 import { ADMIN_URL, createTestDatabase, databaseUrl, type TestDatabase } from './helpers/db.ts';
 import { freePort } from './helpers/own-services.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
@@ -67,7 +67,7 @@ describe('exit codes, the same table for every command', () => {
   it.each(rows)('$what: exit $code', async (row) => {
     const run = await runCli(row.args(), row.env?.() ?? {});
     expect(run.code, run.stderr).toBe(row.code);
-    if (row.says) expect(`${run.stderr}${run.stdout}`).toMatch(row.says);
+    if (row.says) expect(`${stderrSaid(run.stderr)}${run.stdout}`).toMatch(row.says);
     // No stack trace for anything a person can act on.
     expect(run.stderr).not.toMatch(/\n\s+at /);
   });

@@ -6,7 +6,7 @@ import { allJobs } from '../jobs/index.ts';
 import { ConfigError, cronStepProblem, loadConfig } from '../src/config.ts';
 import { describeUnknownVariables, unknownVariables } from '../src/lib/unknown-variables.ts';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
-import { cliEnv, runCli } from './helpers/cli.ts';
+import { cliEnv, runCli, stderrSaid } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 import { runInTerminal } from './helpers/terminal.ts';
@@ -131,6 +131,6 @@ describe('the commands, with a misspelt variable', () => {
   it('a cron line out of range is refused at load: exit 2, naming the variable, the field and the range', async () => {
     const run = await runCli(['status'], { ...env(), TRAINSYNC_CRON_SEATS: '*/61 * * * *' });
     expect(run.code, run.stderr).toBe(2);
-    expect(run.stderr).toContain('TRAINSYNC_CRON_SEATS: got "*/61 * * * *"; expected a valid cron line (minute field "*/61": step 61 is out of range; allowed 1-60)');
+    expect(stderrSaid(run.stderr)).toContain('TRAINSYNC_CRON_SEATS: got "*/61 * * * *"; expected a valid cron line (minute field "*/61": step 61 is out of range; allowed 1-60)');
   });
 });

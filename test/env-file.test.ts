@@ -1,3 +1,4 @@
+import { stderrSaid } from './helpers/cli.ts';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -31,7 +32,8 @@ function cliIn(cwd: string, args: readonly string[], env: Record<string, string>
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   return new Promise((resolve, reject) => {
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    // stderr as said: off a terminal the one line is a JSON record (its `msg` here).
+    child.on('close', (code) => resolve({ code, stdout, stderr: stderrSaid(stderr) }));
   });
 }
 

@@ -16,7 +16,7 @@ import { createJobCatalog } from '../src/queue/catalog.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';
 import { scheduleTable } from '../src/queue/schedulers.ts';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
-import { runCli, startCli } from './helpers/cli.ts';
+import { runCli, startCli, stderrSaid } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { freePort, startOwnRedis, type OwnRedis } from './helpers/own-services.ts';
 import { OUTAGE_SIMULATOR, outageEnv } from './helpers/redis-outage.ts';
@@ -27,7 +27,7 @@ const ANSWER_TIMEOUT_MS = 15_000;
 
 /** A person's lines: everything on stderr but JSON log records and progress lines. */
 function messageLines(stderr: string): string[] {
-  return stderr.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('{') && !line.startsWith('progress '));
+  return stderrSaid(stderr).split('\n').filter((line) => line.trim() !== '' && !line.startsWith('{') && !line.startsWith('progress '));
 }
 
 function countLines(text: string, pattern: RegExp): number {
@@ -112,7 +112,7 @@ describe('Redis stops and comes back empty', () => {
     // A command facing the stopped Redis ends (it does not hang): one line naming REDIS_URL (password masked), no stack.
     const status = await runCli(['status'], { ...syncEnv, REDIS_URL: `redis://:s3cret@127.0.0.1:${redis.port}`, TRAINSYNC_REDIS_TIMEOUT_MS: '3000' });
     expect(status.code).not.toBe(0);
-    const lines = status.stderr.split('\n').filter((line) => line.trim() !== '');
+    const lines = stderrSaid(status.stderr).split('\n').filter((line) => line.trim() !== '');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^trainsync: cannot connect to Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+ \(REDIS_URL\)/);
     expect(status.stderr).not.toContain('s3cret');

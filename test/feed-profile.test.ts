@@ -7,7 +7,7 @@ import { compileDateFormat } from '../src/provisioning/feed/date-format.ts';
 import { detectDelimiter } from '../src/provisioning/feed/delimiter.ts';
 import { feedReadOptions, FeedProfileError, loadFeedProfile, parseFeedProfile } from '../src/provisioning/feed/profile.ts';
 import { readFeed } from '../src/provisioning/feed/read.ts';
-import { runCli } from './helpers/cli.ts';
+import { runCli, stderrSaid } from './helpers/cli.ts';
 import { freePort } from './helpers/own-services.ts';
 
 let dir: string;
@@ -442,7 +442,7 @@ describe('trainsync feed check', () => {
     const profile = await file('bad-profile.json', '{"columns": {"employee_id": "Id"}, "delimter": ";"}');
     const bad = await runCli(['feed', 'check', feed, '--profile', profile], env);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain(`profile ${profile}, key "delimter": not a profile key; did you mean "delimiter"? fix: rename it to "delimiter"`);
+    expect(stderrSaid(bad.stderr)).toContain(`profile ${profile}, key "delimter": not a profile key; did you mean "delimiter"? fix: rename it to "delimiter"`);
     expect(bad.stdout).toBe('');
   });
   it('names the encoding it read the file with; a Windows-1252 export without the setting fails with the fix', async () => {

@@ -7,7 +7,7 @@ import { RECONCILE_FIX_JOB } from '../src/provisioning/reconcile-fix.ts';
 import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { findUser, writeCallCount } from '../src/simulator/index.ts';
-import { runCli, type CliRun } from './helpers/cli.ts';
+import { runCli, type CliRun, stderrSaid } from './helpers/cli.ts';
 import { consoleSession, visible } from './helpers/console-http.ts';
 import { feedDir, rowsFromState, toCsv, type HrRow } from './helpers/hr-feed.ts';
 import { expectNoApplyingCommand } from './helpers/no-applying-command.ts';
@@ -137,7 +137,7 @@ describe('a mass disable applies only with its count typed', () => {
     expectNoApplyingCommand(alone.stdout + alone.stderr);
     const wrong = await cli(['provision', feed, '--force', '--confirm', '7']);
     expect(wrong.code, wrong.stderr).toBe(2);
-    expect(wrong.stderr).toMatch(/"7" is not the number of people the plan takes access away from/);
+    expect(stderrSaid(wrong.stderr)).toMatch(/"7" is not the number of people the plan takes access away from/);
     expectNoApplyingCommand(wrong.stdout + wrong.stderr);
     const noForce = await cli(['provision', feed, '--confirm', '8']);
     expect(noForce.code).toBe(2);

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exitCodeFor } from '../src/commands/options/exit-codes.ts';
 import { InfrastructureError } from '../src/lib/infra-errors.ts';
 import { RedisConnections } from '../src/queue/connection.ts';
-import { runCli } from './helpers/cli.ts';
+import { runCli, stderrSaid } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { capturingLogger } from './helpers/log-capture.ts';
 import { testPrefix } from './helpers/redis.ts';
@@ -59,7 +59,7 @@ describe('REDIS_URL at an HTTP server', () => {
   for (const args of [['status'], ['sync', 'courses']]) {
     it(`\`trainsync ${args.join(' ')}\` exits 2 with one line naming host:port and what answered`, async () => {
       const run = await runCli(args, env());
-      const lines = run.stderr.trimEnd().split('\n');
+      const lines = stderrSaid(run.stderr).trimEnd().split('\n');
       expect(run.code, run.stderr).toBe(2);
       expect(lines, run.stderr).toHaveLength(1);
       expect(lines[0]).toBe(

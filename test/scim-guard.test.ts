@@ -5,7 +5,7 @@ import { startConsole, type ConsoleServer } from '../src/console/server.ts';
 import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { getHeldPlan, listHeldPlans, type HeldPlan } from '../src/provisioning/held-plans.ts';
 import { findUser, ORG_EMAIL_DOMAIN, writeCallCount } from '../src/simulator/index.ts';
-import { runCli } from './helpers/cli.ts';
+import { runCli, stderrSaid } from './helpers/cli.ts';
 import { consoleSession, visible, type ConsoleSession } from './helpers/console-http.ts';
 import { createScimHarness, type ScimHarness } from './helpers/scim-harness.ts';
 import { waitFor } from './helpers/worker-process.ts';
@@ -141,7 +141,7 @@ describe('SCIM deactivation guard', () => {
     expect(bare.stderr).toMatch(/give --confirm N, the number of people who will lose access/);
     const wrong = await runCli(['held', '--approve', String(id), '--confirm', String(COUNT)], h.env);
     expect(wrong.code).toBe(2);
-    expect(wrong.stderr).toMatch(new RegExp(`"${COUNT}" is not the number of people plan #${id} takes access away from: give --confirm N`));
+    expect(stderrSaid(wrong.stderr)).toMatch(new RegExp(`"${COUNT}" is not the number of people plan #${id} takes access away from: give --confirm N`));
     expect(writeCallCount(h.sim.requests)).toBe(writes);
     expect((await getHeldPlan(owner(h.app).db, id))!.status).toBe('held');
 

@@ -93,7 +93,8 @@ describe('trainsync sync (the command)', () => {
     }, 30_000, 'the first results rows');
     child.kill('SIGINT');
     expect(await exited).toBe(130);
-    expect(stderr).toContain('interrupted: the jobs this process was running went back to the queue');
+    // This process ran it: it went back to the queue, and the line says so (a worker's job would be said to go on there).
+    expect(stderr).toContain('interrupted: stopped waiting; results back in the queue: the next `trainsync sync` or a worker resumes it from its checkpoint');
     const jobId = await h.app.queue.queues[SYNC_QUEUE].getDeduplicationJobId('sync-results');
     expect(jobId).toBeTruthy();
     // Handed back, not left active without a lock.

@@ -1,3 +1,4 @@
+import { stderrLine } from './render/terminal.ts';
 import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import type { Command } from 'commander';
 import { sql } from 'kysely';
@@ -27,7 +28,7 @@ Approved plans and retried actions are applied by a running worker. See docs/ope
       const config = deps.loadConfig();
       const log = deps.createLogger(config);
       if (!config.TRAINSYNC_CONSOLE_USERS) {
-        process.stderr.write('trainsync: the console is off: set TRAINSYNC_CONSOLE_USERS (name:role:hash entries; `trainsync console hash-password` makes a hash)\n');
+        stderrLine('the console is off: set TRAINSYNC_CONSOLE_USERS (name:role:hash entries; `trainsync console hash-password` makes a hash)');
         process.exitCode = 2;
         return;
       }
@@ -54,7 +55,7 @@ Approved plans and retried actions are applied by a running worker. See docs/ope
     .action(async () => {
       const password = await readSecret(process.stdin, process.stderr, 'Console password: ');
       if (password.length < 12) {
-        process.stderr.write('trainsync: a console password needs at least 12 characters\n');
+        stderrLine('a console password needs at least 12 characters');
         process.exitCode = 2;
         return;
       }

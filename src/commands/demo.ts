@@ -26,6 +26,8 @@ import { renderAssignmentStatus } from './render/demo-assignments.ts';
 import { provisionDeps } from './options/provision-deps.ts';
 import { renderReconciliation } from './reconcile.ts';
 import { renderSummary } from './sync.ts';
+import { tableWidth } from './render/fit-table.ts';
+import { fitText } from './render/terminal.ts';
 
 /** The demo's only organisation: its configuration comes from variables alone (no orgs file). */
 const DEMO_ORG = DEFAULT_ORG;
@@ -67,11 +69,12 @@ const TABLES = [
   'trainsync.provisioning_actions',
 ] as const;
 
+/** Lines of at most 76 characters: wrapped, a `--` comment's second line would be read as SQL. */
 const QUERIES = [
   '-- completion and pass counts per course\nselect course_name, learners, completed, passed, completion_rate\n  from training.course_completion order by learners desc limit 10;',
-  '-- pass rate by month\nselect date_trunc(\'month\', date_completed) as month, count(*) as completions,\n       round(avg(case when passed then 1 else 0 end), 3) as pass_share\n  from training.result_details where is_complete group by 1 order by 1;',
+  "-- pass rate by month\nselect date_trunc('month', date_completed) as month, count(*) as completions,\n       round(avg(case when passed then 1 else 0 end), 3) as pass_share\n  from training.result_details where is_complete group by 1 order by 1;",
   '-- completions by reporting-filter answer (e.g. Department)\nselect filter_name, answer, count(distinct result_id) as results\n  from training.result_filter_details group by 1, 2 order by 1, 3 desc;',
-  "-- who has not completed the training assigned to them (by an HR attribute, e.g. department)\nselect attributes->>'department' as department, course_name, count(*) as open\n  from training.assignment_status where status not in ('passed', 'completed')\n  group by 1, 2 order by 3 desc;",
+  "-- who has not completed the training assigned to them,\n-- by an HR attribute (e.g. department)\nselect attributes->>'department' as department, course_name,\n       count(*) as open\n  from training.assignment_status\n where status not in ('passed', 'completed')\n group by 1, 2 order by 3 desc;",
   '-- HR against the platform (also: npx trainsync reconcile)\nselect kind, count(*) from training.hr_reconciliation group by kind;',
 ];
 
@@ -118,7 +121,11 @@ Start from scratch: drop the database the demo used (its last line names it: \`d
 trainsync_demo unless DATABASE_URL names another).`,
     )
     .action(async (options: { feed: string }) => {
-      const write = deps.write ?? ((text: string): void => void process.stdout.write(text));
+      const out = deps.write ?? ((text: string): void => void process.stdout.write(text));
+      // Every sentence wraps at the terminal's width (or COLUMNS) and every table is drawn to it:
+      // the demo is a new user's first sight of trainsync, on whatever terminal they have.
+      const write = (text: string): void => out(fitText(text));
+      const say = (text: string): void => write(`${text}\n`);
       const env = deps.env;
       const started = performance.now();
       const queuePrefix = deps.queuePrefix ?? demoQueuePrefix();
@@ -166,7 +173,7 @@ trainsync_demo unless DATABASE_URL names another).`,
             mode: 'full',
             dryRun: false,
             force: false,
-            onPlan: (planned) => write(`${formatPlanReport(planned, options.feed.split('/').pop() ?? options.feed, { groupNames })}\n`),
+            onPlan: (planned) => write(`${formatPlanReport(planned, options.feed.split('/').pop() ?? options.feed, { groupNames, width: tableWidth() })}\n`),
           });
           // The demo provisions a full feed: the pipeline's shrink guard stands before it as before `provision`'s.
           if (result.shrink?.decision.refused) {
@@ -174,13 +181,13 @@ trainsync_demo unless DATABASE_URL names another).`,
             exitCode = 2;
             return;
           }
-          if (result.plan.refused) {
-            write(`refused: ${result.plan.refused.message}\n`);
-            exitCode = 1;
-          }
           const writes = writeCallCount(sim.requests) - writesBefore;
-          if (result.applied && result.applied.audit.length > 0) write(`${formatOutcome(result.applied.audit)}\n`);
-          else write('Nothing to apply: every change of this feed was applied by an earlier run.\n');
+          // A refused plan was said once, above (its REFUSED line, or the feed error): here only that nothing was applied.
+          if (result.plan.refused) {
+            say('the plan was refused (above): nothing was applied');
+            exitCode = 1;
+          } else if (result.applied && result.applied.audit.length > 0) write(`${formatOutcome(result.applied.audit)}\n`);
+          else say('Nothing to apply: every change of this feed was applied by an earlier run.');
           if (result.plan.repairs > 0) {
             write(
               `${result.plan.repairs} of these actions repair drift: the simulator starts from its seed on every demo run, so what an earlier run ` +

@@ -1,3 +1,4 @@
+import { utcMinute } from '../lib/utc-minute.ts';
 import { userInfo } from 'node:os';
 import { InvalidArgumentError, type Command } from 'commander';
 import { createApp, type App } from '../runtime/app.ts';
@@ -7,7 +8,7 @@ import { getHeldPlan, heldPlansOf, listHeldPlans, type HeldPlanLine, type HeldPl
 import type { CommandDeps } from './options/deps.ts';
 import { EXIT, RefusedError, UsageError } from './options/exit-codes.ts';
 import { fitTable } from './render/fit-table.ts';
-import { fitText } from './render/terminal.ts';
+import { fitText, stderrLine } from './render/terminal.ts';
 import { requestedOrgs, selectOrgs } from './options/org-option.ts';
 import { confirmCountOption } from './options/confirm-option.ts';
 import { provisionDeps } from './options/provision-deps.ts';
@@ -53,7 +54,7 @@ export function renderHeldPlans(plans: readonly HeldPlanSummary[], orgs: readonl
   if (plans.length === 0) return `no held plans (${orgs.join(', ')})\n`;
   const multi = orgs.length > 1;
   const head = ['plan', ...(multi ? ['org'] : []), 'source', 'from', 'lose access', 'actions', 'rows read', 'active', 'held (UTC)'];
-  const rows = plans.map((p) => [`#${p.id}`, ...(multi ? [p.org] : []), p.source, p.file, p.disables, p.actionCount, p.rowsRead ?? '', p.activeEmployees ?? '', p.createdAt.toISOString().slice(0, 16).replace('T', ' ')]);
+  const rows = plans.map((p) => [`#${p.id}`, ...(multi ? [p.org] : []), p.source, p.file, p.disables, p.actionCount, p.rowsRead ?? '', p.activeEmployees ?? '', utcMinute(p.createdAt)]);
   const why = plans.map((p) => `#${p.id}: ${p.message}`);
   // Sentences wrap at the terminal's width (fitText), the table is drawn to fit already.
   return fitText(
@@ -104,7 +105,7 @@ async function decide(app: App, orgs: readonly string[], options: HeldCliOptions
   if (!result.ok) throw new RefusedError(result.reason);
   const pending = result.pending.length > 0 ? `; ${result.pending.length} employees still have earlier actions queued and are planned once those finish` : '';
   write(`approved plan #${id}: ${result.enqueued.length} actions enqueued${pending}\n`);
-  if (result.snapshotError) process.stderr.write(`trainsync: the employee snapshot failed (the actions were enqueued): ${result.snapshotError}\n`);
+  if (result.snapshotError) stderrLine(`the employee snapshot failed (the actions were enqueued): ${result.snapshotError}`);
   const audit = await waitForActions(deps, [...result.enqueued, ...result.waitingOn]);
   if (audit.length > 0) write(`${formatOutcome(audit)}\n`);
   return audit.some((r) => r.status === 'failed' || r.status === 'needs-identity') ? EXIT.failed : EXIT.ok;

@@ -1,3 +1,4 @@
+import { stderrLine, stderrText } from './render/terminal.ts';
 import type { Command } from 'commander';
 import { toInfrastructureError } from '../lib/infra-errors.ts';
 import { readFeed } from '../provisioning/feed/read.ts';
@@ -66,8 +67,11 @@ Examples:
       const errors = formatFeedErrors(feed);
       if (feed.fileErrors.length > 0) {
         if (options.json) process.stdout.write(`${JSON.stringify({ fileErrors: feed.fileErrors, errors: feed.errors, employees: null }, null, 2)}\n`);
-        else process.stderr.write(`${errors.join('\n')}\ntrainsync: the feed could not be read; no employee was changed\n`);
         process.exitCode = 2;
+        if (!options.json) {
+          for (const line of errors) stderrText(line);
+          stderrLine('the feed could not be read; no employee was changed');
+        }
         return;
       }
       const config = deps.loadConfig();

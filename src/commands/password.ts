@@ -1,3 +1,4 @@
+import { stderrLine } from './render/terminal.ts';
 import { scopedApp } from './options/scoped.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { z } from 'zod';
@@ -53,7 +54,7 @@ Exit status is non-zero when the change failed; the platform's code is printed.`
         if (row.status === 'succeeded') {
           process.stdout.write(options.generate ? `password set for ${email}; it is shown once, store it now:\n${password}\n` : `password set for ${email}\n`);
         } else {
-          process.stderr.write(`trainsync: password for ${email} not set: ${row.errorCode ?? row.status}: ${row.errorMessage ?? ''}\n`);
+          stderrLine(`password for ${email} not set: ${row.errorCode ?? row.status}: ${row.errorMessage ?? ''}`);
           exitCode = 1;
         }
       } finally {

@@ -20,7 +20,7 @@ import { exitWith, UsageError, type ExitCode } from './options/exit-codes.ts';
 import { tableWidth } from './render/fit-table.ts';
 import { createProgressDisplay } from './render/progress-display.ts';
 import { feedReadProgress } from './render/feed-progress.ts';
-import { fitText } from './render/terminal.ts';
+import { fitText, stderrLine } from './render/terminal.ts';
 import type { CommandDeps } from './options/deps.ts';
 import { addFeedOptions, addModeOption, FEED_PROFILE_HELP, feedReadingOrExit, withOrgProfile, type FeedCliOptions } from './options/feed-options.ts';
 
@@ -197,7 +197,7 @@ Examples:
             say(formatOutcome(result.applied.audit));
           }
           if (result.employees) say(`warehouse ${formatSnapshotCounts(result.employees)}`);
-          if (result.employeesError) process.stderr.write(`trainsync: the employee snapshot failed (the actions were applied): ${result.employeesError}\n`);
+          if (result.employeesError) stderrLine(`the employee snapshot failed (the actions were applied): ${result.employeesError}`);
         }
         exitWith(provisionExitCode(result) as ExitCode, provisionExitReason(result, { dryRun, json: options.json ?? false }));
       } finally {

@@ -1,4 +1,4 @@
-import Table from 'cli-table3';
+import { fitTable } from './render/fit-table.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { errorMessage } from '../lib/errors.ts';
 import { parseMaxDisable } from '../settings/max-disable.ts';
@@ -46,10 +46,10 @@ function examplesOption(value: string): number {
 
 /** The report as a person reads it: counts per kind, then the examples of each. */
 export function renderReconciliation(report: ReconciliationReport): string {
-  const counts = new Table({ head: ['kind', 'count', 'meaning'], style: { head: [], border: [], compact: true } });
-  for (const kind of RECONCILIATION_KINDS) counts.push([kind, report.counts[kind], MEANING[kind] ?? '']);
+  // Drawn to the terminal's width (at most 100): the meaning wraps in its column.
+  const counts = fitTable(['kind', 'count', 'meaning'], RECONCILIATION_KINDS.map((kind) => [kind, report.counts[kind], MEANING[kind] ?? '']));
   const age = describePlatformListAge(report);
-  const lines = [`HR against the platform: ${report.total} discrepanc${report.total === 1 ? 'y' : 'ies'} (training.hr_reconciliation)`, ...(age ? [age] : []), counts.toString()];
+  const lines = [`HR against the platform: ${report.total} discrepanc${report.total === 1 ? 'y' : 'ies'} (training.hr_reconciliation)`, ...(age ? [age] : []), counts];
   // Zero discrepancies against nothing is no news: say what is missing.
   // The `default` organisation (one organisation, no orgs file) reads as before; another names itself.
   const of = report.org === DEFAULT_ORG ? { table: 'is empty', flag: '' } : { table: `has no row of ${report.org}`, flag: ` --org ${report.org}` };

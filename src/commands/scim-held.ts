@@ -1,3 +1,4 @@
+import { stderrText } from './render/terminal.ts';
 import type { Command } from 'commander';
 import type { CommandDeps } from './options/deps.ts';
 import { heldPlanIdOption, loseAccessCountOption, runHeld } from './held.ts';
@@ -17,7 +18,7 @@ export function registerScimCommand(program: Command, deps: CommandDeps): void {
     .option('--drop <id>', 'reject the held plan (as `trainsync held --reject ID`)', heldPlanIdOption)
     .addHelpText('after', '\nSee `trainsync held --help`. With several organisations, --org SLUG names the ones listed.')
     .action(async (options: { release?: number; confirm?: number; drop?: number }, command: Command) => {
-      process.stderr.write(SCIM_HELD_NOTE);
+      stderrText(SCIM_HELD_NOTE);
       const held = {
         ...(options.release === undefined ? {} : { approve: options.release }),
         ...(options.confirm === undefined ? {} : { confirm: options.confirm }),

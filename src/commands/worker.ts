@@ -11,6 +11,10 @@ import { startScimService } from '../scim/service.ts';
 import { startWebhookService, webhookOrgs } from '../webhooks/service.ts';
 import { endpointLines } from './options/worker-endpoints.ts';
 import type { CommandDeps } from './options/deps.ts';
+import { EXIT, exitWith } from './options/exit-codes.ts';
+import { showJobLines } from './render/worker-lines.ts';
+import { fitText } from './render/terminal.ts';
+import { utcMinute } from '../lib/utc-minute.ts';
 
 export function registerWorkerCommand(program: Command, deps: CommandDeps): void {
   // Every schedule the catalog declares, so the help never leaves one out.
@@ -77,26 +81,36 @@ e.g. "health    http://127.0.0.1:9464/healthz"; logs go to stderr.`,
         process.stdout.write(`${lines.join('\n')}\n`);
       }
       const worker = await app.queue.startWorkers(queues);
+      // On a terminal: a line per job started and ended, and lines when it stops (stdout, beside the endpoints).
+      const onTerminal = process.stdout.isTTY === true;
+      const say = (line: string): void => void process.stdout.write(fitText(line));
+      const stopLines = onTerminal ? showJobLines(worker.workers, say) : (): void => undefined;
+      if (onTerminal) say(`${utcMinute(new Date())}  waiting for jobs on ${queues.join(', ')} (Ctrl-C stops)`);
       let stopWatching = (): void => undefined;
       if (options.schedules && queues.includes(SYNC_QUEUE)) {
         await registerSchedulers(app.queue, config, log);
         // An emptied or failed-over Redis loses them: registered again on reconnect and every TRAINSYNC_SCHEDULE_CHECK_MS.
         stopWatching = watchSchedulers(app.queue, config, log);
       }
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string): void => {
+      const signal = await new Promise<'SIGTERM' | 'SIGINT'>((resolve) => {
+        const stop = (signal: 'SIGTERM' | 'SIGINT'): void => {
           log.info({ signal }, 'stopping: no new jobs; running jobs checkpoint and go back to the queue');
-          resolve();
+          if (onTerminal) say(`${utcMinute(new Date())}  stopping (${signal === 'SIGINT' ? 'Ctrl-C' : signal}): no new jobs; running jobs checkpoint and go back to the queue`);
+          resolve(signal);
         };
         process.once('SIGTERM', () => stop('SIGTERM'));
         process.once('SIGINT', () => stop('SIGINT'));
       });
+      // Ctrl-C is 130 from every command (docs/reference.md, "Exit codes"); SIGTERM, a service manager's stop, is a clean 0.
+      if (signal === 'SIGINT') exitWith(EXIT.interrupted, 'interrupted (Ctrl-C): the worker stopped; jobs it was running went back to the queue and resume from their checkpoints');
       stopWatching();
       // No new events first: one refused meanwhile is delivered again by the platform.
       await webhooks?.close();
       await consoleServer?.close();
       await scim?.close();
       const { forced } = await worker.close();
+      stopLines();
+      if (onTerminal) say(`${utcMinute(new Date())}  stopped${forced ? ' (a job did not stop in time; its lock expires for another worker)' : ''}`);
       await health.close();
       if (forced) {
         // A job stuck inside a statement keeps its pooled connection, so closing the pool would

@@ -30,16 +30,38 @@ export class SyncConflictError extends TrainsyncError {
   }
 }
 
-/** The wait was interrupted (Ctrl-C); the jobs were handed back to the queue. */
+/** The wait was interrupted (Ctrl-C); the message says where each job is now (see describeInterruption). */
 export class SyncInterruptedError extends TrainsyncError {
-  constructor() {
-    super('interrupted: the jobs this process was running went back to the queue; the next `trainsync sync` or a worker resumes them from their checkpoints', {
-      code: 'INTERRUPTED',
-      retryable: true,
-    });
+  constructor(message = 'interrupted: the jobs this process was running went back to the queue; the next `trainsync sync` or a worker resumes them from their checkpoints') {
+    super(message, { code: 'INTERRUPTED', retryable: true });
     this.name = 'SyncInterruptedError';
   }
 }
+
+/** Where a job is once this process has stopped waiting and handed back what it ran. */
+export type InterruptedJobState = 'completed' | 'failed' | 'active' | 'queued' | 'unknown';
+
+/**
+ * The last line after Ctrl-C: what actually happened to each job, read from the queue after
+ * this process let go of its own. A job another worker runs goes on there (it did not go back
+ * to the queue); one this process ran went back and resumes from its checkpoint; one that
+ * finished before the Ctrl-C is said to have finished.
+ */
+export function describeInterruption(jobs: ReadonlyArray<{ label: string; state: InterruptedJobState }>): string {
+  const of = (state: InterruptedJobState): string[] => jobs.filter((j) => j.state === state).map((j) => j.label);
+  const list = (names: string[]): string => names.join(', ');
+  const parts = [
+    of('completed').length > 0 ? `${list(of('completed'))} finished` : '',
+    of('failed').length > 0 ? `${list(of('failed'))} failed (see \`trainsync status\`)` : '',
+    of('active').length > 0 ? `${list(of('active'))} still running on a worker, which finishes ${of('active').length === 1 ? 'it' : 'them'}` : '',
+    of('queued').length > 0 ? `${list(of('queued'))} back in the queue: the next \`trainsync sync\` or a worker resumes ${of('queued').length === 1 ? 'it' : 'them'} from ${of('queued').length === 1 ? 'its checkpoint' : 'their checkpoints'}` : '',
+    of('unknown').length > 0 ? `${list(of('unknown'))} not found in the queue (see \`trainsync status\`)` : '',
+  ].filter(Boolean);
+  return `interrupted: stopped waiting; ${parts.join('; ')}`;
+}
+
+const interruptedState = (state: string): InterruptedJobState =>
+  state === 'completed' || state === 'failed' || state === 'active' ? state : state === 'waiting' || state === 'delayed' || state === 'prioritized' || state === 'waiting-children' ? 'queued' : 'unknown';
 
 /** What makes two sync requests different (the trigger does not). */
 function optionsOf(data: unknown): string {
@@ -121,11 +143,21 @@ export async function runSyncOfOrgs(
     deps.log.debug({ org, job: name, jobId: job.id }, 'sync enqueued (or joined the same one already queued)');
     jobs.push({ org, job });
   }
-  const outcomes = await processAndWait(deps.queue, SYNC_QUEUE, jobs.map(({ job }) => job.id), {
-    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
-    interrupted: () => new SyncInterruptedError(),
-  });
+  let outcomes: JobOutcome[];
+  try {
+    outcomes = await processAndWait(deps.queue, SYNC_QUEUE, jobs.map(({ job }) => job.id), {
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+      interrupted: () => new SyncInterruptedError(),
+    });
+  } catch (error) {
+    if (!(error instanceof SyncInterruptedError)) throw error;
+    // processAndWait has closed this process's own worker by now: what is active is another worker's.
+    const states = await Promise.all(
+      jobs.map(async ({ org, job }) => ({ label: label(org, job.name.replace(/^sync-/, '')), state: interruptedState(await deps.queue.state(SYNC_QUEUE, job.id).catch(() => 'unknown')) })),
+    );
+    throw new SyncInterruptedError(describeInterruption(states));
+  }
   // In the order asked for, each under its job's name.
   return jobs.map(({ org, job }) => ({ ...outcomes.find((o) => o.jobId === job.id)!, name: job.name, org }));
 }

@@ -42,3 +42,26 @@ export function runCli(args: readonly string[], env: Record<string, string>, std
 export function cliEnv(parts: { sim: { url: string; apiKey: string }; databaseUrl: string; prefix: string; redisUrl: string }, more: Record<string, string> = {}): Record<string, string> {
   return { TRAINSYNC_API_URL: parts.sim.url, TRAINSYNC_API_KEY: parts.sim.apiKey, DATABASE_URL: parts.databaseUrl, TRAINSYNC_OWNER_DATABASE_URL: ownerUrlOf(parts.databaseUrl), REDIS_URL: parts.redisUrl, TRAINSYNC_QUEUE_PREFIX: parts.prefix, ...more };
 }
+
+/** A record of the line a person is told (stderrLine off a terminal): no field but these. */
+const SAID_KEYS = new Set(['level', 'time', 'app', 'exitCode', 'msg']);
+
+/**
+ * stderr as a person is told it: off a terminal the reason said last (and commander's
+ * messages) are JSON records like every other line there; here each is its `msg` again,
+ * so a test reads `trainsync: …` as on a terminal. Other lines are left as they are.
+ */
+export function stderrSaid(stderr: string): string {
+  return stderr
+    .split('\n')
+    .map((line) => {
+      if (!line.startsWith('{')) return line;
+      try {
+        const record = JSON.parse(line) as Record<string, unknown>;
+        return typeof record.msg === 'string' && Object.keys(record).every((key) => SAID_KEYS.has(key)) ? record.msg : line;
+      } catch {
+        return line;
+      }
+    })
+    .join('\n');
+}

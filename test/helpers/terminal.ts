@@ -37,3 +37,31 @@ export function runInTerminal(args: readonly string[], env: Record<string, strin
     child.on('close', (code) => resolve({ code, raw, screen: renderScreen(raw) }));
   });
 }
+
+export interface TerminalSession {
+  /** What the pseudo-terminal received so far, escape sequences included. */
+  raw(): string;
+  /** Types Ctrl-C: the terminal's line discipline sends SIGINT to the command, as for a person. */
+  ctrlC(): void;
+  done: Promise<TerminalRun>;
+}
+
+/** `runInTerminal`, started and left running: the test reads the screen as it goes and types Ctrl-C. */
+export function startInTerminal(args: readonly string[], env: Record<string, string>, columns = 80): TerminalSession {
+  const command = `stty cols ${columns} rows 60; exec ${quote(process.execPath)} ${quote(path.join(ROOT, 'bin/trainsync.js'))} ${args.map(quote).join(' ')}`;
+  const child = spawn('script', ['-qfec', command, '/dev/null'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', TERM: 'xterm-256color', COLUMNS: String(columns), ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let raw = '';
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => (raw += chunk));
+  child.stderr.on('data', (chunk: string) => (raw += chunk));
+  const done = new Promise<TerminalRun>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, raw, screen: renderScreen(raw) }));
+  });
+  return { raw: () => raw, ctrlC: () => void child.stdin.write('\x03'), done };
+}

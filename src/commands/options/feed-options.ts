@@ -1,3 +1,4 @@
+import { stderrLine } from '../render/terminal.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { errorMessage } from '../../lib/errors.ts';
 import { parseColumnMap } from '../../provisioning/feed/columns.ts';
@@ -71,8 +72,8 @@ export async function feedReadingOrExit(file: string, cli: FeedCliOptions): Prom
     return await resolveFeedReading(file, cli);
   } catch (error) {
     if (!(error instanceof FeedProfileError)) throw error;
-    process.stderr.write(`trainsync: ${error.message}\n`);
     process.exitCode = 2;
+    stderrLine(error.message);
     return undefined;
   }
 }

@@ -1,4 +1,4 @@
-import Table from 'cli-table3';
+import { fitTable } from './fit-table.ts';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../warehouse/database.ts';
 
@@ -25,8 +25,6 @@ interface SliceRow {
   maximum_score: number | null;
 }
 
-const compact = { head: [], border: [], compact: true };
-
 /**
  * The demo's view of one organisation's `training.assignment_status`: status counts of the `courses` most
  * assigned courses, and one example row of each status they have. Empty text when no
@@ -42,8 +40,8 @@ export async function renderAssignmentStatus(db: Kysely<Database>, org: string, 
     order by assigned desc, course_name, course_id
     limit ${courses}`.execute(db);
   if (counts.length === 0) return '';
-  const table = new Table({ head: ['course', 'assigned', ...STATUSES], style: compact });
-  for (const c of counts) table.push([c.course_name ?? c.course_id, c.assigned, ...STATUSES.map((s) => c[s])]);
+  // Drawn to the terminal's width (at most 100): a long course name wraps in its column.
+  const table = fitTable(['course', 'assigned', ...STATUSES], counts.map((c) => [c.course_name ?? c.course_id, c.assigned, ...STATUSES.map((s) => c[s])]), { flex: [0] });
   const { rows: slice } = await sql<SliceRow>`
     select * from (
       select distinct on (course_id, status) employee_id, email, course_name, status, completed_at, score, maximum_score, course_id
@@ -52,16 +50,17 @@ export async function renderAssignmentStatus(db: Kysely<Database>, org: string, 
       order by course_id, status, employee_id
     ) one_per_status
     order by course_name, array_position(${[...STATUSES]}::text[], status)`.execute(db);
-  const examples = new Table({ head: ['employee', 'email', 'course', 'status', 'completed', 'score'], style: compact });
-  for (const r of slice) {
-    examples.push([
+  const examples = fitTable(
+    ['employee', 'email', 'course', 'status', 'completed', 'score'],
+    slice.map((r) => [
       r.employee_id,
       r.email,
       r.course_name ?? '',
       r.status,
       r.completed_at ? r.completed_at.toISOString().slice(0, 10) : '',
       r.score === null ? '' : `${r.score}${r.maximum_score === null ? '' : `/${r.maximum_score}`}`,
-    ]);
-  }
-  return `${table.toString()}\none employee per status:\n${examples.toString()}\n`;
+    ]),
+    { flex: [2, 1] },
+  );
+  return `${table}\none employee per status:\n${examples}\n`;
 }

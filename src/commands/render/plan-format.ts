@@ -1,4 +1,4 @@
-import Table from 'cli-table3';
+import { fitTable } from './fit-table.ts';
 import { ACTION_KINDS, type Plan } from '../../provisioning/plan/types.ts';
 import { groupLabel, NO_GROUP_NAMES, type GroupNames } from '../../provisioning/group-names.ts';
 
@@ -15,10 +15,8 @@ export interface PlanTableOptions {
 
 const DEFAULT_EVERY_ACTION = 'every one: --dry-run --output FILE';
 
-function examples(items: readonly { email: string; groupId?: string }[], names: GroupNames, width = Infinity): string {
-  // Cut, not wrapped: an example is a hint, every action is in --output and --json.
-  const cut = (text: string): string => (text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`);
-  const shown = items.slice(0, PLAN_EXAMPLES).map((a) => cut(a.groupId === undefined ? a.email : `${a.email} → ${groupLabel(a.groupId, names)}`));
+function examples(items: readonly { email: string; groupId?: string }[], names: GroupNames): string {
+  const shown = items.slice(0, PLAN_EXAMPLES).map((a) => (a.groupId === undefined ? a.email : `${a.email} → ${groupLabel(a.groupId, names)}`));
   const more = items.length - shown.length;
   return more > 0 ? `${shown.join('\n')}\n… and ${more} more` : shown.join('\n');
 }
@@ -38,19 +36,19 @@ function noteLines<T>(items: readonly T[], label: string, line: (item: T) => str
 export function formatPlanTable(plan: Plan, options: PlanTableOptions = {}): string {
   const names = options.groupNames ?? NO_GROUP_NAMES;
   const every = options.everyAction ?? DEFAULT_EVERY_ACTION;
-  // The examples column takes what the first two (25 and 7 wide) leave of `width`, less
-  // 4 borders and its own padding of 2, and one column to spare.
-  const exampleWidth = options.width === undefined ? Infinity : Math.max(20, options.width - 25 - 7 - 4 - 2 - 1);
-  const table = new Table({ head: ['action', 'count', 'examples'], style: { head: [], border: [], compact: true }, wordWrap: false });
+  const rows: unknown[][] = [];
   for (const kind of ACTION_KINDS) {
     const items = plan.actions.filter((a) => a.kind === kind);
-    table.push([kind, plan.counts[kind], examples(items, names, exampleWidth)]);
+    rows.push([kind, plan.counts[kind], examples(items, names)]);
   }
-  table.push(['unchanged', plan.unchanged, '']);
-  table.push(['unsupported change', plan.unsupported.length, examples(plan.unsupported, names, exampleWidth)]);
-  table.push(['cannot plan (row error)', plan.errors.length, examples(plan.errors, names, exampleWidth)]);
-  table.push(['not created (inactive)', plan.notes.length, examples(plan.notes, names, exampleWidth)]);
-  const lines = [`Plan (${plan.mode} mode; ${plan.activeCount} active employees applied; disable limit ${plan.maxDisable})`, plan.platform, table.toString()];
+  rows.push(['unchanged', plan.unchanged, '']);
+  rows.push(['unsupported change', plan.unsupported.length, examples(plan.unsupported, names)]);
+  rows.push(['cannot plan (row error)', plan.errors.length, examples(plan.errors, names)]);
+  rows.push(['not created (inactive)', plan.notes.length, examples(plan.notes, names)]);
+  // Drawn to `width` (the terminal's, at most 100): the examples give way first and are cut
+  // (…), not wrapped: an example is a hint, every action is in --output and --json.
+  const table = fitTable(['action', 'count', 'examples'], rows, { width: options.width ?? Infinity, flex: [2], cut: [2] });
+  const lines = [`Plan (${plan.mode} mode; ${plan.activeCount} active employees applied; disable limit ${plan.maxDisable})`, plan.platform, table];
   const repairs = plan.actions.filter((a) => a.repair !== undefined);
   if (repairs.length > 0) lines.push(`drift repaired by this plan: ${repairs.length} actions (counted above and in the guards)`);
   lines.push(

@@ -115,10 +115,12 @@ export function createProgressDisplay(options: ProgressDisplayOptions = {}): Pro
     };
   }
   const lastLogged = new Map<string, number>();
+  // Stopped: no record after the command's last line (a progress event can still arrive while the wait is torn down).
+  let stopped = false;
   return {
     update(key, raw) {
       const parsed = progressSchema.safeParse(raw);
-      if (!parsed.success || options.log === undefined) return;
+      if (!parsed.success || options.log === undefined || stopped) return;
       const now = Date.now();
       if (now - (lastLogged.get(key) ?? 0) < LOG_EVERY_MS) return;
       lastLogged.set(key, now);
@@ -130,6 +132,8 @@ export function createProgressDisplay(options: ProgressDisplayOptions = {}): Pro
       options.log.info({ progress: p }, `progress ${p.resource}:${windows}${actions}${pages}${rows}`);
     },
     finish() {},
-    stop() {},
+    stop() {
+      stopped = true;
+    },
   };
 }

@@ -65,6 +65,9 @@ export function seatsShortLine(plan: ProvisionResult['plan'], seats: ProvisionRe
 /** The plan part of the report (before anything is applied). */
 export function formatPlanReport(result: Pick<ProvisionResult, 'feed' | 'plan' | 'seats' | 'adoptionNote'>, file: string, options: PlanTableOptions = {}): string {
   const { feed, plan } = result;
+  // A feed that cannot be read: nothing was planned, so there is no plan (nor seats) to show;
+  // the feed error says why, once, and the exit reason says what happened (refusal-line.ts).
+  if (plan.refused?.reason === 'feed-errors') return formatFeedErrors(feed).join('\n');
   const short = seatsShortLine(plan, result.seats);
   const lines = [
     ...(short === undefined ? [] : [short]),

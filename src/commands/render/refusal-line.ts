@@ -38,7 +38,7 @@ export function refusedReason(refused: PlanRefusal, ctx: RefusalContext): string
   if (refused.reason === 'seats') return 'refused, nothing was enqueued: not enough free seats (see REFUSED above).\n  free seats on the platform, or rerun with --force';
   if (refused.reason === 'confirm') return `refused, nothing was enqueued: ${refused.message}`;
   if (refused.reason === 'empty-feed' || refused.reason === 'feed-shrink') return `refused, nothing was planned: ${refused.message}`;
-  return 'refused, nothing was enqueued: the feed file cannot be read (see the feed errors above).';
+  return 'refused, nothing was enqueued: the feed file cannot be read (the feed error above says why and how to fix it)';
 }
 
 /** The reason said last when the feed-shrink guard refused the feed (the whole sentence is printed above it). */

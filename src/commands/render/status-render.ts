@@ -1,10 +1,10 @@
+import { utcMinute } from '../../lib/utc-minute.ts';
 import { fitTable } from './fit-table.ts';
 import type { DeploymentStatus, OfOrg, StatusReport } from '../status/status-report.ts';
 
-/** HH:MM (UTC) for today, else the day; `now` is the reader's clock (a parameter so the rule is checked without one). */
-export function shortTime(at: Date, now: Date = new Date()): string {
-  const iso = at.toISOString();
-  return iso.slice(0, 10) === now.toISOString().slice(0, 10) ? iso.slice(11, 16) : iso.slice(0, 10);
+/** `YYYY-MM-DD HH:MM UTC`, whatever the day: a time is never shown without its date and zone. */
+export function shortTime(at: Date): string {
+  return utcMinute(at);
 }
 
 /** Tables at most 100 columns wide: the last column (notes, reasons) wraps. */

@@ -88,9 +88,27 @@ export function fitText(text: string, width: number | undefined = lineWidth()): 
 }
 
 /**
- * A line for a person on stderr, `trainsync: ` first (an error, the reason for an exit):
- * wrapped at the terminal's width (or COLUMNS), whole anywhere else.
+ * A line for a person on stderr, `trainsync: ` first (an error, the reason for an exit).
+ * On a terminal: wrapped at its width (a terminal would cut words). Anywhere else (a pipe, a
+ * file, a service manager) stderr is JSON lines only, as the log records before it are: the
+ * line is one record, `{"level":50,"time":…,"app":"trainsync","exitCode":…,"msg":"trainsync: …"}`
+ * (the same text, so a grep for `trainsync: ` finds it either way).
  */
-export function stderrLine(text: string, stream: NodeJS.WriteStream = process.stderr): void {
-  stream.write(fitText(`trainsync: ${text}`, lineWidth(stream)));
+export function stderrLine(text: string, stream: NodeJS.WriteStream = process.stderr, exitCode: number | string | null | undefined = process.exitCode): void {
+  stderrText(`trainsync: ${text}`, stream, exitCode);
+}
+
+/** `text` on stderr as stderrLine writes it, without the `trainsync: ` (a note, a feed error line). */
+export function stderrText(text: string, stream: NodeJS.WriteStream = process.stderr, exitCode: number | string | null | undefined = process.exitCode): void {
+  if (stream.isTTY === true) {
+    stream.write(fitText(text, lineWidth(stream)));
+    return;
+  }
+  stream.write(`${stderrRecord(text.replace(/\n$/, ''), exitCode, Date.now())}\n`);
+}
+
+/** The JSON line stderrLine writes off a terminal: pino's shape (level 50, error), one line whatever the text holds. */
+export function stderrRecord(text: string, exitCode: number | string | null | undefined, time: number): string {
+  const code = exitCode === undefined || exitCode === null || exitCode === '' ? undefined : Number(exitCode);
+  return JSON.stringify({ level: 50, time, app: 'trainsync', ...(code === undefined || Number.isNaN(code) ? {} : { exitCode: code }), msg: text });
 }

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
-import { cliEnv, runCli, startCli } from './helpers/cli.ts';
+import { cliEnv, runCli, startCli, stderrSaid } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 import { runInTerminal } from './helpers/terminal.ts';
@@ -43,7 +43,8 @@ async function tcpServer(kind: 'drop' | 'silent'): Promise<{ url: (scheme: strin
 }
 
 /** The lines a person reads (the JSON records are for machines). */
-const humanLines = (text: string): string[] => text.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('{'));
+// What the command said to a person: its last line comes as a JSON record off a terminal (stderrSaid).
+const humanLines = (text: string): string[] => stderrSaid(text).split('\n').filter((line) => line.trim() !== '' && !line.startsWith('{'));
 
 describe('wrong settings are named once, at once', () => {
   let sim: RunningSimulator;

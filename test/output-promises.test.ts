@@ -114,7 +114,7 @@ describe('the CLI keeps its promises', () => {
 
   it('the demo fits a 100-column terminal and an 80-column one', async () => {
     const runs = await Promise.all(
-      ([100, 80] as const).map(async (columns, i) => ({ columns, run: await runInTerminal(['demo'], { DATABASE_URL: demoDatabases[i]!.url, REDIS_URL }, columns) })),
+      ([100, 80] as const).map(async (columns, i) => ({ columns, run: await runInTerminal(['demo'], { DATABASE_URL: demoDatabases[i]!.url, TRAINSYNC_OWNER_DATABASE_URL: demoDatabases[i]!.ownerUrl, REDIS_URL }, columns) })),
     );
     for (const { columns, run } of runs) {
       expect(run.code, run.screen.join('\n')).toBe(0);

@@ -240,8 +240,9 @@ function groupByEmployee(actions: readonly PlannedAction[]): Record<string, Plan
     if (i < actions.length && actions[i]!.employeeId === employeeId) continue;
     const run = actions.slice(start, i);
     // Never the case today, but an employee planned in two runs keeps every action, in order.
-    const earlier = byEmployee[employeeId];
-    byEmployee[employeeId] = earlier === undefined ? run : earlier.concat(run);
+    // Own keys only: an employee id `constructor` or `__proto__` is a key like any other.
+    const all = Object.hasOwn(byEmployee, employeeId) ? byEmployee[employeeId]!.concat(run) : run;
+    Object.defineProperty(byEmployee, employeeId, { value: all, enumerable: true, writable: true, configurable: true });
     start = i;
   }
   return byEmployee;

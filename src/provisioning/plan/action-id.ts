@@ -24,10 +24,13 @@ export interface ActionIdParts {
  * ask for the same pending change must not enqueue it twice.
  */
 export function actionId(action: ActionIdParts): string {
+  // Joined rather than a template literal: a template makes a tree of cons strings (some 150
+  // bytes an id), a join one flat string; a first run plans an id for each of ~900,000 actions.
   if (action.kind === 'create-user') {
     // Creating again an account deleted outside trainsync is a new action, not a retry of the first create.
-    return action.baseVersion > 0 ? `create-user:${action.email.toLowerCase()}:v${action.baseVersion}` : `create-user:${action.email.toLowerCase()}`;
+    return action.baseVersion > 0 ? ['create-user', action.email.toLowerCase(), `v${action.baseVersion}`].join(':') : ['create-user', action.email.toLowerCase()].join(':');
   }
-  const group = action.groupId === undefined ? '' : `:${action.groupId}`;
-  return `${action.kind}:${action.employeeId}${group}:v${action.baseVersion}`;
+  return action.groupId === undefined
+    ? [action.kind, action.employeeId, `v${action.baseVersion}`].join(':')
+    : [action.kind, action.employeeId, action.groupId, `v${action.baseVersion}`].join(':');
 }

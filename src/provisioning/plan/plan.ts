@@ -101,9 +101,13 @@ function planJoiner(b: Builder, row: FeedRow, file: string): void {
     role: row.role,
     organisationIdentifier: row.organisationIdentifier,
   };
-  push(b, { kind: 'create-user', employeeId: row.employeeId, email: row.email, platformUserId, seq: 0, baseVersion: 0, before: null, after });
+  // Literals with the id first rather than `push`'s spread: a first run plans a joiner's actions
+  // ~900,000 times, and an object spread into another keeps most of its fields out of line.
+  const { employeeId, email } = row;
+  b.actions.push({ id: actionId({ kind: 'create-user', employeeId, email, baseVersion: 0 }), kind: 'create-user', employeeId, email, platformUserId, seq: 0, baseVersion: 0, before: null, after });
   for (const groupId of row.groups) {
-    push(b, { kind: 'add-to-group', employeeId: row.employeeId, email: row.email, groupId, platformUserId, seq: 1, baseVersion: 0, before: MEMBER_NO, after: MEMBER_YES });
+    const id = actionId({ kind: 'add-to-group', employeeId, email, groupId, baseVersion: 0 });
+    b.actions.push({ id, kind: 'add-to-group', employeeId, email, groupId, platformUserId, seq: 1, baseVersion: 0, before: MEMBER_NO, after: MEMBER_YES });
   }
 }
 
@@ -221,6 +225,27 @@ function planKnown(b: Builder, row: FeedRow, applied: AppliedEmployee, ctx: Cont
     changed = true;
   }
   return changed;
+}
+
+/**
+ * The actions per employee, in plan order. An employee's actions are planned one after the
+ * other, so each run of them is sliced out whole: an array grown by `push` keeps room for
+ * 17 actions, some 150 bytes an employee at the ~300,000 of a first run.
+ */
+function groupByEmployee(actions: readonly PlannedAction[]): Record<string, PlannedAction[]> {
+  const byEmployee: Record<string, PlannedAction[]> = {};
+  let start = 0;
+  for (let i = 1; i <= actions.length; i += 1) {
+    const employeeId = actions[start]!.employeeId;
+    if (i < actions.length && actions[i]!.employeeId === employeeId) continue;
+    const run = actions.slice(start, i);
+    // Never the case today, but an employee planned in two runs keeps every action, in order.
+    // Own keys only: an employee id `constructor` or `__proto__` is a key like any other.
+    const all = Object.hasOwn(byEmployee, employeeId) ? byEmployee[employeeId]!.concat(run) : run;
+    Object.defineProperty(byEmployee, employeeId, { value: all, enumerable: true, writable: true, configurable: true });
+    start = i;
+  }
+  return byEmployee;
 }
 
 function refusal(plan: Omit<Plan, 'refused'>, input: PlanInput): PlanRefusal | undefined {
@@ -348,11 +373,8 @@ export function planProvisioning(input: PlanInput): Plan {
   }
 
   const counts = emptyCounts();
-  const byEmployee: Record<string, PlannedAction[]> = {};
-  for (const action of b.actions) {
-    counts[action.kind] += 1;
-    (byEmployee[action.employeeId] ??= []).push(action);
-  }
+  for (const action of b.actions) counts[action.kind] += 1;
+  const byEmployee = groupByEmployee(b.actions);
   const base: Omit<Plan, 'refused'> = {
     mode: input.mode,
     actions: b.actions,

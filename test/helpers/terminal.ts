@@ -20,22 +20,10 @@ const quote = (arg: string): string => `'${arg.replace(/'/g, `'\\''`)}'`;
  * `script` (no native module needed): stdout and stderr are a terminal, as for a person.
  */
 export function runInTerminal(args: readonly string[], env: Record<string, string>, columns = 80): Promise<TerminalRun> {
-  const command = `stty cols ${columns} rows 60; exec ${quote(process.execPath)} ${quote(path.join(ROOT, 'bin/trainsync.js'))} ${args.map(quote).join(' ')}`;
-  return new Promise((resolve, reject) => {
-    const child = spawn('script', ['-qfec', command, '/dev/null'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', TERM: 'xterm-256color', COLUMNS: String(columns), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let raw = '';
-    // Decoded as a stream: a box character split across two chunks stays one character.
-    child.stdout.setEncoding('utf8');
-    child.stderr.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => (raw += chunk));
-    child.stderr.on('data', (chunk: string) => (raw += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, raw, screen: renderScreen(raw) }));
-  });
+  const session = startInTerminal(args, env, columns);
+  // Nothing typed: the terminal's input ends at once, as it did from /dev/null.
+  session.endInput();
+  return session.done;
 }
 
 export interface TerminalSession {
@@ -43,6 +31,8 @@ export interface TerminalSession {
   raw(): string;
   /** Types Ctrl-C: the terminal's line discipline sends SIGINT to the command, as for a person. */
   ctrlC(): void;
+  /** Ends the terminal's input (nothing more will be typed). */
+  endInput(): void;
   done: Promise<TerminalRun>;
 }
 
@@ -55,6 +45,7 @@ export function startInTerminal(args: readonly string[], env: Record<string, str
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let raw = '';
+  // Decoded as a stream: a box character split across two chunks stays one character.
   child.stdout.setEncoding('utf8');
   child.stderr.setEncoding('utf8');
   child.stdout.on('data', (chunk: string) => (raw += chunk));
@@ -63,5 +54,5 @@ export function startInTerminal(args: readonly string[], env: Record<string, str
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, raw, screen: renderScreen(raw) }));
   });
-  return { raw: () => raw, ctrlC: () => void child.stdin.write('\x03'), done };
+  return { raw: () => raw, ctrlC: () => void child.stdin.write('\x03'), endInput: () => void child.stdin.end(), done };
 }

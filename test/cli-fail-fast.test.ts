@@ -2,6 +2,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { cliEnv, runCli, startCli, stderrSaid } from './helpers/cli.ts';
+import { freePort } from './helpers/own-services.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 import { runInTerminal } from './helpers/terminal.ts';
@@ -14,14 +15,6 @@ import { logRecords, startWorkerProcess, waitFor, type WorkerProcess } from './h
  * announced; a worker with other settings does not pass its result off as the command's.
  */
 
-/** A loopback port nothing listens on: listened on, then closed. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** A TCP server on loopback: `drop` closes each connection at once, `silent` keeps it open and never answers. */
 async function tcpServer(kind: 'drop' | 'silent'): Promise<{ url: (scheme: string) => string; close(): Promise<void> }> {
@@ -66,7 +59,7 @@ describe('wrong settings are named once, at once', () => {
     (await database.pool.query<{ status: string; error: string | null }>('select status, error from trainsync.runs where resource = $1 order by id', [resource])).rows;
 
   it.each([
-    { what: 'a closed loopback port', url: async () => `http://127.0.0.1:${await closedPort()}`, resource: 'courses' },
+    { what: 'a closed loopback port', url: async () => `http://127.0.0.1:${await freePort()}`, resource: 'courses' },
     { what: 'a host name that does not resolve', url: async () => 'http://nonexistent.invalid', resource: 'users' },
   ])('TRAINSYNC_API_URL at $what: exit 2, one line naming it, one failed run, no retry', async ({ url, resource }) => {
     const before = (await runsOf(resource)).length;

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatPlanFile } from '../src/commands/render/plan-output.ts';
 import { csvCellValue, csvSafeCell, stringifyCsv } from '../src/lib/csv.ts';
+import { PlanActions } from '../src/provisioning/plan/plan-actions.ts';
 import type { Plan, PlannedAction } from '../src/provisioning/plan/types.ts';
 
 /**
@@ -30,7 +31,7 @@ function action(fields: Partial<PlannedAction>): PlannedAction {
 }
 
 function planOf(actions: PlannedAction[]): Plan {
-  return { actions, counts: { 'add-to-group': actions.length } } as unknown as Plan;
+  return { actions: PlanActions.of(actions), counts: { 'add-to-group': actions.length } } as unknown as Plan;
 }
 
 const cellsOf = (text: string): string[][] => parse(text, { relax_column_count: false }) as string[][];

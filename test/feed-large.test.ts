@@ -56,7 +56,7 @@ describe('a large feed', () => {
       if (!checked.ok) throw new Error(`line ${i + 2} should be valid`);
       return [{ line: i + 2, ...checked.row, attributes: { department: v[8], location: v[9] } }];
     });
-    expect(whole.rows).toEqual(expected);
+    expect([...whole.rows]).toEqual(expected);
     const plan = planProvisioning({ ...whole, applied: [], mode: 'full', options: { force: true }, file: 'big.csv' });
     const active = expected.filter((r) => r.status === 'active');
     expect(plan.counts['create-user']).toBe(active.length);

@@ -78,7 +78,7 @@ describe('delimiter detection', () => {
     const at = await file('forced.csv', 'employee_id;email;Note\nE1;a@example.com;"a, b, c"\n');
     const result = await readFeed(at, { delimiter: ';' });
     expect(result.reading).toMatchObject({ delimiter: ';', delimiterDetected: false });
-    expect(result.rows[0]!.attributes).toEqual({ Note: 'a, b, c' });
+    expect(result.rows.at(0)!.attributes).toEqual({ Note: 'a, b, c' });
   });
 });
 
@@ -116,7 +116,7 @@ describe('status map', () => {
   it('rejects unknown words without a profile', async () => {
     const at = await file('status-plain.csv', 'employee_id,email,status\nE1,e1@example.com,Long-term leave\n');
     const result = await readFeed(at);
-    expect(result.rows).toEqual([]);
+    expect([...result.rows]).toEqual([]);
     expect(result.errors.map((e) => [e.line, e.field])).toEqual([[2, 'status']]);
   });
 
@@ -154,8 +154,8 @@ describe('end-date leaver rule', () => {
       ['E6', 'inactive'],
     ]);
     // The end date is HR data like any other column: kept as an attribute.
-    expect(result.rows[0]!.attributes).toEqual({ 'End Date': '14-6-2025' });
-    expect(result.rows[3]!.attributes).toBeUndefined();
+    expect(result.rows.at(0)!.attributes).toEqual({ 'End Date': '14-6-2025' });
+    expect(result.rows.at(3)!.attributes).toBeUndefined();
   });
 
   it('rejects a bad date as a row error naming line, field and fix, and protects the employee', async () => {
@@ -176,7 +176,7 @@ describe('end-date leaver rule', () => {
   it('refuses a file without the end-date column, since leavers would be missed', async () => {
     const at = await file('end-missing.csv', 'employee_id,email\nE1,e1@example.com\n');
     const result = await readFeed(at, { leaverRule: { column: 'End Date', dateFormat: 'd-M-yyyy' } });
-    expect(result.rows).toEqual([]);
+    expect([...result.rows]).toEqual([]);
     expect(result.fileErrors[0]).toContain('end-missing.csv line 1: the header has no column "End Date", named as the end date');
   });
 
@@ -208,20 +208,20 @@ describe('attributes', () => {
 
   it('keeps every unmapped column by default, leaving empty cells out', async () => {
     const result = await readFeed(await file('attrs.csv', text));
-    expect(result.rows[0]!.attributes).toEqual({ Department: 'Finance', Manager: 'E9' });
+    expect(result.rows.at(0)!.attributes).toEqual({ Department: 'Finance', Manager: 'E9' });
     expect(result.reading?.attributes?.map((a) => a.name)).toEqual(['Department', 'Manager', 'Location']);
   });
 
   it('keeps only the listed columns, or none', async () => {
     const at = await file('attrs2.csv', text);
-    expect((await readFeed(at, { attributes: ['Department'] })).rows[0]!.attributes).toEqual({ Department: 'Finance' });
-    expect((await readFeed(at, { attributes: 'none' })).rows[0]!.attributes).toBeUndefined();
+    expect((await readFeed(at, { attributes: ['Department'] })).rows.at(0)!.attributes).toEqual({ Department: 'Finance' });
+    expect((await readFeed(at, { attributes: 'none' })).rows.at(0)!.attributes).toBeUndefined();
   });
 
   it('renames kept columns to stable attribute names', async () => {
     const profile = parseFeedProfile('{"attributes": {"department": "Department", "manager": "Manager", "site": "Location"}}', 'p.json');
     const result = await readFeed(await file('attrs-renamed.csv', text), feedReadOptions(profile));
-    expect(result.rows[0]!.attributes).toEqual({ department: 'Finance', manager: 'E9' });
+    expect(result.rows.at(0)!.attributes).toEqual({ department: 'Finance', manager: 'E9' });
     expect(result.reading?.attributes).toEqual([
       { name: 'department', column: 'Department' },
       { name: 'manager', column: 'Manager' },
@@ -330,7 +330,7 @@ describe('Windows-1252 and ISO-8859-1 exports', () => {
   it('without the setting, refuses the file naming line, byte and offset, and suggests "encoding": "windows-1252"', async () => {
     const at = await file('zoe-default.csv', export1252);
     const result = await readFeed(at);
-    expect(result.rows).toEqual([]);
+    expect([...result.rows]).toEqual([]);
     // Line 2 starts at offset 52 (the header's 51 bytes and its LF), then "E1,zoe@example.com,Zo" (21 bytes): 0xEB is its 22nd.
     expect(result.fileErrors).toEqual([
       'zoe-default.csv line 2, byte 22 (offset 73 in the file): the byte 0xEB is not valid UTF-8 here (the file has no UTF-16 byte-order mark, so it is read as UTF-8), ' +
@@ -394,7 +394,7 @@ describe('command line over profile', () => {
     const withBom = await file('utf8bom.csv', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]));
     expect((await readFeed(withBom, { encoding: 'utf-16le' })).rows.map((r) => r.firstName)).toEqual(['Zoë']);
     // Without the profile, the same bytes are not UTF-8 text with those headers.
-    expect((await readFeed(at)).rows).toEqual([]);
+    expect([...(await readFeed(at)).rows]).toEqual([]);
   });
 });
 

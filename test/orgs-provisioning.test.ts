@@ -124,7 +124,7 @@ describe('provisioning per organisation', () => {
 
     // South's unchanged feed plans nothing for them: its own applied state and platform say active.
     const s = await provision('south', [...rowsFromState(south.state).filter((r) => r.employee_id !== 'J001'), joiner('J001', `south.j001${ORG_EMAIL_DOMAIN}`)]);
-    expect(s.plan.actions).toEqual([]);
+    expect(s.plan.actions.toArray()).toEqual([]);
     expect(findUser(south.state, person.email)!.hasAccess).toBe(true);
 
     const disables = await owner(app).db.selectFrom('trainsync.provisioning_actions').select(['org', 'employee_id']).where('kind', '=', 'disable').execute();

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fitTable } from '../src/commands/render/fit-table.ts';
 import { formatPlanTable } from '../src/commands/render/plan-format.ts';
 import { fitText, stderrRecord } from '../src/commands/render/terminal.ts';
-import { ACTION_KINDS, type Plan } from '../src/provisioning/plan/types.ts';
+import { PlanActions } from '../src/provisioning/plan/plan-actions.ts';
+import { ACTION_KINDS, type Plan, type PlannedAction } from '../src/provisioning/plan/types.ts';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { cliEnv, runCli, startCli, type CliRun } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -32,7 +33,7 @@ function records(stderr: string): Array<{ level: number; msg: string; exitCode?:
 
 /** A plan of arbitrary (hostile) e-mails and counts, for the width property. */
 function planOf(emails: string[], counts: number[]): Plan {
-  const actions = emails.map((email, i) => ({ kind: ACTION_KINDS[i % ACTION_KINDS.length]!, email, employeeId: `E${i}`, id: `a${i}` }));
+  const actions = PlanActions.of(emails.map((email, i) => ({ kind: ACTION_KINDS[i % ACTION_KINDS.length]!, email, employeeId: `E${i}`, id: `a${i}` }) as PlannedAction));
   return {
     mode: 'full',
     activeCount: counts[0] ?? 0,

@@ -194,7 +194,7 @@ describe('the same desired change through each source', () => {
 
     for (const org of ORGS) {
       const approved = await approveHeldPlan(provisionDeps(app, org), plans[org].id, { by: 'tester', role: 'operator' }, { typed: 1, ask: { give: '--confirm N', shownBy: '`trainsync held`' } });
-      expect(approved, org).toMatchObject({ ok: true, enqueued: [plans['feed-org'].actions[0]!.id] });
+      expect(approved, org).toMatchObject({ ok: true, enqueued: [plans['feed-org'].actions.at(0)!.id] });
     }
     await settled();
     const rows = Object.fromEntries(await Promise.all(ORGS.map(async (org) => [org, await auditOf(org, 'disable')]))) as Record<Org, Array<Record<string, unknown>>>;

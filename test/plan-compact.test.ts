@@ -2,14 +2,15 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { FeedRow } from '../src/provisioning/feed/types.ts';
 import { planProvisioning } from '../src/provisioning/plan/plan.ts';
+import { PlanActions } from '../src/provisioning/plan/plan-actions.ts';
 import type { AppliedEmployee, PlannedAction } from '../src/provisioning/plan/types.ts';
 import { planToJson as planToJsonText } from '../src/commands/render/plan-format.ts';
 
 /**
- * The planner builds a first run's actions compactly (flat ids, literal objects, each
- * employee's actions sliced out whole; docs/benchmarks.md "A large HR feed"). These pin
- * that the compact build is the plan as it was built before: ids in the documented form,
- * `byEmployee` exactly the actions of each employee in plan order, keys in first-seen order.
+ * The planner holds a plan's actions by column (plan/plan-actions.ts; docs/benchmarks.md "A
+ * large HR feed"). These pin that what is read back is the plan as it was built before: ids
+ * in the documented form, `byEmployee` exactly the actions of each employee in plan order,
+ * keys in the order of a plain object's (first-seen, array indexes first), JSON as it was.
  */
 
 const GROUPS = ['aaaaaaaa-0000-0000-0000-000000000001', 'bbbbbbbb-0000-0000-0000-000000000002', 'Weird:Group', ''];
@@ -49,10 +50,14 @@ describe('a compactly built plan', () => {
           employeeId: p.id, email: `k${i}@example.com`, platformUserId: null, firstName: 'F', lastName: 'L', active: !p.active, groups: p.knownGroups, version: p.version,
         }));
         const plan = planProvisioning({ rows, invalidEmployeeIds: new Set(), invalidEmails: new Set(), applied, mode, options: { force: true } });
-        for (const a of plan.actions) expect(a.id).toBe(expectedId(a));
-        expect(JSON.stringify(plan.byEmployee)).toBe(JSON.stringify(grouped(plan.actions)));
-        expect(Object.keys(plan.byEmployee)).toEqual(Object.keys(grouped(plan.actions)));
-        for (const [employeeId, actions] of Object.entries(plan.byEmployee)) expect(actions.every((a) => a.employeeId === employeeId)).toBe(true);
+        const actions = plan.actions.toArray();
+        for (const a of actions) expect(a.id).toBe(expectedId(a));
+        expect(JSON.stringify(plan.byEmployee)).toBe(JSON.stringify(grouped(actions)));
+        expect(plan.byEmployee.keys()).toEqual(Object.keys(grouped(actions)));
+        for (const [employeeId, mine] of plan.byEmployee.entries()) expect(mine.every((a) => a.employeeId === employeeId)).toBe(true);
+        // Read back as objects and held again, the plan is the same JSON.
+        expect(JSON.stringify(PlanActions.of(actions))).toBe(JSON.stringify(actions));
+        expect(JSON.stringify(PlanActions.of(actions).byEmployee)).toBe(JSON.stringify(plan.byEmployee));
       }),
       { numRuns: 300 },
     );
@@ -61,16 +66,16 @@ describe('a compactly built plan', () => {
   it('employee ids `constructor` and `__proto__` are planned like any other (failed with a TypeError before)', () => {
     const rows: FeedRow[] = ['constructor', '__proto__'].map((id, i) => ({ line: i + 2, employeeId: id, email: `e${i}@example.com`, emailDisplay: `e${i}@example.com`, firstName: 'F', lastName: 'L', status: 'active', groups: ['g'], role: 'USER', organisationIdentifier: id }));
     const plan = planProvisioning({ rows, invalidEmployeeIds: new Set(), invalidEmails: new Set(), applied: [], mode: 'full', options: { force: true } });
-    expect(Object.keys(plan.byEmployee)).toEqual(['constructor', '__proto__']);
-    const key: string = 'constructor';
-    expect(plan.byEmployee[key]!.map((a) => a.kind)).toEqual(['create-user', 'add-to-group']);
-    expect(Object.getPrototypeOf(plan.byEmployee)).toBe(Object.prototype);
+    expect(plan.byEmployee.keys()).toEqual(['constructor', '__proto__']);
+    expect(plan.byEmployee.get('constructor').map((a) => a.kind)).toEqual(['create-user', 'add-to-group']);
+    expect(Object.getPrototypeOf(plan.byEmployee.toJSON())).toBe(Object.prototype);
     expect(JSON.parse(planToJsonText(plan)).byEmployee.__proto__.length).toBe(2);
   });
 
   it('an empty plan has no employees', () => {
     const plan = planProvisioning({ rows: [], invalidEmployeeIds: new Set(), invalidEmails: new Set(), applied: [], mode: 'delta', options: { force: true } });
-    expect(plan.byEmployee).toEqual({});
-    expect(plan.actions).toEqual([]);
+    expect(plan.byEmployee.toJSON()).toEqual({});
+    expect(plan.byEmployee.size).toBe(0);
+    expect(plan.actions.toArray()).toEqual([]);
   });
 });

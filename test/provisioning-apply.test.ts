@@ -83,7 +83,7 @@ describe('provisioning against the simulator', () => {
   it('an unchanged feed makes zero write calls', async () => {
     h.sim.resetRequests();
     const result = await run(rowsFromState(h.sim.state));
-    expect(result.plan.actions).toEqual([]);
+    expect(result.plan.actions.toArray()).toEqual([]);
     expect(result.applied?.audit).toEqual([]);
     expect(writeCallCount(h.sim.requests)).toBe(0);
     expect(provisionExitCode(result)).toBe(0);
@@ -174,9 +174,9 @@ describe('provisioning against the simulator', () => {
       const result = await run(files.write('truncated.csv', text));
       expect(result.feed.fileErrors).toHaveLength(1);
       expect(result.feed.fileErrors[0]).toMatch(new RegExp(`^truncated\\.csv line ${all.length + 1}: .*never closed`));
-      expect(result.feed.rows).toEqual([]);
+      expect([...result.feed.rows]).toEqual([]);
       expect(result.plan.refused?.reason).toBe('feed-errors');
-      expect(result.plan.actions).toEqual([]);
+      expect(result.plan.actions.toArray()).toEqual([]);
       expect(result.applied).toBeUndefined();
       expect(provisionExitCode(result)).toBe(2);
     });
@@ -186,7 +186,7 @@ describe('provisioning against the simulator', () => {
       const result = await run(files.write('wrong-header.csv', text), { force: true });
       expect(result.plan.refused?.reason).toBe('feed-errors');
       expect(result.feed.fileErrors.join(' ')).toMatch(/employee_id/);
-      expect(result.plan.actions).toEqual([]);
+      expect(result.plan.actions.toArray()).toEqual([]);
       expect(provisionExitCode(result)).toBe(2);
     });
 
@@ -198,7 +198,7 @@ describe('provisioning against the simulator', () => {
       expect(lines).toContain(`${rows.indexOf(a!) + 2}:employee_id`);
       expect(lines).toContain(`${rows.indexOf(b!) + 2}:email`);
       expect(result.feed.errors.every((e) => /line \d+, field \w+: .* keep one row per employee/.test(e.message))).toBe(true);
-      expect(result.plan.actions).toEqual([]);
+      expect(result.plan.actions.toArray()).toEqual([]);
     });
 
     it('a bad e-mail is reported with its line and field; that employee is not a leaver', async () => {
@@ -207,14 +207,14 @@ describe('provisioning against the simulator', () => {
       const result = await run(rows.map((r) => (r === c ? { ...r, email: 'not-an-email' } : r)));
       expect(result.feed.errors.map((e) => [e.line, e.field])).toEqual([[rows.indexOf(c) + 2, 'email']]);
       expect(result.feed.errors[0]!.message).toMatch(/field email: "not-an-email" is not an e-mail address; fix/);
-      expect(result.plan.actions).toEqual([]);
+      expect(result.plan.actions.toArray()).toEqual([]);
     });
 
     it('a BOM and CRLF line ends read the same as plain LF', async () => {
       const result = await run(files.write('bom-crlf.csv', toCsv(rowsFromState(h.sim.state), { bom: true, crlf: true })));
       expect(result.feed.errors).toEqual([]);
       expect(result.feed.rows.length).toBe(h.sim.state.users.length);
-      expect(result.plan.actions).toEqual([]);
+      expect(result.plan.actions.toArray()).toEqual([]);
       expect(provisionExitCode(result)).toBe(0);
     });
   });

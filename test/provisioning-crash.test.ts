@@ -79,7 +79,7 @@ describe('a crash between the platform call and its audit record', () => {
     // And nothing is left to do.
     h.sim.resetRequests();
     const again = await run([{ ...leaver, status: 'terminated' }]);
-    expect(again.plan.actions).toEqual([]);
+    expect(again.plan.actions.toArray()).toEqual([]);
     expect(h.sim.requests.filter((r) => r.method !== 'GET')).toEqual([]);
   });
 });

@@ -85,7 +85,7 @@ describe('provisioning plans against the platform as it is now', () => {
       result = await provision(feed);
     });
     expect(writes).toBe(0);
-    expect(result!.plan.actions).toEqual([]);
+    expect(result!.plan.actions.toArray()).toEqual([]);
     expect(result!.plan.repairs).toBe(0);
     // It did read the platform: one page of GET users (40 accounts).
     expect(result!.platformRequests).toBe(1);
@@ -152,14 +152,14 @@ describe('provisioning plans against the platform as it is now', () => {
     const keepDeps = { ...provisionDeps(h.app, 'default'), drift: { freshnessMinutes: 15, accessRemoved: 'keep' as const } };
     let kept: ProvisionResult | undefined;
     expect(await writesDuring(async () => (kept = await provision(feed, {}, keepDeps)))).toBe(0);
-    expect(kept!.plan.actions).toEqual([]);
+    expect(kept!.plan.actions.toArray()).toEqual([]);
     expect(kept!.plan.drift.map((d) => d.employeeId)).toEqual([employee.employee_id]);
     expect(account.hasAccess).toBe(false);
 
     const restored = await provision(feed);
     expect(restored.plan.actions).toHaveLength(1);
-    expect(restored.plan.actions[0]).toMatchObject({ kind: 'enable', employeeId: employee.employee_id });
-    expect(restored.plan.actions[0]!.repair).toMatch(/platform shows no access .*HR says active/);
+    expect(restored.plan.actions.at(0)).toMatchObject({ kind: 'enable', employeeId: employee.employee_id });
+    expect(restored.plan.actions.at(0)!.repair).toMatch(/platform shows no access .*HR says active/);
     expect(account.hasAccess).toBe(true);
   });
 
@@ -172,7 +172,7 @@ describe('provisioning plans against the platform as it is now', () => {
     const result = await provision(feed);
     expect(result.platformRequests).toBe(0);
     expect(result.plan.platform).toMatch(/training\.users, refreshed/);
-    expect(result.plan.actions[0]!.repair).toMatch(/^platform shows access \(training\.users as of .* UTC\); HR says leaver since/);
+    expect(result.plan.actions.at(0)!.repair).toMatch(/^platform shows access \(training\.users as of .* UTC\); HR says leaver since/);
     expect(account.hasAccess).toBe(false);
 
     // That listing predates the disable just made: the next plan reads GET users, and writes nothing.

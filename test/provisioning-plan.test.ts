@@ -64,20 +64,20 @@ describe('planProvisioning', () => {
     const p = plan([row('E1', { groups: [GA, GB], emailDisplay: 'E1@Example.com', email: 'e1@example.com' }), row('E2', { status: 'inactive' })], []);
     expect(summary(p)).toEqual(['create-user E1', 'add-to-group E1 aa', 'add-to-group E1 bb']);
     expect(p.actions.map((a) => a.seq)).toEqual([0, 1, 1]);
-    expect(p.actions[0]).toMatchObject({
+    expect(p.actions.at(0)).toMatchObject({
       id: 'create-user:e1@example.com',
       before: null,
       after: { email: 'E1@Example.com', firstName: 'First', lastName: 'E1', role: 'USER', organisationIdentifier: 'E1' },
     });
     expect(p.notes).toEqual([expect.objectContaining({ employeeId: 'E2', message: expect.stringContaining('not created: inactive in the feed') })]);
     expect(p.counts).toEqual({ 'create-user': 1, enable: 0, disable: 0, 'add-to-group': 2, 'remove-from-group': 0 });
-    expect(p.byEmployee.E1).toHaveLength(3);
+    expect(p.byEmployee.get('E1')).toHaveLength(3);
   });
 
   it('reports a joiner without names as a row error and plans nothing for it', () => {
     const r = row('E1', { lastName: null });
     const p = plan([r], []);
-    expect(p.actions).toEqual([]);
+    expect(p.actions.toArray()).toEqual([]);
     expect(p.errors).toEqual([
       expect.objectContaining({ field: 'last_name', message: `hr.csv line ${r.line}, field last_name: is empty, but E1 is new and the platform needs a first and last name to create the account; fill it in the HR export` }),
     ]);
@@ -89,10 +89,10 @@ describe('planProvisioning', () => {
     const state = [applied('E1'), applied('E2'), applied('E3', { active: false })];
     const full = plan([row('E1')], state);
     expect(summary(full)).toEqual(['disable E2']);
-    expect(full.actions[0]).toMatchObject({ before: { active: true }, after: { active: false }, id: 'disable:E2:v3' });
+    expect(full.actions.at(0)).toMatchObject({ before: { active: true }, after: { active: false }, id: 'disable:E2:v3' });
     expect(full.unchanged).toBe(1);
     const delta = plan([row('E1')], state, { mode: 'delta' });
-    expect(delta.actions).toEqual([]);
+    expect(delta.actions.toArray()).toEqual([]);
   });
 
   it('disables an employee listed as inactive in both modes, and does nothing if already inactive', () => {
@@ -117,7 +117,7 @@ describe('planProvisioning', () => {
   it('moves employees between groups, comparing GUIDs case-insensitively', () => {
     const p = plan([row('E1', { groups: [GA, GC] })], [applied('E1', { groups: [GA.toUpperCase(), GB], platformUserId: UID })]);
     expect(summary(p)).toEqual(['add-to-group E1 cc', 'remove-from-group E1 bb']);
-    expect(p.actions[0]).toMatchObject({ platformUserId: UID, before: { member: false }, after: { member: true }, id: `add-to-group:E1:${GC}:v3` });
+    expect(p.actions.at(0)).toMatchObject({ platformUserId: UID, before: { member: false }, after: { member: true }, id: `add-to-group:E1:${GC}:v3` });
   });
 
   it('reports e-mail, name and role changes as unsupported and never creates a second account', () => {
@@ -125,7 +125,7 @@ describe('planProvisioning', () => {
       [row('E1', { email: 'new@example.com', emailDisplay: 'New@Example.com', firstName: 'Renamed', role: 'ADMIN' })],
       [applied('E1', { role: 'USER' })],
     );
-    expect(p.actions).toEqual([]);
+    expect(p.actions.toArray()).toEqual([]);
     expect(p.unsupported.map((u) => [u.field, u.before, u.after])).toEqual([
       ['email', 'e1@example.com', 'New@Example.com'],
       ['first_name', 'First', 'Renamed'],
@@ -136,7 +136,7 @@ describe('planProvisioning', () => {
 
   it('treats a known e-mail under a new employee_id as unsupported: no create, no disable', () => {
     const p = plan([row('E9', { email: 'e1@example.com' })], [applied('E1')]);
-    expect(p.actions).toEqual([]);
+    expect(p.actions.toArray()).toEqual([]);
     expect(p.unsupported).toEqual([expect.objectContaining({ field: 'employee_id', before: 'E1', after: 'E9' })]);
   });
 
@@ -188,15 +188,16 @@ describe('planProvisioning', () => {
     ]);
     // Disabled, enabled again, and now disabled once more: a new action, not a retry.
     const later = plan([row('E1', { status: 'inactive' })], [applied('E1', { version: 5 })], { mode: 'delta' });
-    expect(later.actions[0]!.id).toBe('disable:E1:v5');
+    expect(later.actions.at(0)!.id).toBe('disable:E1:v5');
     expect(actionId({ kind: 'create-user', employeeId: 'X', email: 'A@B.com', baseVersion: 0 })).toBe('create-user:a@b.com');
     // Creating again an account deleted outside trainsync is a new action, not a retry of the first create.
     expect(actionId({ kind: 'create-user', employeeId: 'X', email: 'A@B.com', baseVersion: 9 })).toBe('create-user:a@b.com:v9');
   });
 
-  it('is plain data: the JSON round-trips and the table lists every kind', () => {
+  it('reads as plain data: the JSON round-trips and the table lists every kind', () => {
     const p = plan([row('E1', { groups: [GA] }), row('E2', { firstName: null })], [applied('E3'), applied('E4', { email: 'x@y.z' })]);
-    expect(JSON.parse(planToJson(p))).toEqual(p);
+    // Actions held by column read as an array of actions, and byEmployee as an object of them.
+    expect(JSON.parse(planToJson(p))).toEqual({ ...p, actions: p.actions.toArray(), byEmployee: p.byEmployee.toJSON() });
     const table = formatPlanTable(p);
     for (const label of ['create-user', 'enable', 'disable', 'add-to-group', 'remove-from-group', 'unchanged', 'unsupported change', 'cannot plan (row error)']) {
       expect(table).toContain(label);
@@ -222,7 +223,7 @@ describe('parseMaxDisable', () => {
 describe('planProvisioning with a feed that could not be read', () => {
   it('plans nothing, even when forced, instead of taking everyone for a leaver', () => {
     const p = plan([], [applied('E1'), applied('E2')], { fileErrors: ['hr.csv line 1: the header has no column for email'] }, { force: true });
-    expect(p.actions).toEqual([]);
+    expect(p.actions.toArray()).toEqual([]);
     expect(p.refused).toEqual({ reason: 'feed-errors', message: 'The feed could not be read, so nothing was planned: hr.csv line 1: the header has no column for email' });
     expect(p.activeCount).toBe(2);
   });
@@ -244,7 +245,7 @@ describe('planning against the platform as it is now (pure)', () => {
   it('an account missing from an incomplete listing is not taken as deleted; one missing from a complete listing is', () => {
     const known = applied('E1', { platformUserId: U1, groups: [GA] });
     const rows = [row('E1', { groups: [GA] })];
-    expect(plan(rows, [known], { platform: view([], false) }).actions).toEqual([]);
+    expect(plan(rows, [known], { platform: view([], false) }).actions.toArray()).toEqual([]);
     const recreated = plan(rows, [known], { platform: view([]) });
     expect(recreated.actions.map((a) => [a.kind, a.id, a.platformUserId])).toEqual([
       ['create-user', 'create-user:e1@example.com:v3', null],
@@ -256,7 +257,7 @@ describe('planning against the platform as it is now (pure)', () => {
   it('without a known id, an account not found by e-mail keeps the applied state; found by e-mail, it is compared', () => {
     const leaver = applied('E1', { active: false });
     const rows = [row('E1', { status: 'inactive' })];
-    expect(plan(rows, [leaver], { platform: view([]) }).actions).toEqual([]);
+    expect(plan(rows, [leaver], { platform: view([]) }).actions.toArray()).toEqual([]);
     const byEmail = plan(rows, [leaver], { platform: view([{ id: U1, email: 'e1@example.com', hasAccess: true }]), leaverSince: new Map([['E1', '2026-11-02']]) });
     expect(byEmail.actions.map((a) => [a.kind, a.repair])).toEqual([['disable', 'platform shows access (GET users); HR says leaver since 2026-11-02']]);
   });
@@ -266,7 +267,7 @@ describe('planning against the platform as it is now (pure)', () => {
     const platform = view(gone.map((g) => ({ id: g.platformUserId!, email: g.email, hasAccess: true })));
     const p = plan([], gone, { platform });
     expect(p.counts.disable).toBe(6);
-    expect(p.actions[0]!.repair).toBe('platform shows access (GET users); HR: not in the feed');
+    expect(p.actions.at(0)!.repair).toBe('platform shows access (GET users); HR: not in the feed');
     expect(p.refused?.reason).toBe('max-disable');
     expect(p.refused?.message).toMatch(/disable 6 employees \(6 of them repair drift/);
     expect(plan([], gone, { platform }, { force: true }).refused).toBeUndefined();
@@ -280,14 +281,14 @@ describe('planning against the platform as it is now (pure)', () => {
     expect(restored.actions.map((a) => `${a.kind} ${a.employeeId}`)).toEqual(['enable E1']);
     expect(restored.refused?.reason).toBe('seats');
     const kept = plan(rows, state, { platform }, { accessRemoved: 'keep' });
-    expect(kept.actions).toEqual([]);
+    expect(kept.actions.toArray()).toEqual([]);
     expect(kept.drift.map((d) => d.employeeId)).toEqual(['E1']);
     expect(kept.unchanged).toBe(2);
   });
 
   it('without a platform view the plan says why, and plans from the applied state as before', () => {
     const p = plan([row('E1', { status: 'inactive' })], [applied('E1', { active: false, platformUserId: U1 })], { platformNote: 'the platform offers no GET users' });
-    expect(p.actions).toEqual([]);
+    expect(p.actions.toArray()).toEqual([]);
     expect(p.platform).toMatch(/^platform state not read: the platform offers no GET users/);
     expect(formatPlanTable(p)).toContain('platform state not read');
   });

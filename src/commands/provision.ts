@@ -5,12 +5,13 @@ import { requireOrgPlatform } from '../config.ts';
 import { requestedOrgs, selectOneOrg } from './options/org-option.ts';
 import { parseMaxDisable } from '../settings/max-disable.ts';
 import type { MaxDisable, PlanMode } from '../provisioning/plan/types.ts';
-import { writeFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
+import { writeChunks, writeChunksToFile } from '../lib/json-stream.ts';
 import { provisionFeed, type ProvisionResult } from '../provisioning/provision-feed.ts';
-import { formatFeedErrors, formatOutcome, formatPlanReport, PROVISION_EXIT, provisionExitCode, provisionResultJson, shrinkRefusalJson } from './render/provision-report.ts';
+import { formatFeedErrors, formatOutcome, formatPlanReport, PROVISION_EXIT, provisionExitCode, provisionResultJsonChunks, shrinkRefusalJson } from './render/provision-report.ts';
 import { readFeed } from '../provisioning/feed/read.ts';
 import { loadGroupNames } from '../provisioning/group-names.ts';
-import { formatPlanFile, PLAN_FILE_FORMAT_NAME, planFileFormat } from './render/plan-output.ts';
+import { PLAN_FILE_FORMAT_NAME, planFileChunks, planFileFormat } from './render/plan-output.ts';
 import { refusedReason, shrinkReason } from './render/refusal-line.ts';
 import { formatSnapshotCounts } from '../provisioning/snapshot-feed.ts';
 import { provisionDeps } from './options/provision-deps.ts';
@@ -183,10 +184,16 @@ Examples:
         display?.stop();
         if (options.dryRun && options.output !== undefined) {
           const format = planFileFormat(options.output);
-          await writeFile(options.output, formatPlanFile(result.plan, format, groupNames));
+          // Written an action at a time: a plan of 875,000 actions is never one string.
+          const out = await open(options.output, 'w');
+          try {
+            await writeChunksToFile(out, planFileChunks(result.plan, format, groupNames));
+          } finally {
+            await out.close();
+          }
           if (!options.json) say(`every action (${result.plan.actions.length}) is in ${options.output} (${PLAN_FILE_FORMAT_NAME[format]})`);
         }
-        if (options.json) process.stdout.write(`${provisionResultJson(result)}\n`);
+        if (options.json) await writeChunks(process.stdout, provisionResultJsonChunks(result, '\n'));
         else {
           if (result.plan.refused) {
             // Said last, by the exit reason.

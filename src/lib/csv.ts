@@ -34,8 +34,29 @@ function cellText(value: unknown): string {
   return String(value);
 }
 
+const safe = (values: readonly unknown[]): string[] => values.map((value) => csvSafeCell(cellText(value)));
+/** Rows a piece of `csvChunks` holds. */
+const CHUNK_ROWS = 1_000;
+
 /** A CSV document: a header of `columns`, then one line per row; every cell escaped by `csvSafeCell`. */
 export function stringifyCsv(columns: readonly string[], rows: readonly (readonly unknown[])[]): string {
-  const safe = (values: readonly unknown[]): string[] => values.map((value) => csvSafeCell(cellText(value)));
-  return stringify([safe(columns), ...rows.map(safe)], { quoted_string: true, eof: true });
+  return [...csvChunks(columns, rows)].join('');
+}
+
+/**
+ * The same document in pieces (the header, then a thousand rows at a time), for a file
+ * too long to hold as one string: each line is written on its own, so the pieces join
+ * into exactly `stringifyCsv`'s text.
+ */
+export function* csvChunks(columns: readonly string[], rows: Iterable<readonly unknown[]>): Generator<string> {
+  const options = { quoted_string: true, eof: true } as const;
+  yield stringify([safe(columns)], options);
+  let chunk: string[][] = [];
+  for (const row of rows) {
+    chunk.push(safe(row));
+    if (chunk.length < CHUNK_ROWS) continue;
+    yield stringify(chunk, options);
+    chunk = [];
+  }
+  if (chunk.length > 0) yield stringify(chunk, options);
 }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Database } from '../warehouse/database.ts';
 import type { FeedRow } from './feed/types.ts';
 import type { SourceKind } from './pipeline/types.ts';
+import { PlanActions } from './plan/plan-actions.ts';
 import { ACTION_KINDS, type Plan, type PlannedAction } from './plan/types.ts';
 
 /**
@@ -143,9 +144,8 @@ export async function decideHeldPlan(db: Db, org: string, id: number, decision: 
 
 /** The plan shape enqueuePlan takes, rebuilt from stored actions (plan order kept). */
 export function planOfActions(actions: readonly PlannedAction[]): Pick<Plan, 'actions' | 'byEmployee'> {
-  const byEmployee: Record<string, PlannedAction[]> = {};
-  for (const action of actions) (byEmployee[action.employeeId] ??= []).push(action);
-  return { actions: [...actions], byEmployee };
+  const planned = PlanActions.of(actions);
+  return { actions: planned, byEmployee: planned.byEmployee };
 }
 
 /** Per organisation: the plans waiting on a person and how many people they would take access from (`status`). */

@@ -61,7 +61,7 @@ export const reconcileFixSummarySchema = z.object({
 export type ReconcileFixSummary = z.output<typeof reconcileFixSummarySchema>;
 
 export async function reconcileFix(deps: ProvisionDeps, options: ReconcileFixOptions): Promise<ReconcileFixResult> {
-  const toResult = (run: { desired: { rows: readonly unknown[] }; plan: Plan; seats: SeatsInfo; platformRequests: number; heldPlanId?: number; shrink?: ShrinkCheck }): ReconcileFixResult => ({
+  const toResult = (run: { desired: { rows: { readonly length: number } }; plan: Plan; seats: SeatsInfo; platformRequests: number; heldPlanId?: number; shrink?: ShrinkCheck }): ReconcileFixResult => ({
     employees: run.desired.rows.length,
     plan: run.plan,
     seats: run.seats,

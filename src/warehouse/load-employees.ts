@@ -21,9 +21,14 @@ export interface EmployeeSnapshotRow {
   platformUserId?: string | undefined;
 }
 
+/** Rows read in order, once: an array, or a feed's rows held by column. */
+export interface EmployeeRows extends Iterable<EmployeeSnapshotRow> {
+  readonly length: number;
+}
+
 export interface EmployeeSnapshotInput {
   /** Valid rows only, one per employee_id (the feed reader rejects duplicates). */
-  rows: readonly EmployeeSnapshotRow[];
+  rows: EmployeeRows;
   /** full: employees not listed are marked removed; delta: only listed employees are touched. */
   mode: 'full' | 'delta';
   /** Employees whose rows were rejected: a full feed never marks them removed (nor changes them). */
@@ -151,13 +156,18 @@ function stageRow(row: EmployeeSnapshotRow): CopyValue[] {
 }
 
 /** The rows as COPY text, one chunk at a time. */
-function* copyChunks(rows: readonly EmployeeSnapshotRow[]): Generator<string> {
-  for (let at = 0; at < rows.length; at += COPY_CHUNK) {
-    yield copyLines(rows.slice(at, at + COPY_CHUNK).map(stageRow));
+function* copyChunks(rows: EmployeeRows): Generator<string> {
+  let chunk: CopyValue[][] = [];
+  for (const row of rows) {
+    chunk.push(stageRow(row));
+    if (chunk.length < COPY_CHUNK) continue;
+    yield copyLines(chunk);
+    chunk = [];
   }
+  if (chunk.length > 0) yield copyLines(chunk);
 }
 
-async function stage(client: pg.PoolClient, rows: readonly EmployeeSnapshotRow[]): Promise<void> {
+async function stage(client: pg.PoolClient, rows: EmployeeRows): Promise<void> {
   await client.query(CREATE_STAGE);
   const stream = client.query(copyFrom(`copy ${STAGE} (${STAGE_COLUMNS.join(', ')}) from stdin`));
   await pipeline(Readable.from(copyChunks(rows)), stream);

@@ -1,5 +1,6 @@
 import { fitTable } from './fit-table.ts';
-import { ACTION_KINDS, type Plan } from '../../provisioning/plan/types.ts';
+import type { PlanActions } from '../../provisioning/plan/plan-actions.ts';
+import { ACTION_KINDS, type Plan, type PlannedAction } from '../../provisioning/plan/types.ts';
 import { groupLabel, NO_GROUP_NAMES, type GroupNames } from '../../provisioning/group-names.ts';
 
 /** Examples per action kind, and lines per kind of note (repairs, drift, unsupported, errors): a plan reads in one screen. */
@@ -15,17 +16,30 @@ export interface PlanTableOptions {
 
 const DEFAULT_EVERY_ACTION = 'every one: --dry-run --output FILE';
 
-function examples(items: readonly { email: string; groupId?: string }[], names: GroupNames): string {
+/** The first examples of `total` items (`items` may hold only the first few). */
+function examples(items: readonly { email: string; groupId?: string }[], names: GroupNames, total = items.length): string {
   const shown = items.slice(0, PLAN_EXAMPLES).map((a) => (a.groupId === undefined ? a.email : `${a.email} → ${groupLabel(a.groupId, names)}`));
-  const more = items.length - shown.length;
+  const more = total - shown.length;
   return more > 0 ? `${shown.join('\n')}\n… and ${more} more` : shown.join('\n');
 }
 
-/** At most PLAN_EXAMPLES lines of one kind of note, then how many more and where they are. */
-function noteLines<T>(items: readonly T[], label: string, line: (item: T) => string, everyAction: string): string[] {
+/** At most PLAN_EXAMPLES lines of one kind of note, then how many more and where they are (`items` may hold only the first few of `total`). */
+function noteLines<T>(items: readonly T[], label: string, line: (item: T) => string, everyAction: string, total = items.length): string[] {
   const lines = items.slice(0, PLAN_EXAMPLES).map((item) => `${label}: ${line(item)}`);
-  if (items.length > PLAN_EXAMPLES) lines.push(`${label}: … and ${items.length - PLAN_EXAMPLES} more (${everyAction})`);
+  if (total > PLAN_EXAMPLES) lines.push(`${label}: … and ${total - PLAN_EXAMPLES} more (${everyAction})`);
   return lines;
+}
+
+/** The first PLAN_EXAMPLES actions `pick` accepts (by position) and how many it accepts: a plan of 875,000 actions is not read whole for five lines. */
+function firstOf(actions: PlanActions, pick: (i: number) => boolean): { first: PlannedAction[]; total: number } {
+  const first: PlannedAction[] = [];
+  let total = 0;
+  for (let i = 0; i < actions.length; i += 1) {
+    if (!pick(i)) continue;
+    total += 1;
+    if (first.length < PLAN_EXAMPLES) first.push(actions.at(i)!);
+  }
+  return { first, total };
 }
 
 /**
@@ -38,8 +52,8 @@ export function formatPlanTable(plan: Plan, options: PlanTableOptions = {}): str
   const every = options.everyAction ?? DEFAULT_EVERY_ACTION;
   const rows: unknown[][] = [];
   for (const kind of ACTION_KINDS) {
-    const items = plan.actions.filter((a) => a.kind === kind);
-    rows.push([kind, plan.counts[kind], examples(items, names)]);
+    const { first, total } = firstOf(plan.actions, (i) => plan.actions.kindAt(i) === kind);
+    rows.push([kind, plan.counts[kind], examples(first, names, total)]);
   }
   rows.push(['unchanged', plan.unchanged, '']);
   rows.push(['unsupported change', plan.unsupported.length, examples(plan.unsupported, names)]);
@@ -49,10 +63,10 @@ export function formatPlanTable(plan: Plan, options: PlanTableOptions = {}): str
   // (…), not wrapped: an example is a hint, every action is in --output and --json.
   const table = fitTable(['action', 'count', 'examples'], rows, { width: options.width ?? Infinity, flex: [2], cut: [2] });
   const lines = [`Plan (${plan.mode} mode; ${plan.activeCount} active employees applied; disable limit ${plan.maxDisable})`, plan.platform, table];
-  const repairs = plan.actions.filter((a) => a.repair !== undefined);
-  if (repairs.length > 0) lines.push(`drift repaired by this plan: ${repairs.length} actions (counted above and in the guards)`);
+  const repairs = firstOf(plan.actions, (i) => plan.actions.hasRepairAt(i));
+  if (repairs.total > 0) lines.push(`drift repaired by this plan: ${repairs.total} actions (counted above and in the guards)`);
   lines.push(
-    ...noteLines(repairs, 'repair', (a) => `${a.kind} ${a.employeeId} (${a.email})${a.groupId === undefined ? '' : ` → ${groupLabel(a.groupId, names)}`}: ${a.repair}`, every),
+    ...noteLines(repairs.first, 'repair', (a) => `${a.kind} ${a.employeeId} (${a.email})${a.groupId === undefined ? '' : ` → ${groupLabel(a.groupId, names)}`}: ${a.repair}`, every, repairs.total),
     ...noteLines(plan.drift, 'drift (not repaired)', (d) => d.message, every),
     ...noteLines(plan.unsupported, 'unsupported', (u) => u.message, every),
     ...noteLines(plan.errors, 'error', (e) => e.message, every),
@@ -61,7 +75,7 @@ export function formatPlanTable(plan: Plan, options: PlanTableOptions = {}): str
   return lines.join('\n');
 }
 
-/** The plan as JSON; the plan is plain data, so this round-trips through JSON.parse. */
+/** The plan as JSON (its actions as an array, byEmployee as an object); this round-trips through JSON.parse. */
 export function planToJson(plan: Plan): string {
   return JSON.stringify(plan, null, 2);
 }

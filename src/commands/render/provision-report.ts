@@ -1,4 +1,5 @@
 import Table from 'cli-table3';
+import { jsonChunks } from '../../lib/json-stream.ts';
 import type { AuditRow } from '../../provisioning/apply/actions-store.ts';
 import type { FeedReadResult } from '../../provisioning/feed/types.ts';
 import { formatPlanTable, type PlanTableOptions } from './plan-format.ts';
@@ -79,22 +80,29 @@ export function formatPlanReport(result: Pick<ProvisionResult, 'feed' | 'plan' |
   return lines.join('\n');
 }
 
+/** What --json prints: the whole result as plain JSON. */
+function resultDocument(result: ProvisionResult): Record<string, unknown> {
+  const { feed } = result;
+  return {
+    feed: { hash: feed.hash, rows: feed.rows.length, errors: feed.errors, fileErrors: feed.fileErrors, lineCount: feed.lineCount },
+    adopted: result.adopted,
+    seats: result.seats,
+    platformRequests: result.platformRequests,
+    plan: result.plan,
+    applied: result.applied ?? null,
+    exitCode: provisionExitCode(result),
+  };
+}
+
 /** The whole result as plain JSON (sets become arrays). */
 export function provisionResultJson(result: ProvisionResult): string {
-  const { feed } = result;
-  return JSON.stringify(
-    {
-      feed: { hash: feed.hash, rows: feed.rows.length, errors: feed.errors, fileErrors: feed.fileErrors, lineCount: feed.lineCount },
-      adopted: result.adopted,
-      seats: result.seats,
-      platformRequests: result.platformRequests,
-      plan: result.plan,
-      applied: result.applied ?? null,
-      exitCode: provisionExitCode(result),
-    },
-    null,
-    2,
-  );
+  return JSON.stringify(resultDocument(result), null, 2);
+}
+
+/** The same text in pieces, one action at a time (lib/json-stream.ts): a plan of 875,000 actions is past what one string holds. */
+export function* provisionResultJsonChunks(result: ProvisionResult, end = ''): Generator<string> {
+  yield* jsonChunks(resultDocument(result), 2);
+  yield end;
 }
 
 /** A feed the shrink guard refused, as --json prints it: nothing was planned, so there is no plan. */

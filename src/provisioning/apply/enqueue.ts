@@ -111,7 +111,7 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
     chunk.forEach((id, k) => states.set(id, found[k]!));
   }
 
-  for (const [employeeId, actions] of Object.entries(plan.byEmployee)) {
+  for (const [employeeId, actions] of plan.byEmployee.entries()) {
     if (busy.has(employeeId)) {
       skippedEmployees.push(employeeId);
       continue;

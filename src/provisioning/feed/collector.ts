@@ -1,7 +1,10 @@
+import { uint32Column, uint8Column } from '../../lib/typed-column.ts';
 import { attributePairs } from './attributes.ts';
 import { describeField } from './columns.ts';
 import type { DateFormat } from './date-format.ts';
 import { checkRecord, readableKeys, type FeedRecord } from './row.ts';
+import { DuplicateKeys } from './duplicate-keys.ts';
+import { FeedRows } from './rows.ts';
 import { mapStatusWord } from './status-words.ts';
 import type { AttributeSelection, ColumnMap, FeedAttributes, FeedField, FeedReadResult, FeedRow, FeedRowError, JsonValue, StatusMap } from './types.ts';
 
@@ -35,33 +38,24 @@ export interface KeepRows {
 /** Most distinct names, group lists and attribute sets shared between rows (see `share`). */
 const SHARED_MAX = 100_000;
 
-/** Lines per key; a number until a second line turns up, to keep 50,000 keys cheap. */
-type KeyLines = Map<string, number | number[]>;
-
-function note(index: KeyLines, key: string, line: number): void {
-  const seen = index.get(key);
-  if (seen === undefined) index.set(key, line);
-  else if (typeof seen === 'number') index.set(key, [seen, line]);
-  else seen.push(line);
-}
-
 /**
  * Gathers the records a reader parses, in file order, and turns them into the read
  * result: validation per record, then duplicate keys across the whole feed.
  */
 export class FeedCollector {
-  private readonly rows: FeedRow[] = [];
+  private readonly rows = new FeedRows();
   private readonly errors: FeedRowError[] = [];
   private readonly fileErrors: string[] = [];
-  private readonly ids: KeyLines = new Map();
-  private readonly emails: KeyLines = new Map();
+  /** The lines of each employee_id and e-mail, for the duplicate rule. */
+  private readonly ids = new DuplicateKeys();
+  private readonly emails = new DuplicateKeys();
   private readonly invalidEmployeeIds = new Set<string>();
   private readonly invalidEmails = new Set<string>();
 
   private readonly keep: 'all' | 'none' | [string, string][];
   /** With `keepRows`: line and status (1 active) of every valid row, for the counts; the rows themselves are not held. */
-  private readonly validLines: number[] = [];
-  private readonly validActive: number[] = [];
+  private readonly validLines = uint32Column();
+  private readonly validActive = uint8Column();
   /**
    * Values many rows repeat (first and last names, group lists, attribute sets), held once:
    * at 300,000 rows a copy per row is most of the memory a feed takes.
@@ -131,8 +125,8 @@ export class FeedCollector {
         this.validActive.push(row.status === 'active' ? 1 : 0);
         if (this.rows.length < this.keepRows.rows && !this.keepRows.skip?.has(line)) this.rows.push(row);
       }
-      note(this.ids, row.employeeId, line);
-      note(this.emails, row.email, line);
+      this.ids.note(row.employeeId, line);
+      this.emails.note(row.email, line);
       return;
     }
     if (!end.ok) {
@@ -199,11 +193,11 @@ export class FeedCollector {
     const keys = readableKeys(record);
     if (keys.employeeId !== undefined) {
       this.invalidEmployeeIds.add(keys.employeeId);
-      note(this.ids, keys.employeeId, line);
+      this.ids.note(keys.employeeId, line);
     }
     if (keys.email !== undefined) {
       this.invalidEmails.add(keys.email);
-      note(this.emails, keys.email, line);
+      this.emails.note(keys.email, line);
     }
   }
 
@@ -212,16 +206,16 @@ export class FeedCollector {
     const dropped = new Set<number>();
     this.duplicates(this.ids, 'employee_id', dropped, this.invalidEmployeeIds);
     this.duplicates(this.emails, 'email', dropped, this.invalidEmails);
-    let rows = this.rows;
+    const rows = this.rows;
     if (dropped.size > 0) {
-      rows = rows.filter((row) => !dropped.has(row.line));
-      for (const row of this.rows) {
-        if (!dropped.has(row.line)) continue;
-        this.invalidEmployeeIds.add(row.employeeId);
-        this.invalidEmails.add(row.email);
+      for (let i = 0; i < rows.length; i += 1) {
+        if (!dropped.has(rows.lineAt(i))) continue;
+        this.invalidEmployeeIds.add(rows.employeeIdAt(i));
+        this.invalidEmails.add(rows.emailAt(i));
       }
+      rows.retain((i) => !dropped.has(rows.lineAt(i)));
     }
-    if (this.fileErrors.length > 0) rows = [];
+    if (this.fileErrors.length > 0) rows.clear();
     this.dropped = dropped;
     this.errors.sort((a, b) => a.line - b.line);
     return {
@@ -242,16 +236,15 @@ export class FeedCollector {
     let valid = 0;
     let active = 0;
     for (let i = 0; i < this.validLines.length; i += 1) {
-      if (dropped.has(this.validLines[i]!)) continue;
+      if (dropped.has(this.validLines.at(i))) continue;
       valid += 1;
-      active += this.validActive[i]!;
+      active += this.validActive.at(i);
     }
     return { valid, active };
   }
 
-  private duplicates(index: KeyLines, field: FeedField, dropped: Set<number>, invalid: Set<string>): void {
-    for (const [key, lines] of index) {
-      if (typeof lines === 'number') continue;
+  private duplicates(index: DuplicateKeys, field: FeedField, dropped: Set<number>, invalid: Set<string>): void {
+    for (const [key, lines] of index.duplicates()) {
       invalid.add(key);
       for (const line of lines) {
         dropped.add(line);

@@ -84,6 +84,22 @@ export interface FeedRow {
   attributes?: FeedAttributes;
 }
 
+/**
+ * Rows as the planner, the guards and the warehouse read them: an array (a SCIM batch, the
+ * snapshot), or a feed's rows held by column (rows.ts). Read in order, never changed.
+ */
+export interface RowList extends Iterable<FeedRow> {
+  readonly length: number;
+  map<T>(fn: (row: FeedRow, index: number) => T): T[];
+  filter(fn: (row: FeedRow, index: number) => boolean): FeedRow[];
+}
+
+/** A feed's valid rows (rows.ts holds a read feed's by column; an array is one too). */
+export interface FeedRowList extends RowList {
+  at(index: number): FeedRow | undefined;
+  slice(start?: number, end?: number): FeedRow[];
+}
+
 export type FeedRowErrorCode = 'invalid-value' | 'duplicate' | 'malformed-record' | 'invalid-json';
 
 /** What a row error points at: a field, or `end_date` (the leaver rule's column). */
@@ -102,7 +118,8 @@ export interface FeedRowError {
 }
 
 export interface FeedReadResult {
-  rows: FeedRow[];
+  /** In file order; held by column (rows.ts). */
+  rows: FeedRowList;
   /** Sorted by line. */
   errors: FeedRowError[];
   /**

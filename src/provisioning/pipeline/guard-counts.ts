@@ -18,7 +18,7 @@ export async function guardPlan(
   desired: Pick<DesiredState, 'appliedScope'>,
   options: { freeSeats: number | undefined; force: boolean; confirm?: Confirmation | undefined; approved?: ReadonlySet<string> | undefined },
 ): Promise<GuardVerdict> {
-  const disables = plan.actions.filter((a) => a.kind === 'disable').map((a) => a.employeeId);
+  const disables = [...plan.actions.ofKind('disable')].map((a) => a.employeeId);
   const base = { plan, guard: source.guard, label: source.label, freeSeats: options.freeSeats, force: options.force, confirm: options.confirm, approved: options.approved };
   if (disables.length === 0) return runGuards({ ...base, activeCount: plan.activeCount, recent: 0, alreadyHeld: new Set() });
   // A plan of a few listed employees knows only their identities: the base of a percentage is the organisation's.

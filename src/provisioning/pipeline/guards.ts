@@ -57,12 +57,12 @@ export function runGuards(input: GuardInput): GuardVerdict {
   const { plan, guard } = input;
   const limit = resolveMaxDisable(guard.maxDisable, input.activeCount);
   const base = { limit, activeCount: input.activeCount };
-  const disables = plan.actions.filter((a) => a.kind === 'disable' && !input.approved?.has(a.employeeId));
+  const disables = [...plan.actions.ofKind('disable')].filter((a) => !input.approved?.has(a.employeeId));
   if (guard.holds === 'plan') {
     const over = disables.length + input.recent > limit;
     if (!input.force && over) {
       const repairs = disables.filter((a) => a.repair !== undefined).length;
-      return { refused: disableRefusal(disables.length, repairs, guard.maxDisable, input.activeCount), held: Object.keys(plan.byEmployee), ...base };
+      return { refused: disableRefusal(disables.length, repairs, guard.maxDisable, input.activeCount), held: plan.byEmployee.keys(), ...base };
     }
     // Forced past the limit, or a count given: applied only when the count is the plan's disables (never held: the person is at the command line).
     if (input.force && (over || input.confirm?.typed !== undefined)) {
@@ -93,7 +93,7 @@ export const FORCE_ASK: ConfirmationAsk = { give: '--confirm N with --force', sh
 /** The typed count of an approval against the disables the approved plan applies now (those not held again). */
 export function approvalProblem(approving: { planId: number; shown?: number | undefined }, plan: Plan, verdict: Pick<GuardVerdict, 'held'>, confirm: Confirmation): string | undefined {
   const held = new Set(verdict.held);
-  const disables = plan.actions.filter((a) => a.kind === 'disable' && !held.has(a.employeeId)).length;
+  const disables = [...plan.actions.ofKind('disable')].filter((a) => !held.has(a.employeeId)).length;
   return confirmationProblem({ what: `plan #${approving.planId}`, verb: 'approve', disables, shown: approving.shown }, confirm.typed, confirm.ask);
 }
 

@@ -60,7 +60,7 @@ async function heldParts(db: Db, org: string, input: HoldInput): Promise<{ actio
   const employees = [...new Set(actions.map((a) => a.employeeId))];
   const departments = await departmentsOf(db, org, employees, rows);
   const people = employees.map((employeeId): HeldPerson => {
-    const mine = input.plan.byEmployee[employeeId] ?? [];
+    const mine = input.plan.byEmployee.get(employeeId);
     const ref = input.refs?.get(employeeId);
     return { employeeId, email: mine[0]?.email ?? '', kinds: mine.map((a) => a.kind), department: departments.get(employeeId) ?? null, ...(ref ? { ref } : {}) };
   });

@@ -1,7 +1,7 @@
 import { isNotOffered } from '../../platform/errors.ts';
 import type { PlatformUser } from '../../platform/schemas.ts';
 import type { PlatformClient } from '../../platform/types.ts';
-import type { FeedRow } from '../feed/types.ts';
+import type { RowList } from '../feed/types.ts';
 import { adoptExistingAccounts } from '../plan/adopt.ts';
 import type { AppliedEmployee, PlatformView } from '../plan/types.ts';
 import { readPlatformView, viewFromUsers } from '../platform-view.ts';
@@ -26,12 +26,14 @@ export interface PlatformStep {
 }
 
 /** The platform ids of the applied employees the rows name. */
-export function touchedAccounts(rows: readonly FeedRow[], applied: readonly AppliedEmployee[]): string[] {
+export function touchedAccounts(rows: RowList, applied: readonly AppliedEmployee[]): string[] {
   const byEmployee = new Map(applied.map((a) => [a.employeeId, a.platformUserId]));
-  return [...new Set(rows.flatMap((r) => {
+  const touched = new Set<string>();
+  for (const r of rows) {
     const id = byEmployee.get(r.employeeId);
-    return id ? [id] : [];
-  }))];
+    if (id) touched.add(id);
+  }
+  return [...touched];
 }
 
 /** Every account of the organisation, or undefined when the platform offers no GET users. */

@@ -1,4 +1,4 @@
-import type { FeedRow } from '../feed/types.ts';
+import type { FeedRow, RowList } from '../feed/types.ts';
 import type { PlannedAction, PlanMode } from '../plan/types.ts';
 import type { SourceKind } from './types.ts';
 
@@ -42,7 +42,9 @@ export function actionReason(action: PlannedAction, ctx: ReasonContext): string 
 }
 
 /** Every action's reason, by action id. */
-export function actionReasons(actions: readonly PlannedAction[], ctx: Omit<ReasonContext, 'rows'> & { rows: readonly FeedRow[] }): Map<string, string> {
+export function actionReasons(actions: Iterable<PlannedAction>, ctx: Omit<ReasonContext, 'rows'> & { rows: RowList }): Map<string, string> {
   const rows = new Map(ctx.rows.map((r) => [r.employeeId, r]));
-  return new Map(actions.map((a) => [a.id, actionReason(a, { ...ctx, rows })]));
+  const reasons = new Map<string, string>();
+  for (const a of actions) reasons.set(a.id, actionReason(a, { ...ctx, rows }));
+  return reasons;
 }

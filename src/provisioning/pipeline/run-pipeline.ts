@@ -90,10 +90,8 @@ async function loadApplied(deps: PipelineDeps, desired: DesiredState): Promise<A
 
 function withoutEmployees(plan: Plan, held: ReadonlySet<string>): Pick<Plan, 'actions' | 'byEmployee'> {
   if (held.size === 0) return plan;
-  return {
-    actions: plan.actions.filter((a) => !held.has(a.employeeId)),
-    byEmployee: Object.fromEntries(Object.entries(plan.byEmployee).filter(([employeeId]) => !held.has(employeeId))),
-  };
+  const actions = plan.actions.withoutEmployees(held);
+  return { actions, byEmployee: actions.byEmployee };
 }
 
 export async function runPipeline<After>(deps: PipelineDeps, source: Source<After>, options: PipelineOptions): Promise<PipelineResult<After>> {
@@ -159,7 +157,7 @@ export async function runPipeline<After>(deps: PipelineDeps, source: Source<Afte
       reasons,
       createLookUp: source.createLookUp,
       // A few listed employees: only theirs are checked for open actions (a SCIM burst plans many batches a second).
-      openOf: desired.appliedScope === 'listed' ? Object.keys(toEnqueue.byEmployee) : undefined,
+      openOf: desired.appliedScope === 'listed' ? toEnqueue.byEmployee.keys() : undefined,
     });
     const after = source.afterEnqueue ? await source.afterEnqueue(enqueued) : undefined;
     return { ...run, enqueued, ...(after === undefined ? {} : { after }) };

@@ -1,6 +1,7 @@
 import { DEFAULT_FEED_MIN_SHARE } from '../../settings/feed-min-share.ts';
 import { countKnownActive } from '../apply/identities-store.ts';
 import { decideFeedShrink, type ShrinkDecision } from '../feed/shrink-guard.ts';
+import { noActions } from '../plan/plan.ts';
 import { ACTION_KINDS, type ActionKind, type Plan } from '../plan/types.ts';
 import type { DesiredState, PipelineDeps, ShrinkSetting, Source } from './types.ts';
 
@@ -63,8 +64,7 @@ export function shrinkRefusedPlan(desired: Pick<DesiredState, 'mode'>, check: Sh
   const refused = check.decision.refused ? { reason: check.decision.reason, message: check.decision.message } : undefined;
   return {
     mode: desired.mode,
-    actions: [],
-    byEmployee: {},
+    ...noActions(),
     counts,
     unsupported: [],
     errors: [],

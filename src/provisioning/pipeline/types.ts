@@ -3,7 +3,7 @@ import type { ProvisioningSource } from '../../warehouse/provisioning-tables.ts'
 import type { PgLender } from '../../warehouse/transaction.ts';
 import type { AdvisoryLocks } from '../../warehouse/lock-session.ts';
 import type { ApplyDeps } from '../apply/enqueue.ts';
-import type { FeedRow } from '../feed/types.ts';
+import type { RowList } from '../feed/types.ts';
 import type { AccessRemovedPolicy, MaxDisable, Plan, PlanMode } from '../plan/types.ts';
 
 /**
@@ -59,7 +59,7 @@ export function pipelineDeps(deps: ProvisionDeps): PipelineDeps {
 
 /** What a source wants the platform to look like: feed-shaped rows, whatever the input was. */
 export interface DesiredState {
-  rows: readonly FeedRow[];
+  rows: RowList;
   /** full: applied employees the rows do not list are leavers; delta: only the listed are touched. */
   mode: PlanMode;
   /** Keys of rows the source rejected: never taken for leavers. */

@@ -1,4 +1,4 @@
-import type { ActionKind } from './types.ts';
+import type { ActionKind } from './action.ts';
 
 export interface ActionIdParts {
   kind: ActionKind;

@@ -1,5 +1,5 @@
 import type { PlatformUser } from '../../platform/schemas.ts';
-import type { FeedRow } from '../feed/types.ts';
+import type { RowList } from '../feed/types.ts';
 import type { AppliedEmployee } from './types.ts';
 
 /**
@@ -21,17 +21,20 @@ export function asRole(role: string | null | undefined): 'USER' | 'ADMIN' | null
  * organisation_identifier). Pure. An account is adopted once, and never when its
  * e-mail or id already belongs to a known identity or to another feed row.
  */
-export function adoptExistingAccounts(rows: readonly FeedRow[], applied: readonly AppliedEmployee[], users: readonly PlatformUser[]): AppliedEmployee[] {
+export function adoptExistingAccounts(rows: RowList, applied: readonly AppliedEmployee[], users: readonly PlatformUser[]): AppliedEmployee[] {
   const knownIds = new Set(applied.map((a) => a.employeeId));
   const knownEmails = new Set(applied.map((a) => a.email.toLowerCase()));
   const knownUsers = new Set(applied.flatMap((a) => (a.platformUserId ? [a.platformUserId] : [])));
-  const feedEmails = new Set(rows.map((r) => r.email));
   const byEmail = new Map<string, PlatformUser>();
   const byOrgId = new Map<string, PlatformUser>();
   for (const user of users) {
     byEmail.set(user.email.toLowerCase(), user);
     if (user.organisationIdentifier) byOrgId.set(user.organisationIdentifier, user);
   }
+  // The feed's e-mails that are accounts' e-mails: the only ones asked about below (a set of
+  // every row's would be 300,000 strings for a first run of a large feed).
+  const feedEmails = new Set<string>();
+  for (const row of rows) if (byEmail.has(row.email)) feedEmails.add(row.email);
   const taken = new Set<string>();
   const adopted: AppliedEmployee[] = [];
   for (const row of rows) {

@@ -1,5 +1,5 @@
-import type { FeedRow } from '../feed/types.ts';
-import { actionId } from './action-id.ts';
+import type { FeedRow, RowList } from '../feed/types.ts';
+import { PlanActions, type ActionFields, type ActionLayout } from './plan-actions.ts';
 import { resolveMaxDisable } from './limits.ts';
 import { disableRefusal, seatRefusal } from './refusal.ts';
 import {
@@ -9,7 +9,6 @@ import {
   type AppliedEmployee,
   type Plan,
   type PlanInput,
-  type PlannedAction,
   type PlanNote,
   type PlanRefusal,
   type PlanRowError,
@@ -24,9 +23,9 @@ import {
 const REASSERT = 'membership added again (--reassert-groups): the API offers no read of group membership, so one removed by hand cannot be seen; adding is idempotent';
 
 /**
- * The states of group and access actions, one instance each for every action of the plan:
- * a 300,000-row first run plans some 750,000 actions, and an object a state each was tens
- * of MB. Frozen: a plan's actions are never changed after planning.
+ * The states of group and access actions, one instance each for every action of the plan
+ * (plan-actions.ts holds each as a number). Frozen: a plan's actions are never changed
+ * after planning.
  */
 const MEMBER_NO = Object.freeze({ member: false });
 const MEMBER_YES = Object.freeze({ member: true });
@@ -36,15 +35,16 @@ const ACTIVE_NO = Object.freeze({ active: false });
 const NO_UPDATE = "there is no update endpoint in the spec; change it in the platform's UI";
 
 interface Builder {
-  actions: PlannedAction[];
+  actions: PlanActions;
   unsupported: UnsupportedChange[];
   errors: PlanRowError[];
   notes: PlanNote[];
   drift: DriftNote[];
 }
 
-function push(b: Builder, parts: Omit<PlannedAction, 'id'>): void {
-  b.actions.push({ id: actionId(parts), ...parts });
+/** A known employee's action: its fields read back person first, as they were planned (plan-actions.ts). */
+function push(b: Builder, parts: ActionFields, layout: ActionLayout = 'person-first'): void {
+  b.actions.add(parts, layout);
 }
 
 function unsupported(b: Builder, row: FeedRow, field: UnsupportedField, before: string | null, after: string | null, why: string): void {
@@ -101,13 +101,10 @@ function planJoiner(b: Builder, row: FeedRow, file: string): void {
     role: row.role,
     organisationIdentifier: row.organisationIdentifier,
   };
-  // Literals with the id first rather than `push`'s spread: a first run plans a joiner's actions
-  // ~900,000 times, and an object spread into another keeps most of its fields out of line.
   const { employeeId, email } = row;
-  b.actions.push({ id: actionId({ kind: 'create-user', employeeId, email, baseVersion: 0 }), kind: 'create-user', employeeId, email, platformUserId, seq: 0, baseVersion: 0, before: null, after });
+  b.actions.add({ kind: 'create-user', employeeId, email, platformUserId, seq: 0, baseVersion: 0, before: null, after }, 'kind-first');
   for (const groupId of row.groups) {
-    const id = actionId({ kind: 'add-to-group', employeeId, email, groupId, baseVersion: 0 });
-    b.actions.push({ id, kind: 'add-to-group', employeeId, email, groupId, platformUserId, seq: 1, baseVersion: 0, before: MEMBER_NO, after: MEMBER_YES });
+    b.actions.add({ kind: 'add-to-group', employeeId, email, groupId, platformUserId, seq: 1, baseVersion: 0, before: MEMBER_NO, after: MEMBER_YES }, 'kind-first');
   }
 }
 
@@ -227,31 +224,11 @@ function planKnown(b: Builder, row: FeedRow, applied: AppliedEmployee, ctx: Cont
   return changed;
 }
 
-/**
- * The actions per employee, in plan order. An employee's actions are planned one after the
- * other, so each run of them is sliced out whole: an array grown by `push` keeps room for
- * 17 actions, some 150 bytes an employee at the ~300,000 of a first run.
- */
-function groupByEmployee(actions: readonly PlannedAction[]): Record<string, PlannedAction[]> {
-  const byEmployee: Record<string, PlannedAction[]> = {};
-  let start = 0;
-  for (let i = 1; i <= actions.length; i += 1) {
-    const employeeId = actions[start]!.employeeId;
-    if (i < actions.length && actions[i]!.employeeId === employeeId) continue;
-    const run = actions.slice(start, i);
-    // Never the case today, but an employee planned in two runs keeps every action, in order.
-    // Own keys only: an employee id `constructor` or `__proto__` is a key like any other.
-    const all = Object.hasOwn(byEmployee, employeeId) ? byEmployee[employeeId]!.concat(run) : run;
-    Object.defineProperty(byEmployee, employeeId, { value: all, enumerable: true, writable: true, configurable: true });
-    start = i;
-  }
-  return byEmployee;
-}
-
 function refusal(plan: Omit<Plan, 'refused'>, input: PlanInput): PlanRefusal | undefined {
   const disables = plan.counts.disable;
   if (disables > plan.maxDisable) {
-    const repairs = plan.actions.filter((a) => a.kind === 'disable' && a.repair !== undefined).length;
+    let repairs = 0;
+    for (let i = 0; i < plan.actions.length; i += 1) if (plan.actions.kindAt(i) === 'disable' && plan.actions.hasRepairAt(i)) repairs += 1;
     return disableRefusal(disables, repairs, input.options.maxDisable, plan.activeCount);
   }
   return seatRefusal(plan.counts, input.options.freeSeats);
@@ -261,11 +238,16 @@ function emptyCounts(): Record<ActionKind, number> {
   return Object.fromEntries(ACTION_KINDS.map((k) => [k, 0])) as Record<ActionKind, number>;
 }
 
+/** A plan of no action. */
+export function noActions(): Pick<Plan, 'actions' | 'byEmployee'> {
+  const actions = new PlanActions();
+  return { actions, byEmployee: actions.byEmployee };
+}
+
 function emptyPlan(input: PlanInput, activeCount: number): Plan {
   return {
     mode: input.mode,
-    actions: [],
-    byEmployee: {},
+    ...noActions(),
     counts: emptyCounts(),
     unsupported: [],
     errors: [],
@@ -311,7 +293,7 @@ function platformLine(input: PlanInput): string {
  */
 export function planProvisioning(input: PlanInput): Plan {
   const file = input.file ?? 'feed';
-  const b: Builder = { actions: [], unsupported: [], errors: [], notes: [], drift: [] };
+  const b: Builder = { actions: new PlanActions(), unsupported: [], errors: [], notes: [], drift: [] };
   const ctx: Context = { view: input.platform, leaverSince: input.leaverSince, accessRemoved: input.options.accessRemoved ?? 'restore', reassertGroups: input.options.reassertGroups ?? false, file };
   const appliedById = new Map<string, AppliedEmployee>();
   const appliedByEmail = new Map<string, AppliedEmployee>();
@@ -329,14 +311,15 @@ export function planProvisioning(input: PlanInput): Plan {
     };
   }
 
+  /** Applied employees the rows list (a 300,000-row first run lists none: no set of every row's id). */
   const listed = new Set<string>();
   /** Applied employees whose e-mail a feed row claims under another id: never leavers. */
   const claimed = new Set<string>();
   let unchanged = 0;
   for (const row of input.rows) {
-    listed.add(row.employeeId);
     const applied = appliedById.get(row.employeeId);
     if (applied !== undefined) {
+      listed.add(row.employeeId);
       if (!planKnown(b, row, applied, ctx)) unchanged += 1;
       continue;
     }
@@ -368,17 +351,21 @@ export function planProvisioning(input: PlanInput): Plan {
         before: ACTIVE_YES,
         after: ACTIVE_NO,
         ...(repair ? { repair } : {}),
-      });
+      }, 'kind-first');
     }
   }
 
+  const actions = b.actions;
   const counts = emptyCounts();
-  for (const action of b.actions) counts[action.kind] += 1;
-  const byEmployee = groupByEmployee(b.actions);
+  let repairs = 0;
+  for (let i = 0; i < actions.length; i += 1) {
+    counts[actions.kindAt(i)] += 1;
+    if (actions.hasRepairAt(i)) repairs += 1;
+  }
   const base: Omit<Plan, 'refused'> = {
     mode: input.mode,
-    actions: b.actions,
-    byEmployee,
+    actions,
+    byEmployee: actions.byEmployee,
     counts,
     unsupported: b.unsupported,
     errors: b.errors,
@@ -386,7 +373,7 @@ export function planProvisioning(input: PlanInput): Plan {
     activeCount,
     maxDisable: resolveMaxDisable(input.options.maxDisable, activeCount),
     unchanged,
-    repairs: b.actions.filter((a) => a.repair !== undefined).length,
+    repairs,
     drift: b.drift,
     platform: platformLine(input),
   };

@@ -1,5 +1,9 @@
-import type { FeedRole, FeedRow } from '../feed/types.ts';
+import type { FeedRole, RowList } from '../feed/types.ts';
 import type { MaxDisable } from '../../settings/max-disable.ts';
+import type { ActionKind, PlannedAction } from './action.ts';
+import type { PlanActions, PlanEmployees } from './plan-actions.ts';
+
+export { ACTION_KINDS, type ActionKind, type ActionState, type PlannedAction } from './action.ts';
 
 /**
  * Types of the provisioning plan: what must change on the platform so its accounts
@@ -13,8 +17,6 @@ import type { MaxDisable } from '../../settings/max-disable.ts';
  * - action:        one platform change for one employee, with a deterministic id.
  */
 
-export const ACTION_KINDS = ['create-user', 'enable', 'disable', 'add-to-group', 'remove-from-group'] as const;
-export type ActionKind = (typeof ACTION_KINDS)[number];
 export type PlanMode = 'full' | 'delta';
 
 export interface AppliedEmployee {
@@ -30,40 +32,6 @@ export interface AppliedEmployee {
   organisationIdentifier?: string | null;
   /** Bumped by every write of this employee's applied state; 0 / undefined = never written. */
   version?: number;
-}
-
-/** The part of an employee's state an action moves; JSON-serialisable. */
-export interface ActionState {
-  active?: boolean;
-  member?: boolean;
-  email?: string;
-  firstName?: string;
-  lastName?: string;
-  role?: FeedRole;
-  organisationIdentifier?: string;
-}
-
-export interface PlannedAction {
-  /** Deterministic: see `actionId`. */
-  id: string;
-  kind: ActionKind;
-  employeeId: string;
-  /** Lower case (identity); the display form for a new account is `after.email`. */
-  email: string;
-  groupId?: string;
-  /** The platform user when known (applied state first, else the feed's platform_user_id). */
-  platformUserId: string | null;
-  /** Order within one employee: 0 = create/enable/disable, 1 = group changes after it. */
-  seq: number;
-  /** The applied-state version the action was planned from. */
-  baseVersion: number;
-  before: ActionState | null;
-  after: ActionState;
-  /**
-   * Set when the action repairs drift: the platform differs from what trainsync applied
-   * (changed by hand, or by another tool). Says what the platform shows and what HR says.
-   */
-  repair?: string;
 }
 
 /**
@@ -150,8 +118,10 @@ export interface PlanRefusal {
 
 export interface Plan {
   mode: PlanMode;
-  actions: PlannedAction[];
-  byEmployee: Record<string, PlannedAction[]>;
+  /** Held by column (plan-actions.ts): JSON shows them as an array of actions. */
+  actions: PlanActions;
+  /** Each employee's actions, in plan order (a view of `actions`; JSON shows an object keyed by employee id). */
+  byEmployee: PlanEmployees;
   counts: Record<ActionKind, number>;
   unsupported: UnsupportedChange[];
   errors: PlanRowError[];
@@ -193,7 +163,7 @@ export interface PlanOptions {
 }
 
 export interface PlanInput {
-  rows: readonly FeedRow[];
+  rows: RowList;
   invalidEmployeeIds: ReadonlySet<string>;
   /** Lower case. */
   invalidEmails: ReadonlySet<string>;

@@ -1,7 +1,7 @@
 import { errorMessage } from '../../../lib/errors.ts';
 import { snapshotEmployees, type EmployeeSnapshotCounts } from '../../../warehouse/load-employees.ts';
 import { recordFeed } from '../../apply/feeds-store.ts';
-import type { FeedFormat, FeedRow } from '../../feed/types.ts';
+import type { FeedFormat, RowList } from '../../feed/types.ts';
 import type { MaxDisable, PlanMode } from '../../plan/types.ts';
 import type { PipelineDeps, Source } from '../types.ts';
 
@@ -20,7 +20,7 @@ export interface FeedInput {
   /** The file's name, as plans and holds show it. */
   file: string;
   mode: PlanMode;
-  rows: readonly FeedRow[];
+  rows: RowList;
   invalidEmployeeIds: ReadonlySet<string>;
   invalidEmails: ReadonlySet<string>;
   fileErrors: readonly string[];

@@ -22,4 +22,10 @@ describe('dist/ (bin/trainsync.js runs it and checks nothing at start)', () => {
     // The same files hashed again: an edit, a deleted source or a new import (its importer changed) shows.
     expect(sourceHash(info!.inputs), 'dist/ is older than the sources: run npm run build').toBe(info!.sourceHash);
   });
+
+  it('is text of one byte a character: one character above U+00FF and V8 holds all 5 MB of it at two', () => {
+    const text = readFileSync(path.join(DIST, 'cli.js'), 'utf8');
+    const wide = [...text.matchAll(/[^\u0000-\u00ff]/gu)].slice(0, 3).map((m) => `${JSON.stringify(text.slice(Math.max(0, m.index - 30), m.index + 10))}`);
+    expect(wide, 'write such a character as an escape (\\u2502) in the source').toEqual([]);
+  });
 });

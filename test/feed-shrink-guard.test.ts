@@ -171,6 +171,15 @@ describe('feedDataRows', () => {
     expect(feedDataRows({ rows: [row(2), row(3)], errors: [error(4), error(4), error(5)] })).toBe(4);
     expect(feedDataRows({ rows: [], errors: [] })).toBe(0);
   });
+
+  it('is the number of distinct lines among the rows and the errors, an error on a row\'s line included (property)', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.integer({ min: 2, max: 60 })), fc.array(fc.integer({ min: 2, max: 60 })), (rowLines, errorLines) => {
+        const count = feedDataRows({ rows: rowLines.map((line) => ({ line }) as never), errors: errorLines.map((line) => ({ line }) as never) });
+        expect(count).toBe(new Set([...rowLines, ...errorLines]).size);
+      }),
+    );
+  });
 });
 
 describe('TRAINSYNC_FEED_MIN_SHARE and feedMinShare', () => {

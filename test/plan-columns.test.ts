@@ -170,14 +170,19 @@ describe('columns', () => {
     expect(held.at(2)).toBeUndefined();
   });
 
-  it('the duplicate index finds the keys a Map finds, with their lines in order (property)', () => {
+  it('the duplicate index finds the keys a Map finds, with their lines in order, held rows\' keys read from the rows (property)', () => {
     fc.assert(
       fc.property(fc.array(fc.constantFrom('a', 'b', 'É', 'a@x', '', 'c'.repeat(40)), { maxLength: 3_000 }), fc.array(fc.string({ maxLength: 3 }), { maxLength: 2_000 }), (few, many) => {
         const keys = [...few, ...many];
-        const index = new DuplicateKeys();
+        // Every third key is a held row's, read from the rows (as the reader's are); the rest are its own.
+        const held: string[] = [];
+        const index = new DuplicateKeys((row) => held[row]!);
         const model = new Map<string, number[]>();
         keys.forEach((key, line) => {
-          index.note(key, line + 1);
+          if (line % 3 === 0) {
+            held.push(key);
+            index.noteRow(held.length - 1, key, line + 1);
+          } else index.note(key, line + 1);
           model.set(key, [...(model.get(key) ?? []), line + 1]);
         });
         expect(index.size).toBe(model.size);

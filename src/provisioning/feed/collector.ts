@@ -47,8 +47,8 @@ export class FeedCollector {
   private readonly errors: FeedRowError[] = [];
   private readonly fileErrors: string[] = [];
   /** The lines of each employee_id and e-mail, for the duplicate rule. */
-  private readonly ids = new DuplicateKeys();
-  private readonly emails = new DuplicateKeys();
+  private readonly ids = new DuplicateKeys((row) => this.rows.employeeIdAt(row));
+  private readonly emails = new DuplicateKeys((row) => this.rows.emailAt(row));
   private readonly invalidEmployeeIds = new Set<string>();
   private readonly invalidEmails = new Set<string>();
 
@@ -119,12 +119,17 @@ export class FeedCollector {
       if (end.past) row.status = 'inactive';
       const attributes = this.attributesOf(extras);
       if (attributes !== undefined) row.attributes = attributes;
-      if (this.keepRows === undefined) this.rows.push(this.compact(row));
-      else {
-        this.validLines.push(line);
-        this.validActive.push(row.status === 'active' ? 1 : 0);
-        if (this.rows.length < this.keepRows.rows && !this.keepRows.skip?.has(line)) this.rows.push(row);
+      if (this.keepRows === undefined) {
+        // The row is held: the duplicate index reads its keys from it.
+        const held = this.rows.length;
+        this.rows.push(this.compact(row));
+        this.ids.noteRow(held, row.employeeId, line);
+        this.emails.noteRow(held, row.email, line);
+        return;
       }
+      this.validLines.push(line);
+      this.validActive.push(row.status === 'active' ? 1 : 0);
+      if (this.rows.length < this.keepRows.rows && !this.keepRows.skip?.has(line)) this.rows.push(row);
       this.ids.note(row.employeeId, line);
       this.emails.note(row.email, line);
       return;

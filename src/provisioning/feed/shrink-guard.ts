@@ -89,7 +89,15 @@ export function decideFeedShrink(input: ShrinkGuardInput): ShrinkDecision {
   };
 }
 
-/** The feed's data rows: every line that held a row, valid or rejected (a rejected row is still someone). */
+/**
+ * The feed's data rows: every line that held a row, valid or rejected (a rejected row is
+ * still someone). Each valid row has a line of its own; the lines with errors are added, less
+ * any that are a valid row's too (no set of every row's line: 300,000 of them took 19 MB).
+ */
 export function feedDataRows(feed: Pick<FeedReadResult, 'rows' | 'errors'>): number {
-  return new Set([...feed.rows.map((r) => r.line), ...feed.errors.map((e) => e.line)]).size;
+  const errorLines = new Set(feed.errors.map((e) => e.line));
+  if (errorLines.size === 0) return feed.rows.length;
+  let both = 0;
+  for (const row of feed.rows) if (errorLines.has(row.line)) both += 1;
+  return feed.rows.length + errorLines.size - both;
 }

@@ -6,9 +6,11 @@ import { JSON_ENTRIES, JSON_ITEMS, jsonChunks } from '../src/lib/json-stream.ts'
 import { ChunkedColumn, uint32Column } from '../src/lib/typed-column.ts';
 import { DuplicateKeys } from '../src/provisioning/feed/duplicate-keys.ts';
 import { FeedRows } from '../src/provisioning/feed/rows.ts';
-import type { FeedRow } from '../src/provisioning/feed/types.ts';
+import type { FeedRole, FeedRow } from '../src/provisioning/feed/types.ts';
+import { actionId } from '../src/provisioning/plan/action-id.ts';
+import { ACTIVE_NO, ACTIVE_YES, MEMBER_NO, MEMBER_YES, PlanActions, type ActionLayout } from '../src/provisioning/plan/plan-actions.ts';
 import { planProvisioning } from '../src/provisioning/plan/plan.ts';
-import type { AppliedEmployee, PlatformAccount, PlatformView } from '../src/provisioning/plan/types.ts';
+import { ACTION_KINDS, type ActionState, type AppliedEmployee, type PlatformAccount, type PlatformView } from '../src/provisioning/plan/types.ts';
 
 /**
  * The columns a large feed and its plan are held in (feed/rows.ts, plan/plan-actions.ts,
@@ -49,7 +51,7 @@ const person = fc.record({
 
 type Person = typeof person extends fc.Arbitrary<infer T> ? T : never;
 
-function planOf(people: Person[], withView: boolean) {
+function planOf(people: Person[], withView: boolean, reassertGroups = false) {
   const rows: FeedRow[] = people
     .filter((p) => p.listed)
     .map((p, i) => {
@@ -63,7 +65,7 @@ function planOf(people: Person[], withView: boolean) {
   const view: PlatformView | undefined = withView
     ? { byId: new Map(accounts.map((a) => [a.id, a])), byEmail: new Map(accounts.map((a) => [a.email, a])), complete: true, source: 'api', asOf: new Date('2026-01-01T00:00:00Z') }
     : undefined;
-  return planProvisioning({ rows, invalidEmployeeIds: new Set(), invalidEmails: new Set(), applied, mode: 'full', options: { force: true }, file: 'hr.csv', ...(view ? { platform: view } : {}) });
+  return planProvisioning({ rows, invalidEmployeeIds: new Set(), invalidEmails: new Set(), applied, mode: 'full', options: { force: true, reassertGroups }, file: 'hr.csv', ...(view ? { platform: view } : {}) });
 }
 
 describe("a plan's actions held by column", () => {
@@ -95,13 +97,50 @@ describe("a plan's actions held by column", () => {
 
   it('written a piece at a time, are the JSON JSON.stringify writes, byEmployee included (property)', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(person, { selector: (p) => p.id, maxLength: 10 }), fc.boolean(), (people, withView) => {
-        const plan = planOf(people, withView);
+      fc.property(fc.uniqueArray(person, { selector: (p) => p.id, maxLength: 10 }), fc.boolean(), fc.boolean(), (people, withView, reassert) => {
+        const plan = planOf(people, withView, reassert);
         expect([...jsonChunks(plan, 2)].join('')).toBe(JSON.stringify(plan, null, 2));
         expect([...jsonChunks({ plan, n: 1 }, 0)].join('')).toBe(JSON.stringify({ plan, n: 1 }));
         expect(plan.byEmployee.keys()).toEqual(Object.keys(plan.byEmployee.toJSON()));
       }),
       { numRuns: 200 },
+    );
+  });
+});
+
+describe('an action held by column', () => {
+  const state = fc.constantFrom<ActionState | null>(null, MEMBER_NO, MEMBER_YES, ACTIVE_YES, ACTIVE_NO, { member: false }, { active: true }, { email: 'x@y.z' }, { active: true, member: false });
+  const created = fc.record({ email: fc.constantFrom('e@x.y', 'E@X.y'), firstName: fc.string({ maxLength: 3 }), lastName: fc.string({ maxLength: 3 }), role: fc.constantFrom<FeedRole>('USER', 'ADMIN'), organisationIdentifier: fc.constantFrom('E1', 'ORG') });
+  const fields = fc.record(
+    {
+      kind: fc.constantFrom(...ACTION_KINDS),
+      employeeId: fc.constantFrom('E1', 'E2'),
+      email: fc.constantFrom('e@x.y', 'f@x.y'),
+      groupId: fc.constantFrom(...GUIDS),
+      platformUserId: fc.constantFrom(null, GUIDS[0]!),
+      seq: fc.constantFrom(0, 1, 2),
+      baseVersion: fc.constantFrom(0, 1, 7),
+      before: state,
+      after: fc.oneof(state.filter((s): s is ActionState => s !== null), created),
+      repair: fc.string({ maxLength: 4 }),
+    },
+    { requiredKeys: ['kind', 'employeeId', 'email', 'platformUserId', 'seq', 'baseVersion', 'before', 'after'] },
+  );
+
+  it('reads back as what was added, with its id, whatever the fields (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fields, fc.constantFrom<ActionLayout>('kind-first', 'person-first')), { maxLength: 30 }), (added) => {
+        const actions = new PlanActions();
+        for (const [f, layout] of added) actions.add(f, layout);
+        expect(actions.length).toBe(added.length);
+        expect(actions.toArray()).toEqual(added.map(([f]) => ({ id: actionId(f), ...f })));
+        added.forEach(([f], i) => {
+          expect(actions.kindAt(i)).toBe(f.kind);
+          expect(actions.employeeIdAt(i)).toBe(f.employeeId);
+          expect(actions.hasRepairAt(i)).toBe(f.repair !== undefined);
+        });
+      }),
+      { numRuns: 300 },
     );
   });
 });

@@ -7,10 +7,13 @@ import { ACTION_KINDS, type ActionKind, type ActionState, type PlannedAction } f
 /**
  * A plan's actions, held by column: a first run of a 300,000-row feed plans some 875,000
  * actions, and as one object each (with its id, its states and a per-person index) they
- * took 210 MB; here they take about 35 (docs/benchmarks.md, "A large HR feed"). Each action
- * is a few numbers: its kind and order, who it is for (a person's id, e-mail, platform user
- * and version, shared by that person's actions), its group (interned) and its states (the
- * shared ones by number, a new account's from columns). The id is not stored: it is
+ * took 210 MB; here they take about 25 (docs/benchmarks.md, "A large HR feed"). An action
+ * is a byte of flags (its kind, how it reads back), who it is for (a person: id, e-mail,
+ * platform user and version, shared by that person's actions) and one number more: its
+ * group for a group change, its new account's state for a create. The rest follows from
+ * the kind, as the planner plans it: a disable takes an account from active to inactive,
+ * an add-to-group a membership from absent (or unknown, when re-asserted) to present,
+ * group changes come after the account's own (`seq` 1). The id is not stored either: it is
  * `actionId` of those fields, computed when read. An action is read back as the plain
  * `PlannedAction` it was planned as, fields in the order the planner wrote them, so JSON
  * of a plan is what it was when the actions were objects.
@@ -26,13 +29,33 @@ export type ActionLayout = 'kind-first' | 'person-first';
 export type ActionFields = Omit<PlannedAction, 'id'>;
 
 const KIND_INDEX = new Map<ActionKind, number>(ACTION_KINDS.map((kind, i) => [kind, i]));
-/** Bits of `flags`: the kind's index (0–4), the layout, and an action kept whole. */
+/** Bits of `flags`: the kind's index (0–4), the layout, an action kept whole, a membership re-asserted (its before is unknown). */
 const KIND_MASK = 0b111;
 const PERSON_FIRST = 0b1000;
 const WHOLE = 0b10000;
-/** `states` reference of a new account's state: its index in the create columns, marked by the sign. */
-const NO_STATE = 0;
+const BEFORE_UNKNOWN = 0b100000;
 const ROLE_STATES: readonly FeedRole[] = ['USER', 'ADMIN'];
+
+/** What each kind of action moves, as the planner plans it (plan.ts): one frozen instance each, never changed. */
+export const MEMBER_NO: ActionState = Object.freeze({ member: false });
+export const MEMBER_YES: ActionState = Object.freeze({ member: true });
+export const ACTIVE_YES: ActionState = Object.freeze({ active: true });
+export const ACTIVE_NO: ActionState = Object.freeze({ active: false });
+const IMPLIED: Readonly<Record<Exclude<ActionKind, 'create-user'>, { seq: number; before: ActionState; after: ActionState }>> = {
+  enable: { seq: 0, before: ACTIVE_NO, after: ACTIVE_YES },
+  disable: { seq: 0, before: ACTIVE_YES, after: ACTIVE_NO },
+  'add-to-group': { seq: 1, before: MEMBER_NO, after: MEMBER_YES },
+  'remove-from-group': { seq: 1, before: MEMBER_YES, after: MEMBER_NO },
+};
+
+/** Whether `state` is `implied` (by value: one field, the same value). */
+function sameState(state: ActionState | null, implied: ActionState): boolean {
+  if (state === implied) return true;
+  if (state === null) return false;
+  const keys = Object.keys(state);
+  const key = Object.keys(implied)[0] as keyof ActionState;
+  return keys.length === 1 && keys[0] === key && state[key] === implied[key];
+}
 
 /** Whether an employee id orders before the others as a key of a plain object: an array index ("0", "17"), in numeric order. */
 function isIndexKey(key: string): boolean {
@@ -137,11 +160,9 @@ export class PlanEmployees implements JsonEntries {
 export class PlanActions implements Iterable<PlannedAction>, JsonItems {
   private count = 0;
   private readonly flags = uint8Column();
-  private readonly seqs = uint8Column();
   private readonly people = uint32Column();
-  private readonly groups = int32Column();
-  private readonly befores = int32Column();
-  private readonly afters = int32Column();
+  /** A group change's group (in `groupIds`), a create's state (in the create columns); else -1. */
+  private readonly args = int32Column();
   /** Per person: consecutive actions with the same four fields share one. */
   private readonly employeeIds = new ChunkedColumn<string>();
   private readonly emails = new ChunkedColumn<string>();
@@ -151,9 +172,6 @@ export class PlanActions implements Iterable<PlannedAction>, JsonItems {
   /** Interned group ids. */
   private readonly groupIds: string[] = [];
   private readonly groupIndex = new Map<string, number>();
-  /** States by number (0: none); the shared, frozen ones are interned by identity. */
-  private readonly states: (ActionState | null)[] = [null];
-  private readonly stateIndex = new Map<ActionState, number>();
   /** A new account's state (`create-user`'s after), by column; its e-mail and organisation id only when they differ from the person's e-mail and id. */
   private readonly createEmails = new ChunkedColumn<string | undefined>();
   private readonly createFirstNames = new ChunkedColumn<string>();
@@ -184,36 +202,41 @@ export class PlanActions implements Iterable<PlannedAction>, JsonItems {
 
   /** Appends one planned action; `layout` is the order its fields are read back in. */
   add(fields: ActionFields, layout: ActionLayout): void {
-    const i = this.count;
-    const kind = KIND_INDEX.get(fields.kind);
-    const before = this.stateRef(fields.before);
-    const after = fields.kind === 'create-user' ? this.createRef(fields.after, fields) : this.stateRef(fields.after);
-    if (kind === undefined || before === undefined || after === undefined || !Number.isInteger(fields.seq) || fields.seq < 0 || fields.seq > 255) {
+    const arg = this.argOf(fields);
+    if (arg === undefined) {
       this.addWhole({ id: actionId(fields), ...fields });
       return;
     }
-    this.flags.push(kind | (layout === 'person-first' ? PERSON_FIRST : 0));
-    this.seqs.push(fields.seq);
+    const reasserted = fields.kind === 'add-to-group' && fields.before === null;
+    this.flags.push(KIND_INDEX.get(fields.kind)! | (layout === 'person-first' ? PERSON_FIRST : 0) | (reasserted ? BEFORE_UNKNOWN : 0));
     this.people.push(this.personRef(fields));
-    this.groups.push(fields.groupId === undefined ? -1 : this.groupRef(fields.groupId));
-    this.befores.push(before);
-    this.afters.push(after);
-    if (fields.repair !== undefined) this.repairs.set(i, fields.repair);
-    this.count = i + 1;
+    this.args.push(arg);
+    if (fields.repair !== undefined) this.repairs.set(this.count, fields.repair);
+    this.count += 1;
+  }
+
+  /** The one number an action holds beyond its kind and person (see `args`), or undefined when it does not fit the form. */
+  private argOf(fields: ActionFields): number | undefined {
+    if (fields.kind === 'create-user') {
+      if (fields.seq !== 0 || fields.before !== null || fields.groupId !== undefined) return undefined;
+      return this.createRef(fields.after, fields);
+    }
+    const implied = IMPLIED[fields.kind];
+    if (implied === undefined || fields.seq !== implied.seq || !sameState(fields.after, implied.after)) return undefined;
+    const before = sameState(fields.before, implied.before) || (fields.kind === 'add-to-group' && fields.before === null);
+    if (!before) return undefined;
+    const grouped = fields.kind === 'add-to-group' || fields.kind === 'remove-from-group';
+    if (grouped !== (fields.groupId !== undefined)) return undefined;
+    return fields.groupId === undefined ? -1 : this.groupRef(fields.groupId);
   }
 
   private addWhole(action: PlannedAction): void {
-    const i = this.count;
     this.flags.push((KIND_INDEX.get(action.kind) ?? 0) | WHOLE);
-    this.seqs.push(0);
     this.people.push(this.personRef(action));
-    this.groups.push(-1);
-    this.befores.push(NO_STATE);
-    this.afters.push(NO_STATE);
-    this.whole.set(i, action);
-    this.count = i + 1;
+    this.args.push(-1);
+    this.whole.set(this.count, action);
+    this.count += 1;
   }
-
 
   private personRef(a: Pick<PlannedAction, 'employeeId' | 'email' | 'platformUserId' | 'baseVersion'>): number {
     const last = this.employeeIds.length - 1;
@@ -235,22 +258,11 @@ export class PlanActions implements Iterable<PlannedAction>, JsonItems {
     return index;
   }
 
-  /** A state by number: null is 0; a frozen (shared) state is interned; any other is kept whole (undefined). */
-  private stateRef(state: ActionState | null): number | undefined {
-    if (state === null) return NO_STATE;
-    const known = this.stateIndex.get(state);
-    if (known !== undefined) return known;
-    if (!Object.isFrozen(state)) return undefined;
-    this.states.push(state);
-    this.stateIndex.set(state, this.states.length - 1);
-    return this.states.length - 1;
-  }
-
   /** A new account's state, by column when it has the planner's five fields in its order. */
   private createRef(state: ActionState, person: Pick<PlannedAction, 'employeeId' | 'email'>): number | undefined {
     const keys = Object.keys(state);
     const role = state.role === undefined ? -1 : ROLE_STATES.indexOf(state.role);
-    if (keys.length !== 5 || keys[0] !== 'email' || keys[1] !== 'firstName' || keys[2] !== 'lastName' || keys[3] !== 'role' || keys[4] !== 'organisationIdentifier' || role < 0) return this.stateRef(state);
+    if (keys.length !== 5 || keys[0] !== 'email' || keys[1] !== 'firstName' || keys[2] !== 'lastName' || keys[3] !== 'role' || keys[4] !== 'organisationIdentifier' || role < 0) return undefined;
     const { email, firstName, lastName, organisationIdentifier } = state;
     if (typeof email !== 'string' || typeof firstName !== 'string' || typeof lastName !== 'string' || typeof organisationIdentifier !== 'string') return undefined;
     this.createRoles.push(role);
@@ -258,12 +270,10 @@ export class PlanActions implements Iterable<PlannedAction>, JsonItems {
     this.createFirstNames.push(firstName);
     this.createLastNames.push(lastName);
     this.createOrgIds.push(organisationIdentifier === person.employeeId ? undefined : organisationIdentifier);
-    return -this.createEmails.length;
+    return this.createFirstNames.length - 1;
   }
 
-  private state(ref: number, person: number): ActionState | null {
-    if (ref >= 0) return this.states[ref]!;
-    const k = -ref - 1;
+  private createState(k: number, person: number): ActionState {
     return {
       email: this.createEmails.at(k) ?? this.emails.at(person),
       firstName: this.createFirstNames.at(k),
@@ -298,12 +308,20 @@ export class PlanActions implements Iterable<PlannedAction>, JsonItems {
     const email = this.emails.at(person);
     const platformUserId = this.platformUserIds.at(person) ?? null;
     const baseVersion = this.versions.at(person);
-    const group = this.groups.at(i);
-    const groupId = group < 0 ? undefined : this.groupIds[group]!;
-    const seq = this.seqs.at(i);
-    const before = this.state(this.befores.at(i), person);
-    const after = this.state(this.afters.at(i), person)!;
+    const arg = this.args.at(i);
     const repair = this.repairs.get(i);
+    let seq = 0;
+    let before: ActionState | null = null;
+    let after: ActionState;
+    let groupId: string | undefined;
+    if (kind === 'create-user') after = this.createState(arg, person);
+    else {
+      const implied = IMPLIED[kind];
+      seq = implied.seq;
+      before = (flags & BEFORE_UNKNOWN) === 0 ? implied.before : null;
+      after = implied.after;
+      if (arg >= 0) groupId = this.groupIds[arg]!;
+    }
     const id = actionId({ kind, employeeId, email, ...(groupId === undefined ? {} : { groupId }), baseVersion });
     // The planner's field orders (see ActionLayout); optional fields only when set, as planned.
     if ((flags & PERSON_FIRST) !== 0) {
@@ -327,13 +345,6 @@ export class PlanActions implements Iterable<PlannedAction>, JsonItems {
   /** The actions of one kind, in plan order, read one at a time. */
   *ofKind(kind: ActionKind): IterableIterator<PlannedAction> {
     for (let i = 0; i < this.count; i += 1) if (this.kindAt(i) === kind) yield this.at(i)!;
-  }
-
-  /** How many actions of `kind` (without reading them). */
-  countOf(kind: ActionKind): number {
-    let n = 0;
-    for (let i = 0; i < this.count; i += 1) if (this.kindAt(i) === kind) n += 1;
-    return n;
   }
 
   map<T>(fn: (action: PlannedAction, index: number) => T): T[] {

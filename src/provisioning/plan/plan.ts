@@ -1,5 +1,5 @@
 import type { FeedRow, RowList } from '../feed/types.ts';
-import { PlanActions, type ActionFields, type ActionLayout } from './plan-actions.ts';
+import { ACTIVE_NO, ACTIVE_YES, MEMBER_NO, MEMBER_YES, PlanActions, type ActionFields, type ActionLayout } from './plan-actions.ts';
 import { resolveMaxDisable } from './limits.ts';
 import { disableRefusal, seatRefusal } from './refusal.ts';
 import {
@@ -21,16 +21,6 @@ import {
 } from './types.ts';
 
 const REASSERT = 'membership added again (--reassert-groups): the API offers no read of group membership, so one removed by hand cannot be seen; adding is idempotent';
-
-/**
- * The states of group and access actions, one instance each for every action of the plan
- * (plan-actions.ts holds each as a number). Frozen: a plan's actions are never changed
- * after planning.
- */
-const MEMBER_NO = Object.freeze({ member: false });
-const MEMBER_YES = Object.freeze({ member: true });
-const ACTIVE_YES = Object.freeze({ active: true });
-const ACTIVE_NO = Object.freeze({ active: false });
 
 const NO_UPDATE = "there is no update endpoint in the spec; change it in the platform's UI";
 

@@ -164,7 +164,7 @@ describe('JSON written a piece at a time', () => {
   });
 });
 
-describe('CSV written a thousand rows at a time', () => {
+describe('CSV written a hundred rows at a time', () => {
   it('joins into the text of one stringify over every row', () => {
     const rows = Array.from({ length: 2_345 }, (_, i) => [`=${i}`, i, i % 3 === 0 ? null : { a: i }, 'x,"y"\n']);
     const whole = stringify([['a', 'b', 'c', 'd'], ...rows].map((r) => r.map((v) => csvSafeCell(v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v)))), { quoted_string: true, eof: true });

@@ -72,35 +72,30 @@ function isIndexKey(key: string): boolean {
  * first planned; that was the order when this was such an object.
  */
 export class PlanEmployees implements JsonEntries {
+  /** Employee id → slot; per slot its first and last action; per action the next of the same employee (-1: none). */
   private slots: Map<string, number> | undefined;
-  private firsts = new Int32Array(0);
-  private lasts = new Int32Array(0);
-  private next = new Int32Array(0);
+  private readonly firsts = int32Column();
+  private readonly lasts = int32Column();
+  private readonly next = int32Column();
 
   constructor(private readonly actions: PlanActions) {}
 
   private index(): Map<string, number> {
     if (this.slots !== undefined) return this.slots;
     const slots = new Map<string, number>();
-    const n = this.actions.length;
-    const next = new Int32Array(n).fill(-1);
-    const firsts: number[] = [];
-    const lasts: number[] = [];
-    for (let i = 0; i < n; i += 1) {
+    for (let i = 0; i < this.actions.length; i += 1) {
+      this.next.push(-1);
       const employeeId = this.actions.employeeIdAt(i);
       const slot = slots.get(employeeId);
       if (slot === undefined) {
-        slots.set(employeeId, firsts.length);
-        firsts.push(i);
-        lasts.push(i);
+        slots.set(employeeId, this.firsts.length);
+        this.firsts.push(i);
+        this.lasts.push(i);
       } else {
-        next[lasts[slot]!] = i;
-        lasts[slot] = i;
+        this.next.set(this.lasts.at(slot), i);
+        this.lasts.set(slot, i);
       }
     }
-    this.firsts = Int32Array.from(firsts);
-    this.lasts = Int32Array.from(lasts);
-    this.next = next;
     this.slots = slots;
     return slots;
   }
@@ -128,7 +123,7 @@ export class PlanEmployees implements JsonEntries {
     const slot = this.index().get(employeeId);
     if (slot === undefined) return [];
     const out: number[] = [];
-    for (let i = this.firsts[slot]!; i >= 0; i = this.next[i]!) out.push(i);
+    for (let i = this.firsts.at(slot); i >= 0; i = this.next.at(i)) out.push(i);
     return out;
   }
 

@@ -39,43 +39,53 @@ async function tcpServer(kind: 'drop' | 'silent'): Promise<{ url: (scheme: strin
 // What the command said to a person: its last line comes as a JSON record off a terminal (stderrSaid).
 const humanLines = (text: string): string[] => stderrSaid(text).split('\n').filter((line) => line.trim() !== '' && !line.startsWith('{'));
 
+/** One simulator for the file (a small one: what is synced is not the point), and the databases of both parts, made side by side. */
+let sim: RunningSimulator;
+let databases: TestDatabase[] = [];
+beforeAll(async () => {
+  [sim, ...databases] = await Promise.all([startSimulator({ seed: 11, sizes: { users: 20, courses: 6, results: 20, groups: 2 } }), createTestDatabase(), createTestDatabase(), createTestDatabase()]);
+});
+afterAll(async () => {
+  await Promise.all([sim?.close(), ...databases.map((d) => d.drop())]);
+});
+
 describe('wrong settings are named once, at once', () => {
-  let sim: RunningSimulator;
   let database: TestDatabase;
   const prefix = testPrefix();
   const env = (more: Record<string, string> = {}): Record<string, string> => cliEnv({ sim, databaseUrl: database.url, prefix, redisUrl: REDIS_URL }, { TRAINSYNC_METRICS_PORT: '0', ...more });
 
-  beforeAll(async () => {
-    sim = await startSimulator({ seed: 11 });
-    database = await createTestDatabase();
+  beforeAll(() => {
+    database = databases[0]!;
   });
   afterAll(async () => {
-    await sim?.close();
-    await database?.drop();
     await dropPrefix(prefix);
   });
 
   const runsOf = async (resource: string): Promise<Array<{ status: string; error: string | null }>> =>
     (await database.pool.query<{ status: string; error: string | null }>('select status, error from trainsync.runs where resource = $1 order by id', [resource])).rows;
 
-  it.each([
-    { what: 'a closed loopback port', url: async () => `http://127.0.0.1:${await freePort()}`, resource: 'courses' },
-    { what: 'a host name that does not resolve', url: async () => 'http://nonexistent.invalid', resource: 'users' },
-  ])('TRAINSYNC_API_URL at $what: exit 2, one line naming it, one failed run, no retry', async ({ url, resource }) => {
-    const before = (await runsOf(resource)).length;
-    const run = await runCli(['sync', resource], env({ TRAINSYNC_API_URL: await url() }));
-    expect(run.code, run.stderr).toBe(2);
-    const naming = [...humanLines(run.stdout), ...humanLines(run.stderr)].filter((line) => line.includes('TRAINSYNC_API_URL'));
-    expect(naming, `${run.stdout}\n${run.stderr}`).toHaveLength(1);
-    expect(naming[0]).toMatch(/^trainsync: TRAINSYNC_API_URL was not reached \(.*\); check the scheme, host and port in TRAINSYNC_API_URL/);
-    const records = logRecords(run.stderr);
-    // One attempt of the job, one HTTP try, no "retrying" record.
-    expect(records.filter((r) => r.msg === 'job started')).toHaveLength(1);
-    expect(records.filter((r) => typeof r.msg === 'string' && r.msg.includes('retrying'))).toHaveLength(0);
-    expect(records.filter((r) => r.msg === 'job finished' && r.retried === false)).toHaveLength(1);
-    const runs = (await runsOf(resource)).slice(before);
-    expect(runs.map((r) => r.status)).toEqual(['failed']);
-    expect(runs[0]!.error).toContain('TRAINSYNC_API_URL');
+  it('TRAINSYNC_API_URL at a closed loopback port, or at a host name that does not resolve: exit 2, one line naming it, one failed run, no retry', async () => {
+    const cases = [
+      { what: 'a closed loopback port', url: `http://127.0.0.1:${await freePort()}`, resource: 'courses' },
+      { what: 'a host name that does not resolve', url: 'http://nonexistent.invalid', resource: 'users' },
+    ];
+    // One after the other: a command with no worker connected runs the jobs of its queue itself.
+    for (const { what, url, resource } of cases) {
+      const before = (await runsOf(resource)).length;
+      const run = await runCli(['sync', resource], env({ TRAINSYNC_API_URL: url }));
+      expect(run.code, `${what}: ${run.stderr}`).toBe(2);
+      const naming = [...humanLines(run.stdout), ...humanLines(run.stderr)].filter((line) => line.includes('TRAINSYNC_API_URL'));
+      expect(naming, `${what}: ${run.stdout}\n${run.stderr}`).toHaveLength(1);
+      expect(naming[0]).toMatch(/^trainsync: TRAINSYNC_API_URL was not reached \(.*\); check the scheme, host and port in TRAINSYNC_API_URL/);
+      const records = logRecords(run.stderr);
+      // One attempt of the job, one HTTP try, no "retrying" record.
+      expect(records.filter((r) => r.msg === 'job started'), what).toHaveLength(1);
+      expect(records.filter((r) => typeof r.msg === 'string' && r.msg.includes('retrying')), what).toHaveLength(0);
+      expect(records.filter((r) => r.msg === 'job finished' && r.retried === false), what).toHaveLength(1);
+      const runs = (await runsOf(resource)).slice(before);
+      expect(runs.map((r) => r.status), what).toEqual(['failed']);
+      expect(runs[0]!.error).toContain('TRAINSYNC_API_URL');
+    }
     // Nothing left in the queue to fail again later.
     const status = await runCli(['status', '--json'], env());
     expect(status.stdout).not.toMatch(/"(waiting|delayed)":\s*[1-9]/);
@@ -125,23 +135,19 @@ describe('wrong settings are named once, at once', () => {
 });
 
 describe('a worker runs the job the command enqueued', () => {
-  let sim: RunningSimulator;
   let database: TestDatabase;
   let worker: WorkerProcess | undefined;
   const prefix = testPrefix();
   const env = (more: Record<string, string> = {}): Record<string, string> => cliEnv({ sim, databaseUrl: database.url, prefix, redisUrl: REDIS_URL }, { TRAINSYNC_METRICS_PORT: '0', ...more });
 
   beforeAll(async () => {
-    sim = await startSimulator({ seed: 12 });
-    database = await createTestDatabase();
+    database = databases[1]!;
     worker = startWorkerProcess(env());
     await worker.ready;
   });
   afterAll(async () => {
     worker?.child.kill('SIGTERM');
     await worker?.exited;
-    await sim?.close();
-    await database?.drop();
     await dropPrefix(prefix);
   });
 
@@ -158,14 +164,10 @@ describe('a worker runs the job the command enqueued', () => {
   });
 
   it('with another database here: exit 2, naming the database', async () => {
-    const other = await createTestDatabase();
-    try {
-      const run = await runCli(['sync', 'courses'], env({ DATABASE_URL: other.url }));
-      expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(2);
-      expect(humanLines(run.stderr).at(-1)).toMatch(/settings other than this command's: database \(worker 127\.0\.0\.1:5432\/\S+, here 127\.0\.0\.1:5432\/\S+\)/);
-    } finally {
-      await other.drop();
-    }
+    const other = databases[2]!;
+    const run = await runCli(['sync', 'courses'], env({ DATABASE_URL: other.url }));
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(2);
+    expect(humanLines(run.stderr).at(-1)).toMatch(/settings other than this command's: database \(worker 127\.0\.0\.1:5432\/\S+, here 127\.0\.0\.1:5432\/\S+\)/);
   });
 
   it('with the same settings: exit 0, and on a terminal the summary says which worker ran it', async () => {

@@ -64,32 +64,39 @@ describe('the feed-shrink guard stands before every source of a whole workforce'
     const heldBefore = await count('select count(*)::int as n from trainsync.held_plans');
     h.sim.resetRequests();
 
+    // The CLI, the worker's schedule and the console at once (each waits for the organisation's
+    // provisioning lock in turn): every one refused, nothing written or held.
+    const worker = await h.app.queue.startWorkers([PROVISION_QUEUE]);
+    const scheduled = (async () => {
+      try {
+        const job = await h.app.queue.add(RECONCILE_FIX_JOB, reconcileFixJob.payload.parse({ trigger: 'schedule' }), { org: DEFAULT_ORG, waited: true });
+        return (await h.app.queue.waitFor(PROVISION_QUEUE, [job.id]))[0];
+      } finally {
+        await worker.close();
+      }
+    })();
+    const [fix, raised, outcome, repair] = await Promise.all([
+      cli(['reconcile', '--fix']),
+      // Even a limit raised to everyone does not take it past this guard.
+      cli(['reconcile', '--fix', '--max-disable', '100%', '--json']),
+      scheduled,
+      consoleSession(base, USER).then((session) => session.get('/people/repair')),
+    ]);
+
     // The CLI: exit 2, the whole sentence, nothing read from the platform, nothing written or held.
-    const fix = await cli(['reconcile', '--fix']);
     expect(fix.code, fix.stderr).toBe(2);
     expect(fix.stdout).toMatch(/REFUSED \(feed-shrink\): the last HR snapshot \(training\.employees\) lists 6 employees, fewer than 50% of the \d+ active employees known/);
     expect(fix.stderr).toMatch(/refused, nothing was planned/);
     expectNoApplyingCommand(fix.stdout + fix.stderr);
-    // Even a limit raised to everyone does not take it past this guard.
-    const raised = await cli(['reconcile', '--fix', '--max-disable', '100%', '--json']);
     expect(raised.code, raised.stderr).toBe(2);
     expect((JSON.parse(raised.stdout) as { plan: { refused: { reason: string } } }).plan.refused.reason).toBe('feed-shrink');
     expectNoApplyingCommand(raised.stdout + raised.stderr);
 
     // The worker's schedule: the job fails with the reason, and enqueues nothing.
-    const worker = await h.app.queue.startWorkers([PROVISION_QUEUE]);
-    try {
-      const job = await h.app.queue.add(RECONCILE_FIX_JOB, reconcileFixJob.payload.parse({ trigger: 'schedule' }), { org: DEFAULT_ORG, waited: true });
-      const [outcome] = await h.app.queue.waitFor(PROVISION_QUEUE, [job.id]);
-      expect(outcome).toMatchObject({ status: 'failed' });
-      expect(JSON.stringify(outcome)).toMatch(/feed-shrink|fewer than 50%/);
-    } finally {
-      await worker.close();
-    }
+    expect(outcome).toMatchObject({ status: 'failed' });
+    expect(JSON.stringify(outcome)).toMatch(/feed-shrink|fewer than 50%/);
 
     // The console's repair page plans through the same pipeline.
-    const session = await consoleSession(base, USER);
-    const repair = await session.get('/people/repair');
     expect(repair.status).toBe(200);
     expect(visible(repair.text)).toMatch(/fewer than 50% of the \d+ active employees known/);
     expectNoApplyingCommand(visible(repair.text));
@@ -99,14 +106,13 @@ describe('the feed-shrink guard stands before every source of a whole workforce'
     expect(await count('select count(*)::int as n from trainsync.held_plans')).toBe(heldBefore);
     expect(rows.filter((r) => r.status === 'active').every((r) => user(r).hasAccess)).toBe(true);
 
-    // --allow-shrink says the snapshot is right: the disable limit still holds the repair for a person.
-    const allowed = await cli(['reconcile', '--fix', '--allow-shrink']);
+    // --allow-shrink says the snapshot is right: the disable limit still holds the repair for a
+    // person; and --force alone does not apply it.
+    const [allowed, forced] = await Promise.all([cli(['reconcile', '--fix', '--allow-shrink']), cli(['reconcile', '--fix', '--allow-shrink', '--force'])]);
     expect(allowed.code, allowed.stderr).toBe(2);
     expect(allowed.stdout).toMatch(/REFUSED \(max-disable\)/);
     expectNoApplyingCommand(allowed.stdout + allowed.stderr);
     const held = (await h.database.pool.query<{ id: string }>("select id from trainsync.held_plans where source = 'reconcile' order by id desc limit 1")).rows[0]!;
-    // And --force alone does not apply it.
-    const forced = await cli(['reconcile', '--fix', '--allow-shrink', '--force']);
     expect(forced.code, forced.stderr).toBe(2);
     expect(forced.stderr).toMatch(/--force alone does not apply a plan past the disable limit/);
     expectNoApplyingCommand(forced.stdout + forced.stderr);
@@ -128,21 +134,26 @@ describe('a mass disable applies only with its count typed', () => {
     const feed = files.write('hr-eight-leavers.csv', toCsv(changed));
     h.sim.resetRequests();
 
-    const plain = await cli(['provision', feed]);
+    // Every way short of the count at once (each waits for the provisioning lock in turn), and the help.
+    const [plain, alone, wrong, noForce, json, help, provisionHelp] = await Promise.all([
+      cli(['provision', feed]),
+      cli(['provision', feed, '--force']),
+      cli(['provision', feed, '--force', '--confirm', '7']),
+      cli(['provision', feed, '--confirm', '8']),
+      cli(['provision', feed, '--force', '--json']),
+      cli(['held', '--help']),
+      cli(['provision', '--help']),
+    ]);
     expect(plain.code, plain.stderr).toBe(2);
     expectNoApplyingCommand(plain.stdout + plain.stderr);
-    const alone = await cli(['provision', feed, '--force']);
     expect(alone.code, alone.stderr).toBe(2);
     expect(alone.stderr).toMatch(/--force alone does not apply a plan past the disable limit of 5: the plan takes access away from people: to apply it, give --confirm N with --force/);
     expectNoApplyingCommand(alone.stdout + alone.stderr);
-    const wrong = await cli(['provision', feed, '--force', '--confirm', '7']);
     expect(wrong.code, wrong.stderr).toBe(2);
     expect(stderrSaid(wrong.stderr)).toMatch(/"7" is not the number of people the plan takes access away from/);
     expectNoApplyingCommand(wrong.stdout + wrong.stderr);
-    const noForce = await cli(['provision', feed, '--confirm', '8']);
     expect(noForce.code).toBe(2);
     expect(noForce.stderr).toMatch(/--confirm N goes with --force/);
-    const json = await cli(['provision', feed, '--force', '--json']);
     expect(json.code).toBe(2);
     expect((JSON.parse(json.stdout) as { plan: { refused: { reason: string } } }).plan.refused.reason).toBe('confirm');
     expectNoApplyingCommand(json.stdout + json.stderr);
@@ -152,9 +163,7 @@ describe('a mass disable applies only with its count typed', () => {
     // The held plans it made are the listing's; its lines print no count ready to paste either.
     const listing = await cli(['held']);
     expectNoApplyingCommand(listing.stdout + listing.stderr);
-    const help = await cli(['held', '--help']);
     expectNoApplyingCommand(help.stdout);
-    const provisionHelp = await cli(['provision', '--help']);
     expectNoApplyingCommand(provisionHelp.stdout);
 
     const right = await cli(['provision', feed, '--force', '--confirm', '8']);
@@ -179,6 +188,8 @@ describe('a mass disable applies only with its count typed', () => {
     expect(response.status).toBe(204);
     await h.sim.resetRequests();
 
+    // The CLI's stale count beside the console's refusals.
+    const cliStaleRun = cli(['held', '--approve', plan.id, '--confirm', '7']);
     const session = await consoleSession(base, USER);
     const from = `/provisioning/held/${plan.id}`;
     const page = await session.get(from);
@@ -192,7 +203,7 @@ describe('a mass disable applies only with its count typed', () => {
     const hostile = await session.post(`/provisioning/held/${plan.id}/approve`, { confirm: '6e0' }, from);
     expect(hostile.status).toBe(400);
 
-    const cliStale = await cli(['held', '--approve', plan.id, '--confirm', '7']);
+    const cliStale = await cliStaleRun;
     expect(cliStale.code).toBe(2);
     expect(cliStale.stderr).toMatch(/now would take it from 6 people/);
     expectNoApplyingCommand(cliStale.stdout + cliStale.stderr);

@@ -1,9 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcileFixJob } from '../jobs/reconcile-fix.ts';
 import { provisionDeps } from '../src/commands/options/provision-deps.ts';
+import { reconcileFixExitCode } from '../src/commands/reconcile-fix.ts';
+import { provisionExitCode } from '../src/commands/render/provision-report.ts';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';
 import { PROVISION_QUEUE } from '../src/queue/names.ts';
-import { RECONCILE_FIX_JOB } from '../src/provisioning/reconcile-fix.ts';
+import { rejectHeldPlan } from '../src/provisioning/approve-held-plan.ts';
+import { readFeed } from '../src/provisioning/feed/read.ts';
+import type { ProvisionDeps } from '../src/provisioning/pipeline/types.ts';
+import { provisionFeed } from '../src/provisioning/provision-feed.ts';
+import { RECONCILE_FIX_JOB, reconcileFix } from '../src/provisioning/reconcile-fix.ts';
+import { snapshotFeed } from '../src/provisioning/snapshot-feed.ts';
 import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { findUser, writeCallCount } from '../src/simulator/index.ts';
@@ -31,6 +38,16 @@ let server: ConsoleServer;
 let base: string;
 
 const cli = (args: string[]): Promise<CliRun> => runCli(args, { ...h.env, LOG_LEVEL: 'warn' });
+/**
+ * Set-up and clean-up the tests are not about (the whole workforce provisioned, the held
+ * repair rejected, the snapshot put right) run in this process, through the same functions
+ * as the commands; what is under test goes through the real CLI.
+ */
+const deps = (): ProvisionDeps => provisionDeps(h.app, DEFAULT_ORG);
+const provisionWhole = async (): Promise<void> => {
+  const result = await provisionFeed(deps(), { file: full, mode: 'full', dryRun: false, force: false });
+  expect(provisionExitCode(result), JSON.stringify(result.plan.refused ?? result.applied?.audit.filter((r) => r.status !== 'succeeded'))).toBe(0);
+};
 const count = async (query: string, values: unknown[] = []): Promise<number> => Number((await h.database.pool.query<{ n: number }>(query, values)).rows[0]?.n ?? 0);
 const activeIdentities = (): Promise<number> => count("select count(*)::int as n from trainsync.identities where org = 'default' and active");
 const user = (r: HrRow): { id: string; hasAccess: boolean } => findUser(h.sim.state, r.email)!;
@@ -43,8 +60,7 @@ beforeAll(async () => {
   files = feedDir();
   rows = rowsFromState(h.sim.state);
   full = files.write('hr.csv', toCsv(rows));
-  const first = await cli(['provision', full]);
-  expect(first.code, first.stderr).toBe(0);
+  await provisionWhole();
 }, 180_000);
 
 afterAll(async () => {
@@ -120,10 +136,10 @@ describe('the feed-shrink guard stands before every source of a whole workforce'
     expect(await activeIdentities()).toBe(active);
 
     // The whole feed again: the snapshot is right, the held repair is rejected, nothing to repair.
-    expect((await cli(['held', '--reject', held.id])).code).toBe(0);
-    expect((await cli(['load-feed', full])).code).toBe(0);
-    const clean = await cli(['reconcile', '--fix', '--dry-run']);
-    expect(clean.code, clean.stderr).toBe(0);
+    expect(await rejectHeldPlan(deps(), Number(held.id), { by: 'test', role: 'cli' })).toMatchObject({ ok: true });
+    await snapshotFeed(h.app.scopes.scope(DEFAULT_ORG).lend, DEFAULT_ORG, await readFeed(full), { mode: 'full' });
+    const clean = await reconcileFix(deps(), { dryRun: true, force: false, wait: false });
+    expect(reconcileFixExitCode(clean), JSON.stringify(clean.plan.refused)).toBe(0);
   }, 240_000);
 });
 
@@ -170,8 +186,7 @@ describe('a mass disable applies only with its count typed', () => {
     expect(right.code, right.stderr).toBe(0);
     expect(leavers.every((r) => !user(r).hasAccess)).toBe(true);
     // Put back for the next test: the whole workforce active again.
-    const back = await cli(['provision', full]);
-    expect(back.code, back.stderr).toBe(0);
+    await provisionWhole();
     expect(leavers.every((r) => user(r).hasAccess)).toBe(true);
   }, 240_000);
 

@@ -80,23 +80,11 @@ describe('the feed-shrink guard stands before every source of a whole workforce'
     const heldBefore = await count('select count(*)::int as n from trainsync.held_plans');
     h.sim.resetRequests();
 
-    // The CLI, the worker's schedule and the console at once (each waits for the organisation's
-    // provisioning lock in turn): every one refused, nothing written or held.
-    const worker = await h.app.queue.startWorkers([PROVISION_QUEUE]);
-    const scheduled = (async () => {
-      try {
-        const job = await h.app.queue.add(RECONCILE_FIX_JOB, reconcileFixJob.payload.parse({ trigger: 'schedule' }), { org: DEFAULT_ORG, waited: true });
-        return (await h.app.queue.waitFor(PROVISION_QUEUE, [job.id]))[0];
-      } finally {
-        await worker.close();
-      }
-    })();
-    const [fix, raised, outcome, repair] = await Promise.all([
+    // The CLI, twice at once (each waits for the organisation's provisioning lock in turn).
+    const [fix, raised] = await Promise.all([
       cli(['reconcile', '--fix']),
       // Even a limit raised to everyone does not take it past this guard.
       cli(['reconcile', '--fix', '--max-disable', '100%', '--json']),
-      scheduled,
-      consoleSession(base, USER).then((session) => session.get('/people/repair')),
     ]);
 
     // The CLI: exit 2, the whole sentence, nothing read from the platform, nothing written or held.
@@ -109,10 +97,19 @@ describe('the feed-shrink guard stands before every source of a whole workforce'
     expectNoApplyingCommand(raised.stdout + raised.stderr);
 
     // The worker's schedule: the job fails with the reason, and enqueues nothing.
-    expect(outcome).toMatchObject({ status: 'failed' });
-    expect(JSON.stringify(outcome)).toMatch(/feed-shrink|fewer than 50%/);
+    const worker = await h.app.queue.startWorkers([PROVISION_QUEUE]);
+    try {
+      const job = await h.app.queue.add(RECONCILE_FIX_JOB, reconcileFixJob.payload.parse({ trigger: 'schedule' }), { org: DEFAULT_ORG, waited: true });
+      const [outcome] = await h.app.queue.waitFor(PROVISION_QUEUE, [job.id]);
+      expect(outcome).toMatchObject({ status: 'failed' });
+      expect(JSON.stringify(outcome)).toMatch(/feed-shrink|fewer than 50%/);
+    } finally {
+      await worker.close();
+    }
 
     // The console's repair page plans through the same pipeline.
+    const session = await consoleSession(base, USER);
+    const repair = await session.get('/people/repair');
     expect(repair.status).toBe(200);
     expect(visible(repair.text)).toMatch(/fewer than 50% of the \d+ active employees known/);
     expectNoApplyingCommand(visible(repair.text));

@@ -23,6 +23,7 @@ export const reconcileFixJob = defineJob({
   run: async (_payload, ctx): Promise<ReconcileFixSummary> => {
     const result = await reconcileFix(
       {
+        scope: ctx.scope,
         org: ctx.org.slug,
         db: ctx.db,
         queue: ctx.actions,

@@ -94,9 +94,9 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   // Postgres shows it those organisations' rows and no other (src/warehouse/scope.ts).
   const dbOf = (orgs: string | readonly string[]): OrgScope['db'] => deps.scopes.scope(orgs).db;
   /** The deps of a change in one organisation: its scoped handle in place of any other. */
-  const inOrg = (org: string): ConsoleDeps & { org: string; db: OrgScope['db']; withPgClient: OrgScope['lend'] } => {
+  const inOrg = (org: string): ConsoleDeps & { org: string; scope: OrgScope; db: OrgScope['db']; withPgClient: OrgScope['lend'] } => {
     const scope = deps.scopes.scope(org);
-    return { ...deps, org, db: scope.db, withPgClient: scope.lend };
+    return { ...deps, org, scope, db: scope.db, withPgClient: scope.lend };
   };
   /** Changes: operators only (the server decides, whatever the page showed), and every one is audited. */
   const operator = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
@@ -182,7 +182,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { viewer, slugs } = scopeOf(request, reply);
     const run = await getRun(dbOf(slugs), slugs, id);
     if (!run) return notFound(reply, `run #${id}`);
-    const [quarantined, windows] = await Promise.all([runQuarantine(dbOf(run.org), run.org, id), runUnfinishedWindows(dbOf(run.org), run.org, id)]);
+    const [quarantined, windows] = await Promise.all([runQuarantine(deps.scopes.scope(run.org), id), runUnfinishedWindows(deps.scopes.scope(run.org), id)]);
     return send(reply, page(`Run #${id}`, viewer, runBody(viewer, run, quarantined, windows)));
   });
 

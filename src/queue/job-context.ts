@@ -39,10 +39,10 @@ export interface Services {
   org: OrgSettings;
   /**
    * The organisation's scoped handle (src/warehouse/scope.ts): Postgres shows its
-   * statements this organisation's rows only. `db` and `withPgClient` are its parts.
-   * Optional where a test drives a job with the owner's handles.
+   * statements this organisation's rows only, and the stores read the organisation from it.
+   * `db` and `withPgClient` are its parts.
    */
-  scope?: OrgScope;
+  scope: OrgScope;
   /** The organisation's scoped Kysely (`scope.db`). */
   db: Kysely<Database>;
   /** Lends the raw pg client COPY needs (see `withTransaction`), scoped (`scope.lend`). */

@@ -28,6 +28,7 @@ import { createRecentUsers } from './recent-users.ts';
 export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'locks' | 'queue' | 'platform' | 'log'>, scope: OrgScope, org: string): ChangeDeps {
   const { config } = deps;
   return {
+    scope,
     org,
     db: scope.db,
     withPgClient: scope.lend,

@@ -7,7 +7,6 @@ import { quarantineRecords, type QuarantinedRecord } from '../sync/sync-state.ts
 import type { LoadCounts } from '../warehouse/load-counts.ts';
 import { results } from '../sync/resources/results.ts';
 import { upsertStaged } from '../warehouse/load-staged.ts';
-import { withRetriedTransaction } from '../warehouse/transaction.ts';
 import type { WebhookResultOutcome } from '../warehouse/webhook-tables.ts';
 import { databaseNow, hasPendingResult, settleEvents, settleResult, type SettledEvent } from './store.ts';
 
@@ -53,7 +52,7 @@ function isNotReadable(error: unknown): boolean {
   return error instanceof PlatformError && (error.code === 'RESULT_NOT_FOUND' || error.status === 404);
 }
 
-type Deps = Pick<JobContext, 'db' | 'withPgClient' | 'platform' | 'log' | 'job' | 'org'>;
+type Deps = Pick<JobContext, 'scope' | 'db' | 'platform' | 'log' | 'job' | 'org'>;
 
 /**
  * Settles the result's rows received up to `cutoff` and the events that are complete
@@ -67,9 +66,9 @@ async function settle(
   error: string | null,
   found?: { result: Result } | { invalid: QuarantinedRecord },
 ): Promise<{ events: SettledEvent[]; counts?: LoadCounts }> {
-  return withRetriedTransaction(deps.withPgClient, async (tx) => {
-    const counts = found && 'result' in found ? await upsertStaged(tx.client, results.table, [found.result], { org: deps.org.slug, seenAt: new Date() }) : undefined;
-    if (found && 'invalid' in found) await quarantineRecords(tx.db, deps.org.slug, null, [found.invalid]);
+  return deps.scope.retriedTransaction(async (tx) => {
+    const counts = found && 'result' in found ? await upsertStaged(tx, results.table, [found.result], { seenAt: new Date() }) : undefined;
+    if (found && 'invalid' in found) await quarantineRecords(tx, null, [found.invalid]);
     const eventIds = await settleResult(tx.db, deps.org.slug, resultId, cutoff, outcome);
     return { events: await settleEvents(tx.db, error, { org: deps.org.slug, eventIds }), ...(counts ? { counts } : {}) };
   });

@@ -7,6 +7,7 @@ export function provisionDeps(app: App, org: string): ProvisionDeps {
   const scope = app.scopes.scope(org);
   const settings = app.config.orgs.find((o) => o.slug === org);
   return {
+    scope,
     org,
     db: scope.db,
     queue: app.queue,

@@ -4,6 +4,7 @@ import type { ActionQueue, ChainSpec } from '../../queue/action-queue.ts';
 import { PROVISION_QUEUE } from '../../queue/names.ts';
 import { processAndWait } from '../../queue/process-and-wait.ts';
 import type { Database } from '../../warehouse/database.ts';
+import type { OrgScope } from '../../warehouse/scope.ts';
 import type { ProvisioningSource } from '../../warehouse/provisioning-tables.ts';
 import type { Plan } from '../plan/types.ts';
 import { jobForAction, jobIdForAction } from './actions.ts';
@@ -11,6 +12,8 @@ import { auditEntryFor, auditRows, finishAction, openActions, recordQueuedAction
 
 /** What enqueuing and waiting need: the database (audit rows), the queue and a log. */
 export interface ApplyDeps {
+  /** The organisation's handle: the stores read the organisation from it. */
+  scope: OrgScope;
   /** The organisation whose employees these are. */
   org: string;
   db: Kysely<Database>;

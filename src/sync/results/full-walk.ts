@@ -47,8 +47,8 @@ export interface FullWalk {
 export async function walkAllResults<T>(ctx: JobContext, resource: WindowedResource<T>, scope: string, runId: number, counts: RunCounts): Promise<FullWalk> {
   const key = `${scope}:full`;
   // A checkpoint this version cannot read (an older layout) starts the walk again: never wrong.
-  const saved = (await getCheckpoint(ctx.db, ctx.org.slug, key, fullWalkCheckpointSchema.catch({}))) ?? {};
-  const firstLoad = saved.firstLoad ?? (saved.read === undefined && saved.ended === undefined && (await stagedTableEmpty(ctx.db, resource.table, ctx.org.slug)));
+  const saved = (await getCheckpoint(ctx.scope, key, fullWalkCheckpointSchema.catch({}))) ?? {};
+  const firstLoad = saved.firstLoad ?? (saved.read === undefined && saved.ended === undefined && (await stagedTableEmpty(ctx.scope, resource.table)));
   const resumed = saved.read !== undefined || saved.ended !== undefined ? 1 : 0;
   if (saved.ended) return { resumed, firstLoad, ...(saved.ended.complete ? {} : { unfinished: saved.ended.reason ?? 'not every result was proven read' }) };
   const walk = await walkResults(ctx, resource, {
@@ -66,7 +66,7 @@ export async function walkAllResults<T>(ctx: JobContext, resource: WindowedResou
     onBatch: (tx, position) => {
       const { verdict } = position;
       const ended = verdict.kind === 'reading' ? undefined : { complete: verdict.kind === 'complete', ...(verdict.kind === 'incomplete' ? { reason: verdict.reason } : {}) };
-      return saveCheckpoint(tx.db, ctx.org.slug, key, { read: position.read, ended, firstLoad }, runId);
+      return saveCheckpoint(tx, key, { read: position.read, ended, firstLoad }, runId);
     },
   });
   if (walk.verdict.kind === 'incomplete') {

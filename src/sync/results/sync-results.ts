@@ -3,7 +3,6 @@ import { clearSightings, markUnsighted } from '../../warehouse/load-staged.ts';
 import type { WindowedResource } from '../resources/resource.ts';
 import { countQuarantined, deleteCheckpoints, recordUnfinishedWindows, setWatermark } from '../sync-state.ts';
 import { emptyRunCounts, finishRun } from '../runs-store.ts';
-import { withRetriedTransaction } from '../../warehouse/transaction.ts';
 import { onDays, windowKey } from './days.ts';
 import { walkAllResults } from './full-walk.ts';
 import { FULL_WALK, planResultsRun } from './plan.ts';
@@ -64,15 +63,15 @@ export async function syncWindowed<T>(resource: WindowedResource<T>, payload: Sy
       const missed = new Set(unfinished.map((u) => u.key));
       finished = plan.windows.map(windowKey).filter((key) => !missed.has(key));
     }
-    await withRetriedTransaction(ctx.withPgClient, async (tx) => {
+    await ctx.scope.retriedTransaction(async (tx) => {
       // A walk with a gap may have missed results that still exist: mark nothing removed.
       let removed = 0;
       // A first load found nothing stored, so nothing it could mark; it recorded no sightings.
-      if (plan.mode === 'full' && unfinished.length === 0 && !firstLoad) removed = await markUnsighted(tx.client, resource.table, ctx.org.slug, run.id);
-      else if (plan.mode === 'full') await clearSightings(tx.client, resource.table, ctx.org.slug, run.id);
-      if (plan.watermark) await setWatermark(tx.db, ctx.org.slug, name, plan.watermark);
-      await recordUnfinishedWindows(tx.db, ctx.org.slug, name, run.id, { finished, unfinished });
-      await deleteCheckpoints(tx.db, ctx.org.slug, `${scope}:`);
+      if (plan.mode === 'full' && unfinished.length === 0 && !firstLoad) removed = await markUnsighted(tx, resource.table, run.id);
+      else if (plan.mode === 'full') await clearSightings(tx, resource.table, run.id);
+      if (plan.watermark) await setWatermark(tx, name, plan.watermark);
+      await recordUnfinishedWindows(tx, name, run.id, { finished, unfinished });
+      await deleteCheckpoints(tx, `${scope}:`);
       await finishRun(tx.db, run.id, {
         status: unfinished.length > 0 ? 'incomplete' : 'succeeded',
         removed,

@@ -5,7 +5,7 @@ import type { WindowedResource } from '../resources/resource.ts';
 import { quarantineRecords } from '../sync-state.ts';
 import { addRunCounts, type RunCounts } from '../runs-store.ts';
 import { CommitOrder } from '../../warehouse/commit-order.ts';
-import type { Tx } from '../../warehouse/transaction.ts';
+import type { OrgTx } from '../../warehouse/scope.ts';
 import { CompletenessRule, type ReadCheckpoint, type Verdict } from './completeness.ts';
 
 export interface WalkPosition {
@@ -28,7 +28,7 @@ export interface WalkOptions<T> {
   /** Counts of this attempt, for progress; the run's totals are recorded with each batch. */
   counts: RunCounts;
   /** Writes the checkpoint for the position reached, in the batch's own transaction. */
-  onBatch(tx: Tx, position: WalkPosition): Promise<void>;
+  onBatch(tx: OrgTx, position: WalkPosition): Promise<void>;
   /** Full mode: record every id seen, so vanished results can be marked removed. */
   trackSightings?: boolean;
   /** A first load into an empty table: rows are written by plain inserts while none exists (see `fresh`). */
@@ -62,7 +62,7 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
   // Batches are written while the next is fetched, up to TRAINSYNC_RESULTS_WRITERS at
   // once, each on a connection of its own; they commit in order (CommitOrder), so a
   // checkpoint never gets ahead of the rows before it.
-  const order = new CommitOrder(ctx.withPgClient, { synchronousCommit: false });
+  const order = new CommitOrder(ctx.scope, { synchronousCommit: false });
   const writing = new Set<Promise<void>>();
   const failures: unknown[] = [];
   let pagesInBatch = 0;
@@ -70,12 +70,12 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
     // Counted after commit: a deadlock retry runs the transaction again.
     const outcome = await order.run(
       async (tx) => {
-        const loaded = batch.size > 0 ? await upsertStagedBatch(tx.client, batch, { org: ctx.org.slug, seenAt: new Date(), runId, trackSightings, fresh: firstLoad }) : undefined;
+        const loaded = batch.size > 0 ? await upsertStagedBatch(tx, batch, { seenAt: new Date(), runId, trackSightings, fresh: firstLoad }) : undefined;
         let quarantined = 0;
         if (batchProblems.length > 0) {
-          quarantined = await quarantineRecords(tx.db, ctx.org.slug, runId, batchProblems);
+          quarantined = await quarantineRecords(tx, runId, batchProblems);
           // A result we cannot parse still exists: never mark it removed for that.
-          if (trackSightings) await recordSightings(tx.client, resource.table, ctx.org.slug, runId, problemKeys(resource, batchProblems));
+          if (trackSightings) await recordSightings(tx, resource.table, runId, problemKeys(resource, batchProblems));
         }
         return { loaded, quarantined };
       },

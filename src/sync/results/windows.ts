@@ -36,7 +36,7 @@ export async function readWindows<T>(
   keep?: (record: T) => boolean,
 ): Promise<WindowsRead> {
   const prefix = `${scope}:window:`;
-  const done = new Set((await listCheckpoints(ctx.db, ctx.org.slug, prefix)).map((key) => key.slice(prefix.length)));
+  const done = new Set((await listCheckpoints(ctx.scope, prefix)).map((key) => key.slice(prefix.length)));
   const bounds = await windowBounds(ctx, resource);
   const todo = windows.filter((window) => !done.has(windowKey(window)));
   const resumed = windows.length - todo.length;
@@ -85,7 +85,7 @@ async function readWindow<T>(
     // Once per organisation: remembered, so later runs ask in whole days from the start.
     if (bounds.now === 'instant') {
       bounds.now = 'day';
-      await setWatermark(ctx.db, ctx.org.slug, boundsKey(resource.name), 'day');
+      await setWatermark(ctx.scope, boundsKey(resource.name), 'day');
       ctx.log.warn({ window, error: errorMessage(error) }, 'the platform refused date-time bounds; reading windows by whole days from now on');
     }
     ({ verdict } = await walkWindow(ctx, resource, checkpointKey, runId, window, counts, bounds.now, keep));
@@ -109,7 +109,7 @@ interface Bounds {
 }
 
 async function windowBounds<T>(ctx: JobContext, resource: WindowedResource<T>): Promise<Bounds> {
-  return { now: (await getWatermark(ctx.db, ctx.org.slug, boundsKey(resource.name))) === 'day' ? 'day' : 'instant' };
+  return { now: (await getWatermark(ctx.scope, boundsKey(resource.name))) === 'day' ? 'day' : 'instant' };
 }
 
 /** A 400 naming a date bound: the platform reads dates only (the seed's reading). */
@@ -135,7 +135,7 @@ function walkWindow<T>(
     keep,
     onBatch: async (tx, position) => {
       if (position.verdict.kind === 'complete') {
-        await saveCheckpoint(tx.db, ctx.org.slug, checkpointKey, { window, finishedAt: new Date().toISOString() }, runId);
+        await saveCheckpoint(tx, checkpointKey, { window, finishedAt: new Date().toISOString() }, runId);
       }
     },
   });

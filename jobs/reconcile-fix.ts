@@ -24,12 +24,9 @@ export const reconcileFixJob = defineJob({
     const result = await reconcileFix(
       {
         scope: ctx.scope,
-        org: ctx.org.slug,
-        db: ctx.db,
         queue: ctx.actions,
         log: ctx.log,
         platform: ctx.platform,
-        withPgClient: ctx.withPgClient,
         locks: ctx.locks,
         drift: { freshnessMinutes: ctx.config.TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, accessRemoved: ctx.config.TRAINSYNC_DRIFT_ACCESS_REMOVED },
         // The snapshot `load-feed` left meets the feed-shrink guard here as a feed meets it in `provision`.

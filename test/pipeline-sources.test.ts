@@ -143,7 +143,7 @@ async function state(org: Org, status: 'active' | 'inactive'): Promise<void> {
     expect(answer.status).toBe(200);
   } else {
     const row = { employeeId: 'P0', email: email('P0'), firstName: 'Same', lastName: 'P0', status, attributes: { department: 'Dept P0' } };
-    await snapshotEmployees(owner(app).withPgClient, org, { rows: [row], mode: 'delta' });
+    await snapshotEmployees(owner(app).scope(org), { rows: [row], mode: 'delta' });
     await reconcileFix(provisionDeps(app, org), { dryRun: false, force: false, maxDisable: 0, wait: false });
   }
   await settled();

@@ -73,7 +73,7 @@ export async function runReconcileFix(
   const say = (text: string): void => write(fitText(text));
   const display = options.json ? undefined : createProgressDisplay({ log: app.log });
   try {
-    const [groupNames, report] = options.json ? [undefined, undefined] : await Promise.all([loadGroupNames(app.scopes.scope(org.slug).db, org.slug), reconciliationReport(app.scopes.scope(org.slug).db, org.slug, 0)]);
+    const [groupNames, report] = options.json ? [undefined, undefined] : await Promise.all([loadGroupNames(app.scopes.scope(org.slug)), reconciliationReport(app.scopes.scope(org.slug), 0)]);
     const result = await reconcileFix(provisionDeps(app, org.slug), {
       dryRun: options.dryRun ?? false,
       force: options.force ?? false,

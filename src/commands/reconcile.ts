@@ -144,7 +144,7 @@ Examples:
         await requireMigrated(pool, maskUrl(config.DATABASE_URL));
         app = await openAppScopes(config.DATABASE_URL, log);
         const reports: ReconciliationReport[] = [];
-        for (const org of orgs) reports.push(await reconciliationReport(app.scopes.scope(org.slug).db, org.slug, options.examples));
+        for (const org of orgs) reports.push(await reconciliationReport(app.scopes.scope(org.slug), options.examples));
         if (options.json) write(`${JSON.stringify(reports.length === 1 ? reports[0] : { organisations: reports }, null, 2)}\n`);
         // One organisation (the single-organisation case included) reads as before; several, each under its name.
         else write(fitText(reports.length === 1 ? renderReconciliation(reports[0]!) : reports.map((r) => `== organisation ${r.org} ==\n${renderReconciliation(r)}`).join('\n')));

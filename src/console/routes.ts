@@ -93,6 +93,8 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
   // Every query reaches its rows through the scoped handle of the organisations it names:
   // Postgres shows it those organisations' rows and no other (src/warehouse/scope.ts).
   const dbOf = (orgs: string | readonly string[]): OrgScope['db'] => deps.scopes.scope(orgs).db;
+  /** The handle of one organisation: the stores read the organisation from it. */
+  const handleOf = (org: string): OrgScope => deps.scopes.scope(org);
   /** The deps of a change in one organisation: its scoped handle in place of any other. */
   const inOrg = (org: string): ConsoleDeps & { org: string; scope: OrgScope; db: OrgScope['db']; withPgClient: OrgScope['lend'] } => {
     const scope = deps.scopes.scope(org);
@@ -182,7 +184,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { viewer, slugs } = scopeOf(request, reply);
     const run = await getRun(dbOf(slugs), slugs, id);
     if (!run) return notFound(reply, `run #${id}`);
-    const [quarantined, windows] = await Promise.all([runQuarantine(deps.scopes.scope(run.org), id), runUnfinishedWindows(deps.scopes.scope(run.org), id)]);
+    const [quarantined, windows] = await Promise.all([runQuarantine(handleOf(run.org), id), runUnfinishedWindows(handleOf(run.org), id)]);
     return send(reply, page(`Run #${id}`, viewer, runBody(viewer, run, quarantined, windows)));
   });
 
@@ -233,7 +235,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { viewer, slugs } = scopeOf(request, reply);
     const found = await heldPlanIn(slugs, id);
     if (!found) return notFound(reply, `held plan #${id}`);
-    return send(reply, page(`Held plan #${id}`, viewer, heldPlanBody(viewer, found.plan, found.org, await loadGroupNames(dbOf(found.org), found.org))));
+    return send(reply, page(`Held plan #${id}`, viewer, heldPlanBody(viewer, found.plan, found.org, await loadGroupNames(handleOf(found.org)))));
   });
 
   const outcomePage = (request: FastifyRequest, reply: FastifyReply, title: string, message: string, back: string, ok: boolean): FastifyReply =>
@@ -299,7 +301,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const by = parseGroupBy(listQuery.parse(request.query).by);
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, 'People');
-    const [report, statuses] = await Promise.all([reconciliationReport(dbOf(one), one, 5), assignmentStatusBy(dbOf(one), one, by)]);
+    const [report, statuses] = await Promise.all([reconciliationReport(handleOf(one), 5), assignmentStatusBy(handleOf(one), by)]);
     return send(reply, page('People', viewer, peopleBody(report, by, statuses)));
   });
 
@@ -309,7 +311,7 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, 'Assignments');
     const group = q.group ?? '';
-    const list = await assignmentsIn(dbOf(one), one, by, group, q.status, q.page, PAGE_SIZE);
+    const list = await assignmentsIn(handleOf(one), by, group, q.status, q.page, PAGE_SIZE);
     return send(reply, page(`Assignments: ${group}, ${q.status}`, viewer, assignmentsBody({ by, group, status: q.status, page: q.page, ...list })));
   });
 
@@ -317,14 +319,14 @@ export function registerPageRoutes(server: FastifyInstance, deps: ConsoleDeps, v
     const q = listQuery.extend({ kind: z.enum(RECONCILIATION_KINDS) }).parse(request.query);
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, `People: ${q.kind}`);
-    const list = await discrepancies(dbOf(one), one, q.kind, q.page, PAGE_SIZE);
+    const list = await discrepancies(handleOf(one), q.kind, q.page, PAGE_SIZE);
     return send(reply, page(`People: ${q.kind}`, viewer, discrepanciesBody(q.kind, list.rows, q.page, list.hasMore)));
   });
 
   server.get('/people/repair', async (request, reply) => {
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, 'Drift repair: dry run');
-    const [result, report, groupNames] = await Promise.all([reconcileFix(deps.repair(one), { dryRun: true, force: false, wait: false }), reconciliationReport(dbOf(one), one, 0), loadGroupNames(dbOf(one), one)]);
+    const [result, report, groupNames] = await Promise.all([reconcileFix(deps.repair(one), { dryRun: true, force: false, wait: false }), reconciliationReport(handleOf(one), 0), loadGroupNames(handleOf(one))]);
     return send(reply, page('Drift repair: dry run', viewer, repairBody(viewer, result.plan, result.employees, one, { report, groupNames })));
   });
 

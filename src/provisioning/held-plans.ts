@@ -4,6 +4,7 @@ import type { Database } from '../warehouse/database.ts';
 import type { FeedRow } from './feed/types.ts';
 import type { SourceKind } from './pipeline/types.ts';
 import { ACTION_KINDS, type Plan, type PlannedAction } from './plan/types.ts';
+import type { OrgDb } from '../warehouse/scope.ts';
 
 /**
  * Held plans (`trainsync.held_plans`): every change a guard held, whichever source made it
@@ -134,7 +135,7 @@ export async function getHeldPlan(db: Db, id: number): Promise<HeldPlan | undefi
 }
 
 /** Settles one organisation's held plan; false when it was no longer held (decided, or superseded, meanwhile) or is another organisation's. */
-export async function decideHeldPlan(db: Db, org: string, id: number, decision: { status: 'approved' | 'rejected'; by: string; role: string; note?: string | undefined }): Promise<boolean> {
+export async function decideHeldPlan({ db, org }: OrgDb, id: number, decision: { status: 'approved' | 'rejected'; by: string; role: string; note?: string | undefined }): Promise<boolean> {
   const result = await sql`
     update trainsync.held_plans set status = ${decision.status}, decided_by = ${decision.by}, decided_role = ${decision.role}, decided_note = ${decision.note ?? null}, decided_at = now()
      where id = ${id} and org = ${org} and status = 'held'`.execute(db);
@@ -149,7 +150,7 @@ export function planOfActions(actions: readonly PlannedAction[]): Pick<Plan, 'ac
 }
 
 /** Per organisation: the plans waiting on a person and how many people they would take access from (`status`). */
-export async function heldPlanCounts(db: Db, org: string): Promise<{ plans: number; disables: number; oldest: Date | null }> {
+export async function heldPlanCounts({ db, org }: OrgDb): Promise<{ plans: number; disables: number; oldest: Date | null }> {
   const { rows } = await sql<{ plans: number; disables: number; oldest: Date | null }>`
     select count(*)::int as plans, coalesce(sum(disables), 0)::int as disables, min(created_at) as oldest
       from trainsync.held_plans where org = ${org} and status = 'held'`.execute(db);

@@ -1,8 +1,7 @@
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { isNotOffered } from '../platform/errors.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import { latestCleanRunStart } from '../sync/runs-store.ts';
-import type { Database } from '../warehouse/database.ts';
 import type { OrgDb } from '../warehouse/scope.ts';
 import { lastIdentityWriteSql } from './apply/identities-store.ts';
 import type { PlatformAccount, PlatformView } from './plan/types.ts';
@@ -66,7 +65,7 @@ export function viewFromUsers(users: Iterable<AccountSource>): PlatformView {
 export async function freshUsersSnapshot(scope: OrgDb, freshnessMinutes: number): Promise<Date | undefined> {
   if (freshnessMinutes <= 0) return undefined;
   // The organisation's own users sync and provisioning writes: another org's listing says nothing of this one's accounts.
-  return latestCleanRunStart(scope, 'users', { withinMinutes: freshnessMinutes, after: lastIdentityWriteSql(scope.org) });
+  return latestCleanRunStart(scope, 'users', { withinMinutes: freshnessMinutes, after: lastIdentityWriteSql(scope) });
 }
 
 async function warehouseView({ db, org }: OrgDb, asOf: Date): Promise<PlatformView> {
@@ -155,7 +154,7 @@ export async function readPlatformView(deps: { scope: OrgDb; platform: PlatformC
  * Since when HR says each leaver left (YYYY-MM-DD, UTC), from training.employees: the day
  * a full feed stopped listing them, else the day their current (inactive) version began.
  */
-export async function loadLeaverSince(db: Kysely<Database>, org: string): Promise<Map<string, string>> {
+export async function loadLeaverSince({ db, org }: OrgDb): Promise<Map<string, string>> {
   const { rows } = await sql<{ employee_id: string; since: string }>`
     select e.employee_id, to_char(coalesce(e.removed_at, h.valid_from) at time zone 'UTC', 'YYYY-MM-DD') as since
       from training.employees e

@@ -6,7 +6,7 @@ import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import { copyLines, type CopyValue } from './copy-text.ts';
 import type { EmployeeStatus } from './employee-tables.ts';
 import { jsonbText } from './jsonb-text.ts';
-import { withTransaction, type PgLender } from './transaction.ts';
+import type { OrgScope } from './scope.ts';
 
 /** One employee as a feed states it (a feed row has this shape). */
 export interface EmployeeSnapshotRow {
@@ -173,8 +173,8 @@ async function stage(client: pg.PoolClient, rows: readonly EmployeeSnapshotRow[]
  * they change nothing, and `keep*` stops a full feed from taking them for leavers.
  * Snapshots are serialised by a transaction-scoped advisory lock.
  */
-export async function snapshotEmployees(lend: PgLender, org: string, input: EmployeeSnapshotInput): Promise<EmployeeSnapshotCounts> {
-  return withTransaction(lend, async ({ client }) => {
+export async function snapshotEmployees(scope: OrgScope, input: EmployeeSnapshotInput): Promise<EmployeeSnapshotCounts> {
+  return scope.transaction(async ({ client, org }) => {
     await client.query('select pg_advisory_xact_lock(hashtext($1))', [snapshotLock(org)]);
     // Taken after the lock: a snapshot that waited is still later than the one it waited for.
     const at = input.at ?? (await client.query<{ at: Date }>('select clock_timestamp() as at')).rows[0]!.at;
@@ -209,7 +209,7 @@ export async function snapshotEmployees(lend: PgLender, org: string, input: Empl
  * Refreshes `user_id` of current employees from trainsync.identities (accounts that
  * provisioning created or adopted since the last snapshot); returns how many changed.
  */
-export async function refreshEmployeeAccounts(lend: PgLender, org: string): Promise<number> {
+export async function refreshEmployeeAccounts({ lend, org }: OrgScope): Promise<number> {
   return lend(async (client) => {
     const { rowCount } = await client.query(
       `update training.employees e set user_id = i.platform_user_id, updated_at = clock_timestamp()

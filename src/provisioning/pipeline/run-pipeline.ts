@@ -81,11 +81,11 @@ export interface PipelineResult<After> extends PlannedRun {
 }
 
 async function loadApplied(deps: PipelineDeps, desired: DesiredState): Promise<AppliedEmployee[]> {
-  if (desired.appliedScope === 'all') return loadAppliedEmployees(deps.db, deps.org);
+  if (desired.appliedScope === 'all') return loadAppliedEmployees(deps.scope);
   if (desired.rows.length === 0) return [];
   const ids = desired.rows.map((r) => r.employeeId);
   const emails = desired.rows.map((r) => r.email);
-  return (await identitiesOf(deps.db, deps.org, ids, emails)).map(toAppliedEmployee);
+  return (await identitiesOf(deps.scope, ids, emails)).map(toAppliedEmployee);
 }
 
 function withoutEmployees(plan: Plan, held: ReadonlySet<string>): Pick<Plan, 'actions' | 'byEmployee'> {
@@ -119,7 +119,7 @@ export async function runPipeline<After>(deps: PipelineDeps, source: Source<Afte
       file: source.label,
       platform: platform.view,
       platformNote: platform.note,
-      ...(platform.view ? { leaverSince: await loadLeaverSince(deps.db, deps.org) } : {}),
+      ...(platform.view ? { leaverSince: await loadLeaverSince(deps.scope) } : {}),
     });
     const verdict = planned.refused
       ? { held: [] as string[], limit: planned.maxDisable, activeCount: planned.activeCount, reason: undefined }
@@ -133,7 +133,7 @@ export async function runPipeline<After>(deps: PipelineDeps, source: Source<Afte
     let heldPlanId: number | undefined;
     const holdMessage = plan.refused?.reason === 'max-disable' ? plan.refused.message : verdict.reason;
     if (!options.dryRun && !options.approving && holdMessage !== undefined && verdict.held.length > 0) {
-      heldPlanId = await holdChange(deps.withPgClient, deps.org, { source, plan, desired, held: verdict.held, message: holdMessage, activeCount: verdict.activeCount, refs: desired.refs });
+      heldPlanId = await holdChange(deps.scope, { source, plan, desired, held: verdict.held, message: holdMessage, activeCount: verdict.activeCount, refs: desired.refs });
     }
     const run: PlannedRun = {
       desired,
@@ -148,10 +148,10 @@ export async function runPipeline<After>(deps: PipelineDeps, source: Source<Afte
     options.onPlan?.(run);
     if (options.dryRun || plan.refused !== undefined) return run;
 
-    if (platform.adopted.length > 0) await insertAdoptedIdentities(deps.db, deps.org, platform.adopted);
+    if (platform.adopted.length > 0) await insertAdoptedIdentities(deps.scope, platform.adopted);
     // A newer statement applied: the held plans it makes moot, and the held disables of people it says are active.
-    await supersede(deps.db, deps.org, SUPERSEDES[source.kind], options.approving?.planId);
-    await releaseActive(deps.db, deps.org, desired.rows.filter((r) => r.status === 'active').map((r) => r.employeeId), options.approving?.planId);
+    await supersede(deps.scope, SUPERSEDES[source.kind], options.approving?.planId);
+    await releaseActive(deps.scope, desired.rows.filter((r) => r.status === 'active').map((r) => r.employeeId), options.approving?.planId);
     const toEnqueue = withoutEmployees(plan, new Set(verdict.held));
     const reasons = actionReasons(toEnqueue.actions, { kind: source.kind, label: source.label, mode: desired.mode, rows: desired.rows });
     const enqueued = await enqueuePlan(deps, toEnqueue, source.auditMark, {

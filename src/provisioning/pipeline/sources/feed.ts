@@ -38,7 +38,7 @@ export interface FeedAfter {
   employeesError?: string;
 }
 
-export function feedSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'withPgClient' | 'log'>, input: FeedInput): Source<FeedAfter> {
+export function feedSource(deps: Pick<PipelineDeps, 'scope' | 'log'>, input: FeedInput): Source<FeedAfter> {
   const record = input.record;
   return {
     kind: 'feed',
@@ -60,7 +60,7 @@ export function feedSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'withPgClient
     ...(record
       ? {
           planned: async (plan, dryRun) => {
-            await recordFeed(deps.db, deps.org, {
+            await recordFeed(deps.scope, {
               hash: input.hash,
               path: record.path,
               format: record.format,
@@ -76,7 +76,7 @@ export function feedSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'withPgClient
         }
       : {}),
     afterEnqueue: async () =>
-      snapshotEmployees(deps.withPgClient, deps.org, {
+      snapshotEmployees(deps.scope, {
         rows: input.rows,
         mode: input.mode,
         keepEmployeeIds: input.invalidEmployeeIds,

@@ -4,7 +4,7 @@ import type { ProvisionDeps } from '../provisioning/pipeline/types.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { OrgScopes } from '../warehouse/scope.ts';
 
-/** What the console is given: its own file, so the server (server.ts) and its pages (routes.ts) both take it without importing each other. */
+/** What the console is given: its own file, so the server (server.ts) and its pages' routes (routes/) both take it without importing each other. */
 export interface ConsoleDeps {
   config: Config;
   /**

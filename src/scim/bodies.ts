@@ -8,7 +8,7 @@ import { readUserBody } from './users.ts';
 
 /**
  * The request bodies SCIM's routes declare (`schema.body`, routes.ts), checked by Fastify
- * before the handler runs, on the JSON the route's preValidation hook read (json-body.ts). Each
+ * before the handler runs, on the JSON the route's preValidation read (routes.ts, `readJson`). Each
  * is the reader the handler used to call first: a User's attributes (user-schema.ts, after their
  * names are made canonical), a Group's members, a PatchOp's shape. A refusal becomes a zod issue
  * carrying the reader's detail and scimType, and `scimSchemaError` turns it back into the same

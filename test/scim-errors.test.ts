@@ -165,6 +165,10 @@ describe('SCIM refusals', () => {
       const answer = await h.request(method, path, undefined, { raw: method === 'GET' ? undefined : '{"not": json' });
       expect({ method, path, ...answer }).toEqual({ method, path, status: 404, json: { schemas: [ERROR], status: '404', detail } });
     }
+    // A body is checked by its route's schema before the resource is looked up: a PATCH that is no PatchOp is 400 even for an unknown id.
+    const unknownId = '00000000-0000-4000-8000-000000000000';
+    expect(await h.request('PATCH', `/Users/${unknownId}`, { Operations: [] })).toMatchObject({ status: 400, json: { scimType: 'invalidSyntax', detail: expect.stringMatching(/^not a PatchOp: schemas: /) } });
+    expect((await h.request('PATCH', `/Users/${unknownId}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'title', value: 'x' }] })).status).toBe(404);
     const outside = await fetch(new URL('/scim/v1/Users', h.base), { headers: { authorization: `Bearer ${h.token}` } });
     expect([outside.status, await outside.json()]).toEqual([404, { schemas: [ERROR], status: '404', detail: 'not found: SCIM is served under /scim/v2' }]);
     expect((await h.request('DELETE', `/Users/${created.json.id}`)).status).toBe(204);

@@ -1,6 +1,6 @@
 import type { Config } from '../config.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
-import type { HeldDecisionDeps } from '../provisioning/held-sources.ts';
+import type { HeldDecisionDeps } from '../provisioning/index.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { OrgScopes } from '../warehouse/scope.ts';
 

@@ -1,7 +1,5 @@
 import type { Kysely } from 'kysely';
-import { runPipeline, type Approving } from '../provisioning/pipeline/run-pipeline.ts';
-import type { PipelineDeps } from '../provisioning/pipeline/types.ts';
-import type { MaxDisable, PlanRefusal } from '../provisioning/plan/types.ts';
+import { type Approving, type MaxDisable, type PipelineDeps, type PlanRefusal, runPipeline } from '../provisioning/index.ts';
 import type { Database } from '../warehouse/database.ts';
 import { snapshotEmployees } from '../warehouse/load-employees.ts';
 import { scimSource, type ScimChange } from './source.ts';

@@ -1,7 +1,4 @@
-import type { HeldSource } from '../provisioning/held-sources.ts';
-import { heldRefs } from '../provisioning/held-sources.ts';
-import type { Approving } from '../provisioning/pipeline/run-pipeline.ts';
-import { pipelineDeps, type ProvisionDeps } from '../provisioning/pipeline/types.ts';
+import { type Approving, heldRefs, type HeldSource, pipelineDeps, type ProvisionDeps } from '../provisioning/index.ts';
 import { planUsers } from './batch.ts';
 import type { ChangeDeps, ChangeOutcome } from './change.ts';
 import { reactivateUsers } from './store.ts';

@@ -1,9 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
-import { liveOpenActions } from '../provisioning/apply/enqueue.ts';
-import type { FeedRow } from '../provisioning/feed/types.ts';
-import type { MaxDisable } from '../provisioning/plan/types.ts';
-import type { PipelineDeps, Source } from '../provisioning/pipeline/types.ts';
+import { type FeedRow, liveOpenActions, type MaxDisable, type PipelineDeps, type Source } from '../provisioning/index.ts';
 import { SCIM_AUDIT_MARK } from './marks.ts';
 import { platformState, settledByQueuedActions } from './platform-state.ts';
 import { markPlanned } from './store.ts';

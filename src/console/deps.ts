@@ -1,6 +1,6 @@
 import type { Config } from '../config.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
-import type { ProvisionDeps } from '../provisioning/pipeline/types.ts';
+import type { HeldDecisionDeps } from '../provisioning/index.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { OrgScopes } from '../warehouse/scope.ts';
 
@@ -16,6 +16,6 @@ export interface ConsoleDeps {
   log: Logger;
   /** Dependency checks for the Overview (postgres, redis): the failures by name. */
   health: () => Promise<Record<string, string>>;
-  /** What drift repair (`reconcile --fix`) of one organisation needs, its platform client included; built on first use. */
-  repair: (org: string) => ProvisionDeps;
+  /** What drift repair (`reconcile --fix`) and deciding a held plan of one organisation need, its platform client included; built on first use. */
+  repair: (org: string) => HeldDecisionDeps;
 }

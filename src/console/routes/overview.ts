@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { listHeldPlans, type HeldPlanSummary } from '../../provisioning/held-plans.ts';
-import { cancelQueuedOrOrphaned, cancellableSyncs } from '../../sync/cancel-sync.ts';
+import { listHeldPlans, type HeldPlanSummary } from '../../provisioning/index.ts';
+import { cancelQueuedOrOrphaned, cancellableSyncs } from '../../sync/index.ts';
 import { attentionCount, searchActions } from '../data/provisioning.ts';
 import { latestRuns } from '../data/runs.ts';
 import { page } from '../layout.ts';

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { loadGroupNames } from '../../provisioning/group-names.ts';
-import { reconcileFix } from '../../provisioning/reconcile-fix.ts';
+import { loadGroupNames, reconcileFix } from '../../provisioning/index.ts';
 import { RECONCILIATION_KINDS, reconciliationReport } from '../../warehouse/reconciliation.ts';
 import { assignmentsIn, assignmentStatusBy, discrepancies, parseGroupBy } from '../data/people.ts';
 import { page } from '../layout.ts';

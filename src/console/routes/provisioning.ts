@@ -1,10 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { approveHeldPlan, rejectHeldPlan } from '../../provisioning/approve-held-plan.ts';
-import { loadGroupNames } from '../../provisioning/group-names.ts';
-import { getHeldPlan, listHeldPlans, type HeldPlan, type HeldPlanSummary } from '../../provisioning/held-plans.ts';
-import { retryFailedAction } from '../../provisioning/retry-action.ts';
-import { quarantinedUsersOf } from '../../scim/store.ts';
+import { approveHeldPlan, getHeldPlan, listHeldPlans, loadGroupNames, rejectHeldPlan, retryFailedAction, type HeldPlan, type HeldPlanSummary } from '../../provisioning/index.ts';
+import { quarantinedUsersOf } from '../../scim/index.ts';
 import { consoleChanges, recentFeeds, searchActions } from '../data/provisioning.ts';
 import { redirectWithFlash } from '../flash.ts';
 import { html } from '../html.ts';

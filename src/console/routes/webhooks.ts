@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { recentRefusals } from '../../webhooks/refusals.ts';
-import { webhookBacklog } from '../../webhooks/store.ts';
+import { recentRefusals, webhookBacklog } from '../../webhooks/index.ts';
 import { recentEvents } from '../data/webhooks.ts';
 import { page } from '../layout.ts';
 import { webhooksBody } from '../pages/webhooks.ts';

@@ -2,8 +2,7 @@ import { sql } from 'kysely';
 import type { Logger } from '../runtime/log.ts';
 import { isNotOffered } from '../platform/errors.ts';
 import type { PlatformClient } from '../platform/types.ts';
-import { countOpenCreates, markCreatesResolved, unresolvedCreates } from '../provisioning/apply/actions-store.ts';
-import { countIdentities, employeesWithoutAccountSql, identitiesOf, learnPlatformUserId } from '../provisioning/apply/identities-store.ts';
+import { countIdentities, countOpenCreates, employeesWithoutAccountSql, identitiesOf, learnPlatformUserId, markCreatesResolved, unresolvedCreates } from '../provisioning/index.ts';
 import type { OrgDb } from '../warehouse/scope.ts';
 
 /**

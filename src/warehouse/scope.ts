@@ -30,13 +30,21 @@ interface Issued {
 }
 
 /**
+ * The organisation a handle is for, as what takes only its name (a lock, a job id, a Redis key
+ * of the organisation) sees it: every handle below is one, so the name comes with the handle
+ * the work was given, never from a string passed beside it.
+ */
+export interface OrgRef extends Issued {
+  /** The organisation (its slug): the one Postgres shows this handle, and the one its rows name. */
+  readonly org: string;
+}
+
+/**
  * One organisation's Kysely handle, and the organisation it is for: what a store's statement
  * takes. The store names `org` in its rows and filters; Postgres shows `db` that organisation's
  * rows only. The two come together from `scope(org)` (or its transaction), so they cannot disagree.
  */
-export interface OrgDb extends Issued {
-  /** The organisation (its slug): the one Postgres shows this handle, and the one its rows name. */
-  readonly org: string;
+export interface OrgDb extends OrgRef {
   /** Kysely whose every statement runs in a transaction scoped to `org` (its own, or the one it is in). */
   readonly db: Kysely<Database>;
 }

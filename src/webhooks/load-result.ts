@@ -68,7 +68,7 @@ async function settle(
   return deps.scope.retriedTransaction(async (tx) => {
     const counts = found && 'result' in found ? await upsertStaged(tx, results.table, [found.result], { seenAt: new Date() }) : undefined;
     if (found && 'invalid' in found) await quarantineRecords(tx, null, [found.invalid]);
-    const eventIds = await settleResult(tx.db, deps.org.slug, resultId, cutoff, outcome);
+    const eventIds = await settleResult(tx, resultId, cutoff, outcome);
     return { events: await settleEvents(tx.db, error, { org: deps.org.slug, eventIds }), ...(counts ? { counts } : {}) };
   });
 }
@@ -86,7 +86,7 @@ export async function loadWebhookResult(resultId: string, deps: Deps, attempts =
   };
 
   for (let round = 0; round < MAX_ROUNDS; round += 1) {
-    if (!(await hasPendingResult(deps.db, deps.org.slug, resultId))) break;
+    if (!(await hasPendingResult(deps.scope, resultId))) break;
     // Rows received before this instant get this read's answer; later ones need another read.
     const cutoff = await databaseNow(deps.db);
     let result: Result;

@@ -2,6 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { startHttpServer, type HttpServer, type HttpServerOptions, type ServerDefinition, type ServerPlugin, type Unrouted } from '../http/server-factory.ts';
 import type { Logger } from '../runtime/log.ts';
 import { bearerTokenMatcher } from '../http/bearer-token.ts';
+import type { RequestTracing } from '../http/request-spans.ts';
+import { ATTR } from '../lib/tracing/attributes.ts';
 import { LIST_SCHEMA, resourceTypes, schemas, serviceProviderConfig } from './discovery.ts';
 import { errorBody, notFound, ScimError } from './errors.ts';
 import { checkJsonLimits } from './json-limits.ts';
@@ -179,6 +181,25 @@ function send(reply: FastifyReply, answer: Omit<ScimAnswer, 'ignored'>): Fastify
   return reply.type(CONTENT_TYPE).send(Buffer.from(JSON.stringify(answer.body)));
 }
 
+/**
+ * A SCIM request as a trace names it: `/scim/v2/{org}/Users/{id}` (a resource SCIM defines,
+ * never a segment as sent), with the organisation and the resource as attributes.
+ */
+export const scimRequestTracing: RequestTracing = {
+  route(request) {
+    const target = request.scim;
+    if (!target) return SCIM_PATH;
+    const [segment, id] = target.rest;
+    const resource = segment === undefined ? undefined : (RESOURCES.get(segment.toLowerCase()) ?? '{unknown}');
+    return `${SCIM_PATH}/{org}${resource === undefined ? '' : `/${resource}`}${id === undefined ? '' : '/{id}'}`;
+  },
+  attributes(request) {
+    const target = request.scim;
+    const segment = target?.rest[0];
+    return { [ATTR.org]: target?.org, [ATTR.scimResource]: segment === undefined ? undefined : RESOURCES.get(segment.toLowerCase()) };
+  },
+};
+
 /** The server a SCIM endpoint runs on: its port, its body limit, its errors in the SCIM error schema. */
 function scimServerOptions(options: ScimServerOptions, unrouted: Unrouted): HttpServerOptions {
   return {
@@ -192,6 +213,7 @@ function scimServerOptions(options: ScimServerOptions, unrouted: Unrouted): Http
     faultDetail: 'not recorded; try again later',
     notFoundDetail: `not found: SCIM is served under ${SCIM_PATH}`,
     log: options.log,
+    traced: scimRequestTracing,
   };
 }
 

@@ -4,6 +4,9 @@ import { findUser, ORG_EMAIL_DOMAIN } from '../src/simulator/index.ts';
 import { tracingOn } from '../src/lib/tracing/spans.ts';
 import { ancestry, startOtlpReceiver, type Flat, type OtlpReceiver, type ReceivedSpan } from './helpers/otlp-receiver.ts';
 import { createScimHarness, type ScimHarness } from './helpers/scim-harness.ts';
+import { WEBHOOK_QUEUE } from '../src/queue/names.ts';
+import type { WorkerHandle } from '../src/queue/worker.ts';
+import { startWebhookService, type WebhookService } from '../src/webhooks/service.ts';
 import { summaryOf } from './helpers/sync-harness.ts';
 import { waitFor } from './helpers/worker-process.ts';
 
@@ -23,16 +26,21 @@ const CLIENT = 3;
 
 let receiver: OtlpReceiver;
 let h: ScimHarness;
+let webhooks: WebhookService;
+let webhookWorker: WorkerHandle;
 const secretKey = randomBytes(32).toString('hex');
+const webhookSecret = randomBytes(32).toString('base64');
 // The person this test provisions, and what must never reach a span.
 const person = { email: `tracy.leaver${ORG_EMAIL_DOMAIN}`, givenName: 'Tracy', familyName: 'Leaverton', password: 'Pw-7qk2x9-traced' };
 
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
   h = await createScimHarness({
-    simulator: { seed: 43 },
+    simulator: { seed: 43, webhooks: { secret: webhookSecret, retryBaseMs: 100, retryMaxMs: 1_000 } },
     env: {
       TRAINSYNC_SECRET_KEY: secretKey,
+      TRAINSYNC_WEBHOOK_SECRET: webhookSecret,
+      TRAINSYNC_WEBHOOK_PORT: '0',
       OTEL_TRACES_EXPORTER: 'otlp',
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
@@ -40,8 +48,15 @@ beforeAll(async () => {
       OTEL_SERVICE_NAME: 'trainsync-test',
     },
   });
+  // The webhook receiver and its queue's worker, as `worker` starts them; the simulator delivers its signed events to it.
+  webhooks = (await startWebhookService({ config: h.config, scopes: h.app.scopes, queue: h.app.queue, metrics: h.app.metrics, log: h.app.log }))!;
+  h.sim.webhooks.configure({ url: `http://127.0.0.1:${webhooks.port}/webhooks/platform` });
+  webhookWorker = await h.app.queue.startWorkers([WEBHOOK_QUEUE]);
 });
 afterAll(async () => {
+  h?.sim.webhooks.close();
+  await webhooks?.close();
+  await webhookWorker?.close();
   await h?.close();
   await receiver?.close();
 });
@@ -132,10 +147,25 @@ describe('traces (OTEL_TRACES_EXPORTER=otlp)', () => {
     expect(pipeline.attributes).toMatchObject({ 'trainsync.org': 'default', 'trainsync.provisioning.source': 'scim', 'trainsync.plan.actions': 1, 'trainsync.enqueued': 1 });
   });
 
+  it('a webhook delivery starts a trace that reaches the job loading its result', async () => {
+    const [completion] = h.sim.webhooks.completeCourse({});
+    expect(completion!.eventIds.length).toBeGreaterThan(0);
+    const load = await arrived(
+      'the result load of the delivered event, in the delivery\'s trace',
+      (s) => s.kind === CLIENT && s.attributes['url.template'] === '/api/v2/results/{id}',
+      (trace) => trace.some((s) => s.kind === SERVER),
+    );
+    const chain = ancestry(receiver.spans, load);
+    expect(chain.map((s) => s.name)).toEqual(expect.arrayContaining(['job load-webhook-result', 'process webhooks']));
+    const delivery = chain.at(-1)!;
+    expect(delivery).toMatchObject({ kind: SERVER, name: 'POST /webhooks/platform' });
+    expect(delivery.attributes).toMatchObject({ 'http.route': '/webhooks/platform', 'http.response.status_code': 200, 'trainsync.org': 'default', 'trainsync.server': 'webhook receiver' });
+  });
+
   it('no span carries the person\'s data or a secret: not in a name, an attribute, an event, a link, a status or the resource', async () => {
     // The create's job (its BullMQ id is `create-user:<e-mail>`) and the password's were traced too.
     await arrived('the create-user and set-password jobs', (s) => s.name === 'job create-user', () => receiver.spans.some((s) => s.name === 'job set-password'));
-    const secrets = [person.email, person.email.split('@')[0]!, person.givenName, person.familyName, person.password, h.sim.apiKey, h.token, secretKey];
+    const secrets = [person.email, person.email.split('@')[0]!, person.givenName, person.familyName, person.password, h.sim.apiKey, h.token, secretKey, webhookSecret];
     const texts = (value: Flat | undefined): string[] => (value === undefined || value === null ? [] : Array.isArray(value) ? value.flatMap(texts) : [String(value)]);
     const values = receiver.spans.flatMap((s) => [
       s.name,

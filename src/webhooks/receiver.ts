@@ -286,7 +286,10 @@ function webhookServerOptions(deps: Pick<WebhookReceiverDeps, 'config' | 'log'>)
     notFoundDetail: `not found: the platform posts to ${WEBHOOK_PATH}/<organisation>`,
     log: deps.log,
     // Traces on: a span per delivery, named by the route (never the path as sent), with its organisation.
-    traced: { route: () => `${WEBHOOK_PATH}/{org}`, attributes: (request) => ({ [ATTR.org]: request.webhookOrg?.slug }) },
+    traced: {
+      route: (request) => (request.url.split('?')[0]!.replace(/\/$/, '') === WEBHOOK_PATH ? WEBHOOK_PATH : `${WEBHOOK_PATH}/{org}`),
+      attributes: (request) => ({ [ATTR.org]: request.webhookOrg?.slug }),
+    },
   };
 }
 

@@ -64,11 +64,14 @@ afterAll(async () => {
 /** The spans of one trace. */
 const traceOf = (span: ReceivedSpan): ReceivedSpan[] => receiver.spans.filter((s) => s.traceId === span.traceId);
 
-/** Waits until a span matching `match` has arrived, and every span in `also` of its trace. */
-function arrived(what: string, match: (s: ReceivedSpan) => boolean, also: (trace: ReceivedSpan[]) => boolean = () => true): Promise<ReceivedSpan> {
+/**
+ * Waits until a span matching `match` has arrived with every span up to its trace's root
+ * (a parent is sent when it ends, often after its children), the root being `root`.
+ */
+function arrived(what: string, match: (s: ReceivedSpan) => boolean, root: (s: ReceivedSpan) => boolean): Promise<ReceivedSpan> {
   return waitFor(async () => {
-    const found = receiver.spans.find(match);
-    return found !== undefined && also(traceOf(found)) ? found : undefined;
+    const found = receiver.spans.find((s) => match(s) && root(ancestry(receiver.spans, s).at(-1)!));
+    return found;
   }, 30_000, what);
 }
 
@@ -79,9 +82,9 @@ describe('traces (OTEL_TRACES_EXPORTER=otlp)', () => {
     const summary = summaryOf(outcomes, 'results');
     expect(summary.inserted).toBeGreaterThan(0);
     const job = await arrived(
-      'the results sync job span and its trace up to the BullMQ attempt',
+      'the results sync job span and its trace up to the enqueue',
       (s) => s.name === 'job sync-results',
-      (trace) => trace.some((s) => s.name === 'process sync'),
+      (root) => root.name === 'add sync.sync-results',
     );
     const trace = traceOf(job);
     const walk = trace.find((s) => s.name === 'walk results');
@@ -128,7 +131,7 @@ describe('traces (OTEL_TRACES_EXPORTER=otlp)', () => {
     const disable = await arrived(
       'the platform disable call, and its trace back to the SCIM request',
       (s) => s.kind === CLIENT && s.attributes['url.template'] === '/api/v2/users/{id}/disable',
-      (trace) => trace.some((s) => s.kind === SERVER),
+      (root) => root.kind === SERVER,
     );
     const chain = ancestry(receiver.spans, disable).map((s) => s.name);
     // From the platform call up to the request, every step of the way.
@@ -153,7 +156,7 @@ describe('traces (OTEL_TRACES_EXPORTER=otlp)', () => {
     const load = await arrived(
       'the result load of the delivered event, in the delivery\'s trace',
       (s) => s.kind === CLIENT && s.attributes['url.template'] === '/api/v2/results/{id}',
-      (trace) => trace.some((s) => s.kind === SERVER),
+      (root) => root.kind === SERVER,
     );
     const chain = ancestry(receiver.spans, load);
     expect(chain.map((s) => s.name)).toEqual(expect.arrayContaining(['job load-webhook-result', 'process webhooks']));
@@ -164,7 +167,7 @@ describe('traces (OTEL_TRACES_EXPORTER=otlp)', () => {
 
   it('no span carries the person\'s data or a secret: not in a name, an attribute, an event, a link, a status or the resource', async () => {
     // The create's job (its BullMQ id is `create-user:<e-mail>`) and the password's were traced too.
-    await arrived('the create-user and set-password jobs', (s) => s.name === 'job create-user', () => receiver.spans.some((s) => s.name === 'job set-password'));
+    await waitFor(async () => (['job create-user', 'job set-password'].every((name) => receiver.spans.some((s) => s.name === name)) ? true : undefined), 30_000, 'the create-user and set-password jobs');
     const secrets = [person.email, person.email.split('@')[0]!, person.givenName, person.familyName, person.password, h.sim.apiKey, h.token, secretKey, webhookSecret];
     const texts = (value: Flat | undefined): string[] => (value === undefined || value === null ? [] : Array.isArray(value) ? value.flatMap(texts) : [String(value)]);
     const values = receiver.spans.flatMap((s) => [

@@ -93,7 +93,7 @@ if (want('sync')) {
 }
 if (want('sync') || want('tracing')) {
   process.stdout.write('\n== traces: the same first load and reload (50,000 results, 10% changed) with traces off (the default: no SDK loaded) and on (every span sent over OTLP/HTTP protobuf to a receiver here), in alternating pairs; CPU of the sync process per result\n');
-  const traces = lastJson(await run(['bench/sync-tracing.ts', JSON.stringify({ results: 50_000, pairs: 3 })]));
+  const traces = lastJson(await run(['bench/sync-tracing.ts', JSON.stringify({ results: 50_000, pairs: 4 })]));
   figures.syncTracing = traces;
   const off = traces.off as Record<string, number>;
   const on = traces.on as Record<string, number>;

@@ -8,6 +8,7 @@ import { WEBHOOK_QUEUE } from '../src/queue/names.ts';
 import type { WorkerHandle } from '../src/queue/worker.ts';
 import { startWebhookService, type WebhookService } from '../src/webhooks/service.ts';
 import { summaryOf } from './helpers/sync-harness.ts';
+import { runCli } from './helpers/cli.ts';
 import { waitFor } from './helpers/worker-process.ts';
 
 /**
@@ -163,6 +164,16 @@ describe('traces (OTEL_TRACES_EXPORTER=otlp)', () => {
     const delivery = chain.at(-1)!;
     expect(delivery).toMatchObject({ kind: SERVER, name: 'POST /webhooks/platform' });
     expect(delivery.attributes).toMatchObject({ 'http.route': '/webhooks/platform', 'http.response.status_code': 200, 'trainsync.org': 'default', 'trainsync.server': 'webhook receiver' });
+  });
+
+  it('a command sends its spans before it exits: `trainsync sync courses`, working its job itself', async () => {
+    const run = await runCli(['sync', 'courses'], h.env);
+    expect(run.code).toBe(0);
+    // No waiting: the command flushed its spans (and had them answered) before it exited.
+    const job = receiver.spans.find((s) => s.name === 'job sync-courses');
+    expect(job, 'the command\'s job span').toBeDefined();
+    expect(ancestry(receiver.spans, job!).map((s) => s.name)).toEqual(['job sync-courses', 'process sync', 'add sync.sync-courses']);
+    expect(traceOf(job!).some((s) => s.name === 'walk courses' && s.attributes['trainsync.resource'] === 'courses')).toBe(true);
   });
 
   it('no span carries the person\'s data or a secret: not in a name, an attribute, an event, a link, a status or the resource', async () => {

@@ -3,13 +3,19 @@ import { ATTR, type SpanAttributes } from '../lib/tracing/attributes.ts';
 import { openSpan, type OpenSpan } from '../lib/tracing/spans.ts';
 
 /**
- * How a server's requests are named in traces: a route template (never the path as sent,
- * which may carry an id, nor its query) and the attributes its own gate has learned (the
- * organisation, the resource), read once the request is answered.
+ * What a server adds to its requests' spans: the attributes its own gate has learned (the
+ * organisation, the resource), read once the request is answered. The span is named by the
+ * route's template (`/scim/v2/{org}/Users/{id}`), never by the path as sent, which may carry an
+ * id, nor by its query.
  */
 export interface RequestTracing {
-  route(request: FastifyRequest): string;
   attributes?(request: FastifyRequest): SpanAttributes;
+}
+
+/** The route a request took, as a template (`:id` → `{id}`); `unrouted` for a path no route takes. */
+export function routeTemplate(request: FastifyRequest): string {
+  const template = request.routeOptions.url;
+  return template === undefined ? 'unrouted' : template.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
 
 const SPAN = Symbol('trainsync.request-span');
@@ -35,7 +41,7 @@ export function traceRequests(server: FastifyInstance, serverName: string, namin
   const end = (request: WithSpan, reply: FastifyReply): void => {
     const span = request[SPAN];
     if (span === undefined) return;
-    const route = naming.route(request);
+    const route = routeTemplate(request);
     const status = reply.statusCode;
     span.end(
       { [ATTR.httpRoute]: route, [ATTR.httpStatus]: status, ...naming.attributes?.(request) },
@@ -48,7 +54,7 @@ export function traceRequests(server: FastifyInstance, serverName: string, namin
   });
   // A client that went away: the span ends all the same.
   server.addHook('onRequestAbort', (request, done) => {
-    (request as WithSpan)[SPAN]?.end({ [ATTR.httpRoute]: naming.route(request), ...naming.attributes?.(request) }, { failedWith: 'aborted' });
+    (request as WithSpan)[SPAN]?.end({ [ATTR.httpRoute]: routeTemplate(request), ...naming.attributes?.(request) }, { failedWith: 'aborted' });
     done();
   });
   server.addHook('onRoute', (route) => {

@@ -24,6 +24,7 @@ import { checkAppRole, ownerRefusal, warnIfUnbound } from '../warehouse/app-role
 import { ensureWorkerLogin } from '../warehouse/worker-login.ts';
 import { createScopes, type OrgScopes } from '../warehouse/scope.ts';
 import { createLockSession, type AdvisoryLocks } from '../warehouse/lock-session.ts';
+import { startTracing, type Tracing } from '../lib/tracing/start.ts';
 
 /**
  * The long-lived parts one process shares between its commands and jobs. Commands
@@ -167,7 +168,16 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     }
   }, { orgs: config.orgs.map((org) => org.slug), orgLabels: config.TRAINSYNC_METRICS_ORG_LABELS });
   const redisMode = options.redis ?? 'one-shot';
-  const queue = createJobQueue(config, { catalog, services, log, onFinished: observeJobs(metrics, catalog) }, { redis: redisMode });
+  // Off unless the OTEL_* variables ask (docs/operator.md, "Traces"): then the SDK is loaded, and BullMQ carries each trace through Redis.
+  let tracing: Tracing | undefined;
+  try {
+    tracing = config.tracing ? await startTracing(config.tracing, log) : undefined;
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    await locks.close().catch(() => undefined);
+    throw error;
+  }
+  const queue = createJobQueue(config, { catalog, services, log, onFinished: observeJobs(metrics, catalog) }, { redis: redisMode, telemetry: tracing?.telemetry });
   if (redisMode === 'one-shot') {
     // Fail now, with one line naming REDIS_URL, rather than hang at the first queue operation.
     try {
@@ -176,6 +186,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
       await queue.close();
       // The pool itself: Kysely ends it only if it ever lent a connection from it.
       await pool.end().catch(() => undefined);
+      await tracing?.close();
       throw error;
     }
   }
@@ -194,6 +205,8 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
       await queue.close();
       await pool.end();
       await locks.close();
+      // Last: the spans of everything closed above are sent before the process goes.
+      await tracing?.close();
     },
   };
 }

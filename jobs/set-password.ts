@@ -22,7 +22,7 @@ export const setPassword = defineJob({
   run: (p, ctx) =>
     forgettingPasswordSecret(ctx, p.actionId, () =>
       runAction(ctx, p.actionId, async () => {
-        const token = p.secret ?? (await passwordSecretOf(ctx.actions.secrets, ctx.org.slug, p.actionId));
+        const token = p.secret ?? (await passwordSecretOf(ctx.actions.secrets, ctx.scope, p.actionId));
         const password = decryptSecret(requireSecretKey(ctx.config), token, p.email);
         await ctx.platform.setPassword(p.email, password);
         await finishAction(ctx.scope, p.actionId, { status: 'succeeded' });

@@ -174,7 +174,7 @@ describe('the same desired change through each source', () => {
     for (const org of ORGS) await state(org, 'inactive');
     const plans = {} as Record<Org, HeldPlan>;
     for (const org of ORGS) {
-      const held = await listHeldPlans(owner(app).db, { org, onlyHeld: true });
+      const held = await listHeldPlans(owner(app).scope(org), { onlyHeld: true });
       expect(held.map((p) => p.source), org).toEqual([SOURCE[org]]);
       plans[org] = (await getHeldPlan(owner(app).db, held[0]!.id))!;
       expect(findUser(sims[org].state, email('P0'))!.hasAccess, org).toBe(true);
@@ -210,7 +210,7 @@ describe('the same desired change through each source', () => {
     expect(rows['scim-org'][0]!.feed_hash).toBe('via SCIM');
     expect(rows['fix-org'][0]!.feed_hash).toBeNull();
     expect(rows['feed-org'][0]!.feed_hash).toMatch(/^[0-9a-f]{64}$/);
-    for (const org of ORGS) expect(await listHeldPlans(owner(app).db, { org, onlyHeld: true }), org).toEqual([]);
+    for (const org of ORGS) expect(await listHeldPlans(owner(app).scope(org), { onlyHeld: true }), org).toEqual([]);
   });
 
   it('a returner (no guard): each source applies the same action at once', async () => {
@@ -222,7 +222,7 @@ describe('the same desired change through each source', () => {
       const { source: _s, reason: _r, feed_hash: _f, ...same } = rows[org][0]!;
       const { source: _s0, reason: _r0, feed_hash: _f0, ...feed } = rows['feed-org'][0]!;
       expect(same, org).toEqual(feed);
-      expect(await listHeldPlans(owner(app).db, { org, onlyHeld: true }), org).toEqual([]);
+      expect(await listHeldPlans(owner(app).scope(org), { onlyHeld: true }), org).toEqual([]);
     }
   });
 });

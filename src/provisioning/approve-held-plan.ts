@@ -32,7 +32,7 @@ export type HeldPlanDecision =
  * go back to active in trainsync's record).
  */
 export async function approveHeldPlan(deps: HeldDecisionDeps, id: number, decider: Decider, confirm: { typed: string | number | undefined; ask: ConfirmationAsk }): Promise<HeldPlanDecision> {
-  return withAdvisoryLock(deps.locks, provisionLock(deps.scope.org), async (): Promise<HeldPlanDecision> => {
+  return withAdvisoryLock(deps.locks, provisionLock(deps.scope), async (): Promise<HeldPlanDecision> => {
     const found = await heldOf(deps, id);
     if (!found.ok) return found;
     const { plan } = found;
@@ -53,7 +53,7 @@ export async function approveHeldPlan(deps: HeldDecisionDeps, id: number, decide
 
 /** Rejects a held plan: nothing is enqueued, nothing changes on the platform. */
 export async function rejectHeldPlan(deps: HeldDecisionDeps, id: number, decider: Decider & { note?: string | undefined }): Promise<HeldPlanDecision> {
-  return withAdvisoryLock(deps.locks, provisionLock(deps.scope.org), async (): Promise<HeldPlanDecision> => {
+  return withAdvisoryLock(deps.locks, provisionLock(deps.scope), async (): Promise<HeldPlanDecision> => {
     const found = await heldOf(deps, id);
     if (!found.ok) return found;
     if (!(await decideHeldPlan(deps.scope, id, { status: 'rejected', ...decider }))) return { ok: false, reason: `plan #${id} was decided meanwhile`, code: 'not-held' };

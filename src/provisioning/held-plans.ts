@@ -113,11 +113,10 @@ const SUMMARY_COLUMNS = sql`id, org, source, file, mode, reason, message, disabl
   rows_read as "rowsRead", active_employees as "activeEmployees", status,
   decided_by as "decidedBy", decided_role as "decidedRole", decided_at as "decidedAt", decided_note as "decidedNote", created_at as "createdAt"`;
 
-/** Held plans, newest first; `onlyHeld` for those waiting on a person; of one organisation when `org` is given (else every organisation's). */
-export async function listHeldPlans(db: Db, options: { org?: string; onlyHeld?: boolean; limit?: number } = {}): Promise<HeldPlanSummary[]> {
+/** The held plans of the organisation of `scope`, newest first; `onlyHeld` for those waiting on a person. */
+export async function listHeldPlans({ db, org }: OrgDb, options: { onlyHeld?: boolean; limit?: number } = {}): Promise<HeldPlanSummary[]> {
   const held = options.onlyHeld ? sql`status = 'held'` : sql`true`;
-  const ofOrg = options.org === undefined ? sql`true` : sql`org = ${options.org}`;
-  const rows = await sql<HeldPlanSummary>`select ${SUMMARY_COLUMNS} from trainsync.held_plans where ${held} and ${ofOrg} order by id desc limit ${options.limit ?? 50}`.execute(db);
+  const rows = await sql<HeldPlanSummary>`select ${SUMMARY_COLUMNS} from trainsync.held_plans where ${held} and org = ${org} order by id desc limit ${options.limit ?? 50}`.execute(db);
   return rows.rows;
 }
 

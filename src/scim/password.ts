@@ -27,7 +27,7 @@ const UNFINISHED = new Set(['waiting', 'active', 'delayed', 'prioritized', 'wait
 async function openChainRoot(deps: ScimPasswordDeps, employeeId: string): Promise<ChainSpec | undefined> {
   const open = await lastOpenAction(deps.scope, employeeId);
   if (open === undefined) return undefined;
-  const job = await deps.queue.find(jobIdForAction(deps.scope.org, open));
+  const job = await deps.queue.find(jobIdForAction(deps.scope, open));
   if (!job || !UNFINISHED.has(String(job.state))) return undefined;
   return { org: deps.scope.org, name: job.name, data: job.data, jobId: job.id };
 }

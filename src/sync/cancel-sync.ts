@@ -1,7 +1,7 @@
 import type { FoundJob, JobQueue } from '../queue/job-queue.ts';
 import { SYNC_QUEUE } from '../queue/names.ts';
 import { jobOrg } from '../queue/org-scope.ts';
-import type { OrgScope } from '../warehouse/scope.ts';
+import type { OrgRef, OrgScope } from '../warehouse/scope.ts';
 import { syncJobName, syncResources } from './catalog-resources.ts';
 import { cancelRunsOfJob } from './runs-store.ts';
 
@@ -14,7 +14,7 @@ export type CancelOutcome = { ok: true; job: FoundJob; how: string; runs: number
  * and runs of the organisation of `deps.scope` are touched.
  */
 export async function cancelQueuedOrOrphaned(deps: { queue: JobQueue; scope: OrgScope }, target: string, by: string): Promise<CancelOutcome> {
-  const found = await cancelTarget(deps.queue, deps.scope.org, target);
+  const found = await cancelTarget(deps.queue, deps.scope, target);
   if (typeof found === 'string') return { ok: false, reason: found };
   const job = found;
   if (job.state === 'completed' || job.state === 'failed') return { ok: false, reason: `job ${job.id} (${job.name}) already ${job.state}; nothing to cancel` };
@@ -27,7 +27,7 @@ export async function cancelQueuedOrOrphaned(deps: { queue: JobQueue; scope: Org
   return { ok: true, job, how, runs };
 }
 
-async function cancelTarget(queue: JobQueue, org: string, target: string): Promise<FoundJob | string> {
+async function cancelTarget(queue: JobQueue, { org }: OrgRef, target: string): Promise<FoundJob | string> {
   const resources = syncResources(queue.catalog.values());
   if ((resources as readonly string[]).includes(target)) {
     const job = await queue.deduplicated(SYNC_QUEUE, syncJobName(queue.catalog.values(), target as (typeof resources)[number]), org);
@@ -40,8 +40,8 @@ async function cancelTarget(queue: JobQueue, org: string, target: string): Promi
   return owner === org ? job : `job ${target} (${job.name}) belongs to organisation ${owner}, not ${org}; name it with --org ${owner}`;
 }
 
-/** Per sync resource, its job when one is queued or orphaned (what cancel may remove); a running one is left out. */
-export async function cancellableSyncs(queue: JobQueue, org: string): Promise<Map<string, FoundJob>> {
+/** Per sync resource, its job of the organisation of `scope` when one is queued or orphaned (what cancel may remove); a running one is left out. */
+export async function cancellableSyncs(queue: JobQueue, { org }: OrgRef): Promise<Map<string, FoundJob>> {
   const found = await Promise.all(
     syncResources(queue.catalog.values()).map(async (resource) => [resource, await queue.deduplicated(SYNC_QUEUE, syncJobName(queue.catalog.values(), resource), org)] as const),
   );

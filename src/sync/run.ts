@@ -66,7 +66,7 @@ export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: Active
   let extras: RunExtras | void;
   // The platform requests of this attempt, added to the run's total however it ends.
   const tally: RequestTally = { requests: 0 };
-  const recordRequests = (): Promise<void> => addRunCounts(ctx.db, run.id, { requests: tally.requests });
+  const recordRequests = (): Promise<void> => addRunCounts(ctx.scope.db, run.id, { requests: tally.requests });
   try {
     // Traces on: the walk (its pages, COPYs and commits) is one span inside the job's.
     const walk = { [ATTR.org]: ctx.org.slug, [ATTR.resource]: spec.resource, [ATTR.runId]: run.id };
@@ -78,11 +78,11 @@ export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: Active
     // goes back to the queue and its next attempt adds to this run from its checkpoint.
     const resumes = spec.resumeKey !== undefined && (ctx.signal.aborted || toInfrastructureError(error, ctx.config)?.service === 'postgres');
     if (!resumes) {
-      await finishRun(ctx.db, run.id, { status: 'failed', error: errorMessage(error) }).catch(() => undefined);
+      await finishRun(ctx.scope.db, run.id, { status: 'failed', error: errorMessage(error) }).catch(() => undefined);
     }
     throw error;
   }
-  const { status, note, ...totals } = await runTotals(ctx.db, run.id);
+  const { status, note, ...totals } = await runTotals(ctx.scope.db, run.id);
   if (status !== 'succeeded' && status !== 'incomplete') throw new Error(`run ${run.id} of ${spec.resource} ended without being finished (status ${status})`);
   return { resource: spec.resource, runId: run.id, status, mode: spec.mode, ...totals, durationMs: Date.now() - started, ...(note ? { note } : {}), ...extras };
 }

@@ -37,7 +37,7 @@ export function syncSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>): Promise
     } catch (error) {
       if (spec.whenNotOffered === undefined || !isNotOffered(error)) throw error;
       ctx.log.info({ status: error.status }, `the platform does not offer ${spec.resource}; recorded as not available`);
-      await finishRun(ctx.db, run.id, { status: 'succeeded', note: spec.whenNotOffered(error.status ?? 0) });
+      await finishRun(ctx.scope.db, run.id, { status: 'succeeded', note: spec.whenNotOffered(error.status ?? 0) });
     }
   });
 }

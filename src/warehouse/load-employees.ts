@@ -6,7 +6,7 @@ import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import { copyLines, type CopyValue } from './copy-text.ts';
 import type { EmployeeStatus } from './employee-tables.ts';
 import { jsonbText } from './jsonb-text.ts';
-import type { OrgScope } from './scope.ts';
+import type { OrgRef, OrgScope } from './scope.ts';
 
 /** One employee as a feed states it (a feed row has this shape). */
 export interface EmployeeSnapshotRow {
@@ -55,7 +55,7 @@ export interface EmployeeSnapshotCounts {
  */
 const SNAPSHOT_LOCK = 'trainsync:employees-snapshot';
 // `default` keeps the bare name: a process of the previous version still serialises with this one.
-const snapshotLock = (org: string): string => (org === DEFAULT_ORG ? SNAPSHOT_LOCK : `${SNAPSHOT_LOCK}:${org}`);
+const snapshotLock = ({ org }: OrgRef): string => (org === DEFAULT_ORG ? SNAPSHOT_LOCK : `${SNAPSHOT_LOCK}:${org}`);
 /** Rows per COPY chunk: the text of one chunk is held at a time, not the whole feed's. */
 const COPY_CHUNK = 5_000;
 
@@ -175,7 +175,7 @@ async function stage(client: pg.PoolClient, rows: readonly EmployeeSnapshotRow[]
  */
 export async function snapshotEmployees(scope: OrgScope, input: EmployeeSnapshotInput): Promise<EmployeeSnapshotCounts> {
   return scope.transaction(async ({ client, org }) => {
-    await client.query('select pg_advisory_xact_lock(hashtext($1))', [snapshotLock(org)]);
+    await client.query('select pg_advisory_xact_lock(hashtext($1))', [snapshotLock(scope)]);
     // Taken after the lock: a snapshot that waited is still later than the one it waited for.
     const at = input.at ?? (await client.query<{ at: Date }>('select clock_timestamp() as at')).rows[0]!.at;
     await stage(client, input.rows);

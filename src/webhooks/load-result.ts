@@ -7,7 +7,7 @@ import { type QuarantinedRecord, quarantineRecords, results } from '../sync/inde
 import type { LoadCounts } from '../warehouse/load-counts.ts';
 import { upsertStaged } from '../warehouse/load-staged.ts';
 import type { WebhookResultOutcome } from '../warehouse/webhook-tables.ts';
-import { databaseNow, hasPendingResult, settleEvents, settleResult, type SettledEvent } from './store.ts';
+import { databaseNow, hasPendingResult, settleEventsOf, settleResult, type SettledEvent } from './store.ts';
 
 /**
  * Attempts of a result's load. A result the API cannot return yet (RESULT_NOT_FOUND,
@@ -51,7 +51,7 @@ function isNotReadable(error: unknown): boolean {
   return error instanceof PlatformError && (error.code === 'RESULT_NOT_FOUND' || error.status === 404);
 }
 
-type Deps = Pick<JobContext, 'scope' | 'db' | 'platform' | 'log' | 'job' | 'org'>;
+type Deps = Pick<JobContext, 'scope' | 'platform' | 'log' | 'job'>;
 
 /**
  * Settles the result's rows received up to `cutoff` and the events that are complete
@@ -69,7 +69,7 @@ async function settle(
     const counts = found && 'result' in found ? await upsertStaged(tx, results.table, [found.result], { seenAt: new Date() }) : undefined;
     if (found && 'invalid' in found) await quarantineRecords(tx, null, [found.invalid]);
     const eventIds = await settleResult(tx, resultId, cutoff, outcome);
-    return { events: await settleEvents(tx.db, error, { org: deps.org.slug, eventIds }), ...(counts ? { counts } : {}) };
+    return { events: await settleEventsOf(tx, error, eventIds), ...(counts ? { counts } : {}) };
   });
 }
 
@@ -88,7 +88,7 @@ export async function loadWebhookResult(resultId: string, deps: Deps, attempts =
   for (let round = 0; round < MAX_ROUNDS; round += 1) {
     if (!(await hasPendingResult(deps.scope, resultId))) break;
     // Rows received before this instant get this read's answer; later ones need another read.
-    const cutoff = await databaseNow(deps.db);
+    const cutoff = await databaseNow(deps.scope.db);
     let result: Result;
     try {
       summary.fetches += 1;

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
 import type { WebhookResultOutcome } from '../warehouse/webhook-tables.ts';
 import { sentAt, type Envelope, type EventPlan } from './events.ts';
@@ -115,13 +115,20 @@ export interface SettledEvent {
 
 /**
  * Marks events whose every result is settled as processed: `failed` if any result
- * failed, else `not-found` if any could not be read, else `loaded`. With `only`, just
- * those events of that organisation (a job's own); without, every such event of every
- * organisation (the sweep's safety net).
+ * failed, else `not-found` if any could not be read, else `loaded`: every such event of
+ * every organisation (the sweep's safety net, on a handle across organisations).
  */
-export async function settleEvents(db: Kysely<Database>, error: string | null, only?: { org: string; eventIds: readonly string[] }): Promise<SettledEvent[]> {
-  if (only !== undefined && only.eventIds.length === 0) return [];
-  const these = only === undefined ? sql`` : sql`and r.org = ${only.org} and r.event_id in (${sql.join(only.eventIds)})`;
+export function settleEvents(db: Kysely<Database>, error: string | null): Promise<SettledEvent[]> {
+  return settle(db, error, sql``);
+}
+
+/** `settleEvents` of just these events of the organisation of `scope` (a job's own). */
+export async function settleEventsOf({ db, org }: OrgDb, error: string | null, eventIds: readonly string[]): Promise<SettledEvent[]> {
+  if (eventIds.length === 0) return [];
+  return settle(db, error, sql`and r.org = ${org} and r.event_id in (${sql.join(eventIds)})`);
+}
+
+async function settle(db: Kysely<Database>, error: string | null, these: RawBuilder<unknown>): Promise<SettledEvent[]> {
   const { rows } = await sql<{ org: string; event_id: string; event_type: string; outcome: string; seconds: number }>`
     with settled as (
       select r.org, r.event_id,
@@ -184,9 +191,9 @@ export interface WebhookBacklog {
   lastDay: Record<string, number>;
 }
 
-/** What `status` shows of an organisation (the console: of the organisations it shows): the last event received and the backlog. */
-export async function webhookBacklog(db: Kysely<Database>, org: string | readonly string[]): Promise<WebhookBacklog> {
-  const orgs = typeof org === 'string' ? [org] : [...org];
+/** What the console shows of the organisations it shows: the last event received and the backlog. */
+export async function webhookBacklog(db: Kysely<Database>, shown: readonly string[]): Promise<WebhookBacklog> {
+  const orgs = [...shown];
   if (orgs.length === 0) return { lastReceivedAt: null, lastEventType: null, lastEventId: null, waiting: 0, oldestWaitingSince: null, lastDay: {} };
   const last = await db
     .selectFrom('trainsync.webhook_events')

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import type { z } from 'zod';
-import type { OrgScope } from '../../warehouse/scope.ts';
+import type { OrgDb, OrgScope } from '../../warehouse/scope.ts';
 import { recordConsoleChange } from '../data/provisioning.ts';
 import type { ConsoleDeps } from '../deps.ts';
 import { html, type SafeHtml } from '../html.ts';
@@ -61,8 +61,9 @@ export function pageKit(server: FastifyInstance, { deps, viewerOf }: PageRoutesO
     badFilter,
     // The token is in the form body, so it is checked once the body is parsed; then the role.
     changeHooks: { preHandler: [server.csrfProtection, operator] },
-    audit: (request: FastifyRequest, org: string, action: string, target: string, detail: Record<string, unknown> = {}): Promise<void> =>
-      recordConsoleChange(dbOf(org), { org, username: request.session!.username, role: request.session!.role, action, target, detail }),
+    /** Audits a change made in the organisation of `scope`. */
+    audit: (request: FastifyRequest, scope: OrgDb, action: string, target: string, detail: Record<string, unknown> = {}): Promise<void> =>
+      recordConsoleChange(scope, { username: request.session!.username, role: request.session!.role, action, target, detail }),
     /** The page's scope, and the one organisation it must show for a per-organisation page (undefined when "all" of several is chosen). */
     scopeOf: (request: FastifyRequest, reply: FastifyReply): { viewer: Viewer; slugs: string[]; one: string | undefined } => {
       const viewer = viewerOf(request, reply);

@@ -65,7 +65,7 @@ export const peopleRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server
     if (!org) return refuseNoOrg(request, reply, 'Drift repair', '/people/repair');
     const result = await reconcileFix(deps.repair(org), { dryRun: false, force: false, wait: false });
     const enqueued = result.applied?.enqueued.length ?? 0;
-    if (result.applied) await audit(request, org, 'reconcile-fix', 'training.employees', { enqueued, repairs: result.plan.repairs });
+    if (result.applied) await audit(request, handleOf(org), 'reconcile-fix', 'training.employees', { enqueued, repairs: result.plan.repairs });
     const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId}: review it under Provisioning, held plans.`;
     const message = result.plan.refused ? `Refused, nothing enqueued: ${consoleWording(result.plan.refused.message)}${held}` : `Repair applied: ${enqueued} actions enqueued (${result.plan.repairs} repairs); the workers apply them.`;
     return outcomePage(request, reply, 'Drift repair', message, '/people/repair', result.plan.refused === undefined);

@@ -52,9 +52,9 @@ export async function liveOpenActions(deps: Pick<ApplyDeps, 'scope' | 'queue'>, 
   const open = await openActions(deps.scope, employeeIds);
   // Asked all at once: ioredis writes the commands back to back, one round trip rather than one per row
   // (a SCIM batch asks about every employee it plans, many times a second).
-  const states = await Promise.all(open.map((row) => deps.queue.state(PROVISION_QUEUE, jobIdForAction(deps.scope.org, row.actionId))));
+  const states = await Promise.all(open.map((row) => deps.queue.state(PROVISION_QUEUE, jobIdForAction(deps.scope, row.actionId))));
   for (const [i, row] of open.entries()) {
-    const jobId = jobIdForAction(deps.scope.org, row.actionId);
+    const jobId = jobIdForAction(deps.scope, row.actionId);
     const state = states[i]!;
     if (state === 'unknown') {
       await finishAction(deps.scope, row.actionId, {
@@ -105,7 +105,7 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
   const ids = plan.actions.map((a) => a.id);
   for (let i = 0; i < ids.length; i += 500) {
     const chunk = ids.slice(i, i + 500);
-    const found = await Promise.all(chunk.map((id) => deps.queue.state(PROVISION_QUEUE, jobIdForAction(deps.scope.org, id))));
+    const found = await Promise.all(chunk.map((id) => deps.queue.state(PROVISION_QUEUE, jobIdForAction(deps.scope, id))));
     chunk.forEach((id, k) => states.set(id, found[k]!));
   }
 
@@ -118,7 +118,7 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
     for (const action of actions) {
       const state = states.get(action.id) ?? 'unknown';
       if (state === 'unknown') continue;
-      if (state === 'completed' || state === 'failed') await deps.queue.remove(PROVISION_QUEUE, jobIdForAction(deps.scope.org, action.id));
+      if (state === 'completed' || state === 'failed') await deps.queue.remove(PROVISION_QUEUE, jobIdForAction(deps.scope, action.id));
       else {
         // Queued without an open audit row (e.g. enqueued by hand): wait for it, add nothing beside it.
         pending = true;
@@ -134,7 +134,7 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
       const job = jobForAction(action, feedHash);
       // The id is learned in bulk after a burst (src/scim/resolve-ids.ts): one request per create, not two.
       const data = action.kind === 'create-user' && options.createLookUp === 'later' ? { ...job.data, lookUp: 'later' } : job.data;
-      node = { org: deps.scope.org, name: job.name, data, jobId: jobIdForAction(deps.scope.org, action.id), ...(node ? { after: node } : {}) };
+      node = { org: deps.scope.org, name: job.name, data, jobId: jobIdForAction(deps.scope, action.id), ...(node ? { after: node } : {}) };
       entries.push(auditEntryFor(action, feedHash, { source: options.source, reason: options.reasons?.get(action.id) }));
       enqueued.push(action.id);
     }
@@ -186,7 +186,7 @@ export async function waitForActions(
     : undefined;
   try {
     // Outcomes are read from the audit rows: a trimmed job reads as "missing" to BullMQ.
-    await processAndWait(deps.queue, PROVISION_QUEUE, actionIds.map((id) => jobIdForAction(deps.scope.org, id)));
+    await processAndWait(deps.queue, PROVISION_QUEUE, actionIds.map((id) => jobIdForAction(deps.scope, id)));
   } finally {
     if (ticker) clearInterval(ticker);
   }

@@ -41,9 +41,9 @@ export async function queuePasswordChange(deps: PasswordDeps, change: PasswordCh
   await recordQueuedActions(deps.scope, [
     { actionId, employeeId, email: subject, kind: 'set-password', seq: 0, before: null, after: { passwordSet: true }, feedHash: null },
   ]);
-  await keepPasswordSecret(deps.queue.secrets, deps.scope.org, actionId, encryptSecret(key, change.password, subject));
+  await keepPasswordSecret(deps.queue.secrets, deps.scope, actionId, encryptSecret(key, change.password, subject));
   const data = setPasswordPayloadSchema.parse({ actionId, email: subject });
-  const jobId = jobIdForAction(deps.scope.org, actionId);
+  const jobId = jobIdForAction(deps.scope, actionId);
   if (change.after) await deps.queue.addChains([{ org: deps.scope.org, name: PROVISION_JOBS.setPassword, data, jobId, after: change.after }]);
   else await deps.queue.add(PROVISION_JOBS.setPassword, data, { org: deps.scope.org, jobId, waited: true });
   return actionId;

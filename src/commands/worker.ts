@@ -1,6 +1,7 @@
 import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
+import { observeScim } from '../runtime/metrics.ts';
 import { CHECK_TIMEOUT_MS, runHealthChecks, startHealthServer } from '../runtime/health-server.ts';
 import { startConsole } from '../console/server.ts';
 import { provisionDeps } from './options/provision-deps.ts';
@@ -68,10 +69,7 @@ e.g. "health    http://127.0.0.1:9464/healthz"; logs go to stderr.`,
       const scim = await startScimService({
         config, scopes: app.scopes, locks: app.locks, queue: app.queue, platform: app.platform, log,
         onQuarantined: (org, count) => app.metrics.scimQuarantined.inc({ org }, count),
-        onAnswered: ({ org, method, status, seconds }) => {
-          app.metrics.scimRequests.inc({ org, method, status: String(status) });
-          app.metrics.scimDuration.observe({ org, method }, seconds);
-        },
+        onAnswered: observeScim(app.metrics),
       });
       // A person who started it sees where it answers (before the workers, which wait for an
       // unreachable Redis); logs stay JSON lines on stderr elsewhere.

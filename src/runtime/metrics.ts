@@ -279,6 +279,14 @@ export function createMetrics(collectQueueCounts?: () => Promise<QueueReading[]>
   };
 }
 
+/** The SCIM service's `onAnswered` hook: requests by method and status, and their duration. */
+export function observeScim(metrics: Metrics): (answer: { org: string; method: string; status: number; seconds: number }) => void {
+  return ({ org, method, status, seconds }) => {
+    metrics.scimRequests.inc({ org, method, status: String(status) });
+    metrics.scimDuration.observe({ org, method }, seconds);
+  };
+}
+
 /** What a load does to rows: the `outcome` label of trainsync_rows_loaded_total. */
 const ROW_OUTCOMES = ['inserted', 'updated', 'unchanged', 'quarantined', 'removed'] as const;
 

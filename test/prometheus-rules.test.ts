@@ -79,7 +79,7 @@ describe('the shipped Prometheus rules', () => {
       const { summary, description, runbook_url: runbook } = rule.annotations ?? {};
       expect(summary, name).toMatch(/\S/);
       // The organisation by its label where the expression keeps one, else "every organisation"; the same for the resource.
-      expect(description, name).toMatch(/organisation \{\{ \$labels\.org \}\}|every organisation|any organisation/);
+      expect(description, name).toMatch(/organisation \{\{ \$labels\.org \}\}|every organisation|any organisation/i);
       expect(description, name).toMatch(/\{\{ \$labels\.resource \}\}|resource/);
       if (/by \(org, resource\)|trainsync:sync_/.test(rule.expr)) expect(description, name).toContain('{{ $labels.resource }}');
       expect(runbook, name).toMatch(/^docs\/operator\.md#[a-z0-9-]+$/);

@@ -1,6 +1,6 @@
 -- How fresh each organisation's data is, for BI dashboards ("data as of …") that know nothing
--- of trainsync's runs: one row per organisation and synced resource that has a run or a
--- schedule.
+-- of trainsync's runs: one row per organisation (org, the last column) and synced resource
+-- that has a run or a schedule.
 --   last_complete_at   when the newest succeeded run of the resource ended (an incomplete run
 --                      left windows unread, a failed one read nothing it kept: neither counts);
 --                      null when none has yet
@@ -41,12 +41,13 @@ with recursive visible as (
   select s.org, s.resource from trainsync.sync_schedules s where s.org in (select org from visible)
 )
 select
-  p.org,
   p.resource,
   c.finished_at as last_complete_at,
   now() - c.finished_at as age,
   s.pattern as schedule,
-  make_interval(secs => s.every_seconds) as schedule_interval
+  make_interval(secs => s.every_seconds) as schedule_interval,
+  -- Last, as in every view (docs/reference.md, "Schema").
+  p.org
 from pairs p
 left join lateral (
   select r.finished_at from trainsync.runs r

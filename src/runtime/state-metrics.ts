@@ -37,7 +37,7 @@ export interface StateSnapshot {
 }
 
 /** How long a scrape waits for the state before it leaves it out. */
-export const STATE_TIMEOUT_MS = 2_000;
+export const STATE_TIMEOUT_MS = 3_000;
 
 /** Reads the state of every configured organisation: five statements, over the handle that sees them all. */
 export function stateReader(scopes: Pick<OrgScopes, 'acrossOrganisations'>, catalog: JobCatalog, orgs: readonly string[]): () => Promise<StateSnapshot> {

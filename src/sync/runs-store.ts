@@ -412,23 +412,27 @@ export interface RunStreak {
 
 /**
  * Each organisation's resources of `resources` that finished a run: when the last complete one
- * ended, and the newest statuses. One statement for all of `orgs`; each pair is two probes of
- * the index (org, resource, started_at desc), never a scan of every run (read at every scrape).
+ * ended, and the newest statuses. One statement for all of `orgs`, read at every scrape: per
+ * pair, one walk of the index (org, resource, started_at desc) over its newest runs, and a
+ * second probe only when none of them succeeded; never a scan of every run.
  */
 export async function runStreaksOf(db: Db, orgs: readonly string[], resources: readonly string[]): Promise<RunStreak[]> {
   if (orgs.length === 0 || resources.length === 0) return [];
   const { rows } = await sql<{ org: string; resource: string; last_complete_at: Date | null; recent: RunStatus[] }>`
     select c.slug as org, res.resource, l.recent,
-      (select g.finished_at from trainsync.runs g
+      -- coalesce evaluates the probe only when the newest runs hold no success.
+      coalesce(l.complete_at, (select g.finished_at from trainsync.runs g
         where g.org = c.slug and g.resource = res.resource and g.status = 'succeeded'
-        order by g.started_at desc limit 1) as last_complete_at
+        order by g.started_at desc limit 1)) as last_complete_at
     from unnest(${[...orgs]}::text[]) as c(slug)
     cross join unnest(${[...resources]}::text[]) as res(resource)
     join lateral (
-      select array_agg(r.status order by r.started_at desc, r.id desc) as recent from (
-        select r.status, r.started_at, r.id from trainsync.runs r
+      select array_agg(r.status order by r.started_at desc) as recent,
+        (array_agg(r.finished_at order by r.started_at desc) filter (where r.status = 'succeeded'))[1] as complete_at
+      from (
+        select r.status, r.started_at, r.finished_at from trainsync.runs r
          where r.org = c.slug and r.resource = res.resource and r.status = any(${[...FINISHED]}::text[])
-         order by r.started_at desc, r.id desc limit ${STREAK_RUNS}
+         order by r.started_at desc limit ${STREAK_RUNS}
       ) r
     ) l on l.recent is not null
     order by c.slug, res.resource`.execute(db);

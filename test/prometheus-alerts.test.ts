@@ -107,7 +107,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
-  if (prometheus && prometheus.exitCode === null) {
+  if (prometheus?.pid !== undefined && prometheus.exitCode === null && prometheus.signalCode === null) {
     const exited = new Promise((resolve) => prometheus!.once('exit', resolve));
     prometheus.kill('SIGTERM');
     await exited;

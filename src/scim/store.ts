@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
-import { findIdentityByEmail, identityGroupsSql } from '../provisioning/apply/identities-store.ts';
+import { findIdentityByEmail, identityGroupsSql } from '../provisioning/index.ts';
 import type { Database } from '../warehouse/database.ts';
 import { conflict, notFound, type ScimError } from './errors.ts';
 import type { Equality } from './filter.ts';

@@ -15,9 +15,14 @@ export function syncResources(jobs: Iterable<AnyJobDefinition>): SyncResource[] 
 }
 
 /** The job that syncs a resource; an error naming the known resources when none does. */
-export function syncJobName(jobs: Iterable<AnyJobDefinition>, resource: SyncResource): string {
+export function syncJobOf(jobs: Iterable<AnyJobDefinition>, resource: SyncResource): AnyJobDefinition {
   const all = syncJobs(jobs);
   const job = all.find((j) => j.resource === resource);
   if (!job) throw new Error(`Unknown resource "${resource}": use ${all.map((j) => j.resource).join(', ')} or all.`);
-  return job.name;
+  return job;
+}
+
+/** The name of the job that syncs a resource (syncJobOf). */
+export function syncJobName(jobs: Iterable<AnyJobDefinition>, resource: SyncResource): string {
+  return syncJobOf(jobs, resource).name;
 }

@@ -85,7 +85,7 @@ export function pageKit(server: FastifyInstance, { deps, viewerOf }: PageRoutesO
       const parsed = schema.safeParse(request.query);
       if (parsed.success) return parsed.data;
       const fields = [...new Set(parsed.error.issues.map((i) => String(i.path[0] ?? 'query')))].map((f) => `"${f.slice(0, 40)}"`).join(', ');
-      badFilter(request, reply, title, `The filter ${fields} cannot be used: give each filter once, as the page's form does (text of at most 200 characters).`, back);
+      badFilter(request, reply, title, `The filter ${fields} cannot be used: give each filter once, as the page's form does (text of at most 200 characters, with no NUL character).`, back);
       return undefined;
     },
     /** What a change did (200) or why it did nothing (409), with the way back. */

@@ -19,10 +19,12 @@ import { pageKit, send, type PageRoutesOptions } from './kit.ts';
  */
 export const peopleRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server, options) => {
   const { deps } = options;
-  const { dbOf, scopeOf, viewerOf, chooseOne, changeHooks, audit, refuseOutside, refuseNoOrg, outcomePage } = pageKit(server, options);
+  const { dbOf, scopeOf, viewerOf, queryOf, chooseOne, changeHooks, audit, refuseOutside, refuseNoOrg, outcomePage } = pageKit(server, options);
 
   server.get('/people', async (request, reply) => {
-    const by = parseGroupBy(listQuery.parse(request.query).by);
+    const q = queryOf(listQuery, request, reply, 'People', '/people');
+    if (!q) return reply;
+    const by = parseGroupBy(q.by);
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, 'People');
     const [report, statuses] = await Promise.all([reconciliationReport(dbOf(one), one, 5), assignmentStatusBy(dbOf(one), one, by)]);
@@ -30,7 +32,8 @@ export const peopleRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server
   });
 
   server.get('/people/assignments', async (request, reply) => {
-    const q = listQuery.extend({ status: z.string().max(40) }).parse(request.query);
+    const q = queryOf(listQuery.extend({ status: z.string().max(40).refine((v) => !v.includes('\u0000')) }), request, reply, 'Assignments', '/people');
+    if (!q) return reply;
     const by = parseGroupBy(q.by);
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, 'Assignments');
@@ -40,7 +43,8 @@ export const peopleRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server
   });
 
   server.get('/people/discrepancies', async (request, reply) => {
-    const q = listQuery.extend({ kind: z.enum(RECONCILIATION_KINDS) }).parse(request.query);
+    const q = queryOf(listQuery.extend({ kind: z.enum(RECONCILIATION_KINDS) }), request, reply, 'People', '/people');
+    if (!q) return reply;
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, `People: ${q.kind}`);
     const list = await discrepancies(dbOf(one), one, q.kind, q.page, PAGE_SIZE);

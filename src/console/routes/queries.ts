@@ -10,7 +10,9 @@ export const PAGE_SIZE = 50;
 /** The Provisioning page holds four lists: each paged short, so the page stays readable (its own page parameter each). */
 export const PROVISIONING_PAGE_SIZE = 20;
 const pageNumber = z.coerce.number().int().min(1).max(100_000).catch(1);
-const text = z.string().trim().max(200).optional().transform((v) => (v ? v : undefined));
+/** Postgres text cannot hold NUL: a filter carrying one is the page's 400, never a fault in the query. */
+const noNul = (v: string) => !v.includes('\u0000');
+const text = z.string().trim().max(200).refine(noNul, 'a filter cannot hold a NUL character').optional().transform((v) => (v ? v : undefined));
 export const listQuery = z.object({
   page: pageNumber,
   rpage: pageNumber,
@@ -25,7 +27,7 @@ export const listQuery = z.object({
   day: z.unknown().optional(),
   outcome: text,
   by: text,
-  group: z.string().max(300).optional(),
+  group: z.string().max(300).refine(noNul, 'a filter cannot hold a NUL character').optional(),
   feed: z.string().regex(/^[0-9a-f]{64}$/).optional().catch(undefined),
 });
 /** The `day` filter alone, read first: a bad one is answered with why, whatever else the query holds. */

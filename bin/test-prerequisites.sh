@@ -9,7 +9,8 @@
 # Run as root with apt-get at hand, it installs the missing Debian packages; otherwise it stops
 # at once with one line naming what is missing and the command that installs it, so no test
 # fails later, one by one, over a missing program (and none is skipped for it).
-# CHROMIUM_PATH and PGBOUNCER_PATH, as the tests read them, point at other copies.
+# CHROMIUM_PATH and PGBOUNCER_PATH, as the tests read them, point at other copies (and
+# PROMETHEUS_PATH at another server for test/prometheus-alerts.test.ts).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 

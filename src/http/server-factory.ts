@@ -3,6 +3,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import { HttpError, mapError, type BodyLimit, type MappedError } from './http-error.ts';
+import { traceRequests, type RequestTracing } from './request-spans.ts';
+import { tracingOn } from '../lib/tracing/spans.ts';
 
 /**
  * Every HTTP server trainsync runs (SCIM, the webhook receiver, /healthz and /metrics, the
@@ -93,6 +95,8 @@ export interface HttpServerOptions {
   rewriteUrl?: ((url: string) => string) | undefined;
   log: HttpLog;
   forceCloseAfterMs?: number;
+  /** Traces on: each request is a server span named this way (SCIM and webhooks; health and the console are not traced). */
+  traced?: RequestTracing | undefined;
 }
 
 export interface HttpServer {
@@ -257,6 +261,8 @@ export async function startHttpServer({ options, plugin }: ServerDefinition): Pr
     server.removeAllContentTypeParsers();
     server.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   }
+  // Before every other hook and route: the span covers the whole request, refusals included.
+  if (options.traced !== undefined && tracingOn()) traceRequests(server, options.name, options.traced);
   server.setErrorHandler((error, request, reply) => answerError(error, request, reply));
   // First of every server's hooks: nothing of a server's own (a session lookup, a signature) runs for an over-long request.
   server.addHook('onRequest', async (request) => {

@@ -25,6 +25,7 @@ import { checkAppRole, ownerRefusal, warnIfUnbound } from '../warehouse/app-role
 import { ensureWorkerLogin } from '../warehouse/worker-login.ts';
 import { createScopes, type OrgScopes } from '../warehouse/scope.ts';
 import { createLockSession, type AdvisoryLocks } from '../warehouse/lock-session.ts';
+import { startTracing, type Tracing } from '../lib/tracing/start.ts';
 
 /**
  * The long-lived parts one process shares between its commands and jobs. Commands
@@ -178,7 +179,16 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     readState: stateReader(scopes, catalog, config.orgs.map((org) => org.slug)),
   });
   const redisMode = options.redis ?? 'one-shot';
-  const queue = createJobQueue(config, { catalog, services, log, onFinished: observeJobs(metrics, catalog) }, { redis: redisMode });
+  // Off unless the OTEL_* variables ask (docs/operator.md, "Traces"): then the SDK is loaded, and BullMQ carries each trace through Redis.
+  let tracing: Tracing | undefined;
+  try {
+    tracing = config.tracing ? await startTracing(config.tracing, log) : undefined;
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    await locks.close().catch(() => undefined);
+    throw error;
+  }
+  const queue = createJobQueue(config, { catalog, services, log, onFinished: observeJobs(metrics, catalog) }, { redis: redisMode, telemetry: tracing?.telemetry });
   if (redisMode === 'one-shot') {
     // Fail now, with one line naming REDIS_URL, rather than hang at the first queue operation.
     try {
@@ -187,6 +197,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
       await queue.close();
       // The pool itself: Kysely ends it only if it ever lent a connection from it.
       await pool.end().catch(() => undefined);
+      await tracing?.close();
       throw error;
     }
   }
@@ -205,6 +216,8 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
       await queue.close();
       await pool.end();
       await locks.close();
+      // Last: the spans of everything closed above are sent before the process goes.
+      await tracing?.close();
     },
   };
 }

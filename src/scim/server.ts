@@ -3,6 +3,8 @@ import { MAX_URL_BYTES, startHttpServer, type HttpServer, type HttpServerOptions
 import { zodValidatorCompiler } from '../http/zod-schemas.ts';
 import type { Logger } from '../runtime/log.ts';
 import { bearerTokenMatcher } from '../http/bearer-token.ts';
+import type { RequestTracing } from '../http/request-spans.ts';
+import { ATTR } from '../lib/tracing/attributes.ts';
 import { scimSchemaError } from './bodies.ts';
 import { errorBody, ScimError } from './errors.ts';
 import { noSuchEndpoint, ROUTED_METHODS, scimRoutes } from './routes.ts';
@@ -128,6 +130,19 @@ function send(reply: FastifyReply, answer: Omit<ScimAnswer, 'ignored'>): Fastify
 }
 
 /**
+/**
+ * A SCIM request in a trace: named by its route (`/scim/v2/{org}/Users/{id}`, Fastify's
+ * template, never the path as sent), with the organisation and the resource as attributes.
+ */
+export const scimRequestTracing: RequestTracing = {
+  attributes(request) {
+    const target = request.scim;
+    const segment = target?.rest[0];
+    return { [ATTR.org]: target?.org, [ATTR.scimResource]: segment === undefined ? undefined : RESOURCES.get(segment.toLowerCase()) };
+  },
+};
+
+/**
  * The URL the router sees: the path as the gate reads it (the URL standard's), with the bare
  * organisation's slug after `/scim/v2` when the path names none, so every resource route is one
  * route under `/scim/v2/:org` and routeOrg alone decides which organisation a path is for.
@@ -156,6 +171,7 @@ function scimServerOptions(options: ScimServerOptions, unrouted: Unrouted): Http
     faultDetail: 'not recorded; try again later',
     notFoundDetail: `not found: SCIM is served under ${SCIM_PATH}`,
     log: options.log,
+    traced: scimRequestTracing,
   };
 }
 

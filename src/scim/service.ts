@@ -22,6 +22,7 @@ import { employeeIdsFor, insertUsers, pendingUsers, quarantineUsers, type Employ
 import type { ScimUserResource } from './user-mapping.ts';
 import { checkPasswordAccepted, queueScimPassword } from './password.ts';
 import { createRecentUsers } from './recent-users.ts';
+import { ATTR } from '../lib/tracing/attributes.ts';
 
 /** What planning one organisation's SCIM changes needs (the pipeline's deps and the SCIM disable limit). */
 export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'locks' | 'queue' | 'platform' | 'log'>, scope: OrgScope, org: string): ChangeDeps {
@@ -131,7 +132,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     },
     (intake) => intake.scimId,
     MAX_BATCH,
-    split,
+    { ...split, span: { name: 'scim insert', attributes: { [ATTR.org]: org.slug } } },
   );
   // Users written and not planned yet, planned together: one snapshot, plan, audit write and enqueue.
   const plans = createBatcher<string, undefined>(
@@ -143,7 +144,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     },
     (scimId) => scimId,
     MAX_BATCH,
-    split,
+    { ...split, span: { name: 'scim plan', attributes: { [ATTR.org]: org.slug } } },
   );
   /**
    * A User whose plan failed alone (its batch was split down to it) with a failure of its own:

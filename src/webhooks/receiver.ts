@@ -17,6 +17,7 @@ import { recordRefusal, type RefusalReason } from './refusals.ts';
 import { startRefusalTally, type RefusalTally } from './refusal-tally.ts';
 import { unstorableReason } from './unstorable.ts';
 import { storeEvent, type StoredEvent } from './store.ts';
+import { ATTR } from '../lib/tracing/attributes.ts';
 
 /** The default organisation's path (today's, unchanged); every organisation also has `<this>/<slug>`. */
 export const WEBHOOK_PATH = '/webhooks/platform';
@@ -303,6 +304,8 @@ function webhookServerOptions(deps: Pick<WebhookReceiverDeps, 'config' | 'log'>)
     faultDetail: 'not stored; deliver again later',
     notFoundDetail: `not found: the platform posts to ${WEBHOOK_PATH}/<organisation>`,
     log: deps.log,
+    // Traces on: a span per delivery, named by its route (never the path as sent), with its organisation.
+    traced: { attributes: (request) => ({ [ATTR.org]: request.webhookOrg?.slug }) },
   };
 }
 

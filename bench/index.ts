@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given (sync also measures row-level security: enforced beside bypassed, and traces: off beside on): simulator client http writepath warehouse sync tracing startup latency provisioning feed webhooks employees drift timings scim doctor settings console orgs
+ *   npm run bench -- sync         # only the names given (sync also measures row-level security: enforced beside bypassed, and traces: off beside on): simulator client http writepath warehouse sync tracing startup latency provisioning feed webhooks employees drift timings scim doctor settings console orgs scrape
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -304,6 +304,14 @@ if (want('orgs')) {
   verdicts.push(
     `INFO  orgs ×${thousandArgs.orgs}: Postgres' CPU for the same rows by raw COPY alone ${num(floor.postgresCpuSeconds)} s (${num(floor.postgresCpuMicrosPerResult)} µs a result, ${num(floor.wallSeconds)} s of wall with nothing else running) beside trainsync's load ${others.postgres} s; with the workers' ${num(thousand.workersCpuSeconds)} s, two cores need at least ${Math.round((num(floor.postgresCpuSeconds) + num(thousand.workersCpuSeconds)) / 2)} s`,
   );
+}
+if (want('scrape')) {
+  process.stdout.write('\n== /metrics with 1,000 organisations and 180,000 runs: the series the alerts read from Postgres at each scrape; training.freshness as BI readers run it\n');
+  const scrape = lastJson(await run(['bench/metrics-scrape.ts']));
+  figures.scrape = scrape;
+  const s = scrape.scrape as { medianMs: number; medianCpuMs: number; series: number; stateSeries: number };
+  const f = scrape.freshness as { allOrganisations: { ms: number }; oneOrganisation: { ms: number } };
+  verdicts.push(`INFO  scrape ×${num(scrape.orgs)}: ${s.medianMs} ms median, ${s.medianCpuMs} ms CPU in the worker, ${s.series} series (${s.stateSeries} read from Postgres; the read alone ${num(scrape.stateReadMedianMs)} ms); training.freshness ${f.allOrganisations.ms} ms for every organisation, ${f.oneOrganisation.ms} ms for one's reader`);
 }
 
 process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);

@@ -48,7 +48,7 @@ export interface ScheduledJob {
   org: string;
   job: string;
   queue: QueueName;
-  /** The cron line (UTC): the job's setting when set, else its default. */
+  /** The cron line (UTC): the job's setting when set, else its default, moved by the organisation's spread. */
   pattern: string;
 }
 

@@ -7,13 +7,14 @@ import { ensureOrgReaders } from '../warehouse/org-readers.ts';
 import type { Services } from '../queue/job-context.ts';
 import type { Logger } from './log.ts';
 import { createMetrics, observeJobs, type Metrics } from './metrics.ts';
+import { stateReader } from './state-metrics.ts';
 import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import { createJobCatalog, type JobCatalog } from '../queue/catalog.ts';
 import type { AnyJobDefinition } from '../queue/define-job.ts';
 import type { RedisMode } from '../queue/connection.ts';
 import { createJobQueue, type JobQueue } from '../queue/job-queue.ts';
-import { QUEUE_NAMES } from '../queue/names.ts';
+import { QUEUE_NAMES, type QueueName } from '../queue/names.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate, requireMigrated } from '../warehouse/migrator.ts';
 import { maskUrl, toInfrastructureError } from '../lib/infra-errors.ts';
@@ -158,7 +159,12 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   const metrics = createMetrics(async () => {
     if (!queue.redis.isReady) return [];
     let timer: NodeJS.Timeout | undefined;
-    const counts = Promise.all(QUEUE_NAMES.map(async (name) => ({ queue: name, counts: await queue.counts(name) })));
+    // The workers connected: CLIENT LIST, which some managed Redis refuse; then left out, the counts kept.
+    const workersOf = (name: QueueName): Promise<number | undefined> => queue.workers(name).catch(() => undefined);
+    const counts = Promise.all(QUEUE_NAMES.map(async (name) => {
+      const [jobs, workers] = await Promise.all([queue.counts(name), workersOf(name)]);
+      return { queue: name, counts: jobs, ...(workers === undefined ? {} : { workers }) };
+    }));
     counts.catch(() => undefined);
     const timeout = new Promise<[]>((resolve) => (timer = setTimeout(resolve, QUEUE_COUNTS_TIMEOUT_MS, [])));
     try {
@@ -166,7 +172,12 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     } finally {
       clearTimeout(timer);
     }
-  }, { orgs: config.orgs.map((org) => org.slug), orgLabels: config.TRAINSYNC_METRICS_ORG_LABELS });
+  }, {
+    orgs: config.orgs.map((org) => org.slug),
+    orgLabels: config.TRAINSYNC_METRICS_ORG_LABELS,
+    budgets: config.orgs.map((org) => ({ org: org.slug, requestsPerSecond: org.requestsPerSecond })),
+    readState: stateReader(scopes, catalog, config.orgs.map((org) => org.slug)),
+  });
   const redisMode = options.redis ?? 'one-shot';
   // Off unless the OTEL_* variables ask (docs/operator.md, "Traces"): then the SDK is loaded, and BullMQ carries each trace through Redis.
   let tracing: Tracing | undefined;

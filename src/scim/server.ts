@@ -51,7 +51,23 @@ export interface ScimServerOptions {
   /** Requests worked on at once; past it, 429 with Retry-After (TRAINSYNC_SCIM_MAX_IN_FLIGHT). */
   maxInFlight: number;
   log: Logger;
+  /**
+   * Called once per request answered, refusals included: its organisation (`none` when the
+   * path names none served: never a slug taken from the path), method, status and seconds.
+   */
+  onAnswered?: ((answer: ScimAnswered) => void) | undefined;
 }
+
+/** One SCIM request answered, as the metrics count it. */
+export interface ScimAnswered {
+  org: string;
+  method: string;
+  status: number;
+  seconds: number;
+}
+
+/** The `org` of a request whose path names no organisation served (a label value, never a slug from the path). */
+export const NO_ORG = 'none';
 
 export type ScimServer = HttpServer;
 
@@ -100,6 +116,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the SCIM server's gate (src/scim/server.ts) before the body is read. */
     scim: ScimTarget | null;
+    /** The served organisation the path names, set by the gate even when it refuses the request (its metrics). */
+    scimOrg: string | null;
   }
 }
 
@@ -193,6 +211,7 @@ export function scimServer(options: ScimServerOptions): ServerDefinition {
       send(reply, { status: 404, body: errorBody(404, `not found: ${detail}`) });
       return undefined;
     }
+    request.scimOrg = target.org;
     // The path's organisation's token only: another organisation's token is refused here.
     if (!authorised.get(target.org)!(request.headers.authorization)) {
       send(reply, { status: 401, body: errorBody(401, `a valid bearer token of organisation ${target.org} is required (Authorization: Bearer <its SCIM token>)`), headers: { 'www-authenticate': 'Bearer realm="trainsync-scim"' } });
@@ -230,6 +249,19 @@ export function scimServer(options: ScimServerOptions): ServerDefinition {
 
   const plugin: ServerPlugin = async (server) => {
     server.decorateRequest('scim', null);
+    server.decorateRequest('scimOrg', null);
+    const onAnswered = options.onAnswered;
+    if (onAnswered) {
+      // Every answer, the gate's refusals included (their onRequest sends the reply).
+      server.addHook('onResponse', (request, reply, done) => {
+        try {
+          onAnswered({ org: request.scimOrg ?? NO_ORG, method: request.method, status: reply.statusCode, seconds: reply.elapsedTime / 1000 });
+        } catch {
+          // A metrics hook never fails a request.
+        }
+        done();
+      });
+    }
     // Route schemas are zod (bodies.ts); a body refused by its schema is answered as its reader's SCIM 400.
     server.setValidatorCompiler(zodValidatorCompiler);
     server.setSchemaErrorFormatter(scimSchemaError);

@@ -15,7 +15,7 @@ import { describeDatabaseError, describeRedisError } from '../lib/infra-errors.t
 import { quarantinable } from './quarantine.ts';
 import type { ChangeDeps } from './change.ts';
 import { createBatcher } from './batcher.ts';
-import { startScimServer, type ScimOrgRoute } from './server.ts';
+import { startScimServer, type ScimOrgRoute, type ScimServerOptions } from './server.ts';
 import { resolveDeferredIds } from './resolve-ids.ts';
 import type { ScimError } from './errors.ts';
 import { employeeIdsFor, insertUsers, pendingUsers, quarantineUsers, type EmployeeIdChoice, type ScimUserRow } from './store.ts';
@@ -51,6 +51,8 @@ export interface ScimServiceDeps {
   log: Logger;
   /** Called with the number of Users just quarantined (trainsync_scim_quarantined_total). */
   onQuarantined?: (org: string, count: number) => void;
+  /** Called once per request answered (the SCIM request metrics). */
+  onAnswered?: ScimServerOptions['onAnswered'];
 }
 
 export interface ScimService {
@@ -277,6 +279,7 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
     maxBodyBytes: config.TRAINSYNC_SCIM_MAX_BODY_BYTES,
     maxInFlight: config.TRAINSYNC_SCIM_MAX_IN_FLIGHT,
     log,
+    onAnswered: deps.onAnswered,
   });
 
   let sweeping: Promise<void> | undefined;

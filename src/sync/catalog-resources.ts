@@ -5,7 +5,7 @@ import { SYNC_QUEUE } from '../queue/names.ts';
 export type SyncResource = string;
 
 /** The sync jobs of a catalog, in jobs/index.ts order: the order `sync all` runs them. */
-function syncJobs(jobs: Iterable<AnyJobDefinition>): AnyJobDefinition[] {
+export function syncJobs(jobs: Iterable<AnyJobDefinition>): AnyJobDefinition[] {
   return [...jobs].filter((job) => job.queue === SYNC_QUEUE && job.resource !== undefined);
 }
 

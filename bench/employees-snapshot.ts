@@ -24,7 +24,7 @@ import { readFeed } from '../src/provisioning/feed/read.ts';
 import { loadAppliedEmployees } from '../src/provisioning/apply/applied-state.ts';
 import { planProvisioning } from '../src/provisioning/plan/plan.ts';
 import { snapshotFeed } from '../src/provisioning/snapshot-feed.ts';
-import type { EmployeeSnapshotCounts } from '../src/warehouse/load-employees.ts';
+import type { EmployeeSnapshotCounts } from '../src/provisioning/employees-store.ts';
 import { migrate } from '../src/warehouse/migrator.ts';
 import { createDb, createPool } from '../src/warehouse/pool.ts';
 import { createScopes } from '../src/warehouse/scope.ts';

@@ -11,7 +11,7 @@ import type { ReadFeedOptions } from '../src/provisioning/feed/types.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
 import { snapshotFeed, UnreadableFeedError } from '../src/provisioning/snapshot-feed.ts';
 import { findUser, ORG_EMAIL_DOMAIN } from '../src/simulator/index.ts';
-import type { EmployeeSnapshotCounts } from '../src/warehouse/load-employees.ts';
+import type { EmployeeSnapshotCounts } from '../src/provisioning/employees-store.ts';
 import { runCli } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { rowsFromState, toCsv } from './helpers/hr-feed.ts';

@@ -19,7 +19,7 @@ import { createApp, type App } from '../src/runtime/app.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import { startScimService, type ScimService } from '../src/scim/service.ts';
 import { findUser, ORG_EMAIL_DOMAIN, startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
-import { snapshotEmployees } from '../src/warehouse/load-employees.ts';
+import { snapshotEmployees } from '../src/provisioning/employees-store.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 import { waitFor } from './helpers/worker-process.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reconciliationReport } from '../src/warehouse/reconciliation.ts';
+import { reconciliationReport } from '../src/provisioning/reconciliation.ts';
 import { runCli } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 

@@ -19,7 +19,7 @@ import { formatOutcome, formatPlanReport } from './render/provision-report.ts';
 import { syncResources } from '../sync/catalog-resources.ts';
 import { runSync } from '../sync/run-and-wait.ts';
 import { syncPayloadSchema } from '../sync/sync-payload.ts';
-import { reconciliationReport } from '../warehouse/reconciliation.ts';
+import { reconciliationReport } from '../provisioning/reconciliation.ts';
 import { startSimulator, writeCallCount } from '../simulator/index.ts';
 import type { CommandDeps } from './options/deps.ts';
 import { renderAssignmentStatus } from './render/demo-assignments.ts';

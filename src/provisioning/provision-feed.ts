@@ -1,5 +1,5 @@
 import { basename, resolve } from 'node:path';
-import { refreshEmployeeAccounts, type EmployeeSnapshotCounts } from '../warehouse/load-employees.ts';
+import { refreshEmployeeAccounts, type EmployeeSnapshotCounts } from './employees-store.ts';
 import { waitForActions, type ApplyResult } from './apply/enqueue.ts';
 import { feedFormatFor, readFeed } from './feed/read.ts';
 import { feedDataRows } from './feed/shrink-guard.ts';

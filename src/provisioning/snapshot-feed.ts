@@ -1,5 +1,5 @@
 import { TrainsyncError } from '../lib/errors.ts';
-import { snapshotEmployees, type EmployeeSnapshotCounts } from '../warehouse/load-employees.ts';
+import { snapshotEmployees, type EmployeeSnapshotCounts } from './employees-store.ts';
 import type { FeedReadResult } from './feed/types.ts';
 import type { PlanMode } from './plan/types.ts';
 import type { OrgScope } from '../warehouse/scope.ts';

@@ -1,5 +1,4 @@
-import { type Approving, type MaxDisable, type PipelineDeps, type PlanRefusal, runPipeline } from '../provisioning/index.ts';
-import { snapshotEmployees } from '../warehouse/load-employees.ts';
+import { type Approving, type MaxDisable, type PipelineDeps, type PlanRefusal, runPipeline, snapshotEmployees } from '../provisioning/index.ts';
 import { scimSource, type ScimChange } from './source.ts';
 
 export type { ScimChange } from './source.ts';

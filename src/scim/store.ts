@@ -3,7 +3,7 @@ import { findIdentityByEmail, identityGroupsSql } from '../provisioning/index.ts
 import type { Database } from '../warehouse/database.ts';
 import { conflict, notFound, type ScimError } from './errors.ts';
 import type { Equality } from './filter.ts';
-import type { ScimUsersTable } from '../warehouse/scim-tables.ts';
+import type { ScimUsersTable } from './tables.ts';
 import { accountEmail, mintedEmployeeId, namedEmployeeId, type ScimUserResource } from './user-mapping.ts';
 import type { OrgDb } from '../warehouse/scope.ts';
 

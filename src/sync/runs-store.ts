@@ -12,7 +12,8 @@
  * console's reads take the organisations of its page (`orgs`).
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { Database, RunStatus } from '../warehouse/database.ts';
+import type { Database } from '../warehouse/database.ts';
+import type { RunStatus } from './tables.ts';
 import { jsonbText } from '../warehouse/jsonb-text.ts';
 import type { OrgDb } from '../warehouse/scope.ts';
 

@@ -6,7 +6,7 @@ import type { Result } from '../platform/schemas.ts';
 import { type QuarantinedRecord, quarantineRecords, results } from '../sync/index.ts';
 import type { LoadCounts } from '../warehouse/load-counts.ts';
 import { upsertStaged } from '../warehouse/load-staged.ts';
-import type { WebhookResultOutcome } from '../warehouse/webhook-tables.ts';
+import type { WebhookResultOutcome } from './tables.ts';
 import { databaseNow, hasPendingResult, settleEventsOf, settleResult, type SettledEvent } from './store.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
-import type { WebhookResultOutcome } from '../warehouse/webhook-tables.ts';
+import type { WebhookResultOutcome } from './tables.ts';
 import { sentAt, type Envelope, type EventPlan } from './events.ts';
 import type { OrgDb, OrgScope } from '../warehouse/scope.ts';
 

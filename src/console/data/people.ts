@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { HrReconciliationView, ReconciliationKind } from '../../warehouse/group-tables.ts';
+import type { HrReconciliationView, ReconciliationKind } from '../../provisioning/index.ts';
 import type { OrgDb } from '../../warehouse/scope.ts';
 
 

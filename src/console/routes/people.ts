@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { loadGroupNames, reconcileFix } from '../../provisioning/index.ts';
-import { RECONCILIATION_KINDS, reconciliationReport } from '../../warehouse/reconciliation.ts';
+import { loadGroupNames, RECONCILIATION_KINDS, reconcileFix, reconciliationReport } from '../../provisioning/index.ts';
 import { assignmentsIn, assignmentStatusBy, discrepancies, parseGroupBy } from '../data/people.ts';
 import { page } from '../layout.ts';
 import { assignmentsBody } from '../pages/assignments.ts';

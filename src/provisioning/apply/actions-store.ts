@@ -1,6 +1,6 @@
 import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { Database } from '../../warehouse/database.ts';
-import type { ProvisioningActionKind, ProvisioningActionStatus, ProvisioningActionsTable, ProvisioningSource } from '../../warehouse/provisioning-tables.ts';
+import type { ProvisioningActionKind, ProvisioningActionStatus, ProvisioningActionsTable, ProvisioningSource } from './tables.ts';
 import type { ActionState, PlannedAction } from '../plan/types.ts';
 import type { OrgDb } from '../../warehouse/scope.ts';
 

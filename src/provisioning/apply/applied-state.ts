@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { IdentitiesTable } from '../../warehouse/provisioning-tables.ts';
+import type { IdentitiesTable } from './tables.ts';
 import type { AppliedEmployee } from '../plan/types.ts';
 import { allIdentities } from './identities-store.ts';
 import type { OrgDb } from '../../warehouse/scope.ts';

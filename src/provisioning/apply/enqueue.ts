@@ -3,7 +3,7 @@ import type { ActionQueue, ChainSpec } from '../../queue/action-queue.ts';
 import { PROVISION_QUEUE } from '../../queue/names.ts';
 import { processAndWait } from '../../queue/process-and-wait.ts';
 import type { OrgScope } from '../../warehouse/scope.ts';
-import type { ProvisioningSource } from '../../warehouse/provisioning-tables.ts';
+import type { ProvisioningSource } from './tables.ts';
 import type { Plan } from '../plan/types.ts';
 import { jobForAction, jobIdForAction } from './actions.ts';
 import { auditEntryFor, auditRows, finishAction, openActions, recordQueuedActions, type AuditEntry, type AuditRow } from './actions-store.ts';

@@ -1,8 +1,8 @@
 import { sql, type RawBuilder, type Selectable } from 'kysely';
-import type { IdentitiesTable } from '../../warehouse/provisioning-tables.ts';
+import type { IdentitiesTable } from './tables.ts';
 import type { FeedRole } from '../feed/types.ts';
 import type { AppliedEmployee } from '../plan/types.ts';
-import type { OrgDb, OrgScope } from '../../warehouse/scope.ts';
+import type { OrgDb } from '../../warehouse/scope.ts';
 
 /**
  * The store of `trainsync.identities`: per employee, the e-mail, the HR employee id and the
@@ -135,23 +135,6 @@ export function identityGroupsSql({ org }: OrgDb, employeeId: string): RawBuilde
 /** The employees whose identity has no platform id yet, as a subquery for a statement of another table. */
 export function employeesWithoutAccountSql({ org }: OrgDb): RawBuilder<string> {
   return sql<string>`(select i.employee_id from trainsync.identities i where i.org = ${org} and i.platform_user_id is null)`;
-}
-
-/**
- * Gives employees without an account the one their create job made (a SCIM create is
- * answered before the platform call, so its employee row is written without it). Only
- * rows with user_id null are looked at (an index range), so the SCIM sweep can run it often.
- */
-export async function fillNewAccounts({ lend, org }: OrgScope): Promise<number> {
-  return lend(async (client) => {
-    const { rowCount } = await client.query(
-      `update training.employees e set user_id = i.platform_user_id, updated_at = clock_timestamp()
-       from trainsync.identities i
-       where e.org = $1 and e.user_id is null and i.org = e.org and i.employee_id = e.employee_id and i.platform_user_id is not null`,
-      [org],
-    );
-    return rowCount ?? 0;
-  });
 }
 
 /**
@@ -314,7 +297,7 @@ export async function setIdentityGroup(scope: OrgDb, employeeId: string, groupId
 
 /**
  * An add (re)starts the membership (`since` kept while it lasts); a removal marks it removed, keeping the row.
- * Raw SQL: training.group_members' row type (and its key, (org, group_id, user_id)) is the sync wing's.
+ * Raw SQL: the upsert on its key (org, group_id, user_id) keeps `since` in one statement (its row type: ./tables.ts).
  */
 async function recordGroupMember({ db, org }: OrgDb, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<void> {
   if (member) {

@@ -1,5 +1,5 @@
 import type { PlatformClient } from '../../platform/types.ts';
-import type { ProvisioningSource } from '../../warehouse/provisioning-tables.ts';
+import type { ProvisioningSource } from '../apply/tables.ts';
 import type { AdvisoryLocks } from '../../warehouse/lock-session.ts';
 import type { ApplyDeps } from '../apply/enqueue.ts';
 import type { FeedRow } from '../feed/types.ts';

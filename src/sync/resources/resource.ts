@@ -11,7 +11,7 @@ import type { StagedTable } from '../../warehouse/load-staged.ts';
  * (`TRAINSYNC_CRON_<NAME>`) and the metrics come from it through the catalog; the
  * engines (snapshot.ts, reading.ts, results/) and the generic client and loaders read
  * it. The table itself is a migration (sql/migrations/); a row type in
- * src/warehouse/ is needed only where something reads the table through Kysely.
+ * ./tables.ts is needed only where something reads the table through Kysely.
  */
 interface Declared {
   /** `sync <name>`; its job is `sync-<name>`, its schedule TRAINSYNC_CRON_<NAME> (uppercase, `-` as `_`). */

@@ -1,5 +1,5 @@
 import { errorMessage } from '../../../lib/errors.ts';
-import { snapshotEmployees, type EmployeeSnapshotCounts } from '../../../warehouse/load-employees.ts';
+import { snapshotEmployees, type EmployeeSnapshotCounts } from '../../employees-store.ts';
 import { recordFeed } from '../../apply/feeds-store.ts';
 import type { FeedFormat, FeedRow } from '../../feed/types.ts';
 import type { HeldSource } from '../../held-sources.ts';

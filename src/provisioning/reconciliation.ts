@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { HrReconciliationView, ReconciliationKind } from './group-tables.ts';
-import type { OrgDb } from './scope.ts';
+import type { HrReconciliationView, ReconciliationKind } from './employee-tables.ts';
+import type { OrgDb } from '../warehouse/scope.ts';
 
 /** Every kind `training.hr_reconciliation` reports, in the order reports list them. */
 export const RECONCILIATION_KINDS: readonly ReconciliationKind[] = ['active_without_account', 'leaver_with_access', 'account_without_employee', 'pending_action'];

@@ -54,6 +54,12 @@ export interface RuleOptions {
   readsPerPage?: number;
   extraReads?: number;
   resume?: ReadCheckpoint | undefined;
+  /**
+   * A read that starts part-way down the list: every result below `cursor` is known
+   * read already (the tail of a list whose head other reads covered; the caller proves
+   * that part, see undated-tail.ts). `pageSize` places the cursor on a page.
+   */
+  start?: { cursor: number; pageSize: number } | undefined;
 }
 
 export type Verdict = { kind: 'reading' } | { kind: 'complete' } | { kind: 'incomplete'; reason: string };
@@ -108,8 +114,8 @@ export class CompletenessRule {
     this.readsPerPage = options.readsPerPage ?? 3;
     this.extraReads = options.extraReads ?? 4;
     const resume = options.resume;
-    this.pageSize = resume?.pageSize ?? 0;
-    this.cursor = resume?.cursor ?? 0;
+    this.pageSize = resume?.pageSize ?? options.start?.pageSize ?? 0;
+    this.cursor = resume?.cursor ?? options.start?.cursor ?? 0;
     this.total = resume?.total;
     this.reads = resume?.reads ?? 0;
     this.largestTotal = resume?.total ?? 0;

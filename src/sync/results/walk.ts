@@ -41,6 +41,13 @@ export interface WalkOptions<T> {
   readAhead?: number | undefined;
   /** Stores only the results this accepts (a backfill's days); the rest are read, not stored. */
   keep?: ((record: T) => boolean) | undefined;
+  /** A read of the list's tail: every result below `cursor` is read already (see CompletenessRule's `start`). */
+  start?: { cursor: number; pageSize: number } | undefined;
+  /**
+   * Told of each page as it is answered (after the rule), and waited for before the
+   * next page is asked: a read one page at a time can ask something else in between.
+   */
+  afterPage?: ((page: Page<T>) => Promise<void> | void) | undefined;
 }
 
 type Arrival<T> = { page: number; answer: Page<T> } | { page: number; error: unknown };
@@ -55,7 +62,7 @@ type Arrival<T> = { page: number; answer: Page<T> } | { page: number; error: unk
  */
 export async function walkResults<T>(ctx: JobContext, resource: WindowedResource<T>, options: WalkOptions<T>): Promise<WalkReport> {
   const { runId, counts, trackSightings = false, firstLoad = false, keep } = options;
-  const rule = new CompletenessRule({ readAhead: options.readAhead ?? 1, resume: options.resume });
+  const rule = new CompletenessRule({ readAhead: options.readAhead ?? 1, resume: options.resume, start: options.start });
   // Rows go into their batch's COPY text as each page arrives (see StagedBatch).
   let rows = new StagedBatch(resource.table);
   let problems: RecordProblem[] = [];
@@ -167,6 +174,7 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
       for (const record of page.records) if (!keep || keep(record)) rows.add(record);
       for (const problem of page.problems) problems.push(problem);
       if (rows.size >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);
+      if (options.afterPage) await options.afterPage(page);
       ctx.progress({ resource: resource.name, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.size });
     }
     await flush(true);

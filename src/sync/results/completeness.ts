@@ -164,6 +164,27 @@ export class CompletenessRule {
     return this.judge();
   }
 
+  /**
+   * A total seen between pages, one page at a time (a page past the end asked for its
+   * total alone): a service like a page that covers no position. A change it shows moves
+   * the cursor as a page's would, and a read the rule had called complete reads on when
+   * the list now holds more than the cursor.
+   */
+  totalSeen(total: number): Verdict {
+    if (this.ahead || this.inFlight.size > 0 || this.uncertain !== undefined) throw new Error('a total is taken between pages only when reading one page at a time');
+    if (this.verdict.kind === 'incomplete') return this.verdict;
+    // Not a page: it does not count toward the cap on pages read.
+    this.largestTotal = Math.max(this.largestTotal, total);
+    if (this.total === undefined) {
+      this.total = total;
+    } else if (total !== this.total) {
+      if (total < this.total) this.cursor = Math.max(0, this.cursor - (this.total - total));
+      this.newList(total);
+    }
+    if (this.verdict.kind === 'complete' && this.cursor < total) this.verdict = { kind: 'reading' };
+    return this.judge();
+  }
+
   /** The state to resume from after a restart; true of every result whose rows were handed over so far. */
   checkpoint(): ReadCheckpoint | undefined {
     if (this.total === undefined) return undefined;

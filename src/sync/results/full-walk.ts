@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { JobContext } from '../../queue/job-context.ts';
 import { stagedTableEmpty } from '../../warehouse/load-staged.ts';
+import type { Page } from '../../platform/types.ts';
 import type { WindowedResource } from '../resources/resource.ts';
 import { getCheckpoint, getWatermark, saveCheckpoint } from '../sync-state.ts';
 import { type RunCounts } from '../runs-store.ts';
@@ -59,11 +60,15 @@ export async function walkAllResults<T>(ctx: JobContext, resource: WindowedResou
   const shapeKey = `${scope}:shape`;
   // A checkpoint this version cannot read (an older layout) decides again: never wrong.
   let shape = await getCheckpoint(ctx.db, ctx.org.slug, shapeKey, shapeCheckpointSchema.optional().catch(undefined));
+  // The first page of the list, when it was read to decide: a whole walk starts from it.
+  let firstPage: Page<T> | undefined;
   const whole = (await getCheckpoint(ctx.db, ctx.org.slug, `${scope}:full`, fullWalkCheckpointSchema.catch({}))) ?? {};
   const resumed = shape !== undefined || whole.read !== undefined || whole.ended !== undefined ? 1 : 0;
   if (shape === undefined) {
     const firstLoad = whole.firstLoad ?? (whole.read === undefined && whole.ended === undefined && (await stagedTableEmpty(ctx.db, resource.table, ctx.org.slug)));
-    const walk: WalkShape = whole.read !== undefined || whole.ended !== undefined ? { kind: 'whole', why: 'a walk of the whole list was under way' } : await chooseShape(ctx, resource);
+    let walk: WalkShape;
+    if (whole.read !== undefined || whole.ended !== undefined) walk = { kind: 'whole', why: 'a walk of the whole list was under way' };
+    else ({ walk, firstPage } = await chooseShape(ctx, resource));
     shape = { firstLoad, walk };
     await saveCheckpoint(ctx.db, ctx.org.slug, shapeKey, shape, runId);
     ctx.log.info({ walk: walk.kind, ...(walk.kind === 'whole' ? { why: walk.why } : { windows: walk.windows.length, openDay: walk.openDay }) }, 'how this walk reads the results');
@@ -80,7 +85,7 @@ export async function walkAllResults<T>(ctx: JobContext, resource: WindowedResou
     }
     ctx.log.warn({ why: byWindows.walkWhole }, 'walking the whole list');
   }
-  const walked = await walkWholeList(ctx, resource, scope, runId, counts, firstLoad);
+  const walked = await walkWholeList(ctx, resource, scope, runId, counts, firstLoad, shape.walk.kind === 'whole' ? firstPage : undefined);
   return {
     resumed,
     firstLoad,
@@ -91,23 +96,24 @@ export async function walkAllResults<T>(ctx: JobContext, resource: WindowedResou
 }
 
 /** walk-plan.ts's rule, from this organisation's remembered facts and the first page of the list. */
-async function chooseShape<T>(ctx: JobContext, resource: WindowedResource<T>): Promise<WalkShape> {
-  if ((await getWatermark(ctx.db, ctx.org.slug, boundsKey(resource.name))) === 'day') return { kind: 'whole', why: 'the platform takes whole dates only, so windows cannot be exact' };
-  if ((await getWatermark(ctx.db, ctx.org.slug, listingKey(resource.name))) === 'whole') return { kind: 'whole', why: 'the platform does not list undated results after the dated ones' };
+async function chooseShape<T>(ctx: JobContext, resource: WindowedResource<T>): Promise<{ walk: WalkShape; firstPage?: Page<T> }> {
+  if ((await getWatermark(ctx.db, ctx.org.slug, boundsKey(resource.name))) === 'day') return { walk: { kind: 'whole', why: 'the platform takes whole dates only, so windows cannot be exact' } };
+  if ((await getWatermark(ctx.db, ctx.org.slug, listingKey(resource.name))) === 'whole') return { walk: { kind: 'whole', why: 'the platform does not list undated results after the dated ones' } };
   const first = await ctx.platform.listPage(resource.endpoint, resource.request(undefined), 1, { signal: ctx.signal });
-  if (first.totalEntities === undefined) return { kind: 'whole', why: 'the platform sent no totalEntities' };
+  if (first.totalEntities === undefined) return { walk: { kind: 'whole', why: 'the platform sent no totalEntities' }, firstPage: first };
   let earliest: string | undefined;
   for (const record of first.records) {
     const day = resource.day(record);
     if (day !== null && (earliest === undefined || Date.parse(day) < Date.parse(earliest))) earliest = day;
   }
-  return planWalk({
+  const walk = planWalk({
     total: first.totalEntities,
     firstPageSize: first.records.length + first.problems.length,
     earliest,
     openDay: today(),
     windowPages: ctx.config.TRAINSYNC_RESULTS_WALK_WINDOW_PAGES,
   });
+  return { walk, firstPage: first };
 }
 
 /**
@@ -116,7 +122,7 @@ async function chooseShape<T>(ctx: JobContext, resource: WindowedResource<T>): P
  * read, or gives up; the rule's state is checkpointed with each batch, so a restart goes
  * on where the committed rows end. Returns why it is unfinished, if it is.
  */
-async function walkWholeList<T>(ctx: JobContext, resource: WindowedResource<T>, scope: string, runId: number, counts: RunCounts, firstLoad: boolean): Promise<string | undefined> {
+async function walkWholeList<T>(ctx: JobContext, resource: WindowedResource<T>, scope: string, runId: number, counts: RunCounts, firstLoad: boolean, firstPage: Page<T> | undefined): Promise<string | undefined> {
   const key = `${scope}:full`;
   const saved = (await getCheckpoint(ctx.db, ctx.org.slug, key, fullWalkCheckpointSchema.catch({}))) ?? {};
   if (saved.ended) return saved.ended.complete ? undefined : (saved.ended.reason ?? 'not every result was proven read');
@@ -124,6 +130,7 @@ async function walkWholeList<T>(ctx: JobContext, resource: WindowedResource<T>, 
     runId,
     request: resource.request(undefined),
     resume: saved.read,
+    firstPage: saved.read === undefined ? firstPage : undefined,
     counts,
     // Sightings serve only the removal pass, which a first load skips.
     trackSightings: !firstLoad,

@@ -91,6 +91,12 @@ export class UndatedTail {
     this.countsInRow += 1;
   }
 
+  /** Whether the latest instant's dated count is known: the read may end here. */
+  get settled(): boolean {
+    const n = this.totals.length;
+    return this.counts.has(n - 2) && this.totals[n - 1] === this.totals[n - 2];
+  }
+
   /** The verdict, once the last page was followed by a count (`counted`, repeated while `wantsCount`). */
   finish(): TailOutcome {
     this.outcome ??= this.judge();

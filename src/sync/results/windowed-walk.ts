@@ -10,10 +10,13 @@ import { addDays, windowKey } from './days.ts';
 import { openWindowStep, type WindowRead } from './open-window.ts';
 import { UndatedTail, type TailOutcome } from './undated-tail.ts';
 import { FLOOR_DAY, fromDay, type WalkShape } from './walk-plan.ts';
-import { walkResults } from './walk.ts';
+import { walkResults, type ReadBetweenPages } from './walk.ts';
 import { readWindows, type UnfinishedRead } from './windows.ts';
 
 type WindowsShape = Extract<WalkShape, { kind: 'windows' }>;
+
+/** Counts asked for after one page at most, while the total keeps moving. */
+const MOST_COUNTS = 4;
 
 /** Where it is remembered that an organisation's list must be walked whole (beside its watermark). */
 export function listingKey(resource: string): string {
@@ -113,10 +116,12 @@ async function readUndatedOnce<T>(ctx: JobContext, resource: WindowedResource<T>
   };
   // Past the end of the whole list is past the end of its dated part.
   let dated = await totalOf(datedRequest, shape.listTotal, 'the dated results');
-  const countDated = async (): Promise<void> => {
+  /** The dated count, then the list's total once more: the rule takes that total too. */
+  const countDated = async (read: ReadBetweenPages): Promise<void> => {
     dated = await totalOf(datedRequest, dated, 'the dated results');
     listed = await totalOf(listRequest, listed, 'the list');
     tail.counted(dated, listed);
+    read.sawTotal(listed);
   };
   const start = Math.floor(dated / size) * size;
   const tail = new UndatedTail(start);
@@ -128,16 +133,16 @@ async function readUndatedOnce<T>(ctx: JobContext, resource: WindowedResource<T>
     firstLoad,
     start: { cursor: start, pageSize: size },
     onBatch: async () => {},
-    afterPage: async (page) => {
+    afterPage: async (page, read) => {
       if (page.totalEntities === undefined) return;
       listed = page.totalEntities;
       tail.page(listed, undatedKeys(resource, page));
-      while (tail.wantsCount) await countDated();
+      // After the first page, after a page whose total moved, and before the read may end:
+      // a total that moved since reopens the read.
+      for (let n = 0; n < MOST_COUNTS && (tail.wantsCount || (read.complete && !tail.settled)); n++) await countDated(read);
     },
   });
   if (walk.verdict.kind !== 'complete') return { verdict: 'unknown', seen: 0 };
-  do await countDated();
-  while (tail.wantsCount);
   return tail.finish();
 }
 

@@ -32,7 +32,7 @@ const fullWalkCheckpointSchema = z.object({
 const shapeCheckpointSchema = z.object({ firstLoad: z.boolean(), walk: walkShapeSchema });
 
 export interface FullWalk {
-  /** 1 when it resumed a walk a crash had interrupted. */
+  /** By windows: the closed windows an interrupted attempt had proven read; whole: 1 when it resumed an interrupted walk. */
   resumed: number;
   /** What the rule could not prove read (a result may have been skipped): windows, or the whole walk. */
   unfinished: UnfinishedRead[];
@@ -81,7 +81,7 @@ export async function walkAllResults<T>(ctx: JobContext, resource: WindowedResou
       const { unfinished, finished } = byWindows;
       // A full walk that did not prove every part is walked again by the next run (it marked nothing removed).
       if (unfinished.length > 0 && !firstLoad) unfinished.unshift({ key: FULL_WALK, reason: 'some windows were not proven read, so no result was marked removed' });
-      return { resumed, firstLoad, unfinished, finished: unfinished.length === 0 ? [FULL_WALK, ...finished] : finished, windows: shape.walk.windows.length };
+      return { resumed: byWindows.resumed, firstLoad, unfinished, finished: unfinished.length === 0 ? [FULL_WALK, ...finished] : finished, windows: shape.walk.windows.length };
     }
     ctx.log.warn({ why: byWindows.walkWhole }, 'walking the whole list');
   }

@@ -24,6 +24,8 @@ export function listingKey(resource: string): string {
 }
 
 export interface WindowedWalk {
+  /** Closed windows an earlier attempt of this job had proven read. */
+  resumed: number;
   unfinished: UnfinishedRead[];
   finished: string[];
   /** The undated tail could not be counted: the caller walks the whole list instead. */
@@ -59,7 +61,7 @@ export async function walkByWindows<T>(ctx: JobContext, resource: WindowedResour
     undated = await readUndated(ctx, resource, runId, counts, shape, firstLoad);
     await saveCheckpoint(ctx.db, ctx.org.slug, undatedKey, undated, runId);
   }
-  if (!undated.covered) return { unfinished, finished, walkWhole: undated.why ?? 'the undated results could not be counted' };
+  if (!undated.covered) return { resumed: closed.resumed, unfinished, finished, walkWhole: undated.why ?? 'the undated results could not be counted' };
 
   const openKey = `${scope}:open`;
   const openWindow = { start: shape.openDay, end: addDays(shape.openDay, 1) };
@@ -70,7 +72,7 @@ export async function walkByWindows<T>(ctx: JobContext, resource: WindowedResour
   }
   if (open.unfinished !== undefined) unfinished.push({ key: windowKey(openWindow), reason: open.unfinished });
   else finished.push(windowKey(openWindow));
-  return { unfinished, finished };
+  return { resumed: closed.resumed, unfinished, finished };
 }
 
 /**

@@ -3,7 +3,8 @@ import { sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/runtime/log.ts';
-import { APP_ROLE, createPool } from '../src/warehouse/pool.ts';
+import { APP_ROLE } from '../src/warehouse/connection-settings.ts';
+import { createPool } from '../src/warehouse/pool.ts';
 import { createScopes, type OrgScopes } from '../src/warehouse/scope.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { exitCodeFor } from '../src/commands/options/exit-codes.ts';
@@ -76,6 +77,7 @@ async function seed(org: string): Promise<void> {
   const run = (await t.pool.query<{ id: number }>(`insert into trainsync.runs (org, resource, status) values ($1, 'results', 'succeeded') returning id`, [org])).rows[0]!.id;
   await q(`insert into trainsync.checkpoints (org, key, value, run_id) values ($1, 'results:w1', '{}', $2)`, [run]);
   await q(`insert into trainsync.watermarks (org, resource, value) values ($1, 'results', '2026-01-01')`);
+  await q(`insert into trainsync.sync_schedules (org, resource, pattern, every_seconds) values ($1, 'results', '0 2 * * *', 86400)`);
   await q(`insert into trainsync.unfinished_windows (org, resource, window_key, reason, run_id) values ($1, 'results', 'w1', 'timeout', $2)`, [run]);
   await q(`insert into trainsync.quarantine (org, resource, raw, message, run_id) values ($1, 'results', '{}', 'bad', $2)`, [run]);
   await q(`insert into trainsync.result_sightings (org, run_id, result_id) values ($1, $2, $3)`, [run, RESULT]);

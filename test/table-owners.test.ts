@@ -21,6 +21,7 @@ const OWNERS: Record<string, readonly string[]> = {
   provisioning_actions: ['src/provisioning/apply/actions-store.ts'],
   feeds: ['src/provisioning/apply/feeds-store.ts'],
   runs: ['src/sync/runs-store.ts'],
+  sync_schedules: ['src/sync/schedules-store.ts'],
   checkpoints: ['src/sync/sync-state.ts'],
   watermarks: ['src/sync/sync-state.ts'],
   unfinished_windows: ['src/sync/sync-state.ts'],

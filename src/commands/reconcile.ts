@@ -3,10 +3,9 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { errorMessage } from '../lib/errors.ts';
 import { parseMaxDisable } from '../settings/max-disable.ts';
 import type { MaxDisable } from '../provisioning/plan/types.ts';
-import { maskUrl, toInfrastructureError } from '../lib/infra-errors.ts';
-import { ensureDatabase } from '../warehouse/ensure-database.ts';
-import { migrate, NotMigratedError, requireMigrated } from '../warehouse/migrator.ts';
-import { createPool } from '../warehouse/pool.ts';
+import { toInfrastructureError } from '../lib/infra-errors.ts';
+import { NotMigratedError } from '../warehouse/migrator.ts';
+import { requireMigratedAt } from '../warehouse/command-pools.ts';
 import { openAppScopes } from '../warehouse/app-role.ts';
 import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
 import type { CommandDeps } from './options/deps.ts';
@@ -137,11 +136,10 @@ Examples:
       const config = deps.loadConfig();
       const orgs = selectOrgs(config, requested);
       const log = deps.createLogger(config);
-      const pool = createPool(config.DATABASE_URL, { max: 2, log });
       let app: Awaited<ReturnType<typeof openAppScopes>> | undefined;
       try {
         // Reads only: a missing or unmigrated database is refused (exit 2), never created.
-        await requireMigrated(pool, maskUrl(config.DATABASE_URL));
+        await requireMigratedAt(config.DATABASE_URL, log);
         app = await openAppScopes(config.DATABASE_URL, log);
         const reports: ReconciliationReport[] = [];
         for (const org of orgs) reports.push(await reconciliationReport(app.scopes.scope(org.slug).db, org.slug, options.examples));
@@ -153,7 +151,6 @@ Examples:
         throw toInfrastructureError(error, config, 'postgres') ?? error;
       } finally {
         await app?.close();
-        if (!pool.ended) await pool.end().catch(() => undefined);
       }
     });
 }

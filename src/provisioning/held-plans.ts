@@ -188,3 +188,12 @@ export async function heldPlansOf(db: Db, orgs: readonly string[], perOrg: numbe
     ) x where n <= ${perOrg} order by org, id desc`.execute(db);
   return rows;
 }
+
+/** Per organisation of `orgs` with plans waiting on a person: how many, and when the oldest was held. One statement (the metrics, at each scrape). */
+export async function heldPlanAgesOf(db: Db, orgs: readonly string[]): Promise<Array<{ org: string; plans: number; oldest: Date }>> {
+  if (orgs.length === 0) return [];
+  const { rows } = await sql<{ org: string; plans: number; oldest: Date }>`
+    select org, count(*)::int as plans, min(created_at) as oldest from trainsync.held_plans
+     where org = any(${[...orgs]}::text[]) and status = 'held' group by org order by org`.execute(db);
+  return rows;
+}

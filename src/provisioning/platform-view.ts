@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { isNotOffered } from '../platform/errors.ts';
 import type { PlatformClient } from '../platform/types.ts';
-import { latestCleanRunStart } from '../sync/runs-store.ts';
+import { latestCleanRunStart } from '../sync/index.ts';
 import type { Database } from '../warehouse/database.ts';
 import { lastIdentityWriteSql } from './apply/identities-store.ts';
 import type { PlatformAccount, PlatformView } from './plan/types.ts';

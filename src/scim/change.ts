@@ -1,18 +1,16 @@
 import type { Kysely } from 'kysely';
-import { runPipeline, type Approving } from '../provisioning/pipeline/run-pipeline.ts';
-import { scimSource, type ScimChange } from '../provisioning/pipeline/sources/scim.ts';
-import type { PipelineDeps } from '../provisioning/pipeline/types.ts';
-import type { MaxDisable, PlanRefusal } from '../provisioning/plan/types.ts';
+import { type Approving, type MaxDisable, type PipelineDeps, type PlanRefusal, runPipeline } from '../provisioning/index.ts';
 import type { Database } from '../warehouse/database.ts';
 import { snapshotEmployees } from '../warehouse/load-employees.ts';
+import { scimSource, type ScimChange } from './source.ts';
 
-export type { ScimChange } from '../provisioning/pipeline/sources/scim.ts';
+export type { ScimChange } from './source.ts';
 
 /**
  * SCIM changes: each is a one-row delta HR feed. The rows are snapshotted into
  * training.employees (and its history) as a feed's rows are, then planned, guarded, held,
  * audited and enqueued by the provisioning pipeline, the SCIM batch its source
- * (pipeline/sources/scim.ts): the same lock, platform view (the accounts the batch touches;
+ * (source.ts): the same lock, platform view (the accounts the batch touches;
  * a batch of creates reads nothing), disable guard (over a sliding hour of the
  * organisation's SCIM disables), hold, audit rows and jobs as a feed's. The only platform
  * calls here are those reads: the writes are the jobs', within the budget.

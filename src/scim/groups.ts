@@ -169,8 +169,15 @@ async function pickGroup(db: Db, org: string, displayName: string, externalId: s
   );
 }
 
-/** POST /Groups: maps an existing platform group; never creates one. */
-export async function createGroup(ctx: ResourceContext, body: unknown): Promise<ScimAnswer> {
+/** A POST /Groups body, read: the group it names and the members it adds (undefined: it names none). */
+export interface GroupCreate {
+  displayName: string;
+  externalId: string | null;
+  members: string[] | undefined;
+}
+
+/** Reads a POST /Groups body (the route's body schema, bodies.ts): 400 before anything is read from the store. */
+export function readGroupCreate(body: unknown): GroupCreate {
   const group = checkGroupBody(body);
   const rawName = attribute(group, 'displayName');
   const rawExternal = attribute(group, 'externalId');
@@ -179,6 +186,11 @@ export async function createGroup(ctx: ResourceContext, body: unknown): Promise<
   if (displayName === '' && externalId === null) throw badRequest('displayName is required: the name of an existing platform group', 'invalidValue');
   const rawMembers = attribute(group, 'members');
   const members = memberIds(rawMembers);
+  return { displayName, externalId, members: rawMembers === undefined ? undefined : members };
+}
+
+/** POST /Groups: maps an existing platform group; never creates one. */
+export async function createGroup(ctx: ResourceContext, { displayName, externalId, members }: GroupCreate): Promise<ScimAnswer> {
   const groupId = await inOneTransaction(ctx, async (trx) => {
     const row = await pickGroup(trx, ctx.org, displayName, externalId);
     if (!row) {
@@ -198,7 +210,7 @@ export async function createGroup(ctx: ResourceContext, body: unknown): Promise<
       .onConflict((oc) => oc.columns(['org', 'group_id']).doUpdateSet({ display_name: displayName || row.name, external_id: externalId ?? sql<string>`trainsync.scim_groups.external_id` }))
       .execute();
     const current = (await membersOf(trx, ctx.org, [row.group_id])).get(row.group_id)?.map((m) => m.value) ?? [];
-    const changed = rawMembers === undefined ? [] : await setMembers(ctx, trx, row.group_id, [...new Set([...current, ...members])]);
+    const changed = members === undefined ? [] : await setMembers(ctx, trx, row.group_id, [...new Set([...current, ...members])]);
     return { value: row.group_id, changed };
   });
   const mapped = await findGroup(ctx.db, ctx.org, groupId);
@@ -224,12 +236,22 @@ export async function patchGroup(ctx: ResourceContext, id: string, body: unknown
   return { status: 204 };
 }
 
-export async function replaceGroup(ctx: ResourceContext, id: string, body: unknown): Promise<ScimAnswer> {
+/** A PUT /Groups/{id} body, read: the displayName it states (checked against the group's) and its members. */
+export interface GroupReplace {
+  displayName: unknown;
+  members: string[];
+}
+
+/** Reads a PUT /Groups/{id} body (the route's body schema, bodies.ts): 400 before the group is looked up. */
+export function readGroupReplace(body: unknown): GroupReplace {
   const group = checkGroupBody(body);
-  const members = memberIds(attribute(group, 'members'));
+  return { members: memberIds(attribute(group, 'members')), displayName: attribute(group, 'displayName') };
+}
+
+export async function replaceGroup(ctx: ResourceContext, id: string, { displayName, members }: GroupReplace): Promise<ScimAnswer> {
   const groupId = await inOneTransaction(ctx, async (trx) => {
     const row = await findGroup(trx, ctx.org, id);
-    checkName(row, attribute(group, 'displayName'));
+    checkName(row, displayName);
     return { value: row.group_id, changed: await setMembers(ctx, trx, row.group_id, members) };
   });
   return getGroup(ctx, groupId, new URLSearchParams());

@@ -1,8 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
-import { jobIdForAction } from '../provisioning/apply/actions.ts';
-import { lastOpenAction } from '../provisioning/apply/actions-store.ts';
-import { queuePasswordChange } from '../provisioning/apply/password-request.ts';
+import { jobIdForAction, lastOpenAction, queuePasswordChange } from '../provisioning/index.ts';
 import type { ChainSpec, JobQueue } from '../queue/job-queue.ts';
 import type { Database } from '../warehouse/database.ts';
 import { badRequest } from './errors.ts';

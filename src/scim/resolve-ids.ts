@@ -3,8 +3,7 @@ import type { Logger } from '../runtime/log.ts';
 import { isNotOffered } from '../platform/errors.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import type { Database } from '../warehouse/database.ts';
-import { countOpenCreates, markCreatesResolved, unresolvedCreates } from '../provisioning/apply/actions-store.ts';
-import { countIdentities, employeesWithoutAccountSql, identitiesOf, learnPlatformUserId } from '../provisioning/apply/identities-store.ts';
+import { countIdentities, countOpenCreates, employeesWithoutAccountSql, identitiesOf, learnPlatformUserId, markCreatesResolved, unresolvedCreates } from '../provisioning/index.ts';
 
 /**
  * Platform ids of accounts SCIM created without a lookup (`lookUp: 'later'`): POST users

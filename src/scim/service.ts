@@ -6,23 +6,23 @@ import type { Logger } from '../runtime/log.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import { tryAdvisoryLock } from '../warehouse/advisory-lock.ts';
-import { liveOpenActions } from '../provisioning/apply/enqueue.ts';
+import { fillNewAccounts, liveOpenActions } from '../provisioning/index.ts';
 import { orgScoped } from '../queue/org-scope.ts';
 import type { OrgScope, OrgScopes } from '../warehouse/scope.ts';
 import type { AdvisoryLocks } from '../warehouse/lock-session.ts';
-import { fillNewAccounts } from '../provisioning/apply/identities-store.ts';
 import { planUsers, UnplannedUsersError } from './batch.ts';
 import { describeDatabaseError, describeRedisError } from '../lib/infra-errors.ts';
 import { quarantinable } from './quarantine.ts';
 import type { ChangeDeps } from './change.ts';
 import { createBatcher } from './batcher.ts';
-import { startScimServer, type ScimOrgRoute } from './server.ts';
+import { startScimServer, type ScimOrgRoute, type ScimServerOptions } from './server.ts';
 import { resolveDeferredIds } from './resolve-ids.ts';
 import type { ScimError } from './errors.ts';
 import { employeeIdsFor, insertUsers, pendingUsers, quarantineUsers, type EmployeeIdChoice, type ScimUserRow } from './store.ts';
 import type { ScimUserResource } from './user-mapping.ts';
 import { checkPasswordAccepted, queueScimPassword } from './password.ts';
 import { createRecentUsers } from './recent-users.ts';
+import { ATTR } from '../lib/tracing/attributes.ts';
 
 /** What planning one organisation's SCIM changes needs (the pipeline's deps and the SCIM disable limit). */
 export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'locks' | 'queue' | 'platform' | 'log'>, scope: OrgScope, org: string): ChangeDeps {
@@ -53,6 +53,8 @@ export interface ScimServiceDeps {
   log: Logger;
   /** Called with the number of Users just quarantined (trainsync_scim_quarantined_total). */
   onQuarantined?: (org: string, count: number) => void;
+  /** Called once per request answered (the SCIM request metrics). */
+  onAnswered?: ScimServerOptions['onAnswered'];
 }
 
 export interface ScimService {
@@ -130,7 +132,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     },
     (intake) => intake.scimId,
     MAX_BATCH,
-    split,
+    { ...split, span: { name: 'scim insert', attributes: { [ATTR.org]: org.slug } } },
   );
   // Users written and not planned yet, planned together: one snapshot, plan, audit write and enqueue.
   const plans = createBatcher<string, undefined>(
@@ -142,7 +144,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     },
     (scimId) => scimId,
     MAX_BATCH,
-    split,
+    { ...split, span: { name: 'scim plan', attributes: { [ATTR.org]: org.slug } } },
   );
   /**
    * A User whose plan failed alone (its batch was split down to it) with a failure of its own:
@@ -279,6 +281,7 @@ export async function startScimService(deps: ScimServiceDeps): Promise<ScimServi
     maxBodyBytes: config.TRAINSYNC_SCIM_MAX_BODY_BYTES,
     maxInFlight: config.TRAINSYNC_SCIM_MAX_IN_FLIGHT,
     log,
+    onAnswered: deps.onAnswered,
   });
 
   let sweeping: Promise<void> | undefined;

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
-import { findIdentityByEmail, identityGroupsSql } from '../provisioning/apply/identities-store.ts';
+import { findIdentityByEmail, identityGroupsSql } from '../provisioning/index.ts';
 import type { Database } from '../warehouse/database.ts';
 import { conflict, notFound, type ScimError } from './errors.ts';
 import type { Equality } from './filter.ts';
@@ -336,4 +336,28 @@ export async function quarantinedUsersOf(db: Db, orgs: readonly string[], limit:
   const counts = new Map<string, number>();
   for (const r of rows) counts.set(r.org, r.n);
   return { rows: rows.map(({ n: _n, ...r }) => r), counts };
+}
+
+/** An organisation's SCIM Users waiting: changes not planned yet (pending) and Users set aside (quarantined), with the oldest of each. */
+export interface ScimBacklog {
+  org: string;
+  pending: number;
+  /** When the oldest pending User was written; null when none is pending. */
+  oldestPending: Date | null;
+  quarantined: number;
+  /** When the oldest quarantined User was set aside; null when none is. */
+  oldestQuarantined: Date | null;
+}
+
+/** The organisations of `orgs` with a pending or quarantined User: one statement (the metrics, at each scrape). */
+export async function scimBacklogsOf(db: Db, orgs: readonly string[]): Promise<ScimBacklog[]> {
+  if (orgs.length === 0) return [];
+  const { rows } = await sql<{ org: string; pending: number; oldest_pending: Date | null; quarantined: number; oldest_quarantined: Date | null }>`
+    select org,
+           count(*) filter (where pending)::int as pending, min(updated_at) filter (where pending) as oldest_pending,
+           count(*) filter (where quarantined_at is not null)::int as quarantined, min(quarantined_at) as oldest_quarantined
+      from trainsync.scim_users
+     where org = any(${[...orgs]}::text[]) and (pending or quarantined_at is not null)
+     group by org order by org`.execute(db);
+  return rows.map((r) => ({ org: r.org, pending: r.pending, oldestPending: r.oldest_pending, quarantined: r.quarantined, oldestQuarantined: r.oldest_quarantined }));
 }

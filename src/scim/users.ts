@@ -68,9 +68,14 @@ export function userResponse(row: ScimUserRow, base: string): Record<string, unk
 
 const ignoredOf = (parsed: ParsedUser): Pick<ScimAnswer, 'ignored'> => (parsed.ignored.length > 0 ? { ignored: parsed.ignored } : {});
 
-export async function createUser(ctx: ResourceContext, body: unknown): Promise<ScimAnswer> {
+/** A User body of a create or a replace, read (user-mapping.ts) and with both names: the routes' body schema (bodies.ts). */
+export function readUserBody(body: unknown): ParsedUser {
   const parsed = parseUserResource(body);
   requireNames(parsed.user);
+  return parsed;
+}
+
+export async function createUser(ctx: ResourceContext, parsed: ParsedUser): Promise<ScimAnswer> {
   if (parsed.password !== undefined) ctx.checkPassword();
   // A password's job follows the create's: that one is queued first.
   const row = await ctx.create(parsed.user, { wait: parsed.password !== undefined });
@@ -165,9 +170,7 @@ async function writeUser(ctx: ResourceContext, scimId: string, next: (row: ScimU
   }
 }
 
-export async function replaceUser(ctx: ResourceContext, scimId: string, body: unknown): Promise<ScimAnswer> {
-  const parsed = parseUserResource(body);
-  requireNames(parsed.user);
+export async function replaceUser(ctx: ResourceContext, scimId: string, parsed: ParsedUser): Promise<ScimAnswer> {
   const { row } = await writeUser(ctx, scimId, () => parsed);
   return { status: 200, body: userResponse(row, ctx.base), ...ignoredOf(parsed) };
 }

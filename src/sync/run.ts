@@ -7,6 +7,8 @@ import { addRunCounts, closeAbandonedRuns, finishRun, runTotals, startRun } from
 import { getCheckpoint, saveCheckpoint } from './sync-state.ts';
 import { z } from 'zod';
 import type { SyncSummary } from './summary.ts';
+import { ATTR } from '../lib/tracing/attributes.ts';
+import { inSpan } from '../lib/tracing/spans.ts';
 
 export interface RunSpec {
   resource: string;
@@ -67,7 +69,9 @@ export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: Active
   const tally: RequestTally = { requests: 0 };
   const recordRequests = (): Promise<void> => addRunCounts(ctx.db, run.id, { requests: tally.requests });
   try {
-    extras = await countRequests(tally, () => work(run));
+    // Traces on: the walk (its pages, COPYs and commits) is one span inside the job's.
+    const walk = { [ATTR.org]: ctx.org.slug, [ATTR.resource]: spec.resource, [ATTR.runId]: run.id };
+    extras = await countRequests(tally, () => inSpan(`walk ${spec.resource}`, walk, () => work(run)));
     await recordRequests();
   } catch (error) {
     await recordRequests().catch(() => undefined);

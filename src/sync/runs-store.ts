@@ -393,3 +393,48 @@ export async function getRun(db: Db, orgs: readonly string[], id: number): Promi
       from trainsync.runs where id = any(${run.attempt_ids}::bigint[]) order by started_at, id`.execute(db);
   return { ...run, attemptRows };
 }
+
+/** The statuses a finished run ends with, as the alerts read them (a cancelled run is a person's decision, not an outcome). */
+const FINISHED: readonly RunStatus[] = ['succeeded', 'incomplete', 'failed'];
+
+/** Runs read per resource for a streak: enough to tell "twice in a row", bounded whatever the history. */
+export const STREAK_RUNS = 10;
+
+/** One organisation's resource, as the metrics read it at each scrape. */
+export interface RunStreak {
+  org: string;
+  resource: string;
+  /** When its newest succeeded run ended; null when none did. */
+  lastCompleteAt: Date | null;
+  /** The statuses of its newest finished runs (succeeded, incomplete, failed), newest first, STREAK_RUNS at most. */
+  recent: RunStatus[];
+}
+
+/**
+ * Each organisation's resources of `resources` that finished a run: when the last complete one
+ * ended, and the newest statuses. One statement for all of `orgs`, read at every scrape: per
+ * pair, one walk of the index (org, resource, started_at desc) over its newest runs, and a
+ * second probe only when none of them succeeded; never a scan of every run.
+ */
+export async function runStreaksOf(db: Db, orgs: readonly string[], resources: readonly string[]): Promise<RunStreak[]> {
+  if (orgs.length === 0 || resources.length === 0) return [];
+  const { rows } = await sql<{ org: string; resource: string; last_complete_at: Date | null; recent: RunStatus[] }>`
+    select c.slug as org, res.resource, l.recent,
+      -- coalesce evaluates the probe only when the newest runs hold no success.
+      coalesce(l.complete_at, (select g.finished_at from trainsync.runs g
+        where g.org = c.slug and g.resource = res.resource and g.status = 'succeeded'
+        order by g.started_at desc limit 1)) as last_complete_at
+    from unnest(${[...orgs]}::text[]) as c(slug)
+    cross join unnest(${[...resources]}::text[]) as res(resource)
+    join lateral (
+      select array_agg(r.status order by r.started_at desc) as recent,
+        (array_agg(r.finished_at order by r.started_at desc) filter (where r.status = 'succeeded'))[1] as complete_at
+      from (
+        select r.status, r.started_at, r.finished_at from trainsync.runs r
+         where r.org = c.slug and r.resource = res.resource and r.status = any(${[...FINISHED]}::text[])
+         order by r.started_at desc limit ${STREAK_RUNS}
+      ) r
+    ) l on l.recent is not null
+    order by c.slug, res.resource`.execute(db);
+  return rows.map((r) => ({ org: r.org, resource: r.resource, lastCompleteAt: r.last_complete_at, recent: r.recent }));
+}

@@ -207,11 +207,11 @@ export async function unfinishedWindowCounts(db: Db, orgs: readonly string[]): P
   return new Map(rows.map((r) => [r.org, r.n]));
 }
 
-/** The unfinished windows of `resource` of each organisation of `orgs`, by organisation then window key: one statement for all (`status`). */
-export async function unfinishedWindowsOf(db: Db, orgs: readonly string[], resource: string): Promise<Array<UnfinishedWindow & { org: string }>> {
+/** The unfinished windows of every windowed resource of each organisation of `orgs`, by organisation, resource, then window key: one statement for all (`status`). */
+export async function unfinishedWindowsOf(db: Db, orgs: readonly string[]): Promise<Array<UnfinishedWindow & { org: string; resource: string }>> {
   if (orgs.length === 0) return [];
-  const { rows } = await sql<{ org: string; window_key: string; reason: string; run_id: number | null; recorded_at: Date }>`
-    select org, window_key, reason, run_id, recorded_at from trainsync.unfinished_windows
-    where org = any(${[...orgs]}::text[]) and resource = ${resource} order by org, window_key`.execute(db);
-  return rows.map((r) => ({ org: r.org, key: r.window_key, reason: r.reason, runId: r.run_id, recordedAt: r.recorded_at }));
+  const { rows } = await sql<{ org: string; resource: string; window_key: string; reason: string; run_id: number | null; recorded_at: Date }>`
+    select org, resource, window_key, reason, run_id, recorded_at from trainsync.unfinished_windows
+    where org = any(${[...orgs]}::text[]) order by org, resource, window_key`.execute(db);
+  return rows.map((r) => ({ org: r.org, resource: r.resource, key: r.window_key, reason: r.reason, runId: r.run_id, recordedAt: r.recorded_at }));
 }

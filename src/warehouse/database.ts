@@ -216,6 +216,18 @@ export interface ResultSightingsTable {
   result_id: string;
 }
 
+/** Each organisation's schedule of a synced resource, as the worker that registers the schedules wrote it (0024). */
+export interface SyncSchedulesTable {
+  /** The organisation's slug (training.organisations). */
+  org: string;
+  resource: string;
+  /** The cron line (UTC) registered, spread included. */
+  pattern: string;
+  /** The longest gap between two fires, in seconds; null when it fires less than twice in 400 days. */
+  every_seconds: number | null;
+  updated_at: GeneratedInstant;
+}
+
 export interface SchemaMigrationsTable {
   name: string;
   checksum: string;
@@ -241,5 +253,6 @@ export interface Database extends ProvisioningTables, GroupTables, WebhookTables
   'trainsync.quarantine': QuarantineTable;
   'trainsync.result_sightings': ResultSightingsTable;
   'trainsync.unfinished_windows': UnfinishedWindowsTable;
+  'trainsync.sync_schedules': SyncSchedulesTable;
   'trainsync.schema_migrations': SchemaMigrationsTable;
 }

@@ -1,4 +1,4 @@
-import { APP_ROLE } from './pool.ts';
+import { APP_ROLE } from './connection-settings.ts';
 import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
 import type { Logger } from 'pino';

@@ -234,13 +234,24 @@ export async function webhookBacklogsOf(db: Kysely<Database>, orgs: readonly str
   const last = await sql<{ org: string; event_type: string; received_at: Date }>`
       select c.slug as org, e.event_type, e.received_at from unnest(${slugs}::text[]) as c(slug)
       join lateral (select event_type, received_at from trainsync.webhook_events where org = c.slug order by received_at desc limit 1) e on true`.execute(db);
-  const waiting = await sql<{ org: string; n: number; oldest: Date | null }>`
-      select org, count(*)::int as n, min(received_at) as oldest from trainsync.webhook_events
-      where org = any(${slugs}::text[]) and processed_at is null group by org`.execute(db);
+  const waiting = await webhookWaitingOf(db, slugs);
   const lastDay = await sql<{ org: string; outcome: string; n: number }>`
       select org, coalesce(outcome, 'waiting') as outcome, count(*)::int as n from trainsync.webhook_events
       where org = any(${slugs}::text[]) and received_at > now() - interval '1 day' group by org, coalesce(outcome, 'waiting')`.execute(db);
-  return { last: last.rows, waiting: waiting.rows, lastDay: lastDay.rows };
+  return { last: last.rows, waiting, lastDay: lastDay.rows };
+}
+
+/**
+ * The backlog of each organisation of `orgs` that has one: events stored and not yet processed,
+ * and when the oldest was received. One statement over the pending index (`status`, and the
+ * metrics at each scrape).
+ */
+export async function webhookWaitingOf(db: Kysely<Database>, orgs: readonly string[]): Promise<Array<{ org: string; n: number; oldest: Date | null }>> {
+  if (orgs.length === 0) return [];
+  const { rows } = await sql<{ org: string; n: number; oldest: Date | null }>`
+      select org, count(*)::int as n, min(received_at) as oldest from trainsync.webhook_events
+      where org = any(${[...orgs]}::text[]) and processed_at is null group by org order by org`.execute(db);
+  return rows;
 }
 
 /** The console's row of a webhook event. */

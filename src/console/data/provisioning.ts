@@ -1,7 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
-import { countNeedingAttention, searchActionRows, type ActionListRow } from '../../provisioning/apply/actions-store.ts';
-import { recentFeedRows, type FeedListRow } from '../../provisioning/apply/feeds-store.ts';
+import { type ActionListRow, countNeedingAttention, type FeedListRow, recentFeedRows, searchActionRows } from '../../provisioning/index.ts';
 import type { Database } from '../../warehouse/database.ts';
 
 type Db = Kysely<Database>;

@@ -1,7 +1,6 @@
 import { html, type SafeHtml } from '../html.ts';
 import { actionButton, type Viewer } from '../layout.ts';
-import type { Plan } from '../../provisioning/plan/types.ts';
-import { NO_GROUP_NAMES, type GroupNames } from '../../provisioning/group-names.ts';
+import { type GroupNames, NO_GROUP_NAMES, type Plan } from '../../provisioning/index.ts';
 import type { ReconciliationReport } from '../../warehouse/reconciliation.ts';
 import { describePlatformListAge } from '../../warehouse/platform-list-age.ts';
 import { groupCell } from './change-table.ts';

@@ -13,6 +13,8 @@ import { actionReasons } from './reasons.ts';
 import { freeSeats, SEATS_NOT_READ, type SeatsInfo } from './seats.ts';
 import { shrinkRefusedPlan, shrinkStep, type ShrinkCheck } from './shrink.ts';
 import { DEFAULT_DRIFT_SETTINGS, type DesiredState, type PipelineDeps, type Source } from './types.ts';
+import { ATTR } from '../../lib/tracing/attributes.ts';
+import { annotate, inSpan } from '../../lib/tracing/spans.ts';
 
 /**
  * The one plan-and-apply pipeline. Every source (an HR feed, a SCIM batch, the last
@@ -96,9 +98,18 @@ function withoutEmployees(plan: Plan, held: ReadonlySet<string>): Pick<Plan, 'ac
   };
 }
 
-export async function runPipeline<After>(deps: PipelineDeps, source: Source<After>, options: PipelineOptions): Promise<PipelineResult<After>> {
+/**
+ * Traces on: the pipeline is one span (`provisioning <source>`), its steps children of it
+ * (the source's statement, the platform's accounts, the plan and its guards, the enqueue),
+ * and the jobs it enqueues carry its trace to the workers that call the platform.
+ */
+export function runPipeline<After>(deps: PipelineDeps, source: Source<After>, options: PipelineOptions): Promise<PipelineResult<After>> {
+  return inSpan(`provisioning ${source.kind}`, { [ATTR.org]: deps.org, [ATTR.source]: source.kind }, () => pipeline(deps, source, options));
+}
+
+async function pipeline<After>(deps: PipelineDeps, source: Source<After>, options: PipelineOptions): Promise<PipelineResult<After>> {
   return underProvisionLock(deps, options.dryRun || options.locked === true, async (): Promise<PipelineResult<After>> => {
-    const desired = await source.desired();
+    const desired = await inSpan('provisioning desired state', {}, () => source.desired());
     // A held plan approved was past this guard when it was held (or allowed): its people were reviewed and counted.
     const shrink = options.approving ? undefined : await shrinkStep(deps, source, desired, options.allowShrink ?? false);
     if (shrink?.decision.refused) {
@@ -108,7 +119,7 @@ export async function runPipeline<After>(deps: PipelineDeps, source: Source<Afte
     }
     const readable = desired.fileErrors.length === 0;
     const applied = await loadApplied(deps, desired);
-    const platform = await readPlatformStep(deps, source, desired, applied);
+    const platform = await inSpan('provisioning platform view', {}, () => readPlatformStep(deps, source, desired, applied));
     const seats = !readable ? SEATS_NOT_READ.unreadable : source.checkSeats ? await freeSeats(deps.platform()) : SEATS_NOT_READ.unchecked;
     const drift = deps.drift ?? DEFAULT_DRIFT_SETTINGS;
     const planned = planProvisioning({
@@ -128,6 +139,7 @@ export async function runPipeline<After>(deps: PipelineDeps, source: Source<Afte
     const approval = options.approving?.confirm && !verdict.refused ? approvalProblem(options.approving, planned, verdict, options.approving.confirm) : undefined;
     const refused = verdict.refused ?? (approval === undefined ? undefined : { reason: 'confirm' as const, message: approval });
     const plan: Plan = { ...planned, maxDisable: verdict.limit, ...(refused ? { refused } : {}) };
+    annotate({ [ATTR.planActions]: plan.actions.length, [ATTR.planHeld]: verdict.held.length, [ATTR.planRefused]: plan.refused?.reason });
     await source.planned?.(plan, options.dryRun);
 
     let heldPlanId: number | undefined;
@@ -154,13 +166,16 @@ export async function runPipeline<After>(deps: PipelineDeps, source: Source<Afte
     await releaseActive(deps.db, deps.org, desired.rows.filter((r) => r.status === 'active').map((r) => r.employeeId), options.approving?.planId);
     const toEnqueue = withoutEmployees(plan, new Set(verdict.held));
     const reasons = actionReasons(toEnqueue.actions, { kind: source.kind, label: source.label, mode: desired.mode, rows: desired.rows });
-    const enqueued = await enqueuePlan(deps, toEnqueue, source.auditMark, {
-      source: source.kind,
-      reasons,
-      createLookUp: source.createLookUp,
-      // A few listed employees: only theirs are checked for open actions (a SCIM burst plans many batches a second).
-      openOf: desired.appliedScope === 'listed' ? Object.keys(toEnqueue.byEmployee) : undefined,
-    });
+    const enqueued = await inSpan('provisioning enqueue', {}, () =>
+      enqueuePlan(deps, toEnqueue, source.auditMark, {
+        source: source.kind,
+        reasons,
+        createLookUp: source.createLookUp,
+        // A few listed employees: only theirs are checked for open actions (a SCIM burst plans many batches a second).
+        openOf: desired.appliedScope === 'listed' ? Object.keys(toEnqueue.byEmployee) : undefined,
+      }),
+    );
+    annotate({ [ATTR.enqueued]: enqueued.enqueued.length });
     const after = source.afterEnqueue ? await source.afterEnqueue(enqueued) : undefined;
     return { ...run, enqueued, ...(after === undefined ? {} : { after }) };
   });

@@ -3,8 +3,6 @@ import { getWatermark, listUnfinishedWindows } from '../sync-state.ts';
 import { addDays, parseWindowKey, splitWindows, today, windowKey, type ResultWindow } from './days.ts';
 import type { SyncPayload } from '../sync-payload.ts';
 
-/** The results resource's name (src/sync/resources/results.ts): its watermark and unfinished windows are kept under it. */
-export const RESULTS = 'results';
 /** The unfinished-window key of a walk of every page. */
 export const FULL_WALK = 'full';
 

@@ -112,9 +112,6 @@ export function boundsKey(resource: string): string {
   return `${resource}:window-bounds`;
 }
 
-/** Results' (read by the tests). */
-export const BOUNDS_KEY = boundsKey('results');
-
 /** Shared by the windows of one run, so one refusal switches them all. */
 interface Bounds {
   now: WindowBounds;

@@ -2,8 +2,10 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../../warehouse/database.ts';
 import { snapshotShrinkCounts, snapshotWithIdentities } from '../../apply/identities-store.ts';
 import type { FeedRow } from '../../feed/types.ts';
+import type { HeldSource } from '../../held-sources.ts';
 import type { MaxDisable } from '../../plan/types.ts';
-import type { Source } from '../types.ts';
+import { runPipeline } from '../run-pipeline.ts';
+import { pipelineDeps, type Source } from '../types.ts';
 
 /**
  * The last HR snapshot as a source (`reconcile --fix`): training.employees, as `provision`,
@@ -76,3 +78,13 @@ export function snapshotSource(deps: { db: Kysely<Database>; org: string }, opti
     reassertGroups: options.reassertGroups,
   };
 }
+
+/** A held repair decided: approving plans the reviewed rows again, not the snapshot as it is now; rejecting takes nothing back. */
+export const heldRepair: HeldSource = {
+  approve: async (deps, plan, approving) => {
+    const run = await runPipeline(pipelineDeps(deps), snapshotSource(deps, { maxDisable: undefined, rows: plan.feed.rows }), { dryRun: false, force: false, locked: true, approving });
+    if (run.plan.refused || !run.enqueued) return { applied: false, refused: run.plan.refused };
+    return { applied: true, enqueued: run.enqueued.enqueued, waitingOn: run.enqueued.waitingOn, pending: run.enqueued.skippedEmployees };
+  },
+  reject: async () => ({ pending: [] }),
+};

@@ -51,12 +51,19 @@ export interface WindowedResource<T> extends Declared {
   /** Paged by number: the walk chooses its pages (completeness.ts). */
   endpoint: Listing<T>;
   table: StagedTable<T>;
-  /** The request of a window's bounds (windowQuery in results/days.ts), and of the whole list (no bounds). */
-  request(bounds: { startDate: string; endDate: string } | undefined): ListRequest;
+  /**
+   * The request of a window's bounds (windowQuery in results/days.ts), of the records dated
+   * from an instant on (`startDate` alone), and of the whole list (no bounds).
+   */
+  request(bounds: { startDate: string; endDate?: string | undefined } | undefined): ListRequest;
   /** The instant that places a record on a day (a backfill stores only its days), or null. */
   day(record: T): string | null;
+  /** A record's key (what the table's key column holds). */
+  key(record: T): string;
   /** The key of a record set aside, from its raw JSON, if it has a readable one (it still exists: never marked removed). */
   rawKey(raw: unknown): string | undefined;
+  /** `day` of a record set aside, from its raw JSON: undefined when it cannot be told. */
+  rawDay(raw: unknown): string | null | undefined;
 }
 
 /** One reading per run, kept as a row of its own (seats). */

@@ -5,7 +5,7 @@ import { countQuarantined, deleteCheckpoints, recordUnfinishedWindows, setWaterm
 import { emptyRunCounts, finishRun } from '../runs-store.ts';
 import { onDays, windowKey } from './days.ts';
 import { walkAllResults } from './full-walk.ts';
-import { FULL_WALK, planResultsRun } from './plan.ts';
+import { planResultsRun } from './plan.ts';
 import { readWindows, type UnfinishedRead } from './windows.ts';
 import { withRun } from '../run.ts';
 import type { SyncSummary } from '../summary.ts';
@@ -21,9 +21,9 @@ function incompleteNote(unfinished: readonly UnfinishedRead[]): string {
 /**
  * Results are incremental: each run re-reads a lookback window up to today, split into
  * date windows read concurrently; each window commits a checkpoint with its last rows,
- * so a crash resumes at the first unfinished window. The first run, and `--full`,
- * walk every page instead (undated results included) and checkpoint the completeness
- * rule's state with each batch.
+ * so a crash resumes at the first unfinished window. The first run, and `--full`, read
+ * every result (undated ones included): by closed date windows, the undated tail and the
+ * open window when the list is large enough, else in one walk (full-walk.ts).
  *
  * Checkpoints are scoped to the BullMQ job: its retries and a restart after a crash
  * resume them; a new job starts a fresh plan (idempotent, so never wrong). Whether a
@@ -50,12 +50,14 @@ export async function syncWindowed<T>(resource: WindowedResource<T>, payload: Sy
     let unfinished: UnfinishedRead[];
     let finished: string[];
     let firstLoad = false;
+    let windows = plan.windows.length;
     if (plan.mode === 'full') {
       const walk = await walkAllResults(ctx, resource, scope, run.id, counts);
       resumed = walk.resumed;
       firstLoad = walk.firstLoad;
-      unfinished = walk.unfinished ? [{ key: FULL_WALK, reason: walk.unfinished }] : [];
-      finished = walk.unfinished ? [] : [FULL_WALK];
+      unfinished = walk.unfinished;
+      finished = walk.finished;
+      windows = walk.windows;
     } else {
       const read = await readWindows(ctx, resource, scope, run.id, plan.windows, counts, keep);
       resumed = read.resumed;
@@ -79,6 +81,6 @@ export async function syncWindowed<T>(resource: WindowedResource<T>, payload: Sy
         note: unfinished.length > 0 ? incompleteNote(unfinished) : undefined,
       });
     });
-    return { windows: plan.windows.length, windowsResumed: resumed };
+    return { windows, windowsResumed: resumed };
   });
 }

@@ -41,6 +41,24 @@ export interface WalkOptions<T> {
   readAhead?: number | undefined;
   /** Stores only the results this accepts (a backfill's days); the rest are read, not stored. */
   keep?: ((record: T) => boolean) | undefined;
+  /** Page 1 of this request, already answered (it decided how to read the list): used instead of asking again. */
+  firstPage?: Page<T> | undefined;
+  /** A read of the list's tail: every result below `cursor` is read already (see CompletenessRule's `start`). */
+  start?: { cursor: number; pageSize: number } | undefined;
+  /**
+   * Told of each page as it is answered (after the rule), and waited for before the
+   * next page is asked: a read one page at a time can ask something else in between,
+   * and tell the rule a total it saw there (CompletenessRule.totalSeen).
+   */
+  afterPage?: ((page: Page<T>, read: ReadBetweenPages) => Promise<void> | void) | undefined;
+}
+
+/** What a read one page at a time offers between two pages. */
+export interface ReadBetweenPages {
+  /** The rule has found every result read (so far). */
+  readonly complete: boolean;
+  /** A total of the same list seen between pages: the rule takes it as it takes a page's. */
+  sawTotal(total: number): void;
 }
 
 type Arrival<T> = { page: number; answer: Page<T> } | { page: number; error: unknown };
@@ -55,7 +73,7 @@ type Arrival<T> = { page: number; answer: Page<T> } | { page: number; error: unk
  */
 export async function walkResults<T>(ctx: JobContext, resource: WindowedResource<T>, options: WalkOptions<T>): Promise<WalkReport> {
   const { runId, counts, trackSightings = false, firstLoad = false, keep } = options;
-  const rule = new CompletenessRule({ readAhead: options.readAhead ?? 1, resume: options.resume });
+  const rule = new CompletenessRule({ readAhead: options.readAhead ?? 1, resume: options.resume, start: options.start });
   // Rows go into their batch's COPY text as each page arrives (see StagedBatch).
   let rows = new StagedBatch(resource.table);
   let problems: RecordProblem[] = [];
@@ -125,10 +143,13 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
   const arrived: Arrival<T>[] = [];
   const asked = new Set<Promise<void>>();
   let wake: (() => void) | undefined;
+  let firstPage = options.firstPage;
   const ask = (): void => {
     for (let page = rule.ask(); page !== undefined; page = rule.ask()) {
       const pageNo = page;
-      const request = ctx.platform.listPage(resource.endpoint, options.request, pageNo, { signal: ctx.signal }).then(
+      const answered = pageNo === 1 && firstPage !== undefined ? Promise.resolve(firstPage) : ctx.platform.listPage(resource.endpoint, options.request, pageNo, { signal: ctx.signal });
+      if (pageNo === 1) firstPage = undefined;
+      const request = answered.then(
         (answer) => {
           arrived.push({ page: pageNo, answer });
         },
@@ -167,6 +188,14 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
       for (const record of page.records) if (!keep || keep(record)) rows.add(record);
       for (const problem of page.problems) problems.push(problem);
       if (rows.size >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);
+      if (options.afterPage) {
+        await options.afterPage(page, {
+          get complete() {
+            return rule.state.kind === 'complete';
+          },
+          sawTotal: (total) => void rule.totalSeen(total),
+        });
+      }
       ctx.progress({ resource: resource.name, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.size });
     }
     await flush(true);

@@ -11,7 +11,6 @@ import {
   upsertResults,
   upsertUsers,
 } from './helpers/resource-loaders.ts';
-import { withTransaction } from '../src/warehouse/transaction.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 let t: TestDatabase;

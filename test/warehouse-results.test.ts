@@ -5,7 +5,6 @@ import { resultSchema, type Result } from '../src/platform/schemas.ts';
 import { markUnseenResultsRemoved, recordSightings, upsertResults } from './helpers/resource-loaders.ts';
 import { getCheckpoint, saveCheckpoint } from '../src/sync/sync-state.ts';
 import { startRun } from '../src/sync/runs-store.ts';
-import { withTransaction } from '../src/warehouse/transaction.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 let t: TestDatabase;

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { RecordProblem } from '../src/platform/types.ts';
 import { addRunCounts, finishRun, lastRuns, startRun } from '../src/sync/runs-store.ts';
 import { deleteCheckpoints, getCheckpoint, getWatermark, listCheckpoints, quarantineCounts, quarantineRecords, saveCheckpoint, setWatermark } from '../src/sync/sync-state.ts';
-import { withTransaction } from '../src/warehouse/transaction.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 let t: TestDatabase;

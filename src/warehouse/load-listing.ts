@@ -1,6 +1,5 @@
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import type pg from 'pg';
-import type { Database } from './database.ts';
 import { jsonbText } from './jsonb-text.ts';
 import { dedupeById, type LoadCounts } from './load-counts.ts';
 import { keyColumns, markMissingListed, touchListed, upsertListed, type ListedTable } from './upsert-listed.ts';

@@ -1,6 +1,5 @@
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import type pg from 'pg';
-import type { Database } from './database.ts';
 import { copyField, copyText, releaseCopyText, takeCopyText, type CopyText, type CopyValue } from './copy-text.ts';
 import type { LoadCounts } from './load-counts.ts';
 import type { OrgDb, OrgTx } from './scope.ts';

@@ -1,5 +1,4 @@
 import { sql } from 'kysely';
-import type pg from 'pg';
 import { jsonbText } from './jsonb-text.ts';
 import { dedupeById, type LoadCounts } from './load-counts.ts';
 import { keyColumns, markMissingListed, touchListed, upsertListed, type ListedTable } from './upsert-listed.ts';

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given (sync also measures row-level security: enforced beside bypassed): simulator client http writepath warehouse sync startup latency provisioning feed webhooks employees drift timings scim doctor settings console orgs
+ *   npm run bench -- sync         # only the names given (sync also measures row-level security: enforced beside bypassed, and traces: off beside on): simulator client http writepath warehouse sync tracing startup latency provisioning feed webhooks employees drift timings scim doctor settings console orgs scrape
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -90,7 +90,19 @@ if (want('sync')) {
   const pgCpu = rls.postgresCpuMicrosPerResult as Record<'firstLoad' | 'reload', Record<'enforced' | 'bypass', number>>;
   verdicts.push(`INFO  Postgres CPU per result with row security vs without: first load ${pgCpu.firstLoad.enforced} vs ${pgCpu.firstLoad.bypass} µs, reload ${pgCpu.reload.enforced} vs ${pgCpu.reload.bypass} µs (medians)`);
   check('reload with row security vs without', num(rls.reloadOverheadPercent) <= 5, `${enforced.reloadResultsPerSecond}/s vs ${bypass.reloadResultsPerSecond}/s, ${num(rls.reloadOverheadPercent) >= 0 ? '+' : ''}${rls.reloadOverheadPercent}% time (median of ${rls.pairs} pairs; target ≤ 5%)`);
-
+}
+if (want('sync') || want('tracing')) {
+  process.stdout.write('\n== traces: the same first load and reload (50,000 results, 10% changed) with traces off (the default: no SDK loaded) and on (every span sent over OTLP/HTTP protobuf to a receiver here), in alternating pairs; CPU of the sync process per result\n');
+  const traces = lastJson(await run(['bench/sync-tracing.ts', JSON.stringify({ results: 50_000, pairs: 4 })]));
+  figures.syncTracing = traces;
+  const off = traces.off as Record<string, number>;
+  const on = traces.on as Record<string, number>;
+  const load = traces.loadAverage as { before: number[] };
+  verdicts.push(
+    `INFO  traces on vs off, CPU per result: first load ${on.firstLoadCpuMicrosPerResult} vs ${off.firstLoadCpuMicrosPerResult} µs (median difference of ${traces.pairs} pairs ${traces.firstLoadCostMicrosPerResult} µs), reload ${on.reloadCpuMicrosPerResult} vs ${off.reloadCpuMicrosPerResult} µs (${traces.reloadCostMicrosPerResult} µs); ${traces.exportedKilobytes} kB sent in all; load average ${load.before[0]} on ${traces.cores} cores`,
+  );
+}
+if (want('sync')) {
   process.stdout.write('\n== memory: 100,000 vs 400,000 results\n');
   const small = lastJson(await run(['bench/sync-scenario.ts', JSON.stringify({ results: 100_000 })]));
   const large = lastJson(await run(['bench/sync-scenario.ts', JSON.stringify({ results: 400_000 })]));
@@ -204,7 +216,7 @@ if (want('timings')) {
 }
 
 if (want('drift')) {
-  process.stdout.write('\n== drift: first load and full walk of 100,000 results, quiet and with arrivals at the head, in the middle, removals anywhere, and both (about 80 arrivals / 8 removals a walk)\n');
+  process.stdout.write('\n== drift: first load and full walk of 100,000 results, quiet and with arrivals at the head, in the middle, removals anywhere, both (about 80 arrivals / 8 removals a walk), and 8 removals each with a completion in the same interval\n');
   const drift = lastJson(await run(['bench/results-drift.ts', JSON.stringify({ results: 100_000 })]));
   figures.drift = drift;
   const driftVerdicts = drift.verdicts as Array<{ scenario: string; run: string; pass: boolean; target: string; why: string }>;
@@ -292,6 +304,14 @@ if (want('orgs')) {
   verdicts.push(
     `INFO  orgs ×${thousandArgs.orgs}: Postgres' CPU for the same rows by raw COPY alone ${num(floor.postgresCpuSeconds)} s (${num(floor.postgresCpuMicrosPerResult)} µs a result, ${num(floor.wallSeconds)} s of wall with nothing else running) beside trainsync's load ${others.postgres} s; with the workers' ${num(thousand.workersCpuSeconds)} s, two cores need at least ${Math.round((num(floor.postgresCpuSeconds) + num(thousand.workersCpuSeconds)) / 2)} s`,
   );
+}
+if (want('scrape')) {
+  process.stdout.write('\n== /metrics with 1,000 organisations and 180,000 runs: the series the alerts read from Postgres at each scrape; training.freshness as BI readers run it\n');
+  const scrape = lastJson(await run(['bench/metrics-scrape.ts']));
+  figures.scrape = scrape;
+  const s = scrape.scrape as { medianMs: number; medianCpuMs: number; series: number; stateSeries: number };
+  const f = scrape.freshness as { allOrganisations: { ms: number }; oneOrganisation: { ms: number } };
+  verdicts.push(`INFO  scrape ×${num(scrape.orgs)}: ${s.medianMs} ms median, ${s.medianCpuMs} ms CPU in the worker, ${s.series} series (${s.stateSeries} read from Postgres; the read alone ${num(scrape.stateReadMedianMs)} ms); training.freshness ${f.allOrganisations.ms} ms for every organisation, ${f.oneOrganisation.ms} ms for one's reader`);
 }
 
 process.stdout.write(`\n== verdicts\n${verdicts.join('\n') || '(none computed for this selection)'}\n`);

@@ -38,6 +38,10 @@ const argsSchema = z.object({
   mode: z.enum(['full', 'windows']).default('full'),
   batchRows: z.number().int().positive().optional(),
   writers: z.number().int().positive().optional(),
+  /** TRAINSYNC_RESULTS_WALK_WINDOW_PAGES (a value above the list's pages walks it whole). */
+  walkWindowPages: z.number().int().positive().optional(),
+  /** TRAINSYNC_RESULTS_CONCURRENCY. */
+  resultsConcurrency: z.number().int().positive().optional(),
   /** Run the careful peer (bench/careful-peer.ts) after each of trainsync's loads. */
   peer: z.boolean().default(false),
   /**
@@ -47,6 +51,12 @@ const argsSchema = z.object({
    * peer, which reads after trainsync, never does.
    */
   warmSimulator: z.boolean().default(true),
+  /**
+   * Traces on (bench/sync-tracing.ts): spans go to this OTLP/HTTP traces URL, sent every
+   * 200 ms so that nearly all of the run's are sent within the run it measures. Unset: off,
+   * as by default (no OTEL_* variable at all).
+   */
+  tracing: z.object({ url: z.string(), protocol: z.enum(['http/protobuf', 'http/json']).default('http/protobuf') }).optional(),
 });
 const args = argsSchema.parse(JSON.parse(process.argv[2] ?? '{}'));
 
@@ -128,8 +138,13 @@ try {
     TRAINSYNC_RESULTS_WINDOW_DAYS: '31',
     ...(args.batchRows ? { TRAINSYNC_BATCH_ROWS: String(args.batchRows) } : {}),
     ...(args.writers ? { TRAINSYNC_RESULTS_WRITERS: String(args.writers) } : {}),
+    ...(args.walkWindowPages ? { TRAINSYNC_RESULTS_WALK_WINDOW_PAGES: String(args.walkWindowPages) } : {}),
+    ...(args.resultsConcurrency ? { TRAINSYNC_RESULTS_CONCURRENCY: String(args.resultsConcurrency) } : {}),
     TRAINSYNC_METRICS_PORT: '0',
     LOG_LEVEL: 'warn',
+    ...(args.tracing
+      ? { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: args.tracing.url, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: args.tracing.protocol, OTEL_BSP_SCHEDULE_DELAY: '200' }
+      : {}),
   });
   const log = createLogger(config.LOG_LEVEL);
   const app = await createApp(config, log, { jobs: allJobs, migrate: true });
@@ -140,6 +155,8 @@ try {
   // The other processes on the same cores: the simulator and this database's backends.
   const simPid = simulatorPid();
   const adminPool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  // An idle client's server may go (another session's maintenance ends backends): not a crash of the bench.
+  adminPool.on('error', () => undefined);
   const others = async <T>(work: () => Promise<T>): Promise<{ value: T; simulatorMicros: number | undefined; postgresMicros: number }> => {
     const sampler = new BackendCpuSampler(adminPool, dbName);
     await sampler.start();
@@ -164,6 +181,9 @@ try {
   const summary = (await (await fetch(`${sim.url}/__simulator/requests/summary`)).json()) as { total?: number; maxInAnyWindow?: number };
   const figures: Record<string, unknown> = {
     results: args.results,
+    tracing: config.tracing !== undefined,
+    // Whether anything of OpenTelemetry registered itself in this process (its API keeps a global): never while off.
+    openTelemetryRegistered: Symbol.for('opentelemetry.js.api.1') in globalThis,
     latencyMs: args.latencyMs,
     requestsPerSecond: args.requestsPerSecond,
     mode: args.mode,

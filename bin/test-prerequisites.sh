@@ -3,12 +3,14 @@
 # neither npm packages nor the services (Postgres, Redis). A fresh machine has none of them.
 #   chromium    /usr/bin/chromium      the console's browser tests (playwright-core drives it)
 #   pgbouncer   /usr/sbin/pgbouncer    test/pgbouncer.test.ts starts one in front of Postgres
-#   prometheus  promtool               checking the alert rules
+#   prometheus  promtool               checking the alert rules (the same package's /usr/bin/prometheus
+#                                      is the server test/prometheus-alerts.test.ts starts)
 # (And Node 22, which it cannot install for the npm running it: it says how, in one line.)
 # Run as root with apt-get at hand, it installs the missing Debian packages; otherwise it stops
 # at once with one line naming what is missing and the command that installs it, so no test
 # fails later, one by one, over a missing program (and none is skipped for it).
-# CHROMIUM_PATH and PGBOUNCER_PATH, as the tests read them, point at other copies.
+# CHROMIUM_PATH and PGBOUNCER_PATH, as the tests read them, point at other copies (and
+# PROMETHEUS_PATH at another server for test/prometheus-alerts.test.ts).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 

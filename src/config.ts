@@ -14,6 +14,7 @@ import { parseMaxDisable } from './settings/max-disable.ts';
 import { DEFAULT_FEED_MIN_SHARE, parseFeedMinShare } from './settings/feed-min-share.ts';
 import { unknownVariables, type UnknownVariable } from './lib/unknown-variables.ts';
 import { parseTrustedProxies } from './settings/trusted-proxies.ts';
+import { OTLP_PROTOCOL_EXPECTED, OTLP_PROTOCOLS, parseTracesExporter, TRACE_SAMPLERS, tracingSettings, type TracingSettings } from './lib/tracing/settings.ts';
 
 /**
  * The only place environment variables are read. `loadConfig(env)` parses once and
@@ -117,6 +118,16 @@ function parseMetricsOrgLabels(value: string): number | string {
   return 'all, none, or how many organisations keep their own org label (0 to 1000), e.g. 50';
 }
 
+/** How spans are encoded: protobuf or JSON, over HTTP. */
+const otlpProtocol = () => z.string().trim().toLowerCase().pipe(z.enum(OTLP_PROTOCOLS, { error: OTLP_PROTOCOL_EXPECTED }));
+
+/** An OTLP/HTTP endpoint: http(s), as the exporter posts to it. */
+const otlpUrl = (): z.ZodString =>
+  z
+    .string()
+    .trim()
+    .refine((value) => /^https?:\/\/[^/?#]+/.test(value) && URL.canParse(value), 'an http(s) URL of an OTLP/HTTP receiver, e.g. http://otel-collector:4318');
+
 const envSchema = z.object({
   // Several organisations (issue 20): a JSON or YAML file listing them; unset, the variables
   // below (TRAINSYNC_API_URL, TRAINSYNC_API_KEY, …) describe one organisation named `default`.
@@ -191,6 +202,9 @@ const envSchema = z.object({
     })
     .default(7),
   TRAINSYNC_RESULTS_WINDOW_DAYS: positiveInt('7').default(7),
+  // A first load or full walk reads the dated results in windows of about this many pages each
+  // (several at once, each one page at a time); a list of fewer than four such windows is walked whole.
+  TRAINSYNC_RESULTS_WALK_WINDOW_PAGES: positiveInt('64').default(64),
   TRAINSYNC_RESULTS_EPOCH: z
     .string()
     .refine((value) => parseIsoDay(value) === value, 'a date that exists, as YYYY-MM-DD, e.g. 2015-01-01')
@@ -305,6 +319,28 @@ const envSchema = z.object({
     .optional(),
   // How often the worker plans SCIM changes left pending (an employee busy with earlier jobs, a crash).
   TRAINSYNC_SCIM_SWEEP_MS: positiveInt('1000').min(100, 'at least 100, e.g. 1000').default(1_000),
+  // Traces (docs/operator.md, "Traces"): the standard OpenTelemetry variables; off unless OTEL_TRACES_EXPORTER=otlp
+  // or an OTLP endpoint is set (src/lib/tracing/settings.ts decides). The exporter itself reads OTEL_EXPORTER_OTLP_HEADERS,
+  // _TIMEOUT, _COMPRESSION and the certificate variables.
+  OTEL_SDK_DISABLED: z.string().trim().optional(),
+  OTEL_TRACES_EXPORTER: z
+    .string()
+    .transform((value, ctx) => {
+      const exporter = parseTracesExporter(value);
+      if (typeof exporter === 'string') return exporter;
+      ctx.addIssue({ code: 'custom', message: exporter.problem });
+      return z.NEVER;
+    })
+    .optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpUrl().optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol().optional(),
+  OTEL_SERVICE_NAME: z.string().trim().min(1).optional(),
+  OTEL_RESOURCE_ATTRIBUTES: z.string().trim().regex(/^[^=,]+=[^,]*(,[^=,]+=[^,]*)*$/, 'key=value pairs, comma-separated, e.g. deployment.environment=production').optional(),
+  OTEL_TRACES_SAMPLER: z.enum(TRACE_SAMPLERS, { error: `one of ${TRACE_SAMPLERS.join(', ')}` }).optional(),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number({ error: 'a share between 0 and 1, e.g. 0.25' }).min(0, 'at least 0').max(1, 'at most 1').optional(),
+  OTEL_BSP_SCHEDULE_DELAY: positiveInt('5000').optional(),
 });
 
 /**
@@ -334,6 +370,8 @@ export type Config = Readonly<
     orgs: readonly OrgSettings[];
     /** TRAINSYNC_* variables set that trainsync does not read (typos): warned about, not refused. */
     unknownVariables?: readonly UnknownVariable[];
+    /** Where traces go, when the OTEL_* variables turn them on; undefined (the default): off, and nothing of OpenTelemetry is loaded. */
+    tracing?: TracingSettings | undefined;
   }
 >;
 
@@ -413,6 +451,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         : key.includes('KEY') || key.includes('SECRET') || key.includes('TOKEN') || key.includes('USERS') ? 'set but invalid'
         // A Redis URL may carry a password (and sentinel URLs a sentinelPassword): shown masked.
         : key === 'REDIS_URL' && /@|password/i.test(given) ? `got ${JSON.stringify(maskUrl(given))}`
+        // A collector's URL may carry a credential (user:password@, a token in the query): not shown.
+        : key.startsWith('OTEL_EXPORTER_OTLP_') && /[@?]/.test(given) ? 'set but invalid'
         : `got ${JSON.stringify(given)}`;
       byKey.set(key, `${key}: ${shown}; expected ${issue.message}`);
     }
@@ -455,6 +495,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     LOG_LEVEL_GIVEN: cleaned.LOG_LEVEL !== undefined,
     orgs: Object.freeze(orgs),
     unknownVariables: Object.freeze(unknown),
+    tracing: tracingSettings(parsed.data),
   });
 }
 

@@ -1,7 +1,7 @@
 import { owner } from './helpers/owner.ts';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROVISIONING_PAGE_SIZE } from '../src/console/routes.ts';
+import { PROVISIONING_PAGE_SIZE } from '../src/console/routes/queries.ts';
 import { startConsole, type ConsoleServer } from '../src/console/server.ts';
 import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { hashConsolePassword } from '../src/settings/console-users.ts';

@@ -7,7 +7,7 @@ import { startConsole, type ConsoleServer } from '../src/console/server.ts';
 import { PROVISION_QUEUE } from '../src/queue/names.ts';
 import { rejectHeldPlan } from '../src/provisioning/approve-held-plan.ts';
 import { readFeed } from '../src/provisioning/feed/read.ts';
-import type { ProvisionDeps } from '../src/provisioning/pipeline/types.ts';
+import type { HeldDecisionDeps } from '../src/provisioning/held-sources.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
 import { RECONCILE_FIX_JOB, reconcileFix } from '../src/provisioning/reconcile-fix.ts';
 import { snapshotFeed } from '../src/provisioning/snapshot-feed.ts';
@@ -43,7 +43,7 @@ const cli = (args: string[]): Promise<CliRun> => runCli(args, { ...h.env, LOG_LE
  * repair rejected, the snapshot put right) run in this process, through the same functions
  * as the commands; what is under test goes through the real CLI.
  */
-const deps = (): ProvisionDeps => provisionDeps(h.app, DEFAULT_ORG);
+const deps = (): HeldDecisionDeps => provisionDeps(h.app, DEFAULT_ORG);
 const provisionWhole = async (): Promise<void> => {
   const result = await provisionFeed(deps(), { file: full, mode: 'full', dryRun: false, force: false });
   expect(provisionExitCode(result), JSON.stringify(result.plan.refused ?? result.applied?.audit.filter((r) => r.status !== 'succeeded'))).toBe(0);
@@ -134,7 +134,7 @@ describe('the feed-shrink guard stands before every source of a whole workforce'
 
     // The whole feed again: the snapshot is right, the held repair is rejected, nothing to repair.
     expect(await rejectHeldPlan(deps(), Number(held.id), { by: 'test', role: 'cli' })).toMatchObject({ ok: true });
-    await snapshotFeed(h.app.scopes.scope(DEFAULT_ORG).lend, DEFAULT_ORG, await readFeed(full), { mode: 'full' });
+    await snapshotFeed(h.app.scopes.scope(DEFAULT_ORG), await readFeed(full), { mode: 'full' });
     const clean = await reconcileFix(deps(), { dryRun: true, force: false, wait: false });
     expect(reconcileFixExitCode(clean), JSON.stringify(clean.plan.refused)).toBe(0);
   }, 240_000);

@@ -3,11 +3,13 @@ import { sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/runtime/log.ts';
-import { APP_ROLE, createPool } from '../src/warehouse/pool.ts';
+import { APP_ROLE } from '../src/warehouse/connection-settings.ts';
+import { createPool } from '../src/warehouse/pool.ts';
 import { createScopes, type OrgScopes } from '../src/warehouse/scope.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { exitCodeFor } from '../src/commands/options/exit-codes.ts';
 import { AppRoleError, checkAppRole } from '../src/warehouse/app-role.ts';
+import { findIdentity } from '../src/provisioning/apply/identities-store.ts';
 import { createTestDatabase, withAdmin, type TestDatabase } from './helpers/db.ts';
 
 /**
@@ -76,6 +78,7 @@ async function seed(org: string): Promise<void> {
   const run = (await t.pool.query<{ id: number }>(`insert into trainsync.runs (org, resource, status) values ($1, 'results', 'succeeded') returning id`, [org])).rows[0]!.id;
   await q(`insert into trainsync.checkpoints (org, key, value, run_id) values ($1, 'results:w1', '{}', $2)`, [run]);
   await q(`insert into trainsync.watermarks (org, resource, value) values ($1, 'results', '2026-01-01')`);
+  await q(`insert into trainsync.sync_schedules (org, resource, pattern, every_seconds) values ($1, 'results', '0 2 * * *', 86400)`);
   await q(`insert into trainsync.unfinished_windows (org, resource, window_key, reason, run_id) values ($1, 'results', 'w1', 'timeout', $2)`, [run]);
   await q(`insert into trainsync.quarantine (org, resource, raw, message, run_id) values ($1, 'results', '{}', 'bad', $2)`, [run]);
   await q(`insert into trainsync.result_sightings (org, run_id, result_id) values ($1, $2, $3)`, [run, RESULT]);
@@ -122,6 +125,23 @@ async function rolledBack(org: string, fn: (client: pg.PoolClient) => Promise<vo
     .catch((error: unknown) => {
       if (!(error instanceof Rollback)) throw error;
     });
+}
+
+/**
+ * Never run: `npm run build` type-checks it. Each line is a pairing the handle's types refuse
+ * (tsc fails when an `@ts-expect-error` line compiles): a slug for a handle, a hand-built
+ * `{ org, db }` (no brand), a handle of several organisations (no one organisation to name).
+ */
+function typeChecks(): void {
+  const a = scopes.scope('a');
+  // @ts-expect-error a slug is not a handle
+  void findIdentity('a', 'E1');
+  // @ts-expect-error a hand-built { org, db } has not the brand only createScopes gives
+  void findIdentity({ org: 'b', db: a.db }, 'E1');
+  // @ts-expect-error a handle of several organisations names no one organisation
+  void findIdentity(scopes.scope(['a', 'b']), 'E1');
+  // @ts-expect-error the escape across organisations names none either
+  void scopes.acrossOrganisations('type check', (all) => findIdentity(all, 'E1'));
 }
 
 beforeAll(async () => {
@@ -220,6 +240,19 @@ describe('organisation isolation enforced by Postgres', () => {
     // The scope is transaction-local: the pooled connection carries nothing into the next unit of work.
     const after = await scopes.unscoped.selectFrom('training.results').select('org').execute();
     expect(after).toEqual([]);
+  });
+
+  it("a store reads the organisation from the handle it is given: a's handle, and its transaction, reach a's rows only", async () => {
+    const a = scopes.scope('a');
+    expect(scopes.scope('a')).toBe(a);
+    expect(a.org).toBe('a');
+    expect(await a.transaction(async (tx) => tx.org)).toBe('a');
+    expect(await a.retriedTransaction(async (tx) => tx.org)).toBe('a');
+    // The same employee id in every organisation: what comes back is the handle's organisation's.
+    expect((await findIdentity(a, 'E1'))?.org).toBe('a');
+    expect((await a.transaction((tx) => findIdentity(tx, 'E1')))?.org).toBe('a');
+    expect((await findIdentity(scopes.scope('c'), 'E1'))?.email).toBe('u@c.example');
+    expect(typeChecks).toBeTypeOf('function');
   });
 
   it('trainsync_app owns nothing and is not exempt from row security', async () => {

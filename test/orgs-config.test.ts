@@ -134,9 +134,9 @@ describe('organisations', () => {
     const table = scheduleTable(createJobCatalog(allJobs), config);
     const results = table.filter((s) => s.job === 'sync-results');
     expect(results).toEqual([
-      { id: 'north.sync-results', org: 'north', job: 'sync-results', queue: 'sync', pattern: '30 3 * * *' },
+      { id: 'north.sync-results', org: 'north', job: 'sync-results', queue: 'sync', pattern: '30 3 * * *', written: '30 3 * * *' },
       // Not its own line: the default, spread inside the 2 h window of several organisations.
-      { id: 'south-2.sync-results', org: 'south-2', job: 'sync-results', queue: 'sync', pattern: spreadCronLine('0 2 * * *', spreadOffsetMinutes('south-2', 120)) },
+      { id: 'south-2.sync-results', org: 'south-2', job: 'sync-results', queue: 'sync', pattern: spreadCronLine('0 2 * * *', spreadOffsetMinutes('south-2', 120)), written: '0 2 * * *' },
     ]);
     expect(results[1]!.pattern).not.toBe('0 2 * * *');
     // Every job of an organisation moves by the same offset: their order is kept.

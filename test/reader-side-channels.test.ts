@@ -128,6 +128,9 @@ async function seed(org: Org): Promise<void> {
     [answer, filter, `Answer ${s}`, at],
   );
   await q(`insert into training.result_filter_answers (org, result_id, answer_id) values ($1, $2, $3)`, [result, answer]);
+  // training.freshness: a resource with a complete run and a schedule, named after the marker.
+  await q(`insert into trainsync.runs (org, resource, status, started_at, finished_at) values ($1, $2, 'succeeded', $3, $3)`, [`resource-${s}`, at]);
+  await q(`insert into trainsync.sync_schedules (org, resource, pattern, every_seconds) values ($1, $2, '0 2 * * *', 86400)`, [`resource-${s}`]);
 }
 
 /** What only `org` holds: its marker, every uuid of its rows, and each of its rows' text. */
@@ -203,7 +206,7 @@ function attacks(rel: Relation, org: Org): Array<[string, string]> {
 
 describe('a per-organisation reader learns nothing of another organisation', () => {
   it('the catalogue lists every table and view, and each has rows of both organisations (a reader of trainsync_reader sees both)', async () => {
-    expect(relations.map((rel) => rel.name)).toEqual(expect.arrayContaining(['hr_reconciliation', 'organisations', 'results', 'result_details']));
+    expect(relations.map((rel) => rel.name)).toEqual(expect.arrayContaining(['freshness', 'hr_reconciliation', 'organisations', 'results', 'result_details']));
     await asLogin(allLogin, async (client) => {
       for (const rel of relations) {
         const { rows } = await client.query<{ org: string }>(`select distinct t.${ident(rel.orgColumn)} as org from training.${ident(rel.name)} t order by 1`);

@@ -118,6 +118,62 @@ describe('SCIM refusals', () => {
     expect((await h.request('GET', `/Schemas/${USER}`)).json.attributes.find((a: { name: string }) => a.name === 'userName')).toMatchObject({ required: true, uniqueness: 'server' });
   });
 
+  it('routes paths whatever their case, a trailing or doubled slash; a path parameter keeps its case', async () => {
+    for (const path of ['/users?count=1', '/USERS?count=1', '/Users/?count=1', '//Users?count=1', '/GROUPS']) {
+      const answer = await h.request('GET', path);
+      expect(answer, path).toMatchObject({ status: 200, json: { schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'] } });
+    }
+    expect((await h.request('GET', '/serviceconfiguration')).json).toEqual((await h.request('GET', '/ServiceProviderConfig')).json);
+    expect((await h.request('GET', `/schemas/${USER}`)).json.id).toBe(USER);
+    // The id as sent, not lowered by the router: no schema has it.
+    const upper = await h.request('GET', `/SCHEMAS/${USER.toUpperCase()}`);
+    expect(upper).toEqual({ status: 404, json: { schemas: [ERROR], status: '404', detail: `no schema ${USER.toUpperCase()}` } });
+  });
+
+  it('405 with Allow for a method a known path does not serve, its body unread; 404 for a path that names no endpoint', async () => {
+    const created = await h.request('POST', '/Users', user('allowed'));
+    expect(created.status).toBe(201);
+    const cases: Array<[string, string, string]> = [
+      ['PUT', '/Users', 'GET, POST'],
+      ['DELETE', '/groups', 'GET, POST'],
+      ['POST', `/Users/${created.json.id}`, 'GET, PUT, PATCH, DELETE'],
+      ['OPTIONS', '/Groups/anything', 'GET, PUT, PATCH, DELETE'],
+      ['PROPFIND', '/Users', 'GET, POST'],
+      ['PATCH', '/ServiceProviderConfig', 'GET'],
+      ['POST', '/Schemas', 'GET'],
+      ['DELETE', `/ResourceTypes/User`, 'GET'],
+    ];
+    for (const [method, path, allow] of cases) {
+      // Not JSON: a 405 is answered without reading it as JSON.
+      const answer = await fetch(`${h.base}${path}`, { method, headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/scim+json' }, body: 'not json' });
+      expect({ method, path, status: answer.status, allow: answer.headers.get('allow'), json: await answer.json() }).toEqual({
+        method, path, status: 405, allow, json: { schemas: [ERROR], status: '405', detail: `${method} is not supported here; allowed: ${allow}` },
+      });
+    }
+    const head = await fetch(`${h.base}/Users`, { method: 'HEAD', headers: { authorization: `Bearer ${h.token}` } });
+    expect([head.status, head.headers.get('allow')]).toEqual([405, 'GET, POST']);
+
+    const endpoints = 'Users, Groups, ServiceProviderConfig, ResourceTypes, Schemas';
+    const missing: Array<[string, string, string]> = [
+      ['GET', '/Nope', `no such endpoint: /scim/v2/Nope (${endpoints})`],
+      ['POST', '/Nope', `no such endpoint: /scim/v2/Nope (${endpoints})`],
+      ['GET', '', `no such endpoint: /scim/v2 (${endpoints})`],
+      ['GET', `/Users/${created.json.id}/groups`, `no such endpoint: /scim/v2/Users/${created.json.id}/groups`],
+      ['PUT', '/Groups/a/b', 'no such endpoint: /scim/v2/Groups/a/b'],
+    ];
+    for (const [method, path, detail] of missing) {
+      const answer = await h.request(method, path, undefined, { raw: method === 'GET' ? undefined : '{"not": json' });
+      expect({ method, path, ...answer }).toEqual({ method, path, status: 404, json: { schemas: [ERROR], status: '404', detail } });
+    }
+    // A body is checked by its route's schema before the resource is looked up: a PATCH that is no PatchOp is 400 even for an unknown id.
+    const unknownId = '00000000-0000-4000-8000-000000000000';
+    expect(await h.request('PATCH', `/Users/${unknownId}`, { Operations: [] })).toMatchObject({ status: 400, json: { scimType: 'invalidSyntax', detail: expect.stringMatching(/^not a PatchOp: schemas: /) } });
+    expect((await h.request('PATCH', `/Users/${unknownId}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'title', value: 'x' }] })).status).toBe(404);
+    const outside = await fetch(new URL('/scim/v1/Users', h.base), { headers: { authorization: `Bearer ${h.token}` } });
+    expect([outside.status, await outside.json()]).toEqual([404, { schemas: [ERROR], status: '404', detail: 'not found: SCIM is served under /scim/v2' }]);
+    expect((await h.request('DELETE', `/Users/${created.json.id}`)).status).toBe(204);
+  });
+
   it('the token is configured by value or by file, at least 20 characters, and never echoed in a config error', () => {
     expect(() => loadConfig({ TRAINSYNC_SCIM_TOKEN: 'too-short-secret' })).toThrow(/TRAINSYNC_SCIM_TOKEN: set but invalid; expected at least 20 characters/);
     expect(() => loadConfig({ TRAINSYNC_SCIM_TOKEN: 'too-short-secret' })).not.toThrow(/too-short-secret/);

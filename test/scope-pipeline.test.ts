@@ -6,7 +6,8 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/runtime/log.ts';
-import { APP_ROLE, createPool } from '../src/warehouse/pool.ts';
+import { APP_ROLE } from '../src/warehouse/connection-settings.ts';
+import { createPool } from '../src/warehouse/pool.ts';
 import { createScopes, type OrgScopes } from '../src/warehouse/scope.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 

@@ -30,7 +30,7 @@ const FAILED = [101, 125] as const; // 25: last users run failed
 const RUNNING = [201, 205] as const; // 5
 const STALE = [301, 310] as const; // 10: last good run 3 days ago
 const NEVER = [941, 1000] as const; // 60: no run
-const WINDOWS = [11, 13] as const; // 3 ok ones with unfinished result windows
+const WINDOWS = [11, 13] as const; // 3 ok ones with unfinished windows
 const ATTENTION = 25 + 10 + 3;
 
 let database: TestDatabase;
@@ -103,14 +103,14 @@ describe('status --org all with 1,000 organisations', () => {
     expect(run.code, run.stderr).toBe(0);
     const lines = run.stdout.trimEnd().split('\n');
     expect(lines).toContain(`Organisations: ${N} (ok ${N - 25 - 5 - 10 - 60}, running 5, failed 25, stale 10, never run 60)`);
-    expect(lines).toContain(`Needing attention: ${ATTENTION} (failed or stale runs, unfinished result windows, provisioning actions, held plans)`);
+    expect(lines).toContain(`Needing attention: ${ATTENTION} (failed or stale runs, unfinished windows, provisioning actions, held plans)`);
     expect(lines.at(-1)).toBe(`and ${ATTENTION - 20} more: use --org <slug>, --offset/--limit, or --json`);
     // In the file's order: the three with windows, then the first failed ones.
     const named = lines.flatMap((line) => /^│ (o\d{4}) /.exec(line)?.[1] ?? []);
     expect(named).toEqual([...[11, 12, 13], ...Array.from({ length: 17 }, (_, k) => 101 + k)].map(slug));
     // Four minutes ago is HH:MM, or the day when the test straddles midnight UTC.
     expect(run.stdout).toMatch(/o0101 +│ failed +│ users failed \d{4}-\d\d-\d\d \d\d:\d\d UTC: UNAUTHORIZED: the key was refused/);
-    expect(run.stdout).toMatch(/o0011 +│ ok +│ 1 unfinished result window /);
+    expect(run.stdout).toMatch(/o0011 +│ ok +│ 1 unfinished window /);
     expect(lines.length).toBeLessThan(80);
     // Five pages of 200, one statement each, plus opening the app: nowhere near one per organisation.
     expect(spent).toBeLessThan(50);
@@ -137,7 +137,7 @@ describe('status --org all with 1,000 organisations', () => {
     expect(report.runs.find((r) => r.org === slug(201))).toMatchObject({ resource: 'users', status: 'running (queued to resume)' });
     // Five sections for every organisation (the fifth: SCIM Users quarantined).
     expect(report.sections).toHaveLength(5 * N);
-    expect(report.sections.filter((s) => s.org === slug(13) && s.rows.length > 0).map((s) => s.title)).toEqual([expect.stringMatching(/^Unfinished result windows/)]);
+    expect(report.sections.filter((s) => s.org === slug(13) && s.rows.length > 0).map((s) => s.title)).toEqual([expect.stringMatching(/^Unfinished windows/)]);
     expect(spent).toBeLessThan(100);
   });
 

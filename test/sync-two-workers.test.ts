@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allJobs } from '../jobs/index.ts';
 import { SYNC_QUEUE } from '../src/queue/names.ts';
+import { syncJobName, syncResources } from '../src/sync/catalog-resources.ts';
 import { createSyncHarness, type SyncHarness } from './helpers/sync-harness.ts';
 import { startWorkerProcess, waitFor, type WorkerProcess } from './helpers/worker-process.ts';
 
@@ -36,7 +38,10 @@ describe('two workers started together', () => {
     expect(await Promise.all(workers.map((w) => w.exited))).toEqual([0, 0]);
 
     const schedulers = await h.app.queue.queues[SYNC_QUEUE].getJobSchedulers();
-    expect(schedulers.map((s) => s.key).sort()).toEqual(['sync-courses', 'sync-filters', 'sync-groups', 'sync-results', 'sync-seats', 'sync-users']);
+    // One scheduler per resource of the catalog (the workers' jobs/index.ts), and none other.
+    const expected = syncResources(allJobs).map((resource) => syncJobName(allJobs, resource));
+    expect(expected).toContain('sync-seats');
+    expect(schedulers.map((s) => s.key).sort()).toEqual(expected.sort());
 
     const runs = await h.database.pool.query<{ job_id: string; status: string }>(
       "select job_id, status from trainsync.runs where resource = 'seats' order by started_at",

@@ -2,7 +2,8 @@ import { owner } from './helpers/owner.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/index.ts';
 import { getWatermark } from '../src/sync/sync-state.ts';
-import { BOUNDS_KEY } from '../src/sync/results/windows.ts';
+import { boundsKey } from '../src/sync/results/windows.ts';
+import { results } from '../src/sync/resources/results.ts';
 import { createSyncHarness, summaryOf, type SyncHarness } from './helpers/sync-harness.ts';
 import { simulatorResults, warehouseResults, type ComparableResult } from './helpers/warehouse-compare.ts';
 
@@ -29,7 +30,7 @@ describe('result windows: date-time bounds, and whole days where the platform ta
     expect(asked.length).toBeGreaterThan(0);
     expect(asked.every((d) => /T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(d))).toBe(true);
     expect(await warehouseResults(h.database.pool)).toEqual(simulatorResults(h.sim.state).filter(inMarch));
-    expect(await getWatermark(owner(h.app).db, 'default', BOUNDS_KEY)).toBeUndefined();
+    expect(await getWatermark(owner(h.app).scope('default'), boundsKey(results.name))).toBeUndefined();
   });
 
   it('a platform that refuses date-times: one 400, then whole days, remembered for the next run', async () => {
@@ -41,7 +42,7 @@ describe('result windows: date-time bounds, and whole days where the platform ta
     expect(refused.length).toBeGreaterThan(0);
     // Windows read together may each have sent one date-time before the first 400 came back.
     expect(refused.length).toBeLessThanOrEqual(h.config.TRAINSYNC_RESULTS_CONCURRENCY);
-    expect(await getWatermark(owner(h.app).db, 'default', BOUNDS_KEY)).toBe('day');
+    expect(await getWatermark(owner(h.app).scope('default'), boundsKey(results.name))).toBe('day');
     expect(h.logLines.join('')).toContain('refused date-time bounds');
 
     h.sim.resetRequests();

@@ -5,10 +5,7 @@ import { readFeed } from '../provisioning/feed/read.ts';
 import { formatFeedErrors } from './render/provision-report.ts';
 import { formatSnapshotCounts, snapshotFeed } from '../provisioning/snapshot-feed.ts';
 import type { PlanMode } from '../provisioning/plan/types.ts';
-import { ensureDatabase } from '../warehouse/ensure-database.ts';
-import { migrate } from '../warehouse/migrator.ts';
-import { createOwnerPool } from '../warehouse/pool.ts';
-import { ensureWorkerLogin } from '../warehouse/worker-login.ts';
+import { prepareAsOwner } from '../warehouse/command-pools.ts';
 import { openAppScopes, ownerRefusal } from '../warehouse/app-role.ts';
 import type { CommandDeps } from './options/deps.ts';
 import { requireFeedFile } from './options/feed-file.ts';
@@ -77,14 +74,11 @@ Examples:
       const config = deps.loadConfig();
       const org = chosen ?? selectOneOrg(config, requestedOrgs(command));
       const log = deps.createLogger(config);
-      const pool = createOwnerPool(config.TRAINSYNC_OWNER_DATABASE_URL, { max: 2, log });
       try {
-        await ensureDatabase(config.TRAINSYNC_OWNER_DATABASE_URL, log);
-        await migrate(pool, log);
-        await ensureWorkerLogin(pool, config.DATABASE_URL, log);
+        await prepareAsOwner(config.TRAINSYNC_OWNER_DATABASE_URL, config.DATABASE_URL, log);
         // The migrations are the owner's; the load is the organisation's, through its scoped handle.
         const app = await openAppScopes(config.DATABASE_URL, log);
-        const counts = await snapshotFeed(app.scopes.scope(org.slug).lend, org.slug, feed, { mode: options.mode }).finally(() => app.close());
+        const counts = await snapshotFeed(app.scopes.scope(org.slug), feed, { mode: options.mode }).finally(() => app.close());
         if (options.json) process.stdout.write(`${JSON.stringify({ fileErrors: [], errors: feed.errors, employees: counts }, null, 2)}\n`);
         else {
           if (errors.length > 0) process.stdout.write(`${errors.join('\n')}\n`);
@@ -93,8 +87,6 @@ Examples:
         process.exitCode = feed.errors.length > 0 ? 1 : 0;
       } catch (error) {
         throw ownerRefusal(error, config) ?? toInfrastructureError(error, config, 'postgres') ?? error;
-      } finally {
-        await pool.end().catch(() => undefined);
       }
     });
 }

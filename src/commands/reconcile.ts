@@ -3,19 +3,18 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { errorMessage } from '../lib/errors.ts';
 import { parseMaxDisable } from '../settings/max-disable.ts';
 import type { MaxDisable } from '../provisioning/plan/types.ts';
-import { maskUrl, toInfrastructureError } from '../lib/infra-errors.ts';
-import { ensureDatabase } from '../warehouse/ensure-database.ts';
-import { migrate, NotMigratedError, requireMigrated } from '../warehouse/migrator.ts';
-import { createPool } from '../warehouse/pool.ts';
+import { toInfrastructureError } from '../lib/infra-errors.ts';
+import { NotMigratedError } from '../warehouse/migrator.ts';
+import { requireMigratedAt } from '../warehouse/command-pools.ts';
 import { openAppScopes } from '../warehouse/app-role.ts';
-import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
+import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../provisioning/reconciliation.ts';
 import type { CommandDeps } from './options/deps.ts';
 import { runReconcileFix } from './reconcile-fix.ts';
 import { confirmCountOption } from './options/confirm-option.ts';
 import { exitWith } from './options/exit-codes.ts';
 import { fitText } from './render/terminal.ts';
 import { DEFAULT_ORG } from '../settings/orgs-file.ts';
-import { describePlatformListAge } from '../warehouse/platform-list-age.ts';
+import { describePlatformListAge } from '../provisioning/platform-list-age.ts';
 import { requestedOrgs, selectOneOrg, selectOrgs } from './options/org-option.ts';
 
 export interface ReconcileCommandDeps extends Pick<CommandDeps, 'loadConfig' | 'createLogger' | 'jobs'> {
@@ -137,14 +136,13 @@ Examples:
       const config = deps.loadConfig();
       const orgs = selectOrgs(config, requested);
       const log = deps.createLogger(config);
-      const pool = createPool(config.DATABASE_URL, { max: 2, log });
       let app: Awaited<ReturnType<typeof openAppScopes>> | undefined;
       try {
         // Reads only: a missing or unmigrated database is refused (exit 2), never created.
-        await requireMigrated(pool, maskUrl(config.DATABASE_URL));
+        await requireMigratedAt(config.DATABASE_URL, log);
         app = await openAppScopes(config.DATABASE_URL, log);
         const reports: ReconciliationReport[] = [];
-        for (const org of orgs) reports.push(await reconciliationReport(app.scopes.scope(org.slug).db, org.slug, options.examples));
+        for (const org of orgs) reports.push(await reconciliationReport(app.scopes.scope(org.slug), options.examples));
         if (options.json) write(`${JSON.stringify(reports.length === 1 ? reports[0] : { organisations: reports }, null, 2)}\n`);
         // One organisation (the single-organisation case included) reads as before; several, each under its name.
         else write(fitText(reports.length === 1 ? renderReconciliation(reports[0]!) : reports.map((r) => `== organisation ${r.org} ==\n${renderReconciliation(r)}`).join('\n')));
@@ -153,7 +151,6 @@ Examples:
         throw toInfrastructureError(error, config, 'postgres') ?? error;
       } finally {
         await app?.close();
-        if (!pool.ended) await pool.end().catch(() => undefined);
       }
     });
 }

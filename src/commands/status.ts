@@ -53,7 +53,7 @@ With several organisations configured, runs, watermarks, quarantined records, sc
 the sections below them are shown per organisation (all of them unless --org names some),
 and each of those entries of --json carries its \`org\`. Above ${DETAIL_UP_TO} organisations the
 text is a summary: how many are ok, running, failed, stale or never run, then the first 20
-needing attention (failed, stale, unfinished result windows, provisioning actions needing
+needing attention (failed, stale, unfinished windows, provisioning actions needing
 attention, held plans); --json still gives every organisation, written as it is read.`,
     )
     .action(async (options: StatusCliOptions, command: Command) => {

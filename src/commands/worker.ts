@@ -1,12 +1,14 @@
 import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
+import { observeScim } from '../runtime/metrics.ts';
 import { CHECK_TIMEOUT_MS, runHealthChecks, startHealthServer } from '../runtime/health-server.ts';
 import { startConsole } from '../console/server.ts';
 import { provisionDeps } from './options/provision-deps.ts';
 import { QUEUE_NAMES, SYNC_QUEUE, type QueueName } from '../queue/names.ts';
 import { sql } from 'kysely';
 import { registerSchedulers, watchSchedulers } from '../queue/schedulers.ts';
+import { recordSyncSchedules } from '../sync/sync-schedules.ts';
 import { startScimService } from '../scim/service.ts';
 import { startWebhookService, webhookOrgs } from '../webhooks/service.ts';
 import { endpointLines } from './options/worker-endpoints.ts';
@@ -67,6 +69,7 @@ e.g. "health    http://127.0.0.1:9464/healthz"; logs go to stderr.`,
       const scim = await startScimService({
         config, scopes: app.scopes, locks: app.locks, queue: app.queue, platform: app.platform, log,
         onQuarantined: (org, count) => app.metrics.scimQuarantined.inc({ org }, count),
+        onAnswered: observeScim(app.metrics),
       });
       // A person who started it sees where it answers (before the workers, which wait for an
       // unreachable Redis); logs stay JSON lines on stderr elsewhere.
@@ -89,6 +92,10 @@ e.g. "health    http://127.0.0.1:9464/healthz"; logs go to stderr.`,
       let stopWatching = (): void => undefined;
       if (options.schedules && queues.includes(SYNC_QUEUE)) {
         await registerSchedulers(app.queue, config, log);
+        // What the freshness view and the "data stale" alert compare each resource's last complete run with.
+        await recordSyncSchedules(app.scopes, app.catalog, config).catch((error: unknown) =>
+          log.warn({ err: error }, 'could not record the sync schedules in trainsync.sync_schedules (training.freshness and the stale-data alert read them); they are recorded at the next start'),
+        );
         // An emptied or failed-over Redis loses them: registered again on reconnect and every TRAINSYNC_SCHEDULE_CHECK_MS.
         stopWatching = watchSchedulers(app.queue, config, log);
       }

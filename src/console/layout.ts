@@ -7,7 +7,7 @@ export type { Viewer } from './viewer.ts';
 
 /**
  * The organisation selector: shown only when several are configured; a form (the CSP allows no
- * inline script). Above SELECT_UP_TO organisations, a search form instead (org-search.ts).
+ * inline script). Above SELECT_UP_TO organisations, a search form instead (routes/orgs.ts).
  */
 function orgSelector(viewer: Viewer): SafeHtml {
   const { scope } = viewer;

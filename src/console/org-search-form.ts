@@ -5,7 +5,7 @@ import type { Scope } from './scope.ts';
 /**
  * The organisation selector with many organisations: a `<select>` of 1,000 options would make
  * every page of the console 100 KB heavier, so above SELECT_UP_TO the header holds a search
- * form instead, and `GET /orgs?q=` (org-search.ts) answers with at most MATCHES_SHOWN of the
+ * form instead, and `GET /orgs?q=` (routes/orgs.ts) answers with at most MATCHES_SHOWN of the
  * user's organisations whose slug or name contains the text. Only the organisations the user
  * may see are searched (`scope.orgs`), so a search never names another's.
  */

@@ -4,26 +4,28 @@ import fastifyCsrf from '@fastify/csrf-protection';
 import fastifyFormbody from '@fastify/formbody';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConsoleUser } from '../settings/console-users.ts';
-import { verifyConsolePassword } from '../settings/console-users.ts';
 import { mountQueueBoard } from '../queue/board.ts';
 import { startHttpServer, type ErrorAnswer, type HttpServer, type HttpServerOptions, type ServerDefinition, type ServerPlugin } from '../http/server-factory.ts';
 import type { ConsoleDeps } from './deps.ts';
-import { loadAssets } from './assets.ts';
 import { recordConsoleChange } from './data/provisioning.ts';
-import { html, type SafeHtml } from './html.ts';
-import { z } from 'zod';
+import { html } from './html.ts';
 import { page, type Viewer } from './layout.ts';
-import { registerPageRoutes } from './routes.ts';
-import { registerOrgSearch } from './org-search.ts';
-import { isConfigured, outsideOrg, scopeOf } from './scope.ts';
+import { scopeOf } from './scope.ts';
 import { takeFlash } from './flash.ts';
-import { createSession, endSession, findSession, setSessionOrg, type Session } from './sessions.ts';
-import { createLoginThrottle } from './login-throttle.ts';
-import { HttpError } from '../http/http-error.ts';
+import { findSession, SESSION_COOKIE, type Session } from './sessions.ts';
+import { assetRoutes } from './routes/assets.ts';
+import type { PageRoutesOptions } from './routes/kit.ts';
+import { loginRoutes } from './routes/login.ts';
+import { orgsRoutes } from './routes/orgs.ts';
+import { overviewRoutes } from './routes/overview.ts';
+import { peopleRoutes } from './routes/people.ts';
+import { provisioningRoutes } from './routes/provisioning.ts';
+import { runsRoutes } from './routes/runs.ts';
+import { webhooksRoutes } from './routes/webhooks.ts';
 
 export type ConsoleServer = HttpServer;
 
-export const SESSION_COOKIE = 'trainsync_console';
+export { SESSION_COOKIE } from './sessions.ts';
 
 const CSP = [
   "default-src 'self'",
@@ -116,8 +118,6 @@ export function consoleServer(deps: ConsoleDeps, users: readonly ConsoleUser[]):
       // Secure on the same rule as the session cookie: the request came by https (a trusted proxy's X-Forwarded-Proto).
       cookieOpts: { path: '/', httpOnly: true, sameSite: 'strict', signed: true, secure: 'auto' },
     });
-    const assets = loadAssets();
-    const secure = (request: FastifyRequest): boolean => request.protocol === 'https';
 
     server.addHook('onSend', async (request, reply, payload) => {
       reply.header('content-security-policy', isQueues(request) ? QUEUES_CSP : CSP);
@@ -146,63 +146,8 @@ export function consoleServer(deps: ConsoleDeps, users: readonly ConsoleUser[]):
         if (request.headers['sec-fetch-site'] !== 'same-origin') return reply.code(403).type('text/plain').send('same-origin requests only');
         deps.log.info({ user: session.username, role: session.role, method: request.method, url: request.url }, 'console queue change');
         // One queue serves every organisation: the change is recorded without one.
-        await recordConsoleChange(deps.scopes.unscoped, { org: null, username: session.username, role: session.role, action: `queues ${request.method}`, target: request.url });
+        await recordConsoleChange(deps.scopes, { username: session.username, role: session.role, action: `queues ${request.method}`, target: request.url });
       }
-    });
-
-    server.get<{ Params: { name: string } }>('/assets/:name', async (request, reply) => {
-      const asset = assets.get(request.params.name);
-      if (!asset) return reply.code(404).send('not found');
-      return reply.type(asset.type).header('cache-control', 'public, max-age=3600').send(asset.body);
-    });
-
-    const loginPage = (reply: FastifyReply, message?: string): SafeHtml =>
-      page('Log in', undefined, html`${message ? html`<p class="error">${message}</p>` : ''}
-  <form method="post" action="/login" id="login"><input type="hidden" name="_csrf" value="${reply.generateCsrf()}">
-  <p><label>user <input name="username" autocomplete="username" required></label></p>
-  <p><label>password <input name="password" type="password" autocomplete="current-password" required></label></p>
-  <button type="submit">Log in</button></form>`);
-
-    server.get('/login', async (_request, reply) => reply.type('text/html').send(loginPage(reply).text));
-
-    // Per user name and per address (request.ip: the peer, or what a configured proxy says it forwarded for).
-    const throttle = createLoginThrottle();
-    server.post<{ Body: { username?: string; password?: string } }>(
-      '/login',
-      { preHandler: server.csrfProtection },
-      async (request, reply) => {
-        const name = String(request.body?.username ?? '');
-        const password = String(request.body?.password ?? '');
-        const wait = throttle.refusal(request.ip, name);
-        if (wait !== undefined) {
-          deps.log.warn({ user: name, ip: request.ip }, 'console log-in throttled');
-          throw new HttpError(429, 'too many attempts', { 'retry-after': String(wait) });
-        }
-        const user: ConsoleUser | undefined = users.find((u) => u.name === name);
-        // A hash is checked even for an unknown name, so timing does not tell which names exist.
-        const ok = await verifyConsolePassword(password, user?.hash ?? users[0]!.hash);
-        if (!user || !ok) {
-          throttle.failed(request.ip, name);
-          deps.log.warn({ user: name, ip: request.ip }, 'console log-in refused');
-          return reply.code(401).type('text/html').send(loginPage(reply, 'Wrong user name or password.').text);
-        }
-        const token = await createSession(deps.scopes.unscoped, user, deps.config.TRAINSYNC_CONSOLE_SESSION_MINUTES);
-        reply.setCookie(SESSION_COOKIE, token, {
-          path: '/',
-          httpOnly: true,
-          sameSite: 'strict',
-          secure: secure(request),
-          maxAge: deps.config.TRAINSYNC_CONSOLE_SESSION_MINUTES * 60,
-        });
-        deps.log.info({ user: user.name, role: user.role }, 'console log-in');
-        return reply.redirect('/');
-      },
-    );
-
-    server.post('/logout', { preHandler: server.csrfProtection }, async (request, reply) => {
-      await endSession(deps.scopes.unscoped, request.cookies[SESSION_COOKIE]);
-      reply.clearCookie(SESSION_COOKIE, { path: '/' });
-      return reply.redirect('/login');
     });
 
     const viewerOf = (request: FastifyRequest, reply: FastifyReply): Viewer => ({
@@ -213,21 +158,11 @@ export function consoleServer(deps: ConsoleDeps, users: readonly ConsoleUser[]):
       path: request.url,
       flash: takeFlash(request, reply),
     });
-    registerPageRoutes(server, deps, viewerOf);
-    registerOrgSearch(server, viewerOf);
-
-    /** The selector: keeps the choice in the session, then back to the page it was made on. */
-    server.post('/org', { preHandler: server.csrfProtection }, async (request, reply) => {
-      const form = z.object({ org: z.string().max(40).optional(), back: z.string().max(500).optional() }).catch({}).parse(request.body);
-      const scope = scopeOf(deps.config, request.session!.org, request.consoleUser!.orgs);
-      // A limited user choosing another organisation: 404, the choice unchanged (never "all" of theirs in its place).
-      if (outsideOrg(scope, form.org)) return reply.code(404).type('text/plain').send('no such organisation');
-      const chosen = form.org && isConfigured(scope, form.org) ? form.org : null;
-      await setSessionOrg(deps.scopes.unscoped, request.cookies[SESSION_COOKIE], chosen);
-      // Only a path of this console: never an absolute or protocol-relative URL.
-      const back = form.back && /^\/(?![/\\])/.test(form.back) ? form.back : '/';
-      return reply.redirect(back);
-    });
+    // One plugin of routes per page (routes/), each behind the hooks above (the session, the security headers).
+    await server.register(assetRoutes);
+    await server.register(loginRoutes, { deps, users });
+    const pages: PageRoutesOptions = { deps, viewerOf };
+    for (const routes of [overviewRoutes, runsRoutes, provisioningRoutes, peopleRoutes, webhooksRoutes, orgsRoutes]) await server.register(routes, pages);
 
     // bull-board's own logo leads to its own front page: the way back is ours, a link kept outside
     // the part its script redraws (style from /assets, as the CSP allows no inline style), and its menu.

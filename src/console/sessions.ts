@@ -11,6 +11,9 @@ import type { Database } from '../warehouse/database.ts';
 
 type Db = Kysely<Database>;
 
+/** The cookie that carries a session's token. */
+export const SESSION_COOKIE = 'trainsync_console';
+
 export interface Session {
   username: string;
   role: ConsoleRole;

@@ -1,7 +1,10 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import { HttpError, mapError, type BodyLimit, type MappedError } from './http-error.ts';
+import { traceRequests, type RequestTracing } from './request-spans.ts';
+import { tracingOn } from '../lib/tracing/spans.ts';
 
 /**
  * Every HTTP server trainsync runs (SCIM, the webhook receiver, /healthz and /metrics, the
@@ -84,10 +87,16 @@ export interface HttpServerOptions {
   faultDetail: string;
   /** The detail of a 404 for a path or method no route serves. */
   notFoundDetail: string;
-  /** Instead of the 404: a server whose one route takes every path answers these too (SCIM's 405 names what is allowed). */
+  /** Instead of the 404 with `notFoundDetail`: the server's own answer to a path no route takes (SCIM's names the resources it serves). */
   unrouted?: Unrouted | undefined;
+  /** How the router matches paths (default: as Fastify does, case-sensitive). */
+  router?: RouterOptions | undefined;
+  /** Turns the URL as sent (malformed escapes already escaped) into the URL routed; `request.originalUrl` keeps what was sent. */
+  rewriteUrl?: ((url: string) => string) | undefined;
   log: HttpLog;
   forceCloseAfterMs?: number;
+  /** Traces on: each request is a server span named this way (SCIM and webhooks; health and the console are not traced). */
+  traced?: RequestTracing | undefined;
 }
 
 export interface HttpServer {
@@ -97,8 +106,23 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
-/** A server's routes, hooks and decorations, applied to the server itself (not an encapsulated child), so its hooks see every request, 404s included. */
+/**
+ * A server's routes, hooks and decorations: registered through fastify-plugin, so they apply to
+ * the server itself (not an encapsulated child) and its hooks see every request, 404s included.
+ */
 export type ServerPlugin = (server: FastifyInstance) => Promise<void>;
+
+/** The router's options a server may set (find-my-way's, through Fastify's `routerOptions`). */
+export interface RouterOptions {
+  /** false: `/users` is `/Users` (path parameters keep their case). */
+  caseSensitive?: boolean;
+  /** `/Users/` is `/Users`. */
+  ignoreTrailingSlash?: boolean;
+  /** `//Users` is `/Users`. */
+  ignoreDuplicateSlashes?: boolean;
+  /** A path parameter longer than this is refused 414 by the router (Fastify's default: 100 characters). */
+  maxParamLength?: number;
+}
 
 /** A server as a wing defines it: where and how it serves (the shared factory's options), and its routes. */
 export interface ServerDefinition {
@@ -204,7 +228,11 @@ export async function startHttpServer({ options, plugin }: ServerDefinition): Pr
     http: { headersTimeout: HEADERS_TIMEOUT_MS, maxHeaderSize: PARSER_MAX_HEADER_BYTES },
     clientErrorHandler: (error, socket) => answerClientError(error, socket, options.errorBody),
     exposeHeadRoutes: false,
-    rewriteUrl: (req) => routableUrl(req.url ?? '/'),
+    ...(options.router ? { routerOptions: { ...options.router } } : {}),
+    rewriteUrl: (req) => {
+      const url = routableUrl(req.url ?? '/');
+      return options.rewriteUrl ? options.rewriteUrl(url) : url;
+    },
     // What the router still refuses (an over-long path parameter, an absolute URL it cannot read): answered through the same mapping.
     frameworkErrors: (error, request, reply) => answerError(error, request, reply),
   });
@@ -233,6 +261,8 @@ export async function startHttpServer({ options, plugin }: ServerDefinition): Pr
     server.removeAllContentTypeParsers();
     server.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   }
+  // Before every other hook and route: the span covers the whole request, refusals included.
+  if (options.traced !== undefined && tracingOn()) traceRequests(server, options.name, options.traced);
   server.setErrorHandler((error, request, reply) => answerError(error, request, reply));
   // First of every server's hooks: nothing of a server's own (a session lookup, a signature) runs for an over-long request.
   server.addHook('onRequest', async (request) => {
@@ -246,9 +276,8 @@ export async function startHttpServer({ options, plugin }: ServerDefinition): Pr
         throw new HttpError(404, options.notFoundDetail);
       }),
   );
-  // Registered as fastify-plugin would: on the server itself, not an encapsulated child.
-  const applied = Object.assign(async (instance: FastifyInstance) => plugin(instance), { [Symbol.for('skip-override')]: true });
-  await server.register(applied);
+  // On the server itself, not an encapsulated child: its hooks, error formats and 404 apply to every request.
+  await server.register(fastifyPlugin(plugin, { name: `${options.name} routes`, fastify: '5.x' }));
 
   await server.listen({ port: options.port, host: options.host });
   const { port, address } = server.server.address() as AddressInfo;

@@ -7,6 +7,8 @@ import type { RequestBudget } from './request-budget.ts';
 import { tallyRequest } from './request-tally.ts';
 import { parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.ts';
 import type { RequestEvent } from './types.ts';
+import { ATTR } from '../lib/tracing/attributes.ts';
+import { annotate, inSpan, tracingOn } from '../lib/tracing/spans.ts';
 
 /**
  * The one place HTTP happens. Every attempt takes a token from the shared budget, is
@@ -79,6 +81,18 @@ export function apiBase(apiUrl: string): { origin: string; prefixUrl: string } {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`TRAINSYNC_API_URL must be http(s): ${url.protocol}`);
   const basePath = url.pathname.replace(/\/+$/, '');
   return { origin: url.origin, prefixUrl: `${url.origin}${basePath}/api/v2/` };
+}
+
+/**
+ * A request's path as a span names it: `/api/v2/users/{id}/disable`. Only segments that are
+ * plain lowercase words stay; any other (an id, a GUID, anything a person could be named
+ * by) becomes `{id}`, and the query is never part of it.
+ */
+export function pathTemplate(path: string): string {
+  return `/api/v2/${path
+    .split('/')
+    .map((segment) => (/^[a-z][a-z_-]*$/.test(segment) ? segment : '{id}'))
+    .join('/')}`;
 }
 
 export function createTransport(options: TransportOptions): Transport {
@@ -207,6 +221,7 @@ export function createTransport(options: TransportOptions): Transport {
       throw error;
     } finally {
       const ms = Math.round((performance.now() - started) * 10) / 10;
+      if (tracingOn()) annotate({ [ATTR.httpStatus]: status, [ATTR.platformAttempts]: n });
       const event: RequestEvent = { method: request.method, path: logPath, status, ms, attempt: n, ...(code === undefined ? {} : { code }) };
       // status null (not undefined) so the line always has the field, even for a timeout.
       if (debug) log.debug({ ...event, status: status ?? null }, 'platform request');
@@ -222,7 +237,16 @@ export function createTransport(options: TransportOptions): Transport {
     return new PlatformError(`${request.method} ${logPath} was aborted`, { code: 'ABORTED', retryable: true, cause: request.signal?.reason });
   }
 
-  async function send<T>(request: ApiRequest<T>): Promise<T> {
+  const serverAddress = new URL(origin).hostname;
+  /** Traces on: one client span per call, over its budget waits and retries (the key, the query and bodies never in it). */
+  function send<T>(request: ApiRequest<T>): Promise<T> {
+    if (!tracingOn()) return sendRetrying(request);
+    const template = pathTemplate(request.path);
+    const attributes = { [ATTR.httpMethod]: request.method, [ATTR.urlTemplate]: template, [ATTR.serverAddress]: serverAddress };
+    return inSpan(`${request.method} ${template}`, attributes, () => sendRetrying(request), 'client');
+  }
+
+  async function sendRetrying<T>(request: ApiRequest<T>): Promise<T> {
     const logPath = `/api/v2/${request.path}`;
     // Built once per call, not per attempt: the same path, headers and body serve every retry.
     const prepared = prepare(request);

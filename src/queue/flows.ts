@@ -1,4 +1,4 @@
-import { FlowProducer, type FlowJob, type JobsOptions } from 'bullmq';
+import { FlowProducer, type FlowJob, type JobsOptions, type Telemetry } from 'bullmq';
 import type { RedisClient } from '../lib/redis-client.ts';
 import type { Config } from '../config.ts';
 
@@ -27,12 +27,13 @@ function toFlowJob(link: ChainLink): FlowJob {
 
 /**
  * Adds chains of jobs as BullMQ flows: in a flow a parent starts only when its child
- * has finished, so each chain's last link is its root and runs last.
+ * has finished, so each chain's last link is its root and runs last. With `telemetry`,
+ * each job carries the active trace (the plan that made it) to the worker that runs it.
  */
-export async function addChains(config: Config, connection: RedisClient, chains: readonly ChainLink[]): Promise<void> {
+export async function addChains(config: Config, connection: RedisClient, chains: readonly ChainLink[], telemetry?: Telemetry): Promise<void> {
   if (chains.length === 0) return;
   // On the process's own connection: its errors and outages are reported where every other one's are.
-  const flows = new FlowProducer({ connection, prefix: config.TRAINSYNC_QUEUE_PREFIX });
+  const flows = new FlowProducer({ connection, prefix: config.TRAINSYNC_QUEUE_PREFIX, ...(telemetry ? { telemetry } : {}) });
   try {
     for (let i = 0; i < chains.length; i += FLOW_BATCH) await flows.addBulk(chains.slice(i, i + FLOW_BATCH).map(toFlowJob));
   } finally {

@@ -1,5 +1,5 @@
 import { fairPriority, orgScoped } from './org-scope.ts';
-import { Queue, type Job, type JobsOptions } from 'bullmq';
+import { Queue, type Job, type JobsOptions, type Telemetry } from 'bullmq';
 import type { ActionQueue, AddJobOptions, ChainSpec, EnqueuedJob, JobState } from './action-queue.ts';
 import type { Config } from '../config.ts';
 import { lookupJob, type JobCatalog } from './catalog.ts';
@@ -48,7 +48,7 @@ export interface ScheduledJob {
   org: string;
   job: string;
   queue: QueueName;
-  /** The cron line (UTC): the job's setting when set, else its default. */
+  /** The cron line (UTC): the job's setting when set, else its default, moved by the organisation's spread. */
   pattern: string;
 }
 
@@ -115,14 +115,21 @@ export interface JobQueue extends ActionQueue {
 export interface JobQueueOptions {
   /** `persistent` for the worker (retries Redis forever), `one-shot` (default) for commands: they give up after TRAINSYNC_REDIS_TIMEOUT_MS. */
   redis?: RedisMode;
+  /**
+   * BullMQ's telemetry (bullmq-otel) when traces are on: queues, flows and workers trace
+   * their operations, and a job carries the trace it was added in through Redis (in its
+   * options), so the worker's spans continue it. Unset: no tracing.
+   */
+  telemetry?: Telemetry | undefined;
 }
 
 export function createJobQueue(config: Config, runner: JobRunner, options: JobQueueOptions = {}): JobQueue {
   const redis = new RedisConnections({ url: config.REDIS_URL, mode: options.redis ?? 'one-shot', timeoutMs: config.TRAINSYNC_REDIS_TIMEOUT_MS, log: runner.log });
   const connection = redis.primary;
+  const telemetry = options.telemetry;
   const queues = Object.fromEntries(
     QUEUE_NAMES.map((name) => {
-      const queue = new Queue(name, { connection, prefix: config.TRAINSYNC_QUEUE_PREFIX });
+      const queue = new Queue(name, { connection, prefix: config.TRAINSYNC_QUEUE_PREFIX, ...(telemetry ? { telemetry } : {}) });
       // Without a listener BullMQ prints each error's stack; connection errors are the outage's, logged once.
       queue.on('error', (error) => {
         if (!redis.failed(error)) runner.log.error({ err: error, queue: name }, 'queue error');
@@ -178,7 +185,7 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     },
     // The n-th chain of a batch gets priority n: another organisation's small batch, added
     // later, runs beside this one's first chains instead of after its last (docs/several-organisations.md, "Fairness").
-    addChains: (chains) => addChains(config, connection, chains.map((chain, index) => toLink(chain, fairPriority(index + 1)))),
+    addChains: (chains) => addChains(config, connection, chains.map((chain, index) => toLink(chain, fairPriority(index + 1))), telemetry),
     state: (queue, jobId) => queues[queue].getJobState(jobId),
     failedReason: async (queue, jobId) => (await queues[queue].getJob(jobId))?.failedReason || undefined,
     async deduplicated(queue, dedupeId, org) {
@@ -234,9 +241,9 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
         return undefined;
       }
       runner.log.info({ queue }, 'no worker is connected; processing the jobs in this process');
-      return startWorkers(config, runner, [queue], redis);
+      return startWorkers(config, runner, [queue], redis, telemetry);
     },
-    startWorkers: (names) => startWorkers(config, runner, names, redis),
+    startWorkers: (names) => startWorkers(config, runner, names, redis, telemetry),
     async counts(queue) {
       // Positioned jobs (a batch's, see fairPriority) wait in BullMQ's prioritized set: still waiting to a person.
       const { prioritized = 0, ...counts } = await queues[queue].getJobCounts(...COUNTED_STATES, 'prioritized');

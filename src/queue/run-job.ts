@@ -9,6 +9,8 @@ import type { JobCatalog } from './catalog.ts';
 import { watchLock } from './lock-watch.ts';
 import { jobOrg, orgScoped } from './org-scope.ts';
 import { POSTGRES_WAIT_FIRST_MS, postgresWaitOf } from './postgres-wait.ts';
+import { ATTR } from '../lib/tracing/attributes.ts';
+import { inSpan } from '../lib/tracing/spans.ts';
 
 /** How long a job whose exclusive lock is taken waits before it is tried again. */
 const LOCK_BUSY_RETRY_MS = 5_000;
@@ -149,7 +151,9 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
   const lockKey = exclusiveKey === undefined ? undefined : orgScoped(org, exclusiveKey);
   const lock = lockKey ? watchLock(signal) : undefined;
   const context: JobContext = { ...services, job: info, log, signal: lock?.signal ?? signal, progress };
-  const run = (): Promise<unknown> => definition.run(parsed.data as never, context);
+  // Traces on: the job's own span, inside BullMQ's span of this attempt (nothing while off).
+  const spanAttributes = { [ATTR.org]: org, [ATTR.job]: job.name, [ATTR.resource]: definition.resource, [ATTR.jobAttempt]: attempt };
+  const run = (): Promise<unknown> => inSpan(`job ${job.name}`, spanAttributes, () => definition.run(parsed.data as never, context));
 
   let result: unknown;
   let lockBusy = false;
@@ -180,7 +184,7 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     if (infrastructure?.service !== 'postgres' && lock?.lost !== undefined) infrastructure = toInfrastructureError(lock.lost, services.config, 'postgres');
     if (infrastructure?.service === 'postgres') {
       // An outage is not the job's fault: it waits without spending an attempt, and resumes from its checkpoint.
-      const delayMs = postgres.failed(infrastructure, startedAt, services.withPgClient);
+      const delayMs = postgres.failed(infrastructure, startedAt, services.scope.lend);
       const delayed = await putBack(delayMs, 'waiting-for-postgres', { retryInSeconds: delayMs / 1000, reason: infrastructure.message });
       if (delayed instanceof DelayedError) postgres.parked(job);
       throw delayed;

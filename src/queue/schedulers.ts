@@ -6,11 +6,14 @@ import type { JobQueue, ScheduledJob } from './job-queue.ts';
 import { orgScoped } from './org-scope.ts';
 import { spreadCronLine, spreadOffsetMinutes } from './schedule-spread.ts';
 
+/** A schedule to register, with its line as written: the spread moves every fire alike, so the gaps between fires are the written line's. */
+export type PlannedSchedule = ScheduledJob & { written: string };
+
 /**
  * The jobs of the catalog that declare a schedule, once per organisation, each with the
  * cron line that organisation's configuration gives it (none when it is off).
  */
-export function scheduleTable(catalog: JobCatalog, config: Pick<Config, 'orgs' | 'scheduleSpreadMinutes'>): ScheduledJob[] {
+export function scheduleTable(catalog: JobCatalog, config: Pick<Config, 'orgs' | 'scheduleSpreadMinutes'>): PlannedSchedule[] {
   return config.orgs.flatMap((org) => {
     const offset = spreadOffsetMinutes(org.slug, config.scheduleSpreadMinutes);
     return [...catalog.values()].flatMap((definition) => {
@@ -20,7 +23,7 @@ export function scheduleTable(catalog: JobCatalog, config: Pick<Config, 'orgs' |
       if (written === null) return [];
       // A cron line the orgs file gives this organisation itself is kept as written.
       const pattern = org.ownCronSettings?.includes(setting) ? written : spreadCronLine(written, offset);
-      return [{ id: orgScoped(org.slug, definition.name), org: org.slug, job: definition.name, queue: definition.queue, pattern }];
+      return [{ id: orgScoped(org.slug, definition.name), org: org.slug, job: definition.name, queue: definition.queue, pattern, written }];
     });
   });
 }

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { Worker } from 'bullmq';
+import { Worker, type Telemetry } from 'bullmq';
 import type { Config } from '../config.ts';
 import { describeRedisError } from '../lib/infra-errors.ts';
 import type { RedisConnections } from './connection.ts';
@@ -30,7 +30,7 @@ export const WORKER_NAME = `${os.hostname()}:${process.pid}`;
  * `redis`, so a Redis outage is logged once when it starts and once when it ends, and
  * the Workers' connection errors meanwhile are not logged one by one.
  */
-export async function startWorkers(config: Config, runner: JobRunner, queues: readonly QueueName[], redis: RedisConnections): Promise<WorkerHandle> {
+export async function startWorkers(config: Config, runner: JobRunner, queues: readonly QueueName[], redis: RedisConnections, telemetry?: Telemetry): Promise<WorkerHandle> {
   const { log } = runner;
   // Shared with the jobs' context: aborting it stops every running job at its next page.
   const abort = new AbortController();
@@ -46,6 +46,8 @@ export async function startWorkers(config: Config, runner: JobRunner, queues: re
       stalledInterval: config.TRAINSYNC_STALLED_INTERVAL_MS,
       maxStalledCount: 3,
       autorun: true,
+      // Traces on: each attempt is a span of the trace its job was added in (src/lib/tracing).
+      ...(telemetry ? { telemetry } : {}),
     });
     worker.on('failed', (job, error) => {
       if (error?.name === 'DelayedError') return;

@@ -7,22 +7,25 @@ import { ensureOrgReaders } from '../warehouse/org-readers.ts';
 import type { Services } from '../queue/job-context.ts';
 import type { Logger } from './log.ts';
 import { createMetrics, observeJobs, type Metrics } from './metrics.ts';
+import { stateReader } from './state-metrics.ts';
 import { createPlatformClient, platformClientOptionsFromConfig } from '../platform/client.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import { createJobCatalog, type JobCatalog } from '../queue/catalog.ts';
 import type { AnyJobDefinition } from '../queue/define-job.ts';
 import type { RedisMode } from '../queue/connection.ts';
 import { createJobQueue, type JobQueue } from '../queue/job-queue.ts';
-import { QUEUE_NAMES } from '../queue/names.ts';
+import { QUEUE_NAMES, type QueueName } from '../queue/names.ts';
 import { ensureDatabase } from '../warehouse/ensure-database.ts';
 import { migrate, requireMigrated } from '../warehouse/migrator.ts';
 import { maskUrl, toInfrastructureError } from '../lib/infra-errors.ts';
 import { connectingLine, withConnectingNotice } from '../lib/connecting-notice.ts';
-import { APP_ROLE, CONNECT_TIMEOUT_MS, createDb, createOwnerPool, createPool } from '../warehouse/pool.ts';
+import { APP_ROLE, CONNECT_TIMEOUT_MS } from '../warehouse/connection-settings.ts';
+import { createDb, createOwnerPool, createPool } from '../warehouse/pool.ts';
 import { checkAppRole, ownerRefusal, warnIfUnbound } from '../warehouse/app-role.ts';
 import { ensureWorkerLogin } from '../warehouse/worker-login.ts';
 import { createScopes, type OrgScopes } from '../warehouse/scope.ts';
 import { createLockSession, type AdvisoryLocks } from '../warehouse/lock-session.ts';
+import { startTracing, type Tracing } from '../lib/tracing/start.ts';
 
 /**
  * The long-lived parts one process shares between its commands and jobs. Commands
@@ -149,14 +152,19 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   const services = (slug?: string): Services => {
     const org = orgFor(slug);
     const scope = scopes.scope(org.slug);
-    return { config, org, scope, db: scope.db, withPgClient: scope.lend, locks, platform: getPlatform(org.slug), actions: queue };
+    return { config, org, scope, locks, platform: getPlatform(org.slug), actions: queue };
   };
   // Queue counts are read at scrape time, by when `queue` below exists.
   // Skipped while Redis is down, and given up after a moment, so /metrics always answers.
   const metrics = createMetrics(async () => {
     if (!queue.redis.isReady) return [];
     let timer: NodeJS.Timeout | undefined;
-    const counts = Promise.all(QUEUE_NAMES.map(async (name) => ({ queue: name, counts: await queue.counts(name) })));
+    // The workers connected: CLIENT LIST, which some managed Redis refuse; then left out, the counts kept.
+    const workersOf = (name: QueueName): Promise<number | undefined> => queue.workers(name).catch(() => undefined);
+    const counts = Promise.all(QUEUE_NAMES.map(async (name) => {
+      const [jobs, workers] = await Promise.all([queue.counts(name), workersOf(name)]);
+      return { queue: name, counts: jobs, ...(workers === undefined ? {} : { workers }) };
+    }));
     counts.catch(() => undefined);
     const timeout = new Promise<[]>((resolve) => (timer = setTimeout(resolve, QUEUE_COUNTS_TIMEOUT_MS, [])));
     try {
@@ -164,9 +172,23 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
     } finally {
       clearTimeout(timer);
     }
-  }, { orgs: config.orgs.map((org) => org.slug), orgLabels: config.TRAINSYNC_METRICS_ORG_LABELS });
+  }, {
+    orgs: config.orgs.map((org) => org.slug),
+    orgLabels: config.TRAINSYNC_METRICS_ORG_LABELS,
+    budgets: config.orgs.map((org) => ({ org: org.slug, requestsPerSecond: org.requestsPerSecond })),
+    readState: stateReader(scopes, catalog, config.orgs.map((org) => org.slug)),
+  });
   const redisMode = options.redis ?? 'one-shot';
-  const queue = createJobQueue(config, { catalog, services, log, onFinished: observeJobs(metrics, catalog) }, { redis: redisMode });
+  // Off unless the OTEL_* variables ask (docs/operator.md, "Traces"): then the SDK is loaded, and BullMQ carries each trace through Redis.
+  let tracing: Tracing | undefined;
+  try {
+    tracing = config.tracing ? await startTracing(config.tracing, log) : undefined;
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    await locks.close().catch(() => undefined);
+    throw error;
+  }
+  const queue = createJobQueue(config, { catalog, services, log, onFinished: observeJobs(metrics, catalog) }, { redis: redisMode, telemetry: tracing?.telemetry });
   if (redisMode === 'one-shot') {
     // Fail now, with one line naming REDIS_URL, rather than hang at the first queue operation.
     try {
@@ -175,6 +197,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
       await queue.close();
       // The pool itself: Kysely ends it only if it ever lent a connection from it.
       await pool.end().catch(() => undefined);
+      await tracing?.close();
       throw error;
     }
   }
@@ -193,6 +216,8 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
       await queue.close();
       await pool.end();
       await locks.close();
+      // Last: the spans of everything closed above are sent before the process goes.
+      await tracing?.close();
     },
   };
 }

@@ -82,35 +82,48 @@ export function healthState(checks: HealthChecks, failures: Record<string, strin
 /** /metrics without the token: 401, and the scheme the scraper should use. */
 const METRICS_CHALLENGE = 'Bearer realm="trainsync metrics"';
 
+/** What /healthz answers, as its route's response schema (Fastify serializes the state by it). */
+const HEALTH_STATE_SCHEMA = {
+  type: 'object',
+  properties: { status: { type: 'string', enum: ['ok', 'degraded'] } },
+  required: ['status'],
+  additionalProperties: { type: 'string', enum: ['up', 'down'] },
+} as const;
+
+/** Every method Fastify routes: the two paths answer whatever the method (a probe's HEAD, a scraper's POST). */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'];
+
 /**
  * `/healthz` (200 when Postgres and Redis answer, 503 when one does not, always within a second;
  * its body the state alone, never an error's words) and `/metrics` (Prometheus text; served while
  * a dependency is down, with `trainsync_dependency_up` saying which one; with a token set, only
- * to `Authorization: Bearer <token>`). The paths are matched exactly, whatever the method.
+ * to `Authorization: Bearer <token>`), whatever the method; any other path is the factory's 404.
  */
 export function healthServer(options: HealthServerOptions): ServerDefinition {
   const authorized = options.token ? bearerTokenMatcher(options.token) : (): boolean => true;
   const plugin: ServerPlugin = async (server) => {
     server.route({
-      method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'],
-      url: '/*',
+      method: METHODS,
+      url: '/healthz',
+      schema: { response: { 200: HEALTH_STATE_SCHEMA, 503: HEALTH_STATE_SCHEMA } },
+      handler: async (_request, reply) => {
+        const failures = await runHealthChecks(options.checks);
+        const state = healthState(options.checks, failures);
+        if (state.status !== 'ok') options.log.debug({ failures }, '/healthz: a dependency is down');
+        return reply.code(state.status === 'ok' ? 200 : 503).send(state);
+      },
+    });
+    server.route({
+      method: METHODS,
+      url: '/metrics',
       handler: async (request, reply) => {
-        if (request.url === '/healthz') {
-          const failures = await runHealthChecks(options.checks);
-          const state = healthState(options.checks, failures);
-          if (state.status !== 'ok') options.log.debug({ failures }, '/healthz: a dependency is down');
-          return reply.code(state.status === 'ok' ? 200 : 503).type('application/json').send(Buffer.from(JSON.stringify(state)));
+        if (!authorized(request.headers.authorization)) {
+          return reply.code(401).header('www-authenticate', METRICS_CHALLENGE).type('text/plain').send('/metrics needs Authorization: Bearer <TRAINSYNC_METRICS_TOKEN>\n');
         }
-        if (request.url === '/metrics') {
-          if (!authorized(request.headers.authorization)) {
-            return reply.code(401).header('www-authenticate', METRICS_CHALLENGE).type('text/plain').send('/metrics needs Authorization: Bearer <TRAINSYNC_METRICS_TOKEN>\n');
-          }
-          const failures = await runHealthChecks(options.checks);
-          for (const service of Object.keys(options.checks)) options.metrics.dependencyUp.set({ service }, service in failures ? 0 : 1);
-          const body = await options.metrics.registry.metrics();
-          return reply.type(options.metrics.registry.contentType).send(body);
-        }
-        return reply.code(404).type('text/plain').send(`${NOT_FOUND}\n`);
+        const failures = await runHealthChecks(options.checks);
+        for (const service of Object.keys(options.checks)) options.metrics.dependencyUp.set({ service }, service in failures ? 0 : 1);
+        const body = await options.metrics.registry.metrics();
+        return reply.type(options.metrics.registry.contentType).send(body);
       },
     });
   };

@@ -2,6 +2,9 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { z } from 'zod';
 import type { RequestEvent } from '../platform/types.ts';
 import type { JobCatalog } from '../queue/catalog.ts';
+import { SYNC_QUEUE } from '../queue/names.ts';
+import { perScrape } from './per-scrape.ts';
+import { registerStateGauges, type StateSnapshot } from './state-metrics.ts';
 
 /**
  * Prometheus metrics of one process; a registry per instance keeps tests independent.
@@ -12,8 +15,9 @@ import type { JobCatalog } from '../queue/catalog.ts';
  * Bounded: with 1,000 organisations a slug on every series of every histogram would be
  * 1,000 times the series. Only the first `orgLabels` organisations of the orgs file (all of
  * them up to 50 by default; TRAINSYNC_METRICS_ORG_LABELS) keep their slug on those; the
- * others are summed under `org="_other"`. Two small series stay per organisation whatever
- * the cap, the ones an operator alerts on: the last successful job's time and failed jobs.
+ * others are summed under `org="_other"`. The small series an operator alerts on stay per
+ * organisation whatever the cap: the last successful job's time, failed jobs, and the state
+ * gauges read from Postgres at each scrape (src/runtime/state-metrics.ts).
  */
 export interface Metrics {
   registry: Registry;
@@ -24,6 +28,16 @@ export interface Metrics {
   runRequests: Histogram<'org' | 'resource'>;
   jobDuration: Histogram<'org' | 'job' | 'outcome'>;
   queueJobs: Gauge<'queue' | 'state'>;
+  /** Worker processes connected to each queue, read from Redis at scrape time. */
+  queueWorkers: Gauge<'queue'>;
+  /** Sync runs by how they ended: succeeded, incomplete (a job that completed), failed (each failed attempt). */
+  syncRuns: Counter<'org' | 'resource' | 'status'>;
+  /** The request budget of the organisation's API key (requests per second), for the organisations with their own label. */
+  requestBudget: Gauge<'org'>;
+  /** SCIM requests answered, by method and status (org `none`: a path of no organisation served). */
+  scimRequests: Counter<'org' | 'method' | 'status'>;
+  /** SCIM request duration, from the request's arrival to its answer. */
+  scimDuration: Histogram<'org' | 'method'>;
   /** 1 when the dependency answered the health check of this scrape, 0 when not (set by the health server). */
   dependencyUp: Gauge<'service'>;
   /** Webhook deliveries by event type and what the receiver did (stored, duplicate, test-unsigned, malformed). */
@@ -52,6 +66,17 @@ export interface MetricsOptions {
   orgs?: readonly string[];
   /** How many of them keep their own `org` label on every series (Infinity: every one; 0: none). */
   orgLabels?: number;
+  /** Each organisation's request budget (requests per second of its key). */
+  budgets?: ReadonlyArray<{ org: string; requestsPerSecond: number }>;
+  /** Reads the state the alerts ask of Postgres, at each scrape (src/runtime/state-metrics.ts); none: no state gauges. */
+  readState?: () => Promise<StateSnapshot>;
+}
+
+/** What the scrape reads of one queue in Redis: jobs per state, and the worker processes connected (when Redis says). */
+export interface QueueReading {
+  queue: string;
+  counts: Record<string, number>;
+  workers?: number;
 }
 
 /** The `org` label value of an organisation under the cap. */
@@ -83,9 +108,10 @@ function capped<T extends OrgLabelled>(metric: T, label: (org: string) => string
   });
 }
 
-export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: string; counts: Record<string, number> }>>, options: MetricsOptions = {}): Metrics {
+export function createMetrics(collectQueueCounts?: () => Promise<QueueReading[]>, options: MetricsOptions = {}): Metrics {
   const label = orgLabeller(options);
   const registry = new Registry();
+  const readQueues = collectQueueCounts ? perScrape(collectQueueCounts) : undefined;
   collectDefaultMetrics({ register: registry, prefix: 'trainsync_' });
   const rowsLoaded = capped(new Counter({
     name: 'trainsync_rows_loaded_total',
@@ -126,8 +152,8 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     labelNames: ['queue', 'state'] as const,
     registers: [registry],
     async collect() {
-      if (!collectQueueCounts) return;
-      const all = await collectQueueCounts();
+      if (!readQueues) return;
+      const all = await readQueues();
       // None when Redis is down or slow: report no counts rather than stale ones.
       if (all.length === 0) this.reset();
       for (const { queue, counts } of all) {
@@ -135,6 +161,47 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
       }
     },
   });
+  const queueWorkers = new Gauge({
+    name: 'trainsync_queue_workers',
+    help: 'Worker processes connected to each queue, read from Redis at scrape time (0: jobs there wait for a worker that is not running).',
+    labelNames: ['queue'] as const,
+    registers: [registry],
+    async collect() {
+      if (!readQueues) return;
+      const all = await readQueues();
+      this.reset();
+      for (const { queue, workers } of all) if (workers !== undefined) this.set({ queue }, workers);
+    },
+  });
+  const syncRuns = capped(new Counter({
+    name: 'trainsync_sync_runs_total',
+    help: 'Sync runs by resource and how they ended: succeeded, incomplete (read, with windows left for the next run), failed (each failed attempt).',
+    labelNames: ['org', 'resource', 'status'] as const,
+    registers: [registry],
+  }), label);
+  const requestBudget = new Gauge({
+    name: 'trainsync_request_budget_requests_per_second',
+    help: "The request budget of the organisation's API key (requests per second), shared by every process using it: for the organisations with their own org label (TRAINSYNC_METRICS_ORG_LABELS).",
+    labelNames: ['org'] as const,
+    registers: [registry],
+  });
+  for (const { org, requestsPerSecond } of options.budgets ?? []) {
+    if (label(org) !== OTHER_ORGS) requestBudget.set({ org }, requestsPerSecond);
+  }
+  const scimRequests = capped(new Counter({
+    name: 'trainsync_scim_requests_total',
+    help: 'SCIM requests answered, by method and status (org "none": a path of no organisation served).',
+    labelNames: ['org', 'method', 'status'] as const,
+    registers: [registry],
+  }), label);
+  const scimDuration = capped(new Histogram({
+    name: 'trainsync_scim_request_duration_seconds',
+    help: 'SCIM request duration, from its arrival to its answer (a write answers once its row is stored).',
+    labelNames: ['org', 'method'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  }), label);
+  if (options.readState) registerStateGauges(registry, options.readState);
   const dependencyUp = new Gauge({
     name: 'trainsync_dependency_up',
     help: 'Whether a dependency (service="postgres" or "redis") answered the health check at scrape time: 1 yes, 0 no.',
@@ -195,6 +262,11 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
     runRequests,
     jobDuration,
     queueJobs,
+    queueWorkers,
+    syncRuns,
+    requestBudget,
+    scimRequests,
+    scimDuration,
     dependencyUp,
     webhookReceived,
     webhookProcessed,
@@ -207,12 +279,23 @@ export function createMetrics(collectQueueCounts?: () => Promise<Array<{ queue: 
   };
 }
 
+/** The SCIM service's `onAnswered` hook: requests by method and status, and their duration. */
+export function observeScim(metrics: Metrics): (answer: { org: string; method: string; status: number; seconds: number }) => void {
+  return ({ org, method, status, seconds }) => {
+    metrics.scimRequests.inc({ org, method, status: String(status) });
+    metrics.scimDuration.observe({ org, method }, seconds);
+  };
+}
+
 /** What a load does to rows: the `outcome` label of trainsync_rows_loaded_total. */
 const ROW_OUTCOMES = ['inserted', 'updated', 'unchanged', 'quarantined', 'removed'] as const;
 
 const rowCountsSchema = z.looseObject(Object.fromEntries(ROW_OUTCOMES.map((key) => [key, z.number().optional()])) as Record<(typeof ROW_OUTCOMES)[number], z.ZodOptional<z.ZodNumber>>);
 
 const runRequestsSchema = z.looseObject({ requests: z.number() });
+
+/** A sync job's summary (src/sync/summary.ts): how its run ended. */
+const syncRunSchema = z.looseObject({ runId: z.number(), status: z.enum(['succeeded', 'incomplete']) });
 
 const webhookEventsSchema = z.object({
   webhookEvents: z.array(z.object({ type: z.string(), outcome: z.string(), seconds: z.number() })),
@@ -232,7 +315,13 @@ export function observeJobs(metrics: Metrics, catalog: JobCatalog): (name: strin
       metrics.webhookProcessed.inc({ org, type: event.type, outcome: event.outcome });
       if (event.outcome === 'loaded') metrics.webhookDelivery.observe({ org, type: event.type }, event.seconds);
     }
-    const table = catalog.get(name)?.resource;
+    const definition = catalog.get(name);
+    if (definition?.queue === SYNC_QUEUE && definition.resource !== undefined) {
+      const run = syncRunSchema.safeParse(result);
+      if (outcome === 'failed') metrics.syncRuns.inc({ org, resource: definition.resource, status: 'failed' });
+      else if (outcome === 'completed' && run.success) metrics.syncRuns.inc({ org, resource: definition.resource, status: run.data.status });
+    }
+    const table = definition?.resource;
     const counts = rowCountsSchema.safeParse(result);
     if (table === undefined || !counts.success) return;
     for (const key of ROW_OUTCOMES) {

@@ -1,3 +1,6 @@
+import { ATTR, type SpanAttributes } from '../lib/tracing/attributes.ts';
+import { captureContext, inBatchSpan, type TraceContext } from '../lib/tracing/spans.ts';
+
 /**
  * Group commit for SCIM changes: requests that arrive while a batch is being written
  * wait for the next one, so a burst of 1,000 creates costs a handful of inserts,
@@ -19,6 +22,8 @@ interface Entry<T, R> {
   item: T;
   resolve: (result: R) => void;
   reject: (error: unknown) => void;
+  /** The trace the item was submitted in (traces on): its batch's span continues it. */
+  origin: TraceContext | undefined;
 }
 
 export interface BatcherOptions {
@@ -29,6 +34,11 @@ export interface BatcherOptions {
    * for an outage (the database is down): every half would fail alike, so the batch fails whole.
    */
   split?: (error: unknown) => boolean;
+  /**
+   * Traces on: each run is a span of this name, a child of its first item's trace and linked
+   * to the others' (one batch plans the changes of many requests).
+   */
+  span?: { name: string; attributes: SpanAttributes };
 }
 
 /**
@@ -66,7 +76,9 @@ export function createBatcher<T, R>(run: (items: T[]) => Promise<R[]>, keyOf: (i
 
   const settle = async (entries: Entry<T, R>[]): Promise<void> => {
     try {
-      const results = await run(entries.map((e) => e.item));
+      const items = entries.map((e) => e.item);
+      const span = options.span;
+      const results = span === undefined ? await run(items) : await inBatchSpan(span.name, { ...span.attributes, [ATTR.batchSize]: items.length }, entries.map((e) => e.origin), () => run(items));
       entries.forEach((e, i) => e.resolve(results[i]!));
     } catch (error) {
       if (entries.length === 1 || !split(error)) {
@@ -119,7 +131,7 @@ export function createBatcher<T, R>(run: (items: T[]) => Promise<R[]>, keyOf: (i
   return {
     submit(item) {
       return new Promise<R>((resolve, reject) => {
-        waiting.push({ item, resolve, reject });
+        waiting.push({ item, resolve, reject, origin: captureContext() });
         scheduleStart();
       });
     },

@@ -27,14 +27,21 @@ export function pathRoot(path: string): string {
   return path.split(/[.[]/)[0]!;
 }
 
-function normalise(body: unknown): Operation[] {
+/** A PatchOp body's shape (the PATCH routes' body schema, bodies.ts): 400 invalidSyntax naming what is wrong. */
+export function readPatchOp(body: unknown): PatchOp {
   const parsed = patchBodySchema.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw badRequest(`not a PatchOp: ${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`, 'invalidSyntax');
   }
+  return parsed.data;
+}
+
+export type PatchOp = z.output<typeof patchBodySchema>;
+
+function normalise(body: unknown): Operation[] {
   const out: Operation[] = [];
-  for (const raw of parsed.data.Operations) {
+  for (const raw of readPatchOp(body).Operations) {
     const op = raw.op.toLowerCase();
     if (op !== 'add' && op !== 'replace' && op !== 'remove') throw badRequest(`op ${JSON.stringify(raw.op)}: expected add, replace or remove`, 'invalidSyntax');
     if (op === 'remove' && raw.path === undefined) throw badRequest('a remove needs a path', 'noTarget');

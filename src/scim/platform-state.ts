@@ -1,4 +1,4 @@
-import type { FeedRow } from '../provisioning/feed/types.ts';
+import type { FeedRow } from '../provisioning/index.ts';
 
 /**
  * What of a User's row the platform is told: the fields the planner acts on. Two rows with

@@ -1,21 +1,22 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { startHttpServer, type HttpServer, type HttpServerOptions, type ServerDefinition, type ServerPlugin, type Unrouted } from '../http/server-factory.ts';
+import { MAX_URL_BYTES, startHttpServer, type HttpServer, type HttpServerOptions, type ServerDefinition, type ServerPlugin, type Unrouted } from '../http/server-factory.ts';
+import { zodValidatorCompiler } from '../http/zod-schemas.ts';
 import type { Logger } from '../runtime/log.ts';
 import { bearerTokenMatcher } from '../http/bearer-token.ts';
-import { LIST_SCHEMA, resourceTypes, schemas, serviceProviderConfig } from './discovery.ts';
-import { errorBody, notFound, ScimError } from './errors.ts';
-import { checkJsonLimits } from './json-limits.ts';
-import { createGroup, deleteGroup, getGroup, patchGroup, replaceGroup, searchGroups } from './groups.ts';
-import { createUser, deleteUser, getUser, patchUser, replaceUser, searchUsers, type ResourceContext, type ScimAnswer } from './users.ts';
+import type { RequestTracing } from '../http/request-spans.ts';
+import { ATTR } from '../lib/tracing/attributes.ts';
+import { scimSchemaError } from './bodies.ts';
+import { errorBody, ScimError } from './errors.ts';
+import { noSuchEndpoint, ROUTED_METHODS, scimRoutes } from './routes.ts';
+import type { ResourceContext, ScimAnswer } from './users.ts';
 
 export const SCIM_PATH = '/scim/v2';
 const CONTENT_TYPE = 'application/scim+json; charset=utf-8';
 /** A path segment that names an organisation (resource names start with a capital: Users, Groups…). */
 const SLUG_SEGMENT = /^[a-z][a-z0-9_-]*$/;
 /**
- * The resource endpoints by their lower-case name: matched case-insensitively (Microsoft's
- * reference collection asks for `/users`), and `serviceConfiguration` as that collection names
- * the ServiceProviderConfig.
+ * The resource endpoints by their lower-case name (routes.ts matches them case-insensitively): a
+ * lower-case first segment that names one is a resource of the bare organisation, not a slug.
  */
 const RESOURCES = new Map([
   ['users', 'Users'],
@@ -25,7 +26,6 @@ const RESOURCES = new Map([
   ['resourcetypes', 'ResourceTypes'],
   ['schemas', 'Schemas'],
 ]);
-const canonicalResource = (segment: string | undefined): string | undefined => (segment === undefined ? undefined : (RESOURCES.get(segment.toLowerCase()) ?? segment));
 /** Seconds an identity provider is asked to wait when the endpoint is at its limit of requests in flight. */
 export const RETRY_AFTER_SECONDS = 1;
 
@@ -51,7 +51,23 @@ export interface ScimServerOptions {
   /** Requests worked on at once; past it, 429 with Retry-After (TRAINSYNC_SCIM_MAX_IN_FLIGHT). */
   maxInFlight: number;
   log: Logger;
+  /**
+   * Called once per request answered, refusals included: its organisation (`none` when the
+   * path names none served: never a slug taken from the path), method, status and seconds.
+   */
+  onAnswered?: ((answer: ScimAnswered) => void) | undefined;
 }
+
+/** One SCIM request answered, as the metrics count it. */
+export interface ScimAnswered {
+  org: string;
+  method: string;
+  status: number;
+  seconds: number;
+}
+
+/** The `org` of a request whose path names no organisation served (a label value, never a slug from the path). */
+export const NO_ORG = 'none';
 
 export type ScimServer = HttpServer;
 
@@ -88,71 +104,6 @@ export function routeOrg(pathname: string, orgs: ReadonlyMap<string, unknown>, b
   return { org: bareOrg, prefix: SCIM_PATH, rest: parts };
 }
 
-const list = (resources: unknown[]) => ({ schemas: [LIST_SCHEMA], totalResults: resources.length, startIndex: 1, itemsPerPage: resources.length, Resources: resources });
-
-/** The request's JSON body (the server hands it over as received, within its limit): 400 invalidSyntax when it is missing or not JSON, 400 when json-limits.ts refuses it. */
-function jsonBody(raw: unknown): unknown {
-  if (!Buffer.isBuffer(raw) || raw.length === 0) throw new ScimError(400, 'a JSON body is required', 'invalidSyntax');
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw.toString('utf8'));
-  } catch (error) {
-    throw new ScimError(400, `the body is not JSON: ${(error as Error).message}`, 'invalidSyntax');
-  }
-  // NUL, lone surrogates, nesting past MAX_JSON_DEPTH: refused before any reader or the store sees them.
-  checkJsonLimits(parsed);
-  return parsed;
-}
-
-async function route(request: FastifyRequest, url: URL, parts: readonly string[], ctx: ResourceContext, maxBodyBytes: number): Promise<ScimAnswer> {
-  const [segment, id, extra] = parts;
-  const resource = canonicalResource(segment);
-  const method = request.method;
-  const body = async (): Promise<unknown> => jsonBody(request.body);
-  const only = (allowed: string): never => {
-    throw new ScimError(405, `${method} is not supported here; allowed: ${allowed}`, undefined, { allow: allowed });
-  };
-  if (extra !== undefined) throw notFound(`no such endpoint: ${url.pathname}`);
-  switch (resource) {
-    case 'ServiceProviderConfig':
-      if (method !== 'GET') only('GET');
-      return { status: 200, body: serviceProviderConfig(ctx.base, maxBodyBytes) };
-    case 'ResourceTypes':
-    case 'Schemas': {
-      if (method !== 'GET') only('GET');
-      const all = resource === 'Schemas' ? schemas(ctx.base) : resourceTypes(ctx.base);
-      if (id === undefined) return { status: 200, body: list(all) };
-      const one = all.find((r) => r.id === id);
-      if (!one) throw notFound(`no ${resource === 'Schemas' ? 'schema' : 'resource type'} ${id}`);
-      return { status: 200, body: one };
-    }
-    case 'Users':
-      if (id === undefined) {
-        if (method === 'GET') return searchUsers(ctx, url.searchParams);
-        if (method === 'POST') return createUser(ctx, await body());
-        return only('GET, POST');
-      }
-      if (method === 'GET') return getUser(ctx, id, url.searchParams);
-      if (method === 'PUT') return replaceUser(ctx, id, await body());
-      if (method === 'PATCH') return patchUser(ctx, id, await body());
-      if (method === 'DELETE') return deleteUser(ctx, id);
-      return only('GET, PUT, PATCH, DELETE');
-    case 'Groups':
-      if (id === undefined) {
-        if (method === 'GET') return searchGroups(ctx, url.searchParams);
-        if (method === 'POST') return createGroup(ctx, await body());
-        return only('GET, POST');
-      }
-      if (method === 'GET') return getGroup(ctx, id, url.searchParams);
-      if (method === 'PUT') return replaceGroup(ctx, id, await body());
-      if (method === 'PATCH') return patchGroup(ctx, id, await body());
-      if (method === 'DELETE') return deleteGroup(ctx, id);
-      return only('GET, PUT, PATCH, DELETE');
-    default:
-      throw notFound(`no such endpoint: ${url.pathname} (Users, Groups, ServiceProviderConfig, ResourceTypes, Schemas)`);
-  }
-}
-
 /** What the gate found for a request: its URL, and the organisation it is for. */
 interface ScimTarget {
   url: URL;
@@ -165,11 +116,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the SCIM server's gate (src/scim/server.ts) before the body is read. */
     scim: ScimTarget | null;
+    /** The served organisation the path names, set by the gate even when it refuses the request (its metrics). */
+    scimOrg: string | null;
   }
 }
-
-/** Every method Fastify routes: the SCIM router answers 405 itself, with what is allowed. */
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'];
 
 function send(reply: FastifyReply, answer: Omit<ScimAnswer, 'ignored'>): FastifyReply {
   reply.code(answer.status);
@@ -179,7 +129,33 @@ function send(reply: FastifyReply, answer: Omit<ScimAnswer, 'ignored'>): Fastify
   return reply.type(CONTENT_TYPE).send(Buffer.from(JSON.stringify(answer.body)));
 }
 
-/** The server a SCIM endpoint runs on: its port, its body limit, its errors in the SCIM error schema. */
+/**
+/**
+ * A SCIM request in a trace: named by its route (`/scim/v2/{org}/Users/{id}`, Fastify's
+ * template, never the path as sent), with the organisation and the resource as attributes.
+ */
+export const scimRequestTracing: RequestTracing = {
+  attributes(request) {
+    const target = request.scim;
+    const segment = target?.rest[0];
+    return { [ATTR.org]: target?.org, [ATTR.scimResource]: segment === undefined ? undefined : RESOURCES.get(segment.toLowerCase()) };
+  },
+};
+
+/**
+ * The URL the router sees: the path as the gate reads it (the URL standard's), with the bare
+ * organisation's slug after `/scim/v2` when the path names none, so every resource route is one
+ * route under `/scim/v2/:org` and routeOrg alone decides which organisation a path is for.
+ */
+export function scimRoutedUrl(url: string, orgs: ReadonlyMap<string, unknown>, bareOrg: string | undefined): string {
+  const { pathname, search } = new URL(url, 'http://scim.invalid');
+  if (pathname !== SCIM_PATH && !pathname.startsWith(`${SCIM_PATH}/`)) return url;
+  const target = routeOrg(pathname, orgs, bareOrg);
+  const bare = 'org' in target && target.prefix === SCIM_PATH;
+  return `${bare ? `${SCIM_PATH}/${target.org}${pathname.slice(SCIM_PATH.length)}` : pathname}${search}`;
+}
+
+/** The server a SCIM endpoint runs on: its port, its body limit, its router, its errors in the SCIM error schema. */
 function scimServerOptions(options: ScimServerOptions, unrouted: Unrouted): HttpServerOptions {
   return {
     unrouted,
@@ -188,10 +164,14 @@ function scimServerOptions(options: ScimServerOptions, unrouted: Unrouted): Http
     host: options.host,
     bodyLimit: { bytes: options.maxBodyBytes, setting: 'TRAINSYNC_SCIM_MAX_BODY_BYTES' },
     rawBodies: true,
+    // Entra asks for `/users`; `/Users/` and `//Users` are `/Users`; an id is as long as the URL allows.
+    router: { caseSensitive: false, ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, maxParamLength: MAX_URL_BYTES },
+    rewriteUrl: (url) => scimRoutedUrl(url, options.orgs, options.bareOrg),
     errorBody: ({ status, detail, error }) => ({ type: CONTENT_TYPE, body: JSON.stringify(errorBody(status, detail, error instanceof ScimError ? error.scimType : undefined)) }),
     faultDetail: 'not recorded; try again later',
     notFoundDetail: `not found: SCIM is served under ${SCIM_PATH}`,
     log: options.log,
+    traced: scimRequestTracing,
   };
 }
 
@@ -231,6 +211,7 @@ export function scimServer(options: ScimServerOptions): ServerDefinition {
       send(reply, { status: 404, body: errorBody(404, `not found: ${detail}`) });
       return undefined;
     }
+    request.scimOrg = target.org;
     // The path's organisation's token only: another organisation's token is refused here.
     if (!authorised.get(target.org)!(request.headers.authorization)) {
       send(reply, { status: 401, body: errorBody(401, `a valid bearer token of organisation ${target.org} is required (Authorization: Bearer <its SCIM token>)`), headers: { 'www-authenticate': 'Bearer realm="trainsync-scim"' } });
@@ -252,17 +233,14 @@ export function scimServer(options: ScimServerOptions): ServerDefinition {
     return { url, ...target };
   };
 
-  const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-    const { url, org, prefix, rest } = request.scim!;
-    const ctx: ResourceContext = { ...options.orgs.get(org)!.context, base: baseUrl(request, prefix) };
-    let answer: ScimAnswer;
-    try {
-      answer = await route(request, url, rest, ctx, options.maxBodyBytes);
-    } catch (error) {
-      // Answered by the server's error mapping (a ScimError as itself, anything else 500); logged here with the organisation.
-      if (error instanceof ScimError) log.info({ org, method: request.method, path: url.pathname, status: error.status, scimType: error.scimType, detail: error.message }, 'SCIM request refused');
-      throw error;
-    }
+  const contextOf = (request: FastifyRequest): ResourceContext => {
+    const { org, prefix } = request.scim!;
+    return { ...options.orgs.get(org)!.context, base: baseUrl(request, prefix) };
+  };
+
+  /** An answer of a route: sent, and logged with the organisation (the attributes ignored, if any). */
+  const answered = (request: FastifyRequest, reply: FastifyReply, answer: ScimAnswer): FastifyReply => {
+    const { org, url } = request.scim!;
     const { ignored, ...sent } = answer;
     if (ignored) log.info({ org, method: request.method, path: url.pathname, status: answer.status, ignored }, 'SCIM attributes no schema defines were ignored');
     log.debug({ org, method: request.method, path: url.pathname, status: answer.status }, 'SCIM request');
@@ -271,6 +249,24 @@ export function scimServer(options: ScimServerOptions): ServerDefinition {
 
   const plugin: ServerPlugin = async (server) => {
     server.decorateRequest('scim', null);
+    server.decorateRequest('scimOrg', null);
+    const onAnswered = options.onAnswered;
+    if (onAnswered) {
+      // Every answer, the gate's refusals included (their onRequest sends the reply).
+      server.addHook('onResponse', (request, reply, done) => {
+        try {
+          onAnswered({ org: request.scimOrg ?? NO_ORG, method: request.method, status: reply.statusCode, seconds: reply.elapsedTime / 1000 });
+        } catch {
+          // A metrics hook never fails a request.
+        }
+        done();
+      });
+    }
+    // Route schemas are zod (bodies.ts); a body refused by its schema is answered as its reader's SCIM 400.
+    server.setValidatorCompiler(zodValidatorCompiler);
+    server.setSchemaErrorFormatter(scimSchemaError);
+    // Every method Node reads is routed: on a known path, one it does not serve is a 405 naming those it does.
+    for (const method of ROUTED_METHODS) if (!server.supportedMethods.includes(method)) server.addHttpMethod(method);
     // Before the body is read: a request of no organisation, without its token or past the limit is refused unread.
     server.addHook('onRequest', (request, reply, done) => {
       const target = gate(request, reply);
@@ -278,10 +274,15 @@ export function scimServer(options: ScimServerOptions): ServerDefinition {
       request.scim = target;
       done();
     });
-    server.route({ method: METHODS, url: '/*', handler });
+    // A refusal past the gate (a body's schema, a 404 or 405, a route's own): answered by the server's error mapping, logged here with the organisation.
+    server.addHook('onError', async (request, _reply, error) => {
+      const target = request.scim;
+      if (target && error instanceof ScimError) log.info({ org: target.org, method: request.method, path: target.url.pathname, status: error.status, scimType: error.scimType, detail: error.message }, 'SCIM request refused');
+    });
+    await server.register(scimRoutes({ contextOf, maxBodyBytes: options.maxBodyBytes, send: answered }), { prefix: `${SCIM_PATH}/:org` });
   };
-  // Methods Fastify does not route (PROPFIND…) reach the same handler, which answers 405 with what is allowed.
-  return { options: scimServerOptions(options, handler), plugin };
+  // A path of a served organisation no route takes: 404, naming the resources.
+  return { options: scimServerOptions(options, async (request) => noSuchEndpoint(request)), plugin };
 }
 
 /** Starts the SCIM endpoint where TRAINSYNC_SCIM_PORT and TRAINSYNC_SCIM_HOST say. */

@@ -1,4 +1,4 @@
-import type { FeedAttributes, FeedRow } from '../provisioning/feed/types.ts';
+import type { FeedAttributes, FeedRow } from '../provisioning/index.ts';
 import { canonicalAttributes, ENTERPRISE_SCHEMA, USER_SCHEMA } from './discovery.ts';
 import { badRequest } from './errors.ts';
 import { isObject, type JsonObject } from './json.ts';

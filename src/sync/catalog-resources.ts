@@ -5,7 +5,7 @@ import { SYNC_QUEUE } from '../queue/names.ts';
 export type SyncResource = string;
 
 /** The sync jobs of a catalog, in jobs/index.ts order: the order `sync all` runs them. */
-function syncJobs(jobs: Iterable<AnyJobDefinition>): AnyJobDefinition[] {
+export function syncJobs(jobs: Iterable<AnyJobDefinition>): AnyJobDefinition[] {
   return [...jobs].filter((job) => job.queue === SYNC_QUEUE && job.resource !== undefined);
 }
 
@@ -15,9 +15,14 @@ export function syncResources(jobs: Iterable<AnyJobDefinition>): SyncResource[] 
 }
 
 /** The job that syncs a resource; an error naming the known resources when none does. */
-export function syncJobName(jobs: Iterable<AnyJobDefinition>, resource: SyncResource): string {
+export function syncJobOf(jobs: Iterable<AnyJobDefinition>, resource: SyncResource): AnyJobDefinition {
   const all = syncJobs(jobs);
   const job = all.find((j) => j.resource === resource);
   if (!job) throw new Error(`Unknown resource "${resource}": use ${all.map((j) => j.resource).join(', ')} or all.`);
-  return job.name;
+  return job;
+}
+
+/** The name of the job that syncs a resource (syncJobOf). */
+export function syncJobName(jobs: Iterable<AnyJobDefinition>, resource: SyncResource): string {
+  return syncJobOf(jobs, resource).name;
 }

@@ -12,6 +12,7 @@ export function syncJob<T>(resource: Resource<T>): ReturnType<typeof defineSyncJ
   return defineSyncJob({
     resource: resource.name,
     cron: resource.cron,
+    windowed: resource.kind === 'windowed',
     run: (payload, ctx) => {
       switch (resource.kind) {
         case 'snapshot':

@@ -4,7 +4,7 @@ import type { JobQueue } from '../queue/job-queue.ts';
 import { SYNC_QUEUE } from '../queue/names.ts';
 import { processAndWait } from '../queue/process-and-wait.ts';
 import type { JobOutcome } from '../queue/wait-for-jobs.ts';
-import { syncJobName, type SyncResource } from './catalog-resources.ts';
+import { syncJobOf, type SyncResource } from './catalog-resources.ts';
 import { syncPayloadSchema, type SyncPayload } from './sync-payload.ts';
 
 export interface RunSyncDeps {
@@ -103,8 +103,9 @@ export async function runSyncOfOrgs(
 ): Promise<SyncOutcome[]> {
   const planned = deps.orgs.flatMap((org) =>
     resources.map((resource) => {
-      const data: SyncPayload = resource === 'results' ? payload : { trigger: payload.trigger, full: false };
-      return { org, name: syncJobName(deps.queue.catalog.values(), resource), data };
+      // The job's own payload schema keeps what its resource takes (the date options only reach a windowed one).
+      const job = syncJobOf(deps.queue.catalog.values(), resource);
+      return { org, name: job.name, data: job.payload.parse(payload) };
     }),
   );
   const several = deps.orgs.length > 1;

@@ -5,15 +5,17 @@
  * last clean users sync began. Checkpoints, watermarks, unfinished windows and quarantined
  * records stay in sync-state.ts.
  *
- * Every function takes Kysely first: the caller's scoped handle, or `tx.db` inside a
- * transaction (so counts commit with their rows). Functions that name runs by resource or
- * job take the organisation's slug next; functions given a run id need none: run ids are one
- * sequence across organisations, so an id names one organisation's run. The console's reads
- * take the organisations of its page (`orgs`).
+ * Functions that name runs by resource or job take the organisation's handle first
+ * (OrgDb: the caller's scope, or the `tx` of its transaction, so counts commit with their
+ * rows) and read the organisation from it; functions given a run id take Kysely: run ids
+ * are one sequence across organisations, so an id names one organisation's run. The
+ * console's reads take the organisations of its page (`orgs`).
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { Database, RunStatus } from '../warehouse/database.ts';
+import type { Database } from '../warehouse/database.ts';
+import type { RunStatus } from './tables.ts';
 import { jsonbText } from '../warehouse/jsonb-text.ts';
+import type { OrgDb } from '../warehouse/scope.ts';
 
 type Db = Kysely<Database>;
 
@@ -41,7 +43,7 @@ export interface StartRunInput {
  * Records a run as `running` and returns its id. Times are the wall clock's, not the
  * transaction's: a run's rows may commit in a transaction opened long after it began.
  */
-export async function startRun(db: Db, org: string, input: StartRunInput): Promise<number> {
+export async function startRun({ db, org }: OrgDb, input: StartRunInput): Promise<number> {
   const row = await db
     .insertInto('trainsync.runs')
     .values({ org, resource: input.resource, mode: input.mode ?? null, params: jsonbText(input.params ?? {}), job_id: input.jobId ?? null, started_at: sql<Date>`clock_timestamp()` })
@@ -83,7 +85,7 @@ export async function finishRun(db: Db, runId: number, input: FinishRunInput): P
  * Marks the resource's other runs still `running` as failed (call it only while holding
  * the resource's exclusive lock); returns how many.
  */
-export async function closeAbandonedRuns(db: Db, org: string, resource: string, exceptRunId: number): Promise<number> {
+export async function closeAbandonedRuns({ db, org }: OrgDb, resource: string, exceptRunId: number): Promise<number> {
   const result = await db
     .updateTable('trainsync.runs')
     .set({ status: 'failed', finished_at: sql<Date>`clock_timestamp()`, error: 'cut off before it finished (its worker stopped or lost the database); a later run took over' })
@@ -96,7 +98,7 @@ export async function closeAbandonedRuns(db: Db, org: string, resource: string, 
 }
 
 /** Closes the runs a removed job left running as cancelled, with why; returns how many. */
-export async function cancelRunsOfJob(db: Db, org: string, jobId: string, reason: string): Promise<number> {
+export async function cancelRunsOfJob({ db, org }: OrgDb, jobId: string, reason: string): Promise<number> {
   const result = await db
     .updateTable('trainsync.runs')
     .set({ status: 'cancelled', finished_at: sql<Date>`clock_timestamp()`, error: reason })
@@ -126,7 +128,7 @@ export interface RunSummary extends RunCounts {
 }
 
 /** The organisation's latest run of each resource, by resource name (for `status`). */
-export async function lastRuns(db: Db, org: string): Promise<RunSummary[]> {
+export async function lastRuns({ db, org }: OrgDb): Promise<RunSummary[]> {
   const rows = await db
     .selectFrom('trainsync.runs')
     .distinctOn('resource')
@@ -230,7 +232,7 @@ export async function lastRunOutcomesOf(db: Db, orgs: readonly string[], resourc
  * read (no note, nothing quarantined), if it began within the last `withinMinutes` and after
  * `after` (a subquery of the caller's statement, null for never: provisioning's last write).
  */
-export async function latestCleanRunStart(db: Db, org: string, resource: string, options: { withinMinutes: number; after: RawBuilder<Date | null> }): Promise<Date | undefined> {
+export async function latestCleanRunStart({ db, org }: OrgDb, resource: string, options: { withinMinutes: number; after: RawBuilder<Date | null> }): Promise<Date | undefined> {
   const { rows } = await sql<{ started_at: Date }>`
     select r.started_at
       from trainsync.runs r
@@ -392,4 +394,49 @@ export async function getRun(db: Db, orgs: readonly string[], id: number): Promi
     select id::int as id, status, started_at, finished_at, extract(epoch from (finished_at - started_at))::float8 as seconds, error
       from trainsync.runs where id = any(${run.attempt_ids}::bigint[]) order by started_at, id`.execute(db);
   return { ...run, attemptRows };
+}
+
+/** The statuses a finished run ends with, as the alerts read them (a cancelled run is a person's decision, not an outcome). */
+const FINISHED: readonly RunStatus[] = ['succeeded', 'incomplete', 'failed'];
+
+/** Runs read per resource for a streak: enough to tell "twice in a row", bounded whatever the history. */
+export const STREAK_RUNS = 10;
+
+/** One organisation's resource, as the metrics read it at each scrape. */
+export interface RunStreak {
+  org: string;
+  resource: string;
+  /** When its newest succeeded run ended; null when none did. */
+  lastCompleteAt: Date | null;
+  /** The statuses of its newest finished runs (succeeded, incomplete, failed), newest first, STREAK_RUNS at most. */
+  recent: RunStatus[];
+}
+
+/**
+ * Each organisation's resources of `resources` that finished a run: when the last complete one
+ * ended, and the newest statuses. One statement for all of `orgs`, read at every scrape: per
+ * pair, one walk of the index (org, resource, started_at desc) over its newest runs, and a
+ * second probe only when none of them succeeded; never a scan of every run.
+ */
+export async function runStreaksOf(db: Db, orgs: readonly string[], resources: readonly string[]): Promise<RunStreak[]> {
+  if (orgs.length === 0 || resources.length === 0) return [];
+  const { rows } = await sql<{ org: string; resource: string; last_complete_at: Date | null; recent: RunStatus[] }>`
+    select c.slug as org, res.resource, l.recent,
+      -- coalesce evaluates the probe only when the newest runs hold no success.
+      coalesce(l.complete_at, (select g.finished_at from trainsync.runs g
+        where g.org = c.slug and g.resource = res.resource and g.status = 'succeeded'
+        order by g.started_at desc limit 1)) as last_complete_at
+    from unnest(${[...orgs]}::text[]) as c(slug)
+    cross join unnest(${[...resources]}::text[]) as res(resource)
+    join lateral (
+      select array_agg(r.status order by r.started_at desc) as recent,
+        (array_agg(r.finished_at order by r.started_at desc) filter (where r.status = 'succeeded'))[1] as complete_at
+      from (
+        select r.status, r.started_at, r.finished_at from trainsync.runs r
+         where r.org = c.slug and r.resource = res.resource and r.status = any(${[...FINISHED]}::text[])
+         order by r.started_at desc limit ${STREAK_RUNS}
+      ) r
+    ) l on l.recent is not null
+    order by c.slug, res.resource`.execute(db);
+  return rows.map((r) => ({ org: r.org, resource: r.resource, lastCompleteAt: r.last_complete_at, recent: r.recent }));
 }

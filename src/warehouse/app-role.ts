@@ -2,7 +2,8 @@ import type pg from 'pg';
 import { maskUrl } from '../lib/infra-errors.ts';
 import { TrainsyncError } from '../lib/errors.ts';
 import type { Logger } from 'pino';
-import { APP_ROLE, createPool } from './pool.ts';
+import { APP_ROLE } from './connection-settings.ts';
+import { createPool } from './pool.ts';
 import { createScopes, type OrgScopes } from './scope.ts';
 import { inspectWorkerLogin, loginOf, workerLoginProblems } from './worker-login.ts';
 

@@ -1,6 +1,9 @@
-import { finished } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { finished, pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import { ATTR } from '../lib/tracing/attributes.ts';
+import { inSpan, tracingOn } from '../lib/tracing/spans.ts';
 
 /** A value COPY's text format can carry; arrays become Postgres array literals of simple values (uuids). */
 export type CopyValue = string | number | boolean | null | readonly string[];
@@ -123,9 +126,24 @@ export function releaseCopyText(text: CopyText): void {
  * Resolves once Postgres has confirmed it; `text` may be sent again (a retried
  * transaction) and stays the caller's.
  */
-export async function copyText(client: pg.PoolClient, table: string, columns: readonly string[], text: CopyText): Promise<void> {
-  const stream = client.query(copyFrom(`copy ${table} (${columns.join(', ')}) from stdin`));
-  stream.end(text.bytes());
-  await finished(stream);
+export function copyText(client: pg.PoolClient, table: string, columns: readonly string[], text: CopyText): Promise<void> {
+  const send = async (): Promise<void> => {
+    const stream = client.query(copyFrom(`copy ${table} (${columns.join(', ')}) from stdin`));
+    stream.end(text.bytes());
+    await finished(stream);
+  };
+  // Traces on: one span per COPY, naming the table and the bytes sent (never a row).
+  if (!tracingOn()) return send();
+  return inSpan(`COPY ${table}`, { [ATTR.dbSystem]: 'postgresql', [ATTR.dbOperation]: 'COPY', [ATTR.dbCollection]: table, [ATTR.copyBytes]: text.bytes().length }, send, 'client');
 }
 
+
+/**
+ * `COPY table (columns) FROM STDIN` of COPY text produced a chunk at a time (`copyLines` of a
+ * slice of rows), on this client: one chunk's text is held at a time, not the whole input's.
+ * `table` and `columns` are trusted identifiers from our own code.
+ */
+export async function copyChunks(client: pg.PoolClient, table: string, columns: readonly string[], chunks: Iterable<string>): Promise<void> {
+  const stream = client.query(copyFrom(`copy ${table} (${columns.join(', ')}) from stdin`));
+  await pipeline(Readable.from(chunks), stream);
+}

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { CONNECT_TIMEOUT_MS } from './pool.ts';
+import { CONNECT_TIMEOUT_MS } from './connection-settings.ts';
 
 const DUPLICATE_DATABASE = '42P04';
 const UNIQUE_VIOLATION = '23505';

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { CONNECT_TIMEOUT_MS } from './pool.ts';
+import { CONNECT_TIMEOUT_MS } from './connection-settings.ts';
 
 /**
  * Every session advisory lock of one process, held on ONE dedicated connection (Postgres

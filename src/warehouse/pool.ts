@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { CONNECT_TIMEOUT_MS } from './connection-settings.ts';
 import type { Database } from './database.ts';
 
 const INT8_OID = 20;
@@ -15,9 +16,6 @@ const types = {
       ? (value: string) => Number(value)
       : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
 };
-
-/** How long opening a Postgres connection may take. */
-export const CONNECT_TIMEOUT_MS = 10_000;
 
 export interface PoolOptions {
   /** Most connections held at once; default 10 (pg's default). */
@@ -40,9 +38,6 @@ export interface PoolOptions {
    */
   owner?: boolean;
 }
-
-/** The role trainsync's connections take after the migrations (sql/views/95_trainsync_app.sql). */
-export const APP_ROLE = 'trainsync_app';
 
 /** What the owner's sessions set (PoolOptions.owner): a constant, never a value. */
 const OWNER_SETTINGS = "; set trainsync.all_orgs = 'on'";

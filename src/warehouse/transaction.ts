@@ -1,6 +1,8 @@
 import { Kysely, PostgresDialect, type PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
 import type { Database } from './database.ts';
+import { ATTR } from '../lib/tracing/attributes.ts';
+import { inSpan } from '../lib/tracing/spans.ts';
 
 /**
  * Lends a pooled pg client for the length of `fn`: COPY streams need the raw client,
@@ -55,7 +57,8 @@ export async function inTransaction<T>(client: pg.PoolClient, fn: () => Promise<
   await client.query('begin');
   try {
     const value = await fn();
-    await client.query('commit');
+    // Traces on: the commit is a span of its own (how long Postgres took to make the rows durable).
+    await inSpan('COMMIT', { [ATTR.dbSystem]: 'postgresql', [ATTR.dbOperation]: 'COMMIT' }, () => client.query('commit'), 'client');
     return value;
   } catch (error) {
     // A rollback that fails (the connection is gone) changes nothing: the lender destroys the client.

@@ -1,7 +1,7 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { APP_ROLE } from './pool.ts';
+import { APP_ROLE } from './connection-settings.ts';
 
 /**
  * trainsync's own login (DATABASE_URL) and what could let it past row security. Row security

@@ -39,6 +39,37 @@ export const envelopeSchema = z.looseObject({
 });
 export type Envelope = z.output<typeof envelopeSchema>;
 
+/** A signed body, read: the JSON as parsed (what is stored) and its envelope. */
+export interface SignedEvent {
+  json: unknown;
+  envelope: Envelope;
+}
+
+/** What the receiver answers a signed body without a usable eventId or eventType. */
+export const ENVELOPE_REQUIRED = 'eventId and eventType are required: text of 1 to 200 (eventType: 100) characters, without control characters';
+
+/**
+ * The receiver's body schema (its routes' `schema.body`), checked once the signature over the
+ * bytes is valid: the bytes as JSON, an envelope with a usable eventId and eventType. A refusal's
+ * message is the 400's words; an envelope's names the field and its problem (`params`) for the log.
+ */
+export const signedEventBody = z.instanceof(Buffer).transform((bytes, ctx): SignedEvent => {
+  let json: unknown;
+  try {
+    json = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    ctx.issues.push({ code: 'custom', message: 'the body is not JSON', input: undefined });
+    return z.NEVER;
+  }
+  const envelope = envelopeSchema.safeParse(json);
+  if (!envelope.success) {
+    const problem = envelope.error.issues[0];
+    ctx.issues.push({ code: 'custom', message: ENVELOPE_REQUIRED, input: undefined, params: { field: problem?.path.join('.'), problem: problem?.message } });
+    return z.NEVER;
+  }
+  return { json, envelope: envelope.data };
+});
+
 const score = z.number().nullish();
 
 /** Newer revisions add `completionTime` and `passed`; older payloads lack both. */

@@ -1,19 +1,23 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import { DEFAULT_ORG, ORG_SLUG_RE } from '../settings/orgs-file.ts';
-import { startHttpServer, type HttpServer, type HttpServerOptions, type ServerDefinition, type ServerPlugin } from '../http/server-factory.ts';
+import { HttpError } from '../http/http-error.ts';
+import { MAX_URL_BYTES, startHttpServer, type HttpServer, type HttpServerOptions, type ServerDefinition, type ServerPlugin } from '../http/server-factory.ts';
+import { zodIssueOf, zodValidatorCompiler } from '../http/zod-schemas.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { Metrics } from '../runtime/metrics.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
-import type { OrgScopes } from '../warehouse/scope.ts';
+import type { OrgRef, OrgScope, OrgScopes } from '../warehouse/scope.ts';
 import { enqueueResultLoads } from './enqueue.ts';
-import { envelopeSchema, EVENT_TYPES, planEvent, typeLabel } from './events.ts';
+import { ENVELOPE_REQUIRED, EVENT_TYPES, planEvent, signedEventBody, typeLabel, type SignedEvent } from './events.ts';
 import { signatureHeaderMatcher, signatureHeaderValues, verifySignature } from './signature.ts';
 import { organisationGuids, type OrganisationCheck } from './organisation-guid.ts';
 import { recordRefusal, type RefusalReason } from './refusals.ts';
 import { startRefusalTally, type RefusalTally } from './refusal-tally.ts';
 import { unstorableReason } from './unstorable.ts';
 import { storeEvent, type StoredEvent } from './store.ts';
+import { ATTR } from '../lib/tracing/attributes.ts';
 
 /** The default organisation's path (today's, unchanged); every organisation also has `<this>/<slug>`. */
 export const WEBHOOK_PATH = '/webhooks/platform';
@@ -99,24 +103,26 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
   let lastRefusalLog = 0;
   const orgs = new Map(deps.orgs.map((org) => [org.slug, org]));
   const guids = organisationGuids(deps.scopes);
-  const secretName = (org: string): string => (org === DEFAULT_ORG ? 'TRAINSYNC_WEBHOOK_SECRET' : `the webhookSecret of organisation ${org}`);
+  const secretName = ({ org }: OrgRef): string => (org === DEFAULT_ORG ? 'TRAINSYNC_WEBHOOK_SECRET' : `the webhookSecret of organisation ${org}`);
 
-  const tally = deps.refusalTally ?? startRefusalTally({ scopes: deps.scopes, log });
+  const tally = deps.refusalTally ?? startRefusalTally({ log });
   // With several organisations configured, an event that names none could be any of theirs.
   const requireOrganisationId = (config.orgs?.length ?? deps.orgs.length) > 1;
 
-  const refuse = async (org: string, reason: RefusalReason, remote: string | undefined, detail?: string): Promise<Answer> => {
+  /** Refuses a delivery to the path of the organisation of `scope`. */
+  const refuse = async (scope: OrgScope, reason: RefusalReason, remote: string | undefined, detail?: string): Promise<Answer> => {
+    const { org } = scope;
     if (reason === 'organisation-mismatch') {
       metrics.webhookReceived.inc({ org, type: 'other', outcome: 'organisation-mismatch' });
       // Signed with the organisation's secret, so only its holder can cause one: a row each, for the console's Webhooks page.
       // The answer does not depend on it being stored.
-      await recordRefusal(deps.scopes.scope(org).lend, { org, reason, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote, ...(detail ? { detail } : {}) }).catch((error: unknown) =>
+      await recordRefusal(scope, { reason, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote, ...(detail ? { detail } : {}) }).catch((error: unknown) =>
         log.warn({ err: error, org }, 'could not record a refused webhook delivery'),
       );
     } else {
       // Anyone can send one: counted (the metric, and a per-minute sum for the console), never a row each.
       metrics.webhookSignatureFailures.inc({ org, reason });
-      tally.note(org, reason, config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote);
+      tally.note(scope, reason, config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote);
     }
     if (reason === 'organisation-mismatch') {
       // Signed with this organisation's secret: a set-up mistake worth a line each time.
@@ -128,7 +134,7 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
     if (now - lastRefusalLog >= SIGNATURE_LOG_EVERY_MS) {
       log.warn(
         { org, reason, refused: refusedSinceLog, remote, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER },
-        `webhook refused (401): signature missing or not made with ${secretName(org)}`,
+        `webhook refused (401): signature missing or not made with ${secretName(scope)}`,
       );
       lastRefusalLog = now;
       refusedSinceLog = 0;
@@ -136,56 +142,66 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
     return { status: 401, body: { error: reason === 'missing' ? 'signature missing' : 'signature invalid' } };
   };
 
-  const receive = async (request: FastifyRequest, target: WebhookOrg): Promise<Answer> => {
-    const org = target.slug;
+  /**
+   * The routes' preValidation: the signature, over the exact bytes received (the server hands
+   * bodies over raw, within TRAINSYNC_WEBHOOK_MAX_BODY_BYTES), with this organisation's secrets
+   * only (a body signed with another organisation's is invalid here). An unsigned TEST_EVENT is
+   * acknowledged; any other body without a valid signature is refused before anything reads it.
+   */
+  const checkSignature = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
+    // The organisation is chosen here, by the path the delivery came to.
+    const scope = deps.scopes.scope(request.webhookOrg!.slug);
+    const { org } = scope;
     const req = request.raw;
-    // The exact bytes received (the server hands bodies over raw, within TRAINSYNC_WEBHOOK_MAX_BODY_BYTES): the signature covers them.
     const bytes = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    // Only this organisation's secrets: a body signed with another organisation's is invalid here.
-    const signature = verifySignature(bytes, signatureHeaderValues(req.rawHeaders, isSignatureHeader), target.keys);
-    if (signature !== 'valid') {
-      if (peekEventType(bytes) === EVENT_TYPES.test) {
-        // Nothing in it to process, so nothing to trust: acknowledged, not stored.
-        metrics.webhookReceived.inc({ org, type: EVENT_TYPES.test, outcome: 'test-unsigned' });
-        log.info({ org }, 'webhook TEST_EVENT received (unsigned): acknowledged');
-        return { status: 200, body: { status: 'test' } };
-      }
-      return await refuse(org, signature, req.socket.remoteAddress);
+    request.body = bytes;
+    const signature = verifySignature(bytes, signatureHeaderValues(req.rawHeaders, isSignatureHeader), request.webhookOrg!.keys);
+    if (signature === 'valid') return undefined;
+    if (peekEventType(bytes) === EVENT_TYPES.test) {
+      // Nothing in it to process, so nothing to trust: acknowledged, not stored.
+      metrics.webhookReceived.inc({ org, type: EVENT_TYPES.test, outcome: 'test-unsigned' });
+      log.info({ org }, 'webhook TEST_EVENT received (unsigned): acknowledged');
+      return send(reply, { status: 200, body: { status: 'test' } });
     }
+    return send(reply, await refuse(scope, signature, req.socket.remoteAddress));
+  };
 
-    let json: unknown;
-    try {
-      json = JSON.parse(bytes.toString('utf8'));
-    } catch {
-      metrics.webhookReceived.inc({ org, type: 'other', outcome: 'malformed' });
-      return { status: 400, body: { error: 'the body is not JSON' } };
+  /** A signed body its schema refused (not JSON, no usable eventId or eventType): counted, and the envelope's problem logged; the 400 is the schema's. */
+  const malformed = (request: FastifyRequest, error: FastifyError): void => {
+    const org = request.webhookOrg?.slug;
+    if (org === undefined || error.validationContext !== 'body') return;
+    metrics.webhookReceived.inc({ org, type: 'other', outcome: 'malformed' });
+    const issue = zodIssueOf(error.validation?.[0]);
+    if (issue?.code === 'custom' && issue.message === ENVELOPE_REQUIRED) {
+      log.warn({ org, field: issue.params?.field, problem: issue.params?.problem }, 'signed webhook without a usable eventId or eventType: refused (400)');
     }
-    const envelope = envelopeSchema.safeParse(json);
-    if (!envelope.success) {
-      metrics.webhookReceived.inc({ org, type: 'other', outcome: 'malformed' });
-      const problem = envelope.error.issues[0];
-      log.warn({ org, field: problem?.path.join('.'), problem: problem?.message }, 'signed webhook without a usable eventId or eventType: refused (400)');
-      return { status: 400, body: { error: 'eventId and eventType are required: text of 1 to 200 (eventType: 100) characters, without control characters' } };
-    }
-    const unnamed = envelope.data.organisationId === null || envelope.data.organisationId === undefined || envelope.data.organisationId.trim() === '';
-    if (unnamed && requireOrganisationId && envelope.data.eventType !== EVENT_TYPES.test) {
+  };
+
+  /** A signed event, its body checked by its schema (signedEventBody): its organisation's GUID checked, stored, its results queued. */
+  const receive = async (request: FastifyRequest, target: WebhookOrg, { json, envelope }: SignedEvent): Promise<Answer> => {
+    // The organisation is chosen here, by the path the delivery came to.
+    const scope = deps.scopes.scope(target.slug);
+    const { org } = scope;
+    const req = request.raw;
+    const unnamed = envelope.organisationId === null || envelope.organisationId === undefined || envelope.organisationId.trim() === '';
+    if (unnamed && requireOrganisationId && envelope.eventType !== EVENT_TYPES.test) {
       // Several organisations: an event that names none cannot be told from another organisation's sent to the wrong path.
-      return await refuse(org, 'organisation-mismatch', req.socket.remoteAddress, 'organisationId missing: required when several organisations are configured');
+      return await refuse(scope, 'organisation-mismatch', req.socket.remoteAddress, 'organisationId missing: required when several organisations are configured');
     }
     let guid: OrganisationCheck;
     try {
-      guid = await guids.check(org, envelope.data.organisationId);
+      guid = await guids.check(scope, envelope.organisationId);
     } catch (error) {
-      log.error({ err: error, org, eventId: envelope.data.eventId }, 'could not check a webhook\'s organisationId: answered 503, the platform delivers it again');
+      log.error({ err: error, org, eventId: envelope.eventId }, 'could not check a webhook\'s organisationId: answered 503, the platform delivers it again');
       return { status: 503, body: { error: 'not stored; deliver again later' }, headers: { 'retry-after': '30' } };
     }
-    if (!guid.ok) return await refuse(org, 'organisation-mismatch', req.socket.remoteAddress, guid.detail);
-    if (guid.learned) log.info({ org, organisationId: envelope.data.organisationId }, 'learned the organisation\'s platform GUID from its first verified webhook');
-    const plan = planEvent(envelope.data);
-    const type = typeLabel(envelope.data.eventType);
+    if (!guid.ok) return await refuse(scope, 'organisation-mismatch', req.socket.remoteAddress, guid.detail);
+    if (guid.learned) log.info({ org, organisationId: envelope.organisationId }, 'learned the organisation\'s platform GUID from its first verified webhook');
+    const plan = planEvent(envelope);
+    const type = typeLabel(envelope.eventType);
     let stored: StoredEvent;
     try {
-      stored = await storeEvent(deps.scopes.scope(org).lend, org, envelope.data, JSON.stringify(json), plan);
+      stored = await storeEvent(scope, envelope, JSON.stringify(json), plan);
     } catch (error) {
       const unstorable = unstorableReason(error);
       if (unstorable !== undefined) {
@@ -194,20 +210,20 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
         log.warn({ org, problem: unstorable }, 'signed webhook the database cannot store: refused (422)');
         return { status: 422, body: { error: `the event cannot be stored: ${unstorable}` } };
       }
-      log.error({ err: error, org, eventId: envelope.data.eventId }, 'could not store a webhook event: answered 503, the platform delivers it again');
+      log.error({ err: error, org, eventId: envelope.eventId }, 'could not store a webhook event: answered 503, the platform delivers it again');
       return { status: 503, body: { error: 'not stored; deliver again later' }, headers: { 'retry-after': '30' } };
     }
     metrics.webhookReceived.inc({ org, type, outcome: stored.stored ? 'stored' : 'duplicate' });
     if (!stored.stored) return { status: 200, body: { status: 'duplicate', eventId: stored.eventId } };
     if (plan.kind === 'done') {
-      const line = { org, eventId: stored.eventId, eventType: envelope.data.eventType, outcome: plan.outcome };
+      const line = { org, eventId: stored.eventId, eventType: envelope.eventType, outcome: plan.outcome };
       if (plan.outcome === 'invalid') log.warn({ ...line, problem: plan.error }, 'webhook event stored, but its data is unusable: left to the nightly sync');
       else log.info(line, 'webhook event stored; nothing to load');
       return { status: 200, body: { status: 'stored', eventId: stored.eventId } };
     }
     // Stored: the 2xx no longer depends on Redis. The sweep queues what this misses.
     // Queued under this organisation: its job reads the result with this organisation's key.
-    const queued = enqueueResultLoads(deps.queue, org, plan.resultIds).then(
+    const queued = enqueueResultLoads(deps.queue, scope, plan.resultIds).then(
       () => true,
       (error: unknown) => {
         log.warn({ err: error, org, eventId: stored.eventId }, 'could not queue a webhook result; the sweep queues it');
@@ -217,7 +233,7 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([queued, new Promise((resolve) => (timer = setTimeout(resolve, ENQUEUE_WAIT_MS)))]);
     clearTimeout(timer);
-    log.debug({ org, eventId: stored.eventId, eventType: envelope.data.eventType, results: plan.resultIds.length }, 'webhook event stored');
+    log.debug({ org, eventId: stored.eventId, eventType: envelope.eventType, results: plan.resultIds.length }, 'webhook event stored');
     return { status: 200, body: { status: 'stored', eventId: stored.eventId } };
   };
 
@@ -241,6 +257,9 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
 
   const plugin: ServerPlugin = async (server) => {
     server.decorateRequest('webhookOrg', null);
+    // The body's schema is zod (events.ts); a signed body it refuses is answered 400 with its words.
+    server.setValidatorCompiler(zodValidatorCompiler);
+    server.setSchemaErrorFormatter((errors) => new HttpError(400, zodIssueOf(errors[0])?.message ?? 'the body is not an event'));
     // The counts of refused signatures are written before the server is gone.
     server.addHook('onClose', async () => (deps.refusalTally ? tally.flush() : tally.close()));
     server.addHook('onRequest', (request, reply, done) => {
@@ -249,8 +268,16 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
       request.webhookOrg = target;
       done();
     });
-    // A throw is answered 500 by the server's error mapping, without its message.
-    server.route({ method: METHODS, url: '/*', handler: async (request, reply) => send(reply, await receive(request, request.webhookOrg!)) });
+    server.addHook('onError', async (request, _reply, error) => malformed(request, error));
+    for (const url of [WEBHOOK_PATH, `${WEBHOOK_PATH}/:org`]) {
+      server.post(url, {
+        // The gate has chosen the organisation from the path as sent; the parameter is only its slug.
+        schema: { params: z.object({ org: z.string().optional() }), body: signedEventBody },
+        preValidation: checkSignature,
+        // A throw is answered 500 by the server's error mapping, without its message.
+        handler: async (request, reply) => send(reply, await receive(request, request.webhookOrg!, request.body as SignedEvent)),
+      });
+    }
   };
   return { options: webhookServerOptions(deps), plugin };
 }
@@ -261,9 +288,6 @@ declare module 'fastify' {
     webhookOrg: WebhookOrg | null;
   }
 }
-
-/** Every method Fastify routes: the gate answers all but POST with 405. */
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'];
 
 function send(reply: FastifyReply, answer: Answer): FastifyReply {
   reply.code(answer.status);
@@ -280,10 +304,14 @@ function webhookServerOptions(deps: Pick<WebhookReceiverDeps, 'config' | 'log'>)
     host: deps.config.TRAINSYNC_WEBHOOK_HOST,
     bodyLimit: { bytes: deps.config.TRAINSYNC_WEBHOOK_MAX_BODY_BYTES, setting: 'TRAINSYNC_WEBHOOK_MAX_BODY_BYTES' },
     rawBodies: true,
+    // `/webhooks/platform/` is `/webhooks/platform`; a parameter as long as the URL allows (the gate refuses a slug that is not one).
+    router: { ignoreTrailingSlash: true, maxParamLength: MAX_URL_BYTES },
     errorBody: ({ detail }) => ({ type: 'application/json', body: JSON.stringify({ error: detail }) }),
     faultDetail: 'not stored; deliver again later',
     notFoundDetail: `not found: the platform posts to ${WEBHOOK_PATH}/<organisation>`,
     log: deps.log,
+    // Traces on: a span per delivery, named by its route (never the path as sent), with its organisation.
+    traced: { attributes: (request) => ({ [ATTR.org]: request.webhookOrg?.slug }) },
   };
 }
 

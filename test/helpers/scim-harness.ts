@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { PROVISION_QUEUE } from '../../src/queue/names.ts';
 import type { WorkerHandle } from '../../src/queue/worker.ts';
 import { startScimService, type ScimService } from '../../src/scim/service.ts';
+import { observeScim } from '../../src/runtime/metrics.ts';
 import type { SimulatorOptions } from '../../src/simulator/index.ts';
 import { createSyncHarness, type SyncHarness } from './sync-harness.ts';
 import { waitFor } from './worker-process.ts';
@@ -45,6 +46,7 @@ export async function createScimHarness(options: ScimHarnessOptions = {}): Promi
     config: h.config, scopes: h.app.scopes, locks: h.app.locks, queue: h.app.queue, platform: h.app.platform, log: h.app.log,
     // As `worker` wires it (src/commands/worker.ts).
     onQuarantined: (org, count) => h.app.metrics.scimQuarantined.inc({ org }, count),
+    onAnswered: observeScim(h.app.metrics),
   });
   if (!service) throw new Error('the SCIM service did not start: is TRAINSYNC_SCIM_TOKEN set?');
   const worker = await h.app.queue.startWorkers([PROVISION_QUEUE]);

@@ -3,7 +3,7 @@ import type { Config } from '../../config.ts';
 import { errorMessage } from '../../lib/errors.ts';
 import { describeDatabaseError, maskUrl } from '../../lib/infra-errors.ts';
 import { AppRoleError, checkAppRole } from '../../warehouse/app-role.ts';
-import { APP_ROLE } from '../../warehouse/pool.ts';
+import { APP_ROLE } from '../../warehouse/connection-settings.ts';
 import { inspectWorkerLogin, workerLoginProblems } from '../../warehouse/worker-login.ts';
 import { DOCTOR_CONNECT_TIMEOUT_MS, type CheckResult } from './doctor-checks.ts';
 

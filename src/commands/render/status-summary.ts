@@ -53,7 +53,7 @@ export function classify(facts: OrgFacts, now: Date, staleAfterMs: number): OrgS
   const notes = [
     ...failed.map((l) => `${l.resource} failed ${shortTime(l.at)}${l.error ? `: ${oneLine(l.error)}` : ''}`),
     ...staleNotes(stale.filter((l) => l.status !== 'failed')),
-    ...(facts.unfinishedWindows > 0 ? [`${facts.unfinishedWindows} unfinished result window${facts.unfinishedWindows === 1 ? '' : 's'}`] : []),
+    ...(facts.unfinishedWindows > 0 ? [`${facts.unfinishedWindows} unfinished window${facts.unfinishedWindows === 1 ? '' : 's'}`] : []),
     ...(facts.actionsNeedingAttention > 0 ? [`${facts.actionsNeedingAttention} provisioning action${facts.actionsNeedingAttention === 1 ? '' : 's'} needing attention`] : []),
     ...(facts.heldPlans > 0 ? [`${facts.heldPlans} held plan${facts.heldPlans === 1 ? '' : 's'}`] : []),
   ];
@@ -134,7 +134,7 @@ export async function renderSummary(app: App, orgs: readonly string[], options: 
   const lines = [...queues, ...taken, ...failed, `Organisations: ${which} (${byState})`];
   if (counts.attention === 0) lines.push('Needing attention: none');
   else {
-    lines.push(`Needing attention: ${counts.attention} (failed or stale runs, unfinished result windows, provisioning actions, held plans)`);
+    lines.push(`Needing attention: ${counts.attention} (failed or stale runs, unfinished windows, provisioning actions, held plans)`);
     lines.push(table(['org', 'state', 'what'], shown.map((s) => [s.org, s.state, s.note])));
     const more = counts.attention - shown.length;
     if (more > 0) lines.push(`and ${more} more: use --org <slug>, --offset/--limit, or --json`);

@@ -4,5 +4,4 @@
  * names the organisations it reads (`orgs`: the page's scope): runs, quarantine and
  * unfinished windows are per organisation (0015).
  */
-export { getRun, latestRuns, listRuns, resourcesWithRuns, runSeries, type AttemptRow, type RunFilter, type RunPoint, type RunRow } from '../../sync/runs-store.ts';
-export { runQuarantine, runUnfinishedWindows, type QuarantinedRow } from '../../sync/sync-state.ts';
+export { getRun, latestRuns, listRuns, resourcesWithRuns, runQuarantine, runSeries, runUnfinishedWindows, type AttemptRow, type QuarantinedRow, type RunFilter, type RunPoint, type RunRow } from '../../sync/index.ts';

@@ -1,6 +1,6 @@
 import { html, type SafeHtml } from '../html.ts';
 import type { RunRow } from '../data/runs.ts';
-import type { HeldPlanSummary } from '../../provisioning/held-plans.ts';
+import type { HeldPlanSummary } from '../../provisioning/index.ts';
 import type { ActionRow } from '../data/provisioning.ts';
 import { actionButton, orgCell, orgHeader, type Viewer } from '../layout.ts';
 import { orgOfRow } from '../scope.ts';

@@ -2,10 +2,9 @@ import { html, type SafeHtml } from '../html.ts';
 import { actionButton, orgCell, orgHeader, pager, type Viewer } from '../layout.ts';
 import { orgOfRow } from '../scope.ts';
 import type { ActionRow, AuditFilter, ConsoleChangeRow, FeedRow, ListPage } from '../data/provisioning.ts';
-import type { HeldPlan, HeldPlanSummary } from '../../provisioning/held-plans.ts';
-import type { QuarantinedUser } from '../../scim/store.ts';
+import { type GroupNames, type HeldPlan, type HeldPlanSummary, NO_GROUP_NAMES } from '../../provisioning/index.ts';
+import type { QuarantinedUser } from '../../scim/index.ts';
 import { changeTable, groupCell } from './change-table.ts';
-import { NO_GROUP_NAMES, type GroupNames } from '../../provisioning/group-names.ts';
 import { dayInput, statusBadge, when } from './format.ts';
 import { consoleWording } from './console-words.ts';
 

@@ -1,8 +1,7 @@
 import { html, type SafeHtml } from '../html.ts';
 import { orgCell, orgHeader, pager, type Viewer } from '../layout.ts';
-import type { WebhookBacklog } from '../../webhooks/store.ts';
+import type { RefusalCountRow, RefusalRow, WebhookBacklog } from '../../webhooks/index.ts';
 import type { EventRow } from '../data/webhooks.ts';
-import type { RefusalCountRow, RefusalRow } from '../../webhooks/refusals.ts';
 import { statusBadge, when } from './format.ts';
 
 const REFUSAL_LABELS: Record<string, string> = { missing: 'signature missing', invalid: 'signature invalid', 'organisation-mismatch': 'organisation mismatch' };

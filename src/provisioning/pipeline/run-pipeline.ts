@@ -13,6 +13,8 @@ import { actionReasons } from './reasons.ts';
 import { freeSeats, SEATS_NOT_READ, type SeatsInfo } from './seats.ts';
 import { shrinkRefusedPlan, shrinkStep, type ShrinkCheck } from './shrink.ts';
 import { DEFAULT_DRIFT_SETTINGS, type DesiredState, type PipelineDeps, type Source } from './types.ts';
+import { ATTR } from '../../lib/tracing/attributes.ts';
+import { annotate, inSpan } from '../../lib/tracing/spans.ts';
 
 /**
  * The one plan-and-apply pipeline. Every source (an HR feed, a SCIM batch, the last
@@ -81,11 +83,11 @@ export interface PipelineResult<After> extends PlannedRun {
 }
 
 async function loadApplied(deps: PipelineDeps, desired: DesiredState): Promise<AppliedEmployee[]> {
-  if (desired.appliedScope === 'all') return loadAppliedEmployees(deps.db, deps.org);
+  if (desired.appliedScope === 'all') return loadAppliedEmployees(deps.scope);
   if (desired.rows.length === 0) return [];
   const ids = desired.rows.map((r) => r.employeeId);
   const emails = desired.rows.map((r) => r.email);
-  return (await identitiesOf(deps.db, deps.org, ids, emails)).map(toAppliedEmployee);
+  return (await identitiesOf(deps.scope, ids, emails)).map(toAppliedEmployee);
 }
 
 function withoutEmployees(plan: Plan, held: ReadonlySet<string>): Pick<Plan, 'actions' | 'byEmployee'> {
@@ -94,9 +96,18 @@ function withoutEmployees(plan: Plan, held: ReadonlySet<string>): Pick<Plan, 'ac
   return { actions, byEmployee: actions.byEmployee };
 }
 
-export async function runPipeline<After>(deps: PipelineDeps, source: Source<After>, options: PipelineOptions): Promise<PipelineResult<After>> {
+/**
+ * Traces on: the pipeline is one span (`provisioning <source>`), its steps children of it
+ * (the source's statement, the platform's accounts, the plan and its guards, the enqueue),
+ * and the jobs it enqueues carry its trace to the workers that call the platform.
+ */
+export function runPipeline<After>(deps: PipelineDeps, source: Source<After>, options: PipelineOptions): Promise<PipelineResult<After>> {
+  return inSpan(`provisioning ${source.kind}`, { [ATTR.org]: deps.scope.org, [ATTR.source]: source.kind }, () => pipeline(deps, source, options));
+}
+
+async function pipeline<After>(deps: PipelineDeps, source: Source<After>, options: PipelineOptions): Promise<PipelineResult<After>> {
   return underProvisionLock(deps, options.dryRun || options.locked === true, async (): Promise<PipelineResult<After>> => {
-    const desired = await source.desired();
+    const desired = await inSpan('provisioning desired state', {}, () => source.desired());
     // A held plan approved was past this guard when it was held (or allowed): its people were reviewed and counted.
     const shrink = options.approving ? undefined : await shrinkStep(deps, source, desired, options.allowShrink ?? false);
     if (shrink?.decision.refused) {
@@ -106,7 +117,7 @@ export async function runPipeline<After>(deps: PipelineDeps, source: Source<Afte
     }
     const readable = desired.fileErrors.length === 0;
     const applied = await loadApplied(deps, desired);
-    const platform = await readPlatformStep(deps, source, desired, applied);
+    const platform = await inSpan('provisioning platform view', {}, () => readPlatformStep(deps, source, desired, applied));
     const seats = !readable ? SEATS_NOT_READ.unreadable : source.checkSeats ? await freeSeats(deps.platform()) : SEATS_NOT_READ.unchecked;
     const drift = deps.drift ?? DEFAULT_DRIFT_SETTINGS;
     const planned = planProvisioning({
@@ -117,7 +128,7 @@ export async function runPipeline<After>(deps: PipelineDeps, source: Source<Afte
       file: source.label,
       platform: platform.view,
       platformNote: platform.note,
-      ...(platform.view ? { leaverSince: await loadLeaverSince(deps.db, deps.org) } : {}),
+      ...(platform.view ? { leaverSince: await loadLeaverSince(deps.scope) } : {}),
     });
     const verdict = planned.refused
       ? { held: [] as string[], limit: planned.maxDisable, activeCount: planned.activeCount, reason: undefined }
@@ -126,12 +137,13 @@ export async function runPipeline<After>(deps: PipelineDeps, source: Source<Afte
     const approval = options.approving?.confirm && !verdict.refused ? approvalProblem(options.approving, planned, verdict, options.approving.confirm) : undefined;
     const refused = verdict.refused ?? (approval === undefined ? undefined : { reason: 'confirm' as const, message: approval });
     const plan: Plan = { ...planned, maxDisable: verdict.limit, ...(refused ? { refused } : {}) };
+    annotate({ [ATTR.planActions]: plan.actions.length, [ATTR.planHeld]: verdict.held.length, [ATTR.planRefused]: plan.refused?.reason });
     await source.planned?.(plan, options.dryRun);
 
     let heldPlanId: number | undefined;
     const holdMessage = plan.refused?.reason === 'max-disable' ? plan.refused.message : verdict.reason;
     if (!options.dryRun && !options.approving && holdMessage !== undefined && verdict.held.length > 0) {
-      heldPlanId = await holdChange(deps.withPgClient, deps.org, { source, plan, desired, held: verdict.held, message: holdMessage, activeCount: verdict.activeCount, refs: desired.refs });
+      heldPlanId = await holdChange(deps.scope, { source, plan, desired, held: verdict.held, message: holdMessage, activeCount: verdict.activeCount, refs: desired.refs });
     }
     const run: PlannedRun = {
       desired,
@@ -146,19 +158,22 @@ export async function runPipeline<After>(deps: PipelineDeps, source: Source<Afte
     options.onPlan?.(run);
     if (options.dryRun || plan.refused !== undefined) return run;
 
-    if (platform.adopted.length > 0) await insertAdoptedIdentities(deps.db, deps.org, platform.adopted);
+    if (platform.adopted.length > 0) await insertAdoptedIdentities(deps.scope, platform.adopted);
     // A newer statement applied: the held plans it makes moot, and the held disables of people it says are active.
-    await supersede(deps.db, deps.org, SUPERSEDES[source.kind], options.approving?.planId);
-    await releaseActive(deps.db, deps.org, desired.rows.filter((r) => r.status === 'active').map((r) => r.employeeId), options.approving?.planId);
+    await supersede(deps.scope, SUPERSEDES[source.kind], options.approving?.planId);
+    await releaseActive(deps.scope, desired.rows.filter((r) => r.status === 'active').map((r) => r.employeeId), options.approving?.planId);
     const toEnqueue = withoutEmployees(plan, new Set(verdict.held));
     const reasons = actionReasons(toEnqueue.actions, { kind: source.kind, label: source.label, mode: desired.mode, rows: desired.rows });
-    const enqueued = await enqueuePlan(deps, toEnqueue, source.auditMark, {
-      source: source.kind,
-      reasons,
-      createLookUp: source.createLookUp,
-      // A few listed employees: only theirs are checked for open actions (a SCIM burst plans many batches a second).
-      openOf: desired.appliedScope === 'listed' ? toEnqueue.byEmployee.keys() : undefined,
-    });
+    const enqueued = await inSpan('provisioning enqueue', {}, () =>
+      enqueuePlan(deps, toEnqueue, source.auditMark, {
+        source: source.kind,
+        reasons,
+        createLookUp: source.createLookUp,
+        // A few listed employees: only theirs are checked for open actions (a SCIM burst plans many batches a second).
+        openOf: desired.appliedScope === 'listed' ? toEnqueue.byEmployee.keys() : undefined,
+      }),
+    );
+    annotate({ [ATTR.enqueued]: enqueued.enqueued.length });
     const after = source.afterEnqueue ? await source.afterEnqueue(enqueued) : undefined;
     return { ...run, enqueued, ...(after === undefined ? {} : { after }) };
   });

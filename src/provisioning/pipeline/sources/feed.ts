@@ -1,9 +1,11 @@
 import { errorMessage } from '../../../lib/errors.ts';
-import { snapshotEmployees, type EmployeeSnapshotCounts } from '../../../warehouse/load-employees.ts';
+import { snapshotEmployees, type EmployeeSnapshotCounts } from '../../employees-store.ts';
 import { recordFeed } from '../../apply/feeds-store.ts';
-import type { FeedFormat, RowList } from '../../feed/types.ts';
+import type { FeedFormat, FeedRow, RowList } from '../../feed/types.ts';
+import type { HeldSource } from '../../held-sources.ts';
 import type { MaxDisable, PlanMode } from '../../plan/types.ts';
-import type { PipelineDeps, Source } from '../types.ts';
+import { runPipeline } from '../run-pipeline.ts';
+import { pipelineDeps, type PipelineDeps, type Source } from '../types.ts';
 
 /**
  * An HR feed as a source: its valid rows are the desired state (full: everyone not listed
@@ -38,7 +40,7 @@ export interface FeedAfter {
   employeesError?: string;
 }
 
-export function feedSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'withPgClient' | 'log'>, input: FeedInput): Source<FeedAfter> {
+export function feedSource(deps: Pick<PipelineDeps, 'scope' | 'log'>, input: FeedInput): Source<FeedAfter> {
   const record = input.record;
   return {
     kind: 'feed',
@@ -60,7 +62,7 @@ export function feedSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'withPgClient
     ...(record
       ? {
           planned: async (plan, dryRun) => {
-            await recordFeed(deps.db, deps.org, {
+            await recordFeed(deps.scope, {
               hash: input.hash,
               path: record.path,
               format: record.format,
@@ -76,7 +78,7 @@ export function feedSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'withPgClient
         }
       : {}),
     afterEnqueue: async () =>
-      snapshotEmployees(deps.withPgClient, deps.org, {
+      snapshotEmployees(deps.scope, {
         rows: input.rows,
         mode: input.mode,
         keepEmployeeIds: input.invalidEmployeeIds,
@@ -90,3 +92,27 @@ export function feedSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'withPgClient
       ),
   };
 }
+
+/**
+ * A held feed decided: approving plans the reviewed rows again (the feed as it was read,
+ * recorded then) and snapshots them into training.employees, as `provision --force` would;
+ * rejecting takes nothing back.
+ */
+export const heldFeed: HeldSource = {
+  approve: async (deps, plan, approving) => {
+    const source = feedSource(deps, {
+      hash: plan.feedHash ?? '',
+      file: plan.file,
+      mode: plan.mode,
+      rows: plan.feed.rows,
+      invalidEmployeeIds: new Set(plan.feed.keepEmployeeIds),
+      invalidEmails: new Set(plan.feed.keepEmails),
+      fileErrors: [],
+      maxDisable: undefined,
+    });
+    const run = await runPipeline(pipelineDeps(deps), source, { dryRun: false, force: false, locked: true, approving });
+    if (run.plan.refused || !run.enqueued) return { applied: false, refused: run.plan.refused };
+    return { applied: true, enqueued: run.enqueued.enqueued, waitingOn: run.enqueued.waitingOn, pending: run.enqueued.skippedEmployees, snapshotError: run.after?.employeesError };
+  },
+  reject: async () => ({ pending: [] }),
+};

@@ -1,15 +1,11 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../../../warehouse/database.ts';
-import { SCIM_AUDIT_MARK } from '../../../scim/marks.ts';
-import { markPlanned } from '../../../scim/store.ts';
-import { platformState, settledByQueuedActions } from '../../../scim/platform-state.ts';
-import { liveOpenActions } from '../../apply/enqueue.ts';
-import type { FeedRow } from '../../feed/types.ts';
-import type { MaxDisable } from '../../plan/types.ts';
-import type { PipelineDeps, Source } from '../types.ts';
+import { type FeedRow, liveOpenActions, type MaxDisable, type PipelineDeps, type Source } from '../provisioning/index.ts';
+import { SCIM_AUDIT_MARK } from './marks.ts';
+import { platformState, settledByQueuedActions } from './platform-state.ts';
+import { markPlanned } from './store.ts';
 
 /**
- * A batch of SCIM changes as a source: each is a one-row delta HR feed (the User as the
+ * A batch of SCIM changes as a source of the provisioning pipeline (SCIM's adapter lives
+ * here, on SCIM's side: the pipeline names no source): each is a one-row delta HR feed (the User as the
  * identity provider states it now), planned against the identities its rows name only. An
  * employee whose earlier actions are still queued is left pending (the plan would start
  * from a state about to change); the SCIM sweep plans it once they finish, unless the
@@ -37,7 +33,7 @@ export interface ScimAfter {
   pending: string[];
 }
 
-export function scimSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'queue'> & { db: Kysely<Database> }, changes: readonly ScimChange[], maxDisable: MaxDisable | undefined): Source<ScimAfter> {
+export function scimSource(deps: Pick<PipelineDeps, 'scope' | 'queue'>, changes: readonly ScimChange[], maxDisable: MaxDisable | undefined): Source<ScimAfter> {
   let pending = new Set<string>();
   return {
     kind: 'scim',
@@ -68,7 +64,7 @@ export function scimSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'queue'> & { 
       for (const employeeId of skippedEmployees) pending.add(employeeId);
       // Held changes are planned too: the hold is a decision waiting on a person, not work left to plan.
       const planned = changes.filter((c) => !pending.has(c.row.employeeId));
-      await markPlanned(deps.db, deps.org, planned.map((c) => ({ scimId: c.scimId, version: c.version, state: platformState(c.row) })));
+      await markPlanned(deps.scope, planned.map((c) => ({ scimId: c.scimId, version: c.version, state: platformState(c.row) })));
       return { pending: [...pending] };
     },
   };

@@ -24,10 +24,10 @@ import { readFeed } from '../src/provisioning/feed/read.ts';
 import { loadAppliedEmployees } from '../src/provisioning/apply/applied-state.ts';
 import { planProvisioning } from '../src/provisioning/plan/plan.ts';
 import { snapshotFeed } from '../src/provisioning/snapshot-feed.ts';
-import type { EmployeeSnapshotCounts } from '../src/warehouse/load-employees.ts';
+import type { EmployeeSnapshotCounts } from '../src/provisioning/employees-store.ts';
 import { migrate } from '../src/warehouse/migrator.ts';
 import { createDb, createPool } from '../src/warehouse/pool.ts';
-import { lendFrom } from '../src/warehouse/transaction.ts';
+import { createScopes } from '../src/warehouse/scope.ts';
 import { createBenchDatabase } from './admin-query.ts';
 
 const DEPARTMENTS = ['Finance', 'Sales', 'Engineering', 'Operations', 'Legal', 'HR', 'Support', 'Marketing'];
@@ -100,15 +100,17 @@ async function seedIdentities(pool: pg.Pool, employees: number): Promise<void> {
 async function measure(url: string, file: string): Promise<Measured> {
   const pool = createPool(url, { max: 2, applicationName: 'trainsync-bench' });
   const db = createDb(pool);
+  // The owner's pool, unbound (no row security): the snapshot's own cost.
+  const scope = createScopes(pool, createLogger('silent'), { rowSecurity: false }).scope('default');
   try {
     const rssBeforeMb = Math.round(process.memoryUsage().rss / 1048576);
     const t1 = performance.now();
     const feed = await readFeed(file);
     const t2 = performance.now();
-    const applied = await loadAppliedEmployees(db, 'default');
+    const applied = await loadAppliedEmployees(scope);
     const plan = planProvisioning({ ...feed, applied, mode: 'full', options: { force: true }, file: path.basename(file) });
     const t3 = performance.now();
-    const counts = await snapshotFeed(lendFrom(pool), 'default', feed, { mode: 'full' });
+    const counts = await snapshotFeed(scope, feed, { mode: 'full' });
     const t4 = performance.now();
     return {
       readMs: Math.round(t2 - t1),
@@ -145,13 +147,13 @@ export async function benchEmployeesSnapshot(employees = 50_000): Promise<Employ
   const pool = createPool(url, { max: 2, applicationName: 'trainsync-bench' });
   try {
     await migrate(pool, createLogger('silent'));
-    const lend = lendFrom(pool);
+    const scope = createScopes(pool, createLogger('silent'), { rowSecurity: false }).scope('default');
     const first = path.join(dir, 'hr-1.csv');
     const second = path.join(dir, 'hr-2.csv');
     await writeFeed(first, employees, false);
     await writeFeed(second, employees, true);
     const t0 = performance.now();
-    const firstCounts = await snapshotFeed(lend, 'default', await readFeed(first), { mode: 'full' });
+    const firstCounts = await snapshotFeed(scope, await readFeed(first), { mode: 'full' });
     const firstSnapshotMs = Math.round(performance.now() - t0);
     await seedIdentities(pool, employees);
     await pool.query('vacuum analyze training.employees, training.employee_history, trainsync.identities');

@@ -216,7 +216,7 @@ if (want('timings')) {
 }
 
 if (want('drift')) {
-  process.stdout.write('\n== drift: first load and full walk of 100,000 results, quiet and with arrivals at the head, in the middle, removals anywhere, and both (about 80 arrivals / 8 removals a walk)\n');
+  process.stdout.write('\n== drift: first load and full walk of 100,000 results, quiet and with arrivals at the head, in the middle, removals anywhere, both (about 80 arrivals / 8 removals a walk), and 8 removals each with a completion in the same interval\n');
   const drift = lastJson(await run(['bench/results-drift.ts', JSON.stringify({ results: 100_000 })]));
   figures.drift = drift;
   const driftVerdicts = drift.verdicts as Array<{ scenario: string; run: string; pass: boolean; target: string; why: string }>;

@@ -76,7 +76,7 @@ export async function benchProvisioningApply(): Promise<ProvisioningApplyBench> 
     const app = await createApp(config, createLogger(config.LOG_LEVEL), { jobs: allJobs, migrate: true });
     try {
       const { applied, rows } = scenario();
-      await insertAdoptedIdentities(owner(app).db, 'default', applied);
+      await insertAdoptedIdentities(owner(app).scope('default'), applied);
       const plan = planProvisioning({ rows, invalidEmployeeIds: new Set(), invalidEmails: new Set(), applied, mode: 'delta', options: { force: true } });
       if (plan.actions.length !== ACTIONS) throw new Error(`expected ${ACTIONS} actions, planned ${plan.actions.length}`);
       await fetch(`${sim.url}/__simulator/requests/reset`, { method: 'POST' });

@@ -38,6 +38,10 @@ const argsSchema = z.object({
   mode: z.enum(['full', 'windows']).default('full'),
   batchRows: z.number().int().positive().optional(),
   writers: z.number().int().positive().optional(),
+  /** TRAINSYNC_RESULTS_WALK_WINDOW_PAGES (a value above the list's pages walks it whole). */
+  walkWindowPages: z.number().int().positive().optional(),
+  /** TRAINSYNC_RESULTS_CONCURRENCY. */
+  resultsConcurrency: z.number().int().positive().optional(),
   /** Run the careful peer (bench/careful-peer.ts) after each of trainsync's loads. */
   peer: z.boolean().default(false),
   /**
@@ -134,6 +138,8 @@ try {
     TRAINSYNC_RESULTS_WINDOW_DAYS: '31',
     ...(args.batchRows ? { TRAINSYNC_BATCH_ROWS: String(args.batchRows) } : {}),
     ...(args.writers ? { TRAINSYNC_RESULTS_WRITERS: String(args.writers) } : {}),
+    ...(args.walkWindowPages ? { TRAINSYNC_RESULTS_WALK_WINDOW_PAGES: String(args.walkWindowPages) } : {}),
+    ...(args.resultsConcurrency ? { TRAINSYNC_RESULTS_CONCURRENCY: String(args.resultsConcurrency) } : {}),
     TRAINSYNC_METRICS_PORT: '0',
     LOG_LEVEL: 'warn',
     ...(args.tracing

@@ -24,6 +24,7 @@ import { upsertStaged } from '../src/warehouse/load-staged.ts';
 import { migrate } from '../src/warehouse/migrator.ts';
 import { createPool } from '../src/warehouse/pool.ts';
 import { lendFrom, withTransaction } from '../src/warehouse/transaction.ts';
+import { createScopes } from '../src/warehouse/scope.ts';
 import { createBenchDatabase } from './admin-query.ts';
 
 const BATCH = 5_000;
@@ -110,11 +111,11 @@ async function rawCopy(pool: pg.Pool, results: readonly Result[], indexes: boole
 
 async function upsertAll(pool: pg.Pool, results: readonly Result[]): Promise<{ ms: number; counts: LoadCounts }> {
   const counts: LoadCounts = { inserted: 0, updated: 0, unchanged: 0 };
-  const lend = lendFrom(pool);
+  const scope = createScopes(pool, createLogger('silent'), { rowSecurity: false }).scope(DEFAULT_ORG);
   const started = performance.now();
   for (let i = 0; i < results.length; i += BATCH) {
     const batch = results.slice(i, i + BATCH);
-    const loaded = await withTransaction(lend, ({ client }) => upsertStaged(client, resultsResource.table, batch, { org: DEFAULT_ORG, seenAt: new Date() }));
+    const loaded = await scope.transaction((tx) => upsertStaged(tx, resultsResource.table, batch, { seenAt: new Date() }));
     counts.inserted += loaded.inserted;
     counts.updated += loaded.updated;
     counts.unchanged += loaded.unchanged;

@@ -19,7 +19,7 @@ import { migrate } from '../src/warehouse/migrator.ts';
 import { createPool } from '../src/warehouse/pool.ts';
 import { addRunCounts } from '../src/sync/runs-store.ts';
 import { saveCheckpoint } from '../src/sync/sync-state.ts';
-import { kyselyOn, lendFrom } from '../src/warehouse/transaction.ts';
+import { createScopes, type OrgScope, type OrgTx } from '../src/warehouse/scope.ts';
 import { createBenchDatabase } from './admin-query.ts';
 import { syntheticResults } from './warehouse-load.ts';
 
@@ -36,13 +36,27 @@ const args = z
 type Phase = WritePhase | 'counts+checkpoint' | 'commit';
 const PHASES: Phase[] = ['stage', 'upsert', 'answers', 'sightings', 'counts+checkpoint', 'commit'];
 
+/** `fn`'s value, from a transaction rolled back after it (EXPLAIN ANALYZE writes what it plans). */
+async function rolledBack<T>(scope: OrgScope, fn: (tx: OrgTx) => Promise<T>): Promise<T> {
+  const undo = new Error('roll back');
+  let value: T | undefined;
+  await scope.transaction(async (tx) => {
+    value = await fn(tx);
+    throw undo;
+  }).catch((error: unknown) => {
+    if (error !== undo) throw error;
+  });
+  return value as T;
+}
+
 const database = await createBenchDatabase();
 const pool = createPool(database.url, { max: 2, applicationName: 'trainsync-bench' });
 try {
   await migrate(pool, createLogger('silent'));
   const { rows: [run] } = await pool.query<{ id: number }>(`insert into trainsync.runs (org, resource, mode, status) values ('default', 'results', 'full', 'running') returning id`);
   const runId = run!.id;
-  const lend = lendFrom(pool);
+  // The owner's pool, unbound: the write path without row security's scoping (bench/sync-rls.ts measures that).
+  const scope = createScopes(pool, createLogger('silent'), { rowSecurity: false }).scope(DEFAULT_ORG);
 
   // Postgres' own CPU for the load (its backends for this database, same host): a figure
   // that other processes on the machine disturb far less than elapsed time.
@@ -65,19 +79,16 @@ try {
       const batch = new StagedBatch(resultsResource.table);
       for (const r of results.slice(i, i + args.batchRows)) batch.add(r);
       let mark = 0;
-      await lend(async (client) => {
-        await client.query('begin');
-        if (!args.synchronousCommit) await client.query('set local synchronous_commit = off');
-        const loaded = await upsertStagedBatch(client, batch, { org: DEFAULT_ORG, seenAt: new Date(), runId, trackSightings: !firstLoad, fresh: firstLoad, onPhase: (phase, ms) => (totals[phase] += ms) });
+      await scope.transaction(async (tx) => {
+        if (!args.synchronousCommit) await tx.client.query('set local synchronous_commit = off');
+        const loaded = await upsertStagedBatch(tx, batch, { seenAt: new Date(), runId, trackSightings: !firstLoad, fresh: firstLoad, onPhase: (phase, ms) => (totals[phase] += ms) });
         mark = performance.now();
-        const db = kyselyOn(client);
-        await addRunCounts(db, runId, { pages: 40, ...loaded });
-        await saveCheckpoint(db, DEFAULT_ORG, 'bench:full', { nextPage: i / 50 + 1, total: results.length, drifted: false }, runId);
+        await addRunCounts(tx.db, runId, { pages: 40, ...loaded });
+        await saveCheckpoint(tx, 'bench:full', { nextPage: i / 50 + 1, total: results.length, drifted: false }, runId);
         totals['counts+checkpoint'] += performance.now() - mark;
         mark = performance.now();
-        await client.query('commit');
-        totals.commit += performance.now() - mark;
       });
+      totals.commit += performance.now() - mark;
       batch.release();
     }
     const ms = performance.now() - started;
@@ -98,23 +109,13 @@ try {
   const changed = results.map((r, i) => (i % 10 === 0 ? { ...r, score: (r.score ?? 0) + 1, resultFilters: [r.resultFilters[0]!, randomUUID()] } : r));
   const reload = await load(changed, false);
 
-  const client = await pool.connect();
-  let plans: { upsert: string; answers: string };
-  try {
-    const batch = new StagedBatch(resultsResource.table);
-    for (const r of changed.slice(0, args.batchRows).map((r, i) => (i % 10 === 1 ? { ...r, score: (r.score ?? 0) + 1 } : r))) batch.add(r);
-    await client.query('begin');
-    plans = await explainStagedBatch(client, DEFAULT_ORG, batch, new Date());
-    await client.query('rollback');
-    const fresh = new StagedBatch(resultsResource.table);
-    for (const r of syntheticResults(args.batchRows)) fresh.add(r);
-    await client.query('begin');
-    const freshPlans = await explainStagedBatch(client, DEFAULT_ORG, fresh, new Date());
-    await client.query('rollback');
-    process.stderr.write(`\n-- upsert of one batch of ${args.batchRows} new results\n${freshPlans.upsert}\n\n-- answers\n${freshPlans.answers}\n\n`);
-  } finally {
-    client.release();
-  }
+  const batch = new StagedBatch(resultsResource.table);
+  for (const r of changed.slice(0, args.batchRows).map((r, i) => (i % 10 === 1 ? { ...r, score: (r.score ?? 0) + 1 } : r))) batch.add(r);
+  const plans = await rolledBack(scope, (tx) => explainStagedBatch(tx, batch, new Date()));
+  const fresh = new StagedBatch(resultsResource.table);
+  for (const r of syntheticResults(args.batchRows)) fresh.add(r);
+  const freshPlans = await rolledBack(scope, (tx) => explainStagedBatch(tx, fresh, new Date()));
+  process.stderr.write(`\n-- upsert of one batch of ${args.batchRows} new results\n${freshPlans.upsert}\n\n-- answers\n${freshPlans.answers}\n\n`);
   process.stderr.write(`\n-- upsert of one batch of ${args.batchRows} (reload, 10% changed)\n${plans.upsert}\n\n-- answers\n${plans.answers}\n\n`);
   process.stdout.write(`${JSON.stringify({ ...args, firstLoad: first, reload10PercentChanged: reload })}\n`);
 } finally {

@@ -20,6 +20,6 @@ export const changeGroup = defineJob({
       ctx,
       p,
       (userId) => (p.member ? ctx.platform.addToGroup(p.groupId, userId) : ctx.platform.removeFromGroup(p.groupId, userId)),
-      (db, userId) => setIdentityGroup(db, ctx.org.slug, p.employeeId, p.groupId, p.member, userId),
+      (tx, userId) => setIdentityGroup(tx, p.employeeId, p.groupId, p.member, userId),
     ),
 });

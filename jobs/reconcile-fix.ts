@@ -23,12 +23,10 @@ export const reconcileFixJob = defineJob({
   run: async (_payload, ctx): Promise<ReconcileFixSummary> => {
     const result = await reconcileFix(
       {
-        org: ctx.org.slug,
-        db: ctx.db,
+        scope: ctx.scope,
         queue: ctx.actions,
         log: ctx.log,
         platform: ctx.platform,
-        withPgClient: ctx.withPgClient,
         locks: ctx.locks,
         drift: { freshnessMinutes: ctx.config.TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, accessRemoved: ctx.config.TRAINSYNC_DRIFT_ACCESS_REMOVED },
         // The snapshot `load-feed` left meets the feed-shrink guard here as a feed meets it in `provision`.

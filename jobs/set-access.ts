@@ -21,6 +21,6 @@ export const setAccess = defineJob({
       ctx,
       p,
       (userId) => (p.active ? ctx.platform.enableUser(userId) : ctx.platform.disableUser(userId)),
-      (db, userId) => setIdentityActive(db, ctx.org.slug, p.employeeId, p.active, userId),
+      (tx, userId) => setIdentityActive(tx, p.employeeId, p.active, userId),
     ),
 });

@@ -22,10 +22,10 @@ export const setPassword = defineJob({
   run: (p, ctx) =>
     forgettingPasswordSecret(ctx, p.actionId, () =>
       runAction(ctx, p.actionId, async () => {
-        const token = p.secret ?? (await passwordSecretOf(ctx.actions.secrets, ctx.org.slug, p.actionId));
+        const token = p.secret ?? (await passwordSecretOf(ctx.actions.secrets, ctx.scope, p.actionId));
         const password = decryptSecret(requireSecretKey(ctx.config), token, p.email);
         await ctx.platform.setPassword(p.email, password);
-        await finishAction(ctx.db, ctx.org.slug, p.actionId, { status: 'succeeded' });
+        await finishAction(ctx.scope, p.actionId, { status: 'succeeded' });
         return { actionId: p.actionId, status: 'succeeded' };
       }),
     ),

@@ -202,6 +202,9 @@ const envSchema = z.object({
     })
     .default(7),
   TRAINSYNC_RESULTS_WINDOW_DAYS: positiveInt('7').default(7),
+  // A first load or full walk reads the dated results in windows of about this many pages each
+  // (several at once, each one page at a time); a list of fewer than four such windows is walked whole.
+  TRAINSYNC_RESULTS_WALK_WINDOW_PAGES: positiveInt('64').default(64),
   TRAINSYNC_RESULTS_EPOCH: z
     .string()
     .refine((value) => parseIsoDay(value) === value, 'a date that exists, as YYYY-MM-DD, e.g. 2015-01-01')

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CompletenessRule, mostRemovals, type ReadCheckpoint, type Verdict } from '../src/sync/results/completeness.ts';
 import { runScenario, scenarios, type RuleFactory, type Scenario } from './helpers/paged-list-model.ts';
+import { runWindowScenario, windowScenarios, type WindowScenario } from './helpers/windowed-walk-model.ts';
 
 /**
  * The completeness rule against a generated model of a list that changes while it is
@@ -123,6 +124,90 @@ describe('the completeness rule against a model of a changing list', () => {
     expect(samples.filter((o) => o.reread > 0).length).toBeGreaterThan(50);
     expect(samples.filter((o) => o.removals > 0 && o.arrivals > 0).length).toBeGreaterThan(50);
     expect(samples.filter((o) => o.verdict.kind === 'complete' && o.reads > 3).length).toBeGreaterThan(50);
+  });
+});
+
+function describeWindows(scenario: WindowScenario): string {
+  const outcome = runWindowScenario(scenario);
+  return JSON.stringify({ ...outcome, mixedClosed: [...outcome.mixedClosed], missing: outcome.missing.slice(0, 10) });
+}
+
+describe('a first load or full walk by windows against a model of windows that change while they are read', () => {
+  const everything = { late: true, now: true, removals: true, restarts: true };
+
+  it('never says complete while a result listed throughout is missing, but where a stated risk was taken', () => {
+    fc.assert(
+      fc.property(windowScenarios(everything), (scenario) => {
+        const outcome = runWindowScenario(scenario);
+        expect(outcome.finished, describeWindows(scenario)).toBe(true);
+        const open = scenario.sizes.length - 1;
+        if (!outcome.complete) return;
+        for (const m of outcome.missing) {
+          if (m.window === open) expect(outcome.mixedOpen, describeWindows(scenario)).toBeGreaterThanOrEqual(3);
+          else expect(outcome.mixedClosed.has(m.window), describeWindows(scenario)).toBe(true);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('late-recorded arrivals and completions now, no removals: complete, nothing missing, no closed page read twice, the open window read two or three times', () => {
+    fc.assert(
+      fc.property(windowScenarios({ late: true, now: true, removals: false, restarts: false }), (scenario) => {
+        const outcome = runWindowScenario(scenario);
+        expect(outcome.complete, describeWindows(scenario)).toBe(true);
+        expect(outcome.missing).toEqual([]);
+        expect(outcome.rereadClosed, describeWindows(scenario)).toBe(0);
+        expect([2, 3], describeWindows(scenario)).toContain(outcome.openReads);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('a few removals anywhere, several windows at once, restarts: complete with nothing missing', () => {
+    fc.assert(
+      fc.property(windowScenarios({ late: false, now: false, removals: true, restarts: true, maxChanges: 4 }), (scenario) => {
+        const outcome = runWindowScenario(scenario);
+        expect(outcome.complete, describeWindows(scenario)).toBe(true);
+        expect(outcome.missing, describeWindows(scenario)).toEqual([]);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('the same changes lose fewer results by windows than in one list, and none in the open window once it is read again (measured)', () => {
+    const runs = fc.sample(windowScenarios({ late: true, now: true, removals: true, restarts: false }), { numRuns: RUNS, seed: 11 });
+    const tally = (confirmOpen: boolean, oneList = false): { complete: number; lost: number; lostClosed: number; lostOpen: number; mixedClosed: number } => {
+      const t = { complete: 0, lost: 0, lostClosed: 0, lostOpen: 0, mixedClosed: 0 };
+      for (const scenario of runs) {
+        const outcome = runWindowScenario(scenario, { confirmOpen, oneList });
+        if (outcome.mixedClosed.size > 0) t.mixedClosed += 1;
+        if (!outcome.complete) continue;
+        t.complete += 1;
+        if (outcome.missing.length > 0) t.lost += 1;
+        const open = scenario.sizes.length - 1;
+        if (outcome.missing.some((m) => m.window !== open)) t.lostClosed += 1;
+        if (outcome.missing.some((m) => m.window === open)) t.lostOpen += 1;
+      }
+      return t;
+    };
+    const oneList = tally(false, true);
+    const once = tally(false);
+    const again = tally(true);
+    if (process.env.COMPLETENESS_SHOW) process.stderr.write(`windows: ${runs.length} runs; one list: ${JSON.stringify(oneList)}; by windows, open window read once: ${JSON.stringify(once)}; read again: ${JSON.stringify(again)}\n`);
+    expect(again.lost).toBeLessThan(oneList.lost);
+    expect(once.lostOpen).toBeGreaterThan(0);
+    expect(again.lostOpen).toBe(0);
+    // Closed windows are read the same way both times: what they lose is the stated risk.
+    expect(again.lostClosed).toBe(once.lostClosed);
+  });
+
+  it('generates runs that matter: windows read at once, late-recorded arrivals behind the reader, removals, a changed open window', () => {
+    const samples = fc.sample(windowScenarios(everything), { numRuns: 500, seed: 7 }).map((scenario) => ({ scenario, outcome: runWindowScenario(scenario) }));
+    expect(samples.filter(({ scenario }) => scenario.concurrency > 1 && scenario.sizes.length > 2).length).toBeGreaterThan(100);
+    expect(samples.filter(({ outcome }) => outcome.late > 0 && outcome.removals > 0).length).toBeGreaterThan(50);
+    expect(samples.filter(({ outcome }) => outcome.openReads === 3).length).toBeGreaterThan(20);
+    expect(samples.filter(({ outcome }) => outcome.mixedClosed.size > 0).length).toBeGreaterThan(2);
   });
 });
 

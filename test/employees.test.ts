@@ -11,7 +11,7 @@ import type { ReadFeedOptions } from '../src/provisioning/feed/types.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
 import { snapshotFeed, UnreadableFeedError } from '../src/provisioning/snapshot-feed.ts';
 import { findUser, ORG_EMAIL_DOMAIN } from '../src/simulator/index.ts';
-import type { EmployeeSnapshotCounts } from '../src/warehouse/load-employees.ts';
+import type { EmployeeSnapshotCounts } from '../src/provisioning/employees-store.ts';
 import { runCli } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { rowsFromState, toCsv } from './helpers/hr-feed.ts';
@@ -37,7 +37,7 @@ async function snapshot(lines: readonly string[], mode: 'full' | 'delta', at: Da
   const file = path.join(dir, `feed-${feedNo}.csv`);
   await writeFile(file, `${[HEADER, ...lines].join('\n')}\n`);
   const feed = await readFeed(file, read);
-  return snapshotFeed(t.withPgClient, 'default', feed, { mode, at });
+  return snapshotFeed(t.scope(), feed, { mode, at });
 }
 
 function employees() {
@@ -173,7 +173,7 @@ describe('employee snapshots over three feeds', () => {
     const file = path.join(dir, 'broken.csv');
     await writeFile(file, 'id,mail\nE1,a@example.com\n');
     const feed = await readFeed(file);
-    await expect(snapshotFeed(t.withPgClient, 'default', feed, { mode: 'full', at: T(6) })).rejects.toThrow(UnreadableFeedError);
+    await expect(snapshotFeed(t.scope(), feed, { mode: 'full', at: T(6) })).rejects.toThrow(UnreadableFeedError);
     expect(await employees()).toEqual(before);
   });
 
@@ -183,7 +183,7 @@ describe('employee snapshots over three feeds', () => {
     await t.db.insertInto('trainsync.identities').values({ org: 'default', employee_id: 'E1', email: 'ann@example.com', platform_user_id: known, active: true }).execute();
     const file = path.join(dir, 'accounts.csv');
     await writeFile(file, `employee_id,email,platform_user_id\nE1,ann@example.com,\nE6,fay@example.com,${fromFeed}\n`);
-    const counts = await snapshotFeed(t.withPgClient, 'default', await readFeed(file), { mode: 'delta', at: T(7) });
+    const counts = await snapshotFeed(t.scope(), await readFeed(file), { mode: 'delta', at: T(7) });
     // E1 lost its names and attributes in this feed: a change; the account alone would not be one.
     expect(counts).toMatchObject({ joined: 1, changed: 1 });
     const rows = await employees();

@@ -97,7 +97,7 @@ describe("each server's shared behaviour", () => {
     };
     const route: ScimOrgRoute = {
       token: Buffer.from(SCIM_TOKEN),
-      context: { org: DEFAULT_ORG, db: scope.db, withPgClient: scope.lend, submit: notUsed, create: notUsed, checkPassword: notUsed, queuePassword: notUsed },
+      context: { scope, submit: notUsed, create: notUsed, checkPassword: notUsed, queuePassword: notUsed },
     };
     const definition = scimServer({ port: 0, host: '127.0.0.1', orgs: new Map([[DEFAULT_ORG, route]]), bareOrg: DEFAULT_ORG, maxBodyBytes: LIMIT, maxInFlight: 8, log: h.app.log });
     const server = await startWithThrowingRoute(definition, 'GET', '/scim/v2/default/Boom');

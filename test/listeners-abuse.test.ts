@@ -41,7 +41,7 @@ function scimRoute(): ScimOrgRoute {
   const scope = h.app.scopes.scope(DEFAULT_ORG);
   return {
     token: Buffer.from(SCIM_TOKEN),
-    context: { org: DEFAULT_ORG, db: scope.db, withPgClient: scope.lend, submit: notUsed, create: notUsed, checkPassword: notUsed, queuePassword: notUsed },
+    context: { scope, submit: notUsed, create: notUsed, checkPassword: notUsed, queuePassword: notUsed },
   };
 }
 

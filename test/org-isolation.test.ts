@@ -9,6 +9,7 @@ import { createScopes, type OrgScopes } from '../src/warehouse/scope.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { exitCodeFor } from '../src/commands/options/exit-codes.ts';
 import { AppRoleError, checkAppRole } from '../src/warehouse/app-role.ts';
+import { findIdentity } from '../src/provisioning/apply/identities-store.ts';
 import { createTestDatabase, withAdmin, type TestDatabase } from './helpers/db.ts';
 
 /**
@@ -126,6 +127,23 @@ async function rolledBack(org: string, fn: (client: pg.PoolClient) => Promise<vo
     });
 }
 
+/**
+ * Never run: `npm run build` type-checks it. Each line is a pairing the handle's types refuse
+ * (tsc fails when an `@ts-expect-error` line compiles): a slug for a handle, a hand-built
+ * `{ org, db }` (no brand), a handle of several organisations (no one organisation to name).
+ */
+function typeChecks(): void {
+  const a = scopes.scope('a');
+  // @ts-expect-error a slug is not a handle
+  void findIdentity('a', 'E1');
+  // @ts-expect-error a hand-built { org, db } has not the brand only createScopes gives
+  void findIdentity({ org: 'b', db: a.db }, 'E1');
+  // @ts-expect-error a handle of several organisations names no one organisation
+  void findIdentity(scopes.scope(['a', 'b']), 'E1');
+  // @ts-expect-error the escape across organisations names none either
+  void scopes.acrossOrganisations('type check', (all) => findIdentity(all, 'E1'));
+}
+
 beforeAll(async () => {
   t = await createTestDatabase();
   for (const org of ORGS) await t.pool.query(`insert into training.organisations (slug, name) values ($1, $1) on conflict do nothing`, [org]);
@@ -222,6 +240,19 @@ describe('organisation isolation enforced by Postgres', () => {
     // The scope is transaction-local: the pooled connection carries nothing into the next unit of work.
     const after = await scopes.unscoped.selectFrom('training.results').select('org').execute();
     expect(after).toEqual([]);
+  });
+
+  it("a store reads the organisation from the handle it is given: a's handle, and its transaction, reach a's rows only", async () => {
+    const a = scopes.scope('a');
+    expect(scopes.scope('a')).toBe(a);
+    expect(a.org).toBe('a');
+    expect(await a.transaction(async (tx) => tx.org)).toBe('a');
+    expect(await a.retriedTransaction(async (tx) => tx.org)).toBe('a');
+    // The same employee id in every organisation: what comes back is the handle's organisation's.
+    expect((await findIdentity(a, 'E1'))?.org).toBe('a');
+    expect((await a.transaction((tx) => findIdentity(tx, 'E1')))?.org).toBe('a');
+    expect((await findIdentity(scopes.scope('c'), 'E1'))?.email).toBe('u@c.example');
+    expect(typeChecks).toBeTypeOf('function');
   });
 
   it('trainsync_app owns nothing and is not exempt from row security', async () => {

@@ -140,8 +140,8 @@ describe('provisioning per organisation', () => {
     expect(held.plan.refused?.reason).toBe('max-disable');
     expect(held.heldPlanId).toBeDefined();
     const id = held.heldPlanId!;
-    expect((await listHeldPlans(owner(app).db, { org: 'north', onlyHeld: true })).map((p) => [p.id, p.org])).toEqual([[id, 'north']]);
-    expect(await listHeldPlans(owner(app).db, { org: 'south', onlyHeld: true })).toEqual([]);
+    expect((await listHeldPlans(owner(app).scope('north'), { onlyHeld: true })).map((p) => [p.id, p.org])).toEqual([[id, 'north']]);
+    expect(await listHeldPlans(owner(app).scope('south'), { onlyHeld: true })).toEqual([]);
     const decider = { by: 'tester', role: 'operator' };
     const confirm = { typed: held.plan.counts.disable, ask: { give: '--confirm N', shownBy: '`trainsync held`' } };
     const across = await approveHeldPlan({ ...provisionDeps(app, 'south') }, id, decider, confirm);

@@ -34,7 +34,7 @@ afterAll(async () => {
 
 /** The people the organisation's open held plans hold, as [org, employee id]. */
 async function heldPeople(org: string): Promise<Array<[string, string]>> {
-  const plans = await listHeldPlans(owner(app).db, { org, onlyHeld: true });
+  const plans = await listHeldPlans(owner(app).scope(org), { onlyHeld: true });
   const full = await Promise.all(plans.map((p) => getHeldPlan(owner(app).db, p.id)));
   return full.flatMap((p) => p!.people.map((person): [string, string] => [p!.org, person.employeeId]));
 }
@@ -169,7 +169,7 @@ describe('SCIM per organisation', () => {
   });
 
   it('`trainsync held` lists every organisation\'s held plans; status counts them per organisation; a plan is decided in its own', async () => {
-    const [plan] = await listHeldPlans(owner(app).db, { org: 'north', onlyHeld: true });
+    const [plan] = await listHeldPlans(owner(app).scope('north'), { onlyHeld: true });
     const list = await runCli(['held'], h.env);
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(new RegExp(`#${plan!.id}[\\s│]+north[\\s│]+scim[\\s│]+SCIM[\\s│]+1[\\s│]`));

@@ -236,7 +236,7 @@ describe('webhooks of two organisations', () => {
       const c = completion(sim);
       const body = JSON.parse(c.body) as Record<string, unknown>;
       const envelope = envelopeSchema.parse({ ...body, data: { ...(body.data as object), resultId: result.id } });
-      await storeEvent(owner(app).withPgClient, org, envelope, JSON.stringify(envelope), planEvent(envelope));
+      await storeEvent(owner(app).scope(org), envelope, JSON.stringify(envelope), planEvent(envelope));
       stored.push({ org, eventId: c.eventId, resultId: result.id });
     }
     const counts = await sweepWebhookEvents({ scopes: app.scopes, queue: app.queue, log: app.log }, { minAgeMs: 0, retentionDays: 30 });

@@ -19,7 +19,7 @@ import { createApp, type App } from '../src/runtime/app.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import { startScimService, type ScimService } from '../src/scim/service.ts';
 import { findUser, ORG_EMAIL_DOMAIN, startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
-import { snapshotEmployees } from '../src/warehouse/load-employees.ts';
+import { snapshotEmployees } from '../src/provisioning/employees-store.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 import { waitFor } from './helpers/worker-process.ts';
@@ -143,7 +143,7 @@ async function state(org: Org, status: 'active' | 'inactive'): Promise<void> {
     expect(answer.status).toBe(200);
   } else {
     const row = { employeeId: 'P0', email: email('P0'), firstName: 'Same', lastName: 'P0', status, attributes: { department: 'Dept P0' } };
-    await snapshotEmployees(owner(app).withPgClient, org, { rows: [row], mode: 'delta' });
+    await snapshotEmployees(owner(app).scope(org), { rows: [row], mode: 'delta' });
     await reconcileFix(provisionDeps(app, org), { dryRun: false, force: false, maxDisable: 0, wait: false });
   }
   await settled();
@@ -174,7 +174,7 @@ describe('the same desired change through each source', () => {
     for (const org of ORGS) await state(org, 'inactive');
     const plans = {} as Record<Org, HeldPlan>;
     for (const org of ORGS) {
-      const held = await listHeldPlans(owner(app).db, { org, onlyHeld: true });
+      const held = await listHeldPlans(owner(app).scope(org), { onlyHeld: true });
       expect(held.map((p) => p.source), org).toEqual([SOURCE[org]]);
       plans[org] = (await getHeldPlan(owner(app).db, held[0]!.id))!;
       expect(findUser(sims[org].state, email('P0'))!.hasAccess, org).toBe(true);
@@ -210,7 +210,7 @@ describe('the same desired change through each source', () => {
     expect(rows['scim-org'][0]!.feed_hash).toBe('via SCIM');
     expect(rows['fix-org'][0]!.feed_hash).toBeNull();
     expect(rows['feed-org'][0]!.feed_hash).toMatch(/^[0-9a-f]{64}$/);
-    for (const org of ORGS) expect(await listHeldPlans(owner(app).db, { org, onlyHeld: true }), org).toEqual([]);
+    for (const org of ORGS) expect(await listHeldPlans(owner(app).scope(org), { onlyHeld: true }), org).toEqual([]);
   });
 
   it('a returner (no guard): each source applies the same action at once', async () => {
@@ -222,7 +222,7 @@ describe('the same desired change through each source', () => {
       const { source: _s, reason: _r, feed_hash: _f, ...same } = rows[org][0]!;
       const { source: _s0, reason: _r0, feed_hash: _f0, ...feed } = rows['feed-org'][0]!;
       expect(same, org).toEqual(feed);
-      expect(await listHeldPlans(owner(app).db, { org, onlyHeld: true }), org).toEqual([]);
+      expect(await listHeldPlans(owner(app).scope(org), { onlyHeld: true }), org).toEqual([]);
     }
   });
 });

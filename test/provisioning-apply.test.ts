@@ -235,7 +235,7 @@ describe('provisioning against the simulator', () => {
 
     const section = await provisioningAttentionSection(h.app, 'default');
     expect(section.rows.map((r) => `${r.status}:${r.code}`).sort()).toEqual(['failed:EMAIL_IN_USE', 'failed:GROUP_NOT_FOUND', 'needs-identity:NEEDS_IDENTITY']);
-    const stored = await auditRows(owner(h.app).db, 'default', [byKind['create-user:J900']!.actionId]);
+    const stored = await auditRows(owner(h.app).scope('default'), [byKind['create-user:J900']!.actionId]);
     expect(stored[0]?.errorMessage).toMatch(/EMAIL_IN_USE/);
   });
 });

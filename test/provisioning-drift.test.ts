@@ -244,7 +244,7 @@ describe('reconcile --fix: drift repair without a new feed', () => {
       const job = await h.app.queue.add(RECONCILE_FIX_JOB, reconcileFixJob.payload.parse({ trigger: 'schedule' }), { org: DEFAULT_ORG, waited: true });
       const [outcome] = await h.app.queue.waitFor(PROVISION_QUEUE, [job.id]);
       expect(outcome).toMatchObject({ status: 'completed', result: { repairs: 1, enqueued: 1 } });
-      const open = await openActions(owner(h.app).db, 'default');
+      const open = await openActions(owner(h.app).scope('default'));
       await waitForActions(provisionDeps(h.app, 'default'), open.map((r) => r.actionId));
     } finally {
       await worker.close();

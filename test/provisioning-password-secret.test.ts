@@ -49,7 +49,7 @@ const deps = () => ({ ...scopedApp(h.app, DEFAULT_ORG), config: h.config });
 const apiUsers = () => h.sim.state.users.filter((u) => u.accountType === 'API');
 
 async function jobDataOf(actionId: string): Promise<unknown> {
-  const job = await h.app.queue.queues[PROVISION_QUEUE].getJob(jobIdForAction(DEFAULT_ORG, actionId));
+  const job = await h.app.queue.queues[PROVISION_QUEUE].getJob(jobIdForAction(h.app.scopes.scope(DEFAULT_ORG), actionId));
   return job?.data;
 }
 
@@ -61,16 +61,16 @@ describe('a queued password change', () => {
     const data = await jobDataOf(actionId);
     expect(data).toEqual({ actionId, email: target.email.toLowerCase(), org: DEFAULT_ORG });
     expect(JSON.stringify(data)).not.toMatch(/v1\./);
-    const kept = await h.app.queue.secrets.get(DEFAULT_ORG, actionId);
+    const kept = await h.app.queue.secrets.get(h.app.scopes.scope(DEFAULT_ORG), actionId);
     expect(kept).toMatch(/^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
     expect(kept).not.toContain(password);
-    const ttl = await h.app.queue.secrets.ttl(DEFAULT_ORG, actionId);
+    const ttl = await h.app.queue.secrets.ttl(h.app.scopes.scope(DEFAULT_ORG), actionId);
     expect(ttl).toBeGreaterThan(PASSWORD_SECRET_TTL_SECONDS - 600);
     expect(ttl).toBeLessThanOrEqual(PASSWORD_SECRET_TTL_SECONDS);
     const [row] = await waitForActions(deps(), [actionId]);
     expect(row).toMatchObject({ status: 'succeeded', attempts: 1 });
     expect(userAccount(h.sim.state, target.id).passwordChanges).toBe(1);
-    expect(await h.app.queue.secrets.get(DEFAULT_ORG, actionId)).toBeUndefined();
+    expect(await h.app.queue.secrets.get(h.app.scopes.scope(DEFAULT_ORG), actionId)).toBeUndefined();
   });
 
   it('a job retried after a crash (platform call made, record lost) still finds its password, then deletes it', async () => {
@@ -82,13 +82,13 @@ describe('a queued password change', () => {
     const [row] = await waitForActions(deps(), [actionId]);
     expect(row).toMatchObject({ status: 'succeeded', attempts: 2 });
     expect(userAccount(h.sim.state, target.id).passwordChanges).toBe(2);
-    expect(await h.app.queue.secrets.get(DEFAULT_ORG, actionId)).toBeUndefined();
+    expect(await h.app.queue.secrets.get(h.app.scopes.scope(DEFAULT_ORG), actionId)).toBeUndefined();
   });
 
   it('a password no longer kept (expired) fails the action at once with a reason a person can act on', async () => {
     const target = apiUsers()[2]!;
     const actionId = await queuePasswordChange(deps(), { email: target.email, password: `Pw-${randomUUID()}-3` });
-    await h.app.queue.secrets.drop(DEFAULT_ORG, actionId);
+    await h.app.queue.secrets.drop(h.app.scopes.scope(DEFAULT_ORG), actionId);
     const [row] = await waitForActions(deps(), [actionId]);
     expect(row).toMatchObject({ status: 'failed', errorCode: 'SECRET_UNREADABLE', attempts: 1 });
     expect(row!.errorMessage).toMatch(/no longer kept .* ask for the change again/);
@@ -100,6 +100,6 @@ describe('a queued password change', () => {
     const actionId = await queuePasswordChange(deps(), { email: target.email, password: 'weakpassword' });
     const [row] = await waitForActions(deps(), [actionId]);
     expect(row).toMatchObject({ status: 'failed', errorCode: 'INVALID_PASSWORD' });
-    expect(await h.app.queue.secrets.get(DEFAULT_ORG, actionId)).toBeUndefined();
+    expect(await h.app.queue.secrets.get(h.app.scopes.scope(DEFAULT_ORG), actionId)).toBeUndefined();
   });
 });

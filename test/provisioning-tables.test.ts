@@ -27,7 +27,7 @@ describe('0003_provisioning migration', () => {
       t.db.insertInto('trainsync.identities').values({ org: 'default', employee_id: 'E3', email: 'ANN@example.com', platform_user_id: null, first_name: null, last_name: null, role: null, organisation_identifier: null, active: true }).execute(),
     ).rejects.toThrow(/identities_email_key/);
 
-    const applied = await loadAppliedEmployees(t.db, 'default');
+    const applied = await loadAppliedEmployees(t.scope());
     expect(applied).toEqual([
       { employeeId: 'E1', email: 'Ann@Example.com', platformUserId: G1, firstName: 'Ann', lastName: 'A', active: true, groups: [G1], role: 'USER', organisationIdentifier: 'E1', version: 1 },
       { employeeId: 'E2', email: 'bob@example.com', platformUserId: null, firstName: 'Bob', lastName: 'B', active: true, groups: [], role: null, organisationIdentifier: null, version: 1 },

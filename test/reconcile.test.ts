@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reconciliationReport } from '../src/warehouse/reconciliation.ts';
+import { reconciliationReport } from '../src/provisioning/reconciliation.ts';
 import { runCli } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
@@ -150,7 +150,7 @@ describe('training.hr_reconciliation', () => {
     await action('a-5', 'A3', 'add-to-group', 'succeeded', { groupId: U(70) });
 
     expect(await discrepancies()).toEqual([]);
-    const report = await reconciliationReport(t.db, 'default');
+    const report = await reconciliationReport(t.scope());
     expect(report.total).toBe(0);
     const text = await runCli(['reconcile'], env());
     expect(text.code).toBe(0);

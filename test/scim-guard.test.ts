@@ -46,7 +46,7 @@ const create = (i: number) => ({ schemas: [USER, ENTERPRISE], userName: email(i)
 
 /** The organisation's open held plans, in full. */
 async function openPlans(): Promise<HeldPlan[]> {
-  const plans = await listHeldPlans(owner(h.app).db, { onlyHeld: true });
+  const plans = await listHeldPlans(owner(h.app).scope('default'), { onlyHeld: true });
   return Promise.all(plans.map(async (p) => (await getHeldPlan(owner(h.app).db, p.id))!));
 }
 

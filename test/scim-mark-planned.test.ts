@@ -35,19 +35,19 @@ async function stored(scimId: string): Promise<{ pending: boolean; planned_state
 describe('markPlanned', () => {
   it('the version planned: no longer pending, its state recorded', async () => {
     const id = await user(1, null);
-    await markPlanned(t.db, 'a', [{ scimId: id, version: 1, state: 'S1' }]);
+    await markPlanned(t.scope('a'), [{ scimId: id, version: 1, state: 'S1' }]);
     expect(await stored(id)).toEqual({ pending: false, planned_state: 'S1' });
   });
 
   it('a User changed since: still pending; the state planned is recorded when none was, never over one', async () => {
     const fresh = await user(2, null);
-    await markPlanned(t.db, 'a', [{ scimId: fresh, version: 1, state: 'S1' }]);
+    await markPlanned(t.scope('a'), [{ scimId: fresh, version: 1, state: 'S1' }]);
     expect(await stored(fresh)).toEqual({ pending: true, planned_state: 'S1' });
     const recorded = await user(3, 'S2');
-    await markPlanned(t.db, 'a', [{ scimId: recorded, version: 1, state: 'S1' }]);
+    await markPlanned(t.scope('a'), [{ scimId: recorded, version: 1, state: 'S1' }]);
     expect(await stored(recorded)).toEqual({ pending: true, planned_state: 'S2' });
     const moot = await user(2, null);
-    await markPlanned(t.db, 'a', [{ scimId: moot, version: 1, state: null }]);
+    await markPlanned(t.scope('a'), [{ scimId: moot, version: 1, state: null }]);
     expect(await stored(moot)).toEqual({ pending: true, planned_state: null });
   });
 });

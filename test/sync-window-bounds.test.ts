@@ -30,7 +30,7 @@ describe('result windows: date-time bounds, and whole days where the platform ta
     expect(asked.length).toBeGreaterThan(0);
     expect(asked.every((d) => /T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(d))).toBe(true);
     expect(await warehouseResults(h.database.pool)).toEqual(simulatorResults(h.sim.state).filter(inMarch));
-    expect(await getWatermark(owner(h.app).db, 'default', boundsKey(results.name))).toBeUndefined();
+    expect(await getWatermark(owner(h.app).scope('default'), boundsKey(results.name))).toBeUndefined();
   });
 
   it('a platform that refuses date-times: one 400, then whole days, remembered for the next run', async () => {
@@ -42,7 +42,7 @@ describe('result windows: date-time bounds, and whole days where the platform ta
     expect(refused.length).toBeGreaterThan(0);
     // Windows read together may each have sent one date-time before the first 400 came back.
     expect(refused.length).toBeLessThanOrEqual(h.config.TRAINSYNC_RESULTS_CONCURRENCY);
-    expect(await getWatermark(owner(h.app).db, 'default', boundsKey(results.name))).toBe('day');
+    expect(await getWatermark(owner(h.app).scope('default'), boundsKey(results.name))).toBe('day');
     expect(h.logLines.join('')).toContain('refused date-time bounds');
 
     h.sim.resetRequests();

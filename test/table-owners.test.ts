@@ -11,6 +11,12 @@ import { describe, expect, it } from 'vitest';
  * table literal (`'trainsync.runs'`, `'trainsync.runs as r'`, but not a row type's key,
  * `'trainsync.runs': RunsTable`), comments left out, and fails on a file that is neither the
  * owner nor an exception listed below with its reason.
+ *
+ * The training.* tables are the warehouse's product: anyone reads them (the console, the
+ * reports, the BI views). Each has one writer: the only file whose statements insert into,
+ * update, delete from, truncate or COPY into it (SQL text or Kysely's insertInto, updateTable,
+ * deleteFrom), or, for a synced resource's tables, whose declaration names it as the table the
+ * generic loaders write (`table: 'training.courses'`).
  */
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -40,19 +46,37 @@ const OWNERS: Record<string, readonly string[]> = {
   console_audit: ['src/console/data/provisioning.ts'],
 };
 
+/** Each table of sql/migrations in schema training and the one file that writes it. */
+const WRITERS: Record<string, string> = {
+  organisations: 'src/warehouse/organisations.ts',
+  employees: 'src/provisioning/employees-store.ts',
+  employee_history: 'src/provisioning/employees-store.ts',
+  group_members: 'src/provisioning/apply/identities-store.ts',
+  courses: 'src/sync/resources/courses.ts',
+  course_categories: 'src/sync/resources/courses.ts',
+  results: 'src/sync/resources/results.ts',
+  result_filter_answers: 'src/sync/resources/results.ts',
+  reporting_filters: 'src/sync/resources/filters.ts',
+  reporting_filter_answers: 'src/sync/resources/filters.ts',
+  seat_usage: 'src/sync/resources/seats.ts',
+  users: 'src/sync/resources/users.ts',
+  groups: 'src/sync/resources/groups.ts',
+  group_courses: 'src/sync/resources/groups.ts',
+};
+
 /** Tables dropped by a later migration: nothing may name them. */
 const DROPPED = new Set(['scim_held_actions']);
 
 /** Files that name a table they do not own, and why: each a known crossing, not a precedent. */
 const EXCEPTIONS: Record<string, Record<string, string>> = {
   identities: {
-    'src/warehouse/load-employees.ts':
-      "the employee snapshot's upsert takes each employee's account from the identity in the same statement; the warehouse may not import the provisioning wing",
+    'src/provisioning/employees-store.ts':
+      "the employee snapshot's upsert, and the filling in of new accounts, take each employee's account from the identity in the same statement",
     'src/commands/demo.ts': "the demo's row count of each table it shows (a fixed list)",
   },
   provisioning_actions: {
-    'src/warehouse/reconciliation.ts':
-      "the reconciliation report's age of the platform listing: provisioning's changes since, in one statement with training.users and training.employees; the warehouse may not import the provisioning wing",
+    'src/provisioning/reconciliation.ts':
+      "the reconciliation report's age of the platform listing: provisioning's changes since, in one statement with training.users and training.employees",
     'src/commands/demo.ts': "the demo's row count of each table it shows (a fixed list)",
   },
   runs: {
@@ -76,11 +100,20 @@ function withoutComments(text: string): string {
     .replace(/(^|\s)-- .*$/gm, '$1');
 }
 
-/** The migrations' trainsync tables. */
-function migratedTables(): string[] {
+/** The migrations' tables of a schema. */
+function migratedTables(schema = 'trainsync'): string[] {
   const dir = join(ROOT, 'sql/migrations');
-  const names = readdirSync(dir).flatMap((file) => [...readFileSync(join(dir, file), 'utf8').matchAll(/create table trainsync\.(\w+)/gi)].map((m) => m[1]!));
+  const create = new RegExp(`create table ${schema}\\.(\\w+)`, 'gi');
+  const names = readdirSync(dir).flatMap((file) => [...readFileSync(join(dir, file), 'utf8').matchAll(create)].map((m) => m[1]!));
   return [...new Set(names)].sort();
+}
+
+/** Whether the code writes training.`table`: a writing statement, a Kysely write, or a resource declaration's table. */
+function writesTable(code: string, table: string): boolean {
+  const statement = new RegExp(`\\b(insert\\s+into|update|delete\\s+from|truncate(\\s+table)?|copy)\\s+training\\.${table}\\b`, 'i');
+  const kysely = new RegExp(`\\b(insertInto|updateTable|deleteFrom|mergeInto|replaceInto)\\(\\s*(['"\`])training\\.${table}(\\s+as\\s+\\w+)?\\2`);
+  const declared = new RegExp(`\\btable:\\s*(['"\`])training\\.${table}\\1`);
+  return statement.test(code) || kysely.test(code) || declared.test(code);
 }
 
 function namesTable(code: string, table: string): boolean {
@@ -117,6 +150,31 @@ describe('tables with one owner', () => {
       }
     }
     expect(crossings, 'go through the table\'s store: see "Where a change goes" in docs/architecture.md').toEqual([]);
+  });
+
+  it('every training table of the migrations has its writer, and the writer writes it', () => {
+    expect(migratedTables('training').filter((t) => WRITERS[t] === undefined), 'a new training table needs its writer in WRITERS').toEqual([]);
+    const stale = Object.entries(WRITERS).filter(([table, writer]) => !files.some((f) => f.path === writer && writesTable(f.code, table)));
+    expect(stale.map(([table, writer]) => `${table}: ${writer}`)).toEqual([]);
+  });
+
+  it('no file but its writer writes a training table', () => {
+    const writers: string[] = [];
+    for (const [table, writer] of Object.entries(WRITERS)) {
+      for (const file of files) if (file.path !== writer && writesTable(file.code, table)) writers.push(`${file.path} writes training.${table} (its writer: ${writer})`);
+    }
+    expect(writers, 'write through the table\'s store: see "Tables and their owners" in docs/architecture.md').toEqual([]);
+  });
+
+  it('sees a training table written, not one read', () => {
+    expect(writesTable('`update training.employees e set user_id = …`', 'employees')).toBe(true);
+    expect(writesTable("db.insertInto('training.organisations')", 'organisations')).toBe(true);
+    expect(writesTable("db.deleteFrom('training.organisations')", 'organisations')).toBe(true);
+    expect(writesTable("copy training.results (result_id) from stdin", 'results')).toBe(true);
+    expect(writesTable("table: 'training.courses',", 'courses')).toBe(true);
+    expect(writesTable('sql`select 1 from training.employees e`', 'employees')).toBe(false);
+    expect(writesTable("db.selectFrom('training.groups as g')", 'groups')).toBe(false);
+    expect(writesTable('`update training.employee_history h set`', 'employees')).toBe(false);
   });
 
   it('sees a table named in SQL or Kysely, not in a comment, a message or a row type', () => {

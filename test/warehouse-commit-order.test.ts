@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CommitOrder } from '../src/warehouse/commit-order.ts';
-import { lendFrom, type Tx } from '../src/warehouse/transaction.ts';
+import type { OrgTx } from '../src/warehouse/scope.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 /** A promise and the function that resolves it. */
@@ -23,13 +23,13 @@ describe('CommitOrder: concurrent transactions that commit in the order they beg
     await t?.drop();
   });
 
-  const insert = (n: number) => async (tx: Tx): Promise<void> => {
+  const insert = (n: number) => async (tx: OrgTx): Promise<void> => {
     await tx.client.query('insert into written (n) values ($1)', [n]);
   };
   const committed = async (): Promise<number[]> => (await t.pool.query<{ n: number }>('select n from written order by n')).rows.map((r) => r.n);
 
   it('a later transaction whose work is done waits for the earlier one before its tail and commit', async () => {
-    const order = new CommitOrder(lendFrom(t.pool), { synchronousCommit: false });
+    const order = new CommitOrder(t.scope(), { synchronousCommit: false });
     const slow = gate();
     const tails: number[] = [];
     const firstWorked = gate();
@@ -61,7 +61,7 @@ describe('CommitOrder: concurrent transactions that commit in the order they beg
   });
 
   it('a later transaction whose predecessor rolled back (and is retried) commits only after the retry committed', async () => {
-    const order = new CommitOrder(lendFrom(t.pool));
+    const order = new CommitOrder(t.scope());
     const release = gate();
     const firstWorked = gate();
     let attemptsOfFirst = 0;
@@ -96,7 +96,7 @@ describe('CommitOrder: concurrent transactions that commit in the order they beg
   });
 
   it('a later transaction never commits after an earlier one failed for good', async () => {
-    const order = new CommitOrder(lendFrom(t.pool));
+    const order = new CommitOrder(t.scope());
     const firstWorked = gate();
     const release = gate();
     const one = order.run(

@@ -11,7 +11,6 @@ import {
   upsertResults,
   upsertUsers,
 } from './helpers/resource-loaders.ts';
-import { withTransaction } from '../src/warehouse/transaction.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 let t: TestDatabase;
@@ -42,7 +41,7 @@ describe('courses', () => {
   it('counts changes by data (not last_seen_at), replaces categories, marks and revives missing courses', async () => {
     const a = course({ categories: [{ type: 'topic', name: 'safety' }] });
     const b = course({ name: 'GDPR', passRate: null });
-    const load = (courses: Course[], at: Date) => withTransaction(t.withPgClient, ({ client: c }) => upsertCourses(c, 'default', courses, at));
+    const load = (courses: Course[], at: Date) => t.scope().transaction((c) => upsertCourses(c, courses, at));
 
     expect(await load([a, b], day(1))).toEqual({ inserted: 2, updated: 0, unchanged: 0 });
     expect(await load([a, b], day(2))).toEqual({ inserted: 0, updated: 0, unchanged: 2 });
@@ -57,14 +56,14 @@ describe('courses', () => {
 
     // b is not listed on day 4: marked removed; the view drops it.
     expect(await load([a2], day(4))).toEqual({ inserted: 0, updated: 0, unchanged: 1 });
-    expect(await withTransaction(t.withPgClient, ({ client: c }) => markMissingCourses(c, 'default', day(4)))).toBe(1);
+    expect(await t.scope().transaction((c) => markMissingCourses(c, day(4)))).toBe(1);
     const removed = await t.pool.query('select removed_at from training.courses where course_id = $1', [b.id]);
     expect(removed.rows[0].removed_at.toISOString()).toBe(day(4).toISOString());
     const listed = await t.db.selectFrom('training.course_completion').select('course_id').execute();
     expect(listed.map((r) => r.course_id)).toContain(a.id);
     expect(listed.map((r) => r.course_id)).not.toContain(b.id);
     // Marking again changes nothing.
-    expect(await withTransaction(t.withPgClient, ({ client: c }) => markMissingCourses(c, 'default', day(4)))).toBe(0);
+    expect(await t.scope().transaction((c) => markMissingCourses(c, day(4)))).toBe(0);
 
     // Listed again: revived, counted as updated.
     expect(await load([a2, b], day(5))).toEqual({ inserted: 0, updated: 1, unchanged: 1 });
@@ -78,7 +77,7 @@ describe('filters and users', () => {
     const dept = { id: randomUUID(), name: 'Department', answers: [{ id: randomUUID(), answer: 'Sales' }, { id: randomUUID(), answer: 'IT' }] };
     const site = { id: randomUUID(), name: 'Site', answers: [{ id: randomUUID(), answer: 'Leeds' }] };
     const load = (filters: unknown[], at: Date) =>
-      withTransaction(t.withPgClient, ({ client: c }) => upsertFilters(c, 'default', filters.map((f) => filterSchema.parse(f)), at));
+      t.scope().transaction((c) => upsertFilters(c, filters.map((f) => filterSchema.parse(f)), at));
 
     expect(await load([dept, site], day(1))).toEqual({ inserted: 2, updated: 0, unchanged: 0 });
     expect(await load([dept, site], day(2))).toEqual({ inserted: 0, updated: 0, unchanged: 2 });
@@ -88,7 +87,7 @@ describe('filters and users', () => {
     // Site and the IT answer vanish.
     const fewer = { ...renamed, answers: [renamed.answers[0]!] };
     await load([fewer], day(4));
-    expect(await withTransaction(t.withPgClient, ({ client: c }) => markMissingFilters(c, 'default', day(4)))).toBe(3); // site, Leeds, IT
+    expect(await t.scope().transaction((c) => markMissingFilters(c, day(4)))).toBe(3); // site, Leeds, IT
     const { rows } = await t.pool.query(
       'select answer, removed_at is not null as removed from training.reporting_filter_answers order by answer',
     );
@@ -112,11 +111,11 @@ describe('filters and users', () => {
     });
     const [u1, u2] = [raw('ann@example.com'), raw('bob@example.com')];
     const load = (users: unknown[], at: Date) =>
-      withTransaction(t.withPgClient, ({ client: c }) => upsertUsers(c, 'default', users.map((u) => userSchema.parse(u)), at));
+      t.scope().transaction((c) => upsertUsers(c, users.map((u) => userSchema.parse(u)), at));
     expect(await load([u1, u2], day(1))).toEqual({ inserted: 2, updated: 0, unchanged: 0 });
     expect(await load([u1, { ...u2, hasAccess: false }], day(2))).toEqual({ inserted: 0, updated: 1, unchanged: 1 });
     expect(await load([u1], day(3))).toEqual({ inserted: 0, updated: 0, unchanged: 1 });
-    expect(await withTransaction(t.withPgClient, ({ client: c }) => markMissingUsers(c, 'default', day(3)))).toBe(1);
+    expect(await t.scope().transaction((c) => markMissingUsers(c, day(3)))).toBe(1);
     const users = await t.db.selectFrom('training.users').select(['email', 'has_access', 'removed_at']).orderBy('email').execute();
     expect(users.map((u) => [u.email, u.has_access, u.removed_at !== null])).toEqual([
       ['ann@example.com', true, false],
@@ -129,9 +128,9 @@ describe('views', () => {
   it('result_details, course_completion, result_filter_details and latest_seat_usage give the expected figures', async () => {
     const c80 = course({ name: 'Pass at 80', passRate: 80 });
     const cNone = course({ name: 'No pass rate', passRate: null });
-    await withTransaction(t.withPgClient, ({ client: c }) => upsertCourses(c, 'default', [c80, cNone], day(1)));
+    await t.scope().transaction((c) => upsertCourses(c, [c80, cNone], day(1)));
     const dept = filterSchema.parse({ id: randomUUID(), name: 'Department', answers: [{ id: randomUUID(), answer: 'Sales' }] });
-    await withTransaction(t.withPgClient, ({ client: c }) => upsertFilters(c, 'default', [dept], day(1)));
+    await t.scope().transaction((c) => upsertFilters(c, [dept], day(1)));
     const sales = dept.answers[0]!.id;
 
     const [u1, u2, u3] = [randomUUID(), randomUUID(), randomUUID()];
@@ -145,7 +144,7 @@ describe('views', () => {
       noRate: r({ userId: u1, courseId: cNone.id, score: 10, maximumScore: 10, resultFilters: [sales] }), // null
       noQuestions: r({ userId: u2, courseId: c80.id, score: 0, maximumScore: 0 }), // null
     };
-    await withTransaction(t.withPgClient, ({ client: c }) => upsertResults(c, Object.values(rows), { org: 'default', seenAt: day(2) }));
+    await t.scope().transaction((c) => upsertResults(c, Object.values(rows), { seenAt: day(2) }));
 
     const details = await t.db.selectFrom('training.result_details').select(['result_id', 'passed', 'course_name']).execute();
     const passed = new Map(details.map((d) => [d.result_id, d.passed]));
@@ -181,19 +180,19 @@ describe('views', () => {
       },
     ]);
 
-    await insertSeatUsage(t.pool, 'default', { observedAt: day(1), seatsInUse: 10, totalSeats: 50, applicable: true });
-    await insertSeatUsage(t.pool, 'default', { observedAt: day(2), seatsInUse: null, totalSeats: null, applicable: false });
+    await t.scope().transaction((tx) => insertSeatUsage(tx, { observedAt: day(1), seatsInUse: 10, totalSeats: 50, applicable: true }));
+    await t.scope().transaction((tx) => insertSeatUsage(tx, { observedAt: day(2), seatsInUse: null, totalSeats: null, applicable: false }));
     const latest = await t.db.selectFrom('training.latest_seat_usage').selectAll().execute();
     expect(latest).toEqual([{ observed_at: day(2), seats_in_use: null, total_seats: null, applicable: false, org: 'default' }]);
   });
 
   it('completion_rate counts distinct learners', async () => {
     const c = course({ name: 'Half done', passRate: 50 });
-    await withTransaction(t.withPgClient, ({ client }) => upsertCourses(client, 'default', [c], day(1)));
+    await t.scope().transaction((client) => upsertCourses(client, [c], day(1)));
     const [u1, u2] = [randomUUID(), randomUUID()];
     const r = (userId: string, isComplete: boolean) =>
       resultSchema.parse({ id: randomUUID(), userId, courseId: c.id, isComplete, score: 1, maximumScore: 2 });
-    await withTransaction(t.withPgClient, ({ client }) => upsertResults(client, [r(u1, true), r(u1, true), r(u2, false)], { org: 'default', seenAt: day(2) }));
+    await t.scope().transaction((client) => upsertResults(client, [r(u1, true), r(u1, true), r(u2, false)], { seenAt: day(2) }));
     const row = await t.db.selectFrom('training.course_completion').selectAll().where('course_id', '=', c.id).executeTakeFirstOrThrow();
     expect(row).toMatchObject({ learners: 2, completed: 1, passed: 1, completion_rate: '0.5000' });
   });

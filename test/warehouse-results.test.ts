@@ -5,7 +5,6 @@ import { resultSchema, type Result } from '../src/platform/schemas.ts';
 import { markUnseenResultsRemoved, recordSightings, upsertResults } from './helpers/resource-loaders.ts';
 import { getCheckpoint, saveCheckpoint } from '../src/sync/sync-state.ts';
 import { startRun } from '../src/sync/runs-store.ts';
-import { withTransaction } from '../src/warehouse/transaction.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 let t: TestDatabase;
@@ -43,7 +42,7 @@ function result(overrides: Record<string, unknown> = {}): Result {
 }
 
 function load(results: Result[], seenAt = new Date()): ReturnType<typeof upsertResults> {
-  return withTransaction(t.withPgClient, ({ client }) => upsertResults(client, results, { org: 'default', seenAt }));
+  return t.scope().transaction((client) => upsertResults(client, results, { seenAt }));
 }
 
 async function answersOf(resultId: string): Promise<string[]> {
@@ -56,7 +55,7 @@ async function answersOf(resultId: string): Promise<string[]> {
 
 describe('upsertResults', () => {
   const loadFresh = (results: Result[]): ReturnType<typeof upsertResults> =>
-    withTransaction(t.withPgClient, ({ client }) => upsertResults(client, results, { org: 'default', seenAt: new Date(), fresh: true }));
+    t.scope().transaction((client) => upsertResults(client, results, { seenAt: new Date(), fresh: true }));
 
   it('fresh (a first load): new rows by plain inserts; an id already stored or repeated falls back to the upsert, with the same outcome', async () => {
     const a = result({ resultFilters: [randomUUID(), randomUUID()] });
@@ -161,15 +160,15 @@ describe('upsertResults', () => {
   it('marks results a full run did not see as removed, and clears the mark when one is listed again', async () => {
     const [kept, gone, unparsable] = [result(), result(), result()];
     await load([kept, gone, unparsable]);
-    const runId = await startRun(t.db, 'default', { resource: 'results', mode: 'full' });
-    const removed = await withTransaction(t.withPgClient, async ({ client }) => {
-      expect(await upsertResults(client, [kept], { org: 'default', seenAt: new Date(), runId, trackSightings: true })).toEqual({
+    const runId = await startRun(t.scope(), { resource: 'results', mode: 'full' });
+    const removed = await t.scope().transaction(async (client) => {
+      expect(await upsertResults(client, [kept], { seenAt: new Date(), runId, trackSightings: true })).toEqual({
         inserted: 0,
         updated: 0,
         unchanged: 1,
       });
-      await recordSightings(client, 'default', runId, [unparsable.id]);
-      return markUnseenResultsRemoved(client, 'default', runId);
+      await recordSightings(client, runId, [unparsable.id]);
+      return markUnseenResultsRemoved(client, runId);
     });
     expect(removed).toBe(1);
     const { rows } = await t.pool.query('select result_id from training.results where removed_at is not null');
@@ -187,27 +186,27 @@ describe('upsertResults', () => {
   it('commits rows and their checkpoint together, or neither', async () => {
     const r = result();
     await expect(
-      withTransaction(t.withPgClient, async ({ client, db: tdb }) => {
-        await upsertResults(client, [r], { org: 'default', seenAt: new Date() });
-        await saveCheckpoint(tdb, 'default', 'results:window:2024-05-01..2024-05-08', { page: 3 }, null);
+      t.scope().transaction(async (tx) => {
+        await upsertResults(tx, [r], { seenAt: new Date() });
+        await saveCheckpoint(tx, 'results:window:2024-05-01..2024-05-08', { page: 3 }, null);
         throw new Error('crash after the checkpoint');
       }),
     ).rejects.toThrow('crash after the checkpoint');
     const rows = await t.pool.query('select count(*)::int as n from training.results');
     expect(rows.rows[0].n).toBe(0);
-    expect(await getCheckpoint(t.db, 'default', 'results:window:2024-05-01..2024-05-08', z.unknown())).toBeUndefined();
+    expect(await getCheckpoint(t.scope(), 'results:window:2024-05-01..2024-05-08', z.unknown())).toBeUndefined();
 
-    await withTransaction(t.withPgClient, async ({ client, db: tdb }) => {
-      await upsertResults(client, [r], { org: 'default', seenAt: new Date() });
-      await saveCheckpoint(tdb, 'default', 'results:window:2024-05-01..2024-05-08', { page: 3 }, null);
+    await t.scope().transaction(async (tx) => {
+      await upsertResults(tx, [r], { seenAt: new Date() });
+      await saveCheckpoint(tx, 'results:window:2024-05-01..2024-05-08', { page: 3 }, null);
     });
-    expect(await getCheckpoint(t.db, 'default', 'results:window:2024-05-01..2024-05-08', z.unknown())).toEqual({ page: 3 });
+    expect(await getCheckpoint(t.scope(), 'results:window:2024-05-01..2024-05-08', z.unknown())).toEqual({ page: 3 });
   });
 
   it('loads two batches in one transaction (the staging table is reused)', async () => {
-    const counts = await withTransaction(t.withPgClient, async ({ client }) => {
-      const a = await upsertResults(client, [result(), result()], { org: 'default', seenAt: new Date() });
-      const b = await upsertResults(client, [result()], { org: 'default', seenAt: new Date() });
+    const counts = await t.scope().transaction(async (client) => {
+      const a = await upsertResults(client, [result(), result()], { seenAt: new Date() });
+      const b = await upsertResults(client, [result()], { seenAt: new Date() });
       return [a, b];
     });
     expect(counts).toEqual([

@@ -19,7 +19,7 @@ import { formatOutcome, formatPlanReport } from './render/provision-report.ts';
 import { syncResources } from '../sync/catalog-resources.ts';
 import { runSync } from '../sync/run-and-wait.ts';
 import { syncPayloadSchema } from '../sync/sync-payload.ts';
-import { reconciliationReport } from '../warehouse/reconciliation.ts';
+import { reconciliationReport } from '../provisioning/reconciliation.ts';
 import { startSimulator, writeCallCount } from '../simulator/index.ts';
 import type { CommandDeps } from './options/deps.ts';
 import { renderAssignmentStatus } from './render/demo-assignments.ts';
@@ -166,7 +166,7 @@ trainsync_demo unless DATABASE_URL names another).`,
           write(`\n3. provision ${options.feed} (${seconds()} s)\n`);
           const writesBefore = writeCallCount(sim.requests);
           const feed = await readFeed(options.feed);
-          const groupNames = await loadGroupNames(app.scopes.scope(DEFAULT_ORG).db, DEFAULT_ORG);
+          const groupNames = await loadGroupNames(app.scopes.scope(DEFAULT_ORG));
           const result = await provisionFeed(provisionDeps(app, DEFAULT_ORG), {
             file: options.feed,
             feed,
@@ -212,13 +212,13 @@ trainsync_demo unless DATABASE_URL names another).`,
           }
           write(`\n5. the warehouse\n${counts.toString()}\n\nTry (psql ${maskUrl(config.TRAINSYNC_OWNER_DATABASE_URL)}, the owner: trainsync's own login sees an organisation's rows only inside its scope):\n${QUERIES.join('\n\n')}\n`);
 
-          const assignments = await renderAssignmentStatus(app.scopes.scope(DEFAULT_ORG).db, DEFAULT_ORG);
+          const assignments = await renderAssignmentStatus(app.scopes.scope(DEFAULT_ORG));
           write(
             `\n6. assigned training (training.assignment_status: employees x the courses of their groups)\n` +
               (assignments ||
                 'no assignments yet: they need groups (sync groups), memberships trainsync applied, and the feed in training.employees\n'),
           );
-          write(`\n7. HR against the platform (npx trainsync reconcile)\n${renderReconciliation(await reconciliationReport(app.scopes.scope(DEFAULT_ORG).db, DEFAULT_ORG, 0))}`);
+          write(`\n7. HR against the platform (npx trainsync reconcile)\n${renderReconciliation(await reconciliationReport(app.scopes.scope(DEFAULT_ORG), 0))}`);
           write(`\nAll done in ${seconds()} s. Run \`npm run demo\` again: its simulator starts afresh, so the same feed repairs that drift and the reconcile ends at 0.\n`);
           write(`Start from scratch: dropdb ${/^[A-Za-z0-9_]+$/.test(database) ? database : JSON.stringify(database)}\n`);
         };

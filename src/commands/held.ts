@@ -122,7 +122,7 @@ export async function runHeld(deps: Pick<CommandDeps, 'loadConfig' | 'createLogg
   const app = await createApp(config, deps.createLogger(config), { jobs: deps.jobs, migrate: true });
   try {
     if (options.approve !== undefined || options.reject !== undefined) return await decide(app, orgs, options, write);
-    const plans = (await Promise.all(orgs.map((org) => listHeldPlans(app.scopes.scope(org).db, { org, onlyHeld: true })))).flat().sort((a, b) => b.id - a.id);
+    const plans = (await Promise.all(orgs.map((org) => listHeldPlans(app.scopes.scope(org), { onlyHeld: true })))).flat().sort((a, b) => b.id - a.id);
     write(options.json ? `${JSON.stringify(plans, null, 2)}\n` : renderHeldPlans(plans, orgs));
     return EXIT.ok;
   } finally {

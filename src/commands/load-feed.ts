@@ -78,7 +78,7 @@ Examples:
         await prepareAsOwner(config.TRAINSYNC_OWNER_DATABASE_URL, config.DATABASE_URL, log);
         // The migrations are the owner's; the load is the organisation's, through its scoped handle.
         const app = await openAppScopes(config.DATABASE_URL, log);
-        const counts = await snapshotFeed(app.scopes.scope(org.slug).lend, org.slug, feed, { mode: options.mode }).finally(() => app.close());
+        const counts = await snapshotFeed(app.scopes.scope(org.slug), feed, { mode: options.mode }).finally(() => app.close());
         if (options.json) process.stdout.write(`${JSON.stringify({ fileErrors: [], errors: feed.errors, employees: counts }, null, 2)}\n`);
         else {
           if (errors.length > 0) process.stdout.write(`${errors.join('\n')}\n`);

@@ -150,7 +150,7 @@ Examples:
         const progress = options.json ? undefined : await feedReadProgress(file);
         const feed = await readFeed(file, { ...reading.options, onProgress: progress?.onProgress }).finally(() => progress?.stop());
         const dryRun = options.dryRun ?? false;
-        const groupNames = await loadGroupNames(app.scopes.scope(org.slug).db, org.slug);
+        const groupNames = await loadGroupNames(app.scopes.scope(org.slug));
         const result = await provisionFeed(provisionDeps(app, org.slug), {
           file,
           format: reading.format,

@@ -4,8 +4,8 @@ import type { OrgSettings } from '../settings/orgs-file.ts';
 import type { MaxDisable } from '../provisioning/plan/types.ts';
 import { formatPlanTable, type PlanTableOptions } from './render/plan-format.ts';
 import { loadGroupNames } from '../provisioning/group-names.ts';
-import { reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
-import { describePlatformListAge } from '../warehouse/platform-list-age.ts';
+import { reconciliationReport, type ReconciliationReport } from '../provisioning/reconciliation.ts';
+import { describePlatformListAge } from '../provisioning/platform-list-age.ts';
 import { refusedReason } from './render/refusal-line.ts';
 import { confirmWithoutForce, forceConfirmation } from './options/confirm-option.ts';
 import { UsageError } from './options/exit-codes.ts';
@@ -73,7 +73,7 @@ export async function runReconcileFix(
   const say = (text: string): void => write(fitText(text));
   const display = options.json ? undefined : createProgressDisplay({ log: app.log });
   try {
-    const [groupNames, report] = options.json ? [undefined, undefined] : await Promise.all([loadGroupNames(app.scopes.scope(org.slug).db, org.slug), reconciliationReport(app.scopes.scope(org.slug).db, org.slug, 0)]);
+    const [groupNames, report] = options.json ? [undefined, undefined] : await Promise.all([loadGroupNames(app.scopes.scope(org.slug)), reconciliationReport(app.scopes.scope(org.slug), 0)]);
     const result = await reconcileFix(provisionDeps(app, org.slug), {
       dryRun: options.dryRun ?? false,
       force: options.force ?? false,

@@ -7,14 +7,14 @@ import { toInfrastructureError } from '../lib/infra-errors.ts';
 import { NotMigratedError } from '../warehouse/migrator.ts';
 import { requireMigratedAt } from '../warehouse/command-pools.ts';
 import { openAppScopes } from '../warehouse/app-role.ts';
-import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../warehouse/reconciliation.ts';
+import { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from '../provisioning/reconciliation.ts';
 import type { CommandDeps } from './options/deps.ts';
 import { runReconcileFix } from './reconcile-fix.ts';
 import { confirmCountOption } from './options/confirm-option.ts';
 import { exitWith } from './options/exit-codes.ts';
 import { fitText } from './render/terminal.ts';
 import { DEFAULT_ORG } from '../settings/orgs-file.ts';
-import { describePlatformListAge } from '../warehouse/platform-list-age.ts';
+import { describePlatformListAge } from '../provisioning/platform-list-age.ts';
 import { requestedOrgs, selectOneOrg, selectOrgs } from './options/org-option.ts';
 
 export interface ReconcileCommandDeps extends Pick<CommandDeps, 'loadConfig' | 'createLogger' | 'jobs'> {
@@ -142,7 +142,7 @@ Examples:
         await requireMigratedAt(config.DATABASE_URL, log);
         app = await openAppScopes(config.DATABASE_URL, log);
         const reports: ReconciliationReport[] = [];
-        for (const org of orgs) reports.push(await reconciliationReport(app.scopes.scope(org.slug).db, org.slug, options.examples));
+        for (const org of orgs) reports.push(await reconciliationReport(app.scopes.scope(org.slug), options.examples));
         if (options.json) write(`${JSON.stringify(reports.length === 1 ? reports[0] : { organisations: reports }, null, 2)}\n`);
         // One organisation (the single-organisation case included) reads as before; several, each under its name.
         else write(fitText(reports.length === 1 ? renderReconciliation(reports[0]!) : reports.map((r) => `== organisation ${r.org} ==\n${renderReconciliation(r)}`).join('\n')));

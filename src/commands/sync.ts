@@ -78,7 +78,7 @@ again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.
           // A job making no progress for a while gets one line saying what it waits for (a log record off a terminal).
           const queue = withWaitOptions(app.queue, { onStall: (line) => (stderrTerminal.isTty ? stderrTerminal.writeLine(line) : app.log.warn(line)) });
           outcomes = await runSyncOfOrgs(
-            { orgs: orgs.map((org) => org.slug), queue: withJobOrgs(queue, jobOrgs), log: app.log, cancelRuns: (org, jobId, reason) => cancelRunsOfJob(app.scopes.scope(org).db, org, jobId, reason) },
+            { orgs: orgs.map((org) => org.slug), queue: withJobOrgs(queue, jobOrgs), log: app.log, cancelRuns: (org, jobId, reason) => cancelRunsOfJob(app.scopes.scope(org), jobId, reason) },
             resources,
             payload,
             { onProgress: (jobId, progress) => display.update(jobId, lineOf(jobId, progress)), signal: interrupt.signal },

@@ -149,7 +149,7 @@ export function consoleServer(deps: ConsoleDeps, users: readonly ConsoleUser[]):
         if (request.headers['sec-fetch-site'] !== 'same-origin') return reply.code(403).type('text/plain').send('same-origin requests only');
         deps.log.info({ user: session.username, role: session.role, method: request.method, url: request.url }, 'console queue change');
         // One queue serves every organisation: the change is recorded without one.
-        await recordConsoleChange(deps.scopes.unscoped, { org: null, username: session.username, role: session.role, action: `queues ${request.method}`, target: request.url });
+        await recordConsoleChange(deps.scopes, { username: session.username, role: session.role, action: `queues ${request.method}`, target: request.url });
       }
     });
 

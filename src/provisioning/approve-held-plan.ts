@@ -32,7 +32,7 @@ export type HeldPlanDecision =
  * go back to active in trainsync's record).
  */
 export async function approveHeldPlan(deps: HeldDecisionDeps, id: number, decider: Decider, confirm: { typed: string | number | undefined; ask: ConfirmationAsk }): Promise<HeldPlanDecision> {
-  return withAdvisoryLock(deps.locks, provisionLock(deps.org), async (): Promise<HeldPlanDecision> => {
+  return withAdvisoryLock(deps.locks, provisionLock(deps.scope), async (): Promise<HeldPlanDecision> => {
     const found = await heldOf(deps, id);
     if (!found.ok) return found;
     const { plan } = found;
@@ -44,8 +44,8 @@ export async function approveHeldPlan(deps: HeldDecisionDeps, id: number, decide
     };
     const outcome = await deps.heldSources[plan.source].approve(deps, plan, approving);
     if (!outcome.applied) return notApproved(outcome.refused);
-    if (!(await decideHeldPlan(deps.db, deps.org, id, { status: 'approved', ...decider }))) return { ok: false, reason: `plan #${id} was decided meanwhile`, code: 'not-held' };
-    deps.log.info({ org: deps.org, plan: id, source: plan.source, by: decider.by, role: decider.role, enqueued: outcome.enqueued.length }, 'held plan approved');
+    if (!(await decideHeldPlan(deps.scope, id, { status: 'approved', ...decider }))) return { ok: false, reason: `plan #${id} was decided meanwhile`, code: 'not-held' };
+    deps.log.info({ org: deps.scope.org, plan: id, source: plan.source, by: decider.by, role: decider.role, enqueued: outcome.enqueued.length }, 'held plan approved');
     const { enqueued, waitingOn, pending, snapshotError } = outcome;
     return { ok: true, enqueued, waitingOn, pending, ...(snapshotError ? { snapshotError } : {}) };
   });
@@ -53,21 +53,21 @@ export async function approveHeldPlan(deps: HeldDecisionDeps, id: number, decide
 
 /** Rejects a held plan: nothing is enqueued, nothing changes on the platform. */
 export async function rejectHeldPlan(deps: HeldDecisionDeps, id: number, decider: Decider & { note?: string | undefined }): Promise<HeldPlanDecision> {
-  return withAdvisoryLock(deps.locks, provisionLock(deps.org), async (): Promise<HeldPlanDecision> => {
+  return withAdvisoryLock(deps.locks, provisionLock(deps.scope), async (): Promise<HeldPlanDecision> => {
     const found = await heldOf(deps, id);
     if (!found.ok) return found;
-    if (!(await decideHeldPlan(deps.db, deps.org, id, { status: 'rejected', ...decider }))) return { ok: false, reason: `plan #${id} was decided meanwhile`, code: 'not-held' };
+    if (!(await decideHeldPlan(deps.scope, id, { status: 'rejected', ...decider }))) return { ok: false, reason: `plan #${id} was decided meanwhile`, code: 'not-held' };
     const { pending } = await deps.heldSources[found.plan.source].reject(deps, found.plan);
-    deps.log.info({ org: deps.org, plan: id, source: found.plan.source, by: decider.by, role: decider.role }, 'held plan rejected');
+    deps.log.info({ org: deps.scope.org, plan: id, source: found.plan.source, by: decider.by, role: decider.role }, 'held plan rejected');
     return { ok: true, enqueued: [], waitingOn: [], pending };
   });
 }
 
 async function heldOf(deps: HeldDecisionDeps, id: number): Promise<{ ok: true; plan: HeldPlan } | Extract<HeldPlanDecision, { ok: false }>> {
-  const plan = await getHeldPlan(deps.db, id);
+  const plan = await getHeldPlan(deps.scope.db, id);
   if (!plan) return { ok: false, reason: `no held plan #${id}`, code: 'not-found' };
   // Decided in the acting organisation, with its client and audit: never another organisation's plan.
-  if (plan.org !== deps.org) return { ok: false, reason: `plan #${id} is organisation ${plan.org}'s, not ${deps.org}'s`, code: 'other-org' };
+  if (plan.org !== deps.scope.org) return { ok: false, reason: `plan #${id} is organisation ${plan.org}'s, not ${deps.scope.org}'s`, code: 'other-org' };
   if (plan.status !== 'held') return { ok: false, reason: `plan #${id} is ${plan.status}, not held`, code: 'not-held' };
   return { ok: true, plan };
 }

@@ -4,6 +4,7 @@ import type { Database } from '../warehouse/database.ts';
 import type { FeedRow } from './feed/types.ts';
 import type { SourceKind } from './pipeline/types.ts';
 import { ACTION_KINDS, type Plan, type PlannedAction } from './plan/types.ts';
+import type { OrgDb } from '../warehouse/scope.ts';
 
 /**
  * Held plans (`trainsync.held_plans`): every change a guard held, whichever source made it
@@ -112,11 +113,10 @@ const SUMMARY_COLUMNS = sql`id, org, source, file, mode, reason, message, disabl
   rows_read as "rowsRead", active_employees as "activeEmployees", status,
   decided_by as "decidedBy", decided_role as "decidedRole", decided_at as "decidedAt", decided_note as "decidedNote", created_at as "createdAt"`;
 
-/** Held plans, newest first; `onlyHeld` for those waiting on a person; of one organisation when `org` is given (else every organisation's). */
-export async function listHeldPlans(db: Db, options: { org?: string; onlyHeld?: boolean; limit?: number } = {}): Promise<HeldPlanSummary[]> {
+/** The held plans of the organisation of `scope`, newest first; `onlyHeld` for those waiting on a person. */
+export async function listHeldPlans({ db, org }: OrgDb, options: { onlyHeld?: boolean; limit?: number } = {}): Promise<HeldPlanSummary[]> {
   const held = options.onlyHeld ? sql`status = 'held'` : sql`true`;
-  const ofOrg = options.org === undefined ? sql`true` : sql`org = ${options.org}`;
-  const rows = await sql<HeldPlanSummary>`select ${SUMMARY_COLUMNS} from trainsync.held_plans where ${held} and ${ofOrg} order by id desc limit ${options.limit ?? 50}`.execute(db);
+  const rows = await sql<HeldPlanSummary>`select ${SUMMARY_COLUMNS} from trainsync.held_plans where ${held} and org = ${org} order by id desc limit ${options.limit ?? 50}`.execute(db);
   return rows.rows;
 }
 
@@ -134,7 +134,7 @@ export async function getHeldPlan(db: Db, id: number): Promise<HeldPlan | undefi
 }
 
 /** Settles one organisation's held plan; false when it was no longer held (decided, or superseded, meanwhile) or is another organisation's. */
-export async function decideHeldPlan(db: Db, org: string, id: number, decision: { status: 'approved' | 'rejected'; by: string; role: string; note?: string | undefined }): Promise<boolean> {
+export async function decideHeldPlan({ db, org }: OrgDb, id: number, decision: { status: 'approved' | 'rejected'; by: string; role: string; note?: string | undefined }): Promise<boolean> {
   const result = await sql`
     update trainsync.held_plans set status = ${decision.status}, decided_by = ${decision.by}, decided_role = ${decision.role}, decided_note = ${decision.note ?? null}, decided_at = now()
      where id = ${id} and org = ${org} and status = 'held'`.execute(db);
@@ -149,7 +149,7 @@ export function planOfActions(actions: readonly PlannedAction[]): Pick<Plan, 'ac
 }
 
 /** Per organisation: the plans waiting on a person and how many people they would take access from (`status`). */
-export async function heldPlanCounts(db: Db, org: string): Promise<{ plans: number; disables: number; oldest: Date | null }> {
+export async function heldPlanCounts({ db, org }: OrgDb): Promise<{ plans: number; disables: number; oldest: Date | null }> {
   const { rows } = await sql<{ plans: number; disables: number; oldest: Date | null }>`
     select count(*)::int as plans, coalesce(sum(disables), 0)::int as disables, min(created_at) as oldest
       from trainsync.held_plans where org = ${org} and status = 'held'`.execute(db);

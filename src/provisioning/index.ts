@@ -16,7 +16,9 @@ export { getHeldPlan, listHeldPlans, type HeldPlan, type HeldPlanSummary } from 
 export { heldRefs, type HeldDecisionDeps, type HeldSource } from './held-sources.ts';
 export { approveHeldPlan, rejectHeldPlan } from './approve-held-plan.ts';
 /** Identities (trainsync.identities): the accounts trainsync applied. */
-export { countIdentities, employeesWithoutAccountSql, fillNewAccounts, findIdentityByEmail, identitiesOf, identityGroupsSql, learnPlatformUserId } from './apply/identities-store.ts';
+export { countIdentities, employeesWithoutAccountSql, findIdentityByEmail, identitiesOf, identityGroupsSql, learnPlatformUserId } from './apply/identities-store.ts';
+/** The HR snapshot (training.employees): SCIM's Users are snapshotted through it, and their new accounts filled in. */
+export { fillNewAccounts, snapshotEmployees } from './employees-store.ts';
 /** Actions (the audit trail) and enqueuing them. */
 export { countNeedingAttention, countOpenCreates, lastOpenAction, markCreatesResolved, searchActionRows, unresolvedCreates, type ActionListRow } from './apply/actions-store.ts';
 export { jobIdForAction } from './apply/actions.ts';
@@ -24,6 +26,10 @@ export { liveOpenActions } from './apply/enqueue.ts';
 export { queuePasswordChange } from './apply/password-request.ts';
 /** Feeds read (trainsync.feeds). */
 export { recentFeedRows, type FeedListRow } from './apply/feeds-store.ts';
+/** HR against the platform (training.hr_reconciliation): the console's People pages. */
+export { RECONCILIATION_KINDS, reconciliationReport, type ReconciliationReport } from './reconciliation.ts';
+export { describePlatformListAge } from './platform-list-age.ts';
+export type { HrReconciliationView, ReconciliationKind } from './employee-tables.ts';
 /** Group names, drift repair and retrying a failed action (the console's buttons). */
 export { loadGroupNames, NO_GROUP_NAMES, type GroupNames } from './group-names.ts';
 export { reconcileFix } from './reconcile-fix.ts';

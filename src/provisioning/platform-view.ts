@@ -1,8 +1,8 @@
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { isNotOffered } from '../platform/errors.ts';
 import type { PlatformClient } from '../platform/types.ts';
 import { latestCleanRunStart } from '../sync/index.ts';
-import type { Database } from '../warehouse/database.ts';
+import type { OrgDb } from '../warehouse/scope.ts';
 import { lastIdentityWriteSql } from './apply/identities-store.ts';
 import type { PlatformAccount, PlatformView } from './plan/types.ts';
 
@@ -62,13 +62,13 @@ export function viewFromUsers(users: Iterable<AccountSource>): PlatformView {
  * after trainsync's last provisioning write (a listing taken before that write does
  * not show it, and would have the planner repeat it).
  */
-export async function freshUsersSnapshot(db: Kysely<Database>, org: string, freshnessMinutes: number): Promise<Date | undefined> {
+export async function freshUsersSnapshot(scope: OrgDb, freshnessMinutes: number): Promise<Date | undefined> {
   if (freshnessMinutes <= 0) return undefined;
   // The organisation's own users sync and provisioning writes: another org's listing says nothing of this one's accounts.
-  return latestCleanRunStart(db, org, 'users', { withinMinutes: freshnessMinutes, after: lastIdentityWriteSql(org) });
+  return latestCleanRunStart(scope, 'users', { withinMinutes: freshnessMinutes, after: lastIdentityWriteSql(scope) });
 }
 
-async function warehouseView(db: Kysely<Database>, org: string, asOf: Date): Promise<PlatformView> {
+async function warehouseView({ db, org }: OrgDb, asOf: Date): Promise<PlatformView> {
   // Raw SQL: training.users' row type (with its org) is the sync wing's.
   const { rows } = await sql<{ user_id: string; email: string; has_access: boolean }>`
     select user_id, email, has_access from training.users where org = ${org} and removed_at is null`.execute(db);
@@ -142,9 +142,9 @@ async function readAccountsById(
 
 /** Reads the platform's accounts: training.users when fresh enough (see freshUsersSnapshot), else GET users. */
 /** Reads one organisation's accounts: `deps.platform` must be that organisation's client (its key). */
-export async function readPlatformView(deps: { db: Kysely<Database>; org: string; platform: PlatformClient }, options: PlatformViewOptions): Promise<PlatformViewResult> {
-  const fresh = await freshUsersSnapshot(deps.db, deps.org, options.freshnessMinutes);
-  if (fresh !== undefined) return { view: await warehouseView(deps.db, deps.org, fresh), requests: 0 };
+export async function readPlatformView(deps: { scope: OrgDb; platform: PlatformClient }, options: PlatformViewOptions): Promise<PlatformViewResult> {
+  const fresh = await freshUsersSnapshot(deps.scope, options.freshnessMinutes);
+  if (fresh !== undefined) return { view: await warehouseView(deps.scope, fresh), requests: 0 };
   const { view, requests } = await readAccountsFromApi(deps.platform, options.signal, options.touchedIds);
   if (view === undefined) return { view, requests, note: 'the platform offers no GET users' };
   return { view, requests };
@@ -154,7 +154,7 @@ export async function readPlatformView(deps: { db: Kysely<Database>; org: string
  * Since when HR says each leaver left (YYYY-MM-DD, UTC), from training.employees: the day
  * a full feed stopped listing them, else the day their current (inactive) version began.
  */
-export async function loadLeaverSince(db: Kysely<Database>, org: string): Promise<Map<string, string>> {
+export async function loadLeaverSince({ db, org }: OrgDb): Promise<Map<string, string>> {
   const { rows } = await sql<{ employee_id: string; since: string }>`
     select e.employee_id, to_char(coalesce(e.removed_at, h.valid_from) at time zone 'UTC', 'YYYY-MM-DD') as since
       from training.employees e

@@ -1,5 +1,5 @@
 import { basename, resolve } from 'node:path';
-import { refreshEmployeeAccounts, type EmployeeSnapshotCounts } from '../warehouse/load-employees.ts';
+import { refreshEmployeeAccounts, type EmployeeSnapshotCounts } from './employees-store.ts';
 import { waitForActions, type ApplyResult } from './apply/enqueue.ts';
 import { feedFormatFor, readFeed } from './feed/read.ts';
 import { feedDataRows } from './feed/shrink-guard.ts';
@@ -103,6 +103,6 @@ export async function provisionFeed(deps: ProvisionDeps, options: ProvisionOptio
   if (run.enqueued === undefined) return planned;
   const audit = await waitForActions(deps, [...run.enqueued.enqueued, ...run.enqueued.waitingOn], options.onProgress);
   // Accounts created or adopted by this run are known now: give them to their employees.
-  if (run.after?.employees) await refreshEmployeeAccounts(deps.withPgClient, deps.org).catch((error: unknown) => deps.log.warn({ err: error }, 'employee accounts not refreshed'));
+  if (run.after?.employees) await refreshEmployeeAccounts(deps.scope).catch((error: unknown) => deps.log.warn({ err: error }, 'employee accounts not refreshed'));
   return { ...planned, ...run.after, applied: { ...run.enqueued, audit } };
 }

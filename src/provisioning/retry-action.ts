@@ -17,11 +17,11 @@ export type RetryOutcome = { ok: true; actionId: string } | { ok: false; reason:
  * goes back to `queued` (attempts keep counting) and the job runs as it did the first time.
  */
 export async function retryFailedAction(deps: ApplyDeps & { locks: AdvisoryLocks }, actionId: string): Promise<RetryOutcome> {
-  return withAdvisoryLock(deps.locks, provisionLock(deps.org), async () => {
-    const row = await findAction(deps.db, deps.org, actionId);
-    if (!row) return { ok: false, reason: `no action ${actionId} of ${deps.org}` };
+  return withAdvisoryLock(deps.locks, provisionLock(deps.scope), async () => {
+    const row = await findAction(deps.scope, actionId);
+    if (!row) return { ok: false, reason: `no action ${actionId} of ${deps.scope.org}` };
     if (row.status !== 'failed') return { ok: false, reason: `action ${actionId} is ${row.status}; only a failed action can be retried` };
-    const identity = await findIdentity(deps.db, deps.org, row.employee_id);
+    const identity = await findIdentity(deps.scope, row.employee_id);
     const action: PlannedAction = {
       id: row.action_id,
       kind: z.enum(ACTION_KINDS).parse(row.kind),

@@ -1,8 +1,8 @@
 import { TrainsyncError } from '../lib/errors.ts';
-import type { PgLender } from '../warehouse/transaction.ts';
-import { snapshotEmployees, type EmployeeSnapshotCounts } from '../warehouse/load-employees.ts';
+import { snapshotEmployees, type EmployeeSnapshotCounts } from './employees-store.ts';
 import type { FeedReadResult } from './feed/types.ts';
 import type { PlanMode } from './plan/types.ts';
+import type { OrgScope } from '../warehouse/scope.ts';
 
 /** A feed whose file could not be read is not a list of employees: snapshotting it is refused. */
 export class UnreadableFeedError extends TrainsyncError {
@@ -22,9 +22,9 @@ export interface SnapshotFeedOptions {
  * Snapshots a read feed of one organisation into training.employees / employee_history: its valid rows,
  * with the keys of its rejected rows protected from removal by a full feed.
  */
-export async function snapshotFeed(lend: PgLender, org: string, feed: FeedReadResult, options: SnapshotFeedOptions): Promise<EmployeeSnapshotCounts> {
+export async function snapshotFeed(scope: OrgScope, feed: FeedReadResult, options: SnapshotFeedOptions): Promise<EmployeeSnapshotCounts> {
   if (feed.fileErrors.length > 0) throw new UnreadableFeedError(feed.fileErrors);
-  return snapshotEmployees(lend, org, {
+  return snapshotEmployees(scope, {
     rows: feed.rows,
     mode: options.mode,
     keepEmployeeIds: feed.invalidEmployeeIds,

@@ -14,15 +14,12 @@
  * - org:        one organisation on the platform (one API key), named by its slug; every
  *               job, row and request belongs to one (a single deployment's is `default`).
  */
-import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { OrgSettings } from '../settings/orgs-file.ts';
 import type { Logger } from 'pino';
 import type { PlatformClient } from '../platform/types.ts';
 import type { ActionQueue } from './action-queue.ts';
-import type { Database } from '../warehouse/database.ts';
 import type { AdvisoryLocks } from '../warehouse/lock-session.ts';
-import type { PgLender } from '../warehouse/transaction.ts';
 import type { OrgScope } from '../warehouse/scope.ts';
 
 /** What a running job knows about itself (from BullMQ), without exposing BullMQ types. */
@@ -39,14 +36,10 @@ export interface Services {
   org: OrgSettings;
   /**
    * The organisation's scoped handle (src/warehouse/scope.ts): Postgres shows its
-   * statements this organisation's rows only. `db` and `withPgClient` are its parts.
-   * Optional where a test drives a job with the owner's handles.
+   * statements this organisation's rows only, and the stores read the organisation from it.
+   * Its `db` is Kysely, its `lend` the raw pg client COPY needs, its `transaction` both.
    */
-  scope?: OrgScope;
-  /** The organisation's scoped Kysely (`scope.db`). */
-  db: Kysely<Database>;
-  /** Lends the raw pg client COPY needs (see `withTransaction`), scoped (`scope.lend`). */
-  withPgClient: PgLender;
+  scope: OrgScope;
   /** The process's advisory locks, all on one session of their own (never a pooled connection). */
   locks: AdvisoryLocks;
   platform: PlatformClient;

@@ -1,3 +1,5 @@
+import type { OrgRef } from '../warehouse/scope.ts';
+
 /**
  * BullMQ's Redis key layout, written in one place (as BullMQ's own queue-keys.ts does):
  * nothing else builds a key by hand. `prefix` is config's TRAINSYNC_QUEUE_PREFIX, which on
@@ -19,7 +21,7 @@ export function jobLockKey(prefix: string, queue: string, jobId: string): string
  * of its own rather than in the job's data, which bull-board shows and BullMQ keeps for
  * days: `<prefix>:secret:<org>:<id>` (the prefix's hash tag keeps it in the queue's slot).
  */
-export function jobSecretKey(prefix: string, org: string, id: string): string {
+export function jobSecretKey(prefix: string, { org }: OrgRef, id: string): string {
   return `${prefix}:secret:${org}:${id}`;
 }
 

@@ -184,7 +184,7 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     if (infrastructure?.service !== 'postgres' && lock?.lost !== undefined) infrastructure = toInfrastructureError(lock.lost, services.config, 'postgres');
     if (infrastructure?.service === 'postgres') {
       // An outage is not the job's fault: it waits without spending an attempt, and resumes from its checkpoint.
-      const delayMs = postgres.failed(infrastructure, startedAt, services.withPgClient);
+      const delayMs = postgres.failed(infrastructure, startedAt, services.scope.lend);
       const delayed = await putBack(delayMs, 'waiting-for-postgres', { retryInSeconds: delayMs / 1000, reason: infrastructure.message });
       if (delayed instanceof DelayedError) postgres.parked(job);
       throw delayed;

@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import type { OrgRef } from '../warehouse/scope.ts';
 import { jobSecretKey } from './keys.ts';
 
 /**
@@ -7,28 +8,28 @@ import { jobSecretKey } from './keys.ts';
  * given — the caller encrypts it first — under a key of its own with a time to live.
  */
 export interface SecretStore {
-  /** Keeps `value` for `ttlSeconds` under (org, id), replacing any earlier one. */
-  put(org: string, id: string, value: string, ttlSeconds: number): Promise<void>;
+  /** Keeps `value` for `ttlSeconds` under (the organisation of `scope`, id), replacing any earlier one. */
+  put(scope: OrgRef, id: string, value: string, ttlSeconds: number): Promise<void>;
   /** The value, or undefined once dropped or expired. */
-  get(org: string, id: string): Promise<string | undefined>;
+  get(scope: OrgRef, id: string): Promise<string | undefined>;
   /** Forgets it (used, or failed for good). */
-  drop(org: string, id: string): Promise<void>;
+  drop(scope: OrgRef, id: string): Promise<void>;
   /** Seconds left (-2 when there is none), for `status` and tests. */
-  ttl(org: string, id: string): Promise<number>;
+  ttl(scope: OrgRef, id: string): Promise<number>;
 }
 
 export function redisSecretStore(connection: Redis | Cluster, prefix: string): SecretStore {
-  const key = (org: string, id: string): string => jobSecretKey(prefix, org, id);
+  const key = (scope: OrgRef, id: string): string => jobSecretKey(prefix, scope, id);
   return {
-    async put(org, id, value, ttlSeconds) {
-      await connection.set(key(org, id), value, 'EX', Math.max(1, Math.ceil(ttlSeconds)));
+    async put(scope, id, value, ttlSeconds) {
+      await connection.set(key(scope, id), value, 'EX', Math.max(1, Math.ceil(ttlSeconds)));
     },
-    async get(org, id) {
-      return (await connection.get(key(org, id))) ?? undefined;
+    async get(scope, id) {
+      return (await connection.get(key(scope, id))) ?? undefined;
     },
-    async drop(org, id) {
-      await connection.del(key(org, id));
+    async drop(scope, id) {
+      await connection.del(key(scope, id));
     },
-    ttl: (org, id) => connection.ttl(key(org, id)),
+    ttl: (scope, id) => connection.ttl(key(scope, id)),
   };
 }

@@ -160,8 +160,13 @@ async function inspect(
   options: { onStall: ((message: string) => void) | undefined; stallNoticeMs: number },
 ): Promise<void> {
   const { queue } = deps;
+  // The state first, then the job: a job read first, while active, and found completed by
+  // the state read after it would settle with the active job's empty return value (a
+  // completed sync with no summary, seen under heavy load). Completed and failed are final,
+  // so a job read after them holds what they left.
+  const known = await queue.getJobState(jobId);
   const job = await queue.getJob(jobId);
-  const state = job ? await queue.getJobState(jobId) : 'unknown';
+  const state = job ? known : 'unknown';
   if (waiting.settled) return;
   if (job && !sameJob(job, waiting.job)) {
     // Another job under the same id: Redis restarted empty and its id counter started over.

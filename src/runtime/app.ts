@@ -152,7 +152,7 @@ export async function createApp(config: Config, log: Logger, options: CreateAppO
   const services = (slug?: string): Services => {
     const org = orgFor(slug);
     const scope = scopes.scope(org.slug);
-    return { config, org, scope, db: scope.db, withPgClient: scope.lend, locks, platform: getPlatform(org.slug), actions: queue };
+    return { config, org, scope, locks, platform: getPlatform(org.slug), actions: queue };
   };
   // Queue counts are read at scrape time, by when `queue` below exists.
   // Skipped while Redis is down, and given up after a moment, so /metrics always answers.

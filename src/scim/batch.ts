@@ -1,5 +1,3 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
 import { errorMessage } from '../lib/errors.ts';
 import { applyScimChanges, type ChangeDeps, type ChangeOptions, type ChangeOutcome, type ScimChange } from './change.ts';
 import { employeesWithLiveUser, markPlanned, quarantineUsers, usersOfIds, type ScimUserRow } from './store.ts';
@@ -50,14 +48,14 @@ export type PlanOutcome = ChangeOutcome & { quarantined: string[] };
  * mapping cannot read is quarantined at once, alone: the others of the batch are planned.
  * With `unplannedOnly`, a failure is thrown as an UnplannedUsersError.
  */
-export async function planUsers(deps: ChangeDeps & { db: Kysely<Database> }, scimIds: readonly string[], options: ChangeOptions & { unplannedOnly?: boolean } = {}): Promise<PlanOutcome> {
+export async function planUsers(deps: ChangeDeps, scimIds: readonly string[], options: ChangeOptions & { unplannedOnly?: boolean } = {}): Promise<PlanOutcome> {
   if (scimIds.length === 0) return { enqueued: [], pending: [], held: [], deferredCreates: 0, quarantined: [] };
-  const rows = await usersOfIds(deps.db, deps.org, scimIds, { pendingOnly: options.unplannedOnly === true });
+  const rows = await usersOfIds(deps.scope, scimIds, { pendingOnly: options.unplannedOnly === true });
   try {
     const deletedEmployees = rows.filter((r) => r.deleted_at !== null).map((r) => r.employee_id);
-    const liveElsewhere = await employeesWithLiveUser(deps.db, deps.org, deletedEmployees);
+    const liveElsewhere = await employeesWithLiveUser(deps.scope, deletedEmployees);
     const moot = rows.filter((r) => r.deleted_at !== null && liveElsewhere.has(r.employee_id));
-    await markPlanned(deps.db, deps.org, moot.map((r) => ({ scimId: r.scim_id, version: r.version, state: null })));
+    await markPlanned(deps.scope, moot.map((r) => ({ scimId: r.scim_id, version: r.version, state: null })));
     const byEmployee = new Map<string, ScimUserRow>();
     for (const r of rows) if (!moot.includes(r)) byEmployee.set(r.employee_id, r);
     const changes: ScimChange[] = [];
@@ -69,8 +67,8 @@ export async function planUsers(deps: ChangeDeps & { db: Kysely<Database> }, sci
         unreadable.push({ scimId: r.scim_id, version: r.version, reason: `the stored User cannot be mapped: ${errorMessage(error)}` });
       }
     }
-    const quarantined = await quarantineUsers(deps.db, deps.org, unreadable);
-    for (const u of unreadable) deps.log.warn({ org: deps.org, scimId: u.scimId, reason: u.reason }, 'SCIM User quarantined: its change cannot be planned (trainsync status lists it); a new PUT or PATCH of it plans it again');
+    const quarantined = await quarantineUsers(deps.scope, unreadable);
+    for (const u of unreadable) deps.log.warn({ org: deps.scope.org, scimId: u.scimId, reason: u.reason }, 'SCIM User quarantined: its change cannot be planned (trainsync status lists it); a new PUT or PATCH of it plans it again');
     return { ...(await applyScimChanges(deps, changes, options)), quarantined };
   } catch (error) {
     // The SCIM batches learn which versions failed; a held plan's decision gets its error as thrown (its refusals keep their class).

@@ -1,7 +1,4 @@
-import type { Kysely } from 'kysely';
-import { type Approving, type MaxDisable, type PipelineDeps, type PlanRefusal, runPipeline } from '../provisioning/index.ts';
-import type { Database } from '../warehouse/database.ts';
-import { snapshotEmployees } from '../warehouse/load-employees.ts';
+import { type Approving, type MaxDisable, type PipelineDeps, type PlanRefusal, runPipeline, snapshotEmployees } from '../provisioning/index.ts';
 import { scimSource, type ScimChange } from './source.ts';
 
 export type { ScimChange } from './source.ts';
@@ -17,7 +14,6 @@ export type { ScimChange } from './source.ts';
  */
 
 export interface ChangeDeps extends PipelineDeps {
-  db: Kysely<Database>;
   /** TRAINSYNC_SCIM_MAX_DISABLE: unset, the feed's default (the larger of 5 and 10% of the active employees). */
   scimMaxDisable: MaxDisable | undefined;
 }
@@ -44,7 +40,7 @@ export interface ChangeOutcome {
 /** Snapshots, plans and enqueues a batch of changes (one per employee). */
 export async function applyScimChanges(deps: ChangeDeps, changes: readonly ScimChange[], options: ChangeOptions = {}): Promise<ChangeOutcome> {
   if (changes.length === 0) return { enqueued: [], pending: [], held: [], deferredCreates: 0 };
-  await snapshotEmployees(deps.withPgClient, deps.org, { rows: changes.map((c) => c.row), mode: 'delta' });
+  await snapshotEmployees(deps.scope, { rows: changes.map((c) => c.row), mode: 'delta' });
   const run = await runPipeline(deps, scimSource(deps, changes, deps.scimMaxDisable), { dryRun: false, force: false, locked: options.locked, approving: options.approving });
   const { log } = deps;
   for (const u of run.plan.unsupported) log.info({ employeeId: u.employeeId, field: u.field }, `SCIM change not applied to the platform: ${u.message}`);
@@ -54,6 +50,6 @@ export async function applyScimChanges(deps: ChangeDeps, changes: readonly ScimC
   const ids = new Set(enqueued);
   const deferredCreates = run.plan.actions.filter((a) => a.kind === 'create-user' && ids.has(a.id)).length;
   const pending = run.after?.pending ?? [];
-  if (enqueued.length > 0 || pending.length > 0) log.debug({ org: deps.org, changes: changes.length, enqueued: enqueued.length, pending: pending.length, held: run.held.length }, 'SCIM changes planned');
+  if (enqueued.length > 0 || pending.length > 0) log.debug({ org: deps.scope.org, changes: changes.length, enqueued: enqueued.length, pending: pending.length, held: run.held.length }, 'SCIM changes planned');
   return { enqueued, pending, held: run.held, deferredCreates, ...(run.plan.refused ? { refused: run.plan.refused } : {}) };
 }

@@ -1,6 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
-import { withTransaction } from '../warehouse/transaction.ts';
+import { sql } from 'kysely';
 import { GROUP_SCHEMA, KNOWN_GROUP_KEYS, LIST_SCHEMA } from './discovery.ts';
 import { badRequest, conflict, notFound } from './errors.ts';
 import { parseFilter, parsePage } from './filter.ts';
@@ -9,6 +7,7 @@ import { applyPatch } from './patch.ts';
 import { changeGroupMembers, findUsersByIds, liveUsersInGroups } from './store.ts';
 import { projection } from './projection.ts';
 import { MAX_RESULTS, type ResourceContext, type ScimAnswer } from './users.ts';
+import type { OrgDb, OrgTx } from '../warehouse/scope.ts';
 
 /**
  * /Groups: the platform's existing groups (training.groups, as `sync groups` last listed
@@ -20,7 +19,6 @@ import { MAX_RESULTS, type ResourceContext, type ScimAnswer } from './users.ts';
  * members' own plans. Each request writes in one transaction: a refused member leaves nothing written.
  */
 
-type Db = Kysely<Database> | Transaction<Database>;
 
 interface GroupRow {
   group_id: string;
@@ -31,7 +29,7 @@ interface GroupRow {
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The organisation's platform groups (training.groups rows of org; its org column is the sync wing's, hence `sql`). */
-function groups(db: Db, org: string) {
+function groups({ db, org }: OrgDb) {
   return db
     .selectFrom('training.groups as g')
     .leftJoin('trainsync.scim_groups as s', (join) => join.onRef('s.group_id', '=', 'g.group_id').on('s.org', '=', org))
@@ -40,16 +38,16 @@ function groups(db: Db, org: string) {
     .where('g.removed_at', 'is', null);
 }
 
-async function findGroup(db: Db, org: string, id: string): Promise<GroupRow> {
-  const row = GUID.test(id) ? await groups(db, org).where('g.group_id', '=', id.toLowerCase()).executeTakeFirst() : undefined;
+async function findGroup(scope: OrgDb, id: string): Promise<GroupRow> {
+  const row = GUID.test(id) ? await groups(scope).where('g.group_id', '=', id.toLowerCase()).executeTakeFirst() : undefined;
   if (!row) throw notFound(`no Group ${id}: not a platform group in training.groups (run \`trainsync sync groups\` if it is new)`);
   return row;
 }
 
-async function membersOf(db: Db, org: string, groupIds: readonly string[]): Promise<Map<string, { value: string; display: string }[]>> {
+async function membersOf(scope: OrgDb, groupIds: readonly string[]): Promise<Map<string, { value: string; display: string }[]>> {
   const out = new Map<string, { value: string; display: string }[]>();
   if (groupIds.length === 0) return out;
-  const rows = await liveUsersInGroups(db, org, groupIds);
+  const rows = await liveUsersInGroups(scope, groupIds);
   for (const r of rows) {
     for (const g of r.groups) if (groupIds.includes(g)) (out.get(g) ?? out.set(g, []).get(g)!).push({ value: r.scim_id, display: r.user_name });
   }
@@ -70,7 +68,7 @@ function groupResponse(row: GroupRow, members: { value: string; display: string 
 export async function searchGroups(ctx: ResourceContext, params: URLSearchParams): Promise<ScimAnswer> {
   const filter = parseFilter(params.get('filter'), ['displayName', 'externalId', 'id']);
   const page = parsePage(params, MAX_RESULTS);
-  let query = groups(ctx.db, ctx.org);
+  let query = groups(ctx.scope);
   for (const { attribute, value } of filter) {
     if (attribute === 'displayName') query = query.where(sql<string>`lower(g.name)`, '=', value.toLowerCase());
     else if (attribute === 'externalId') query = query.where('s.external_id', '=', value);
@@ -79,7 +77,7 @@ export async function searchGroups(ctx: ResourceContext, params: URLSearchParams
   const { total } = await query.clearSelect().select(sql<number>`count(*)::int`.as('total')).executeTakeFirstOrThrow();
   const rows = page.count === 0 ? [] : await query.orderBy('g.name').orderBy('g.group_id').offset(page.startIndex - 1).limit(page.count).execute();
   const project = projection(params);
-  const members = project.wants('members') ? await membersOf(ctx.db, ctx.org, rows.map((r) => r.group_id)) : undefined;
+  const members = project.wants('members') ? await membersOf(ctx.scope, rows.map((r) => r.group_id)) : undefined;
   return {
     status: 200,
     body: {
@@ -93,9 +91,9 @@ export async function searchGroups(ctx: ResourceContext, params: URLSearchParams
 }
 
 export async function getGroup(ctx: ResourceContext, id: string, params: URLSearchParams): Promise<ScimAnswer> {
-  const row = await findGroup(ctx.db, ctx.org, id);
+  const row = await findGroup(ctx.scope, id);
   const project = projection(params);
-  const members = project.wants('members') ? ((await membersOf(ctx.db, ctx.org, [row.group_id])).get(row.group_id) ?? []) : undefined;
+  const members = project.wants('members') ? ((await membersOf(ctx.scope, [row.group_id])).get(row.group_id) ?? []) : undefined;
   return { status: 200, body: project.apply(groupResponse(row, members, ctx.base)) };
 }
 
@@ -132,31 +130,31 @@ function attribute(body: Record<string, unknown>, name: string): unknown {
  * Makes the group's SCIM members exactly `wanted`, within the request's transaction; returns
  * the Users whose groups changed (each to plan once it commits).
  */
-async function setMembers(ctx: ResourceContext, trx: Db, groupId: string, wanted: readonly string[]): Promise<string[]> {
-  const current = (await membersOf(trx, ctx.org, [groupId])).get(groupId)?.map((m) => m.value) ?? [];
+async function setMembers(ctx: ResourceContext, trx: OrgTx, groupId: string, wanted: readonly string[]): Promise<string[]> {
+  const current = (await membersOf(trx, [groupId])).get(groupId)?.map((m) => m.value) ?? [];
   const want = new Set(wanted);
   const added = [...want].filter((id) => !current.includes(id));
   const removed = current.filter((id) => !want.has(id));
-  const known = new Set((await findUsersByIds(trx, ctx.org, added)).map((u) => u.scim_id));
+  const known = new Set((await findUsersByIds(trx, added)).map((u) => u.scim_id));
   const unknown = added.filter((id) => !known.has(id));
   if (unknown.length > 0) throw badRequest(`members: no User ${unknown.join(', ')}; create the User first (nothing was changed)`, 'invalidValue');
   const changed = [...added, ...removed];
   if (changed.length === 0) return [];
-  await changeGroupMembers(trx, ctx.org, groupId, added, removed);
+  await changeGroupMembers(trx, groupId, added, removed);
   return changed;
 }
 
 /** Runs a request's writes in one transaction (durable when it commits: the Users it changed are pending), then submits those Users to be planned. */
-async function inOneTransaction<T>(ctx: ResourceContext, write: (trx: Db) => Promise<{ value: T; changed: string[] }>): Promise<T> {
-  const { value, changed } = await withTransaction(ctx.withPgClient, ({ db }) => write(db));
+async function inOneTransaction<T>(ctx: ResourceContext, write: (trx: OrgTx) => Promise<{ value: T; changed: string[] }>): Promise<T> {
+  const { value, changed } = await ctx.scope.transaction(write);
   await Promise.all(changed.map((id) => ctx.submit(id)));
   return value;
 }
 
 /** The platform group a POST names: by displayName; without one, by an externalId mapped before or a GUID as externalId. */
-async function pickGroup(db: Db, org: string, displayName: string, externalId: string | null): Promise<GroupRow | undefined> {
+async function pickGroup(scope: OrgDb, displayName: string, externalId: string | null): Promise<GroupRow | undefined> {
   if (displayName !== '') {
-    const named = await groups(db, org).where(sql<string>`lower(g.name)`, '=', displayName.toLowerCase()).execute();
+    const named = await groups(scope).where(sql<string>`lower(g.name)`, '=', displayName.toLowerCase()).execute();
     if (named.length <= 1) return named[0];
     const chosen = externalId !== null && GUID.test(externalId) ? named.find((g) => g.group_id === externalId.toLowerCase()) : undefined;
     if (chosen) return chosen;
@@ -164,8 +162,8 @@ async function pickGroup(db: Db, org: string, displayName: string, externalId: s
   }
   if (externalId === null) return undefined;
   return (
-    (await groups(db, org).where('s.external_id', '=', externalId).executeTakeFirst()) ??
-    (GUID.test(externalId) ? await groups(db, org).where('g.group_id', '=', externalId.toLowerCase()).executeTakeFirst() : undefined)
+    (await groups(scope).where('s.external_id', '=', externalId).executeTakeFirst()) ??
+    (GUID.test(externalId) ? await groups(scope).where('g.group_id', '=', externalId.toLowerCase()).executeTakeFirst() : undefined)
   );
 }
 
@@ -192,7 +190,7 @@ export function readGroupCreate(body: unknown): GroupCreate {
 /** POST /Groups: maps an existing platform group; never creates one. */
 export async function createGroup(ctx: ResourceContext, { displayName, externalId, members }: GroupCreate): Promise<ScimAnswer> {
   const groupId = await inOneTransaction(ctx, async (trx) => {
-    const row = await pickGroup(trx, ctx.org, displayName, externalId);
+    const row = await pickGroup(trx, displayName, externalId);
     if (!row) {
       throw badRequest(
         `no platform group named ${JSON.stringify(displayName || externalId)}: the training platform cannot create groups over its API. ` +
@@ -201,20 +199,20 @@ export async function createGroup(ctx: ResourceContext, { displayName, externalI
       );
     }
     if (externalId !== null) {
-      const holder = await trx.selectFrom('trainsync.scim_groups').select(['group_id', 'display_name']).where('org', '=', ctx.org).where('external_id', '=', externalId).where('group_id', '<>', row.group_id).executeTakeFirst();
+      const holder = await trx.db.selectFrom('trainsync.scim_groups').select(['group_id', 'display_name']).where('org', '=', ctx.scope.org).where('external_id', '=', externalId).where('group_id', '<>', row.group_id).executeTakeFirst();
       if (holder) throw conflict(`externalId ${JSON.stringify(externalId)} is already the Group ${holder.group_id} (${holder.display_name}); each platform group has its own externalId`);
     }
-    await trx
+    await trx.db
       .insertInto('trainsync.scim_groups')
-      .values({ org: ctx.org, group_id: row.group_id, display_name: displayName || row.name, external_id: externalId })
+      .values({ org: ctx.scope.org, group_id: row.group_id, display_name: displayName || row.name, external_id: externalId })
       .onConflict((oc) => oc.columns(['org', 'group_id']).doUpdateSet({ display_name: displayName || row.name, external_id: externalId ?? sql<string>`trainsync.scim_groups.external_id` }))
       .execute();
-    const current = (await membersOf(trx, ctx.org, [row.group_id])).get(row.group_id)?.map((m) => m.value) ?? [];
+    const current = (await membersOf(trx, [row.group_id])).get(row.group_id)?.map((m) => m.value) ?? [];
     const changed = members === undefined ? [] : await setMembers(ctx, trx, row.group_id, [...new Set([...current, ...members])]);
     return { value: row.group_id, changed };
   });
-  const mapped = await findGroup(ctx.db, ctx.org, groupId);
-  const current = (await membersOf(ctx.db, ctx.org, [groupId])).get(groupId) ?? [];
+  const mapped = await findGroup(ctx.scope, groupId);
+  const current = (await membersOf(ctx.scope, [groupId])).get(groupId) ?? [];
   return { status: 201, body: groupResponse(mapped, current, ctx.base), headers: { location: `${ctx.base}/Groups/${groupId}` } };
 }
 
@@ -226,8 +224,8 @@ function checkName(row: GroupRow, displayName: unknown): void {
 
 export async function patchGroup(ctx: ResourceContext, id: string, body: unknown): Promise<ScimAnswer> {
   await inOneTransaction(ctx, async (trx) => {
-    const row = await findGroup(trx, ctx.org, id);
-    const current = (await membersOf(trx, ctx.org, [row.group_id])).get(row.group_id) ?? [];
+    const row = await findGroup(trx, id);
+    const current = (await membersOf(trx, [row.group_id])).get(row.group_id) ?? [];
     const document = { schemas: [GROUP_SCHEMA], displayName: row.name, members: current.map((m) => ({ value: m.value })) };
     const patched = applyPatch(document, body, KNOWN_GROUP_KEYS);
     checkName(row, patched.displayName);
@@ -250,7 +248,7 @@ export function readGroupReplace(body: unknown): GroupReplace {
 
 export async function replaceGroup(ctx: ResourceContext, id: string, { displayName, members }: GroupReplace): Promise<ScimAnswer> {
   const groupId = await inOneTransaction(ctx, async (trx) => {
-    const row = await findGroup(trx, ctx.org, id);
+    const row = await findGroup(trx, id);
     checkName(row, displayName);
     return { value: row.group_id, changed: await setMembers(ctx, trx, row.group_id, members) };
   });
@@ -258,7 +256,7 @@ export async function replaceGroup(ctx: ResourceContext, id: string, { displayNa
 }
 /** DELETE /Groups/{id}: forgets the mapping only; the platform group and its memberships stay. */
 export async function deleteGroup(ctx: ResourceContext, id: string): Promise<ScimAnswer> {
-  const row = await findGroup(ctx.db, ctx.org, id);
-  await ctx.db.deleteFrom('trainsync.scim_groups').where('org', '=', ctx.org).where('group_id', '=', row.group_id).execute();
+  const row = await findGroup(ctx.scope, id);
+  await ctx.scope.db.deleteFrom('trainsync.scim_groups').where('org', '=', ctx.scope.org).where('group_id', '=', row.group_id).execute();
   return { status: 204 };
 }

@@ -17,7 +17,7 @@ export function approveHeldUsers(deps: ChangeDeps, scimIds: readonly string[], a
 
 export async function dropHeldUsers(deps: ChangeDeps, scimIds: readonly string[]): Promise<ChangeOutcome> {
   if (scimIds.length === 0) return { enqueued: [], pending: [], held: [], deferredCreates: 0 };
-  await reactivateUsers(deps.db, deps.org, scimIds);
+  await reactivateUsers(deps.scope, scimIds);
   return planUsers(deps, scimIds, { locked: true });
 }
 

@@ -1,11 +1,10 @@
-import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { jobIdForAction, lastOpenAction, queuePasswordChange } from '../provisioning/index.ts';
 import type { ChainSpec, JobQueue } from '../queue/job-queue.ts';
-import type { Database } from '../warehouse/database.ts';
 import { badRequest } from './errors.ts';
 import type { ScimUserRow } from './store.ts';
 import { accountEmail, type ScimUserResource } from './user-mapping.ts';
+import type { OrgScope } from '../warehouse/scope.ts';
 
 /**
  * A password an identity provider sends (Okta's "Sync password": on create, PUT or PATCH)
@@ -16,8 +15,7 @@ import { accountEmail, type ScimUserResource } from './user-mapping.ts';
  */
 
 export interface ScimPasswordDeps {
-  org: string;
-  db: Kysely<Database>;
+  scope: OrgScope;
   queue: JobQueue;
   config: Config;
 }
@@ -27,11 +25,11 @@ const UNFINISHED = new Set(['waiting', 'active', 'delayed', 'prioritized', 'wait
 
 /** The last job of the employee's chain still queued (its root: nothing waits for it yet), if any. */
 async function openChainRoot(deps: ScimPasswordDeps, employeeId: string): Promise<ChainSpec | undefined> {
-  const open = await lastOpenAction(deps.db, deps.org, employeeId);
+  const open = await lastOpenAction(deps.scope, employeeId);
   if (open === undefined) return undefined;
-  const job = await deps.queue.find(jobIdForAction(deps.org, open));
+  const job = await deps.queue.find(jobIdForAction(deps.scope, open));
   if (!job || !UNFINISHED.has(String(job.state))) return undefined;
-  return { org: deps.org, name: job.name, data: job.data, jobId: job.id };
+  return { org: deps.scope.org, name: job.name, data: job.data, jobId: job.id };
 }
 
 /** Refuses a password before anything is written when it could not be queued (no secret key). */

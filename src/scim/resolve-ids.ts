@@ -1,9 +1,9 @@
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import type { Logger } from '../runtime/log.ts';
 import { isNotOffered } from '../platform/errors.ts';
 import type { PlatformClient } from '../platform/types.ts';
-import type { Database } from '../warehouse/database.ts';
 import { countIdentities, countOpenCreates, employeesWithoutAccountSql, identitiesOf, learnPlatformUserId, markCreatesResolved, unresolvedCreates } from '../provisioning/index.ts';
+import type { OrgDb } from '../warehouse/scope.ts';
 
 /**
  * Platform ids of accounts SCIM created without a lookup (`lookUp: 'later'`): POST users
@@ -20,8 +20,7 @@ const MAX_WAIT_MS = 300_000;
 
 export interface ResolveDeps {
   /** One organisation's creates, resolved with its own client (its accounts, its key). */
-  org: string;
-  db: Kysely<Database>;
+  scope: OrgDb;
   platform: PlatformClient;
   log: Logger;
 }
@@ -29,20 +28,21 @@ export interface ResolveDeps {
 export type ResolveOutcome = { ran: false; reason: 'none' | 'creates-queued' } | { ran: true; tried: number; found: number; requests: 'paged' | 'one-by-one'; createsQueued: boolean };
 
 export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutcome> {
-  const { db, org, platform } = deps;
+  const { scope, platform } = deps;
+  const { db, org } = scope;
   // Unresolved creates whose identity still has no platform id, with the identity's e-mail.
-  const creates = await unresolvedCreates(db, org, employeesWithoutAccountSql(org));
-  const identities = new Map((await identitiesOf(db, org, creates.map((c) => c.employee_id))).map((i) => [i.employee_id, i]));
+  const creates = await unresolvedCreates(scope, employeesWithoutAccountSql(scope));
+  const identities = new Map((await identitiesOf(scope, creates.map((c) => c.employee_id))).map((i) => [i.employee_id, i]));
   const waiting = creates.flatMap((c) => {
     const identity = identities.get(c.employee_id);
     return identity !== undefined && identity.platform_user_id === null ? [{ ...c, email: identity.email }] : [];
   });
-  const open = await countOpenCreates(db, org);
+  const open = await countOpenCreates(scope);
   if (waiting.length === 0) return { ran: false, reason: open > 0 ? 'creates-queued' : 'none' };
   const oldest = Math.min(...waiting.map((w) => w.updated_at.getTime()));
   if (open > 0 && Date.now() - oldest < MAX_WAIT_MS) return { ran: false, reason: 'creates-queued' };
 
-  const { accounts } = await countIdentities(db, org);
+  const { accounts } = await countIdentities(scope);
   const { listed } = await db.selectFrom('training.users').select(sql<number>`count(*)::int`.as('listed')).where(sql<string>`org`, '=', org).where('removed_at', 'is', null).executeTakeFirstOrThrow();
   const pages = Math.ceil(Math.max(accounts, listed) / PAGE_SIZE) + 1;
   const byEmail = new Map(waiting.map((w) => [w.email.toLowerCase(), w.employee_id]));
@@ -66,10 +66,10 @@ export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutc
     // No GET users on this platform: each account's next action looks it up (or waits as needs-identity).
     if (!isNotOffered(error)) throw error;
   }
-  for (const [employeeId, platformUserId] of found) await learnPlatformUserId(db, org, employeeId, platformUserId);
+  for (const [employeeId, platformUserId] of found) await learnPlatformUserId(scope, employeeId, platformUserId);
   // Each create's audit row records what its identity holds now (an id another identity held stays unlearned).
-  const now = new Map((await identitiesOf(db, org, waiting.map((w) => w.employee_id))).map((i) => [i.employee_id, i.platform_user_id]));
-  await markCreatesResolved(db, org, waiting.flatMap((w) => (now.has(w.employee_id) ? [{ actionId: w.action_id, platformUserId: now.get(w.employee_id) ?? null }] : [])));
+  const now = new Map((await identitiesOf(scope, waiting.map((w) => w.employee_id))).map((i) => [i.employee_id, i.platform_user_id]));
+  await markCreatesResolved(scope, waiting.flatMap((w) => (now.has(w.employee_id) ? [{ actionId: w.action_id, platformUserId: now.get(w.employee_id) ?? null }] : [])));
   deps.log.info({ org, tried: waiting.length, found: found.size, paged }, 'platform ids of SCIM-created accounts resolved');
   return { ran: true, tried: waiting.length, found: found.size, requests: paged ? 'paged' : 'one-by-one', createsQueued: open > 0 };
 }

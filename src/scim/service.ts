@@ -25,16 +25,14 @@ import { createRecentUsers } from './recent-users.ts';
 import { ATTR } from '../lib/tracing/attributes.ts';
 
 /** What planning one organisation's SCIM changes needs (the pipeline's deps and the SCIM disable limit). */
-export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'locks' | 'queue' | 'platform' | 'log'>, scope: OrgScope, org: string): ChangeDeps {
+export function scimChangeDeps(deps: Pick<ScimServiceDeps, 'config' | 'locks' | 'queue' | 'platform' | 'log'>, scope: OrgScope): ChangeDeps {
   const { config } = deps;
   return {
-    org,
-    db: scope.db,
-    withPgClient: scope.lend,
+    scope,
     locks: deps.locks,
     queue: deps.queue,
     log: deps.log,
-    platform: () => deps.platform(org),
+    platform: () => deps.platform(scope.org),
     drift: { freshnessMinutes: config.TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, accessRemoved: config.TRAINSYNC_DRIFT_ACCESS_REMOVED },
     scimMaxDisable: config.TRAINSYNC_SCIM_MAX_DISABLE,
   };
@@ -110,7 +108,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   const quarantined = (count: number): void => {
     if (count > 0) deps.onQuarantined?.(org.slug, count);
   };
-  const changeDeps = scimChangeDeps({ ...deps, log }, scope, org.slug);
+  const changeDeps = scimChangeDeps({ ...deps, log }, scope);
   // The Users this process wrote last: a PATCH right after a create is written without reading the User.
   const recent = createRecentUsers();
   // Users submitted and not yet planned: the sweep leaves them to the batch they wait for.
@@ -125,9 +123,9 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
   const inserts = createBatcher<NewIntake, { answer: ScimUserRow | ScimError; choice: EmployeeIdChoice }>(
     async (intakes) => {
       const toChoose = intakes.filter((i) => i.employeeId === undefined);
-      const chosen = new Map((await employeeIdsFor(scope.db, org.slug, toChoose)).map((choice, k) => [toChoose[k]!.scimId, choice]));
+      const chosen = new Map((await employeeIdsFor(scope, toChoose)).map((choice, k) => [toChoose[k]!.scimId, choice]));
       const choices = intakes.map((i) => chosen.get(i.scimId) ?? { employeeId: i.employeeId! });
-      const inserted = await insertUsers(scope.db, org.slug, intakes.map((i, k) => ({ scimId: i.scimId, user: i.user, employeeId: choices[k]!.employeeId })));
+      const inserted = await insertUsers(scope, intakes.map((i, k) => ({ scimId: i.scimId, user: i.user, employeeId: choices[k]!.employeeId })));
       return intakes.map((i, k) => ({ answer: inserted.get(i.scimId)!, choice: choices[k]! }));
     },
     (intake) => intake.scimId,
@@ -156,7 +154,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     const version = error.versions.get(scimId);
     if (version === undefined) return false;
     const reason = `its change cannot be planned: ${errorMessage(error.cause)}`;
-    const done = await quarantineUsers(scope.db, org.slug, [{ scimId, version, reason }]);
+    const done = await quarantineUsers(scope, [{ scimId, version, reason }]);
     if (done.length > 0) {
       quarantined(done.length);
       log.warn({ scimId, version, reason }, 'SCIM User quarantined: its change cannot be planned (trainsync status lists it); a new PUT or PATCH of it plans it again');
@@ -198,7 +196,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     let { answer, choice } = await inserts.submit({ scimId, user });
     if (isError(answer) && choice.shared === undefined) {
       // Another create stating the same HR id committed first (a batch beside this one): this one is then not linked by it.
-      const [again] = await employeeIdsFor(scope.db, org.slug, [{ scimId, user }]);
+      const [again] = await employeeIdsFor(scope, [{ scimId, user }]);
       if (again!.employeeId !== choice.employeeId) {
         ({ answer, choice } = await inserts.submit({ scimId, user, employeeId: again!.employeeId }));
         choice = again!;
@@ -216,7 +214,7 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     return answer;
   };
   const sweep = async (): Promise<void> => {
-    const rows = (await pendingUsers(scope.db, org.slug, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH)).filter((r) => !inFlight.has(r.scim_id));
+    const rows = (await pendingUsers(scope, config.TRAINSYNC_SCIM_SWEEP_MS, MAX_BATCH)).filter((r) => !inFlight.has(r.scim_id));
     // Employees whose actions are still queued would stay pending: not planned again each second (a steady load's
     // creates wait minutes for the budget), only once their actions have run.
     const busy = new Set(rows.length === 0 ? [] : (await liveOpenActions(changeDeps, [...new Set(rows.map((r) => r.employee_id))])).map((a) => a.employeeId));
@@ -226,13 +224,13 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
       lastResolve = Date.now();
       const generation = deferredGeneration;
       const pass = await tryAdvisoryLock(deps.locks, orgScoped(org.slug, RESOLVE_LOCK), () =>
-        resolveDeferredIds({ org: org.slug, db: scope.db, platform: deps.platform(org.slug), log }),
+        resolveDeferredIds({ scope, platform: deps.platform(org.slug), log }),
       );
       // Queued creates still to run: tried again at the next sweep.
       if (pass.acquired && (pass.value.ran ? !pass.value.createsQueued : pass.value.reason === 'none')) resolvedGeneration = Math.max(resolvedGeneration, generation);
       resolveNotBefore = pass.acquired && !pass.value.ran && pass.value.reason === 'creates-queued' ? Date.now() + RESOLVE_QUEUED_BACKOFF_MS : 0;
       // Ids just learned (or learned meanwhile by a later action's own lookup) reach the employee rows.
-      if (periodic || (pass.acquired && pass.value.ran && pass.value.found > 0)) await fillNewAccounts(scope.lend, org.slug);
+      if (periodic || (pass.acquired && pass.value.ran && pass.value.found > 0)) await fillNewAccounts(scope);
     }
   };
   return {
@@ -240,9 +238,9 @@ function startOrgScim(deps: ScimServiceDeps, org: OrgSettings & { scimToken: Buf
     route: {
       token: org.scimToken,
       context: {
-        org: org.slug, db: scope.db, withPgClient: scope.lend, submit, create, recent,
+        scope, submit, create, recent,
         checkPassword: () => checkPasswordAccepted(config),
-        queuePassword: (row, password) => queueScimPassword({ org: org.slug, db: scope.db, queue: deps.queue, config }, row, password),
+        queuePassword: (row, password) => queueScimPassword({ scope, queue: deps.queue, config }, row, password),
       },
     },
     idle: async () => {

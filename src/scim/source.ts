@@ -1,5 +1,3 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
 import { type FeedRow, liveOpenActions, type MaxDisable, type PipelineDeps, type Source } from '../provisioning/index.ts';
 import { SCIM_AUDIT_MARK } from './marks.ts';
 import { platformState, settledByQueuedActions } from './platform-state.ts';
@@ -35,7 +33,7 @@ export interface ScimAfter {
   pending: string[];
 }
 
-export function scimSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'queue'> & { db: Kysely<Database> }, changes: readonly ScimChange[], maxDisable: MaxDisable | undefined): Source<ScimAfter> {
+export function scimSource(deps: Pick<PipelineDeps, 'scope' | 'queue'>, changes: readonly ScimChange[], maxDisable: MaxDisable | undefined): Source<ScimAfter> {
   let pending = new Set<string>();
   return {
     kind: 'scim',
@@ -66,7 +64,7 @@ export function scimSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'queue'> & { 
       for (const employeeId of skippedEmployees) pending.add(employeeId);
       // Held changes are planned too: the hold is a decision waiting on a person, not work left to plan.
       const planned = changes.filter((c) => !pending.has(c.row.employeeId));
-      await markPlanned(deps.db, deps.org, planned.map((c) => ({ scimId: c.scimId, version: c.version, state: platformState(c.row) })));
+      await markPlanned(deps.scope, planned.map((c) => ({ scimId: c.scimId, version: c.version, state: platformState(c.row) })));
       return { pending: [...pending] };
     },
   };

@@ -3,40 +3,41 @@ import { findIdentityByEmail, identityGroupsSql } from '../provisioning/index.ts
 import type { Database } from '../warehouse/database.ts';
 import { conflict, notFound, type ScimError } from './errors.ts';
 import type { Equality } from './filter.ts';
-import type { ScimUsersTable } from '../warehouse/scim-tables.ts';
+import type { ScimUsersTable } from './tables.ts';
 import { accountEmail, mintedEmployeeId, namedEmployeeId, type ScimUserResource } from './user-mapping.ts';
+import type { OrgDb } from '../warehouse/scope.ts';
 
 /**
  * The store of `trainsync.scim_users`: the Users as the identity providers stated them (deleted
  * ones are invisible to the lookups). Every statement that names the table is here
  * (test/table-owners.test.ts keeps it so): batches, groups and held plans call these functions.
- * Every function takes the organisation whose SCIM path and token the request came by, and
+ * Every function takes the handle (OrgDb) of the organisation whose SCIM path and token the request came by, and
  * sees only its Users: another organisation's User is a 404, its userName no conflict.
  */
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type ScimUserRow = Selectable<ScimUsersTable>;
 
-function live(db: Db, org: string) {
+function live({ db, org }: OrgDb) {
   return db.selectFrom('trainsync.scim_users').selectAll().where('org', '=', org).where('deleted_at', 'is', null);
 }
 
-export async function findUser(db: Db, org: string, scimId: string, forUpdate = false): Promise<ScimUserRow> {
+export async function findUser(scope: OrgDb, scimId: string, forUpdate = false): Promise<ScimUserRow> {
   if (!/^[0-9a-f-]{36}$/i.test(scimId)) throw notFound(`no User ${scimId}`);
-  let query = live(db, org).where('scim_id', '=', scimId.toLowerCase());
+  let query = live(scope).where('scim_id', '=', scimId.toLowerCase());
   if (forUpdate) query = query.forUpdate();
   const row = await query.executeTakeFirst();
   if (!row) throw notFound(`no User ${scimId}`);
   return row;
 }
 
-export async function findUsersByIds(db: Db, org: string, scimIds: readonly string[]): Promise<ScimUserRow[]> {
+export async function findUsersByIds(scope: OrgDb, scimIds: readonly string[]): Promise<ScimUserRow[]> {
   if (scimIds.length === 0) return [];
-  return live(db, org).where('scim_id', 'in', scimIds).execute();
+  return live(scope).where('scim_id', 'in', scimIds).execute();
 }
 
-export async function listUsers(db: Db, org: string, filter: readonly Equality[], page: { startIndex: number; count: number }): Promise<{ total: number; rows: ScimUserRow[] }> {
-  let query = live(db, org);
+export async function listUsers(scope: OrgDb, filter: readonly Equality[], page: { startIndex: number; count: number }): Promise<{ total: number; rows: ScimUserRow[] }> {
+  let query = live(scope);
   for (const { attribute, value } of filter) {
     if (attribute === 'userName') query = query.where(sql<string>`lower(user_name)`, '=', value.toLowerCase());
     else if (attribute === 'externalId') query = query.where('external_id', '=', value);
@@ -63,12 +64,12 @@ export interface EmployeeIdChoice {
  * keeps it) and is keyed as a User naming none: the employee known with its e-mail that no
  * live User holds (a returner whose User was deleted), else one minted from the SCIM id.
  */
-export async function employeeIdsFor(db: Db, org: string, users: readonly { scimId: string; user: ScimUserResource }[]): Promise<EmployeeIdChoice[]> {
+export async function employeeIdsFor(scope: OrgDb, users: readonly { scimId: string; user: ScimUserResource }[]): Promise<EmployeeIdChoice[]> {
   const named = users.map(({ user }) => namedEmployeeId(user));
   const wanted = [...new Set(named.filter((n): n is string => n !== undefined))];
   const holders = wanted.length === 0
     ? []
-    : await live(db, org).clearSelect().select(['scim_id', 'user_name', 'employee_id', 'external_id'])
+    : await live(scope).clearSelect().select(['scim_id', 'user_name', 'employee_id', 'external_id'])
       .where((eb) => eb.or([eb('employee_id', 'in', wanted), eb('external_id', 'in', wanted)]))
       .orderBy('created_at')
       .execute();
@@ -79,23 +80,24 @@ export async function employeeIdsFor(db: Db, org: string, users: readonly { scim
   // In arrival order: each claim is made before any await, so an earlier User of the batch wins.
   return Promise.all(users.map(async ({ scimId, user }, i) => {
     const n = named[i];
-    if (n === undefined) return { employeeId: await employeeByEmail(db, org, user, scimId, false) };
+    if (n === undefined) return { employeeId: await employeeByEmail(scope, user, scimId, false) };
     const other = stating.get(n);
     if (other === undefined) {
       stating.set(n, { scim_id: scimId, user_name: user.userName });
       return { employeeId: n };
     }
-    return { employeeId: await employeeByEmail(db, org, user, scimId, true), shared: { named: n, with: other } };
+    return { employeeId: await employeeByEmail(scope, user, scimId, true), shared: { named: n, with: other } };
   }));
 }
 
 /** A User's employee by its e-mail, else minted; `unlinked`: never another live User's employee. */
-async function employeeByEmail(db: Db, org: string, user: ScimUserResource, scimId: string, unlinked: boolean): Promise<string> {
+async function employeeByEmail(scope: OrgDb, user: ScimUserResource, scimId: string, unlinked: boolean): Promise<string> {
+  const { db, org } = scope;
   const email = accountEmail(user).toLowerCase();
   // Not linked by its HR id: nor to another live User's employee by its e-mail (the collections' Users share both).
-  const free = async (employeeId: string) => !unlinked || (await live(db, org).where('employee_id', '=', employeeId).executeTakeFirst()) === undefined;
+  const free = async (employeeId: string) => !unlinked || (await live(scope).where('employee_id', '=', employeeId).executeTakeFirst()) === undefined;
   // An e-mail names at most one identity of the organisation (its unique index).
-  const identity = await findIdentityByEmail(db, org, email);
+  const identity = await findIdentityByEmail(scope, email);
   if (identity !== undefined && (await free(identity.employee_id))) return identity.employee_id;
   const employee = await db
     .selectFrom('training.employees')
@@ -123,7 +125,8 @@ export interface NewUser {
  * Inserts new Users (pending) in one statement; each gets its row, or a 409 when its
  * userName or employee id is taken by another live User (one earlier in the same batch included).
  */
-export async function insertUsers(db: Kysely<Database>, org: string, users: readonly NewUser[]): Promise<Map<string, ScimUserRow | ScimError>> {
+export async function insertUsers(scope: OrgDb, users: readonly NewUser[]): Promise<Map<string, ScimUserRow | ScimError>> {
+  const { db, org } = scope;
   const outcome = new Map<string, ScimUserRow | ScimError>();
   if (users.length === 0) return outcome;
   const rows = await db
@@ -138,7 +141,7 @@ export async function insertUsers(db: Kysely<Database>, org: string, users: read
         active: user.active,
         resource: JSON.stringify(user),
         // An employee provisioned before (a feed): SCIM starts from the groups it has.
-        groups: identityGroupsSql(org, employeeId),
+        groups: identityGroupsSql(scope, employeeId),
       })),
     )
     // Any unique index: a taken userName or employee id is answered below, row by row (rare).
@@ -148,7 +151,7 @@ export async function insertUsers(db: Kysely<Database>, org: string, users: read
   for (const row of rows) outcome.set(row.scim_id, row);
   for (const { scimId, employeeId, user } of users) {
     if (outcome.has(scimId)) continue;
-    const taken = await live(db, org)
+    const taken = await live(scope)
       .where((eb) => eb.or([eb(sql<string>`lower(user_name)`, '=', user.userName.toLowerCase()), eb('employee_id', '=', employeeId)]))
       .executeTakeFirst();
     outcome.set(scimId, taken ? takenError(taken, user, employeeId) : conflict(`userName ${user.userName} or employee ${employeeId} was taken by another request at the same time`));
@@ -163,8 +166,8 @@ function takenError(taken: ScimUserRow, user: ScimUserResource, employeeId: stri
 }
 
 /** Another live User with this userName: 409. */
-export async function checkUserNameFree(db: Db, org: string, userName: string, scimId: string): Promise<void> {
-  const taken = await live(db, org).where(sql<string>`lower(user_name)`, '=', userName.toLowerCase()).where('scim_id', '<>', scimId).executeTakeFirst();
+export async function checkUserNameFree(scope: OrgDb, userName: string, scimId: string): Promise<void> {
+  const taken = await live(scope).where(sql<string>`lower(user_name)`, '=', userName.toLowerCase()).where('scim_id', '<>', scimId).executeTakeFirst();
   if (taken) throw conflict(`userName ${userName} already exists (id ${taken.scim_id})`);
 }
 
@@ -205,7 +208,7 @@ export async function updateUser(db: Db, before: ScimUserRow, user: ScimUserReso
  * create was being planned), is settled by the queued actions rather than left to the sweep.
  * Never over a state recorded already: a stale version planned late does not overwrite a newer one's.
  */
-export async function markPlanned(db: Db, org: string, planned: readonly { scimId: string; version: number; state: string | null }[]): Promise<void> {
+export async function markPlanned({ db, org }: OrgDb, planned: readonly { scimId: string; version: number; state: string | null }[]): Promise<void> {
   if (planned.length === 0) return;
   await sql`
     update trainsync.scim_users u
@@ -217,7 +220,7 @@ export async function markPlanned(db: Db, org: string, planned: readonly { scimI
 }
 
 /** Users whose change is not planned yet and was written more than `olderThanMs` ago (deleted ones included: their disable is due): their ids. */
-export async function pendingUsers(db: Db, org: string, olderThanMs: number, limit: number): Promise<Pick<ScimUserRow, 'scim_id' | 'employee_id'>[]> {
+export async function pendingUsers({ db, org }: OrgDb, olderThanMs: number, limit: number): Promise<Pick<ScimUserRow, 'scim_id' | 'employee_id'>[]> {
   return db
     .selectFrom('trainsync.scim_users')
     .select(['scim_id', 'employee_id'])
@@ -230,19 +233,19 @@ export async function pendingUsers(db: Db, org: string, olderThanMs: number, lim
 }
 
 /** The Users of the given ids, deleted ones included; with `pendingOnly`, only those not planned yet. */
-export async function usersOfIds(db: Db, org: string, scimIds: readonly string[], options: { pendingOnly?: boolean } = {}): Promise<ScimUserRow[]> {
+export async function usersOfIds({ db, org }: OrgDb, scimIds: readonly string[], options: { pendingOnly?: boolean } = {}): Promise<ScimUserRow[]> {
   return db.selectFrom('trainsync.scim_users').selectAll().where('org', '=', org).where('scim_id', 'in', scimIds).$if(options.pendingOnly === true, (q) => q.where('pending', '=', true)).execute();
 }
 
 /** Which of the employees a live User stands for. */
-export async function employeesWithLiveUser(db: Db, org: string, employeeIds: readonly string[]): Promise<Set<string>> {
+export async function employeesWithLiveUser({ db, org }: OrgDb, employeeIds: readonly string[]): Promise<Set<string>> {
   if (employeeIds.length === 0) return new Set();
   const rows = await db.selectFrom('trainsync.scim_users').select('employee_id').where('org', '=', org).where('deleted_at', 'is', null).where('employee_id', 'in', employeeIds).execute();
   return new Set(rows.map((r) => r.employee_id));
 }
 
 /** The live Users in any of the groups, oldest first, with their groups. */
-export async function liveUsersInGroups(db: Db, org: string, groupIds: readonly string[]): Promise<Array<Pick<ScimUserRow, 'scim_id' | 'user_name' | 'groups'>>> {
+export async function liveUsersInGroups({ db, org }: OrgDb, groupIds: readonly string[]): Promise<Array<Pick<ScimUserRow, 'scim_id' | 'user_name' | 'groups'>>> {
   return db
     .selectFrom('trainsync.scim_users')
     .select(['scim_id', 'user_name', 'groups'])
@@ -254,7 +257,7 @@ export async function liveUsersInGroups(db: Db, org: string, groupIds: readonly 
 }
 
 /** Adds the group to the `added` Users' groups and removes it from the `removed` Users'; each goes back to pending. */
-export async function changeGroupMembers(db: Db, org: string, groupId: string, added: readonly string[], removed: readonly string[]): Promise<void> {
+export async function changeGroupMembers({ db, org }: OrgDb, groupId: string, added: readonly string[], removed: readonly string[]): Promise<void> {
   await db
     .updateTable('trainsync.scim_users')
     .set({
@@ -273,7 +276,7 @@ export async function changeGroupMembers(db: Db, org: string, groupId: string, a
 }
 
 /** The Users go back to active (a held deactivation rejected), pending to be planned again. */
-export async function reactivateUsers(db: Db, org: string, scimIds: readonly string[]): Promise<void> {
+export async function reactivateUsers({ db, org }: OrgDb, scimIds: readonly string[]): Promise<void> {
   await db
     .updateTable('trainsync.scim_users')
     .set({
@@ -299,7 +302,7 @@ const MAX_REASON_CHARS = 500;
  * Only the version that failed: a User written since stays pending for its own plan. Returns
  * the ids quarantined.
  */
-export async function quarantineUsers(db: Db, org: string, users: readonly { scimId: string; version: number; reason: string }[]): Promise<string[]> {
+export async function quarantineUsers({ db, org }: OrgDb, users: readonly { scimId: string; version: number; reason: string }[]): Promise<string[]> {
   if (users.length === 0) return [];
   const { rows } = await sql<{ scim_id: string }>`
     update trainsync.scim_users u

@@ -1,5 +1,3 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
 import { ENTERPRISE_SCHEMA, KNOWN_USER_KEYS, LIST_SCHEMA } from './discovery.ts';
 import { badRequest, conflict } from './errors.ts';
 import { parseFilter, parsePage } from './filter.ts';
@@ -8,8 +6,8 @@ import { applyPatch } from './patch.ts';
 import { projection } from './projection.ts';
 import { checkUserNameFree, findUser, listUsers, updateUser, type ScimUserRow } from './store.ts';
 import { namedEmployeeId, parseUserResource, requireNames, type ParsedUser, type ScimUserResource } from './user-mapping.ts';
-import type { PgLender } from '../warehouse/transaction.ts';
 import type { RecentUsers } from './recent-users.ts';
+import type { OrgScope } from '../warehouse/scope.ts';
 
 /**
  * The /Users operations. Each change is durable before it is answered: its row in
@@ -26,10 +24,8 @@ export interface ScimAnswer {
 }
 
 export interface ResourceContext {
-  /** The organisation whose path and token the request came by: every read and write is of its Users only. */
-  org: string;
-  db: Kysely<Database>;
-  withPgClient: PgLender;
+  /** The handle of the organisation whose path and token the request came by: every read and write is of its Users only. */
+  scope: OrgScope;
   /**
    * Plans and enqueues a User's current state, written and committed (pending) by the caller:
    * a crash before the plan leaves it to the sweep. Resolves at once, or with `wait` once its
@@ -86,14 +82,14 @@ export async function createUser(ctx: ResourceContext, parsed: ParsedUser): Prom
 }
 
 export async function getUser(ctx: ResourceContext, scimId: string, params: URLSearchParams): Promise<ScimAnswer> {
-  return { status: 200, body: projection(params, [ENTERPRISE_SCHEMA]).apply(userResponse(await findUser(ctx.db, ctx.org, scimId), ctx.base)) };
+  return { status: 200, body: projection(params, [ENTERPRISE_SCHEMA]).apply(userResponse(await findUser(ctx.scope, scimId), ctx.base)) };
 }
 
 export async function searchUsers(ctx: ResourceContext, params: URLSearchParams): Promise<ScimAnswer> {
   const filter = parseFilter(params.get('filter'), ['userName', 'externalId', 'id', 'displayName']);
   const page = parsePage(params, MAX_RESULTS);
   const project = projection(params, [ENTERPRISE_SCHEMA]);
-  const { total, rows } = await listUsers(ctx.db, ctx.org, filter, page);
+  const { total, rows } = await listUsers(ctx.scope, filter, page);
   return {
     status: 200,
     body: { schemas: [LIST_SCHEMA], totalResults: total, startIndex: page.startIndex, itemsPerPage: rows.length, Resources: rows.map((r) => project.apply(userResponse(r, ctx.base))) },
@@ -135,7 +131,7 @@ async function writeUser(ctx: ResourceContext, scimId: string, next: (row: ScimU
   let remembered = ctx.recent?.get(scimId);
   for (let attempt = 1; ; attempt += 1) {
     const fromMemory = remembered !== undefined;
-    const before = remembered ?? (await findUser(ctx.db, ctx.org, scimId));
+    const before = remembered ?? (await findUser(ctx.scope, scimId));
     remembered = undefined;
     let parsed: ParsedUser;
     let row: ScimUserRow | undefined;
@@ -144,9 +140,9 @@ async function writeUser(ctx: ResourceContext, scimId: string, next: (row: ScimU
       if (parsed.password !== undefined) ctx.checkPassword();
       const { user } = parsed;
       checkEmployeeId(before, user);
-      if (user.userName.toLowerCase() !== before.user_name.toLowerCase()) await checkUserNameFree(ctx.db, ctx.org, user.userName, before.scim_id);
+      if (user.userName.toLowerCase() !== before.user_name.toLowerCase()) await checkUserNameFree(ctx.scope, user.userName, before.scim_id);
       const changed = canonicalJson(user) !== canonicalJson(before.resource) || options.deleted === true;
-      row = await updateUser(ctx.db, before, user, before.groups, changed, options.deleted);
+      row = await updateUser(ctx.scope.db, before, user, before.groups, changed, options.deleted);
     } catch (error) {
       if (!fromMemory) throw error;
       // Refused on the row remembered, which may be older than the stored one: decided again on the User as read.

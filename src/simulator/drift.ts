@@ -5,8 +5,9 @@ import type { ApiResult, ApiUser } from './state.ts';
 import { addResult, findGroup, metaOf, removeResult } from './state.ts';
 
 /**
- * The data-changing faults of GET results (SimulatorFaults.driftEvery and removeEvery):
- * results arriving in, and removed from, the listing of the query being paged. Each id
+ * The data-changing faults of GET results (SimulatorFaults.driftEvery, removeEvery and
+ * pairEvery): results arriving in, and removed from, the listing of the query being
+ * paged, or completed now while one the reader passed is removed. Each id
  * added or removed is recorded (Runtime.resultChanges), so a test can tell which
  * results were on the platform before a run and still are after it.
  */
@@ -72,6 +73,30 @@ export function insertArrival(rt: Runtime, range: DateRange, filters: string[]):
   const place = rt.faults.arrivalsAt === 'random' ? rng.pick(['head', 'middle', 'tail'] as const) : rt.faults.arrivalsAt;
   const t = arrivalDate(rt, range, filters, place);
   if (t === undefined) return;
+  addArrival(rt, filters, t);
+}
+
+/**
+ * The pair fault (SimulatorFaults.pairEvery): a result the reader has passed is deleted
+ * and another is completed now, between the same two pages.
+ */
+export function removeAndComplete(rt: Runtime, range: DateRange, filters: string[], served: number): void {
+  const { state } = rt;
+  const selection = selectResults(state, range, filters);
+  const span = Math.min(served, selection.total);
+  if (span <= 0 || state.users.length === 0 || state.courses.length === 0) return;
+  const index = Math.floor(state.prng.next() * span);
+  const victim = selection.slice(index, index + 1)[0];
+  if (!victim || !removeResult(state, victim.id)) return;
+  rt.resultsRemoved++;
+  rt.resultChanges.removed.push(victim.id);
+  addArrival(rt, filters, Date.now());
+}
+
+/** A result completed at instant `t` (null: just started), by a user and with answers that match `filters`. */
+function addArrival(rt: Runtime, filters: string[], t: number | null): void {
+  const { state } = rt;
+  const rng = state.prng;
   const dateCompleted = t === null ? null : new Date(t).toISOString();
   let user: ApiUser = rng.pick(state.users);
   const resultFilters: string[] = [];

@@ -53,6 +53,17 @@ export interface SimulatorFaults {
    * - `anywhere`: any result of the listing, ahead of the reader or behind it.
    */
   removeAt: RemovalPlace;
+  /**
+   * A removal and an arrival in one interval: after every Nth results page served (as
+   * for arrivals), one result on a page of that query already served is deleted and one
+   * result is completed now (dated at the present instant, matching the query's filters)
+   * before the next page is served (0 = off). In a list of oldest first the arrival lands
+   * ahead of a reader that is still in the dated results, so the total does not move while
+   * a result shifts back across the page the reader has read: the case the completeness
+   * rule cannot see in one list. A query whose dates end before now does not list the
+   * arrival (new completions land in the open window, not in closed ones).
+   */
+  pairEvery: number;
   /** "Next Page" hrefs name http://evil.invalid:<port> instead of this host. */
   foreignNextLink: boolean;
   /** "Next Page" hrefs keep only ?page=N. */
@@ -71,6 +82,7 @@ export const NO_FAULTS: Readonly<SimulatorFaults> = Object.freeze({
   removeEvery: 0,
   removeLimit: 0,
   removeAt: 'served',
+  pairEvery: 0,
   foreignNextLink: false,
   dropFiltersInNextLink: false,
 });
@@ -91,6 +103,7 @@ export const faultsPatchSchema = z
     removeEvery: count,
     removeLimit: count,
     removeAt: z.enum(REMOVAL_PLACES),
+    pairEvery: count,
     foreignNextLink: z.boolean(),
     dropFiltersInNextLink: z.boolean(),
   })

@@ -1,4 +1,4 @@
-import { insertArrival, removeWhilePaging } from './drift.ts';
+import { insertArrival, removeAndComplete, removeWhilePaging } from './drift.ts';
 import { dateRange, parseBound, selectResults } from './results-query.ts';
 import type { ApiResult, ApiUser } from './state.ts';
 import { getResult, metaOf, resultJson, seatsInUse } from './state.ts';
@@ -113,6 +113,7 @@ export function getResults(rt: Runtime, req: RouteRequest): Reply {
 
   const removing = rt.faults.removeEvery > 0 && (rt.faults.removeLimit === 0 || rt.resultsRemoved < rt.faults.removeLimit);
   if (removing && served > 0 && served % rt.faults.removeEvery === 0) removeWhilePaging(rt, range, filters, Math.min(from + PAGE_SIZE, selection.total));
+  if (rt.faults.pairEvery > 0 && served > 0 && served % rt.faults.pairEvery === 0) removeAndComplete(rt, range, filters, Math.min(from + PAGE_SIZE, selection.total));
   return reply;
 }
 

@@ -1,8 +1,7 @@
-import type { Kysely } from 'kysely';
 import type { FoundJob, JobQueue } from '../queue/job-queue.ts';
 import { SYNC_QUEUE } from '../queue/names.ts';
 import { jobOrg } from '../queue/org-scope.ts';
-import type { Database } from '../warehouse/database.ts';
+import type { OrgRef, OrgScope } from '../warehouse/scope.ts';
 import { syncJobName, syncResources } from './catalog-resources.ts';
 import { cancelRunsOfJob } from './runs-store.ts';
 
@@ -12,10 +11,10 @@ export type CancelOutcome = { ok: true; job: FoundJob; how: string; runs: number
  * Removes a queued or orphaned job (its process is gone) and records its run as cancelled:
  * `trainsync cancel` and the console's cancel. `target` is a sync resource or a job id; a
  * job a live worker runs is refused. `by` says who cancelled, for the run's error. Only jobs
- * and runs of `deps.org` are touched.
+ * and runs of the organisation of `deps.scope` are touched.
  */
-export async function cancelQueuedOrOrphaned(deps: { queue: JobQueue; db: Kysely<Database>; org: string }, target: string, by: string): Promise<CancelOutcome> {
-  const found = await cancelTarget(deps.queue, deps.org, target);
+export async function cancelQueuedOrOrphaned(deps: { queue: JobQueue; scope: OrgScope }, target: string, by: string): Promise<CancelOutcome> {
+  const found = await cancelTarget(deps.queue, deps.scope, target);
   if (typeof found === 'string') return { ok: false, reason: found };
   const job = found;
   if (job.state === 'completed' || job.state === 'failed') return { ok: false, reason: `job ${job.id} (${job.name}) already ${job.state}; nothing to cancel` };
@@ -24,11 +23,11 @@ export async function cancelQueuedOrOrphaned(deps: { queue: JobQueue; db: Kysely
   }
   const how = job.holder?.orphaned ? `orphaned: worker ${job.holder.worker ?? 'unknown'} is gone` : job.state;
   if (!(await deps.queue.cancel(job))) return { ok: false, reason: `job ${job.id} (${job.name}) was taken by a worker a moment ago; nothing was removed` };
-  const runs = await cancelRunsOfJob(deps.db, deps.org, job.id, `cancelled by ${by} (${how})`);
+  const runs = await cancelRunsOfJob(deps.scope, job.id, `cancelled by ${by} (${how})`);
   return { ok: true, job, how, runs };
 }
 
-async function cancelTarget(queue: JobQueue, org: string, target: string): Promise<FoundJob | string> {
+async function cancelTarget(queue: JobQueue, { org }: OrgRef, target: string): Promise<FoundJob | string> {
   const resources = syncResources(queue.catalog.values());
   if ((resources as readonly string[]).includes(target)) {
     const job = await queue.deduplicated(SYNC_QUEUE, syncJobName(queue.catalog.values(), target as (typeof resources)[number]), org);
@@ -41,8 +40,8 @@ async function cancelTarget(queue: JobQueue, org: string, target: string): Promi
   return owner === org ? job : `job ${target} (${job.name}) belongs to organisation ${owner}, not ${org}; name it with --org ${owner}`;
 }
 
-/** Per sync resource, its job when one is queued or orphaned (what cancel may remove); a running one is left out. */
-export async function cancellableSyncs(queue: JobQueue, org: string): Promise<Map<string, FoundJob>> {
+/** Per sync resource, its job of the organisation of `scope` when one is queued or orphaned (what cancel may remove); a running one is left out. */
+export async function cancellableSyncs(queue: JobQueue, { org }: OrgRef): Promise<Map<string, FoundJob>> {
   const found = await Promise.all(
     syncResources(queue.catalog.values()).map(async (resource) => [resource, await queue.deduplicated(SYNC_QUEUE, syncJobName(queue.catalog.values(), resource), org)] as const),
   );

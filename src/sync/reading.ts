@@ -2,7 +2,6 @@ import type { JobContext } from '../queue/job-context.ts';
 import { PlatformError } from '../platform/errors.ts';
 import { insertReading } from '../warehouse/load-reading.ts';
 import { finishRun } from './runs-store.ts';
-import { withTransaction } from '../warehouse/transaction.ts';
 import { withRun } from './run.ts';
 import type { ReadingResource } from './resources/resource.ts';
 import type { SyncSummary } from './summary.ts';
@@ -23,8 +22,8 @@ export function syncReading<T>(ctx: JobContext, resource: ReadingResource<T>): P
       if (!(unavailable && error instanceof PlatformError && error.code === unavailable.code)) throw error;
       note = unavailable.note;
     }
-    await withTransaction(ctx.withPgClient, async (tx) => {
-      await insertReading(tx.client, ctx.org.slug, resource.table, new Date(), reading);
+    await ctx.scope.transaction(async (tx) => {
+      await insertReading(tx, resource.table, new Date(), reading);
       await finishRun(tx.db, run.id, { status: 'succeeded', pages: 1, inserted: 1, note });
     });
   });

@@ -1,4 +1,4 @@
-import type { RunStatus } from '../warehouse/database.ts';
+import type { RunStatus } from './tables.ts';
 
 /** What the alerts read of a resource's newest finished runs. */
 export interface Streak {

@@ -1,7 +1,6 @@
 import type { JobContext } from '../queue/job-context.ts';
 import { errorMessage } from '../lib/errors.ts';
 import { toInfrastructureError } from '../lib/infra-errors.ts';
-import { withTransaction } from '../warehouse/transaction.ts';
 import { countRequests, type RequestTally } from '../platform/request-tally.ts';
 import { addRunCounts, closeAbandonedRuns, finishRun, runTotals, startRun } from './runs-store.ts';
 import { getCheckpoint, saveCheckpoint } from './sync-state.ts';
@@ -35,15 +34,15 @@ const runCheckpointSchema = z.object({ runId: z.number() });
 async function startOrResume(ctx: JobContext, spec: RunSpec): Promise<ActiveRun> {
   const start = { resource: spec.resource, mode: spec.mode, params: spec.params ?? {}, jobId: ctx.job.id };
   const { resumeKey } = spec;
-  if (!resumeKey) return { id: await startRun(ctx.db, ctx.org.slug, start), resumed: false };
-  const saved = await getCheckpoint(ctx.db, ctx.org.slug, resumeKey, runCheckpointSchema.optional().catch(undefined));
+  if (!resumeKey) return { id: await startRun(ctx.scope, start), resumed: false };
+  const saved = await getCheckpoint(ctx.scope, resumeKey, runCheckpointSchema.optional().catch(undefined));
   if (saved) {
     ctx.log.info({ runId: saved.runId }, 'resuming the run this job started before');
     return { id: saved.runId, resumed: true };
   }
-  return withTransaction(ctx.withPgClient, async (tx) => {
-    const id = await startRun(tx.db, ctx.org.slug, start);
-    await saveCheckpoint(tx.db, ctx.org.slug, resumeKey, { runId: id }, id);
+  return ctx.scope.transaction(async (tx) => {
+    const id = await startRun(tx, start);
+    await saveCheckpoint(tx, resumeKey, { runId: id }, id);
     return { id, resumed: false };
   });
 }
@@ -62,12 +61,12 @@ export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: Active
   // Sync jobs of one resource of an organisation never run at once (an exclusive lock
   // scoped by organisation), so any other run of it still marked running was cut off (its worker died, or its database went away
   // before it could be marked) and will never finish.
-  const abandoned = await closeAbandonedRuns(ctx.db, ctx.org.slug, spec.resource, run.id);
+  const abandoned = await closeAbandonedRuns(ctx.scope, spec.resource, run.id);
   if (abandoned > 0) ctx.log.info({ resource: spec.resource, abandoned }, 'marked runs that were cut off as failed');
   let extras: RunExtras | void;
   // The platform requests of this attempt, added to the run's total however it ends.
   const tally: RequestTally = { requests: 0 };
-  const recordRequests = (): Promise<void> => addRunCounts(ctx.db, run.id, { requests: tally.requests });
+  const recordRequests = (): Promise<void> => addRunCounts(ctx.scope.db, run.id, { requests: tally.requests });
   try {
     // Traces on: the walk (its pages, COPYs and commits) is one span inside the job's.
     const walk = { [ATTR.org]: ctx.org.slug, [ATTR.resource]: spec.resource, [ATTR.runId]: run.id };
@@ -79,11 +78,11 @@ export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: Active
     // goes back to the queue and its next attempt adds to this run from its checkpoint.
     const resumes = spec.resumeKey !== undefined && (ctx.signal.aborted || toInfrastructureError(error, ctx.config)?.service === 'postgres');
     if (!resumes) {
-      await finishRun(ctx.db, run.id, { status: 'failed', error: errorMessage(error) }).catch(() => undefined);
+      await finishRun(ctx.scope.db, run.id, { status: 'failed', error: errorMessage(error) }).catch(() => undefined);
     }
     throw error;
   }
-  const { status, note, ...totals } = await runTotals(ctx.db, run.id);
+  const { status, note, ...totals } = await runTotals(ctx.scope.db, run.id);
   if (status !== 'succeeded' && status !== 'incomplete') throw new Error(`run ${run.id} of ${spec.resource} ended without being finished (status ${status})`);
   return { resource: spec.resource, runId: run.id, status, mode: spec.mode, ...totals, durationMs: Date.now() - started, ...(note ? { note } : {}), ...extras };
 }

@@ -5,15 +5,17 @@
  * last clean users sync began. Checkpoints, watermarks, unfinished windows and quarantined
  * records stay in sync-state.ts.
  *
- * Every function takes Kysely first: the caller's scoped handle, or `tx.db` inside a
- * transaction (so counts commit with their rows). Functions that name runs by resource or
- * job take the organisation's slug next; functions given a run id need none: run ids are one
- * sequence across organisations, so an id names one organisation's run. The console's reads
- * take the organisations of its page (`orgs`).
+ * Functions that name runs by resource or job take the organisation's handle first
+ * (OrgDb: the caller's scope, or the `tx` of its transaction, so counts commit with their
+ * rows) and read the organisation from it; functions given a run id take Kysely: run ids
+ * are one sequence across organisations, so an id names one organisation's run. The
+ * console's reads take the organisations of its page (`orgs`).
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { Database, RunStatus } from '../warehouse/database.ts';
+import type { Database } from '../warehouse/database.ts';
+import type { RunStatus } from './tables.ts';
 import { jsonbText } from '../warehouse/jsonb-text.ts';
+import type { OrgDb } from '../warehouse/scope.ts';
 
 type Db = Kysely<Database>;
 
@@ -41,7 +43,7 @@ export interface StartRunInput {
  * Records a run as `running` and returns its id. Times are the wall clock's, not the
  * transaction's: a run's rows may commit in a transaction opened long after it began.
  */
-export async function startRun(db: Db, org: string, input: StartRunInput): Promise<number> {
+export async function startRun({ db, org }: OrgDb, input: StartRunInput): Promise<number> {
   const row = await db
     .insertInto('trainsync.runs')
     .values({ org, resource: input.resource, mode: input.mode ?? null, params: jsonbText(input.params ?? {}), job_id: input.jobId ?? null, started_at: sql<Date>`clock_timestamp()` })
@@ -83,7 +85,7 @@ export async function finishRun(db: Db, runId: number, input: FinishRunInput): P
  * Marks the resource's other runs still `running` as failed (call it only while holding
  * the resource's exclusive lock); returns how many.
  */
-export async function closeAbandonedRuns(db: Db, org: string, resource: string, exceptRunId: number): Promise<number> {
+export async function closeAbandonedRuns({ db, org }: OrgDb, resource: string, exceptRunId: number): Promise<number> {
   const result = await db
     .updateTable('trainsync.runs')
     .set({ status: 'failed', finished_at: sql<Date>`clock_timestamp()`, error: 'cut off before it finished (its worker stopped or lost the database); a later run took over' })
@@ -96,7 +98,7 @@ export async function closeAbandonedRuns(db: Db, org: string, resource: string, 
 }
 
 /** Closes the runs a removed job left running as cancelled, with why; returns how many. */
-export async function cancelRunsOfJob(db: Db, org: string, jobId: string, reason: string): Promise<number> {
+export async function cancelRunsOfJob({ db, org }: OrgDb, jobId: string, reason: string): Promise<number> {
   const result = await db
     .updateTable('trainsync.runs')
     .set({ status: 'cancelled', finished_at: sql<Date>`clock_timestamp()`, error: reason })
@@ -126,7 +128,7 @@ export interface RunSummary extends RunCounts {
 }
 
 /** The organisation's latest run of each resource, by resource name (for `status`). */
-export async function lastRuns(db: Db, org: string): Promise<RunSummary[]> {
+export async function lastRuns({ db, org }: OrgDb): Promise<RunSummary[]> {
   const rows = await db
     .selectFrom('trainsync.runs')
     .distinctOn('resource')
@@ -230,7 +232,7 @@ export async function lastRunOutcomesOf(db: Db, orgs: readonly string[], resourc
  * read (no note, nothing quarantined), if it began within the last `withinMinutes` and after
  * `after` (a subquery of the caller's statement, null for never: provisioning's last write).
  */
-export async function latestCleanRunStart(db: Db, org: string, resource: string, options: { withinMinutes: number; after: RawBuilder<Date | null> }): Promise<Date | undefined> {
+export async function latestCleanRunStart({ db, org }: OrgDb, resource: string, options: { withinMinutes: number; after: RawBuilder<Date | null> }): Promise<Date | undefined> {
   const { rows } = await sql<{ started_at: Date }>`
     select r.started_at
       from trainsync.runs r

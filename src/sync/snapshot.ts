@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import type { JobContext } from '../queue/job-context.ts';
 import { isNotOffered } from '../platform/errors.ts';
 import type { Page, RecordProblem } from '../platform/types.ts';
@@ -7,17 +6,17 @@ import { currentKeys, markMissingListing, upsertListing, type Listed, type PathV
 import type { SnapshotResource } from './resources/resource.ts';
 import { quarantineRecords } from './sync-state.ts';
 import { finishRun } from './runs-store.ts';
-import { withTransaction } from '../warehouse/transaction.ts';
+import type { OrgTx } from '../warehouse/scope.ts';
 import { withRun } from './run.ts';
 import type { SyncSummary } from './summary.ts';
 
 export interface SnapshotSpec<T> {
   resource: string;
   pages(signal: AbortSignal): AsyncIterable<Page<T>>;
-  /** Writes records under the organisation `org` (the job's `ctx.org.slug`). */
-  upsert(client: pg.PoolClient, org: string, records: T[], seenAt: Date): Promise<LoadCounts>;
+  /** Writes records under the transaction's organisation (the job's). */
+  upsert(tx: OrgTx, records: T[], seenAt: Date): Promise<LoadCounts>;
   /** Marks the organisation's rows not seen at `seenAt` as removed; returns how many. */
-  markMissing(client: pg.PoolClient, org: string, seenAt: Date): Promise<number>;
+  markMissing(tx: OrgTx, seenAt: Date): Promise<number>;
   /**
    * Set for an endpoint a platform may not offer (404/405/501): the run then succeeds
    * with the note this returns instead of failing, e.g. "not available".
@@ -38,20 +37,20 @@ export function syncSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>): Promise
     } catch (error) {
       if (spec.whenNotOffered === undefined || !isNotOffered(error)) throw error;
       ctx.log.info({ status: error.status }, `the platform does not offer ${spec.resource}; recorded as not available`);
-      await finishRun(ctx.db, run.id, { status: 'succeeded', note: spec.whenNotOffered(error.status ?? 0) });
+      await finishRun(ctx.scope.db, run.id, { status: 'succeeded', note: spec.whenNotOffered(error.status ?? 0) });
     }
   });
 }
 
 async function loadSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>, runId: number): Promise<void> {
-  await withTransaction(ctx.withPgClient, async (tx) => {
+  await ctx.scope.transaction(async (tx) => {
     const seenAt = new Date();
     const counts = { pages: 0, inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0 };
     let batch: T[] = [];
     const problems: RecordProblem[] = [];
     const flush = async (): Promise<void> => {
       if (batch.length === 0) return;
-      const loaded = await spec.upsert(tx.client, ctx.org.slug, batch, seenAt);
+      const loaded = await spec.upsert(tx, batch, seenAt);
       counts.inserted += loaded.inserted;
       counts.updated += loaded.updated;
       counts.unchanged += loaded.unchanged;
@@ -67,10 +66,10 @@ async function loadSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>, runId: nu
     await flush();
     let note: string | undefined;
     if (problems.length > 0) {
-      counts.quarantined = await quarantineRecords(tx.db, ctx.org.slug, runId, problems);
+      counts.quarantined = await quarantineRecords(tx, runId, problems);
       note = `${problems.length} record(s) quarantined: removals not marked this run`;
     } else {
-      counts.removed = await spec.markMissing(tx.client, ctx.org.slug, seenAt);
+      counts.removed = await spec.markMissing(tx, seenAt);
     }
     await finishRun(tx.db, runId, { status: 'succeeded', ...counts, note });
   });
@@ -85,7 +84,7 @@ const NO_PATH: PathValues = Object.freeze({});
 async function* listedPages<T>(ctx: JobContext, resource: SnapshotResource<T>, signal: AbortSignal): AsyncGenerator<Page<Listed<T>>> {
   const paths: PathValues[] = [];
   if (resource.each === undefined) paths.push(NO_PATH);
-  else for (const key of await currentKeys(ctx.db, ctx.org.slug, resource.each.parent.table)) paths.push({ [resource.each.param]: key });
+  else for (const key of await currentKeys(ctx.scope, resource.each.parent.table)) paths.push({ [resource.each.param]: key });
   for (const path of paths) {
     for await (const page of ctx.platform.list(resource.endpoint, { path }, { signal })) {
       yield { ...page, records: page.records.map((record) => ({ record, path })) };
@@ -98,8 +97,8 @@ export function syncSnapshotResource<T>(ctx: JobContext, resource: SnapshotResou
   return syncSnapshot<Listed<T>>(ctx, {
     resource: resource.name,
     pages: (signal) => listedPages(ctx, resource, signal),
-    upsert: (client, org, records, seenAt) => upsertListing(client, org, resource.table, records, seenAt),
-    markMissing: (client, org, seenAt) => markMissingListing(client, org, resource.table, seenAt),
+    upsert: (tx, records, seenAt) => upsertListing(tx, resource.table, records, seenAt),
+    markMissing: (tx, seenAt) => markMissingListing(tx, resource.table, seenAt),
     whenNotOffered: resource.whenNotOffered,
   });
 }

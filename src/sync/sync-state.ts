@@ -3,18 +3,19 @@
  * unfinished windows and quarantined records (schema `trainsync`). Every statement that
  * names these tables is here (test/table-owners.test.ts keeps it so).
  *
- * Every function takes Kysely first: the process's handle, or `tx.db` inside a
- * transaction (so a checkpoint commits with its rows). Values read back are parsed
- * at this edge. State is per organisation: every function that names state by a key,
- * a resource or a job takes the organisation's slug next (`ctx.org.slug` in a job) and
- * writes or filters `org` with it. Functions given a run id need none: run ids are one
- * sequence across organisations, so an id names one organisation's run.
+ * State is per organisation: every function that names state by a key, a resource or a
+ * job takes the organisation's handle first (OrgDb: `ctx.scope` in a job, or the `tx` of
+ * its transaction, so a checkpoint commits with its rows) and writes or filters `org` with
+ * the organisation it carries. Functions given a run id take Kysely: run ids are one
+ * sequence across organisations, so an id names one organisation's run. Values read back
+ * are parsed at this edge.
  */
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { RecordProblem } from '../platform/types.ts';
 import type { Database } from '../warehouse/database.ts';
 import { jsonbText } from '../warehouse/jsonb-text.ts';
+import type { OrgDb } from '../warehouse/scope.ts';
 
 type Db = Kysely<Database>;
 
@@ -22,13 +23,13 @@ type Db = Kysely<Database>;
  * The checkpoint's value, parsed by `schema`; undefined when there is none. Keys are
  * chosen by the job, e.g. 'results:window:2024-01-01..2024-01-31'.
  */
-export async function getCheckpoint<T>(db: Db, org: string, key: string, schema: z.ZodType<T>): Promise<T | undefined> {
+export async function getCheckpoint<T>({ db, org }: OrgDb, key: string, schema: z.ZodType<T>): Promise<T | undefined> {
   const row = await db.selectFrom('trainsync.checkpoints').select('value').where('org', '=', org).where('key', '=', key).executeTakeFirst();
   return row === undefined ? undefined : schema.parse(row.value);
 }
 
 /** Creates or replaces a checkpoint; call it on the transaction that writes the rows it covers. */
-export async function saveCheckpoint(db: Db, org: string, key: string, value: unknown, runId: number | null): Promise<void> {
+export async function saveCheckpoint({ db, org }: OrgDb, key: string, value: unknown, runId: number | null): Promise<void> {
   const row = { org, key, value: jsonbText(value ?? null), run_id: runId, updated_at: sql<Date>`now()` };
   await db
     .insertInto('trainsync.checkpoints')
@@ -38,24 +39,24 @@ export async function saveCheckpoint(db: Db, org: string, key: string, value: un
 }
 
 /** The keys of every checkpoint whose key starts with `prefix` (literally), sorted. */
-export async function listCheckpoints(db: Db, org: string, prefix: string): Promise<string[]> {
+export async function listCheckpoints({ db, org }: OrgDb, prefix: string): Promise<string[]> {
   const rows = await db.selectFrom('trainsync.checkpoints').select('key').where('org', '=', org).where(sql<boolean>`starts_with(key, ${prefix})`).orderBy('key').execute();
   return rows.map((row) => row.key);
 }
 
 /** Deletes every checkpoint whose key starts with `prefix` (literally); returns how many. */
-export async function deleteCheckpoints(db: Db, org: string, prefix: string): Promise<number> {
+export async function deleteCheckpoints({ db, org }: OrgDb, prefix: string): Promise<number> {
   const result = await db.deleteFrom('trainsync.checkpoints').where('org', '=', org).where(sql<boolean>`starts_with(key, ${prefix})`).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
 
 /** The resource's watermark (e.g. the last fully synced date), or undefined. */
-export async function getWatermark(db: Db, org: string, resource: string): Promise<string | undefined> {
+export async function getWatermark({ db, org }: OrgDb, resource: string): Promise<string | undefined> {
   const row = await db.selectFrom('trainsync.watermarks').select('value').where('org', '=', org).where('resource', '=', resource).executeTakeFirst();
   return row?.value;
 }
 
-export async function setWatermark(db: Db, org: string, resource: string, value: string): Promise<void> {
+export async function setWatermark({ db, org }: OrgDb, resource: string, value: string): Promise<void> {
   await db
     .insertInto('trainsync.watermarks')
     .values({ org, resource, value, updated_at: sql<Date>`now()` })
@@ -64,7 +65,7 @@ export async function setWatermark(db: Db, org: string, resource: string, value:
 }
 
 /** Every watermark of the organisation, by resource (for `status`). */
-export async function listWatermarks(db: Db, org: string): Promise<Array<{ resource: string; value: string; updatedAt: Date }>> {
+export async function listWatermarks({ db, org }: OrgDb): Promise<Array<{ resource: string; value: string; updatedAt: Date }>> {
   const rows = await db.selectFrom('trainsync.watermarks').select(['resource', 'value', 'updated_at']).where('org', '=', org).orderBy('resource').execute();
   return rows.map((w) => ({ resource: w.resource, value: w.value, updatedAt: w.updated_at }));
 }
@@ -77,7 +78,7 @@ export type QuarantinedRecord = Pick<RecordProblem, 'resource' | 'raw' | 'messag
  * again refreshes its row (run, message, last_seen_at, times_seen) rather than adding
  * one. Returns the number of distinct records stored by this call.
  */
-export async function quarantineRecords(db: Db, org: string, runId: number | null, problems: readonly QuarantinedRecord[]): Promise<number> {
+export async function quarantineRecords({ db, org }: OrgDb, runId: number | null, problems: readonly QuarantinedRecord[]): Promise<number> {
   if (problems.length === 0) return 0;
   const rows = problems.map((p, n) => ({ n, resource: p.resource, raw: p.raw === undefined ? null : p.raw, message: p.message, page: p.page }));
   // One statement cannot touch the same row twice: keep the last problem per record.
@@ -110,7 +111,7 @@ export interface UnfinishedWindow {
 }
 
 /** The windows of a resource that earlier runs could not finish, oldest first. */
-export async function listUnfinishedWindows(db: Db, org: string, resource: string): Promise<UnfinishedWindow[]> {
+export async function listUnfinishedWindows({ db, org }: OrgDb, resource: string): Promise<UnfinishedWindow[]> {
   const rows = await db.selectFrom('trainsync.unfinished_windows').selectAll().where('org', '=', org).where('resource', '=', resource).orderBy('window_key').execute();
   return rows.map((r) => ({ key: r.window_key, reason: r.reason, runId: r.run_id, recordedAt: r.recorded_at }));
 }
@@ -120,8 +121,7 @@ export async function listUnfinishedWindows(db: Db, org: string, resource: strin
  * the ones it could not are (re)recorded. Call it in the run's finishing transaction.
  */
 export async function recordUnfinishedWindows(
-  db: Db,
-  org: string,
+  { db, org }: OrgDb,
   resource: string,
   runId: number,
   outcome: { finished: readonly string[]; unfinished: ReadonlyArray<{ key: string; reason: string }> },
@@ -142,7 +142,7 @@ export interface QuarantineCount {
 }
 
 /** The organisation's quarantined records per resource (for `status`). */
-export async function quarantineCounts(db: Db, org: string): Promise<QuarantineCount[]> {
+export async function quarantineCounts({ db, org }: OrgDb): Promise<QuarantineCount[]> {
   const rows = await db
     .selectFrom('trainsync.quarantine')
     .select(['resource', sql<number>`count(*)`.as('count'), sql<Date>`max(last_seen_at)`.as('last_seen_at')])
@@ -165,7 +165,7 @@ export interface QuarantinedRow {
 }
 
 /** The records a run quarantined, by id (the console's run page). */
-export async function runQuarantine(db: Db, org: string, runId: number, limit = 100): Promise<QuarantinedRow[]> {
+export async function runQuarantine({ db, org }: OrgDb, runId: number, limit = 100): Promise<QuarantinedRow[]> {
   const { rows } = await sql<QuarantinedRow>`
     select id, resource, message, page, left(raw::text, 400) as raw_text, quarantined_at, times_seen
       from trainsync.quarantine where org = ${org} and run_id = ${runId} order by id limit ${limit}`.execute(db);
@@ -173,7 +173,7 @@ export async function runQuarantine(db: Db, org: string, runId: number, limit = 
 }
 
 /** The windows a run left unfinished, by key (the console's run page). */
-export async function runUnfinishedWindows(db: Db, org: string, runId: number): Promise<Array<{ window_key: string; reason: string; recorded_at: Date }>> {
+export async function runUnfinishedWindows({ db, org }: OrgDb, runId: number): Promise<Array<{ window_key: string; reason: string; recorded_at: Date }>> {
   const { rows } = await sql<{ window_key: string; reason: string; recorded_at: Date }>`
     select window_key, reason, recorded_at from trainsync.unfinished_windows where org = ${org} and run_id = ${runId} order by window_key`.execute(db);
   return rows;

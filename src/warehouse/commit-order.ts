@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { withRetriedTransaction, type PgLender, type Tx } from './transaction.ts';
+import type { OrgScope, OrgTx } from './scope.ts';
 
 /** Thrown inside a transaction whose predecessor has not committed (yet): it rolls back and waits. */
 class PredecessorPending extends Error {}
@@ -39,7 +39,8 @@ export class CommitOrder {
   private last: Slot | undefined;
 
   constructor(
-    private readonly lend: PgLender,
+    /** The organisation whose transactions these are: each runs as `scope.retriedTransaction`. */
+    private readonly scope: Pick<OrgScope, 'retriedTransaction'>,
     private readonly options: CommitOrderOptions = {},
   ) {}
 
@@ -49,7 +50,7 @@ export class CommitOrder {
    * (checkpoints go there), and commits. Rejects when the transaction, or an earlier
    * one, failed for good.
    */
-  run<W, T>(work: (tx: Tx) => Promise<W>, tail: (tx: Tx, worked: W) => Promise<T>): Promise<T> {
+  run<W, T>(work: (tx: OrgTx) => Promise<W>, tail: (tx: OrgTx, worked: W) => Promise<T>): Promise<T> {
     const predecessor = this.last;
     let markLocked: () => void = () => undefined;
     const slot: Slot = { seq: this.next++, locked: new Promise<void>((resolve) => (markLocked = resolve)), committed: Promise.resolve() };
@@ -60,7 +61,7 @@ export class CommitOrder {
         if (predecessor) await predecessor.locked;
         for (;;) {
           try {
-            return await withRetriedTransaction(this.lend, async (tx) => {
+            return await this.scope.retriedTransaction(async (tx) => {
               const { rows } = await tx.client.query<{ txid: string }>(`select ${setup}pg_advisory_xact_lock($1, $2), txid_current()::text as txid`, [this.key, slot.seq]);
               slot.txid = rows[0]!.txid;
               markLocked();

@@ -1,4 +1,5 @@
-import { finished } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { finished, pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { ATTR } from '../lib/tracing/attributes.ts';
@@ -136,3 +137,13 @@ export function copyText(client: pg.PoolClient, table: string, columns: readonly
   return inSpan(`COPY ${table}`, { [ATTR.dbSystem]: 'postgresql', [ATTR.dbOperation]: 'COPY', [ATTR.dbCollection]: table, [ATTR.copyBytes]: text.bytes().length }, send, 'client');
 }
 
+
+/**
+ * `COPY table (columns) FROM STDIN` of COPY text produced a chunk at a time (`copyLines` of a
+ * slice of rows), on this client: one chunk's text is held at a time, not the whole input's.
+ * `table` and `columns` are trusted identifiers from our own code.
+ */
+export async function copyChunks(client: pg.PoolClient, table: string, columns: readonly string[], chunks: Iterable<string>): Promise<void> {
+  const stream = client.query(copyFrom(`copy ${table} (${columns.join(', ')}) from stdin`));
+  await pipeline(Readable.from(chunks), stream);
+}

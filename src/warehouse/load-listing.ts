@@ -1,9 +1,8 @@
-import { sql, type Kysely } from 'kysely';
-import type pg from 'pg';
-import type { Database } from './database.ts';
+import { sql } from 'kysely';
 import { jsonbText } from './jsonb-text.ts';
 import { dedupeById, type LoadCounts } from './load-counts.ts';
 import { keyColumns, markMissingListed, touchListed, upsertListed, type ListedTable } from './upsert-listed.ts';
+import type { OrgDb, OrgTx } from './scope.ts';
 
 /**
  * The generic loader of a snapshot resource (courses, filters, groups, users, …): a
@@ -120,14 +119,15 @@ function keyOf(key: readonly string[], row: Record<string, unknown>): string {
  * replaces its children; counts are per distinct key (a record listed twice counts once,
  * the last wins). Stamps last_seen_at = seenAt on every listed row, for markMissingListing.
  */
-export async function upsertListing<T>(client: pg.PoolClient, org: string, spec: ListingTable<T>, items: readonly Listed<T>[], seenAt: Date): Promise<LoadCounts> {
+export async function upsertListing<T>(tx: OrgTx, spec: ListingTable<T>, items: readonly Listed<T>[], seenAt: Date): Promise<LoadCounts> {
   const { listed, replace } = compiled(spec);
   const rows = dedupeById(
     items.map((item) => ({ item, row: spec.row(item.record, item.path) })),
     ({ row }) => keyOf(spec.key, row),
   );
   if (rows.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
-  const written = await upsertListed(client, org, listed, rows.map(({ row }) => row), seenAt);
+  const { client, org } = tx;
+  const written = await upsertListed(tx, listed, rows.map(({ row }) => row), seenAt);
   const childChanged = new Set<string>();
   const touchAfter: Array<{ table: ListedTable; ids: string[] }> = [];
   for (const child of spec.children ?? []) {
@@ -138,15 +138,15 @@ export async function upsertListing<T>(client: pg.PoolClient, org: string, spec:
     } else {
       const childKey = keyColumns(child.table);
       const childRows = dedupeById(children, (row) => keyOf(childKey, row));
-      const childWritten = await upsertListed(client, org, child.table, childRows, seenAt);
+      const childWritten = await upsertListed(tx, child.table, childRows, seenAt);
       const parentOf = new Map(childRows.map((row) => [keyOf(childKey, row), String(row[child.parentColumn])]));
       for (const id of [...childWritten.inserted, ...childWritten.updated]) childChanged.add(parentOf.get(id)!);
       touchAfter.push({ table: child.table, ids: childRows.map((row) => keyOf(childKey, row)) });
     }
   }
   const childrenOnly = [...childChanged].filter((id) => !written.inserted.has(id) && !written.updated.has(id));
-  await touchListed(client, org, listed, rows.map(({ row }) => keyOf(spec.key, row)), childrenOnly, seenAt);
-  for (const { table, ids } of touchAfter) await touchListed(client, org, table, ids, [], seenAt);
+  await touchListed(tx, listed, rows.map(({ row }) => keyOf(spec.key, row)), childrenOnly, seenAt);
+  for (const { table, ids } of touchAfter) await touchListed(tx, table, ids, [], seenAt);
   const inserted = written.inserted.size;
   const updated = written.updated.size + childrenOnly.length;
   return { inserted, updated, unchanged: rows.length - inserted - updated };
@@ -157,14 +157,14 @@ export async function upsertListing<T>(client: pg.PoolClient, org: string, spec:
  * listed children) it did not include as removed. Returns how many rows were marked.
  * Never after a filtered listing.
  */
-export async function markMissingListing<T>(client: pg.PoolClient, org: string, spec: ListingTable<T>, seenAt: Date): Promise<number> {
-  let removed = await markMissingListed(client, org, compiled(spec).listed, seenAt);
-  for (const child of spec.children ?? []) if (child.kind === 'listed') removed += await markMissingListed(client, org, child.table, seenAt);
+export async function markMissingListing<T>(tx: OrgTx, spec: ListingTable<T>, seenAt: Date): Promise<number> {
+  let removed = await markMissingListed(tx, compiled(spec).listed, seenAt);
+  for (const child of spec.children ?? []) if (child.kind === 'listed') removed += await markMissingListed(tx, child.table, seenAt);
   return removed;
 }
 
 /** The keys of the organisation's rows not marked removed, in key order: the parents of a list per parent. */
-export async function currentKeys(db: Kysely<Database>, org: string, spec: Pick<ListingTable<never>, 'table' | 'key'>): Promise<string[]> {
+export async function currentKeys({ db, org }: OrgDb, spec: Pick<ListingTable<never>, 'table' | 'key'>): Promise<string[]> {
   if (spec.key.length !== 1) throw new Error(`${spec.table}: only a table with one key column can be a parent`);
   const key = sql.ref(spec.key[0]!);
   const { rows } = await sql<{ id: string }>`select ${key}::text as id from ${sql.table(spec.table)} where org = ${org} and removed_at is null order by ${key}`.execute(db);

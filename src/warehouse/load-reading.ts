@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import type { OrgTx } from './scope.ts';
 
 /**
  * The generic loader of a reading resource (seats): one row per run, keyed (org, the
@@ -16,7 +16,7 @@ export interface ReadingTable<T> {
 }
 
 /** Records one reading of the organisation; a second one at the same instant replaces it. */
-export async function insertReading<T>(client: pg.PoolClient | pg.Pool, org: string, spec: ReadingTable<T>, readAt: Date, reading: T | undefined): Promise<void> {
+export async function insertReading<T>({ client, org }: OrgTx, spec: ReadingTable<T>, readAt: Date, reading: T | undefined): Promise<void> {
   const row = spec.row(reading);
   const { columns } = spec;
   await client.query(

@@ -1,8 +1,8 @@
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import type pg from 'pg';
-import type { Database } from './database.ts';
 import { copyField, copyText, releaseCopyText, takeCopyText, type CopyText, type CopyValue } from './copy-text.ts';
 import type { LoadCounts } from './load-counts.ts';
+import type { OrgDb, OrgTx } from './scope.ts';
 
 /**
  * The generic loader of a windowed resource (results): a table described by a resource
@@ -208,8 +208,6 @@ const UNIQUE_VIOLATION = '23505';
 export type WritePhase = 'stage' | 'upsert' | 'answers' | 'sightings';
 
 export interface UpsertStagedOptions {
-  /** The organisation whose key listed the records (its slug): every row is written under it. */
-  org: string;
   /** The instant of this load: first_seen_at / last_seen_at / updated_at of rows it writes. */
   seenAt: Date;
   /** Required with trackSightings. */
@@ -297,9 +295,10 @@ export class StagedBatch<T> {
  * removed and is listed again, counts as updated. Ids repeated in the batch are written
  * once (the last wins).
  */
-export async function upsertStagedBatch<T>(client: pg.PoolClient, batch: StagedBatch<T>, options: UpsertStagedOptions): Promise<LoadCounts> {
+export async function upsertStagedBatch<T>(tx: OrgTx, batch: StagedBatch<T>, options: UpsertStagedOptions): Promise<LoadCounts> {
   if (options.trackSightings && options.runId === undefined) throw new Error('upsertStagedBatch: trackSightings needs a runId');
   if (batch.size === 0) return { inserted: 0, updated: 0, unchanged: 0 };
+  const { client, org } = tx;
   const statements = statementsOf(batch.spec);
   const onPhase = options.onPhase;
   let mark = onPhase ? performance.now() : 0;
@@ -313,27 +312,27 @@ export async function upsertStagedBatch<T>(client: pg.PoolClient, batch: StagedB
   await batch.stage(client);
   lap('stage');
   if (options.fresh) {
-    const inserted = await insertNew(client, statements, options.org, options.seenAt, lap);
+    const inserted = await insertNew(tx, statements, options.seenAt, lap);
     if (inserted !== undefined) {
       if (options.trackSightings) {
-        await client.query(statements.sight, [options.runId, options.org]);
+        await client.query(statements.sight, [options.runId, org]);
         lap('sightings');
       }
       return { inserted, updated: 0, unchanged: 0 };
     }
   }
   // Each statement answers one row: no row per record comes back to this process.
-  const upserted = await client.query<{ distinct_ids: number; written: number; inserted: number }>(statements.upsert, [options.seenAt, options.org]);
+  const upserted = await client.query<{ distinct_ids: number; written: number; inserted: number }>(statements.upsert, [options.seenAt, org]);
   const { distinct_ids: distinct, written, inserted } = upserted.rows[0]!;
   lap('upsert');
   let setOnly = 0;
   if (statements.replaceSet !== undefined) {
-    const replaced = await client.query<{ set_only: number }>(statements.replaceSet, [options.seenAt, options.org]);
+    const replaced = await client.query<{ set_only: number }>(statements.replaceSet, [options.seenAt, org]);
     setOnly = replaced.rows[0]!.set_only;
     lap('answers');
   }
   if (options.trackSightings) {
-    await client.query(statements.sight, [options.runId, options.org]);
+    await client.query(statements.sight, [options.runId, org]);
     lap('sightings');
   }
 
@@ -342,7 +341,7 @@ export async function upsertStagedBatch<T>(client: pg.PoolClient, batch: StagedB
 }
 
 /** The staged rows by plain INSERTs, or undefined (and nothing written) when one of them exists already. */
-async function insertNew(client: pg.PoolClient, statements: Statements, org: string, seenAt: Date, lap: (phase: WritePhase) => void): Promise<number | undefined> {
+async function insertNew({ client, org }: OrgTx, statements: Statements, seenAt: Date, lap: (phase: WritePhase) => void): Promise<number | undefined> {
   await client.query('savepoint trainsync_new_rows');
   try {
     const { rowCount } = await client.query(statements.insertNew, [seenAt, org]);
@@ -361,10 +360,10 @@ async function insertNew(client: pg.PoolClient, statements: Statements, org: str
 }
 
 /** `upsertStagedBatch` of an array of records (webhooks, tests, benchmarks). */
-export async function upsertStaged<T>(client: pg.PoolClient, spec: StagedTable<T>, records: readonly T[], options: UpsertStagedOptions): Promise<LoadCounts> {
+export async function upsertStaged<T>(tx: OrgTx, spec: StagedTable<T>, records: readonly T[], options: UpsertStagedOptions): Promise<LoadCounts> {
   const batch = new StagedBatch(spec);
   for (const record of records) batch.add(record);
-  const counts = await upsertStagedBatch(client, batch, options);
+  const counts = await upsertStagedBatch(tx, batch, options);
   batch.release();
   return counts;
 }
@@ -373,7 +372,7 @@ export async function upsertStaged<T>(client: pg.PoolClient, spec: StagedTable<T
  * Records keys as seen by a full-mode run without writing them, e.g. records that
  * failed validation: they exist, so they must not be marked removed.
  */
-export async function recordSightings<T>(client: pg.PoolClient, spec: StagedTable<T>, org: string, runId: number, keys: readonly string[]): Promise<void> {
+export async function recordSightings<T>({ client, org }: OrgTx, spec: StagedTable<T>, runId: number, keys: readonly string[]): Promise<void> {
   if (keys.length === 0) return;
   await client.query(`insert into ${spec.sightings} (org, run_id, ${spec.key}) select $3, $1, unnest($2::uuid[])`, [runId, keys, org]);
 }
@@ -382,13 +381,13 @@ export async function recordSightings<T>(client: pg.PoolClient, spec: StagedTabl
  * Whether the table holds no row of the organisation (its first load, which needs
  * no sightings; another organisation's rows are keyed apart, so plain inserts still fit).
  */
-export async function stagedTableEmpty<T>(db: Kysely<Database>, spec: StagedTable<T>, org: string): Promise<boolean> {
+export async function stagedTableEmpty<T>({ db, org }: OrgDb, spec: StagedTable<T>): Promise<boolean> {
   const { rows } = await sql<{ empty: boolean }>`select not exists (select 1 from ${sql.raw(spec.table)} where org = ${org}) as empty`.execute(db);
   return rows[0]!.empty;
 }
 
 /** Forgets a run's sightings without marking anything (a walk that did not finish). */
-export async function clearSightings<T>(client: pg.PoolClient, spec: StagedTable<T>, org: string, runId: number): Promise<void> {
+export async function clearSightings<T>({ client, org }: OrgTx, spec: StagedTable<T>, runId: number): Promise<void> {
   await client.query(`delete from ${spec.sightings} where org = $2 and run_id = $1`, [runId, org]);
 }
 
@@ -397,10 +396,11 @@ export async function clearSightings<T>(client: pg.PoolClient, spec: StagedTable
  * (`removed_at = now()`) and clears the run's sightings. Returns how many were marked.
  * Call it only when the walk completed; a partial walk would mark live rows.
  */
-export async function markUnsighted<T>(client: pg.PoolClient, spec: StagedTable<T>, org: string, runId: number): Promise<number> {
+export async function markUnsighted<T>(tx: OrgTx, spec: StagedTable<T>, runId: number): Promise<number> {
   // A hash anti-join, always: on a table not analysed yet (a reload right after the first
   // load) `org = $2` looks selective to the planner (0.5 %), and it would loop over every
   // sighting once per row, minutes for 200,000. Off for this statement only.
+  const { client, org } = tx;
   const { rows } = await client.query<{ was: string }>("select current_setting('enable_nestloop') as was, set_config('enable_nestloop', 'off', true)");
   const { rowCount } = await client.query(
     `update ${spec.table} r set removed_at = now()
@@ -414,7 +414,7 @@ export async function markUnsighted<T>(client: pg.PoolClient, spec: StagedTable<
     [runId, org],
   );
   await client.query("select set_config('enable_nestloop', $1, true)", [rows[0]!.was]);
-  await clearSightings(client, spec, org, runId);
+  await clearSightings(tx, spec, runId);
   return rowCount ?? 0;
 }
 
@@ -422,7 +422,7 @@ export async function markUnsighted<T>(client: pg.PoolClient, spec: StagedTable<
  * `EXPLAIN (ANALYZE, BUFFERS)` of a batch's upsert and id-set statements, run inside
  * the caller's transaction (roll it back afterwards): the plans of the write path.
  */
-export async function explainStagedBatch<T>(client: pg.PoolClient, org: string, batch: StagedBatch<T>, seenAt: Date): Promise<{ upsert: string; answers: string }> {
+export async function explainStagedBatch<T>({ client, org }: OrgTx, batch: StagedBatch<T>, seenAt: Date): Promise<{ upsert: string; answers: string }> {
   const statements = statementsOf(batch.spec);
   await client.query(statements.prepare);
   await batch.stage(client);

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { TrainsyncError } from '../lib/errors.ts';
+import { recordReaderRole } from './organisations.ts';
 
 /** An organisation whose rows a reader role of its own may see. */
 export interface OrgReader {
@@ -53,7 +54,7 @@ export async function ensureOrgReaders(pool: pg.Pool, readers: readonly OrgReade
       // identities, the schema's usage) are taken back.
       await client.query(`revoke all on all tables in schema trainsync from ${role}`);
       await client.query(`revoke usage on schema trainsync from ${role}`);
-      await client.query('update training.organisations set reader_role = $2, updated_at = now() where slug = $1 and reader_role is distinct from $2', [slug, readerRole]);
+      await recordReaderRole(client, slug, readerRole);
     }
     return created;
   } finally {

@@ -3,7 +3,7 @@ import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } f
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Database } from './database.ts';
-import { lendFrom, withTransaction, type PgLender, type Tx } from './transaction.ts';
+import { lendFrom, withRetriedTransaction, withTransaction, type PgLender, type Tx } from './transaction.ts';
 
 /**
  * How trainsync reaches organisation data. Its connections run as role trainsync_app
@@ -16,26 +16,84 @@ import { lendFrom, withTransaction, type PgLender, type Tx } from './transaction
  * which logs its reason. The setting is transaction-local: it never outlives the unit of
  * work, so a pooled connection (or PgBouncer in transaction mode) carries no scope over.
  */
-export interface OrgScope {
-  /** The organisations this handle sees: one slug, several (a console view of several), or all. */
+
+/** The brand's key: a type only, nothing at run time. */
+declare const ISSUED: unique symbol;
+
+/**
+ * Handed out by `createScopes` only: a hand-built `{ org, db }`, which could pair one
+ * organisation's slug with another's handle (or with the owner's), has no brand and is
+ * refused by every store's parameter types.
+ */
+interface Issued {
+  readonly [ISSUED]: true;
+}
+
+/**
+ * The organisation a handle is for, as what takes only its name (a lock, a job id, a Redis key
+ * of the organisation) sees it: every handle below is one, so the name comes with the handle
+ * the work was given, never from a string passed beside it.
+ */
+export interface OrgRef extends Issued {
+  /** The organisation (its slug): the one Postgres shows this handle, and the one its rows name. */
+  readonly org: string;
+}
+
+/**
+ * One organisation's Kysely handle, and the organisation it is for: what a store's statement
+ * takes. The store names `org` in its rows and filters; Postgres shows `db` that organisation's
+ * rows only. The two come together from `scope(org)` (or its transaction), so they cannot disagree.
+ */
+export interface OrgDb extends OrgRef {
+  /** Kysely whose every statement runs in a transaction scoped to `org` (its own, or the one it is in). */
+  readonly db: Kysely<Database>;
+}
+
+/** One open transaction of one organisation: the raw client (COPY) and Kysely on it, and the organisation. */
+export interface OrgTx extends OrgDb {
+  readonly client: pg.PoolClient;
+}
+
+/** The handle of one organisation (`scope(org)`): what a job, a command or a request of that organisation works with. */
+export interface OrgScope extends OrgDb {
+  /** The one organisation, as a list (so a handle of one serves where one of several is taken). */
+  readonly orgs: readonly [string];
+  /** Lends a scoped client: a statement outside BEGIN runs in a scoped transaction of its own; BEGIN sets the scope. */
+  readonly lend: PgLender;
+  /** One scoped transaction: the raw client (COPY), Kysely on it and the organisation. */
+  transaction<T>(fn: (tx: OrgTx) => Promise<T>): Promise<T>;
+  /** `transaction`, run again when Postgres aborts it for a deadlock or a serialization failure (see `withRetriedTransaction`). */
+  retriedTransaction<T>(fn: (tx: OrgTx) => Promise<T>): Promise<T>;
+}
+
+/**
+ * A handle over several organisations (a console view of several, `status` of a few) or over
+ * all of them (`acrossOrganisations`): it names no one organisation, so no store of one takes it;
+ * the queries over several name theirs in `orgs`.
+ */
+export interface OrgsScope {
+  /** The organisations this handle sees: several slugs, or all. */
   readonly orgs: readonly string[] | 'all';
   /** Kysely whose every statement runs in a scoped transaction (its own, or the `transaction()` it is in). */
   readonly db: Kysely<Database>;
-  /** Lends a scoped client: a statement outside BEGIN runs in a scoped transaction of its own; BEGIN sets the scope. */
+  /** Lends a scoped client, as OrgScope's. */
   readonly lend: PgLender;
   /** One scoped transaction: the raw client (COPY) and Kysely on it. */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
 }
 
 export interface OrgScopes {
-  /** The handle of one organisation, or of several (each call for the same set returns the same handle). */
-  scope(org: string | readonly string[]): OrgScope;
+  /** The handle of one organisation (each call for the same organisation returns the same handle). */
+  scope(org: string): OrgScope;
+  /** The handle of several organisations (each call for the same set returns the same handle). */
+  scope(orgs: readonly string[]): OrgsScope;
+  scope(orgs: string | readonly string[]): OrgScope | OrgsScope;
   /**
    * The named escape for work over every organisation (a sweep, `status --org all`,
    * a GUID checked against the others'): `reason` is logged, then `fn` runs with a handle
    * that sees every organisation (trainsync.all_orgs).
    */
-  acrossOrganisations<T>(reason: string, fn: (all: OrgScope) => Promise<T>): Promise<T>;
+  acrossOrganisations<T>(reason: string, fn: (all: OrgsScope) => Promise<T>): Promise<T>;
   /**
    * Kysely without any scope: it sees no organisation's rows (row-level security), only
    * the tables that carry none (the console's sessions, the migrations' bookkeeping).
@@ -184,8 +242,25 @@ function scopedClient(client: pg.PoolClient, org: string, allOrgs: string): pg.P
   });
 }
 
-/** A handle over `pool` whose connections carry one scope (`org`: comma-joined slugs, or '' with all_orgs 'on'). */
-function scopeOver(pool: pg.Pool, orgs: readonly string[] | 'all'): OrgScope {
+/** The handles of one organisation, or of several, over one lender and its Kysely. */
+function handlesOf(db: Kysely<Database>, lend: PgLender): { one(org: string): OrgScope; several(orgs: readonly string[] | 'all'): OrgsScope } {
+  return {
+    one: (org) => {
+      const transaction = <T>(fn: (tx: OrgTx) => Promise<T>): Promise<T> => withTransaction(lend, (tx) => fn(orgTx(org, tx)));
+      const retriedTransaction = <T>(fn: (tx: OrgTx) => Promise<T>): Promise<T> => withRetriedTransaction(lend, (tx) => fn(orgTx(org, tx)));
+      return { org, orgs: [org], db, lend, transaction, retriedTransaction } as Omit<OrgScope, typeof ISSUED> as OrgScope;
+    },
+    several: (orgs) => ({ orgs, db, lend, transaction: (fn) => withTransaction(lend, fn) }),
+  };
+}
+
+/** A transaction of `org`'s handle, with its organisation (the one place an OrgTx is made). */
+function orgTx(org: string, tx: Tx): OrgTx {
+  return { org, client: tx.client, db: tx.db } as Omit<OrgTx, typeof ISSUED> as OrgTx;
+}
+
+/** A lender and Kysely over `pool` whose connections carry one scope (`org`: comma-joined slugs, or '' with all_orgs 'on'). */
+function scopedOver(pool: pg.Pool, orgs: readonly string[] | 'all'): { db: Kysely<Database>; lend: PgLender } {
   const org = orgs === 'all' ? '' : orgs.join(',');
   const allOrgs = orgs === 'all' ? 'on' : 'off';
   const plain = lendFrom(pool);
@@ -197,8 +272,7 @@ function scopeOver(pool: pg.Pool, orgs: readonly string[] | 'all'): OrgScope {
     },
     end: async () => undefined,
   };
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: scopedPool }) });
-  return { orgs, db, lend, transaction: (fn) => withTransaction(lend, fn) };
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: scopedPool }) }), lend };
 }
 
 export interface ScopesOptions {
@@ -213,20 +287,32 @@ export interface ScopesOptions {
 /** The scopes over trainsync's pool (its connections run as trainsync_app). */
 export function createScopes(pool: pg.Pool, log: Logger, options: ScopesOptions = {}): OrgScopes {
   if (options.rowSecurity === false) return unboundScopes(pool);
-  const scopes = new Map<string, OrgScope>();
-  const all = scopeOver(pool, 'all');
+  const ones = new Map<string, OrgScope>();
+  const severals = new Map<string, OrgsScope>();
+  const allParts = scopedOver(pool, 'all');
+  const all = handlesOf(allParts.db, allParts.lend).several('all');
   const reasons = new Set<string>();
+  const one = (org: string): OrgScope => {
+    let scope = ones.get(org);
+    if (!scope) {
+      const parts = scopedOver(pool, [org]);
+      scope = handlesOf(parts.db, parts.lend).one(org);
+      ones.set(org, scope);
+    }
+    return scope;
+  };
+  const several = (orgs: readonly string[]): OrgsScope => {
+    const key = orgs.join(',');
+    let scope = severals.get(key);
+    if (!scope) {
+      const parts = scopedOver(pool, [...orgs]);
+      scope = handlesOf(parts.db, parts.lend).several([...orgs]);
+      severals.set(key, scope);
+    }
+    return scope;
+  };
   return {
-    scope(org) {
-      const orgs = typeof org === 'string' ? [org] : [...org];
-      const key = orgs.join(',');
-      let scope = scopes.get(key);
-      if (!scope) {
-        scope = scopeOver(pool, orgs);
-        scopes.set(key, scope);
-      }
-      return scope;
-    },
+    scope: ((org: string | readonly string[]) => (typeof org === 'string' ? one(org) : several(org))) as OrgScopes['scope'],
     async acrossOrganisations(reason, fn) {
       // Each reason at info once per process (what crosses organisations, for the audit),
       // then at debug: sweeps cross every few seconds.
@@ -239,14 +325,17 @@ export function createScopes(pool: pg.Pool, log: Logger, options: ScopesOptions 
   };
 }
 
-/** `rowSecurity: false`: every handle is the plain pool (see ScopesOptions). */
+/**
+ * `rowSecurity: false`: every handle is the plain pool (see ScopesOptions). Also the tests'
+ * way to the owner's rows of one organisation (test/helpers/db.ts): the owner's pool, which
+ * row-level security does not bind, with the organisation the stores name.
+ */
 function unboundScopes(pool: pg.Pool): OrgScopes {
-  const lend = lendFrom(pool);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  const handle = (orgs: readonly string[] | 'all'): OrgScope => ({ orgs, db, lend, transaction: (fn) => withTransaction(lend, fn) });
+  const handles = handlesOf(db, lendFrom(pool));
   return {
-    scope: (org) => handle(typeof org === 'string' ? [org] : [...org]),
-    acrossOrganisations: (_reason, fn) => fn(handle('all')),
+    scope: ((org: string | readonly string[]) => (typeof org === 'string' ? handles.one(org) : handles.several([...org]))) as OrgScopes['scope'],
+    acrossOrganisations: (_reason, fn) => fn(handles.several('all')),
     unscoped: db,
   };
 }

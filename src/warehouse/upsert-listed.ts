@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import type { OrgTx } from './scope.ts';
 import { jsonbText } from './jsonb-text.ts';
 
 /**
@@ -43,8 +43,7 @@ function keyIn(keys: readonly string[], param: string): string {
 
 /** Inserts new rows and rewrites changed or removed ones; returns which ids it wrote. */
 export async function upsertListed(
-  client: pg.PoolClient,
-  org: string,
+  { client, org }: OrgTx,
   spec: ListedTable,
   rows: ReadonlyArray<Record<string, unknown>>,
   seenAt: Date,
@@ -77,8 +76,7 @@ export async function upsertListed(
  * only change was in a child table, e.g. a course's categories).
  */
 export async function touchListed(
-  client: pg.PoolClient,
-  org: string,
+  { client, org }: OrgTx,
   spec: ListedTable,
   ids: readonly string[],
   changed: readonly string[],
@@ -99,7 +97,7 @@ export async function touchListed(
  * Marks the organisation's rows not listed at `seenAt` (last_seen_at earlier) as removed;
  * returns how many. Another organisation's rows are another listing's: never touched.
  */
-export async function markMissingListed(client: pg.PoolClient, org: string, spec: ListedTable, seenAt: Date): Promise<number> {
+export async function markMissingListed({ client, org }: OrgTx, spec: ListedTable, seenAt: Date): Promise<number> {
   const { rowCount } = await client.query(
     `update ${spec.table} set removed_at = $1::timestamptz
      where org = $2 and removed_at is null and last_seen_at < $1::timestamptz`,

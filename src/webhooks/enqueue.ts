@@ -1,4 +1,5 @@
 import type { JobQueue } from '../queue/job-queue.ts';
+import type { OrgRef } from '../warehouse/scope.ts';
 
 /** The job that loads one result a webhook named. */
 export const LOAD_WEBHOOK_RESULT_JOB = 'load-webhook-result';
@@ -12,7 +13,7 @@ export function webhookResultDedupeId(resultId: string): string {
   return `webhook-result:${resultId}`;
 }
 
-/** Queues the load of each result (a result already queued absorbs the add). */
-export async function enqueueResultLoads(queue: Pick<JobQueue, 'add'>, org: string, resultIds: readonly string[]): Promise<void> {
-  await Promise.all(resultIds.map((resultId) => queue.add(LOAD_WEBHOOK_RESULT_JOB, { resultId }, { org, dedupeId: webhookResultDedupeId(resultId) })));
+/** Queues the load of each result of the organisation of `scope` (a result already queued absorbs the add). */
+export async function enqueueResultLoads(queue: Pick<JobQueue, 'add'>, scope: OrgRef, resultIds: readonly string[]): Promise<void> {
+  await Promise.all(resultIds.map((resultId) => queue.add(LOAD_WEBHOOK_RESULT_JOB, { resultId }, { org: scope.org, dedupeId: webhookResultDedupeId(resultId) })));
 }

@@ -6,9 +6,8 @@ import type { Result } from '../platform/schemas.ts';
 import { type QuarantinedRecord, quarantineRecords, results } from '../sync/index.ts';
 import type { LoadCounts } from '../warehouse/load-counts.ts';
 import { upsertStaged } from '../warehouse/load-staged.ts';
-import { withRetriedTransaction } from '../warehouse/transaction.ts';
-import type { WebhookResultOutcome } from '../warehouse/webhook-tables.ts';
-import { databaseNow, hasPendingResult, settleEvents, settleResult, type SettledEvent } from './store.ts';
+import type { WebhookResultOutcome } from './tables.ts';
+import { databaseNow, hasPendingResult, settleEventsOf, settleResult, type SettledEvent } from './store.ts';
 
 /**
  * Attempts of a result's load. A result the API cannot return yet (RESULT_NOT_FOUND,
@@ -52,7 +51,7 @@ function isNotReadable(error: unknown): boolean {
   return error instanceof PlatformError && (error.code === 'RESULT_NOT_FOUND' || error.status === 404);
 }
 
-type Deps = Pick<JobContext, 'db' | 'withPgClient' | 'platform' | 'log' | 'job' | 'org'>;
+type Deps = Pick<JobContext, 'scope' | 'platform' | 'log' | 'job'>;
 
 /**
  * Settles the result's rows received up to `cutoff` and the events that are complete
@@ -66,11 +65,11 @@ async function settle(
   error: string | null,
   found?: { result: Result } | { invalid: QuarantinedRecord },
 ): Promise<{ events: SettledEvent[]; counts?: LoadCounts }> {
-  return withRetriedTransaction(deps.withPgClient, async (tx) => {
-    const counts = found && 'result' in found ? await upsertStaged(tx.client, results.table, [found.result], { org: deps.org.slug, seenAt: new Date() }) : undefined;
-    if (found && 'invalid' in found) await quarantineRecords(tx.db, deps.org.slug, null, [found.invalid]);
-    const eventIds = await settleResult(tx.db, deps.org.slug, resultId, cutoff, outcome);
-    return { events: await settleEvents(tx.db, error, { org: deps.org.slug, eventIds }), ...(counts ? { counts } : {}) };
+  return deps.scope.retriedTransaction(async (tx) => {
+    const counts = found && 'result' in found ? await upsertStaged(tx, results.table, [found.result], { seenAt: new Date() }) : undefined;
+    if (found && 'invalid' in found) await quarantineRecords(tx, null, [found.invalid]);
+    const eventIds = await settleResult(tx, resultId, cutoff, outcome);
+    return { events: await settleEventsOf(tx, error, eventIds), ...(counts ? { counts } : {}) };
   });
 }
 
@@ -87,9 +86,9 @@ export async function loadWebhookResult(resultId: string, deps: Deps, attempts =
   };
 
   for (let round = 0; round < MAX_ROUNDS; round += 1) {
-    if (!(await hasPendingResult(deps.db, deps.org.slug, resultId))) break;
+    if (!(await hasPendingResult(deps.scope, resultId))) break;
     // Rows received before this instant get this read's answer; later ones need another read.
-    const cutoff = await databaseNow(deps.db);
+    const cutoff = await databaseNow(deps.scope.db);
     let result: Result;
     try {
       summary.fetches += 1;

@@ -1,4 +1,5 @@
-import type { OrgScopes } from '../warehouse/scope.ts';
+import { holderOfPlatformOrgId, learnPlatformOrgId, platformOrgIdOf } from '../warehouse/organisations.ts';
+import type { OrgScope, OrgScopes } from '../warehouse/scope.ts';
 
 /**
  * The platform's GUID of each organisation (training.organisations.platform_org_id):
@@ -16,50 +17,44 @@ export type OrganisationCheck = { ok: true; learned: boolean } | { ok: false; de
 
 export interface OrganisationGuids {
   /** Checks an envelope's organisationId against the organisation's GUID, learning it if none is known yet. */
-  check(org: string, organisationId: string | null | undefined): Promise<OrganisationCheck>;
+  /** `scope`: the organisation whose path the delivery came to. */
+  check(scope: OrgScope, organisationId: string | null | undefined): Promise<OrganisationCheck>;
 }
 
-export function organisationGuids(scopes: Pick<OrgScopes, 'scope' | 'acrossOrganisations'>): OrganisationGuids {
+export function organisationGuids(scopes: Pick<OrgScopes, 'acrossOrganisations'>): OrganisationGuids {
   const cache = new Map<string, { guid: string; until: number }>();
 
-  const known = async (org: string): Promise<string | null> => {
-    const cached = cache.get(org);
+  const known = async (scope: OrgScope): Promise<string | null> => {
+    const cached = cache.get(scope.org);
     if (cached && cached.until > Date.now()) return cached.guid;
-    const { rows } = await scopes.scope(org).lend((client) => client.query<{ guid: string | null }>('select platform_org_id::text as guid from training.organisations where slug = $1', [org]));
-    const guid = rows[0]?.guid ?? null;
-    if (guid !== null) cache.set(org, { guid, until: Date.now() + CACHE_MS });
-    else cache.delete(org);
+    const guid = await platformOrgIdOf(scope);
+    if (guid !== null) cache.set(scope.org, { guid, until: Date.now() + CACHE_MS });
+    else cache.delete(scope.org);
     return guid;
   };
 
   /** Sets the GUID if none is set; false when another organisation has it already (the column is unique). */
-  const learn = async (org: string, guid: string): Promise<{ owner?: string }> => {
-    try {
-      await scopes.scope(org).lend((client) => client.query('update training.organisations set platform_org_id = $2, updated_at = now() where slug = $1 and platform_org_id is null', [org, guid]));
-      return {};
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== '23505') throw error;
-      // Which organisation holds it is another organisation's row: read across them, on purpose.
-      const { rows } = await scopes.acrossOrganisations('a webhook names a platform GUID another organisation holds', (all) =>
-        all.lend((client) => client.query<{ slug: string }>('select slug from training.organisations where platform_org_id = $1', [guid])),
-      );
-      return { owner: rows[0]?.slug ?? 'another organisation' };
-    }
+  const learn = async (scope: OrgScope, guid: string): Promise<{ owner?: string }> => {
+    if (await learnPlatformOrgId(scope, guid)) return {};
+    // Which organisation holds it is another organisation's row: read across them, on purpose.
+    const owner = await scopes.acrossOrganisations('a webhook names a platform GUID another organisation holds', (all) => holderOfPlatformOrgId(all, guid));
+    return { owner: owner ?? 'another organisation' };
   };
 
   return {
-    async check(org, organisationId) {
+    async check(scope, organisationId) {
+      const { org } = scope;
       // Older envelopes (and hand-made tests) may lack it: nothing to compare.
       if (organisationId === null || organisationId === undefined || organisationId.trim() === '') return { ok: true, learned: false };
       const given = organisationId.trim().toLowerCase();
       if (!GUID_RE.test(given)) return { ok: false, detail: `organisationId ${JSON.stringify(organisationId.slice(0, 60))} is not a GUID` };
-      const expected = await known(org);
+      const expected = await known(scope);
       if (expected === given) return { ok: true, learned: false };
       if (expected !== null) return { ok: false, detail: `organisationId ${given} is not ${org}'s (${expected}, learned from its first verified delivery)` };
-      const { owner } = await learn(org, given);
+      const { owner } = await learn(scope, given);
       if (owner !== undefined) return { ok: false, detail: `organisationId ${given} belongs to organisation ${owner}, not ${org}` };
       // Another process may have learned a different GUID at the same instant: the table decides.
-      const now = await known(org);
+      const now = await known(scope);
       if (now === given) return { ok: true, learned: true };
       return { ok: false, detail: `organisationId ${given} is not ${org}'s (${now ?? 'unknown'})` };
     },

@@ -8,7 +8,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { Metrics } from '../runtime/metrics.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
-import type { OrgScopes } from '../warehouse/scope.ts';
+import type { OrgRef, OrgScope, OrgScopes } from '../warehouse/scope.ts';
 import { enqueueResultLoads } from './enqueue.ts';
 import { ENVELOPE_REQUIRED, EVENT_TYPES, planEvent, signedEventBody, typeLabel, type SignedEvent } from './events.ts';
 import { signatureHeaderMatcher, signatureHeaderValues, verifySignature } from './signature.ts';
@@ -103,24 +103,26 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
   let lastRefusalLog = 0;
   const orgs = new Map(deps.orgs.map((org) => [org.slug, org]));
   const guids = organisationGuids(deps.scopes);
-  const secretName = (org: string): string => (org === DEFAULT_ORG ? 'TRAINSYNC_WEBHOOK_SECRET' : `the webhookSecret of organisation ${org}`);
+  const secretName = ({ org }: OrgRef): string => (org === DEFAULT_ORG ? 'TRAINSYNC_WEBHOOK_SECRET' : `the webhookSecret of organisation ${org}`);
 
-  const tally = deps.refusalTally ?? startRefusalTally({ scopes: deps.scopes, log });
+  const tally = deps.refusalTally ?? startRefusalTally({ log });
   // With several organisations configured, an event that names none could be any of theirs.
   const requireOrganisationId = (config.orgs?.length ?? deps.orgs.length) > 1;
 
-  const refuse = async (org: string, reason: RefusalReason, remote: string | undefined, detail?: string): Promise<Answer> => {
+  /** Refuses a delivery to the path of the organisation of `scope`. */
+  const refuse = async (scope: OrgScope, reason: RefusalReason, remote: string | undefined, detail?: string): Promise<Answer> => {
+    const { org } = scope;
     if (reason === 'organisation-mismatch') {
       metrics.webhookReceived.inc({ org, type: 'other', outcome: 'organisation-mismatch' });
       // Signed with the organisation's secret, so only its holder can cause one: a row each, for the console's Webhooks page.
       // The answer does not depend on it being stored.
-      await recordRefusal(deps.scopes.scope(org).lend, { org, reason, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote, ...(detail ? { detail } : {}) }).catch((error: unknown) =>
+      await recordRefusal(scope, { reason, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote, ...(detail ? { detail } : {}) }).catch((error: unknown) =>
         log.warn({ err: error, org }, 'could not record a refused webhook delivery'),
       );
     } else {
       // Anyone can send one: counted (the metric, and a per-minute sum for the console), never a row each.
       metrics.webhookSignatureFailures.inc({ org, reason });
-      tally.note(org, reason, config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote);
+      tally.note(scope, reason, config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER, remote);
     }
     if (reason === 'organisation-mismatch') {
       // Signed with this organisation's secret: a set-up mistake worth a line each time.
@@ -132,7 +134,7 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
     if (now - lastRefusalLog >= SIGNATURE_LOG_EVERY_MS) {
       log.warn(
         { org, reason, refused: refusedSinceLog, remote, header: config.TRAINSYNC_WEBHOOK_SIGNATURE_HEADER },
-        `webhook refused (401): signature missing or not made with ${secretName(org)}`,
+        `webhook refused (401): signature missing or not made with ${secretName(scope)}`,
       );
       lastRefusalLog = now;
       refusedSinceLog = 0;
@@ -147,7 +149,9 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
    * acknowledged; any other body without a valid signature is refused before anything reads it.
    */
   const checkSignature = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
-    const org = request.webhookOrg!.slug;
+    // The organisation is chosen here, by the path the delivery came to.
+    const scope = deps.scopes.scope(request.webhookOrg!.slug);
+    const { org } = scope;
     const req = request.raw;
     const bytes = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     request.body = bytes;
@@ -159,7 +163,7 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
       log.info({ org }, 'webhook TEST_EVENT received (unsigned): acknowledged');
       return send(reply, { status: 200, body: { status: 'test' } });
     }
-    return send(reply, await refuse(org, signature, req.socket.remoteAddress));
+    return send(reply, await refuse(scope, signature, req.socket.remoteAddress));
   };
 
   /** A signed body its schema refused (not JSON, no usable eventId or eventType): counted, and the envelope's problem logged; the 400 is the schema's. */
@@ -175,27 +179,29 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
 
   /** A signed event, its body checked by its schema (signedEventBody): its organisation's GUID checked, stored, its results queued. */
   const receive = async (request: FastifyRequest, target: WebhookOrg, { json, envelope }: SignedEvent): Promise<Answer> => {
-    const org = target.slug;
+    // The organisation is chosen here, by the path the delivery came to.
+    const scope = deps.scopes.scope(target.slug);
+    const { org } = scope;
     const req = request.raw;
     const unnamed = envelope.organisationId === null || envelope.organisationId === undefined || envelope.organisationId.trim() === '';
     if (unnamed && requireOrganisationId && envelope.eventType !== EVENT_TYPES.test) {
       // Several organisations: an event that names none cannot be told from another organisation's sent to the wrong path.
-      return await refuse(org, 'organisation-mismatch', req.socket.remoteAddress, 'organisationId missing: required when several organisations are configured');
+      return await refuse(scope, 'organisation-mismatch', req.socket.remoteAddress, 'organisationId missing: required when several organisations are configured');
     }
     let guid: OrganisationCheck;
     try {
-      guid = await guids.check(org, envelope.organisationId);
+      guid = await guids.check(scope, envelope.organisationId);
     } catch (error) {
       log.error({ err: error, org, eventId: envelope.eventId }, 'could not check a webhook\'s organisationId: answered 503, the platform delivers it again');
       return { status: 503, body: { error: 'not stored; deliver again later' }, headers: { 'retry-after': '30' } };
     }
-    if (!guid.ok) return await refuse(org, 'organisation-mismatch', req.socket.remoteAddress, guid.detail);
+    if (!guid.ok) return await refuse(scope, 'organisation-mismatch', req.socket.remoteAddress, guid.detail);
     if (guid.learned) log.info({ org, organisationId: envelope.organisationId }, 'learned the organisation\'s platform GUID from its first verified webhook');
     const plan = planEvent(envelope);
     const type = typeLabel(envelope.eventType);
     let stored: StoredEvent;
     try {
-      stored = await storeEvent(deps.scopes.scope(org).lend, org, envelope, JSON.stringify(json), plan);
+      stored = await storeEvent(scope, envelope, JSON.stringify(json), plan);
     } catch (error) {
       const unstorable = unstorableReason(error);
       if (unstorable !== undefined) {
@@ -217,7 +223,7 @@ export function webhookServer(deps: WebhookReceiverDeps): ServerDefinition {
     }
     // Stored: the 2xx no longer depends on Redis. The sweep queues what this misses.
     // Queued under this organisation: its job reads the result with this organisation's key.
-    const queued = enqueueResultLoads(deps.queue, org, plan.resultIds).then(
+    const queued = enqueueResultLoads(deps.queue, scope, plan.resultIds).then(
       () => true,
       (error: unknown) => {
         log.warn({ err: error, org, eventId: stored.eventId }, 'could not queue a webhook result; the sweep queues it');

@@ -1,5 +1,5 @@
 import type { Logger } from '../runtime/log.ts';
-import type { OrgScopes } from '../warehouse/scope.ts';
+import type { OrgScope } from '../warehouse/scope.ts';
 import { addRefusalCounts, type RefusalCount, type SignatureRefusalReason } from './refusals.ts';
 
 /**
@@ -16,41 +16,51 @@ export const REFUSAL_FLUSH_MS = 5_000;
 const KEPT_WHILE_DOWN = 60;
 
 export interface RefusalTally {
-  /** Counts one refusal (no I/O). */
-  note(org: string, reason: SignatureRefusalReason, header: string, remote: string | undefined): void;
+  /** Counts one refusal of the organisation of `scope`, whose path was posted to (no I/O). */
+  note(scope: OrgScope, reason: SignatureRefusalReason, header: string, remote: string | undefined): void;
   /** Writes what is counted so far. Never throws: a failure is logged and the counts wait for the next flush. */
   flush(): Promise<void>;
   /** Stops the timer and writes what is left. */
   close(): Promise<void>;
 }
 
-export function startRefusalTally(deps: { scopes: Pick<OrgScopes, 'scope'>; log: Logger }, flushMs = REFUSAL_FLUSH_MS): RefusalTally {
-  let pending = new Map<string, RefusalCount>();
+/** A count in memory, with the handle of the organisation it is of. */
+interface Counted {
+  scope: OrgScope;
+  count: RefusalCount;
+}
+
+export function startRefusalTally(deps: { log: Logger }, flushMs = REFUSAL_FLUSH_MS): RefusalTally {
+  let pending = new Map<string, Counted>();
   let flushing: Promise<void> = Promise.resolve();
 
-  const merge = (count: RefusalCount): void => {
-    const key = `${count.org}\u0000${count.reason}\u0000${count.minute.getTime()}`;
+  const merge = (scope: OrgScope, count: RefusalCount): void => {
+    const key = `${scope.org}\u0000${count.reason}\u0000${count.minute.getTime()}`;
     const known = pending.get(key);
     if (known) {
-      known.refusals += count.refusals;
-      known.lastRemote = count.lastRemote ?? known.lastRemote;
-    } else pending.set(key, { ...count });
+      known.count.refusals += count.refusals;
+      known.count.lastRemote = count.lastRemote ?? known.count.lastRemote;
+    } else pending.set(key, { scope, count: { ...count } });
   };
 
   const write = async (): Promise<void> => {
     if (pending.size === 0) return;
     const batch = [...pending.values()];
     pending = new Map();
-    const byOrg = new Map<string, RefusalCount[]>();
-    for (const c of batch) byOrg.set(c.org, [...(byOrg.get(c.org) ?? []), c]);
-    for (const [org, counts] of byOrg) {
+    const byOrg = new Map<string, { scope: OrgScope; counts: RefusalCount[] }>();
+    for (const { scope, count } of batch) {
+      const of = byOrg.get(scope.org) ?? { scope, counts: [] };
+      of.counts.push(count);
+      byOrg.set(scope.org, of);
+    }
+    for (const { scope, counts } of byOrg.values()) {
       try {
-        await addRefusalCounts(deps.scopes.scope(org).lend, counts);
+        await addRefusalCounts(scope, counts);
       } catch (error) {
         // Kept for the next flush, within bounds: a flood during an outage cannot grow memory.
         const oldest = Date.now() - KEPT_WHILE_DOWN * 60_000;
-        for (const c of counts) if (c.minute.getTime() >= oldest) merge(c);
-        deps.log.warn({ err: error, org, refusals: counts.reduce((n, c) => n + c.refusals, 0) }, 'could not record the count of refused webhook deliveries; retried at the next flush');
+        for (const c of counts) if (c.minute.getTime() >= oldest) merge(scope, c);
+        deps.log.warn({ err: error, org: scope.org, refusals: counts.reduce((n, c) => n + c.refusals, 0) }, 'could not record the count of refused webhook deliveries; retried at the next flush');
       }
     }
   };
@@ -65,9 +75,9 @@ export function startRefusalTally(deps: { scopes: Pick<OrgScopes, 'scope'>; log:
   timer.unref();
 
   return {
-    note(org, reason, header, remote) {
+    note(scope, reason, header, remote) {
       const now = new Date();
-      merge({ org, reason, header, lastRemote: remote, refusals: 1, minute: new Date(now.getTime() - (now.getTime() % 60_000)) });
+      merge(scope, { reason, header, lastRemote: remote, refusals: 1, minute: new Date(now.getTime() - (now.getTime() % 60_000)) });
     },
     flush,
     async close() {

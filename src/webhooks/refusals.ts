@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
-import type { PgLender } from '../warehouse/transaction.ts';
+import type { OrgScope } from '../warehouse/scope.ts';
 
 /** Refused deliveries kept at most per organisation; a flood of bad signatures cannot grow the table past this. */
 export const REFUSALS_KEPT = 10_000;
@@ -13,8 +13,6 @@ export const REFUSALS_KEPT = 10_000;
 export type RefusalReason = 'missing' | 'invalid' | 'organisation-mismatch';
 
 export interface WebhookRefusal {
-  /** The organisation whose path was posted to. */
-  org: string;
   reason: RefusalReason;
   /** The signature header that was checked (its name, never its value). */
   header: string;
@@ -29,12 +27,12 @@ export type SignatureRefusalReason = Exclude<RefusalReason, 'organisation-mismat
 /**
  * Records one refused delivery that was signed with the organisation's secret (only a
  * holder of it can cause one): no body, no signature value. Signature refusals are not
- * recorded one by one: see `addRefusalCounts`.
+ * recorded one by one: see `addRefusalCounts`. `scope` is the organisation whose path was posted to.
  */
-export async function recordRefusal(lend: PgLender, refusal: WebhookRefusal): Promise<void> {
-  await lend((client) =>
+export async function recordRefusal(scope: OrgScope, refusal: WebhookRefusal): Promise<void> {
+  await scope.lend((client) =>
     client.query('insert into trainsync.webhook_refusals (org, reason, header, remote, detail) values ($1, $2, $3, $4, $5)', [
-      refusal.org,
+      scope.org,
       refusal.reason,
       refusal.header,
       refusal.remote ?? null,
@@ -43,9 +41,8 @@ export async function recordRefusal(lend: PgLender, refusal: WebhookRefusal): Pr
   );
 }
 
-/** Signature refusals counted in one minute (trainsync.webhook_refusal_counts). */
+/** Signature refusals of one organisation counted in one minute (trainsync.webhook_refusal_counts). */
 export interface RefusalCount {
-  org: string;
   /** Any instant of the minute; the database truncates it. */
   minute: Date;
   reason: SignatureRefusalReason;
@@ -54,19 +51,19 @@ export interface RefusalCount {
   lastRemote: string | undefined;
 }
 
-/** Adds counts of one organisation to its per-minute rows (one statement; a row per organisation, reason and minute at most). */
-export async function addRefusalCounts(lend: PgLender, counts: readonly RefusalCount[]): Promise<void> {
+/** Adds counts of the organisation of `scope` to its per-minute rows (one statement; a row per reason and minute at most). */
+export async function addRefusalCounts(scope: OrgScope, counts: readonly RefusalCount[]): Promise<void> {
   if (counts.length === 0) return;
-  await lend((client) =>
+  await scope.lend((client) =>
     client.query(
       `insert into trainsync.webhook_refusal_counts as c (org, minute, reason, refusals, header, last_remote)
-       select org, date_trunc('minute', minute), reason, sum(refusals), max(header), max(last_remote)
-         from unnest($1::text[], $2::timestamptz[], $3::text[], $4::bigint[], $5::text[], $6::text[]) as t(org, minute, reason, refusals, header, last_remote)
-        group by org, date_trunc('minute', minute), reason
+       select $1::text, date_trunc('minute', minute), reason, sum(refusals), max(header), max(last_remote)
+         from unnest($2::timestamptz[], $3::text[], $4::bigint[], $5::text[], $6::text[]) as t(minute, reason, refusals, header, last_remote)
+        group by date_trunc('minute', minute), reason
        on conflict (org, minute, reason) do update
          set refusals = c.refusals + excluded.refusals, header = excluded.header, last_remote = coalesce(excluded.last_remote, c.last_remote)`,
       [
-        counts.map((c) => c.org),
+        scope.org,
         counts.map((c) => c.minute.toISOString()),
         counts.map((c) => c.reason),
         counts.map((c) => String(c.refusals)),

@@ -41,7 +41,7 @@ export async function startWebhookService(deps: WebhookServiceDeps): Promise<Web
     log.debug('webhook receiver off: no organisation has a webhook secret (TRAINSYNC_WEBHOOK_SECRET, or webhookSecret in the orgs file)');
     return undefined;
   }
-  const refusalTally = startRefusalTally({ scopes: deps.scopes, log });
+  const refusalTally = startRefusalTally({ log });
   const receiver = await startWebhookReceiver({ config, orgs, scopes: deps.scopes, queue: deps.queue, metrics: deps.metrics, log, refusalTally });
   const sweeper = startSweeper(
     { scopes: deps.scopes, queue: deps.queue, log },

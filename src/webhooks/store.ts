@@ -1,8 +1,8 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
-import { withTransaction, type PgLender } from '../warehouse/transaction.ts';
-import type { WebhookResultOutcome } from '../warehouse/webhook-tables.ts';
+import type { WebhookResultOutcome } from './tables.ts';
 import { sentAt, type Envelope, type EventPlan } from './events.ts';
+import type { OrgDb, OrgScope } from '../warehouse/scope.ts';
 
 /**
  * The store of webhook events (trainsync.webhook_events and webhook_event_results): every
@@ -10,7 +10,8 @@ import { sentAt, type Envelope, type EventPlan } from './events.ts';
  * Times that are compared with each other (received, fetched, processed) all come from
  * the database clock, so processes on several hosts agree. Every row belongs to one
  * organisation (`org`, the slug of the path the delivery came to): event ids and
- * result ids are only unique within one organisation, so every lookup names it.
+ * result ids are only unique within one organisation, so every lookup names it, from the
+ * organisation's handle each function takes (OrgDb).
  */
 
 export interface StoredEvent {
@@ -24,9 +25,9 @@ export interface StoredEvent {
  * Stores an event and the results it names in one transaction; the caller acknowledges
  * only after this resolves. An event with nothing to load is stored already processed.
  */
-export async function storeEvent(lend: PgLender, org: string, envelope: Envelope, payloadJson: string, plan: EventPlan): Promise<StoredEvent> {
+export async function storeEvent(scope: OrgScope, envelope: Envelope, payloadJson: string, plan: EventPlan): Promise<StoredEvent> {
   const eventId = envelope.eventId.trim().toLowerCase();
-  return withTransaction(lend, async ({ db }) => {
+  return scope.transaction(async ({ db, org }) => {
     const done = plan.kind === 'done';
     const inserted = await db
       .insertInto('trainsync.webhook_events')
@@ -62,7 +63,7 @@ export async function databaseNow(db: Kysely<Database>): Promise<Date> {
 }
 
 /** Whether any event of the organisation naming the result still waits for it. */
-export async function hasPendingResult(db: Kysely<Database>, org: string, resultId: string): Promise<boolean> {
+export async function hasPendingResult({ db, org }: OrgDb, resultId: string): Promise<boolean> {
   const row = await db
     .selectFrom('trainsync.webhook_event_results')
     .select('event_id')
@@ -80,7 +81,7 @@ export async function hasPendingResult(db: Kysely<Database>, org: string, result
  * first, in id order: two jobs finishing two results of one multi-course event then
  * settle it one after the other, so the second one sees the first one's rows.
  */
-export async function settleResult(db: Kysely<Database>, org: string, resultId: string, cutoff: Date, outcome: WebhookResultOutcome): Promise<string[]> {
+export async function settleResult({ db, org }: OrgDb, resultId: string, cutoff: Date, outcome: WebhookResultOutcome): Promise<string[]> {
   const events = await db
     .selectFrom('trainsync.webhook_event_results')
     .select('event_id')
@@ -114,13 +115,20 @@ export interface SettledEvent {
 
 /**
  * Marks events whose every result is settled as processed: `failed` if any result
- * failed, else `not-found` if any could not be read, else `loaded`. With `only`, just
- * those events of that organisation (a job's own); without, every such event of every
- * organisation (the sweep's safety net).
+ * failed, else `not-found` if any could not be read, else `loaded`: every such event of
+ * every organisation (the sweep's safety net, on a handle across organisations).
  */
-export async function settleEvents(db: Kysely<Database>, error: string | null, only?: { org: string; eventIds: readonly string[] }): Promise<SettledEvent[]> {
-  if (only !== undefined && only.eventIds.length === 0) return [];
-  const these = only === undefined ? sql`` : sql`and r.org = ${only.org} and r.event_id in (${sql.join(only.eventIds)})`;
+export function settleEvents(db: Kysely<Database>, error: string | null): Promise<SettledEvent[]> {
+  return settle(db, error, sql``);
+}
+
+/** `settleEvents` of just these events of the organisation of `scope` (a job's own). */
+export async function settleEventsOf({ db, org }: OrgDb, error: string | null, eventIds: readonly string[]): Promise<SettledEvent[]> {
+  if (eventIds.length === 0) return [];
+  return settle(db, error, sql`and r.org = ${org} and r.event_id in (${sql.join(eventIds)})`);
+}
+
+async function settle(db: Kysely<Database>, error: string | null, these: RawBuilder<unknown>): Promise<SettledEvent[]> {
   const { rows } = await sql<{ org: string; event_id: string; event_type: string; outcome: string; seconds: number }>`
     with settled as (
       select r.org, r.event_id,
@@ -183,9 +191,9 @@ export interface WebhookBacklog {
   lastDay: Record<string, number>;
 }
 
-/** What `status` shows of an organisation (the console: of the organisations it shows): the last event received and the backlog. */
-export async function webhookBacklog(db: Kysely<Database>, org: string | readonly string[]): Promise<WebhookBacklog> {
-  const orgs = typeof org === 'string' ? [org] : [...org];
+/** What the console shows of the organisations it shows: the last event received and the backlog. */
+export async function webhookBacklog(db: Kysely<Database>, shown: readonly string[]): Promise<WebhookBacklog> {
+  const orgs = [...shown];
   if (orgs.length === 0) return { lastReceivedAt: null, lastEventType: null, lastEventId: null, waiting: 0, oldestWaitingSince: null, lastDay: {} };
   const last = await db
     .selectFrom('trainsync.webhook_events')

@@ -11,7 +11,7 @@ const SWEEP_LIMIT = 5_000;
 const PERIODIC_MIN_AGE_MS = 10_000;
 
 export interface SweepDeps {
-  scopes: Pick<OrgScopes, 'acrossOrganisations'>;
+  scopes: Pick<OrgScopes, 'scope' | 'acrossOrganisations'>;
   queue: Pick<JobQueue, 'add'>;
   log: Logger;
 }
@@ -37,7 +37,7 @@ export async function sweepWebhookEvents(deps: SweepDeps, options: { minAgeMs: n
   const byOrg = new Map<string, string[]>();
   for (const { org, resultId } of pending) byOrg.set(org, [...(byOrg.get(org) ?? []), resultId]);
   for (const [org, resultIds] of byOrg) {
-    for (let i = 0; i < resultIds.length; i += 100) await enqueueResultLoads(deps.queue, org, resultIds.slice(i, i + 100));
+    for (let i = 0; i < resultIds.length; i += 100) await enqueueResultLoads(deps.queue, deps.scopes.scope(org), resultIds.slice(i, i + 100));
   }
   const pruned = (await pruneEvents(db, options.retentionDays)) + (await pruneRefusals(db, options.retentionDays));
   return { queued: pending.length, settled: settled.length, pruned };

@@ -36,6 +36,7 @@ import { migrate, SQL_DIR } from '../../src/warehouse/migrator.ts';
 import { createDb, createOwnerPool, createPool } from '../../src/warehouse/pool.ts';
 import { ensureWorkerLogin } from '../../src/warehouse/worker-login.ts';
 import { lendFrom, type PgLender } from '../../src/warehouse/transaction.ts';
+import { createScopes, type OrgScope } from '../../src/warehouse/scope.ts';
 
 /** The server's maintenance database URL (override with TEST_DATABASE_ADMIN_URL). */
 export const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -66,6 +67,11 @@ export interface TestDatabase {
   db: Kysely<Database>;
   /** Lends a client of `pool` (for withTransaction and COPY). */
   withPgClient: PgLender;
+  /**
+   * One organisation's handle over `pool` (the owner's, which row-level security does not
+   * bind), for calling a store as that organisation: `storeFn(t.scope(), …)`; default `default`.
+   */
+  scope(org?: string): OrgScope;
   /** Ends the pool and drops the database, terminating other connections; safe to call twice. */
   drop(): Promise<void>;
 }
@@ -252,12 +258,14 @@ export async function createTestDatabase(options: CreateTestDatabaseOptions = {}
   // An empty database has no trainsync_app yet (the migrations make it): its test migrates first.
   if (options.migrated !== false) await ensureTestWorkerLogin(name);
   let dropped = false;
+  const scopes = createScopes(pool, createLogger('silent'), { rowSecurity: false });
   return {
     url: workerUrl(name),
     ownerUrl,
     name,
     pool,
     withPgClient: lendFrom(pool),
+    scope: (org = 'default') => scopes.scope(org),
     db,
     async drop(): Promise<void> {
       if (dropped) return;

@@ -3,10 +3,14 @@ import type { App } from '../../src/runtime/app.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { createDb, createPool } from '../../src/warehouse/pool.ts';
 import { lendFrom, type PgLender } from '../../src/warehouse/transaction.ts';
+import { createScopes, type OrgScope } from '../../src/warehouse/scope.ts';
+import { createLogger } from '../../src/runtime/log.ts';
 
 interface Owner {
   db: Kysely<Database>;
   withPgClient: PgLender;
+  /** One organisation's handle as the owner, for calling a store as that organisation. */
+  scope(org: string): OrgScope;
 }
 
 const owners = new WeakMap<App, Owner>();
@@ -20,7 +24,8 @@ export function owner(app: App): Owner {
   let found = owners.get(app);
   if (!found) {
     const pool = createPool(app.config.TRAINSYNC_OWNER_DATABASE_URL, { max: 3, applicationName: 'trainsync-test-owner' });
-    found = { db: createDb(pool), withPgClient: lendFrom(pool) };
+    const scopes = createScopes(pool, createLogger('silent'), { rowSecurity: false });
+    found = { db: createDb(pool), withPgClient: lendFrom(pool), scope: (org) => scopes.scope(org) };
     owners.set(app, found);
     const close = app.close.bind(app);
     app.close = async () => {

@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import type { Course, PlatformUser, ReportingFilter, Result } from '../../src/platform/schemas.ts';
 import { courses } from '../../src/sync/resources/courses.ts';
 import { filters } from '../../src/sync/resources/filters.ts';
@@ -8,6 +7,7 @@ import { users } from '../../src/sync/resources/users.ts';
 import type { LoadCounts } from '../../src/warehouse/load-counts.ts';
 import { markMissingListing, upsertListing, type Listed, type ListingTable } from '../../src/warehouse/load-listing.ts';
 import { insertReading } from '../../src/warehouse/load-reading.ts';
+import type { OrgTx } from '../../src/warehouse/scope.ts';
 import { markUnsighted, recordSightings as recordStagedSightings, upsertStaged, type UpsertStagedOptions } from '../../src/warehouse/load-staged.ts';
 
 /**
@@ -19,30 +19,30 @@ import { markUnsighted, recordSightings as recordStagedSightings, upsertStaged, 
 const listed = <T>(records: readonly T[]): Listed<T>[] => records.map((record) => ({ record, path: {} }));
 
 function upsertOf<T>(table: ListingTable<T>) {
-  return (client: pg.PoolClient, org: string, records: readonly T[], seenAt: Date): Promise<LoadCounts> => upsertListing(client, org, table, listed(records), seenAt);
+  return (tx: OrgTx, records: readonly T[], seenAt: Date): Promise<LoadCounts> => upsertListing(tx, table, listed(records), seenAt);
 }
 
 function markMissingOf<T>(table: ListingTable<T>) {
-  return (client: pg.PoolClient, org: string, seenAt: Date): Promise<number> => markMissingListing(client, org, table, seenAt);
+  return (tx: OrgTx, seenAt: Date): Promise<number> => markMissingListing(tx, table, seenAt);
 }
 
-export const upsertCourses: (client: pg.PoolClient, org: string, records: readonly Course[], seenAt: Date) => Promise<LoadCounts> = upsertOf(courses.table);
+export const upsertCourses: (tx: OrgTx, records: readonly Course[], seenAt: Date) => Promise<LoadCounts> = upsertOf(courses.table);
 export const markMissingCourses = markMissingOf(courses.table);
-export const upsertFilters: (client: pg.PoolClient, org: string, records: readonly ReportingFilter[], seenAt: Date) => Promise<LoadCounts> = upsertOf(filters.table);
+export const upsertFilters: (tx: OrgTx, records: readonly ReportingFilter[], seenAt: Date) => Promise<LoadCounts> = upsertOf(filters.table);
 export const markMissingFilters = markMissingOf(filters.table);
-export const upsertUsers: (client: pg.PoolClient, org: string, records: readonly PlatformUser[], seenAt: Date) => Promise<LoadCounts> = upsertOf(users.table);
+export const upsertUsers: (tx: OrgTx, records: readonly PlatformUser[], seenAt: Date) => Promise<LoadCounts> = upsertOf(users.table);
 export const markMissingUsers = markMissingOf(users.table);
 
-export function upsertResults(client: pg.PoolClient, records: readonly Result[], options: UpsertStagedOptions): Promise<LoadCounts> {
-  return upsertStaged(client, results.table, records, options);
+export function upsertResults(tx: OrgTx, records: readonly Result[], options: UpsertStagedOptions): Promise<LoadCounts> {
+  return upsertStaged(tx, results.table, records, options);
 }
 
-export function recordSightings(client: pg.PoolClient, org: string, runId: number, resultIds: readonly string[]): Promise<void> {
-  return recordStagedSightings(client, results.table, org, runId, resultIds);
+export function recordSightings(tx: OrgTx, runId: number, resultIds: readonly string[]): Promise<void> {
+  return recordStagedSightings(tx, results.table, runId, resultIds);
 }
 
-export function markUnseenResultsRemoved(client: pg.PoolClient, org: string, runId: number): Promise<number> {
-  return markUnsighted(client, results.table, org, runId);
+export function markUnseenResultsRemoved(tx: OrgTx, runId: number): Promise<number> {
+  return markUnsighted(tx, results.table, runId);
 }
 
 export interface SeatObservation {
@@ -52,7 +52,7 @@ export interface SeatObservation {
   applicable: boolean;
 }
 
-export function insertSeatUsage(client: pg.PoolClient | pg.Pool, org: string, observation: SeatObservation): Promise<void> {
+export function insertSeatUsage(tx: OrgTx, observation: SeatObservation): Promise<void> {
   const reading = observation.applicable ? { seatsInUse: observation.seatsInUse ?? 0, totalSeats: observation.totalSeats ?? 0 } : undefined;
-  return insertReading(client, org, seats.table, observation.observedAt, reading);
+  return insertReading(tx, seats.table, observation.observedAt, reading);
 }

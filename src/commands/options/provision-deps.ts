@@ -8,12 +8,10 @@ export function provisionDeps(app: App, org: string): HeldDecisionDeps {
   const scope = app.scopes.scope(org);
   const settings = app.config.orgs.find((o) => o.slug === org);
   return {
-    org,
-    db: scope.db,
+    scope,
     queue: app.queue,
     log: app.log,
     platform: app.platform(org),
-    withPgClient: scope.lend,
     locks: app.locks,
     drift: { freshnessMinutes: app.config.TRAINSYNC_PLATFORM_FRESHNESS_MINUTES, accessRemoved: app.config.TRAINSYNC_DRIFT_ACCESS_REMOVED },
     // The feed-shrink guard's share, for every source that states the whole workforce (a full feed, the snapshot).

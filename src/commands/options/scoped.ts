@@ -2,11 +2,11 @@ import type { App } from '../../runtime/app.ts';
 import type { OrgScope } from '../../warehouse/scope.ts';
 
 /**
- * The app narrowed to one organisation, as the wings' deps take it: its `db` and
- * `withPgClient` are the organisation's scoped handle's (Postgres shows them that
- * organisation's rows only), so a command cannot reach another organisation's data.
+ * The app narrowed to the organisation a command's `--org` chose, as the wings' deps take
+ * it: its `scope` is the organisation's handle (Postgres shows it that organisation's rows
+ * only, and the stores read the organisation from it), so a command cannot reach another
+ * organisation's data. `org` names it to the queue (a sync's jobs).
  */
-export function scopedApp(app: App, org: string): App & { org: string; scope: OrgScope; db: OrgScope['db']; withPgClient: OrgScope['lend'] } {
-  const scope = app.scopes.scope(org);
-  return { ...app, org, scope, db: scope.db, withPgClient: scope.lend };
+export function scopedApp(app: App, org: string): App & { org: string; scope: OrgScope } {
+  return { ...app, org, scope: app.scopes.scope(org) };
 }

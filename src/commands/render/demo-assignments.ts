@@ -1,6 +1,6 @@
 import { fitTable } from './fit-table.ts';
-import { sql, type Kysely } from 'kysely';
-import type { Database } from '../../warehouse/database.ts';
+import { sql } from 'kysely';
+import type { OrgDb } from '../../warehouse/scope.ts';
 
 const STATUSES = ['passed', 'completed', 'failed', 'in_progress', 'not_started'] as const;
 
@@ -30,7 +30,7 @@ interface SliceRow {
  * assigned courses, and one example row of each status they have. Empty text when no
  * assignment is known yet (no groups listed, no membership applied, no employees).
  */
-export async function renderAssignmentStatus(db: Kysely<Database>, org: string, courses = 2): Promise<string> {
+export async function renderAssignmentStatus({ db, org }: OrgDb, courses = 2): Promise<string> {
   const { rows: counts } = await sql<CourseCounts>`
     select course_id, course_name, count(*)::int as assigned,
       ${sql.join(STATUSES.map((s) => sql`count(*) filter (where status = ${s})::int as ${sql.ref(s)}`))}

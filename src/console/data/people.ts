@@ -1,8 +1,7 @@
-import { sql, type Kysely } from 'kysely';
-import type { Database } from '../../warehouse/database.ts';
-import type { HrReconciliationView, ReconciliationKind } from '../../warehouse/group-tables.ts';
+import { sql } from 'kysely';
+import type { HrReconciliationView, ReconciliationKind } from '../../provisioning/index.ts';
+import type { OrgDb } from '../../warehouse/scope.ts';
 
-type Db = Kysely<Database>;
 
 export interface StatusByGroup {
   grp: string;
@@ -18,7 +17,7 @@ export function parseGroupBy(value: string | undefined): GroupBy {
 }
 
 /** Assignment status counts of one organisation's current active employees, by course or by an HR attribute. */
-export async function assignmentStatusBy(db: Db, org: string, by: GroupBy): Promise<StatusByGroup[]> {
+export async function assignmentStatusBy({ db, org }: OrgDb, by: GroupBy): Promise<StatusByGroup[]> {
   const key = by === 'course' ? sql`course_name` : sql`coalesce(attributes->>${by}, '(none)')`;
   const { rows } = await sql<StatusByGroup>`
     select ${key} as grp, status, count(*)::int as n from training.assignment_status
@@ -35,7 +34,7 @@ export interface AssignmentRow {
 }
 
 /** One page of one organisation's active assignments in one group (course or attribute value) and status. */
-export async function assignmentsIn(db: Db, org: string, by: GroupBy, group: string, status: string, page: number, pageSize: number): Promise<{ rows: AssignmentRow[]; hasMore: boolean }> {
+export async function assignmentsIn({ db, org }: OrgDb, by: GroupBy, group: string, status: string, page: number, pageSize: number): Promise<{ rows: AssignmentRow[]; hasMore: boolean }> {
   const key = by === 'course' ? sql`course_name` : sql`coalesce(attributes->>${by}, '(none)')`;
   const { rows } = await sql<AssignmentRow>`
     select employee_id, email, course_name, status from training.assignment_status
@@ -45,7 +44,7 @@ export async function assignmentsIn(db: Db, org: string, by: GroupBy, group: str
 }
 
 /** One page of one kind of one organisation's discrepancies from `training.hr_reconciliation`, in the report's order. */
-export async function discrepancies(db: Db, org: string, kind: ReconciliationKind, page: number, pageSize: number): Promise<{ rows: HrReconciliationView[]; hasMore: boolean }> {
+export async function discrepancies({ db, org }: OrgDb, kind: ReconciliationKind, page: number, pageSize: number): Promise<{ rows: HrReconciliationView[]; hasMore: boolean }> {
   const { rows } = await sql<HrReconciliationView>`
     select kind, employee_id, email, user_id, detail from training.hr_reconciliation where org = ${org} and kind = ${kind}
      order by email nulls last, employee_id, user_id limit ${pageSize + 1} offset ${(page - 1) * pageSize}`.execute(db);

@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import { type ActionListRow, countNeedingAttention, type FeedListRow, recentFeedRows, searchActionRows } from '../../provisioning/index.ts';
 import type { Database } from '../../warehouse/database.ts';
+import type { OrgDb, OrgScopes } from '../../warehouse/scope.ts';
 
 type Db = Kysely<Database>;
 
@@ -63,10 +64,17 @@ export function attentionCount(db: Db, orgs: readonly string[]): Promise<number>
   return countNeedingAttention(db, orgs);
 }
 
-/** `org`: the organisation the change acted in (the row's own); null for one that spans all (bull-board's queue actions). */
-export async function recordConsoleChange(db: Db, change: { org: string | null; username: string; role: string; action: string; target: string; detail?: Record<string, unknown> }): Promise<void> {
+/**
+ * Audits a change: in the organisation of `on` (the row's own), or, given the unscoped handle
+ * (`scopes`), one that spans all, recorded with no organisation (bull-board's queue actions).
+ */
+export async function recordConsoleChange(
+  on: OrgDb | Pick<OrgScopes, 'unscoped'>,
+  change: { username: string; role: string; action: string; target: string; detail?: Record<string, unknown> },
+): Promise<void> {
+  const [db, org] = 'unscoped' in on ? [on.unscoped, null] : [on.db, on.org];
   await sql`insert into trainsync.console_audit (org, username, role, action, target, detail)
-            values (${change.org}, ${change.username}, ${change.role}, ${change.action}, ${change.target}, ${JSON.stringify(change.detail ?? {})}::jsonb)`.execute(db);
+            values (${org}, ${change.username}, ${change.role}, ${change.action}, ${change.target}, ${JSON.stringify(change.detail ?? {})}::jsonb)`.execute(db);
 }
 
 export interface ConsoleChangeRow {

@@ -1,6 +1,6 @@
 import { html, type SafeHtml } from '../html.ts';
 import { pager } from '../layout.ts';
-import type { HrReconciliationView } from '../../warehouse/group-tables.ts';
+import type { HrReconciliationView } from '../../provisioning/index.ts';
 
 /** Every row behind one reconciliation count of the People page, paged. */
 export function discrepanciesBody(kind: string, rows: HrReconciliationView[], page: number, hasMore: boolean): SafeHtml {

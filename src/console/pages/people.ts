@@ -1,8 +1,7 @@
 import { html, type SafeHtml } from '../html.ts';
-import type { ReconciliationReport } from '../../warehouse/reconciliation.ts';
 import type { GroupBy, StatusByGroup } from '../data/people.ts';
 import { statusBars } from './status-bars.ts';
-import { describePlatformListAge } from '../../warehouse/platform-list-age.ts';
+import { describePlatformListAge, type ReconciliationReport } from '../../provisioning/index.ts';
 
 const STATUSES = ['passed', 'completed', 'failed', 'in_progress', 'not_started'];
 

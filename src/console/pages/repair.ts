@@ -1,8 +1,6 @@
 import { html, type SafeHtml } from '../html.ts';
 import { actionButton, type Viewer } from '../layout.ts';
-import { type GroupNames, NO_GROUP_NAMES, type Plan } from '../../provisioning/index.ts';
-import type { ReconciliationReport } from '../../warehouse/reconciliation.ts';
-import { describePlatformListAge } from '../../warehouse/platform-list-age.ts';
+import { describePlatformListAge, type GroupNames, NO_GROUP_NAMES, type Plan, type ReconciliationReport } from '../../provisioning/index.ts';
 import { groupCell } from './change-table.ts';
 import { consoleWording } from './console-words.ts';
 

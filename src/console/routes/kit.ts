@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import type { z } from 'zod';
-import type { OrgScope } from '../../warehouse/scope.ts';
+import type { OrgDb, OrgScope } from '../../warehouse/scope.ts';
 import { recordConsoleChange } from '../data/provisioning.ts';
 import type { ConsoleDeps } from '../deps.ts';
 import { html, type SafeHtml } from '../html.ts';
@@ -23,7 +23,7 @@ export interface PageRoutesOptions {
 }
 
 /** A page's deps in one organisation: its scoped handle in place of any other. */
-export type InOrg = ConsoleDeps & { org: string; db: OrgScope['db']; withPgClient: OrgScope['lend'] };
+export type InOrg = ConsoleDeps & { scope: OrgScope };
 
 export function send(reply: FastifyReply, body: SafeHtml): FastifyReply {
   return reply.type('text/html; charset=utf-8').send(body.text);
@@ -34,10 +34,9 @@ export function pageKit(server: FastifyInstance, { deps, viewerOf }: PageRoutesO
   // Every query reaches its rows through the scoped handle of the organisations it names:
   // Postgres shows it those organisations' rows and no other (src/warehouse/scope.ts).
   const dbOf = (orgs: string | readonly string[]): OrgScope['db'] => deps.scopes.scope(orgs).db;
-  const inOrg = (org: string): InOrg => {
-    const scope = deps.scopes.scope(org);
-    return { ...deps, org, db: scope.db, withPgClient: scope.lend };
-  };
+  /** The handle of one organisation: the stores read the organisation from it. */
+  const handleOf = (org: string): OrgScope => deps.scopes.scope(org);
+  const inOrg = (org: string): InOrg => ({ ...deps, scope: handleOf(org) });
   /** Changes: operators only (the server decides, whatever the page showed), and every one is audited. */
   const operator: preHandlerAsyncHookHandler = async (request, reply) => {
     if (request.session?.role === 'operator') return undefined;
@@ -55,14 +54,16 @@ export function pageKit(server: FastifyInstance, { deps, viewerOf }: PageRoutesO
 
   return {
     dbOf,
+    handleOf,
     inOrg,
     viewerOf,
     notFound,
     badFilter,
     // The token is in the form body, so it is checked once the body is parsed; then the role.
     changeHooks: { preHandler: [server.csrfProtection, operator] },
-    audit: (request: FastifyRequest, org: string, action: string, target: string, detail: Record<string, unknown> = {}): Promise<void> =>
-      recordConsoleChange(dbOf(org), { org, username: request.session!.username, role: request.session!.role, action, target, detail }),
+    /** Audits a change made in the organisation of `scope`. */
+    audit: (request: FastifyRequest, scope: OrgDb, action: string, target: string, detail: Record<string, unknown> = {}): Promise<void> =>
+      recordConsoleChange(scope, { username: request.session!.username, role: request.session!.role, action, target, detail }),
     /** The page's scope, and the one organisation it must show for a per-organisation page (undefined when "all" of several is chosen). */
     scopeOf: (request: FastifyRequest, reply: FastifyReply): { viewer: Viewer; slugs: string[]; one: string | undefined } => {
       const viewer = viewerOf(request, reply);

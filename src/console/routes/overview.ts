@@ -13,7 +13,7 @@ import { pageKit, send, type PageRoutesOptions } from './kit.ts';
 /** The Overview (`/`): latest runs, schedules, health, held plans, failed actions, syncs that can be cancelled; and the cancel buttons' change. */
 export const overviewRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server, options) => {
   const { deps } = options;
-  const { dbOf, inOrg, scopeOf, changeHooks, audit, refuseOutside, refuseNoOrg, outcomePage, viewerOf } = pageKit(server, options);
+  const { dbOf, handleOf, inOrg, scopeOf, changeHooks, audit, refuseOutside, refuseNoOrg, outcomePage, viewerOf } = pageKit(server, options);
 
   server.get('/', async (request, reply) => {
     const { viewer, slugs } = scopeOf(request, reply);
@@ -21,10 +21,10 @@ export const overviewRoutes: FastifyPluginAsync<PageRoutesOptions> = async (serv
       latestRuns(dbOf(slugs), slugs),
       deps.queue.schedules().catch(() => []),
       deps.health(),
-      Promise.all(slugs.map((org) => listHeldPlans(dbOf(org), { org, onlyHeld: true }))).then(mergeHeld),
+      Promise.all(slugs.map((org) => listHeldPlans(handleOf(org), { onlyHeld: true }))).then(mergeHeld),
       searchActions(dbOf(slugs), slugs, { status: 'failed', page: 1, pageSize: 10 }),
       attentionCount(dbOf(slugs), slugs),
-      Promise.all(slugs.map(async (org) => [...(await cancellableSyncs(deps.queue, org).catch(() => new Map()))].map(([resource, job]) => ({ org, resource, job })))).then((lists) => lists.flat()),
+      Promise.all(slugs.map(async (org) => [...(await cancellableSyncs(deps.queue, handleOf(org)).catch(() => new Map()))].map(([resource, job]) => ({ org, resource, job })))).then((lists) => lists.flat()),
     ]);
     const pending = cancellable.map(({ org, resource, job }) => ({ org, resource, jobId: job.id, state: job.holder?.orphaned ? `orphaned (worker ${job.holder.worker ?? 'unknown'} is gone)` : job.state }));
     const ownSchedules = schedules.filter((s) => slugs.includes(scheduleOrg(s.id)));
@@ -39,7 +39,7 @@ export const overviewRoutes: FastifyPluginAsync<PageRoutesOptions> = async (serv
     if (!org) return refuseNoOrg(request, reply, 'Cancel', '/');
     const { username, role } = request.session!;
     const result = await cancelQueuedOrOrphaned(inOrg(org), resource, `${username} (${role}) in the console`);
-    if (result.ok) await audit(request, org, 'cancel-sync', resource, { job: result.job.id, how: result.how, runs: result.runs });
+    if (result.ok) await audit(request, handleOf(org), 'cancel-sync', resource, { job: result.job.id, how: result.how, runs: result.runs });
     const message = result.ok ? `Cancelled job ${result.job.id} (${result.job.name}, ${result.how})${result.runs > 0 ? '; its run recorded as cancelled' : ''}.` : result.reason;
     return outcomePage(request, reply, 'Cancel', message, '/', result.ok);
   });

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { loadGroupNames, reconcileFix } from '../../provisioning/index.ts';
-import { RECONCILIATION_KINDS, reconciliationReport } from '../../warehouse/reconciliation.ts';
+import { loadGroupNames, RECONCILIATION_KINDS, reconcileFix, reconciliationReport } from '../../provisioning/index.ts';
 import { assignmentsIn, assignmentStatusBy, discrepancies, parseGroupBy } from '../data/people.ts';
 import { page } from '../layout.ts';
 import { assignmentsBody } from '../pages/assignments.ts';
@@ -19,7 +18,7 @@ import { pageKit, send, type PageRoutesOptions } from './kit.ts';
  */
 export const peopleRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server, options) => {
   const { deps } = options;
-  const { dbOf, scopeOf, viewerOf, queryOf, chooseOne, changeHooks, audit, refuseOutside, refuseNoOrg, outcomePage } = pageKit(server, options);
+  const { handleOf, scopeOf, viewerOf, queryOf, chooseOne, changeHooks, audit, refuseOutside, refuseNoOrg, outcomePage } = pageKit(server, options);
 
   server.get('/people', async (request, reply) => {
     const q = queryOf(listQuery, request, reply, 'People', '/people');
@@ -27,7 +26,7 @@ export const peopleRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server
     const by = parseGroupBy(q.by);
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, 'People');
-    const [report, statuses] = await Promise.all([reconciliationReport(dbOf(one), one, 5), assignmentStatusBy(dbOf(one), one, by)]);
+    const [report, statuses] = await Promise.all([reconciliationReport(handleOf(one), 5), assignmentStatusBy(handleOf(one), by)]);
     return send(reply, page('People', viewer, peopleBody(report, by, statuses)));
   });
 
@@ -38,7 +37,7 @@ export const peopleRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, 'Assignments');
     const group = q.group ?? '';
-    const list = await assignmentsIn(dbOf(one), one, by, group, q.status, q.page, PAGE_SIZE);
+    const list = await assignmentsIn(handleOf(one), by, group, q.status, q.page, PAGE_SIZE);
     return send(reply, page(`Assignments: ${group}, ${q.status}`, viewer, assignmentsBody({ by, group, status: q.status, page: q.page, ...list })));
   });
 
@@ -47,14 +46,14 @@ export const peopleRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server
     if (!q) return reply;
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, `People: ${q.kind}`);
-    const list = await discrepancies(dbOf(one), one, q.kind, q.page, PAGE_SIZE);
+    const list = await discrepancies(handleOf(one), q.kind, q.page, PAGE_SIZE);
     return send(reply, page(`People: ${q.kind}`, viewer, discrepanciesBody(q.kind, list.rows, q.page, list.hasMore)));
   });
 
   server.get('/people/repair', async (request, reply) => {
     const { viewer, one } = scopeOf(request, reply);
     if (!one) return chooseOne(reply, viewer, 'Drift repair: dry run');
-    const [result, report, groupNames] = await Promise.all([reconcileFix(deps.repair(one), { dryRun: true, force: false, wait: false }), reconciliationReport(dbOf(one), one, 0), loadGroupNames(dbOf(one), one)]);
+    const [result, report, groupNames] = await Promise.all([reconcileFix(deps.repair(one), { dryRun: true, force: false, wait: false }), reconciliationReport(handleOf(one), 0), loadGroupNames(handleOf(one))]);
     return send(reply, page('Drift repair: dry run', viewer, repairBody(viewer, result.plan, result.employees, one, { report, groupNames })));
   });
 
@@ -65,7 +64,7 @@ export const peopleRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server
     if (!org) return refuseNoOrg(request, reply, 'Drift repair', '/people/repair');
     const result = await reconcileFix(deps.repair(org), { dryRun: false, force: false, wait: false });
     const enqueued = result.applied?.enqueued.length ?? 0;
-    if (result.applied) await audit(request, org, 'reconcile-fix', 'training.employees', { enqueued, repairs: result.plan.repairs });
+    if (result.applied) await audit(request, handleOf(org), 'reconcile-fix', 'training.employees', { enqueued, repairs: result.plan.repairs });
     const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId}: review it under Provisioning, held plans.`;
     const message = result.plan.refused ? `Refused, nothing enqueued: ${consoleWording(result.plan.refused.message)}${held}` : `Repair applied: ${enqueued} actions enqueued (${result.plan.repairs} repairs); the workers apply them.`;
     return outcomePage(request, reply, 'Drift repair', message, '/people/repair', result.plan.refused === undefined);

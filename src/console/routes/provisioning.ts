@@ -17,13 +17,13 @@ import { pageKit, send, type PageRoutesOptions } from './kit.ts';
  */
 export const provisioningRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server, options) => {
   const { deps } = options;
-  const { dbOf, scopeOf, viewerOf, badFilter, queryOf, notFound, changeHooks, audit, refuseOutside, refuseNoOrg, outcomePage } = pageKit(server, options);
+  const { dbOf, handleOf, scopeOf, viewerOf, badFilter, queryOf, notFound, changeHooks, audit, refuseOutside, refuseNoOrg, outcomePage } = pageKit(server, options);
 
   /** One page of the held plans of `slugs`, newest first (ids are global: one order across organisations). */
   const heldPlansPage = async (slugs: readonly string[], pageNo: number, size: number): Promise<{ rows: HeldPlanSummary[]; hasMore: boolean }> => {
     const offset = (pageNo - 1) * size;
     // Each organisation's first offset + size + 1, merged: the page and whether one follows.
-    const lists = await Promise.all(slugs.map((org) => listHeldPlans(dbOf(org), { org, limit: offset + size + 1 })));
+    const lists = await Promise.all(slugs.map((org) => listHeldPlans(handleOf(org), { limit: offset + size + 1 })));
     const merged = [...new Map(lists.flat().map((p) => [p.id, p])).values()].sort((a, b) => b.id - a.id).slice(offset, offset + size + 1);
     return { rows: merged.slice(0, size), hasMore: merged.length > size };
   };
@@ -66,7 +66,7 @@ export const provisioningRoutes: FastifyPluginAsync<PageRoutesOptions> = async (
     const { viewer, slugs } = scopeOf(request, reply);
     const found = await heldPlanIn(slugs, id);
     if (!found) return notFound(reply, `held plan #${id}`);
-    return send(reply, page(`Held plan #${id}`, viewer, heldPlanBody(viewer, found.plan, found.org, await loadGroupNames(dbOf(found.org), found.org))));
+    return send(reply, page(`Held plan #${id}`, viewer, heldPlanBody(viewer, found.plan, found.org, await loadGroupNames(handleOf(found.org)))));
   });
 
   // Approve and reject act in the plan's own organisation, whatever the page's scope, if the user may see it.
@@ -81,7 +81,7 @@ export const provisioningRoutes: FastifyPluginAsync<PageRoutesOptions> = async (
     if (!result.ok && result.code === 'confirm') {
       return send(reply.code(400), page(`Plan #${id}`, viewerOf(request, reply), html`<p class="error" id="outcome">Not approved: ${result.reason}</p><p><a href="/provisioning/held/${id}">Back</a></p>`));
     }
-    if (result.ok) await audit(request, found.org, 'approve-held-plan', `plan #${id}`, { enqueued: result.enqueued.length, confirmed: Number(confirm), source: found.plan.source });
+    if (result.ok) await audit(request, handleOf(found.org), 'approve-held-plan', `plan #${id}`, { enqueued: result.enqueued.length, confirmed: Number(confirm), source: found.plan.source });
     if (!result.ok) return outcomePage(request, reply, `Plan #${id}`, result.reason, `/provisioning/held/${id}`, false);
     // Post/Redirect/Get: the plan's page, with what the approval did; a reload posts nothing again.
     return redirectWithFlash(request, reply, `/provisioning/held/${id}`, `Plan #${id} approved: ${result.enqueued.length} actions enqueued; the workers apply them (see the audit trail).`);
@@ -93,7 +93,7 @@ export const provisioningRoutes: FastifyPluginAsync<PageRoutesOptions> = async (
     if (!found) return notFound(reply, `held plan #${id}`);
     const { reason } = decisionFields.parse(request.body);
     const result = await rejectHeldPlan(deps.repair(found.org), id, { by: request.session!.username, role: request.session!.role, note: reason });
-    if (result.ok) await audit(request, found.org, 'reject-held-plan', `plan #${id}`, reason ? { reason } : {});
+    if (result.ok) await audit(request, handleOf(found.org), 'reject-held-plan', `plan #${id}`, reason ? { reason } : {});
     if (!result.ok) return outcomePage(request, reply, `Plan #${id}`, result.reason, `/provisioning/held/${id}`, false);
     return redirectWithFlash(request, reply, `/provisioning/held/${id}`, `Plan #${id} rejected: nothing was enqueued.`);
   });
@@ -106,7 +106,7 @@ export const provisioningRoutes: FastifyPluginAsync<PageRoutesOptions> = async (
     const org = actingOrg(viewerOf(request, reply).scope, given);
     if (!org) return refuseNoOrg(request, reply, 'Retry', '/provisioning?status=failed');
     const result = await retryFailedAction(deps.repair(org), actionId);
-    if (result.ok) await audit(request, org, 'retry-action', actionId);
+    if (result.ok) await audit(request, handleOf(org), 'retry-action', actionId);
     return outcomePage(request, reply, 'Retry', result.ok ? `Action enqueued again: ${actionId}` : result.reason, '/provisioning?status=failed', result.ok);
   });
 };

@@ -7,7 +7,7 @@ import { pageKit, send, type PageRoutesOptions } from './kit.ts';
 
 /** Runs (`/runs`: filtered and paged, one resource's chart) and one run (`/runs/:id`: its quarantine and unfinished windows). */
 export const runsRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server, options) => {
-  const { dbOf, scopeOf, badFilter, queryOf, notFound } = pageKit(server, options);
+  const { dbOf, handleOf, scopeOf, badFilter, queryOf, notFound } = pageKit(server, options);
 
   server.get('/runs', async (request, reply) => {
     // The day first: a bad one is answered with why, whatever else the query holds.
@@ -31,7 +31,7 @@ export const runsRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server, 
     const { viewer, slugs } = scopeOf(request, reply);
     const run = await getRun(dbOf(slugs), slugs, id);
     if (!run) return notFound(reply, `run #${id}`);
-    const [quarantined, windows] = await Promise.all([runQuarantine(dbOf(run.org), run.org, id), runUnfinishedWindows(dbOf(run.org), run.org, id)]);
+    const [quarantined, windows] = await Promise.all([runQuarantine(handleOf(run.org), id), runUnfinishedWindows(handleOf(run.org), id)]);
     return send(reply, page(`Run #${id}`, viewer, runBody(viewer, run, quarantined, windows)));
   });
 };

@@ -1,7 +1,8 @@
 import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { Database } from '../../warehouse/database.ts';
-import type { ProvisioningActionKind, ProvisioningActionStatus, ProvisioningActionsTable, ProvisioningSource } from '../../warehouse/provisioning-tables.ts';
+import type { ProvisioningActionKind, ProvisioningActionStatus, ProvisioningActionsTable, ProvisioningSource } from './tables.ts';
 import type { ActionState, PlannedAction } from '../plan/types.ts';
+import type { OrgDb } from '../../warehouse/scope.ts';
 
 /**
  * The store of `trainsync.provisioning_actions`, the audit trail: one row per action id (the
@@ -55,7 +56,7 @@ export function auditEntryFor(action: PlannedAction, feedHash: string | null, wh
  * exists from an earlier run (failed, needs-identity) goes back to `queued`; its
  * attempts keep counting across runs.
  */
-export async function recordQueuedActions(db: Db, org: string, entries: readonly AuditEntry[]): Promise<void> {
+export async function recordQueuedActions({ db, org }: OrgDb, entries: readonly AuditEntry[]): Promise<void> {
   for (let i = 0; i < entries.length; i += 500) {
     const chunk = entries.slice(i, i + 500);
     await db
@@ -109,7 +110,7 @@ export async function recordQueuedActions(db: Db, org: string, entries: readonly
 }
 
 /** Counts one attempt; returns the row's status before it (undefined when there is no row). */
-export async function beginAttempt(db: Db, org: string, actionId: string): Promise<ProvisioningActionStatus | undefined> {
+export async function beginAttempt({ db, org }: OrgDb, actionId: string): Promise<ProvisioningActionStatus | undefined> {
   const row = await db
     .updateTable('trainsync.provisioning_actions')
     .set({ attempts: sql<number>`attempts + 1`, updated_at: sql<Date>`now()` })
@@ -129,7 +130,7 @@ export interface ActionEnd {
 }
 
 /** Records how an action ended (final: sets finished_at). */
-export async function finishAction(db: Db, org: string, actionId: string, end: ActionEnd): Promise<void> {
+export async function finishAction({ db, org }: OrgDb, actionId: string, end: ActionEnd): Promise<void> {
   await db
     .updateTable('trainsync.provisioning_actions')
     .set({
@@ -146,7 +147,7 @@ export async function finishAction(db: Db, org: string, actionId: string, end: A
 }
 
 /** Keeps the last transient error of an action that BullMQ will retry; it stays `queued`. */
-export async function recordRetryableError(db: Db, org: string, actionId: string, errorCode: string, errorMessage: string): Promise<void> {
+export async function recordRetryableError({ db, org }: OrgDb, actionId: string, errorCode: string, errorMessage: string): Promise<void> {
   await db
     .updateTable('trainsync.provisioning_actions')
     .set({ error_code: errorCode, error_message: errorMessage, updated_at: sql<Date>`now()` })
@@ -188,7 +189,7 @@ function toAuditRow(r: AuditColumns): AuditRow {
 }
 
 /** The audit rows of the given actions, in the order given. */
-export async function auditRows(db: Db, org: string, actionIds: readonly string[]): Promise<AuditRow[]> {
+export async function auditRows({ db, org }: OrgDb, actionIds: readonly string[]): Promise<AuditRow[]> {
   const byId = new Map<string, AuditRow>();
   for (let i = 0; i < actionIds.length; i += 1000) {
     const chunk = actionIds.slice(i, i + 1000);
@@ -200,7 +201,7 @@ export async function auditRows(db: Db, org: string, actionIds: readonly string[
 }
 
 /** Actions still `queued` (or `planned`): their jobs may be waiting or running. Of the given employees only, when given. */
-export async function openActions(db: Db, org: string, employeeIds?: readonly string[]): Promise<AuditRow[]> {
+export async function openActions({ db, org }: OrgDb, employeeIds?: readonly string[]): Promise<AuditRow[]> {
   if (employeeIds?.length === 0) return [];
   let query = db.selectFrom('trainsync.provisioning_actions').select(AUDIT_COLUMNS).where('org', '=', org).where('status', 'in', ['planned', 'queued']);
   if (employeeIds !== undefined) query = query.where('employee_id', 'in', employeeIds);
@@ -209,7 +210,7 @@ export async function openActions(db: Db, org: string, employeeIds?: readonly st
 }
 
 /** Failed and needs-identity actions, newest first: what `status` shows. */
-export async function actionsNeedingAttention(db: Db, org: string, limit = 50): Promise<AuditRow[]> {
+export async function actionsNeedingAttention({ db, org }: OrgDb, limit = 50): Promise<AuditRow[]> {
   const rows = await db
     .selectFrom('trainsync.provisioning_actions')
     .select(AUDIT_COLUMNS)
@@ -236,7 +237,7 @@ export interface RecordedAction {
   feed_hash: string | null;
 }
 
-export async function findAction(db: Db, org: string, actionId: string): Promise<RecordedAction | undefined> {
+export async function findAction({ db, org }: OrgDb, actionId: string): Promise<RecordedAction | undefined> {
   return db
     .selectFrom('trainsync.provisioning_actions')
     .select(['action_id', 'employee_id', 'email', 'kind', 'group_id', 'seq', 'before', 'after', 'status', 'feed_hash'])
@@ -246,7 +247,7 @@ export async function findAction(db: Db, org: string, actionId: string): Promise
 }
 
 /** The disables a source planned within `window` (a Postgres interval): the guards' rolling count. */
-export async function countRecentDisables(db: Db, org: string, source: string, window: string): Promise<number> {
+export async function countRecentDisables({ db, org }: OrgDb, source: string, window: string): Promise<number> {
   const { rows } = await sql<{ recent: number }>`
     select count(*)::int as recent from trainsync.provisioning_actions
      where org = ${org} and kind = 'disable' and source = ${source} and created_at > now() - ${window}::interval`.execute(db);
@@ -254,7 +255,7 @@ export async function countRecentDisables(db: Db, org: string, source: string, w
 }
 
 /** The employee's latest action still `queued` (or `planned`), if any: a new job of theirs can wait for it. */
-export async function lastOpenAction(db: Db, org: string, employeeId: string): Promise<string | undefined> {
+export async function lastOpenAction({ db, org }: OrgDb, employeeId: string): Promise<string | undefined> {
   const open = await db
     .selectFrom('trainsync.provisioning_actions')
     .select('action_id')
@@ -273,7 +274,7 @@ export async function lastOpenAction(db: Db, org: string, employeeId: string): P
  * resolved, of the employees `ofEmployees` lists (a subquery: the sweep runs this often, so the
  * rows it would drop are never read).
  */
-export async function unresolvedCreates(db: Db, org: string, ofEmployees: RawBuilder<string>): Promise<Array<{ action_id: string; employee_id: string; updated_at: Date }>> {
+export async function unresolvedCreates({ db, org }: OrgDb, ofEmployees: RawBuilder<string>): Promise<Array<{ action_id: string; employee_id: string; updated_at: Date }>> {
   return db
     .selectFrom('trainsync.provisioning_actions')
     .select(['action_id', 'employee_id', 'updated_at'])
@@ -286,7 +287,7 @@ export async function unresolvedCreates(db: Db, org: string, ofEmployees: RawBui
 }
 
 /** Creates still `queued` (or `planned`). */
-export async function countOpenCreates(db: Db, org: string): Promise<number> {
+export async function countOpenCreates({ db, org }: OrgDb): Promise<number> {
   const { open } = await db
     .selectFrom('trainsync.provisioning_actions')
     .select(sql<number>`count(*)::int`.as('open'))
@@ -298,7 +299,7 @@ export async function countOpenCreates(db: Db, org: string): Promise<number> {
 }
 
 /** Records on each create's after-state whether its platform id was found (`resolved`) and which (null: not found). */
-export async function markCreatesResolved(db: Db, org: string, outcomes: ReadonlyArray<{ actionId: string; platformUserId: string | null }>): Promise<void> {
+export async function markCreatesResolved({ db, org }: OrgDb, outcomes: ReadonlyArray<{ actionId: string; platformUserId: string | null }>): Promise<void> {
   if (outcomes.length === 0) return;
   await sql`
     update trainsync.provisioning_actions a

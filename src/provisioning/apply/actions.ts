@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { orgScoped } from '../../queue/org-scope.ts';
 import type { PlannedAction } from '../plan/types.ts';
+import type { OrgRef } from '../../warehouse/scope.ts';
 
 /**
  * The payloads of the provisioning jobs, and how a planned action becomes one. The
@@ -110,9 +111,9 @@ export function jobForAction(action: PlannedAction, feedHash: string | null): Ac
  * separator), which action ids use, so ':' becomes '%3A' (and '%' becomes '%25', so
  * two different action ids never share a job id). Action ids repeat across
  * organisations (`disable:E1:v3` in two HR systems), and all share one queue: the id is
- * scoped as `<org>.<id>` (`default` keeps the bare id, so queued jobs of a
+ * scoped as `<org>.<id>`, the organisation of the handle given (`default` keeps the bare id, so queued jobs of a
  * single-organisation deployment keep theirs).
  */
-export function jobIdForAction(org: string, actionId: string): string {
+export function jobIdForAction({ org }: OrgRef, actionId: string): string {
   return orgScoped(org, actionId.replace(/%/g, '%25').replace(/:/g, '%3A'));
 }

@@ -1,8 +1,8 @@
-import type { Kysely, Selectable } from 'kysely';
-import type { Database } from '../../warehouse/database.ts';
-import type { IdentitiesTable } from '../../warehouse/provisioning-tables.ts';
+import type { Selectable } from 'kysely';
+import type { IdentitiesTable } from './tables.ts';
 import type { AppliedEmployee } from '../plan/types.ts';
 import { allIdentities } from './identities-store.ts';
+import type { OrgDb } from '../../warehouse/scope.ts';
 
 /** One `trainsync.identities` row as the planner's applied state. */
 export function toAppliedEmployee(row: Selectable<IdentitiesTable>): AppliedEmployee {
@@ -21,6 +21,6 @@ export function toAppliedEmployee(row: Selectable<IdentitiesTable>): AppliedEmpl
 }
 
 /** Every employee's last applied state in one organisation, for `planProvisioning`. */
-export async function loadAppliedEmployees(db: Kysely<Database>, org: string): Promise<AppliedEmployee[]> {
-  return (await allIdentities(db, org)).map(toAppliedEmployee);
+export async function loadAppliedEmployees(scope: OrgDb): Promise<AppliedEmployee[]> {
+  return (await allIdentities(scope)).map(toAppliedEmployee);
 }

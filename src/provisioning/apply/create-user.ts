@@ -6,7 +6,6 @@ import type { CreateUserPayload } from './actions.ts';
 import { finishAction } from './actions-store.ts';
 import { closeMembershipsOfOtherAccounts, releasePlatformUserId, upsertAccountIdentity } from './identities-store.ts';
 import { runAction, type ActionOutcome } from './run-action.ts';
-import { withTransaction } from '../../warehouse/transaction.ts';
 
 async function lookUp(ctx: JobContext, email: string): Promise<PlatformUser | undefined> {
   try {
@@ -51,12 +50,12 @@ export function createUserAction(ctx: JobContext, p: CreateUserPayload): Promise
       ? { email: user.email, firstName: user.firstName, lastName: user.lastName, role: asRole(user.role), organisationIdentifier: user.organisationIdentifier }
       : { email: p.account.email, firstName: p.account.firstName, lastName: p.account.lastName, role: p.account.role, organisationIdentifier: p.account.organisationIdentifier };
     const org = ctx.org.slug;
-    await withTransaction(ctx.withPgClient, async (tx) => {
-      const released = platformUserId ? await releasePlatformUserId(tx.db, org, platformUserId, p.employeeId) : [];
+    await ctx.scope.transaction(async (tx) => {
+      const released = platformUserId ? await releasePlatformUserId(tx, platformUserId, p.employeeId) : [];
       if (released.length > 0) ctx.log.warn({ actionId: p.actionId, platformUserId, released }, 'another identity held this account id (its account is gone); cleared it');
-      await upsertAccountIdentity(tx.db, org, { employeeId: p.employeeId, platformUserId, active: true, ...account, ...(p.recreate ? { resetGroups: true } : {}) });
-      if (p.recreate) await closeMembershipsOfOtherAccounts(tx.db, org, p.employeeId, platformUserId);
-      await finishAction(tx.db, org, p.actionId, { status: 'succeeded', after: { platformUserId, adopted, ...(p.lookUp === 'later' ? { lookUp: 'later' } : {}) } });
+      await upsertAccountIdentity(tx, { employeeId: p.employeeId, platformUserId, active: true, ...account, ...(p.recreate ? { resetGroups: true } : {}) });
+      if (p.recreate) await closeMembershipsOfOtherAccounts(tx, p.employeeId, platformUserId);
+      await finishAction(tx, p.actionId, { status: 'succeeded', after: { platformUserId, adopted, ...(p.lookUp === 'later' ? { lookUp: 'later' } : {}) } });
     });
     if (adopted) ctx.log.info({ actionId: p.actionId, platformUserId }, 'the account already existed in this organisation; adopted it');
     return { actionId: p.actionId, status: 'succeeded', platformUserId, adopted };

@@ -1,19 +1,17 @@
-import type { Kysely } from 'kysely';
 import type { Logger } from '../../runtime/log.ts';
 import type { ActionQueue, ChainSpec } from '../../queue/action-queue.ts';
 import { PROVISION_QUEUE } from '../../queue/names.ts';
 import { processAndWait } from '../../queue/process-and-wait.ts';
-import type { Database } from '../../warehouse/database.ts';
-import type { ProvisioningSource } from '../../warehouse/provisioning-tables.ts';
+import type { OrgScope } from '../../warehouse/scope.ts';
+import type { ProvisioningSource } from './tables.ts';
 import type { Plan } from '../plan/types.ts';
 import { jobForAction, jobIdForAction } from './actions.ts';
 import { auditEntryFor, auditRows, finishAction, openActions, recordQueuedActions, type AuditEntry, type AuditRow } from './actions-store.ts';
 
 /** What enqueuing and waiting need: the database (audit rows), the queue and a log. */
 export interface ApplyDeps {
-  /** The organisation whose employees these are. */
-  org: string;
-  db: Kysely<Database>;
+  /** The handle of the organisation whose employees these are: the stores read the organisation from it. */
+  scope: OrgScope;
   queue: ActionQueue;
   log: Logger;
 }
@@ -49,24 +47,24 @@ export interface EnqueueResult {
  * Settles audit rows left `queued`/`planned` whose job is gone or ended without a record;
  * returns the live ones (of the given employees only, when given: SCIM plans a few at a time).
  */
-export async function liveOpenActions(deps: Pick<ApplyDeps, 'org' | 'db' | 'queue'>, employeeIds?: readonly string[]): Promise<AuditRow[]> {
+export async function liveOpenActions(deps: Pick<ApplyDeps, 'scope' | 'queue'>, employeeIds?: readonly string[]): Promise<AuditRow[]> {
   const live: AuditRow[] = [];
-  const open = await openActions(deps.db, deps.org, employeeIds);
+  const open = await openActions(deps.scope, employeeIds);
   // Asked all at once: ioredis writes the commands back to back, one round trip rather than one per row
   // (a SCIM batch asks about every employee it plans, many times a second).
-  const states = await Promise.all(open.map((row) => deps.queue.state(PROVISION_QUEUE, jobIdForAction(deps.org, row.actionId))));
+  const states = await Promise.all(open.map((row) => deps.queue.state(PROVISION_QUEUE, jobIdForAction(deps.scope, row.actionId))));
   for (const [i, row] of open.entries()) {
-    const jobId = jobIdForAction(deps.org, row.actionId);
+    const jobId = jobIdForAction(deps.scope, row.actionId);
     const state = states[i]!;
     if (state === 'unknown') {
-      await finishAction(deps.db, deps.org, row.actionId, {
+      await finishAction(deps.scope, row.actionId, {
         status: 'skipped',
         errorCode: 'JOB_LOST',
         errorMessage: 'its job is no longer in the queue (never added, or removed); the next plan includes the action again if it is still needed',
       });
     } else if (state === 'completed' || state === 'failed') {
       const reason = await deps.queue.failedReason(PROVISION_QUEUE, jobId);
-      await finishAction(deps.db, deps.org, row.actionId, {
+      await finishAction(deps.scope, row.actionId, {
         status: 'failed',
         errorCode: 'JOB_UNRECORDED',
         errorMessage: `the job ended (${state}${reason ? `: ${reason}` : ''}) without recording its outcome`,
@@ -107,7 +105,7 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
   const ids = plan.actions.map((a) => a.id);
   for (let i = 0; i < ids.length; i += 500) {
     const chunk = ids.slice(i, i + 500);
-    const found = await Promise.all(chunk.map((id) => deps.queue.state(PROVISION_QUEUE, jobIdForAction(deps.org, id))));
+    const found = await Promise.all(chunk.map((id) => deps.queue.state(PROVISION_QUEUE, jobIdForAction(deps.scope, id))));
     chunk.forEach((id, k) => states.set(id, found[k]!));
   }
 
@@ -120,7 +118,7 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
     for (const action of actions) {
       const state = states.get(action.id) ?? 'unknown';
       if (state === 'unknown') continue;
-      if (state === 'completed' || state === 'failed') await deps.queue.remove(PROVISION_QUEUE, jobIdForAction(deps.org, action.id));
+      if (state === 'completed' || state === 'failed') await deps.queue.remove(PROVISION_QUEUE, jobIdForAction(deps.scope, action.id));
       else {
         // Queued without an open audit row (e.g. enqueued by hand): wait for it, add nothing beside it.
         pending = true;
@@ -136,7 +134,7 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
       const job = jobForAction(action, feedHash);
       // The id is learned in bulk after a burst (src/scim/resolve-ids.ts): one request per create, not two.
       const data = action.kind === 'create-user' && options.createLookUp === 'later' ? { ...job.data, lookUp: 'later' } : job.data;
-      node = { org: deps.org, name: job.name, data, jobId: jobIdForAction(deps.org, action.id), ...(node ? { after: node } : {}) };
+      node = { org: deps.scope.org, name: job.name, data, jobId: jobIdForAction(deps.scope, action.id), ...(node ? { after: node } : {}) };
       entries.push(auditEntryFor(action, feedHash, { source: options.source, reason: options.reasons?.get(action.id) }));
       enqueued.push(action.id);
     }
@@ -144,11 +142,11 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
   }
 
   // Audit rows first: a job must find its row (it counts attempts there).
-  await recordQueuedActions(deps.db, deps.org, entries);
+  await recordQueuedActions(deps.scope, entries);
   await deps.queue.addChains(chains);
   // A SCIM batch (a few employees, many times a minute) logs at debug; a run at info.
   const level = options.openOf === undefined ? 'info' : 'debug';
-  deps.log[level]({ org: deps.org, source: options.source, enqueued: enqueued.length, waitingOn: waitingOn.length, skippedEmployees: skippedEmployees.length }, 'provisioning actions enqueued');
+  deps.log[level]({ org: deps.scope.org, source: options.source, enqueued: enqueued.length, waitingOn: waitingOn.length, skippedEmployees: skippedEmployees.length }, 'provisioning actions enqueued');
   return { enqueued, waitingOn, skippedEmployees };
 }
 
@@ -170,7 +168,7 @@ export async function waitForActions(
   if (actionIds.length === 0) return [];
   const ticker = onProgress
     ? setInterval(() => {
-        void auditRows(deps.db, deps.org, actionIds)
+        void auditRows(deps.scope, actionIds)
           .then((rows) => {
             const finished = (r: AuditRow): boolean => r.status !== 'queued' && r.status !== 'planned';
             // Per action kind too: the CLI shows one progress line per kind.
@@ -188,9 +186,9 @@ export async function waitForActions(
     : undefined;
   try {
     // Outcomes are read from the audit rows: a trimmed job reads as "missing" to BullMQ.
-    await processAndWait(deps.queue, PROVISION_QUEUE, actionIds.map((id) => jobIdForAction(deps.org, id)));
+    await processAndWait(deps.queue, PROVISION_QUEUE, actionIds.map((id) => jobIdForAction(deps.scope, id)));
   } finally {
     if (ticker) clearInterval(ticker);
   }
-  return auditRows(deps.db, deps.org, actionIds);
+  return auditRows(deps.scope, actionIds);
 }

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../warehouse/database.ts';
+import type { OrgDb } from '../../warehouse/scope.ts';
 
 /**
  * The store of `trainsync.feeds`: every HR feed read (dry runs and refusals included), with
@@ -23,7 +24,7 @@ export interface FeedRecord {
 }
 
 /** Records a feed read. */
-export async function recordFeed(db: Db, org: string, feed: FeedRecord): Promise<void> {
+export async function recordFeed({ db, org }: OrgDb, feed: FeedRecord): Promise<void> {
   await db
     .insertInto('trainsync.feeds')
     .values({

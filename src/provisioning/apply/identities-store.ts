@@ -1,9 +1,8 @@
-import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
-import type { Database } from '../../warehouse/database.ts';
-import type { IdentitiesTable } from '../../warehouse/provisioning-tables.ts';
-import type { PgLender } from '../../warehouse/transaction.ts';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
+import type { IdentitiesTable } from './tables.ts';
 import type { FeedRole } from '../feed/types.ts';
 import type { AppliedEmployee } from '../plan/types.ts';
+import type { OrgDb } from '../../warehouse/scope.ts';
 
 /**
  * The store of `trainsync.identities`: per employee, the e-mail, the HR employee id and the
@@ -11,18 +10,17 @@ import type { AppliedEmployee } from '../plan/types.ts';
  * Every write bumps `version` (the planner's action ids include it; see plan-action-id.ts).
  * Every statement that names the table is here (test/table-owners.test.ts keeps it so);
  * other wings and the commands call these functions with their scoped handle.
- * Per organisation: every function takes the org's slug and reads or writes its rows only
+ * Per organisation: every function takes the organisation's handle (OrgDb) and reads or writes its rows only
  * (an employee id, an e-mail and a platform user id are unique within one organisation).
  */
 
-type Db = Kysely<Database>;
 export type IdentityRow = Selectable<IdentitiesTable>;
 
-export async function findIdentity(db: Db, org: string, employeeId: string): Promise<IdentityRow | undefined> {
+export async function findIdentity({ db, org }: OrgDb, employeeId: string): Promise<IdentityRow | undefined> {
   return db.selectFrom('trainsync.identities').selectAll().where('org', '=', org).where('employee_id', '=', employeeId).executeTakeFirst();
 }
 
-export async function findIdentityByEmail(db: Db, org: string, email: string): Promise<IdentityRow | undefined> {
+export async function findIdentityByEmail({ db, org }: OrgDb, email: string): Promise<IdentityRow | undefined> {
   return db
     .selectFrom('trainsync.identities')
     .selectAll()
@@ -32,12 +30,12 @@ export async function findIdentityByEmail(db: Db, org: string, email: string): P
 }
 
 /** Every identity of the organisation, by employee id: the planner's applied state. */
-export async function allIdentities(db: Db, org: string): Promise<IdentityRow[]> {
+export async function allIdentities({ db, org }: OrgDb): Promise<IdentityRow[]> {
   return db.selectFrom('trainsync.identities').selectAll().where('org', '=', org).orderBy('employee_id').execute();
 }
 
 /** The identities of the given employees, or holding one of the given e-mails (lower case). */
-export async function identitiesOf(db: Db, org: string, employeeIds: readonly string[], emails: readonly string[] = []): Promise<IdentityRow[]> {
+export async function identitiesOf({ db, org }: OrgDb, employeeIds: readonly string[], emails: readonly string[] = []): Promise<IdentityRow[]> {
   if (employeeIds.length === 0 && emails.length === 0) return [];
   return db
     .selectFrom('trainsync.identities')
@@ -53,7 +51,7 @@ export async function identitiesOf(db: Db, org: string, employeeIds: readonly st
 }
 
 /** How many identities the organisation has, and how many of them trainsync last made active. */
-export async function countIdentities(db: Db, org: string): Promise<{ accounts: number; active: number }> {
+export async function countIdentities({ db, org }: OrgDb): Promise<{ accounts: number; active: number }> {
   return db
     .selectFrom('trainsync.identities')
     .select([sql<number>`count(*)::int`.as('accounts'), sql<number>`count(*) filter (where active)::int`.as('active')])
@@ -67,7 +65,7 @@ export async function countIdentities(db: Db, org: string): Promise<{ accounts: 
  * not removed), each counted once. The base of the feed-shrink guard: a full feed leaves
  * every one of them it does not list without access (the first) or removed (the second).
  */
-export async function countKnownActive(db: Db, org: string): Promise<number> {
+export async function countKnownActive({ db, org }: OrgDb): Promise<number> {
   const { rows } = await sql<{ n: number }>`
     select count(*)::int as n from (
       select employee_id from trainsync.identities where org = ${org} and active
@@ -82,7 +80,7 @@ export async function countKnownActive(db: Db, org: string): Promise<number> {
  * `reconcile --fix`: the employees it lists (not removed), and the removed ones whose identity
  * is still active (each a leaver by absence, whom the repair would disable).
  */
-export async function snapshotShrinkCounts(db: Db, org: string): Promise<{ listed: number; absentActive: number }> {
+export async function snapshotShrinkCounts({ db, org }: OrgDb): Promise<{ listed: number; absentActive: number }> {
   const { rows } = await sql<{ listed: number; absent_active: number }>`
     select count(*) filter (where e.removed_at is null)::int as listed,
            count(*) filter (where e.removed_at is not null and i.active)::int as absent_active
@@ -96,7 +94,7 @@ export async function snapshotShrinkCounts(db: Db, org: string): Promise<{ liste
  * When trainsync last wrote an identity of the organisation (null: never), as a subquery for
  * a statement of another table: compared in the database, at Postgres's microseconds.
  */
-export function lastIdentityWriteSql(org: string): RawBuilder<Date | null> {
+export function lastIdentityWriteSql({ org }: OrgDb): RawBuilder<Date | null> {
   return sql<Date | null>`(select max(i.updated_at) from trainsync.identities i where i.org = ${org})`;
 }
 
@@ -115,7 +113,7 @@ export interface SnapshotIdentityRow {
 }
 
 /** One organisation's snapshot employees that have an identity, by employee id (`reconcile --fix`). */
-export async function snapshotWithIdentities(db: Db, org: string): Promise<SnapshotIdentityRow[]> {
+export async function snapshotWithIdentities({ db, org }: OrgDb): Promise<SnapshotIdentityRow[]> {
   const { rows } = await sql<SnapshotIdentityRow>`
     select e.employee_id, e.email, e.first_name, e.last_name, e.status, e.removed_at,
            i.email as identity_email, i.groups::text[] as groups, i.role, i.organisation_identifier
@@ -130,37 +128,20 @@ export async function snapshotWithIdentities(db: Db, org: string): Promise<Snaps
  * The groups an employee's identity holds, as a subquery for a statement of another table
  * (a SCIM User inserted starts from them, in the same statement); '{}' without an identity.
  */
-export function identityGroupsSql(org: string, employeeId: string): RawBuilder<string[]> {
+export function identityGroupsSql({ org }: OrgDb, employeeId: string): RawBuilder<string[]> {
   return sql<string[]>`coalesce((select i.groups from trainsync.identities i where i.org = ${org} and i.employee_id = ${employeeId}), '{}')`;
 }
 
 /** The employees whose identity has no platform id yet, as a subquery for a statement of another table. */
-export function employeesWithoutAccountSql(org: string): RawBuilder<string> {
+export function employeesWithoutAccountSql({ org }: OrgDb): RawBuilder<string> {
   return sql<string>`(select i.employee_id from trainsync.identities i where i.org = ${org} and i.platform_user_id is null)`;
-}
-
-/**
- * Gives employees without an account the one their create job made (a SCIM create is
- * answered before the platform call, so its employee row is written without it). Only
- * rows with user_id null are looked at (an index range), so the SCIM sweep can run it often.
- */
-export async function fillNewAccounts(lend: PgLender, org: string): Promise<number> {
-  return lend(async (client) => {
-    const { rowCount } = await client.query(
-      `update training.employees e set user_id = i.platform_user_id, updated_at = clock_timestamp()
-       from trainsync.identities i
-       where e.org = $1 and e.user_id is null and i.org = e.org and i.employee_id = e.employee_id and i.platform_user_id is not null`,
-      [org],
-    );
-    return rowCount ?? 0;
-  });
 }
 
 /**
  * A platform id learned for an identity that had none (a SCIM create's, looked up later):
  * set only while no other identity of the organisation holds it (the unique index).
  */
-export async function learnPlatformUserId(db: Db, org: string, employeeId: string, platformUserId: string): Promise<void> {
+export async function learnPlatformUserId({ db, org }: OrgDb, employeeId: string, platformUserId: string): Promise<void> {
   await db
     .updateTable('trainsync.identities')
     .set({ platform_user_id: platformUserId, updated_at: sql<Date>`now()` })
@@ -189,7 +170,7 @@ export interface AccountIdentity {
  * row for the employee is overwritten except its groups (unless `resetGroups`), and
  * keeps a known platform id when this call learned none.
  */
-export async function upsertAccountIdentity(db: Db, org: string, account: AccountIdentity): Promise<void> {
+export async function upsertAccountIdentity({ db, org }: OrgDb, account: AccountIdentity): Promise<void> {
   await db
     .insertInto('trainsync.identities')
     .values({
@@ -228,7 +209,7 @@ export async function upsertAccountIdentity(db: Db, org: string, account: Accoun
  * again). Its id is cleared, so the unique index lets this one take it; that employee's
  * next action looks its account up again. Returns the employees cleared.
  */
-export async function releasePlatformUserId(db: Db, org: string, platformUserId: string, employeeId: string): Promise<string[]> {
+export async function releasePlatformUserId({ db, org }: OrgDb, platformUserId: string, employeeId: string): Promise<string[]> {
   const rows = await db
     .updateTable('trainsync.identities')
     .set({ platform_user_id: null, version: sql<number>`version + 1`, updated_at: sql<Date>`now()` })
@@ -241,7 +222,7 @@ export async function releasePlatformUserId(db: Db, org: string, platformUserId:
 }
 
 /** Identities adopted from the platform's user list before the first plan (see adopt.ts). */
-export async function insertAdoptedIdentities(db: Db, org: string, employees: readonly AppliedEmployee[]): Promise<number> {
+export async function insertAdoptedIdentities({ db, org }: OrgDb, employees: readonly AppliedEmployee[]): Promise<number> {
   let inserted = 0;
   for (let i = 0; i < employees.length; i += 500) {
     const chunk = employees.slice(i, i + 500);
@@ -275,8 +256,7 @@ export async function insertAdoptedIdentities(db: Db, org: string, employees: re
  * opposite action gets a new action id) and fills in the platform id if it was unknown.
  */
 async function updateAppliedState(
-  db: Db,
-  org: string,
+  { db, org }: OrgDb,
   employeeId: string,
   platformUserId: string,
   change: { active: boolean } | { groups: RawBuilder<string[]> },
@@ -296,8 +276,8 @@ async function updateAppliedState(
 }
 
 /** After enable/disable: the access trainsync made true. Returns whether a row was updated. */
-export function setIdentityActive(db: Db, org: string, employeeId: string, active: boolean, platformUserId: string): Promise<boolean> {
-  return updateAppliedState(db, org, employeeId, platformUserId, { active });
+export function setIdentityActive(scope: OrgDb, employeeId: string, active: boolean, platformUserId: string): Promise<boolean> {
+  return updateAppliedState(scope, employeeId, platformUserId, { active });
 }
 
 /**
@@ -306,20 +286,20 @@ export function setIdentityActive(db: Db, org: string, employeeId: string, activ
  * offers no read of them). Call it in the transaction that finishes the action.
  * Returns whether an identity row was updated.
  */
-export async function setIdentityGroup(db: Db, org: string, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<boolean> {
+export async function setIdentityGroup(scope: OrgDb, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<boolean> {
   const groups = member
     ? sql<string[]>`case when ${groupId}::uuid = any(groups) then groups else array_append(groups, ${groupId}::uuid) end`
     : sql<string[]>`array_remove(groups, ${groupId}::uuid)`;
-  const updated = await updateAppliedState(db, org, employeeId, platformUserId, { groups });
-  await recordGroupMember(db, org, employeeId, groupId, member, platformUserId);
+  const updated = await updateAppliedState(scope, employeeId, platformUserId, { groups });
+  await recordGroupMember(scope, employeeId, groupId, member, platformUserId);
   return updated;
 }
 
 /**
  * An add (re)starts the membership (`since` kept while it lasts); a removal marks it removed, keeping the row.
- * Raw SQL: training.group_members' row type (and its key, (org, group_id, user_id)) is the sync wing's.
+ * Raw SQL: the upsert on its key (org, group_id, user_id) keeps `since` in one statement (its row type: ./tables.ts).
  */
-async function recordGroupMember(db: Db, org: string, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<void> {
+async function recordGroupMember({ db, org }: OrgDb, employeeId: string, groupId: string, member: boolean, platformUserId: string): Promise<void> {
   if (member) {
     await sql`
       insert into training.group_members (org, group_id, user_id, employee_id, since, removed_at)
@@ -339,7 +319,7 @@ async function recordGroupMember(db: Db, org: string, employeeId: string, groupI
  * After an account was created again: memberships recorded for the employee's earlier
  * account ended with it (the platform deletes them with the account).
  */
-export async function closeMembershipsOfOtherAccounts(db: Db, org: string, employeeId: string, platformUserId: string | null): Promise<void> {
+export async function closeMembershipsOfOtherAccounts({ db, org }: OrgDb, employeeId: string, platformUserId: string | null): Promise<void> {
   await sql`
     update training.group_members set removed_at = now()
      where org = ${org} and employee_id = ${employeeId} and removed_at is null

@@ -11,8 +11,7 @@ import { keepPasswordSecret } from './password-secret.ts';
 
 /** What queueing a password change needs: the audit table, the queue, the secret key. */
 export interface PasswordDeps {
-  org: string;
-  db: ApplyDeps['db'];
+  scope: ApplyDeps['scope'];
   queue: ActionQueue;
   config: Config;
 }
@@ -38,15 +37,15 @@ export async function queuePasswordChange(deps: PasswordDeps, change: PasswordCh
   const key = requireSecretKey(deps.config);
   const subject = change.email.trim().toLowerCase();
   const actionId = `set-password:${subject}:${randomUUID()}`;
-  const employeeId = change.employeeId ?? (await findIdentityByEmail(deps.db, deps.org, subject))?.employee_id ?? subject;
-  await recordQueuedActions(deps.db, deps.org, [
+  const employeeId = change.employeeId ?? (await findIdentityByEmail(deps.scope, subject))?.employee_id ?? subject;
+  await recordQueuedActions(deps.scope, [
     { actionId, employeeId, email: subject, kind: 'set-password', seq: 0, before: null, after: { passwordSet: true }, feedHash: null },
   ]);
-  await keepPasswordSecret(deps.queue.secrets, deps.org, actionId, encryptSecret(key, change.password, subject));
+  await keepPasswordSecret(deps.queue.secrets, deps.scope, actionId, encryptSecret(key, change.password, subject));
   const data = setPasswordPayloadSchema.parse({ actionId, email: subject });
-  const jobId = jobIdForAction(deps.org, actionId);
-  if (change.after) await deps.queue.addChains([{ org: deps.org, name: PROVISION_JOBS.setPassword, data, jobId, after: change.after }]);
-  else await deps.queue.add(PROVISION_JOBS.setPassword, data, { org: deps.org, jobId, waited: true });
+  const jobId = jobIdForAction(deps.scope, actionId);
+  if (change.after) await deps.queue.addChains([{ org: deps.scope.org, name: PROVISION_JOBS.setPassword, data, jobId, after: change.after }]);
+  else await deps.queue.add(PROVISION_JOBS.setPassword, data, { org: deps.scope.org, jobId, waited: true });
   return actionId;
 }
 

@@ -3,6 +3,7 @@ import type { SecretStore } from '../../queue/secret-store.ts';
 import { classify } from '../../lib/errors.ts';
 import { PROVISION_ATTEMPTS } from './actions.ts';
 import { SecretError } from './secrets.ts';
+import type { OrgRef } from '../../warehouse/scope.ts';
 
 /**
  * Where a queued password change keeps its password: encrypted (AES-256-GCM, bound to the
@@ -16,13 +17,13 @@ import { SecretError } from './secrets.ts';
 export const PASSWORD_SECRET_TTL_SECONDS = 7 * 24 * 60 * 60;
 
 /** Keeps the encrypted password of `actionId` for its job; call before the job is queued. */
-export async function keepPasswordSecret(secrets: SecretStore, org: string, actionId: string, encrypted: string): Promise<void> {
-  await secrets.put(org, actionId, encrypted, PASSWORD_SECRET_TTL_SECONDS);
+export async function keepPasswordSecret(secrets: SecretStore, scope: OrgRef, actionId: string, encrypted: string): Promise<void> {
+  await secrets.put(scope, actionId, encrypted, PASSWORD_SECRET_TTL_SECONDS);
 }
 
 /** The encrypted password of `actionId`; a permanent error when it is gone (used, or older than the TTL). */
-export async function passwordSecretOf(secrets: SecretStore, org: string, actionId: string): Promise<string> {
-  const token = await secrets.get(org, actionId);
+export async function passwordSecretOf(secrets: SecretStore, scope: OrgRef, actionId: string): Promise<string> {
+  const token = await secrets.get(scope, actionId);
   if (token === undefined) {
     throw new SecretError(
       `the password of ${actionId} is no longer kept (it is deleted once used, and after ${PASSWORD_SECRET_TTL_SECONDS / 86_400} days): ask for the change again (trainsync password, or the identity provider)`,
@@ -37,9 +38,9 @@ export async function passwordSecretOf(secrets: SecretStore, org: string, action
  * that will not be retried. A failure that will be retried keeps it: the retry of a job
  * that crashed still finds its password.
  */
-export async function forgettingPasswordSecret<T>(ctx: Pick<JobContext, 'actions' | 'org' | 'job' | 'log'>, actionId: string, run: () => Promise<T>): Promise<T> {
+export async function forgettingPasswordSecret<T>(ctx: Pick<JobContext, 'actions' | 'scope' | 'job' | 'log'>, actionId: string, run: () => Promise<T>): Promise<T> {
   const forget = (): Promise<void> =>
-    ctx.actions.secrets.drop(ctx.org.slug, actionId).catch((error: unknown) => ctx.log.warn({ err: error, actionId }, 'could not delete a used password from Redis; it expires on its own'));
+    ctx.actions.secrets.drop(ctx.scope, actionId).catch((error: unknown) => ctx.log.warn({ err: error, actionId }, 'could not delete a used password from Redis; it expires on its own'));
   let outcome: T;
   try {
     outcome = await run();

@@ -1,12 +1,10 @@
-import type { Kysely } from 'kysely';
 import type { JobContext } from '../../queue/job-context.ts';
 import { classify } from '../../lib/errors.ts';
 import { isNotOffered } from '../../platform/errors.ts';
 import { beginAttempt, finishAction, recordRetryableError } from './actions-store.ts';
 import { findIdentity } from './identities-store.ts';
 import { PROVISION_ATTEMPTS } from './actions.ts';
-import type { Database } from '../../warehouse/database.ts';
-import { withTransaction } from '../../warehouse/transaction.ts';
+import type { OrgTx } from '../../warehouse/scope.ts';
 
 /** What a provisioning job returns (BullMQ keeps it in Redis): never a secret. */
 export interface ActionOutcome {
@@ -26,7 +24,7 @@ export interface ActionOutcome {
  */
 export async function runAction(ctx: JobContext, actionId: string, perform: () => Promise<ActionOutcome>): Promise<ActionOutcome> {
   const org = ctx.org.slug;
-  const before = await beginAttempt(ctx.db, org, actionId);
+  const before = await beginAttempt(ctx.scope, actionId);
   if (before === 'succeeded') {
     // A second job for an action already carried out (e.g. re-enqueued by hand): nothing to do.
     ctx.log.info({ actionId }, 'action already succeeded; nothing to do');
@@ -38,11 +36,11 @@ export async function runAction(ctx: JobContext, actionId: string, perform: () =
     const facts = classify(error);
     const last = ctx.job.attemptsMade + 1 >= PROVISION_ATTEMPTS;
     if (!facts.retryable || last) {
-      await finishAction(ctx.db, org, actionId, { status: 'failed', errorCode: facts.code, errorMessage: facts.message });
+      await finishAction(ctx.scope, actionId, { status: 'failed', errorCode: facts.code, errorMessage: facts.message });
       ctx.log.warn({ actionId, code: facts.code, permanent: !facts.retryable }, 'provisioning action failed');
       throw error;
     }
-    await recordRetryableError(ctx.db, org, actionId, facts.code, facts.message);
+    await recordRetryableError(ctx.scope, actionId, facts.code, facts.message);
     throw error;
   }
 }
@@ -58,7 +56,7 @@ export interface ResolvedUser {
  * e-mail. Undefined when nobody knows it (the action then waits as needs-identity).
  */
 export async function resolveUserId(ctx: JobContext, employeeId: string, email: string, fromFeed: string | null): Promise<ResolvedUser | undefined> {
-  const identity = await findIdentity(ctx.db, ctx.org.slug, employeeId);
+  const identity = await findIdentity(ctx.scope, employeeId);
   if (identity?.platform_user_id) return { platformUserId: identity.platform_user_id, source: 'identity' };
   if (fromFeed) return { platformUserId: fromFeed, source: 'feed' };
   try {
@@ -72,7 +70,7 @@ export async function resolveUserId(ctx: JobContext, employeeId: string, email: 
 
 /** Records a needs-identity end: visible in `status`, replanned (same id) by the next run. */
 export async function needsIdentity(ctx: JobContext, actionId: string, employeeId: string, email: string): Promise<ActionOutcome> {
-  await finishAction(ctx.db, ctx.org.slug, actionId, {
+  await finishAction(ctx.scope, actionId, {
     status: 'needs-identity',
     errorCode: 'NEEDS_IDENTITY',
     errorMessage:
@@ -99,15 +97,15 @@ export function runUserAction(
   ctx: JobContext,
   p: UserActionPayload,
   call: (platformUserId: string) => Promise<void>,
-  record: (db: Kysely<Database>, platformUserId: string) => Promise<unknown>,
+  record: (tx: OrgTx, platformUserId: string) => Promise<unknown>,
 ): Promise<ActionOutcome> {
   return runAction(ctx, p.actionId, async () => {
     const user = await resolveUserId(ctx, p.employeeId, p.email, p.platformUserId);
     if (!user) return needsIdentity(ctx, p.actionId, p.employeeId, p.email);
     await call(user.platformUserId);
-    await withTransaction(ctx.withPgClient, async (tx) => {
-      await record(tx.db, user.platformUserId);
-      await finishAction(tx.db, ctx.org.slug, p.actionId, { status: 'succeeded', after: { platformUserId: user.platformUserId } });
+    await ctx.scope.transaction(async (tx) => {
+      await record(tx, user.platformUserId);
+      await finishAction(tx, p.actionId, { status: 'succeeded', after: { platformUserId: user.platformUserId } });
     });
     return { actionId: p.actionId, status: 'succeeded', platformUserId: user.platformUserId };
   });

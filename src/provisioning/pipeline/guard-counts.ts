@@ -12,7 +12,7 @@ import type { DesiredState, PipelineDeps, Source } from './types.ts';
  * disables someone: a batch of creates costs no query.
  */
 export async function guardPlan(
-  deps: Pick<PipelineDeps, 'db' | 'org'>,
+  deps: Pick<PipelineDeps, 'scope'>,
   source: Pick<Source<unknown>, 'kind' | 'label' | 'guard'>,
   plan: Plan,
   desired: Pick<DesiredState, 'appliedScope'>,
@@ -23,11 +23,11 @@ export async function guardPlan(
   if (disables.length === 0) return runGuards({ ...base, activeCount: plan.activeCount, recent: 0, alreadyHeld: new Set() });
   // A plan of a few listed employees knows only their identities: the base of a percentage is the organisation's.
   const activeCount = desired.appliedScope === 'all' ? plan.activeCount : await countActive(deps);
-  const recent = source.guard.window === undefined ? 0 : await countRecentDisables(deps.db, deps.org, source.kind, source.guard.window);
-  const alreadyHeld = source.guard.holds === 'excess' ? await openHeldEmployees(deps.db, deps.org, source.kind, disables) : new Set<string>();
+  const recent = source.guard.window === undefined ? 0 : await countRecentDisables(deps.scope, source.kind, source.guard.window);
+  const alreadyHeld = source.guard.holds === 'excess' ? await openHeldEmployees(deps.scope, source.kind, disables) : new Set<string>();
   return runGuards({ ...base, activeCount, recent, alreadyHeld });
 }
 
-async function countActive(deps: Pick<PipelineDeps, 'db' | 'org'>): Promise<number> {
-  return (await countIdentities(deps.db, deps.org)).active;
+async function countActive(deps: Pick<PipelineDeps, 'scope'>): Promise<number> {
+  return (await countIdentities(deps.scope)).active;
 }

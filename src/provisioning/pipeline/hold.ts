@@ -1,10 +1,10 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../warehouse/database.ts';
-import { withTransaction, type PgLender } from '../../warehouse/transaction.ts';
 import type { FeedRow } from '../feed/types.ts';
 import { heldActionsSchema, heldFeedSchema, heldPeopleSchema, type HeldFeed, type HeldPerson } from '../held-plans.ts';
 import type { Plan, PlannedAction } from '../plan/types.ts';
 import type { DesiredState, Source, SourceKind } from './types.ts';
+import type { OrgDb, OrgScope } from '../../warehouse/scope.ts';
 
 /**
  * The one hold: whatever the source, a held change is a row of `trainsync.held_plans`
@@ -37,7 +37,7 @@ export interface HoldInput {
 }
 
 /** The HR department of each person: their row's `department` attribute, else the last snapshot's. */
-async function departmentsOf(db: Db, org: string, employeeIds: readonly string[], rows: ReadonlyMap<string, FeedRow>): Promise<Map<string, string | null>> {
+async function departmentsOf({ db, org }: OrgDb, employeeIds: readonly string[], rows: ReadonlyMap<string, FeedRow>): Promise<Map<string, string | null>> {
   const found = new Map<string, string | null>();
   const missing: string[] = [];
   for (const id of employeeIds) {
@@ -53,12 +53,12 @@ async function departmentsOf(db: Db, org: string, employeeIds: readonly string[]
   return found;
 }
 
-async function heldParts(db: Db, org: string, input: HoldInput): Promise<{ actions: PlannedAction[]; people: HeldPerson[]; feed: HeldFeed }> {
+async function heldParts(scope: OrgDb, input: HoldInput): Promise<{ actions: PlannedAction[]; people: HeldPerson[]; feed: HeldFeed }> {
   const held = new Set(input.held);
   const rows = new Map(input.desired.rows.map((r) => [r.employeeId, r]));
   const actions = input.plan.actions.filter((a) => held.has(a.employeeId));
   const employees = [...new Set(actions.map((a) => a.employeeId))];
-  const departments = await departmentsOf(db, org, employees, rows);
+  const departments = await departmentsOf(scope, employees, rows);
   const people = employees.map((employeeId): HeldPerson => {
     const mine = input.plan.byEmployee[employeeId] ?? [];
     const ref = input.refs?.get(employeeId);
@@ -74,9 +74,10 @@ async function heldParts(db: Db, org: string, input: HoldInput): Promise<{ actio
 }
 
 /** Stores a held change; returns its plan's id. Runs under the provisioning lock. */
-export async function holdChange(lend: PgLender, org: string, input: HoldInput): Promise<number> {
-  return withTransaction(lend, async ({ db }) => {
-    const parts = await heldParts(db, org, input);
+export async function holdChange(scope: OrgScope, input: HoldInput): Promise<number> {
+  return scope.transaction(async (tx) => {
+    const { db, org } = tx;
+    const parts = await heldParts(tx, input);
     const disables = parts.actions.filter((a) => a.kind === 'disable').length;
     if (input.source.guard.holds === 'excess') {
       const open = await sql<{ id: number; actions: unknown; people: unknown; feed: unknown }>`
@@ -84,7 +85,7 @@ export async function holdChange(lend: PgLender, org: string, input: HoldInput):
       const row = open.rows[0];
       if (row) return appendHeld(db, row, parts, input);
     } else {
-      await supersede(db, org, SUPERSEDES[input.source.kind]);
+      await supersede(tx, SUPERSEDES[input.source.kind]);
     }
     // Only a feed has a file hash (the column holds sha256 hex); a SCIM burst or a repair has none.
     const feedHash = input.source.kind === 'feed' ? input.source.auditMark : null;
@@ -117,7 +118,7 @@ async function appendHeld(db: Db, row: { id: number; actions: unknown; people: u
 }
 
 /** Supersedes the organisation's held plans of the given sources (but `keep`, a plan being approved). */
-export async function supersede(db: Db, org: string, sources: readonly SourceKind[], keep?: number): Promise<void> {
+export async function supersede({ db, org }: OrgDb, sources: readonly SourceKind[], keep?: number): Promise<void> {
   if (sources.length === 0) return;
   await sql`update trainsync.held_plans set status = 'superseded', decided_at = now()
              where org = ${org} and status = 'held' and source = any(${sources}::text[]) and id <> ${keep ?? 0}`.execute(db);
@@ -127,7 +128,7 @@ export async function supersede(db: Db, org: string, sources: readonly SourceKin
  * People a newer applied statement says are active leave the open excess holds: their held
  * disable is moot. A plan left with nobody is superseded.
  */
-export async function releaseActive(db: Db, org: string, activeEmployeeIds: readonly string[], keep?: number): Promise<void> {
+export async function releaseActive({ db, org }: OrgDb, activeEmployeeIds: readonly string[], keep?: number): Promise<void> {
   if (activeEmployeeIds.length === 0) return;
   const { rows } = await sql<{ id: number; actions: unknown; people: unknown; feed: unknown }>`
     select id, actions, people, feed from trainsync.held_plans
@@ -153,7 +154,7 @@ export async function releaseActive(db: Db, org: string, activeEmployeeIds: read
 }
 
 /** The employees an open excess hold of the source holds already (an identity provider retrying is held once). */
-export async function openHeldEmployees(db: Db, org: string, kind: SourceKind, among: readonly string[]): Promise<Set<string>> {
+export async function openHeldEmployees({ db, org }: OrgDb, kind: SourceKind, among: readonly string[]): Promise<Set<string>> {
   if (among.length === 0) return new Set();
   const { rows } = await sql<{ employee_id: string }>`
     select p ->> 'employeeId' as employee_id

@@ -1,6 +1,7 @@
 import { orgScoped } from '../../queue/org-scope.ts';
 import { withAdvisoryLock } from '../../warehouse/advisory-lock.ts';
 import type { AdvisoryLocks } from '../../warehouse/lock-session.ts';
+import type { OrgRef } from '../../warehouse/scope.ts';
 
 /**
  * Serialises plan-and-enqueue of one organisation between every source (feeds, SCIM
@@ -10,8 +11,8 @@ import type { AdvisoryLocks } from '../../warehouse/lock-session.ts';
  */
 export const PROVISION_LOCK = 'trainsync:provision';
 
-/** The provisioning lock of one organisation (`default` keeps the bare name). */
-export function provisionLock(org: string): string {
+/** The provisioning lock of the organisation of `scope` (`default` keeps the bare name). */
+export function provisionLock({ org }: OrgRef): string {
   return orgScoped(org, PROVISION_LOCK);
 }
 
@@ -20,6 +21,6 @@ export function provisionLock(org: string): string {
  * approval checks its plan and runs the pipeline in one hold) or a dry run (changes nothing).
  * Taking it twice in one call chain would wait for itself.
  */
-export function underProvisionLock<T>(deps: { locks: AdvisoryLocks; org: string }, skip: boolean, fn: () => Promise<T>): Promise<T> {
-  return skip ? fn() : withAdvisoryLock(deps.locks, provisionLock(deps.org), fn);
+export function underProvisionLock<T>(deps: { locks: AdvisoryLocks; scope: OrgRef }, skip: boolean, fn: () => Promise<T>): Promise<T> {
+  return skip ? fn() : withAdvisoryLock(deps.locks, provisionLock(deps.scope), fn);
 }

@@ -72,6 +72,6 @@ export async function readPlatformStep(deps: PipelineDeps, source: Pick<Source<u
   // New employees touch no account: there is nothing to read.
   if (touchedIds !== undefined && touchedIds.length === 0) return { view: undefined, note: 'no existing account touched', requests: 0, adopted: [] };
   const drift = deps.drift ?? DEFAULT_DRIFT_SETTINGS;
-  const read = await readPlatformView({ db: deps.db, org: deps.org, platform: deps.platform() }, { freshnessMinutes: drift.freshnessMinutes, touchedIds });
+  const read = await readPlatformView({ scope: deps.scope, platform: deps.platform() }, { freshnessMinutes: drift.freshnessMinutes, touchedIds });
   return { ...read, adopted: [] };
 }

@@ -83,11 +83,11 @@ export interface PipelineResult<After> extends PlannedRun {
 }
 
 async function loadApplied(deps: PipelineDeps, desired: DesiredState): Promise<AppliedEmployee[]> {
-  if (desired.appliedScope === 'all') return loadAppliedEmployees(deps.db, deps.org);
+  if (desired.appliedScope === 'all') return loadAppliedEmployees(deps.scope);
   if (desired.rows.length === 0) return [];
   const ids = desired.rows.map((r) => r.employeeId);
   const emails = desired.rows.map((r) => r.email);
-  return (await identitiesOf(deps.db, deps.org, ids, emails)).map(toAppliedEmployee);
+  return (await identitiesOf(deps.scope, ids, emails)).map(toAppliedEmployee);
 }
 
 function withoutEmployees(plan: Plan, held: ReadonlySet<string>): Pick<Plan, 'actions' | 'byEmployee'> {
@@ -104,7 +104,7 @@ function withoutEmployees(plan: Plan, held: ReadonlySet<string>): Pick<Plan, 'ac
  * and the jobs it enqueues carry its trace to the workers that call the platform.
  */
 export function runPipeline<After>(deps: PipelineDeps, source: Source<After>, options: PipelineOptions): Promise<PipelineResult<After>> {
-  return inSpan(`provisioning ${source.kind}`, { [ATTR.org]: deps.org, [ATTR.source]: source.kind }, () => pipeline(deps, source, options));
+  return inSpan(`provisioning ${source.kind}`, { [ATTR.org]: deps.scope.org, [ATTR.source]: source.kind }, () => pipeline(deps, source, options));
 }
 
 async function pipeline<After>(deps: PipelineDeps, source: Source<After>, options: PipelineOptions): Promise<PipelineResult<After>> {
@@ -130,7 +130,7 @@ async function pipeline<After>(deps: PipelineDeps, source: Source<After>, option
       file: source.label,
       platform: platform.view,
       platformNote: platform.note,
-      ...(platform.view ? { leaverSince: await loadLeaverSince(deps.db, deps.org) } : {}),
+      ...(platform.view ? { leaverSince: await loadLeaverSince(deps.scope) } : {}),
     });
     const verdict = planned.refused
       ? { held: [] as string[], limit: planned.maxDisable, activeCount: planned.activeCount, reason: undefined }
@@ -145,7 +145,7 @@ async function pipeline<After>(deps: PipelineDeps, source: Source<After>, option
     let heldPlanId: number | undefined;
     const holdMessage = plan.refused?.reason === 'max-disable' ? plan.refused.message : verdict.reason;
     if (!options.dryRun && !options.approving && holdMessage !== undefined && verdict.held.length > 0) {
-      heldPlanId = await holdChange(deps.withPgClient, deps.org, { source, plan, desired, held: verdict.held, message: holdMessage, activeCount: verdict.activeCount, refs: desired.refs });
+      heldPlanId = await holdChange(deps.scope, { source, plan, desired, held: verdict.held, message: holdMessage, activeCount: verdict.activeCount, refs: desired.refs });
     }
     const run: PlannedRun = {
       desired,
@@ -160,10 +160,10 @@ async function pipeline<After>(deps: PipelineDeps, source: Source<After>, option
     options.onPlan?.(run);
     if (options.dryRun || plan.refused !== undefined) return run;
 
-    if (platform.adopted.length > 0) await insertAdoptedIdentities(deps.db, deps.org, platform.adopted);
+    if (platform.adopted.length > 0) await insertAdoptedIdentities(deps.scope, platform.adopted);
     // A newer statement applied: the held plans it makes moot, and the held disables of people it says are active.
-    await supersede(deps.db, deps.org, SUPERSEDES[source.kind], options.approving?.planId);
-    await releaseActive(deps.db, deps.org, desired.rows.filter((r) => r.status === 'active').map((r) => r.employeeId), options.approving?.planId);
+    await supersede(deps.scope, SUPERSEDES[source.kind], options.approving?.planId);
+    await releaseActive(deps.scope, desired.rows.filter((r) => r.status === 'active').map((r) => r.employeeId), options.approving?.planId);
     const toEnqueue = withoutEmployees(plan, new Set(verdict.held));
     const reasons = actionReasons(toEnqueue.actions, { kind: source.kind, label: source.label, mode: desired.mode, rows: desired.rows });
     const enqueued = await inSpan('provisioning enqueue', {}, () =>

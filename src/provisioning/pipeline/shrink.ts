@@ -35,7 +35,7 @@ export interface ShrinkCheck {
 
 /** Decides the shrink guard for a source's desired state; undefined when it does not apply (not a whole statement, unreadable, allowed). */
 export async function shrinkStep(
-  deps: Pick<PipelineDeps, 'db' | 'org' | 'shrink'>,
+  deps: Pick<PipelineDeps, 'scope' | 'shrink'>,
   source: Pick<Source<unknown>, 'kind'>,
   desired: Pick<DesiredState, 'listed' | 'fileErrors' | 'mode'>,
   allowShrink: boolean,
@@ -43,7 +43,7 @@ export async function shrinkStep(
   // A feed with file errors is the planner's to refuse, naming them.
   if (desired.listed === undefined || desired.fileErrors.length > 0 || allowShrink) return undefined;
   const share = deps.shrink ?? DEFAULT_SHRINK_SETTING;
-  const activeEmployees = await countKnownActive(deps.db, deps.org);
+  const activeEmployees = await countKnownActive(deps.scope);
   const decision = decideFeedShrink({
     // A snapshot plans as a delta, but its removed employees are leavers by absence: the statement is a whole one.
     mode: 'full',

@@ -1,6 +1,5 @@
 import type { PlatformClient } from '../../platform/types.ts';
-import type { ProvisioningSource } from '../../warehouse/provisioning-tables.ts';
-import type { PgLender } from '../../warehouse/transaction.ts';
+import type { ProvisioningSource } from '../apply/tables.ts';
 import type { AdvisoryLocks } from '../../warehouse/lock-session.ts';
 import type { ApplyDeps } from '../apply/enqueue.ts';
 import type { FeedRow } from '../feed/types.ts';
@@ -31,11 +30,10 @@ export interface ShrinkSetting {
 
 export const DEFAULT_DRIFT_SETTINGS: DriftSettings = { freshnessMinutes: 15, accessRemoved: 'restore' };
 
-/** What a provisioning run of one organisation needs: the apply side's parts, its platform client, and a lent client for the lock. */
+/** What a provisioning run of one organisation needs: the apply side's parts (its scope among them) and its platform client. */
 export interface ProvisionDeps extends ApplyDeps {
   /** The organisation's own client (its key): the plan reads that organisation's accounts. */
   platform: PlatformClient;
-  withPgClient: PgLender;
   /** The process's advisory locks (the organisation's provisioning lock is taken there). */
   locks: AdvisoryLocks;
   /** Default DEFAULT_DRIFT_SETTINGS. */
@@ -47,7 +45,6 @@ export interface ProvisionDeps extends ApplyDeps {
 /** The pipeline's deps: as ProvisionDeps, with the platform client built on first use (a SCIM batch of creates never reads the platform). */
 export interface PipelineDeps extends ApplyDeps {
   platform: () => PlatformClient;
-  withPgClient: PgLender;
   locks: AdvisoryLocks;
   drift?: DriftSettings | undefined;
   shrink?: ShrinkSetting | undefined;

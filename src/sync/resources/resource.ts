@@ -11,7 +11,7 @@ import type { StagedTable } from '../../warehouse/load-staged.ts';
  * (`TRAINSYNC_CRON_<NAME>`) and the metrics come from it through the catalog; the
  * engines (snapshot.ts, reading.ts, results/) and the generic client and loaders read
  * it. The table itself is a migration (sql/migrations/); a row type in
- * src/warehouse/ is needed only where something reads the table through Kysely.
+ * ./tables.ts is needed only where something reads the table through Kysely.
  */
 interface Declared {
   /** `sync <name>`; its job is `sync-<name>`, its schedule TRAINSYNC_CRON_<NAME> (uppercase, `-` as `_`). */
@@ -51,12 +51,19 @@ export interface WindowedResource<T> extends Declared {
   /** Paged by number: the walk chooses its pages (completeness.ts). */
   endpoint: Listing<T>;
   table: StagedTable<T>;
-  /** The request of a window's bounds (windowQuery in results/days.ts), and of the whole list (no bounds). */
-  request(bounds: { startDate: string; endDate: string } | undefined): ListRequest;
+  /**
+   * The request of a window's bounds (windowQuery in results/days.ts), of the records dated
+   * from an instant on (`startDate` alone), and of the whole list (no bounds).
+   */
+  request(bounds: { startDate: string; endDate?: string | undefined } | undefined): ListRequest;
   /** The instant that places a record on a day (a backfill stores only its days), or null. */
   day(record: T): string | null;
+  /** A record's key (what the table's key column holds). */
+  key(record: T): string;
   /** The key of a record set aside, from its raw JSON, if it has a readable one (it still exists: never marked removed). */
   rawKey(raw: unknown): string | undefined;
+  /** `day` of a record set aside, from its raw JSON: undefined when it cannot be told. */
+  rawDay(raw: unknown): string | null | undefined;
 }
 
 /** One reading per run, kept as a row of its own (seats). */

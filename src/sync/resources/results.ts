@@ -19,7 +19,14 @@ export const results: WindowedResource<Result> = {
   endpoint: RESULTS,
   request: (bounds) => ({ query: resultsQuery(bounds ?? {}) }),
   day: (result) => result.dateCompleted,
+  key: (result) => result.id,
   rawKey: (raw) => (typeof raw === 'object' && raw !== null && 'id' in raw && typeof raw.id === 'string' ? normaliseGuid(raw.id) : undefined),
+  rawDay: (raw) => {
+    // As the schema reads it: a missing date is no date.
+    if (typeof raw !== 'object' || raw === null) return undefined;
+    if (!('dateCompleted' in raw) || raw.dateCompleted === null || raw.dateCompleted === undefined) return null;
+    return typeof raw.dateCompleted === 'string' ? raw.dateCompleted : undefined;
+  },
   table: {
     table: 'training.results',
     key: 'result_id',

@@ -54,6 +54,12 @@ export interface RuleOptions {
   readsPerPage?: number;
   extraReads?: number;
   resume?: ReadCheckpoint | undefined;
+  /**
+   * A read that starts part-way down the list: every result below `cursor` is known
+   * read already (the tail of a list whose head other reads covered; the caller proves
+   * that part, see undated-tail.ts). `pageSize` places the cursor on a page.
+   */
+  start?: { cursor: number; pageSize: number } | undefined;
 }
 
 export type Verdict = { kind: 'reading' } | { kind: 'complete' } | { kind: 'incomplete'; reason: string };
@@ -108,8 +114,8 @@ export class CompletenessRule {
     this.readsPerPage = options.readsPerPage ?? 3;
     this.extraReads = options.extraReads ?? 4;
     const resume = options.resume;
-    this.pageSize = resume?.pageSize ?? 0;
-    this.cursor = resume?.cursor ?? 0;
+    this.pageSize = resume?.pageSize ?? options.start?.pageSize ?? 0;
+    this.cursor = resume?.cursor ?? options.start?.cursor ?? 0;
     this.total = resume?.total;
     this.reads = resume?.reads ?? 0;
     this.largestTotal = resume?.total ?? 0;
@@ -155,6 +161,27 @@ export class CompletenessRule {
     }
     if (this.ahead) this.answeredAhead(page, total, size, received);
     else this.answeredInTurn(page, total, size);
+    return this.judge();
+  }
+
+  /**
+   * A total seen between pages, one page at a time (a page past the end asked for its
+   * total alone): a service like a page that covers no position. A change it shows moves
+   * the cursor as a page's would, and a read the rule had called complete reads on when
+   * the list now holds more than the cursor.
+   */
+  totalSeen(total: number): Verdict {
+    if (this.ahead || this.inFlight.size > 0 || this.uncertain !== undefined) throw new Error('a total is taken between pages only when reading one page at a time');
+    if (this.verdict.kind === 'incomplete') return this.verdict;
+    // Not a page: it does not count toward the cap on pages read.
+    this.largestTotal = Math.max(this.largestTotal, total);
+    if (this.total === undefined) {
+      this.total = total;
+    } else if (total !== this.total) {
+      if (total < this.total) this.cursor = Math.max(0, this.cursor - (this.total - total));
+      this.newList(total);
+    }
+    if (this.verdict.kind === 'complete' && this.cursor < total) this.verdict = { kind: 'reading' };
     return this.judge();
   }
 

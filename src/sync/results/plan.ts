@@ -26,7 +26,7 @@ export interface ResultsPlan {
  * page; otherwise the lookback before the watermark up to today, plus every window an
  * earlier run could not finish.
  */
-export async function planResultsRun(resource: string, payload: SyncPayload, ctx: Pick<JobContext, 'config' | 'db' | 'org'>): Promise<ResultsPlan> {
+export async function planResultsRun(resource: string, payload: SyncPayload, ctx: Pick<JobContext, 'config' | 'scope'>): Promise<ResultsPlan> {
   const { config } = ctx;
   const runDay = today();
   if (payload.since || payload.until) {
@@ -34,8 +34,8 @@ export async function planResultsRun(resource: string, payload: SyncPayload, ctx
     const end = addDays(payload.until ?? runDay, 1);
     return { mode: 'backfill', windows: splitWindows(since, end, config.TRAINSYNC_RESULTS_WINDOW_DAYS), store: { start: since, end } };
   }
-  const watermark = await getWatermark(ctx.db, ctx.org.slug, resource);
-  const unfinished = (await listUnfinishedWindows(ctx.db, ctx.org.slug, resource)).map((w) => w.key);
+  const watermark = await getWatermark(ctx.scope, resource);
+  const unfinished = (await listUnfinishedWindows(ctx.scope, resource)).map((w) => w.key);
   if (payload.full || !watermark || unfinished.includes(FULL_WALK)) return { mode: 'full', windows: [], watermark: runDay };
   const from = addDays(watermark < runDay ? watermark : runDay, -config.TRAINSYNC_RESULTS_LOOKBACK);
   const windows = splitWindows(from, addDays(runDay, 1), config.TRAINSYNC_RESULTS_WINDOW_DAYS);

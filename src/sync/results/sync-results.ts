@@ -3,10 +3,9 @@ import { clearSightings, markUnsighted } from '../../warehouse/load-staged.ts';
 import type { WindowedResource } from '../resources/resource.ts';
 import { countQuarantined, deleteCheckpoints, recordUnfinishedWindows, setWatermark } from '../sync-state.ts';
 import { emptyRunCounts, finishRun } from '../runs-store.ts';
-import { withRetriedTransaction } from '../../warehouse/transaction.ts';
 import { onDays, windowKey } from './days.ts';
 import { walkAllResults } from './full-walk.ts';
-import { FULL_WALK, planResultsRun } from './plan.ts';
+import { planResultsRun } from './plan.ts';
 import { readWindows, type UnfinishedRead } from './windows.ts';
 import { withRun } from '../run.ts';
 import type { SyncSummary } from '../summary.ts';
@@ -22,9 +21,9 @@ function incompleteNote(unfinished: readonly UnfinishedRead[]): string {
 /**
  * Results are incremental: each run re-reads a lookback window up to today, split into
  * date windows read concurrently; each window commits a checkpoint with its last rows,
- * so a crash resumes at the first unfinished window. The first run, and `--full`,
- * walk every page instead (undated results included) and checkpoint the completeness
- * rule's state with each batch.
+ * so a crash resumes at the first unfinished window. The first run, and `--full`, read
+ * every result (undated ones included): by closed date windows, the undated tail and the
+ * open window when the list is large enough, else in one walk (full-walk.ts).
  *
  * Checkpoints are scoped to the BullMQ job: its retries and a restart after a crash
  * resume them; a new job starts a fresh plan (idempotent, so never wrong). Whether a
@@ -51,12 +50,14 @@ export async function syncWindowed<T>(resource: WindowedResource<T>, payload: Sy
     let unfinished: UnfinishedRead[];
     let finished: string[];
     let firstLoad = false;
+    let windows = plan.windows.length;
     if (plan.mode === 'full') {
       const walk = await walkAllResults(ctx, resource, scope, run.id, counts);
       resumed = walk.resumed;
       firstLoad = walk.firstLoad;
-      unfinished = walk.unfinished ? [{ key: FULL_WALK, reason: walk.unfinished }] : [];
-      finished = walk.unfinished ? [] : [FULL_WALK];
+      unfinished = walk.unfinished;
+      finished = walk.finished;
+      windows = walk.windows;
     } else {
       const read = await readWindows(ctx, resource, scope, run.id, plan.windows, counts, keep);
       resumed = read.resumed;
@@ -64,15 +65,15 @@ export async function syncWindowed<T>(resource: WindowedResource<T>, payload: Sy
       const missed = new Set(unfinished.map((u) => u.key));
       finished = plan.windows.map(windowKey).filter((key) => !missed.has(key));
     }
-    await withRetriedTransaction(ctx.withPgClient, async (tx) => {
+    await ctx.scope.retriedTransaction(async (tx) => {
       // A walk with a gap may have missed results that still exist: mark nothing removed.
       let removed = 0;
       // A first load found nothing stored, so nothing it could mark; it recorded no sightings.
-      if (plan.mode === 'full' && unfinished.length === 0 && !firstLoad) removed = await markUnsighted(tx.client, resource.table, ctx.org.slug, run.id);
-      else if (plan.mode === 'full') await clearSightings(tx.client, resource.table, ctx.org.slug, run.id);
-      if (plan.watermark) await setWatermark(tx.db, ctx.org.slug, name, plan.watermark);
-      await recordUnfinishedWindows(tx.db, ctx.org.slug, name, run.id, { finished, unfinished });
-      await deleteCheckpoints(tx.db, ctx.org.slug, `${scope}:`);
+      if (plan.mode === 'full' && unfinished.length === 0 && !firstLoad) removed = await markUnsighted(tx, resource.table, run.id);
+      else if (plan.mode === 'full') await clearSightings(tx, resource.table, run.id);
+      if (plan.watermark) await setWatermark(tx, name, plan.watermark);
+      await recordUnfinishedWindows(tx, name, run.id, { finished, unfinished });
+      await deleteCheckpoints(tx, `${scope}:`);
       await finishRun(tx.db, run.id, {
         status: unfinished.length > 0 ? 'incomplete' : 'succeeded',
         removed,
@@ -80,6 +81,6 @@ export async function syncWindowed<T>(resource: WindowedResource<T>, payload: Sy
         note: unfinished.length > 0 ? incompleteNote(unfinished) : undefined,
       });
     });
-    return { windows: plan.windows.length, windowsResumed: resumed };
+    return { windows, windowsResumed: resumed };
   });
 }

@@ -5,7 +5,7 @@ import type { WindowedResource } from '../resources/resource.ts';
 import { quarantineRecords } from '../sync-state.ts';
 import { addRunCounts, type RunCounts } from '../runs-store.ts';
 import { CommitOrder } from '../../warehouse/commit-order.ts';
-import type { Tx } from '../../warehouse/transaction.ts';
+import type { OrgTx } from '../../warehouse/scope.ts';
 import { CompletenessRule, type ReadCheckpoint, type Verdict } from './completeness.ts';
 
 export interface WalkPosition {
@@ -28,7 +28,7 @@ export interface WalkOptions<T> {
   /** Counts of this attempt, for progress; the run's totals are recorded with each batch. */
   counts: RunCounts;
   /** Writes the checkpoint for the position reached, in the batch's own transaction. */
-  onBatch(tx: Tx, position: WalkPosition): Promise<void>;
+  onBatch(tx: OrgTx, position: WalkPosition): Promise<void>;
   /** Full mode: record every id seen, so vanished results can be marked removed. */
   trackSightings?: boolean;
   /** A first load into an empty table: rows are written by plain inserts while none exists (see `fresh`). */
@@ -41,6 +41,24 @@ export interface WalkOptions<T> {
   readAhead?: number | undefined;
   /** Stores only the results this accepts (a backfill's days); the rest are read, not stored. */
   keep?: ((record: T) => boolean) | undefined;
+  /** Page 1 of this request, already answered (it decided how to read the list): used instead of asking again. */
+  firstPage?: Page<T> | undefined;
+  /** A read of the list's tail: every result below `cursor` is read already (see CompletenessRule's `start`). */
+  start?: { cursor: number; pageSize: number } | undefined;
+  /**
+   * Told of each page as it is answered (after the rule), and waited for before the
+   * next page is asked: a read one page at a time can ask something else in between,
+   * and tell the rule a total it saw there (CompletenessRule.totalSeen).
+   */
+  afterPage?: ((page: Page<T>, read: ReadBetweenPages) => Promise<void> | void) | undefined;
+}
+
+/** What a read one page at a time offers between two pages. */
+export interface ReadBetweenPages {
+  /** The rule has found every result read (so far). */
+  readonly complete: boolean;
+  /** A total of the same list seen between pages: the rule takes it as it takes a page's. */
+  sawTotal(total: number): void;
 }
 
 type Arrival<T> = { page: number; answer: Page<T> } | { page: number; error: unknown };
@@ -55,14 +73,14 @@ type Arrival<T> = { page: number; answer: Page<T> } | { page: number; error: unk
  */
 export async function walkResults<T>(ctx: JobContext, resource: WindowedResource<T>, options: WalkOptions<T>): Promise<WalkReport> {
   const { runId, counts, trackSightings = false, firstLoad = false, keep } = options;
-  const rule = new CompletenessRule({ readAhead: options.readAhead ?? 1, resume: options.resume });
+  const rule = new CompletenessRule({ readAhead: options.readAhead ?? 1, resume: options.resume, start: options.start });
   // Rows go into their batch's COPY text as each page arrives (see StagedBatch).
   let rows = new StagedBatch(resource.table);
   let problems: RecordProblem[] = [];
   // Batches are written while the next is fetched, up to TRAINSYNC_RESULTS_WRITERS at
   // once, each on a connection of its own; they commit in order (CommitOrder), so a
   // checkpoint never gets ahead of the rows before it.
-  const order = new CommitOrder(ctx.withPgClient, { synchronousCommit: false });
+  const order = new CommitOrder(ctx.scope, { synchronousCommit: false });
   const writing = new Set<Promise<void>>();
   const failures: unknown[] = [];
   let pagesInBatch = 0;
@@ -70,12 +88,12 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
     // Counted after commit: a deadlock retry runs the transaction again.
     const outcome = await order.run(
       async (tx) => {
-        const loaded = batch.size > 0 ? await upsertStagedBatch(tx.client, batch, { org: ctx.org.slug, seenAt: new Date(), runId, trackSightings, fresh: firstLoad }) : undefined;
+        const loaded = batch.size > 0 ? await upsertStagedBatch(tx, batch, { seenAt: new Date(), runId, trackSightings, fresh: firstLoad }) : undefined;
         let quarantined = 0;
         if (batchProblems.length > 0) {
-          quarantined = await quarantineRecords(tx.db, ctx.org.slug, runId, batchProblems);
+          quarantined = await quarantineRecords(tx, runId, batchProblems);
           // A result we cannot parse still exists: never mark it removed for that.
-          if (trackSightings) await recordSightings(tx.client, resource.table, ctx.org.slug, runId, problemKeys(resource, batchProblems));
+          if (trackSightings) await recordSightings(tx, resource.table, runId, problemKeys(resource, batchProblems));
         }
         return { loaded, quarantined };
       },
@@ -125,10 +143,13 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
   const arrived: Arrival<T>[] = [];
   const asked = new Set<Promise<void>>();
   let wake: (() => void) | undefined;
+  let firstPage = options.firstPage;
   const ask = (): void => {
     for (let page = rule.ask(); page !== undefined; page = rule.ask()) {
       const pageNo = page;
-      const request = ctx.platform.listPage(resource.endpoint, options.request, pageNo, { signal: ctx.signal }).then(
+      const answered = pageNo === 1 && firstPage !== undefined ? Promise.resolve(firstPage) : ctx.platform.listPage(resource.endpoint, options.request, pageNo, { signal: ctx.signal });
+      if (pageNo === 1) firstPage = undefined;
+      const request = answered.then(
         (answer) => {
           arrived.push({ page: pageNo, answer });
         },
@@ -167,6 +188,14 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
       for (const record of page.records) if (!keep || keep(record)) rows.add(record);
       for (const problem of page.problems) problems.push(problem);
       if (rows.size >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);
+      if (options.afterPage) {
+        await options.afterPage(page, {
+          get complete() {
+            return rule.state.kind === 'complete';
+          },
+          sawTotal: (total) => void rule.totalSeen(total),
+        });
+      }
       ctx.progress({ resource: resource.name, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.size });
     }
     await flush(true);

@@ -14,6 +14,16 @@ export interface UnfinishedRead {
   reason: string;
 }
 
+/** How a walk's windows are read (an incremental run's are read as the defaults say). */
+export interface WindowsOptions {
+  /** Windows read at once (default TRAINSYNC_RESULTS_CONCURRENCY). */
+  concurrency?: number | undefined;
+  /** Record every id seen, so a full walk can mark vanished results removed. */
+  trackSightings?: boolean | undefined;
+  /** A first load into an empty table: plain inserts (see WalkOptions.firstLoad). */
+  firstLoad?: boolean | undefined;
+}
+
 export interface WindowsRead {
   /** Windows finished by an earlier attempt of this job. */
   resumed: number;
@@ -34,19 +44,20 @@ export async function readWindows<T>(
   windows: readonly ResultWindow[],
   counts: RunCounts,
   keep?: (record: T) => boolean,
+  options: WindowsOptions = {},
 ): Promise<WindowsRead> {
   const prefix = `${scope}:window:`;
-  const done = new Set((await listCheckpoints(ctx.db, ctx.org.slug, prefix)).map((key) => key.slice(prefix.length)));
+  const done = new Set((await listCheckpoints(ctx.scope, prefix)).map((key) => key.slice(prefix.length)));
   const bounds = await windowBounds(ctx, resource);
   const todo = windows.filter((window) => !done.has(windowKey(window)));
   const resumed = windows.length - todo.length;
   if (resumed > 0) ctx.log.info({ resumed, remaining: todo.length }, 'skipping windows finished before the restart');
   let windowsDone = resumed;
   const unfinished: UnfinishedRead[] = [];
-  await mapConcurrent(todo, ctx.config.TRAINSYNC_RESULTS_CONCURRENCY, async (window) => {
+  await mapConcurrent(todo, options.concurrency ?? ctx.config.TRAINSYNC_RESULTS_CONCURRENCY, async (window) => {
     const key = windowKey(window);
     try {
-      const reason = await readWindow(ctx, resource, `${prefix}${key}`, runId, window, counts, bounds, keep);
+      const reason = await readWindow(ctx, resource, `${prefix}${key}`, runId, window, counts, bounds, keep, options);
       if (reason) unfinished.push({ key, reason });
     } catch (error) {
       if (ctx.signal.aborted || !(error instanceof PlatformError) || !error.retryable) throw error;
@@ -74,21 +85,22 @@ async function readWindow<T>(
   window: ResultWindow,
   counts: RunCounts,
   bounds: Bounds,
-  keep?: (record: T) => boolean,
+  keep: ((record: T) => boolean) | undefined,
+  options: WindowsOptions,
 ): Promise<string | undefined> {
   let verdict;
   const asked = bounds.now;
   try {
-    ({ verdict } = await walkWindow(ctx, resource, checkpointKey, runId, window, counts, asked, keep));
+    ({ verdict } = await walkWindow(ctx, resource, checkpointKey, runId, window, counts, asked, keep, options));
   } catch (error) {
     if (asked !== 'instant' || !refusesDateTimes(error)) throw error;
     // Once per organisation: remembered, so later runs ask in whole days from the start.
     if (bounds.now === 'instant') {
       bounds.now = 'day';
-      await setWatermark(ctx.db, ctx.org.slug, boundsKey(resource.name), 'day');
+      await setWatermark(ctx.scope, boundsKey(resource.name), 'day');
       ctx.log.warn({ window, error: errorMessage(error) }, 'the platform refused date-time bounds; reading windows by whole days from now on');
     }
-    ({ verdict } = await walkWindow(ctx, resource, checkpointKey, runId, window, counts, bounds.now, keep));
+    ({ verdict } = await walkWindow(ctx, resource, checkpointKey, runId, window, counts, bounds.now, keep, options));
   }
   if (verdict.kind === 'complete') return undefined;
   ctx.log.warn({ window, reason: verdict.reason }, 'this window could not be proven read; the run ends incomplete and the next run reads it again');
@@ -106,7 +118,7 @@ interface Bounds {
 }
 
 async function windowBounds<T>(ctx: JobContext, resource: WindowedResource<T>): Promise<Bounds> {
-  return { now: (await getWatermark(ctx.db, ctx.org.slug, boundsKey(resource.name))) === 'day' ? 'day' : 'instant' };
+  return { now: (await getWatermark(ctx.scope, boundsKey(resource.name))) === 'day' ? 'day' : 'instant' };
 }
 
 /** A 400 naming a date bound: the platform reads dates only (the seed's reading). */
@@ -123,16 +135,19 @@ function walkWindow<T>(
   window: ResultWindow,
   counts: RunCounts,
   bounds: WindowBounds,
-  keep?: (record: T) => boolean,
+  keep: ((record: T) => boolean) | undefined,
+  options: WindowsOptions,
 ): ReturnType<typeof walkResults> {
   return walkResults(ctx, resource, {
     runId,
     request: resource.request(windowQuery(window, bounds)),
     counts,
     keep,
+    trackSightings: options.trackSightings ?? false,
+    firstLoad: options.firstLoad ?? false,
     onBatch: async (tx, position) => {
       if (position.verdict.kind === 'complete') {
-        await saveCheckpoint(tx.db, ctx.org.slug, checkpointKey, { window, finishedAt: new Date().toISOString() }, runId);
+        await saveCheckpoint(tx, checkpointKey, { window, finishedAt: new Date().toISOString() }, runId);
       }
     },
   });

@@ -1,5 +1,5 @@
 import { errorMessage } from '../../../lib/errors.ts';
-import { snapshotEmployees, type EmployeeSnapshotCounts } from '../../../warehouse/load-employees.ts';
+import { snapshotEmployees, type EmployeeSnapshotCounts } from '../../employees-store.ts';
 import { recordFeed } from '../../apply/feeds-store.ts';
 import type { FeedFormat, FeedRow } from '../../feed/types.ts';
 import type { HeldSource } from '../../held-sources.ts';
@@ -40,7 +40,7 @@ export interface FeedAfter {
   employeesError?: string;
 }
 
-export function feedSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'withPgClient' | 'log'>, input: FeedInput): Source<FeedAfter> {
+export function feedSource(deps: Pick<PipelineDeps, 'scope' | 'log'>, input: FeedInput): Source<FeedAfter> {
   const record = input.record;
   return {
     kind: 'feed',
@@ -62,7 +62,7 @@ export function feedSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'withPgClient
     ...(record
       ? {
           planned: async (plan, dryRun) => {
-            await recordFeed(deps.db, deps.org, {
+            await recordFeed(deps.scope, {
               hash: input.hash,
               path: record.path,
               format: record.format,
@@ -78,7 +78,7 @@ export function feedSource(deps: Pick<PipelineDeps, 'db' | 'org' | 'withPgClient
         }
       : {}),
     afterEnqueue: async () =>
-      snapshotEmployees(deps.withPgClient, deps.org, {
+      snapshotEmployees(deps.scope, {
         rows: input.rows,
         mode: input.mode,
         keepEmployeeIds: input.invalidEmployeeIds,

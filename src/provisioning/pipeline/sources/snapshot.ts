@@ -1,11 +1,10 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../../../warehouse/database.ts';
 import { snapshotShrinkCounts, snapshotWithIdentities } from '../../apply/identities-store.ts';
 import type { FeedRow } from '../../feed/types.ts';
 import type { HeldSource } from '../../held-sources.ts';
 import type { MaxDisable } from '../../plan/types.ts';
 import { runPipeline } from '../run-pipeline.ts';
 import { pipelineDeps, type Source } from '../types.ts';
+import type { OrgDb } from '../../../warehouse/scope.ts';
 
 /**
  * The last HR snapshot as a source (`reconcile --fix`): training.employees, as `provision`,
@@ -29,8 +28,8 @@ import { pipelineDeps, type Source } from '../types.ts';
 export const RECONCILE_SOURCE = 'training.employees';
 
 /** One organisation's snapshot employees that have an identity, as feed rows (a removed employee is inactive). */
-export async function snapshotRows(db: Kysely<Database>, org: string): Promise<FeedRow[]> {
-  const rows = await snapshotWithIdentities(db, org);
+export async function snapshotRows(scope: OrgDb): Promise<FeedRow[]> {
+  const rows = await snapshotWithIdentities(scope);
   return rows.map((r, index) => ({
     line: index + 1,
     employeeId: r.employee_id,
@@ -52,15 +51,15 @@ export interface SnapshotSourceOptions {
   rows?: readonly FeedRow[] | undefined;
 }
 
-export function snapshotSource(deps: { db: Kysely<Database>; org: string }, options: SnapshotSourceOptions): Source {
+export function snapshotSource(deps: { scope: OrgDb }, options: SnapshotSourceOptions): Source {
   return {
     kind: 'reconcile',
     label: RECONCILE_SOURCE,
     auditMark: null,
     desired: async () => {
-      const rows = options.rows ?? (await snapshotRows(deps.db, deps.org));
+      const rows = options.rows ?? (await snapshotRows(deps.scope));
       // Rows given (a held repair approved) were counted when it was held.
-      const counts = options.rows === undefined ? await snapshotShrinkCounts(deps.db, deps.org) : undefined;
+      const counts = options.rows === undefined ? await snapshotShrinkCounts(deps.scope) : undefined;
       return {
         rows,
         mode: 'delta',

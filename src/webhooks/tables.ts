@@ -1,9 +1,10 @@
 /**
- * kysely row types of the webhook tables in schema `trainsync` (owned by src/webhooks;
- * sql/migrations/0007_webhooks.sql and 0017 are the source of truth).
+ * kysely row types of the webhook tables in schema `trainsync` (sql/migrations/0007_webhooks.sql
+ * and 0017 are the source of truth), beside their store (store.ts). They join the warehouse's
+ * `Database` by declaration merging (below), so storage imports no wing.
  */
 import type { ColumnType } from 'kysely';
-import type { GeneratedInstant as DefaultInstant, NullableInstant } from './column-types.ts';
+import type { GeneratedInstant as DefaultInstant, NullableInstant } from '../warehouse/column-types.ts';
 
 
 /** How an event ended; null while it waits. */
@@ -38,4 +39,8 @@ export interface WebhookEventResultsTable {
 export interface WebhookTables {
   'trainsync.webhook_events': WebhookEventsTable;
   'trainsync.webhook_event_results': WebhookEventResultsTable;
+}
+
+declare module '../warehouse/database.ts' {
+  interface Database extends WebhookTables {}
 }

@@ -1,12 +1,16 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
 import { DEFAULT_ORG } from '../settings/orgs-file.ts';
-import { copyLines, type CopyValue } from './copy-text.ts';
+import { copyChunks, copyLines, type CopyValue } from '../warehouse/copy-text.ts';
+import { jsonbText } from '../warehouse/jsonb-text.ts';
+import type { OrgRef, OrgScope } from '../warehouse/scope.ts';
 import type { EmployeeStatus } from './employee-tables.ts';
-import { jsonbText } from './jsonb-text.ts';
-import { withTransaction, type PgLender } from './transaction.ts';
+
+/**
+ * The store of the HR snapshot: `training.employees` and `training.employee_history`. Every
+ * statement that writes them is here (test/table-owners.test.ts keeps it so): a feed's
+ * snapshot (`provision`, `load-feed`), SCIM's Users (src/scim/change.ts) and the accounts
+ * provisioning learns all come through it. Reads are the warehouse's purpose: anyone reads.
+ */
 
 /** One employee as a feed states it (a feed row has this shape). */
 export interface EmployeeSnapshotRow {
@@ -55,7 +59,7 @@ export interface EmployeeSnapshotCounts {
  */
 const SNAPSHOT_LOCK = 'trainsync:employees-snapshot';
 // `default` keeps the bare name: a process of the previous version still serialises with this one.
-const snapshotLock = (org: string): string => (org === DEFAULT_ORG ? SNAPSHOT_LOCK : `${SNAPSHOT_LOCK}:${org}`);
+const snapshotLock = ({ org }: OrgRef): string => (org === DEFAULT_ORG ? SNAPSHOT_LOCK : `${SNAPSHOT_LOCK}:${org}`);
 /** Rows per COPY chunk: the text of one chunk is held at a time, not the whole feed's. */
 const COPY_CHUNK = 5_000;
 
@@ -151,7 +155,7 @@ function stageRow(row: EmployeeSnapshotRow): CopyValue[] {
 }
 
 /** The rows as COPY text, one chunk at a time. */
-function* copyChunks(rows: readonly EmployeeSnapshotRow[]): Generator<string> {
+function* chunksOf(rows: readonly EmployeeSnapshotRow[]): Generator<string> {
   for (let at = 0; at < rows.length; at += COPY_CHUNK) {
     yield copyLines(rows.slice(at, at + COPY_CHUNK).map(stageRow));
   }
@@ -159,8 +163,7 @@ function* copyChunks(rows: readonly EmployeeSnapshotRow[]): Generator<string> {
 
 async function stage(client: pg.PoolClient, rows: readonly EmployeeSnapshotRow[]): Promise<void> {
   await client.query(CREATE_STAGE);
-  const stream = client.query(copyFrom(`copy ${STAGE} (${STAGE_COLUMNS.join(', ')}) from stdin`));
-  await pipeline(Readable.from(copyChunks(rows)), stream);
+  await copyChunks(client, STAGE, STAGE_COLUMNS, chunksOf(rows));
 }
 
 /**
@@ -173,9 +176,9 @@ async function stage(client: pg.PoolClient, rows: readonly EmployeeSnapshotRow[]
  * they change nothing, and `keep*` stops a full feed from taking them for leavers.
  * Snapshots are serialised by a transaction-scoped advisory lock.
  */
-export async function snapshotEmployees(lend: PgLender, org: string, input: EmployeeSnapshotInput): Promise<EmployeeSnapshotCounts> {
-  return withTransaction(lend, async ({ client }) => {
-    await client.query('select pg_advisory_xact_lock(hashtext($1))', [snapshotLock(org)]);
+export async function snapshotEmployees(scope: OrgScope, input: EmployeeSnapshotInput): Promise<EmployeeSnapshotCounts> {
+  return scope.transaction(async ({ client, org }) => {
+    await client.query('select pg_advisory_xact_lock(hashtext($1))', [snapshotLock(scope)]);
     // Taken after the lock: a snapshot that waited is still later than the one it waited for.
     const at = input.at ?? (await client.query<{ at: Date }>('select clock_timestamp() as at')).rows[0]!.at;
     await stage(client, input.rows);
@@ -209,13 +212,30 @@ export async function snapshotEmployees(lend: PgLender, org: string, input: Empl
  * Refreshes `user_id` of current employees from trainsync.identities (accounts that
  * provisioning created or adopted since the last snapshot); returns how many changed.
  */
-export async function refreshEmployeeAccounts(lend: PgLender, org: string): Promise<number> {
+export async function refreshEmployeeAccounts({ lend, org }: OrgScope): Promise<number> {
   return lend(async (client) => {
     const { rowCount } = await client.query(
       `update training.employees e set user_id = i.platform_user_id, updated_at = clock_timestamp()
        from trainsync.identities i
        where e.org = $1 and i.org = e.org and i.employee_id = e.employee_id and i.platform_user_id is not null
          and e.user_id is distinct from i.platform_user_id`,
+      [org],
+    );
+    return rowCount ?? 0;
+  });
+}
+
+/**
+ * Gives employees without an account the one their create job made (a SCIM create is
+ * answered before the platform call, so its employee row is written without it). Only
+ * rows with user_id null are looked at (an index range), so the SCIM sweep can run it often.
+ */
+export async function fillNewAccounts({ lend, org }: OrgScope): Promise<number> {
+  return lend(async (client) => {
+    const { rowCount } = await client.query(
+      `update training.employees e set user_id = i.platform_user_id, updated_at = clock_timestamp()
+       from trainsync.identities i
+       where e.org = $1 and e.user_id is null and i.org = e.org and i.employee_id = e.employee_id and i.platform_user_id is not null`,
       [org],
     );
     return rowCount ?? 0;

@@ -1,10 +1,13 @@
 /**
- * kysely row types of the provisioning tables in schema `trainsync` (owned by
- * src/provisioning; sql/migrations/0003_provisioning.sql is the source of truth).
+ * kysely row types of the tables provisioning applies to (sql/migrations/0003_provisioning.sql
+ * and 0006_groups.sql are the source of truth), beside their stores (identities-store.ts,
+ * actions-store.ts, feeds-store.ts): `trainsync.identities`, `feeds`, `provisioning_actions`
+ * and its audit view, and `training.group_members` (the memberships trainsync applied). They
+ * join the warehouse's `Database` by declaration merging (below), so storage imports no wing.
  * int8 reads as number (pool.ts installs the parser); uuid as lower-case strings.
  */
 import type { ColumnType, Generated } from 'kysely';
-import type { Instant, GeneratedInstant as DefaultInstant, NullableInstant } from './column-types.ts';
+import type { Instant, GeneratedInstant as DefaultInstant, NullableInstant } from '../../warehouse/column-types.ts';
 
 /** jsonb: parsed on read; written as a JSON string. */
 type Jsonb = ColumnType<unknown, string, string>;
@@ -103,9 +106,25 @@ export interface ProvisioningAuditView {
   group_name: string | null;
 }
 
+/** Memberships trainsync applied; a removal sets removed_at. */
+export interface GroupMembersTable {
+  /** The organisation's slug (training.organisations). */
+  org: string;
+  group_id: string;
+  user_id: string;
+  employee_id: string;
+  since: ColumnType<Date, Date | string, Date | string>;
+  removed_at: NullableInstant;
+}
+
 export interface ProvisioningTables {
   'trainsync.identities': IdentitiesTable;
   'trainsync.feeds': FeedsTable;
   'trainsync.provisioning_actions': ProvisioningActionsTable;
   'trainsync.provisioning_audit': ProvisioningAuditView;
+  'training.group_members': GroupMembersTable;
+}
+
+declare module '../../warehouse/database.ts' {
+  interface Database extends ProvisioningTables {}
 }

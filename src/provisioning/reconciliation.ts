@@ -1,6 +1,6 @@
-import { sql, type Kysely } from 'kysely';
-import type { Database } from './database.ts';
-import type { HrReconciliationView, ReconciliationKind } from './group-tables.ts';
+import { sql } from 'kysely';
+import type { HrReconciliationView, ReconciliationKind } from './employee-tables.ts';
+import type { OrgDb } from '../warehouse/scope.ts';
 
 /** Every kind `training.hr_reconciliation` reports, in the order reports list them. */
 export const RECONCILIATION_KINDS: readonly ReconciliationKind[] = ['active_without_account', 'leaver_with_access', 'account_without_employee', 'pending_action'];
@@ -38,7 +38,8 @@ export interface PlatformListAge {
 }
 
 /** Counts and a few examples per kind from `training.hr_reconciliation`, for one organisation. */
-export async function reconciliationReport(db: Kysely<Database>, org: string, examples = 5): Promise<ReconciliationReport> {
+export async function reconciliationReport(scope: OrgDb, examples = 5): Promise<ReconciliationReport> {
+  const { db, org } = scope;
   const counts = Object.fromEntries(RECONCILIATION_KINDS.map((k) => [k, 0])) as Record<ReconciliationKind, number>;
   const byKind = Object.fromEntries(RECONCILIATION_KINDS.map((k) => [k, [] as HrReconciliationView[]])) as Record<ReconciliationKind, HrReconciliationView[]>;
   // One pass over the view: its count per kind, and the first rows of each kind.
@@ -55,7 +56,7 @@ export async function reconciliationReport(db: Kysely<Database>, org: string, ex
     counts[row.kind] = n;
     if (rank <= examples) byKind[row.kind].push(row);
   }
-  const platformList = await platformListAge(db, org);
+  const platformList = await platformListAge(scope);
   const { rows: loaded } = await sql<{ employees: boolean; users: boolean }>`
     select exists (select 1 from training.employees where org = ${org}) as employees,
            exists (select 1 from training.users where org = ${org}) as users`.execute(db);
@@ -76,7 +77,7 @@ export async function reconciliationReport(db: Kysely<Database>, org: string, ex
  * training.hr_reconciliation's leaver_with_access (sql/views/70): the same leavers, the same
  * latest access action, the same comparison with the account's last_seen_at.
  */
-export async function platformListAge(db: Kysely<Database>, org: string): Promise<PlatformListAge> {
+export async function platformListAge({ db, org }: OrgDb): Promise<PlatformListAge> {
   const { rows } = await sql<{ read_at: Date | null; changes_since: number; repaired_since: number }>`
     with listing as (select max(last_seen_at) as read_at from training.users where org = ${org}),
     latest_access as (

@@ -1,10 +1,10 @@
 /**
- * kysely row types of the SCIM tables in schema `trainsync`
- * (sql/migrations/0010_scim.sql is the source of truth). Written by src/scim; declared here
- * with the other row types, since database.ts composes them and storage imports no wing.
+ * kysely row types of the SCIM tables in schema `trainsync` (sql/migrations/0010_scim.sql is
+ * the source of truth), beside their stores (store.ts, groups.ts). They join the warehouse's
+ * `Database` by declaration merging (below), so storage imports no wing.
  */
 import type { ColumnType } from 'kysely';
-import type { GeneratedInstant as DefaultInstant, NullableInstant } from './column-types.ts';
+import type { GeneratedInstant as DefaultInstant, NullableInstant } from '../warehouse/column-types.ts';
 
 export interface ScimUsersTable {
   scim_id: string;
@@ -40,4 +40,8 @@ export interface ScimGroupsTable {
 export interface ScimTables {
   'trainsync.scim_users': ScimUsersTable;
   'trainsync.scim_groups': ScimGroupsTable;
+}
+
+declare module '../warehouse/database.ts' {
+  interface Database extends ScimTables {}
 }

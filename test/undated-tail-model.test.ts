@@ -1,0 +1,168 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CompletenessRule } from '../src/sync/results/completeness.ts';
+import { UndatedTail, type TailOutcome } from '../src/sync/results/undated-tail.ts';
+
+/**
+ * The undated tail's count (src/sync/results/undated-tail.ts) against a generated model:
+ * a list of dated and undated results, dated first (as the simulator lists them) or in any
+ * order, read from where the dated ones end, one page at a time under the completeness
+ * rule, with the dated count and the total asked for as windowed-walk.ts asks for them;
+ * between any two requests a result may arrive (dated or not) or be removed: one change
+ * at most between two requests, so no interval holds both (the rule's assumption).
+ */
+
+const RUNS = Number(process.env.COMPLETENESS_RUNS ?? 3_000);
+
+/** After a request for a page or the total: nothing, an arrival (an undated one at the end of the list, or anywhere among them), or a removal. */
+type TailOp = { kind: 'none' } | { kind: 'arrive'; dated: boolean; at: number; last: boolean } | { kind: 'remove'; at: number };
+
+interface TailScenario {
+  dated: number;
+  undated: number;
+  /** Dated results first, then undated ones (and arrivals keep it so); else in the order `keys` sort them. */
+  datedFirst: boolean;
+  keys: number[];
+  pageSize: number;
+  ops: TailOp[];
+}
+
+interface TailRun {
+  outcome: TailOutcome | undefined;
+  /** Undated results listed from start to end, never seen. */
+  missed: number[];
+  /** Undated results sat below the read's start when it began. */
+  hiddenAtStart: boolean;
+  changes: number;
+}
+
+function runTail(s: TailScenario): TailRun {
+  let nextId = 0;
+  const isDated = new Map<number, boolean>();
+  const make = (dated: boolean): number => {
+    isDated.set(nextId, dated);
+    return nextId++;
+  };
+  const datedIds = Array.from({ length: s.dated }, () => make(true));
+  const undatedIds = Array.from({ length: s.undated }, () => make(false));
+  let list = [...datedIds, ...undatedIds];
+  if (!s.datedFirst) list = list.map((id, i) => ({ id, key: s.keys[i % Math.max(1, s.keys.length)]! * 1000 + i })).sort((a, b) => a.key - b.key).map((x) => x.id);
+  const initialUndated = new Set(undatedIds);
+  const removed = new Set<number>();
+  let arrivals = 0;
+  let removals = 0;
+  let opIndex = 0;
+  const datedCount = (): number => list.filter((id) => isDated.get(id)).length;
+  /**
+   * A request of the list (a page or its total) served now, then the platform changes
+   * (or not) before the next one. The dated count is asked for in between and changes
+   * nothing here: an interval between two requests of the list holds one change at most.
+   */
+  const service = <T>(serve: () => T): T => {
+    const value = serve();
+    const op = s.ops[opIndex++] ?? { kind: 'none' };
+    if (op.kind === 'arrive') {
+      const d = datedCount();
+      const undatedAt = op.last ? list.length : d + (op.at % (list.length - d + 1));
+      const at = s.datedFirst ? (op.dated ? op.at % (d + 1) : undatedAt) : op.at % (list.length + 1);
+      list.splice(at, 0, make(op.dated));
+      arrivals++;
+    } else if (op.kind === 'remove' && list.length > 0) {
+      removed.add(list.splice(op.at % list.length, 1)[0]!);
+      removals++;
+    }
+    return value;
+  };
+  const size = s.pageSize;
+  const start = Math.floor(service(datedCount) / size) * size;
+  const hiddenAtStart = list.slice(0, start).some((id) => !isDated.get(id));
+  const tail = new UndatedTail(start);
+  const rule = new CompletenessRule({ readAhead: 1, start: { cursor: start, pageSize: size } });
+  const seen = new Set<number>();
+  const complete = (): boolean => rule.state.kind === 'complete';
+  for (let guard = 0; guard < 2_000 && rule.state.kind === 'reading'; guard++) {
+    const page = rule.ask();
+    if (page === undefined) break;
+    const answer = service(() => {
+      const from = (page - 1) * size;
+      return { ids: list.slice(from, from + size), total: list.length };
+    });
+    for (const id of answer.ids) if (!isDated.get(id)) seen.add(id);
+    rule.answered(page, answer.total, answer.ids.length);
+    tail.page(answer.total, answer.ids.filter((id) => !isDated.get(id)).map(String));
+    // As windowed-walk.ts asks: the dated count, then the total once more, which the rule takes too.
+    for (let n = 0; n < 4 && (tail.wantsCount || (complete() && !tail.settled)); n++) {
+      const dated = datedCount();
+      const total = service(() => list.length);
+      tail.counted(dated, total);
+      rule.totalSeen(total);
+    }
+  }
+  const outcome = complete() ? tail.finish() : undefined;
+  const missed = [...initialUndated].filter((id) => !removed.has(id) && !seen.has(id));
+  return { outcome, missed, hiddenAtStart, changes: arrivals + removals };
+}
+
+function tailScenarios(shape: { datedFirst: boolean[]; arrivals: boolean; removals: boolean; undatedLast?: boolean }): fc.Arbitrary<TailScenario> {
+  const op: Array<fc.Arbitrary<TailOp>> = [fc.constant({ kind: 'none' as const }), fc.constant({ kind: 'none' as const })];
+  if (shape.arrivals) op.push(fc.record({ kind: fc.constant('arrive' as const), dated: fc.boolean(), at: fc.nat(200), last: shape.undatedLast ? fc.constant(true) : fc.boolean() }));
+  if (shape.removals) op.push(fc.record({ kind: fc.constant('remove' as const), at: fc.nat(200) }));
+  return fc.record({
+    dated: fc.integer({ min: 0, max: 40 }),
+    undated: fc.integer({ min: 0, max: 15 }),
+    datedFirst: fc.constantFrom(...shape.datedFirst),
+    keys: fc.array(fc.nat(100), { minLength: 1, maxLength: 60 }),
+    pageSize: fc.integer({ min: 1, max: 6 }),
+    ops: fc.array(fc.oneof(...op), { maxLength: 80 }),
+  });
+}
+
+const show = (s: TailScenario): string => JSON.stringify({ ...runTail(s), scenario: s });
+
+describe('the undated tail count against a model of a list that changes while it is read', () => {
+  it('says covered only when every undated result listed throughout was seen, whatever the order of the list', () => {
+    fc.assert(
+      fc.property(tailScenarios({ datedFirst: [true, false], arrivals: true, removals: true }), (s) => {
+        const run = runTail(s);
+        if (run.outcome?.verdict === 'covered') expect(run.missed, show(s)).toEqual([]);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('a list of dated results first: never taken for another order', () => {
+    fc.assert(
+      fc.property(tailScenarios({ datedFirst: [true], arrivals: true, removals: true }), (s) => {
+        expect(runTail(s).outcome?.verdict, show(s)).not.toBe('another-order');
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('a list of dated results first, undated ones in the order they began: covered while results only arrive', () => {
+    fc.assert(
+      fc.property(tailScenarios({ datedFirst: [true], arrivals: true, removals: false, undatedLast: true }), (s) => {
+        expect(runTail(s).outcome?.verdict, show(s)).toBe('covered');
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('a list in another order that stands still: told apart whenever an undated result sits before the tail', () => {
+    fc.assert(
+      fc.property(tailScenarios({ datedFirst: [false], arrivals: false, removals: false }), (s) => {
+        const run = runTail(s);
+        expect(run.outcome?.verdict, show(s)).toBe(run.hiddenAtStart ? 'another-order' : 'covered');
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('generates runs that matter: hidden undated results, changes while counting', () => {
+    const samples = fc.sample(tailScenarios({ datedFirst: [true, false], arrivals: true, removals: true }), { numRuns: 500, seed: 5 }).map(runTail);
+    expect(samples.filter((r) => r.hiddenAtStart).length).toBeGreaterThan(50);
+    expect(samples.filter((r) => r.hiddenAtStart && r.outcome?.verdict !== 'covered').length).toBeGreaterThan(50);
+    expect(samples.filter((r) => r.changes > 0 && r.outcome?.verdict === 'covered').length).toBeGreaterThan(50);
+    expect(samples.filter((r) => r.outcome?.verdict === 'another-order').length).toBeGreaterThan(20);
+  });
+});

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allJobs } from '../jobs/index.ts';
 import { loadConfig } from '../src/config.ts';
-import { createApp, type App } from '../src/runtime/app.ts';
+import { createApp } from '../src/runtime/app.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import { runCli } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -36,7 +36,6 @@ const ATTENTION = 25 + 10 + 3;
 let database: TestDatabase;
 let prefix: string;
 let dir: string;
-let app: App;
 let env: Record<string, string>;
 
 beforeAll(async () => {
@@ -47,8 +46,18 @@ beforeAll(async () => {
   writeFileSync(file, JSON.stringify({ organisations: Array.from({ length: N }, (_, i) => ({ slug: slug(i + 1), name: `Org ${i + 1}`, apiUrl: 'http://127.0.0.1:9', apiKey: { env: 'ORG_KEY' } })) }));
   env = { TRAINSYNC_ORGS_FILE: file, ORG_KEY: 'key-not-used-here', DATABASE_URL: database.url, TRAINSYNC_OWNER_DATABASE_URL: database.ownerUrl, REDIS_URL, TRAINSYNC_QUEUE_PREFIX: prefix, LOG_LEVEL: 'warn', COLUMNS: '120' };
   const config = loadConfig(env);
-  app = await createApp(config, createLogger('warn', new Writable({ write: (_c, _e, callback) => callback() })), { jobs: allJobs, migrate: true });
-  const db = owner(app).db;
+  // Only to migrate and seed: closed at once, so its idle sessions (the pool ends them after
+  // 10 s) are not among those `commits()` waits for before its first count.
+  const app = await createApp(config, createLogger('warn', new Writable({ write: (_c, _e, callback) => callback() })), { jobs: allJobs, migrate: true });
+  try {
+    await seed(owner(app).db);
+  } finally {
+    await app.close();
+  }
+}, 180_000);
+
+/** The runs and windows the tests count, in a few set-based statements. */
+async function seed(db: ReturnType<typeof owner>['db']): Promise<void> {
   const inRange = (range: readonly [number, number]): ReturnType<typeof sql> => sql`i between ${range[0]} and ${range[1]}`;
   // Every organisation but the never-run ones: a users run that succeeded an hour ago…
   await sql`insert into trainsync.runs (org, resource, mode, started_at, finished_at, status, inserted)
@@ -68,10 +77,9 @@ beforeAll(async () => {
   await sql`insert into trainsync.unfinished_windows (org, resource, window_key, reason)
     select 'o' || lpad(i::text, 4, '0'), 'results', '2024-01-01/2024-01-08', 'the test'
     from generate_series(1, ${N}) as i where ${inRange(WINDOWS)}`.execute(db);
-}, 180_000);
+}
 
 afterAll(async () => {
-  await app?.close();
   await database?.drop();
   if (prefix) await dropPrefix(prefix);
   if (dir) rmSync(dir, { recursive: true, force: true });

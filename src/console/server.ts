@@ -1,7 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import fastifyCookie from '@fastify/cookie';
-import fastifyCsrf from '@fastify/csrf-protection';
-import fastifyFormbody from '@fastify/formbody';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConsoleUser } from '../settings/console-users.ts';
 import { mountQueueBoard } from '../queue/board.ts';
@@ -109,6 +106,12 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer | u
 /** The console's pages, log-in and sessions, CSRF, CSP and roles, and bull-board under /queues. */
 export function consoleServer(deps: ConsoleDeps, users: readonly ConsoleUser[]): ServerDefinition {
   const plugin: ServerPlugin = async (server) => {
+    // Loaded with the server (src/http/server-factory.ts loads Fastify itself the same way).
+    const [{ default: fastifyCookie }, { default: fastifyFormbody }, { default: fastifyCsrf }] = await Promise.all([
+      import('@fastify/cookie'),
+      import('@fastify/formbody'),
+      import('@fastify/csrf-protection'),
+    ]);
     // Signs only the CSRF secret cookie; a restart asks for a fresh form, nothing more.
     await server.register(fastifyCookie, { secret: randomBytes(32).toString('hex') });
     await server.register(fastifyFormbody);

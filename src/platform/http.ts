@@ -1,6 +1,6 @@
 import { errorMessage } from '../lib/errors.ts';
 import { performance } from 'node:perf_hooks';
-import { DecoratorHandler, Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import { classifyResponse, classifyTransportError, PLATFORM_UNREACHABLE, PlatformError, platformUnreachable } from './errors.ts';
 import type { RequestBudget } from './request-budget.ts';
@@ -95,10 +95,15 @@ export function pathTemplate(path: string): string {
     .join('/')}`;
 }
 
-export function createTransport(options: TransportOptions): Transport {
-  const { origin, prefixUrl } = apiBase(options.apiUrl);
-  const basePath = prefixUrl.slice(origin.length);
-  const { log, budget, retry, timeoutMs } = options;
+interface OriginPool {
+  pool: Dispatcher;
+  /** The pool, telling the budget when each request is written (SentOnWrite). */
+  dispatcher: Dispatcher;
+}
+
+/** Keep-alive sockets of our own to the configured origin only. */
+function openPool({ Pool, DecoratorHandler }: typeof import('undici'), origin: string, options: TransportOptions): OriginPool {
+  const { budget, timeoutMs } = options;
   // Node's global dispatcher would do keep-alive too, but is shared with every other
   // client in the process, has no socket limit of ours and goes to any origin.
   const pool = new Pool(origin, {
@@ -126,7 +131,22 @@ export function createTransport(options: TransportOptions): Transport {
       super.onRequestStart(controller, context);
     }
   }
-  const dispatcher = pool.compose((dispatch) => (opts, handler) => dispatch(opts, new SentOnWrite(handler)));
+  return { pool, dispatcher: pool.compose((dispatch) => (opts, handler) => dispatch(opts, new SentOnWrite(handler))) };
+}
+
+export function createTransport(options: TransportOptions): Transport {
+  const { origin, prefixUrl } = apiBase(options.apiUrl);
+  const basePath = prefixUrl.slice(origin.length);
+  const { log, budget, retry, timeoutMs } = options;
+  // undici is loaded by the first request: a command that never calls the platform
+  // (status, cancel, migrate…) does not pay its ~30 ms of loading at every start.
+  let connection: Promise<OriginPool> | undefined;
+  let ready: Dispatcher | undefined;
+  const connect = async (): Promise<Dispatcher> => {
+    connection ??= import('undici').then((undici) => openPool(undici, origin, options));
+    ready = (await connection).dispatcher;
+    return ready;
+  };
   const readHeaders: Record<string, string> = {
     authorization: `Bearer ${options.apiKey}`,
     accept: 'application/json, text/plain;q=0.9',
@@ -176,6 +196,7 @@ export function createTransport(options: TransportOptions): Transport {
     }
     try {
       // Written to the socket: SentOnWrite tells the budget, which spaces this process's next grant from there.
+      const dispatcher = ready ?? (await connect());
       const response = await dispatcher.request({ method: request.method, path: prepared.path, headers: prepared.headers, body: prepared.body, signal: deadline.signal });
       answered = true;
       const body = await response.body.text();
@@ -287,7 +308,8 @@ export function createTransport(options: TransportOptions): Transport {
 
   function close(): void {
     // Destroyed, not closed: like the agents before, an idle socket must not hold the process.
-    pool.destroy().catch((error: unknown) => log.debug({ err: { message: errorMessage(error) } }, 'closing the platform connection pool'));
+    // No request yet: no pool (a pool still being made is destroyed once it is).
+    void connection?.then(({ pool }) => pool.destroy()).catch((error: unknown) => log.debug({ err: { message: errorMessage(error) } }, 'closing the platform connection pool'));
   }
 
   return { origin, send, close };

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type HTTPMethods } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type { JobQueue } from './job-queue.ts';
 import { QUEUE_NAMES } from './names.ts';
 
@@ -32,10 +32,11 @@ export function decorateBoardHtml(body: string, page: QueueBoardPage): string {
 export function mountQueueBoard(server: FastifyInstance, queue: JobQueue, basePath: string, page: QueueBoardPage = {}): void {
   let board: Promise<FastifyInstance> | undefined;
   const load = async (): Promise<FastifyInstance> => {
-    const [{ createBullBoard }, { BullMQAdapter }, { FastifyAdapter }] = await Promise.all([
+    const [{ createBullBoard }, { BullMQAdapter }, { FastifyAdapter }, { default: Fastify }] = await Promise.all([
       import('@bull-board/api'),
       import('@bull-board/api/bullMQAdapter'),
       import('@bull-board/fastify'),
+      import('fastify'),
     ]);
     const inner = Fastify({ logger: false });
     const adapter = new FastifyAdapter();

@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import { pino, type Logger, type DestinationStream } from 'pino';
-import pretty from 'pino-pretty';
+import type PinoPretty from 'pino-pretty';
 import type { Config } from '../config.ts';
 import { lineWidth, wrapLine } from '../lib/text-width.ts';
 
@@ -93,6 +94,9 @@ const HIDDEN_KEYS = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'app']);
  * after logging still shows it, and lines stay in order with the tables on stdout.
  */
 function prettyStream(destination: DestinationStream | undefined, toTerminal: boolean): DestinationStream {
+  // Loaded here, synchronously, only for a person's terminal: every command off a terminal
+  // (and every test's CLI child) writes JSON and never pays pino-pretty's ~25 ms of loading.
+  const pretty = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
   return pretty({
     // hasColors() honours NO_COLOR, FORCE_COLOR and TERM=dumb for us.
     colorize: toTerminal && process.stderr.hasColors(),

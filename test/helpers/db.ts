@@ -116,9 +116,21 @@ export function databaseEnv(database: { url: string; ownerUrl: string }): { DATA
 
 let workerLoginPromise: Promise<unknown> | undefined;
 
-/** The worker's login on the server, created by the owner as `trainsync migrate` does (once per process; roles are per server). */
-function ensureTestWorkerLogin(pool: pg.Pool, name: string): Promise<unknown> {
-  workerLoginPromise ??= ensureWorkerLogin(pool, workerUrl(name), createLogger('silent')).catch((error: unknown) => {
+/**
+ * The worker's login on the server, created by the owner as `trainsync migrate` does (once per
+ * process; roles are per server). Through a pool of its own, ended at once: an idle session
+ * of the test's pool would stay for the pool's 10 s idle timeout, and a test that waits for
+ * every other session of its database to end (test/status-many-orgs.test.ts) waited for it.
+ */
+function ensureTestWorkerLogin(name: string): Promise<unknown> {
+  workerLoginPromise ??= (async () => {
+    const pool = createPool(databaseUrl(name), { max: 1, applicationName: 'trainsync-test-login' });
+    try {
+      return await ensureWorkerLogin(pool, workerUrl(name), createLogger('silent'));
+    } finally {
+      await pool.end().catch(() => undefined);
+    }
+  })().catch((error: unknown) => {
     workerLoginPromise = undefined;
     throw error;
   });
@@ -244,7 +256,7 @@ export async function createTestDatabase(options: CreateTestDatabaseOptions = {}
   const pool = createPool(ownerUrl, { max: 5, applicationName: 'trainsync-test' });
   const db = createDb(pool);
   // An empty database has no trainsync_app yet (the migrations make it): its test migrates first.
-  if (options.migrated !== false) await ensureTestWorkerLogin(pool, name);
+  if (options.migrated !== false) await ensureTestWorkerLogin(name);
   let dropped = false;
   const scopes = createScopes(pool, createLogger('silent'), { rowSecurity: false });
   return {

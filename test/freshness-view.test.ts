@@ -12,7 +12,7 @@ import { createApp, type App } from '../src/runtime/app.ts';
 import { createLogger } from '../src/runtime/log.ts';
 import { runStreak } from '../src/sync/run-streak.ts';
 import { recordSyncSchedules } from '../src/sync/sync-schedules.ts';
-import { createTestDatabase, databaseUrl, withAdmin, type TestDatabase } from './helpers/db.ts';
+import { createTestDatabase, databaseUrl, withAdmin, type TestDatabase, asLogin as asLoginTo } from './helpers/db.ts';
 import { dropPrefix, REDIS_URL, testPrefix } from './helpers/redis.ts';
 
 /**
@@ -30,17 +30,7 @@ let t: TestDatabase;
 let app: App;
 let prefix: string;
 
-async function asLogin<T>(login: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const url = new URL(databaseUrl(t.name));
-  url.username = login;
-  const client = new pg.Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
+const asLogin = <T>(login: string, fn: (client: pg.Client, notices: string[]) => Promise<T>): Promise<T> => asLoginTo(t.name, login, fn);
 
 interface FreshnessRow {
   org: string;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.ts';
-import { createTestDatabase, databaseUrl, withAdmin, type TestDatabase } from './helpers/db.ts';
+import { createTestDatabase, databaseUrl, withAdmin, type TestDatabase, asLogin as asLoginTo } from './helpers/db.ts';
 
 /**
  * Per-organisation readers (issue 20): `trainsync migrate` creates a role per
@@ -21,17 +21,7 @@ const dir = mkdtempSync(path.join(tmpdir(), 'trainsync-readers-'));
 let t: TestDatabase;
 let env: Record<string, string>;
 
-async function asLogin<T>(login: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const url = new URL(databaseUrl(t.name));
-  url.username = login;
-  const client = new pg.Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
+const asLogin = <T>(login: string, fn: (client: pg.Client, notices: string[]) => Promise<T>): Promise<T> => asLoginTo(t.name, login, fn);
 
 beforeAll(async () => {
   t = await createTestDatabase();

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureOrgReaders } from '../src/warehouse/org-readers.ts';
-import { createTestDatabase, databaseUrl, withAdmin, type TestDatabase } from './helpers/db.ts';
+import { createTestDatabase, databaseUrl, withAdmin, type TestDatabase, asLogin as asLoginTo } from './helpers/db.ts';
 
 /**
  * A per-organisation BI reader learns nothing of another organisation, whatever SQL it
@@ -56,19 +56,7 @@ function ident(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
-async function asLogin<T>(login: string, fn: (client: pg.Client, notices: string[]) => Promise<T>): Promise<T> {
-  const url = new URL(databaseUrl(t.name));
-  url.username = login;
-  const client = new pg.Client({ connectionString: url.toString() });
-  const notices: string[] = [];
-  client.on('notice', (notice) => notices.push([notice.message, notice.detail, notice.where].filter(Boolean).join(' | ')));
-  await client.connect();
-  try {
-    return await fn(client, notices);
-  } finally {
-    await client.end();
-  }
-}
+const asLogin = <T>(login: string, fn: (client: pg.Client, notices: string[]) => Promise<T>): Promise<T> => asLoginTo(t.name, login, fn);
 
 async function seed(org: Org): Promise<void> {
   const s = secret(org);

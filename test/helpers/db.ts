@@ -165,6 +165,24 @@ export async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promi
   }
 }
 
+/**
+ * Runs `fn` as another login (a reader's, say) of the test database `name`, with the notices the
+ * server sent it (a side channel the reader tests watch), ended afterwards.
+ */
+export async function asLogin<T>(name: string, login: string, fn: (client: pg.Client, notices: string[]) => Promise<T>): Promise<T> {
+  const url = new URL(databaseUrl(name));
+  url.username = login;
+  const client = new pg.Client({ connectionString: url.toString() });
+  const notices: string[] = [];
+  client.on('notice', (notice) => notices.push([notice.message, notice.detail, notice.where].filter(Boolean).join(' | ')));
+  await client.connect();
+  try {
+    return await fn(client, notices);
+  } finally {
+    await client.end();
+  }
+}
+
 async function databaseExists(client: pg.Client, name: string): Promise<boolean> {
   const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name]);
   return (rowCount ?? 0) > 0;

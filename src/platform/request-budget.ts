@@ -358,12 +358,18 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
             // Not before the grant's own time (lookahead), nor sooner after the last request's
             // actual departure than the send gap (see `sent`): a grant that waits here is late, never early.
             const before = pauses;
-            let early = Math.max(delayMs, nextSendAt() - performance.now());
+            // The grant's moment on this process's clock: Redis dated it from its own clock before
+            // answering, so the reply's arrival plus the (rounded up) delay is never before it. A timer
+            // may fire up to a millisecond early (libuv's loop time is whole milliseconds), so the
+            // loop checks the moment itself, not only that the timer ran.
+            const due = lastReplyAt + delayMs;
+            const left = (): number => Math.max(due, nextSendAt()) - performance.now();
+            let early = left();
             for (;;) {
               if (early > 0) await sleep(early);
               // After a stall, timers run before I/O: let the last request's dispatch land before judging the span.
               await new Promise((resolve) => setImmediate(resolve));
-              early = nextSendAt() - performance.now();
+              early = left();
               if (early <= 0) break;
             }
             // A 429 meanwhile: this grant is dropped (the pause is waited for on the next turn).

@@ -49,6 +49,8 @@ const argsSchema = z
     /** The workers' CPU per organisation-night this bench must not exceed (ms): half the 42.8 ms of the code before (1,000 organisations, docs/benchmarks.md). */
     targetWorkerMs: z.number().positive().default(21.4),
     timeoutSeconds: z.number().positive().default(3_600),
+    /** Seconds the workers are watched idle between the first load and the nights. */
+    idleSeconds: z.number().positive().default(10),
   })
   .strict();
 type Args = z.infer<typeof argsSchema>;
@@ -62,6 +64,8 @@ export interface NightFigures {
   args: Args;
   loadAverage: { before: number[]; after: number[] };
   firstLoad: { wallSeconds: number; workersCpuSeconds: number; exit: number | string };
+  /** The workers' CPU a second (all of them) with no job, before the nights. */
+  idleCpuMsPerSecond: number;
   nights: Array<{ wallSeconds: number; exit: number | string; runs: number; workersCpuMs: number; postgresCpuMs: number; syncCommandCpuMs: number; redisCpuMs: number | null; simulatorCpuMs: number | null }>;
   /** Means over the measured nights, per organisation-night (ms). */
   workersCpuMsPerOrgNight: number;
@@ -133,6 +137,11 @@ export async function benchNight(input: z.input<typeof argsSchema> = {}): Promis
     const first = await night();
     const firstLoad = { wallSeconds: first.wallSeconds, workersCpuSeconds: round((workersCpu() - cpuLoad0) / 1000, 1), exit: first.exit };
     say(`   first load: ${first.wallSeconds} s, workers' CPU ${firstLoad.workersCpuSeconds} s, exit ${first.exit}`);
+    // The workers with nothing to do, for as long as `idleSeconds`: what they cost a second whatever the jobs.
+    const idle0 = workersCpu();
+    await new Promise((resolve) => setTimeout(resolve, args.idleSeconds * 1000));
+    const idleCpuMsPerSecond = round((workersCpu() - idle0) / args.idleSeconds, 1);
+    say(`   idle: the ${args.workers} workers took ${idleCpuMsPerSecond} ms of CPU a second with no job`);
     const { rows: idRows } = await db.query<{ id: number }>('select coalesce(max(id), 0)::int as id from trainsync.runs');
     const firstRunId = idRows[0]!.id;
 
@@ -185,6 +194,7 @@ export async function benchNight(input: z.input<typeof argsSchema> = {}): Promis
       args,
       loadAverage: { before: loadBefore, after: loadAfter },
       firstLoad,
+      idleCpuMsPerSecond,
       nights,
       workersCpuMsPerOrgNight: workersPer,
       postgresCpuMsPerOrgNight: postgresPer,

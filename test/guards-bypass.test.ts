@@ -80,12 +80,11 @@ describe('the feed-shrink guard stands before every source of a whole workforce'
     const heldBefore = await count('select count(*)::int as n from trainsync.held_plans');
     h.sim.resetRequests();
 
-    // The CLI, twice at once (each waits for the organisation's provisioning lock in turn).
-    const [fix, raised] = await Promise.all([
-      cli(['reconcile', '--fix']),
-      // Even a limit raised to everyone does not take it past this guard.
-      cli(['reconcile', '--fix', '--max-disable', '100%', '--json']),
-    ]);
+    // The CLI, twice (one after the other: two repairs at once are one repair and one that
+    // yields, test/reconcile-concurrent.test.ts).
+    const fix = await cli(['reconcile', '--fix']);
+    // Even a limit raised to everyone does not take it past this guard.
+    const raised = await cli(['reconcile', '--fix', '--max-disable', '100%', '--json']);
 
     // The CLI: exit 2, the whole sentence, nothing read from the platform, nothing written or held.
     expect(fix.code, fix.stderr).toBe(2);
@@ -121,7 +120,8 @@ describe('the feed-shrink guard stands before every source of a whole workforce'
 
     // --allow-shrink says the snapshot is right: the disable limit still holds the repair for a
     // person; and --force alone does not apply it.
-    const [allowed, forced] = await Promise.all([cli(['reconcile', '--fix', '--allow-shrink']), cli(['reconcile', '--fix', '--allow-shrink', '--force'])]);
+    const allowed = await cli(['reconcile', '--fix', '--allow-shrink']);
+    const forced = await cli(['reconcile', '--fix', '--allow-shrink', '--force']);
     expect(allowed.code, allowed.stderr).toBe(2);
     expect(allowed.stdout).toMatch(/REFUSED \(max-disable\)/);
     expectNoApplyingCommand(allowed.stdout + allowed.stderr);

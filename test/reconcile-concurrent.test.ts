@@ -7,8 +7,11 @@ import { errorMessage } from '../src/lib/errors.ts';
 import { PROVISION_QUEUE } from '../src/queue/names.ts';
 import { failureReason, type JobOutcome } from '../src/queue/wait-for-jobs.ts';
 import type { WorkerHandle } from '../src/queue/worker.ts';
+import { jobIdForAction } from '../src/provisioning/apply/actions.ts';
+import { auditRows } from '../src/provisioning/apply/actions-store.ts';
+import { enqueuePlan } from '../src/provisioning/apply/enqueue.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
-import { RECONCILE_FIX_JOB, type ReconcileFixSummary } from '../src/provisioning/reconcile-fix.ts';
+import { RECONCILE_FIX_JOB, reconcileFix, type ReconcileFixSummary } from '../src/provisioning/reconcile-fix.ts';
 import { RECONCILE_LOCK, underReconcileLock } from '../src/provisioning/reconcile-lock.ts';
 import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
 import { findUser } from '../src/simulator/index.ts';
@@ -77,40 +80,49 @@ afterAll(async () => {
 describe('two reconciles of one organisation at the same moment', () => {
   it('the CLI and the scheduled job, several rounds: each leaver enabled by hand is disabled once, and one that yields names the other', async () => {
     const seen = { cliYielded: 0, jobYielded: 0, inTurn: 0 };
-    for (let round = 0; round < 4; round++) {
-      for (const r of leavers) await enableByHand(r);
-      const from = h.sim.requests.length;
+    // The schedule fires as the CLI starts, and later into its run (the CLI takes about a
+    // second to start): which one yields, if either, is up to the machine; the outcome is not.
+    const offsets = [0, 500, 1_000, 1_500, 2_000, 3_000];
+    // A platform a little slow, so each one holds the repair a while.
+    h.sim.setFaults({ latencyMs: 200 });
+    try {
+      for (const offset of offsets) {
+        for (const r of leavers) await enableByHand(r);
+        const from = h.sim.requests.length;
 
-      const [run, outcome] = await Promise.all([cli(['reconcile', '--fix']), scheduled()]);
-      // Every action either of them enqueued has run.
-      await waitFor(async () => ((await openActions()) === 0 ? true : undefined), 60_000, 'the repairs to finish');
+        const [run, outcome] = await Promise.all([cli(['reconcile', '--fix']), new Promise((resolve) => setTimeout(resolve, offset)).then(scheduled)]);
+        // Every action either of them enqueued has run.
+        await waitFor(async () => ((await openActions()) === 0 ? true : undefined), 60_000, 'the repairs to finish');
 
-      // The job never fails for this; the CLI is 0 (it ran) or 2 (it yielded, nothing changed).
-      expect(outcome, JSON.stringify(outcome)).toMatchObject({ status: 'completed' });
-      const summary = outcome.result as ReconcileFixSummary;
-      const said = stderrSaid(run.stderr);
-      if (run.code === 2) {
-        seen.cliYielded += 1;
-        expect(said).toMatch(/another reconcile --fix of organisation default is running \(the scheduled reconcile-fix job \d+ on [^,]+:\d+, started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\); this one skipped: nothing was planned, enqueued or changed/);
-        expect(summary.skipped).toBeUndefined();
-      } else {
-        expect(run.code, run.stdout + run.stderr).toBe(0);
-        if (summary.skipped !== undefined) {
-          seen.jobYielded += 1;
-          expect(summary.skipped).toMatch(/another reconcile --fix of organisation default is running \(`trainsync reconcile --fix` on [^,]+:\d+, started .* UTC\); this one skipped/);
-          expect(summary.enqueued).toBe(0);
+        // The job never fails for this; the CLI is 0 (it ran) or 2 (it yielded, nothing changed).
+        expect(outcome, JSON.stringify(outcome)).toMatchObject({ status: 'completed' });
+        const summary = outcome.result as ReconcileFixSummary;
+        const said = stderrSaid(run.stderr);
+        if (run.code === 2) {
+          seen.cliYielded += 1;
+          expect(said).toMatch(/another reconcile --fix of organisation default is running \(the scheduled reconcile-fix job \d+ on [^,]+:\d+, started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\); this one skipped: nothing was planned, enqueued or changed/);
+          expect(summary.skipped).toBeUndefined();
         } else {
-          // One after the other: the second found the repairs done, or waited for the first's.
-          seen.inTurn += 1;
+          expect(run.code, run.stdout + run.stderr).toBe(0);
+          if (summary.skipped !== undefined) {
+            seen.jobYielded += 1;
+            expect(summary.skipped).toMatch(/another reconcile --fix of organisation default is running \(`trainsync reconcile --fix` on [^,]+:\d+, started .* UTC\); this one skipped/);
+            expect(summary.enqueued).toBe(0);
+          } else {
+            // One after the other: the second found the repairs done, or waited for the first's.
+            seen.inTurn += 1;
+          }
+        }
+        // The platform is right, and each leaver's access changed exactly once this round.
+        for (const r of leavers) {
+          expect(account(r).hasAccess, r.email).toBe(false);
+          expect(writesTo(r, from), r.email).toEqual([expect.stringMatching(/^(POST|PATCH) \/api\/v2\/users\/[0-9a-f-]+\/disable$/)]);
         }
       }
-      // The platform is right, and each leaver's access changed exactly once this round.
-      for (const r of leavers) {
-        expect(account(r).hasAccess, r.email).toBe(false);
-        expect(writesTo(r, from), r.email).toEqual([expect.stringMatching(/^(POST|PATCH) \/api\/v2\/users\/[0-9a-f-]+\/disable$/)]);
-      }
+    } finally {
+      h.sim.setFaults({ latencyMs: 0 });
     }
-    expect(seen.cliYielded + seen.jobYielded + seen.inTurn).toBe(4);
+    expect(seen.cliYielded + seen.jobYielded + seen.inTurn).toBe(offsets.length);
   }, 300_000);
 
   it('the schedule yields to a CLI repair still running, naming it; the CLI repairs once', async () => {
@@ -157,6 +169,28 @@ describe('two reconciles of one organisation at the same moment', () => {
     // Free again: the next one repairs.
     expect((await cli(['reconcile', '--fix'])).code).toBe(0);
     expect(account(leaver).hasAccess).toBe(false);
+  }, 120_000);
+});
+
+describe('a plan read before another run applied the same change', () => {
+  it('is not enqueued again: the action is already done, the person left for the next plan, nothing written twice', async () => {
+    const leaver = leavers[2]!;
+    await enableByHand(leaver);
+    const deps = provisionDeps(h.app, DEFAULT_ORG);
+    // The plan as a repair read it, a moment before another run applied the same change.
+    const stale = (await reconcileFix(deps, { dryRun: true, force: false, wait: false })).plan;
+    const ids = stale.actions.map((a) => a.id);
+    expect(ids).toEqual([expect.stringMatching(new RegExp(`^disable:${leaver.employee_id}:v\\d+$`))]);
+    const applied = await reconcileFix(deps, { dryRun: false, force: false, wait: true });
+    expect(applied.applied?.audit.map((r) => [r.actionId, r.status])).toEqual([[ids[0], 'succeeded']]);
+    expect(account(leaver).hasAccess).toBe(false);
+
+    const from = h.sim.requests.length;
+    const again = await enqueuePlan(deps, stale, null, { source: 'reconcile' });
+    expect(again).toMatchObject({ enqueued: [], alreadyDone: ids, skippedEmployees: [leaver.employee_id] });
+    expect(await h.app.queue.state(PROVISION_QUEUE, jobIdForAction(deps.scope, ids[0]!))).toBe('completed');
+    expect((await auditRows(deps.scope, ids)).map((r) => r.status)).toEqual(['succeeded']);
+    expect(writesTo(leaver, from)).toEqual([]);
   }, 120_000);
 });
 

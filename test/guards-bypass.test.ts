@@ -10,6 +10,7 @@ import { readFeed } from '../src/provisioning/feed/read.ts';
 import type { HeldDecisionDeps } from '../src/provisioning/held-sources.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
 import { RECONCILE_FIX_JOB, reconcileFix } from '../src/provisioning/reconcile-fix.ts';
+import { underReconcileLock } from '../src/provisioning/reconcile-lock.ts';
 import { snapshotFeed } from '../src/provisioning/snapshot-feed.ts';
 import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
@@ -138,6 +139,19 @@ describe('the feed-shrink guard stands before every source of a whole workforce'
     const clean = await reconcileFix(deps(), { dryRun: true, force: false, wait: false });
     expect(reconcileFixExitCode(clean), JSON.stringify(clean.plan.refused)).toBe(0);
   }, 240_000);
+});
+
+describe('the console repair beside another repair of the organisation', () => {
+  it('is not run, and the page says who is repairing (409), with nothing written', async () => {
+    const session = await consoleSession(base, USER);
+    const writes = writeCallCount(h.sim.requests);
+    const answer = await underReconcileLock(provisionDeps(h.app, DEFAULT_ORG), { by: 'cli' }, () => session.post('/people/repair', { org: DEFAULT_ORG }, '/people/repair'));
+    expect(answer.ran).toBe(true);
+    const page = answer.ran ? answer.value : undefined;
+    expect(page?.status).toBe(409);
+    expect(visible(page?.text ?? '')).toMatch(/Not run: another drift repair of organisation default is running \(a repair from the command line on [^,]+:\d+, started .* UTC\); this one skipped: nothing was planned, enqueued or changed/);
+    expect(writeCallCount(h.sim.requests)).toBe(writes);
+  });
 });
 
 describe('a mass disable applies only with its count typed', () => {

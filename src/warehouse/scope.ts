@@ -129,9 +129,9 @@ function scopeStatement(org: string, allOrgs: string): string {
   return `select set_config('role', ${literal(APP_ROLE)}, true), set_config('trainsync.org', ${literal(org)}, true), set_config('trainsync.all_orgs', ${literal(allOrgs)}, true)`;
 }
 
-/** The BEGIN a caller sent and the scope after it, as one simple query (one round trip). */
-function beginScoped(text: string, setScope: string): string {
-  return `${text.replace(/[\s;]+$/, '')}; ${setScope}`;
+/** A BEGIN the caller sent, without its closing semicolon (the scope follows it in the same query). */
+function withoutEnd(text: string): string {
+  return text.replace(/[\s;]+$/, '');
 }
 
 /**
@@ -154,7 +154,8 @@ function scopedClient(client: pg.PoolClient, setScope: string): pg.PoolClient {
   /** BEGIN (the caller's text) and the scope; on failure nothing stays open. Resolves to BEGIN's result. */
   const begin = async (text: string): Promise<unknown> => {
     try {
-      const results = (await raw(beginScoped(text, setScope))) as unknown[];
+      // One simple query, which takes no parameters: the BEGIN and the handle's constants (scopeStatement).
+      const results = (await client.query(`${withoutEnd(text)}; ${setScope}`)) as unknown as unknown[];
       return results[0];
     } catch (error) {
       await raw('rollback').catch(() => undefined);

@@ -31,6 +31,21 @@ function lastJson(out: string): Record<string, unknown> {
 }
 
 const num = (value: unknown): number => (typeof value === 'number' ? value : Number.NaN);
+/**
+ * Where a budget-bound run's wall time went (sync-scenario's figures; the simulator's stamps
+ * and the run's span, both on the wall clock): start-up before the first request, the
+ * requests' own span against the budget's (requests − 1) / budget, the end after the last
+ * request (its latency included), and requests beyond the pages that carried results.
+ */
+function budgetBreakdown(f: Record<string, unknown>, rps: number, pageSize: number): string {
+  const [start, end] = (f.firstLoadWallMs as [number, number] | undefined) ?? [Number.NaN, Number.NaN];
+  const r = f.requests as { total?: number; firstAt?: number; lastAt?: number };
+  const total = num(r.total);
+  const span = num(r.lastAt) - num(r.firstAt);
+  const pages = Math.ceil(num(f.results) / pageSize);
+  const ms = (value: number): string => `${Math.round(value)} ms`;
+  return `start-up ${ms(num(r.firstAt) - start)}, ${total} requests (${total - pages} beyond the ${pages} pages of results) over ${ms(span)} (${(span / (total - 1)).toFixed(1)} ms apart on average; ${1000 / rps} at the budget), end ${ms(end - num(r.lastAt))} after the last request (its ${num(f.latencyMs)} ms latency included)`;
+}
 const verdicts: string[] = [];
 const check = (label: string, ok: boolean, detail: string): void => {
   verdicts.push(`${ok ? 'PASS' : 'MISS'}  ${label}: ${detail}`);
@@ -147,9 +162,10 @@ if (want('latency')) {
   figures.latency = slow;
   const target = 10 * 50;
   const rate = num(slow.firstLoadResultsPerSecond);
-  const requests = slow.requests as { maxInAnyWindow?: number };
-  check('results/s against the budget', rate >= 0.9 * target, `${rate}/s vs budget × page size ${target}/s = ${(rate / target).toFixed(2)} (target ≥ 0.90)`);
-  check('requests over budget', num(requests.maxInAnyWindow) <= 10, `max ${requests.maxInAnyWindow} in any sliding second (budget 10)`);
+  const verdict = slow.budgetVerdict as { pass: boolean; maxPerKey: number; by: string; maxByStamp: number; grantsSeen: number; requests: number };
+  // Start-up included: the run's whole wall time, from the call to its end.
+  check('results/s against the budget', rate >= 0.98 * target, `${rate}/s vs budget × page size ${target}/s = ${(rate / target).toFixed(3)} (target ≥ 0.98, start-up included); ${budgetBreakdown(slow, 10, 50)}`);
+  check('requests over budget', verdict.pass, `max ${verdict.maxPerKey} in any sliding second by ${verdict.by === 'grants' ? `the budget's grants (Redis clock; ${verdict.grantsSeen} seen of ${verdict.requests} requests)` : 'the simulator\'s stamps (the grant poll missed some)'}; the simulator's stamps: ${verdict.maxByStamp} (budget 10)`);
 }
 if (want('feed')) {
   process.stdout.write('\n== a 300,000-row HR feed (50 MB CSV): `feed check` and `provision --dry-run` (simulator, 50 free seats), each a process of its own\n');

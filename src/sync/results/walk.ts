@@ -61,6 +61,15 @@ export interface ReadBetweenPages {
   sawTotal(total: number): void;
 }
 
+/**
+ * Rows held this long while the walk waits for pages, and no batch is being written, are
+ * written then: a walk paced by the request budget (500 results a second at the default)
+ * otherwise ends by writing up to TRAINSYNC_BATCH_ROWS rows after its last page (0.2–0.6 s
+ * of a 10,000-result first load, docs/benchmarks.md). A walk whose pages come faster fills
+ * its batches long before.
+ */
+const IDLE_FLUSH_MS = 500;
+
 type Arrival<T> = { page: number; answer: Page<T> } | { page: number; error: unknown };
 
 /**
@@ -84,6 +93,7 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
   const writing = new Set<Promise<void>>();
   const failures: unknown[] = [];
   let pagesInBatch = 0;
+  let batchOpenedAt = performance.now();
   const write = async (batch: StagedBatch<T>, batchProblems: RecordProblem[], pages: number, position: WalkPosition): Promise<void> => {
     // Counted after commit: a deadlock retry runs the transaction again.
     const outcome = await order.run(
@@ -121,6 +131,7 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
     rows = new StagedBatch(resource.table);
     problems = [];
     pagesInBatch = 0;
+    batchOpenedAt = performance.now();
     while (writing.size >= ctx.config.TRAINSYNC_RESULTS_WRITERS && failures.length === 0) await Promise.race(writing).catch(() => undefined);
     if (failures.length > 0) throw failures[0];
     const written = write(batch, batchProblems, pages, position);
@@ -169,6 +180,11 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
       if (rule.state.kind === 'reading') ask();
       if (arrived.length === 0) {
         if (asked.size === 0) break;
+        if (rows.size > 0 && writing.size === 0 && performance.now() - batchOpenedAt >= IDLE_FLUSH_MS) {
+          await flush(false);
+          // A page may have arrived meanwhile (its wake had no one to call): look again.
+          continue;
+        }
         await new Promise<void>((resolve) => {
           wake = resolve;
         });

@@ -7,15 +7,19 @@ import { UndatedTail, type TailOutcome } from '../src/sync/results/undated-tail.
  * The undated tail's count (src/sync/results/undated-tail.ts) against a generated model:
  * a list of dated and undated results, dated first (as the simulator lists them) or in any
  * order, read from where the dated ones end, one page at a time under the completeness
- * rule, with the dated count and the total asked for as windowed-walk.ts asks for them;
- * between any two requests a result may arrive (dated or not) or be removed: one change
- * at most between two requests, so no interval holds both (the rule's assumption).
+ * rule, with the dated count (in groups) and the total asked for as windowed-walk.ts asks
+ * for them, and read again from its start when the count cannot tell; between any two
+ * requests a result may arrive (dated or not) or be removed: one change at most between
+ * two requests, so no interval holds both (the rule's assumption), except where a test
+ * breaks it on purpose to measure the stated risk (`pair`).
  */
 
 const RUNS = Number(process.env.COMPLETENESS_RUNS ?? 3_000);
 
 /** After a request for a page or the total: nothing, an arrival (an undated one at the end of the list, or anywhere among them), or a removal. */
-type TailOp = { kind: 'none' } | { kind: 'arrive'; dated: boolean; group: number; at: number; last: boolean } | { kind: 'remove'; at: number };
+type Arrive = { kind: 'arrive'; dated: boolean; group: number; at: number; last: boolean };
+/** `pair`: a removal and an arrival in one interval, the case the rule assumes away (measured, not asserted). */
+type TailOp = { kind: 'none' } | Arrive | { kind: 'remove'; at: number } | { kind: 'pair'; remove: number; arrive: Arrive };
 
 /** Groups the dated count is asked for in (windowed-walk.ts: runs of closed windows, and the rest). */
 const GROUPS = 3;
@@ -42,6 +46,9 @@ interface TailRun {
   /** Undated results sat below the read's start when it began. */
   hiddenAtStart: boolean;
   changes: number;
+  /** Intervals that held a removal and an arrival (the stated risk), and of them those whose removed result was undated. */
+  pairs: number;
+  undatedPairs: number;
 }
 
 function runTail(s: TailScenario): TailRun {
@@ -73,18 +80,32 @@ function runTail(s: TailScenario): TailRun {
    * (or not) before the next one. The dated count is asked for in between and changes
    * nothing here: an interval between two requests of the list holds one change at most.
    */
+  let pairs = 0;
+  let undatedPairs = 0;
+  const arrive = (op: Arrive): void => {
+    const d = datedCount();
+    const undatedAt = op.last ? list.length : d + (op.at % (list.length - d + 1));
+    const at = s.datedFirst ? (op.dated ? op.at % (d + 1) : undatedAt) : op.at % (list.length + 1);
+    list.splice(at, 0, make(op.dated, op.group));
+    arrivals++;
+  };
+  const remove = (at: number): number | undefined => {
+    if (list.length === 0) return undefined;
+    const id = list.splice(at % list.length, 1)[0]!;
+    removed.add(id);
+    removals++;
+    return id;
+  };
   const service = <T>(serve: () => T): T => {
     const value = serve();
     const op = s.ops[opIndex++] ?? { kind: 'none' };
-    if (op.kind === 'arrive') {
-      const d = datedCount();
-      const undatedAt = op.last ? list.length : d + (op.at % (list.length - d + 1));
-      const at = s.datedFirst ? (op.dated ? op.at % (d + 1) : undatedAt) : op.at % (list.length + 1);
-      list.splice(at, 0, make(op.dated, op.group));
-      arrivals++;
-    } else if (op.kind === 'remove' && list.length > 0) {
-      removed.add(list.splice(op.at % list.length, 1)[0]!);
-      removals++;
+    if (op.kind === 'arrive') arrive(op);
+    else if (op.kind === 'remove') remove(op.at);
+    else if (op.kind === 'pair') {
+      const id = remove(op.remove);
+      arrive(op.arrive);
+      pairs++;
+      if (id !== undefined && !isDated.get(id)) undatedPairs++;
     }
     return value;
   };
@@ -128,12 +149,14 @@ function runTail(s: TailScenario): TailRun {
     else tail.confirm();
   }
   const missed = [...initialUndated].filter((id) => !removed.has(id) && !seen.has(id));
-  return { outcome, pages: pagesOf[0]!, reread: pagesOf[1]!, stoppedEarly, missed, hiddenAtStart, changes: arrivals + removals };
+  return { outcome, pages: pagesOf[0]!, reread: pagesOf[1]!, stoppedEarly, missed, hiddenAtStart, changes: arrivals + removals, pairs, undatedPairs };
 }
 
-function tailScenarios(shape: { datedFirst: boolean[]; arrivals: boolean; removals: boolean; undatedLast?: boolean }): fc.Arbitrary<TailScenario> {
+function tailScenarios(shape: { datedFirst: boolean[]; arrivals: boolean; removals: boolean; undatedLast?: boolean; pairs?: boolean }): fc.Arbitrary<TailScenario> {
   const op: Array<fc.Arbitrary<TailOp>> = [fc.constant({ kind: 'none' as const }), fc.constant({ kind: 'none' as const })];
-  if (shape.arrivals) op.push(fc.record({ kind: fc.constant('arrive' as const), dated: fc.boolean(), group: fc.nat(GROUPS - 1), at: fc.nat(200), last: shape.undatedLast ? fc.constant(true) : fc.boolean() }));
+  const arrival = fc.record({ kind: fc.constant('arrive' as const), dated: fc.boolean(), group: fc.nat(GROUPS - 1), at: fc.nat(200), last: shape.undatedLast ? fc.constant(true) : fc.boolean() });
+  if (shape.arrivals) op.push(arrival);
+  if (shape.pairs) op.push(fc.record({ kind: fc.constant('pair' as const), remove: fc.nat(200), arrive: arrival }));
   if (shape.removals) op.push(fc.record({ kind: fc.constant('remove' as const), at: fc.nat(200) }));
   return fc.record({
     dated: fc.integer({ min: 0, max: 40 }),
@@ -196,6 +219,18 @@ describe('the undated tail count against a model of a list that changes while it
     const reread = samples.filter((r) => r.reread > 0);
     expect(reread.filter((r) => r.outcome?.verdict === 'covered').length, JSON.stringify(reread.length)).toBeGreaterThan(10);
     expect(reread.filter((r) => r.stoppedEarly).length).toBeGreaterThan(5);
+  });
+
+  it('measured: a removal and an arrival in one interval (the assumption broken, the stated risk) are the only way a covered read loses an undated result', () => {
+    for (const datedFirst of [true, false]) {
+      const samples = fc.sample(tailScenarios({ datedFirst: [datedFirst], arrivals: true, removals: true, pairs: true }), { numRuns: RUNS, seed: 3 }).map(runTail);
+      const lost = samples.filter((r) => r.outcome?.verdict === 'covered' && r.missed.length > 0);
+      if (process.env.COMPLETENESS_SHOW) {
+        const withPairs = samples.filter((r) => r.pairs > 0).length;
+        console.log({ datedFirst, runs: samples.length, withPairs, lost: lost.length, lostWithUndatedRemovalInPair: lost.filter((r) => r.undatedPairs > 0).length });
+      }
+      for (const r of lost) expect(r.pairs, JSON.stringify(r)).toBeGreaterThan(0);
+    }
   });
 
   it('a list of dated results first: a second read, when one is needed, covers in most runs (the model changes the list between most two requests), reading fewer pages than the first', () => {

@@ -32,7 +32,7 @@
  * to it: a group that rose held at least that many dated arrivals, one that fell that many
  * dated removals. Removals of undated results are at most the total's falls less the
  * dated removals, and at most its rises less the dated arrivals less ΔU; when the total
- * never moved, a group that rose is counted as undated results that completed. Before
+ * never moved, a dated count that rose is counted as undated results that completed. Before
  * the first instant where both are known, at most the total's falls. And a change can
  * only take a result last seen before it: one seen again later was still there.
  *
@@ -159,7 +159,9 @@ export class UndatedTail {
     const gone = this.goneUpTo(anchors);
     const undated = this.totals[last]! - this.dated(last);
     if (seen - gone >= undated) return { verdict: 'covered', seen, undated, gone };
-    const quiet = anchors[0] === 0 && this.totals.every((t) => t === this.totals[0]) && [...this.counts.keys()].every((i) => this.dated(i) === this.dated(0));
+    // Nothing changed: one total throughout, and every group's count the same at every count.
+    const first = this.counts.get(0);
+    const quiet = anchors[0] === 0 && this.totals.every((t) => t === this.totals[0]) && [...this.counts.values()].every((c) => c.length === first!.length && c.every((n, g) => n === first![g]));
     if (quiet && this.start <= this.dated(0)) return { verdict: 'another-order', seen, undated, gone };
     return { verdict: 'unknown', seen, undated, gone };
   }
@@ -209,8 +211,10 @@ export class UndatedTail {
       if (delta > 0) datedArrivals += delta;
       else datedRemovals -= delta;
     }
-    // The total stood still: a group that rose holds undated results that completed.
-    if (rises === 0 && falls === 0) return datedArrivals;
+    // The total stood still: under the rule's assumption only completions happened, each a
+    // group's rise (a group that fell as well takes a removal and an arrival in one interval,
+    // the stated risk, and is taken at its net change).
+    if (rises === 0 && falls === 0) return Math.max(0, deltaDated);
     const deltaUndated = this.totals[b]! - this.totals[a]! - deltaDated;
     return Math.max(0, Math.min(falls - datedRemovals, rises - datedArrivals - deltaUndated));
   }

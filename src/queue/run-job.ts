@@ -85,6 +85,16 @@ function payloadResource(payload: unknown): Record<string, unknown> {
 }
 
 /**
+ * What BullMQ records as the job's failedReason is the thrown error's message: an error
+ * without one (an AggregateError, `throw new Error()`, a thrown string) is thrown again as
+ * an Error whose message says what it was, its cause the original.
+ */
+function withReason(error: unknown): unknown {
+  if (error instanceof Error && error.message.trim() !== '') return error;
+  return new Error(errorMessage(error), { cause: error });
+}
+
+/**
  * The BullMQ processor: parses the payload with the job's own schema, takes the job's
  * exclusive lock, runs it with a context of its own, and maps errors to BullMQ's
  * retry semantics: a permanent platform error fails at once; a shutdown, a busy lock
@@ -134,7 +144,7 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     services = runner.services(org);
   } catch (error) {
     finish('failed', { err: error, retried: !isPermanentError(error) });
-    throw isPermanentError(error) ? new UnrecoverableError(errorMessage(error)) : error;
+    throw isPermanentError(error) ? new UnrecoverableError(errorMessage(error)) : withReason(error);
   }
   const postgres = postgresWaitOf(runner, services.config);
   postgres.started(job);
@@ -194,7 +204,7 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     }
     if (error instanceof UnrecoverableError) {
       finish('failed', { err: error, retried: false });
-      throw error;
+      throw error.message.trim() === '' ? new UnrecoverableError(errorMessage(error.cause ?? error)) : error;
     }
     if (isPermanentError(error)) {
       finish('failed', { err: error, retried: false });
@@ -202,7 +212,7 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     }
     const retried = attempt < (job.opts.attempts ?? 1);
     finish('failed', { err: error, retried, reason: retried ? 'BullMQ retries it with backoff' : 'no attempts left' });
-    throw error;
+    throw withReason(error);
   } finally {
     runningJobs -= 1;
     lock?.release();

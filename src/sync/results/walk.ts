@@ -17,6 +17,10 @@ export interface WalkPosition {
 
 export interface WalkReport {
   verdict: Exclude<Verdict, { kind: 'reading' }>;
+  /** The caller stopped the read between pages (ReadBetweenPages.stop) before the rule decided. */
+  stopped?: true;
+  /** The list's total as the rule last knew it. */
+  total?: number | undefined;
 }
 
 export interface WalkOptions<T> {
@@ -59,6 +63,8 @@ export interface ReadBetweenPages {
   readonly complete: boolean;
   /** A total of the same list seen between pages: the rule takes it as it takes a page's. */
   sawTotal(total: number): void;
+  /** Asks for no more pages: the read ends once the rows read are written (the caller proves what it read by other means). */
+  stop(): void;
 }
 
 /**
@@ -155,6 +161,7 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
   const asked = new Set<Promise<void>>();
   let wake: (() => void) | undefined;
   let firstPage = options.firstPage;
+  let stopped = false;
   const ask = (): void => {
     for (let page = rule.ask(); page !== undefined; page = rule.ask()) {
       const pageNo = page;
@@ -177,7 +184,7 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
   };
   try {
     for (;;) {
-      if (rule.state.kind === 'reading') ask();
+      if (rule.state.kind === 'reading' && !stopped) ask();
       if (arrived.length === 0) {
         if (asked.size === 0) break;
         if (rows.size > 0 && writing.size === 0 && performance.now() - batchOpenedAt >= IDLE_FLUSH_MS) {
@@ -210,6 +217,9 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
             return rule.state.kind === 'complete';
           },
           sawTotal: (total) => void rule.totalSeen(total),
+          stop: () => {
+            stopped = true;
+          },
         });
       }
       ctx.progress({ resource: resource.name, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.size });
@@ -220,8 +230,10 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
     await Promise.allSettled([...asked, ...writing]);
   }
   const verdict = rule.state;
+  const total = rule.checkpoint()?.total;
+  if (verdict.kind === 'reading' && stopped) return { verdict: { kind: 'incomplete', reason: 'stopped between pages by its caller' }, stopped: true, total };
   if (verdict.kind === 'reading') throw new Error(`the ${resource.name} walk stopped before the completeness rule decided`);
-  return { verdict };
+  return { verdict, total };
 }
 
 /** The keys of records set aside that have a readable one. */

@@ -1,8 +1,7 @@
 import type { JobContext } from '../queue/job-context.ts';
 import { PlatformError } from '../platform/errors.ts';
 import { insertReading } from '../warehouse/load-reading.ts';
-import { finishRun } from './runs-store.ts';
-import { withRun } from './run.ts';
+import { closeRun, withRun } from './run.ts';
 import type { ReadingResource } from './resources/resource.ts';
 import type { SyncSummary } from './summary.ts';
 
@@ -24,7 +23,7 @@ export function syncReading<T>(ctx: JobContext, resource: ReadingResource<T>): P
     }
     await ctx.scope.transaction(async (tx) => {
       await insertReading(tx, resource.table, new Date(), reading);
-      await finishRun(tx.db, run.id, { status: 'succeeded', pages: 1, inserted: 1, note });
+      await closeRun(tx.db, run, { status: 'succeeded', pages: 1, inserted: 1, note });
     });
   });
 }

@@ -2,7 +2,10 @@ import type { JobContext } from '../queue/job-context.ts';
 import { errorMessage } from '../lib/errors.ts';
 import { toInfrastructureError } from '../lib/infra-errors.ts';
 import { countRequests, type RequestTally } from '../platform/request-tally.ts';
-import { addRunCounts, addRunCountsAndTotals, closeAbandonedRuns, finishRun, startRun, startRunClosingAbandoned } from './runs-store.ts';
+import { addRunCounts, addRunCountsAndTotals, closeAbandonedRuns, finishRun, finishRunWithTotals, startRun, startRunClosingAbandoned, type FinishRunInput, type RunCounts } from './runs-store.ts';
+import type { Kysely } from 'kysely';
+import type { Database } from '../warehouse/database.ts';
+import type { RunStatus } from './tables.ts';
 import { getCheckpoint, saveCheckpoint } from './sync-state.ts';
 import { z } from 'zod';
 import type { SyncSummary } from './summary.ts';
@@ -28,6 +31,32 @@ export interface ActiveRun {
 
 /** What a run adds to its summary beyond the recorded totals. */
 export type RunExtras = Pick<SyncSummary, 'windows' | 'windowsResumed'>;
+
+type RunTotals = RunCounts & { status: RunStatus; note: string | null };
+
+/**
+ * The attempt of each run `withRun` is running: its request tally, and what `closeRun`
+ * recorded (the requests it added, the totals it read back).
+ */
+const attempts = new WeakMap<ActiveRun, { tally: RequestTally; closed?: { requests: number; totals: RunTotals } }>();
+
+/**
+ * Closes the run in the work's last transaction (as `finishRun`), adding the attempt's
+ * requests so far and reading the totals back: `withRun` then needs no statement of its
+ * own after the work, unless a request was made after it. Call it only as the work's
+ * last step: a work that throws after it had its closing rolled back (every engine's
+ * closing transaction is its last act), so the error path adds every request again.
+ */
+export async function closeRun(db: Kysely<Database>, run: ActiveRun, input: FinishRunInput): Promise<void> {
+  const attempt = attempts.get(run);
+  if (!attempt) {
+    await finishRun(db, run.id, input);
+    return;
+  }
+  const requests = attempt.tally.requests;
+  const totals = await finishRunWithTotals(db, run.id, { ...input, requests: (input.requests ?? 0) + requests });
+  attempt.closed = { requests, totals };
+}
 
 const runCheckpointSchema = z.object({ runId: z.number() });
 
@@ -75,6 +104,8 @@ export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: Active
   let extras: RunExtras | void;
   // The platform requests of this attempt, added to the run's total however it ends.
   const tally: RequestTally = { requests: 0 };
+  const attempt: { tally: RequestTally; closed?: { requests: number; totals: RunTotals } } = { tally };
+  attempts.set(run, attempt);
   try {
     // Traces on: the walk (its pages, COPYs and commits) is one span inside the job's.
     const walk = { [ATTR.org]: ctx.org.slug, [ATTR.resource]: spec.resource, [ATTR.runId]: run.id };
@@ -89,8 +120,14 @@ export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: Active
     }
     throw error;
   }
-  // The attempt's requests, and the totals the summary gives, in one statement.
-  const { status, note, ...totals } = await addRunCountsAndTotals(ctx.scope.db, run.id, { requests: tally.requests });
+  // The attempt's requests, and the totals the summary gives, in one statement: the closing
+  // one (`closeRun`) when no request came after it (a retried closing transaction recorded
+  // its last, committed try).
+  const { closed } = attempt;
+  const { status, note, ...totals } =
+    closed !== undefined && closed.requests === tally.requests
+      ? closed.totals
+      : await addRunCountsAndTotals(ctx.scope.db, run.id, { requests: tally.requests - (closed?.requests ?? 0) });
   if (status !== 'succeeded' && status !== 'incomplete') throw new Error(`run ${run.id} of ${spec.resource} ended without being finished (status ${status})`);
   return { resource: spec.resource, runId: run.id, status, mode: spec.mode, ...totals, durationMs: Date.now() - started, ...(note ? { note } : {}), ...extras };
 }

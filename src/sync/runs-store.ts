@@ -118,6 +118,20 @@ export async function finishRun(db: Db, runId: number, input: FinishRunInput): P
     .execute();
 }
 
+/**
+ * Closes a run as `finishRun` does and reads its totals, status and note back: the
+ * summary's figures from the closing statement itself, so a run whose attempt makes no
+ * request after it needs no statement of its own to read them (`closeRun`, run.ts).
+ */
+export async function finishRunWithTotals(db: Db, runId: number, input: FinishRunInput): Promise<RunCounts & { status: RunStatus; note: string | null }> {
+  return db
+    .updateTable('trainsync.runs')
+    .set({ ...counterSets(input), status: input.status, finished_at: sql<Date>`clock_timestamp()`, error: input.error ?? null, note: input.note ?? null })
+    .where('id', '=', runId)
+    .returning([...COUNTER_NAMES, 'status', 'note'])
+    .executeTakeFirstOrThrow();
+}
+
 const ABANDONED = 'cut off before it finished (its worker stopped or lost the database); a later run took over';
 
 /**

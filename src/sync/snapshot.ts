@@ -7,7 +7,7 @@ import type { SnapshotResource } from './resources/resource.ts';
 import { quarantineRecords } from './sync-state.ts';
 import { finishRun } from './runs-store.ts';
 import type { OrgTx } from '../warehouse/scope.ts';
-import { withRun } from './run.ts';
+import { closeRun, withRun, type ActiveRun } from './run.ts';
 import type { SyncSummary } from './summary.ts';
 
 export interface SnapshotSpec<T> {
@@ -33,7 +33,7 @@ export interface SnapshotSpec<T> {
 export function syncSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>): Promise<SyncSummary> {
   return withRun(ctx, { resource: spec.resource, mode: 'snapshot' }, async (run) => {
     try {
-      await loadSnapshot(ctx, spec, run.id);
+      await loadSnapshot(ctx, spec, run);
     } catch (error) {
       if (spec.whenNotOffered === undefined || !isNotOffered(error)) throw error;
       ctx.log.info({ status: error.status }, `the platform does not offer ${spec.resource}; recorded as not available`);
@@ -42,7 +42,7 @@ export function syncSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>): Promise
   });
 }
 
-async function loadSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>, runId: number): Promise<void> {
+async function loadSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>, run: ActiveRun): Promise<void> {
   await ctx.scope.transaction(async (tx) => {
     const seenAt = new Date();
     const counts = { pages: 0, inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0 };
@@ -66,12 +66,12 @@ async function loadSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>, runId: nu
     await flush();
     let note: string | undefined;
     if (problems.length > 0) {
-      counts.quarantined = await quarantineRecords(tx, runId, problems);
+      counts.quarantined = await quarantineRecords(tx, run.id, problems);
       note = `${problems.length} record(s) quarantined: removals not marked this run`;
     } else {
       counts.removed = await spec.markMissing(tx, seenAt);
     }
-    await finishRun(tx.db, runId, { status: 'succeeded', ...counts, note });
+    await closeRun(tx.db, run, { status: 'succeeded', ...counts, note });
   });
 }
 

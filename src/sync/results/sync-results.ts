@@ -2,12 +2,12 @@ import type { JobContext } from '../../queue/job-context.ts';
 import { clearSightings, markUnsighted } from '../../warehouse/load-staged.ts';
 import type { WindowedResource } from '../resources/resource.ts';
 import { countQuarantined, deleteCheckpoints, recordUnfinishedWindows, setWatermark } from '../sync-state.ts';
-import { emptyRunCounts, finishRun } from '../runs-store.ts';
+import { emptyRunCounts } from '../runs-store.ts';
 import { onDays, windowKey } from './days.ts';
 import { walkAllResults } from './full-walk.ts';
 import { planResultsRun } from './plan.ts';
 import { readWindows, type UnfinishedRead } from './windows.ts';
-import { withRun } from '../run.ts';
+import { closeRun, withRun } from '../run.ts';
 import type { SyncSummary } from '../summary.ts';
 import type { SyncPayload } from '../sync-payload.ts';
 
@@ -74,7 +74,7 @@ export async function syncWindowed<T>(resource: WindowedResource<T>, payload: Sy
       if (plan.watermark) await setWatermark(tx, name, plan.watermark);
       await recordUnfinishedWindows(tx, name, run.id, { finished, unfinished });
       await deleteCheckpoints(tx, `${scope}:`);
-      await finishRun(tx.db, run.id, {
+      await closeRun(tx.db, run, {
         status: unfinished.length > 0 ? 'incomplete' : 'succeeded',
         removed,
         quarantined: await countQuarantined(tx.db, run.id),

@@ -74,19 +74,21 @@ async function startOrResume(ctx: JobContext, spec: RunSpec): Promise<ActiveRun 
     const { id, abandoned } = await startRunClosingAbandoned(ctx.scope, start);
     return { id, resumed: false, abandoned };
   }
-  const saved = await getCheckpoint(ctx.scope, resumeKey, runCheckpointSchema.optional().catch(undefined));
-  let run: ActiveRun;
-  if (saved) {
-    ctx.log.info({ runId: saved.runId }, 'resuming the run this job started before');
-    run = { id: saved.runId, resumed: true };
-  } else {
-    run = await ctx.scope.transaction(async (tx) => {
-      const id = await startRun(tx, start);
+  // The checkpoint read, the run started (or resumed) and the abandoned runs closed in one
+  // scoped transaction: one round trip each, not three transactions.
+  const run = await ctx.scope.transaction(async (tx) => {
+    const saved = await getCheckpoint(tx, resumeKey, runCheckpointSchema.optional().catch(undefined));
+    let id: number;
+    if (saved) {
+      id = saved.runId;
+    } else {
+      id = await startRun(tx, start);
       await saveCheckpoint(tx, resumeKey, { runId: id }, id);
-      return { id, resumed: false };
-    });
-  }
-  return { ...run, abandoned: await closeAbandonedRuns(ctx.scope, spec.resource, run.id) };
+    }
+    return { id, resumed: saved !== undefined, abandoned: await closeAbandonedRuns(tx, spec.resource, id) };
+  });
+  if (run.resumed) ctx.log.info({ runId: run.id }, 'resuming the run this job started before');
+  return run;
 }
 
 /**

@@ -3,6 +3,7 @@ import { errorMessage } from '../../lib/errors.ts';
 import { mapConcurrent } from '../../lib/map-concurrent.ts';
 import { PlatformError } from '../../platform/errors.ts';
 import type { WindowedResource } from '../resources/resource.ts';
+import type { OrgDb } from '../../warehouse/scope.ts';
 import { getWatermark, listCheckpoints, saveCheckpoint, setWatermark } from '../sync-state.ts';
 import { type RunCounts } from '../runs-store.ts';
 import { windowKey, windowQuery, type ResultWindow, type WindowBounds } from './days.ts';
@@ -49,8 +50,9 @@ export async function readWindows<T>(
   options: WindowsOptions = {},
 ): Promise<WindowsRead> {
   const prefix = `${scope}:window:`;
-  const done = new Set((await listCheckpoints(ctx.scope, prefix)).map((key) => key.slice(prefix.length)));
-  const bounds = await windowBounds(ctx, resource);
+  // The windows finished before a restart and the platform's date bounds, in one scoped transaction.
+  const [finishedKeys, bounds] = await ctx.scope.transaction(async (tx) => [await listCheckpoints(tx, prefix), await windowBounds(tx, resource)] as const);
+  const done = new Set(finishedKeys.map((key) => key.slice(prefix.length)));
   const todo = windows.filter((window) => !done.has(windowKey(window)));
   const resumed = windows.length - todo.length;
   if (resumed > 0) ctx.log.info({ resumed, remaining: todo.length }, 'skipping windows finished before the restart');
@@ -121,8 +123,8 @@ interface Bounds {
   now: WindowBounds;
 }
 
-async function windowBounds<T>(ctx: JobContext, resource: WindowedResource<T>): Promise<Bounds> {
-  return { now: (await getWatermark(ctx.scope, boundsKey(resource.name))) === 'day' ? 'day' : 'instant' };
+async function windowBounds<T>(db: OrgDb, resource: WindowedResource<T>): Promise<Bounds> {
+  return { now: (await getWatermark(db, boundsKey(resource.name))) === 'day' ? 'day' : 'instant' };
 }
 
 /** A 400 naming a date bound: the platform reads dates only (the seed's reading). */

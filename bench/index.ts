@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given (sync also measures row-level security: enforced beside bypassed, and traces: off beside on): simulator client http writepath warehouse sync tracing startup latency provisioning feed webhooks employees drift timings scim doctor settings console orgs scrape
+ *   npm run bench -- sync         # only the names given (sync also measures row-level security: enforced beside bypassed, and traces: off beside on; orgs also runs orgs-night): simulator client http writepath warehouse sync tracing startup latency provisioning feed webhooks employees drift timings scim doctor settings console orgs orgs-night scrape
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -311,14 +311,25 @@ if (want('orgs')) {
   const thousand = lastJson(await run(['bench/orgs-thousand.ts', process.env.THOUSAND ?? '{}']));
   figures.orgsThousand = thousand;
   for (const t of thousand.targets as Array<{ name: string; pass: boolean; detail: string }>) check(`orgs ×${num((thousand.args as { orgs: number }).orgs)}: ${t.name}`, t.pass, t.detail);
-  // What the database alone needs for the same rows, so the wall-time target can be read
-  // against the cores Postgres takes from the workers on this machine.
+  // What the database alone needs for the same rows, so Postgres' share of the two cores can be
+  // read beside trainsync's load.
   const thousandArgs = thousand.args as { orgs: number; results: number; workers: number };
   const floor = lastJson(await run(['bench/thousand-floor.ts', JSON.stringify({ orgs: thousandArgs.orgs, results: thousandArgs.results, lanes: thousandArgs.workers })]));
   figures.orgsThousandFloor = floor;
   const others = thousand.otherCpuSeconds as { postgres: number };
   verdicts.push(
     `INFO  orgs ×${thousandArgs.orgs}: Postgres' CPU for the same rows by raw COPY alone ${num(floor.postgresCpuSeconds)} s (${num(floor.postgresCpuMicrosPerResult)} µs a result, ${num(floor.wallSeconds)} s of wall with nothing else running) beside trainsync's load ${others.postgres} s; with the workers' ${num(thousand.workersCpuSeconds)} s, two cores need at least ${Math.round((num(floor.postgresCpuSeconds) + num(thousand.workersCpuSeconds)) / 2)} s`,
+  );
+}
+if (want('orgs') || want('orgs-night')) {
+  process.stdout.write("\n== a night's fixed cost: 1,000 organisations loaded once, then a night of `sync all --org all` with no new results; the workers' and Postgres' CPU per organisation-night\n");
+  // NIGHT='{"orgs":100}' scales it down.
+  const night = lastJson(await run(['bench/orgs-night.ts', process.env.NIGHT ?? '{}']));
+  figures.orgsNight = night;
+  const orgs = num((night.args as { orgs: number }).orgs);
+  for (const t of night.targets as Array<{ name: string; pass: boolean; detail: string }>) check(`orgs-night ×${orgs}: ${t.name}`, t.pass, t.detail);
+  verdicts.push(
+    `INFO  orgs-night ×${orgs}: per organisation-night, the sync command ${num(night.syncCommandCpuMsPerOrgNight)} ms, Redis ${num(night.redisCpuMsPerOrgNight)} ms, the simulator ${num(night.simulatorCpuMsPerOrgNight)} ms; the workers idle ${num(night.idleCpuMsPerSecond)} ms a second`,
   );
 }
 if (want('scrape')) {

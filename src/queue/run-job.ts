@@ -14,7 +14,7 @@ import { inSpan } from '../lib/tracing/spans.ts';
 
 /** How long a job whose exclusive lock is taken waits before it is tried again. */
 const LOCK_BUSY_RETRY_MS = 5_000;
-/** Progress reaches Redis at most this often: a page-by-page update would cost a round trip per page. */
+/** Progress reaches Redis at most this often, the first time this long after the job starts: a page-by-page update would cost a round trip per page. */
 const PROGRESS_INTERVAL_MS = 500;
 /**
  * And, per job, at most once every this many ms times the jobs this process runs: about 20
@@ -149,7 +149,10 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
   const postgres = postgresWaitOf(runner, services.config);
   postgres.started(job);
 
-  let lastProgress = 0;
+  // The first update too waits an interval from the start: a job done sooner (most of a
+  // night's: a snapshot of a few pages, a results read that finds nothing new) sends none, and
+  // its outcome says the rest.
+  let lastProgress = Date.now();
   const progress = (update: ProgressUpdate): void => {
     const now = Date.now();
     if (now - lastProgress < Math.max(PROGRESS_INTERVAL_MS, runningJobs * PROGRESS_SHARE_MS)) return;

@@ -24,17 +24,22 @@
  * a page (`wantsCount`), then for `T` once more, and takes `D` as of that page when the
  * two totals around it agree: under the rule's assumption (no interval between two
  * requests holds both a removal and an arrival) an unchanged total means nothing
- * changed. It asks after the first page (where the count starts), after every page whose
- * total moved (to learn what the change was: dated or not), and after the last page.
+ * changed. It asks before the first page (`begin`: where the count starts, before any result
+ * is seen), after every page whose total moved (to learn what the change was: dated or not),
+ * and after the last page.
  *
- * What can have gone. Between two instants where both are known, the undated results
+ * What can have gone. A seen result leaves the undated ones by a removal or a completion
+ * (it gets its date). Between two instants where both are known, the undated results
  * changed by ΔU = ΔT − ΔD. `D` is asked for in disjoint groups (date ranges) that add up
- * to it: a group that rose held at least that many dated arrivals, one that fell that many
- * dated removals. Removals of undated results are at most the total's falls less the
- * dated removals, and at most its rises less the dated arrivals less ΔU; when the total
- * never moved, a dated count that rose is counted as undated results that completed. Before
- * the first instant where both are known, at most the total's falls. And a change can
- * only take a result last seen before it: one seen again later was still there.
+ * to it, the open window's (the rest) last: a closed group that rose held dated arrivals,
+ * one that fell dated removals; the open window's rise can be a completion now as well as
+ * a dated arrival, since both raise it. Removals of undated results plus completions are
+ * then at most the total's falls less the closed groups' falls plus the open window's
+ * change; when the total never moved, a dated count that rose is counted as undated
+ * results that completed. Before the first instant where both are known, any result seen.
+ * And a change can only take a result last seen up to the count that shows it: one seen
+ * again later was still there. A completion recorded late, into a closed window while
+ * the total also moved, is the stated risk (docs/completeness.md).
  *
  * Read again. When the count cannot tell, the tail is read again from its start by the
  * same check (`confirm`): the results seen again are no longer among those that can have
@@ -70,6 +75,16 @@ export class UndatedTail {
 
   /** `start`: the position the tail read starts from (every result below it taken as dated). */
   constructor(private readonly start: number) {}
+
+  /**
+   * The list's total before the tail's first page (a page past the end), so that the dated
+   * count asked for after it is known before any result is seen: a completion between two
+   * counts then shows in their difference, whichever result it took.
+   */
+  begin(total: number): void {
+    if (this.totals.length > 0) throw new Error('the tail check has begun');
+    this.page(total, []);
+  }
 
   /** A page of the tail, answered: its total and the keys of its undated results. */
   page(total: number, undatedKeys: Iterable<string>): void {
@@ -169,8 +184,13 @@ export class UndatedTail {
   /** Seen undated results that can have gone by the last of `anchors`. */
   private goneUpTo(anchors: readonly number[]): number {
     // Before the first known instant, only the total's falls bound what went.
-    let gone = Math.min(this.movesBetween(0, anchors[0]!).falls, this.seenBefore(anchors[0]!));
-    for (let k = 1; k < anchors.length; k++) gone += Math.min(this.goneBetween(anchors[k - 1]!, anchors[k]!), this.seenBefore(anchors[k]!));
+    // Before the first known instant a completion shows nowhere: any result seen by then can have
+    // gone (the walk starts with an instant of no results, `begin`, so this is nearly always none).
+    let gone = this.seenBefore(anchors[0]! + 1);
+    // The count after instant k is asked for after its page: a result seen on that page can have
+    // completed before the count, so the results a change up to a count can take are those seen
+    // up to its instant.
+    for (let k = 1; k < anchors.length; k++) gone += Math.min(this.goneBetween(anchors[k - 1]!, anchors[k]!), this.seenBefore(anchors[k]! + 1));
     return gone;
   }
 
@@ -193,30 +213,33 @@ export class UndatedTail {
 
   /**
    * The most seen undated results that can have gone between instants a and b (see the
-   * header): removals of undated results are at most the falls less the dated removals the
-   * groups show, and at most the rises less the dated arrivals they show less the undated
-   * results' change.
+   * header). A seen result leaves the undated ones by a removal or by a completion; a
+   * completion raises the open window's count (the last group) without moving the total,
+   * so a rise there can be one as well as a dated arrival. With the closed groups' falls
+   * taken as dated removals and their rises as dated arrivals (a completion recorded late,
+   * into a closed window, is the stated risk), the removals of undated results plus the
+   * completions are at most the total's falls less the closed groups' falls plus the open
+   * window's change, which is also the total's rises less the closed groups' rises less
+   * the undated results' change (the two bounds are one).
    */
   private goneBetween(a: number, b: number): number {
     const { rises, falls } = this.movesBetween(a, b);
     const from = this.counts.get(a)!;
     const to = this.counts.get(b)!;
-    let datedArrivals = 0;
-    let datedRemovals = 0;
-    let deltaDated = 0;
     const groups = Math.max(from.length, to.length);
+    let deltaDated = 0;
+    let closedRemovals = 0;
     for (let g = 0; g < groups; g++) {
       const delta = (to[g] ?? 0) - (from[g] ?? 0);
       deltaDated += delta;
-      if (delta > 0) datedArrivals += delta;
-      else datedRemovals -= delta;
+      if (g < groups - 1 && delta < 0) closedRemovals -= delta;
     }
     // The total stood still: under the rule's assumption only completions happened, each a
     // group's rise (a group that fell as well takes a removal and an arrival in one interval,
     // the stated risk, and is taken at its net change).
     if (rises === 0 && falls === 0) return Math.max(0, deltaDated);
-    const deltaUndated = this.totals[b]! - this.totals[a]! - deltaDated;
-    return Math.max(0, Math.min(falls - datedRemovals, rises - datedArrivals - deltaUndated));
+    const openDelta = (to[groups - 1] ?? 0) - (from[groups - 1] ?? 0);
+    return Math.max(0, falls - closedRemovals + openDelta);
   }
 
   /** How far the total rose and fell, step by step, between instants a and b. */

@@ -172,15 +172,19 @@ async function readTail<T>(
   let dated = await totalOf(datedRequest, shape.listTotal, 'the dated results');
   let groups = groupRequests.map(() => shape.listTotal);
   /** The dated count and its groups (the rest by difference), then the list's total once more: the rule takes that total too. */
-  const countDated = async (read: ReadBetweenPages): Promise<void> => {
+  const countDated = async (read?: ReadBetweenPages): Promise<void> => {
     const [all, ...parts] = await Promise.all([totalOf(datedRequest, dated, 'the dated results'), ...groupRequests.map((request, g) => totalOf(request, groups[g]!, 'a group of the dated results'))]);
     dated = all!;
     groups = parts;
     listed = await totalOf(listRequest, listed, 'the list');
     tail.counted([...parts, dated - parts.reduce((sum, n) => sum + n, 0)], listed);
-    read.sawTotal(listed);
+    read?.sawTotal(listed);
   };
   const tail = new UndatedTail(Math.floor(dated / size) * size);
+  // The count before the first page (the open window's group last): a completion after it shows in a later count.
+  listed = await totalOf(listRequest, shape.listTotal, 'the list');
+  tail.begin(listed);
+  for (let n = 0; n < MOST_COUNTS && tail.wantsCount; n++) await countDated();
   for (let pass = 1; pass <= 2; pass++) {
     const start = Math.floor(dated / size) * size;
     const walk = await walkResults(ctx, resource, {
@@ -195,7 +199,7 @@ async function readTail<T>(
         if (page.totalEntities === undefined) return;
         listed = page.totalEntities;
         tail.page(listed, undatedKeys(resource, page));
-        // After the first page, after a page whose total moved, and before the read may end:
+        // After a page whose total moved, and before the read may end:
         // a total that moved since reopens the read.
         for (let n = 0; n < MOST_COUNTS && (tail.wantsCount || (read.complete && !tail.settled)); n++) await countDated(read);
         if (pass === 2 && tail.done) read.stop();

@@ -78,6 +78,8 @@ export interface FinishRunInput extends Partial<RunCounts> {
   error?: string | undefined;
   /** e.g. 'not applicable' (no unlimited plan) or 'not available'. */
   note?: string | undefined;
+  /** Also adds the distinct records this run quarantined (its rows in trainsync.quarantine: a record read again in the run counts once), counted by the closing statement itself. */
+  quarantinedOfRun?: boolean;
 }
 
 /**
@@ -113,7 +115,7 @@ export async function addRunCountsAndTotals(db: Db, runId: number, counts: Parti
 export async function finishRun(db: Db, runId: number, input: FinishRunInput): Promise<void> {
   await db
     .updateTable('trainsync.runs')
-    .set({ ...counterSets(input), status: input.status, finished_at: sql<Date>`clock_timestamp()`, error: input.error ?? null, note: input.note ?? null })
+    .set(closingSets(runId, input))
     .where('id', '=', runId)
     .execute();
 }
@@ -126,10 +128,19 @@ export async function finishRun(db: Db, runId: number, input: FinishRunInput): P
 export async function finishRunWithTotals(db: Db, runId: number, input: FinishRunInput): Promise<RunCounts & { status: RunStatus; note: string | null }> {
   return db
     .updateTable('trainsync.runs')
-    .set({ ...counterSets(input), status: input.status, finished_at: sql<Date>`clock_timestamp()`, error: input.error ?? null, note: input.note ?? null })
+    .set(closingSets(runId, input))
     .where('id', '=', runId)
     .returning([...COUNTER_NAMES, 'status', 'note'])
     .executeTakeFirstOrThrow();
+}
+
+/** The closing update's columns: the counts added, the status, when, error and note. */
+function closingSets(runId: number, input: FinishRunInput) {
+  const counters = counterSets(input);
+  if (input.quarantinedOfRun) {
+    counters.quarantined = sql<number>`${sql.ref('quarantined')} + ${input.quarantined ?? 0} + (select count(*) from trainsync.quarantine q where q.run_id = ${runId})::int`;
+  }
+  return { ...counters, status: input.status, finished_at: sql<Date>`clock_timestamp()`, error: input.error ?? null, note: input.note ?? null };
 }
 
 const ABANDONED = 'cut off before it finished (its worker stopped or lost the database); a later run took over';

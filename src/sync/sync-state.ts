@@ -96,12 +96,6 @@ export async function quarantineRecords({ db, org }: OrgDb, runId: number | null
   return Number(result.numAffectedRows ?? 0);
 }
 
-/** Distinct records this run quarantined: a record read again in the same run counts once. */
-export async function countQuarantined(db: Db, runId: number): Promise<number> {
-  const row = await db.selectFrom('trainsync.quarantine').select(sql<number>`count(*)`.as('n')).where('run_id', '=', runId).executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
 /** A window a run could not finish, and why. */
 export interface UnfinishedWindow {
   key: string;

@@ -1,7 +1,7 @@
 import type { JobContext } from '../../queue/job-context.ts';
 import { clearSightings, markUnsighted } from '../../warehouse/load-staged.ts';
 import type { WindowedResource } from '../resources/resource.ts';
-import { countQuarantined, deleteCheckpoints, recordUnfinishedWindows, setWatermark } from '../sync-state.ts';
+import { deleteCheckpoints, recordUnfinishedWindows, setWatermark } from '../sync-state.ts';
 import { emptyRunCounts } from '../runs-store.ts';
 import { onDays, windowKey } from './days.ts';
 import { walkAllResults } from './full-walk.ts';
@@ -77,7 +77,7 @@ export async function syncWindowed<T>(resource: WindowedResource<T>, payload: Sy
       await closeRun(tx.db, run, {
         status: unfinished.length > 0 ? 'incomplete' : 'succeeded',
         removed,
-        quarantined: await countQuarantined(tx.db, run.id),
+        quarantinedOfRun: true,
         note: unfinished.length > 0 ? incompleteNote(unfinished) : undefined,
       });
     });

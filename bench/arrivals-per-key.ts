@@ -325,7 +325,7 @@ return out`;
 
 /**
  * Polls the grant logs (sorted sets, Redis time in µs as the score) often enough that
- * no grant is missed: a grant stays in its log at least one window (105 ms at 10/s) after
+ * no grant is missed: a grant stays in its log at least one window (1,050 ms at 10/s) after
  * its score. `keys` maps each Redis key to the budget's name.
  */
 export function watchGrants(redisUrl: string, keys: ReadonlyMap<string, string>, everyMs = 25): { stop(): Promise<Map<string, number[]>> } {

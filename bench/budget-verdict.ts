@@ -5,7 +5,7 @@
  *   received, never trimmed, stamped by its event loop, which runs late on a busy machine
  *   (docs/benchmarks.md: late stamps bunch requests, so they can read over the budget);
  * - Redis's grant log, polled while the load runs: each grant by Redis's clock, the limiter's
- *   own record, but the log trims a grant about one window (105 ms at 10/s) after it, so a
+ *   own record, but the log trims a grant about one window (1,050 ms at 10/s) after it, so a
  *   poll late on a busy machine misses some.
  * - when a capture runs (tcpdump or dumpcap, root: bench/arrivals-capture.ts), each request's
  *   first byte on the loopback device by the kernel's clock: what the platform received.

@@ -4,7 +4,7 @@
  * numbers depend on the machine; the ratios are what to compare.
  *
  *   npm run bench                 # everything (a few minutes)
- *   npm run bench -- sync         # only the names given (sync also measures row-level security: enforced beside bypassed, and traces: off beside on): simulator client http writepath warehouse sync tracing startup latency provisioning feed webhooks employees drift timings scim doctor settings console orgs scrape
+ *   npm run bench -- sync         # only the names given (sync also measures row-level security: enforced beside bypassed, and traces: off beside on; orgs also runs orgs-night): simulator client http writepath warehouse sync tracing startup latency provisioning feed webhooks employees drift timings scim doctor settings console orgs orgs-night scrape
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -31,6 +31,21 @@ function lastJson(out: string): Record<string, unknown> {
 }
 
 const num = (value: unknown): number => (typeof value === 'number' ? value : Number.NaN);
+/**
+ * Where a budget-bound run's wall time went (sync-scenario's figures; the simulator's stamps
+ * and the run's span, both on the wall clock): start-up before the first request, the
+ * requests' own span against the budget's (requests − 1) / budget, the end after the last
+ * request (its latency included), and requests beyond the pages that carried results.
+ */
+function budgetBreakdown(f: Record<string, unknown>, rps: number, pageSize: number): string {
+  const [start, end] = (f.firstLoadWallMs as [number, number] | undefined) ?? [Number.NaN, Number.NaN];
+  const r = f.requests as { total?: number; firstAt?: number; lastAt?: number };
+  const total = num(r.total);
+  const span = num(r.lastAt) - num(r.firstAt);
+  const pages = Math.ceil(num(f.results) / pageSize);
+  const ms = (value: number): string => `${Math.round(value)} ms`;
+  return `start-up ${ms(num(r.firstAt) - start)}, ${total} requests (${total - pages} beyond the ${pages} pages of results) over ${ms(span)} (${(span / (total - 1)).toFixed(1)} ms apart on average; ${1000 / rps} at the budget), end ${ms(end - num(r.lastAt))} after the last request (its ${num(f.latencyMs)} ms latency included)`;
+}
 const verdicts: string[] = [];
 const check = (label: string, ok: boolean, detail: string): void => {
   verdicts.push(`${ok ? 'PASS' : 'MISS'}  ${label}: ${detail}`);
@@ -147,9 +162,10 @@ if (want('latency')) {
   figures.latency = slow;
   const target = 10 * 50;
   const rate = num(slow.firstLoadResultsPerSecond);
-  const requests = slow.requests as { maxInAnyWindow?: number };
-  check('results/s against the budget', rate >= 0.9 * target, `${rate}/s vs budget × page size ${target}/s = ${(rate / target).toFixed(2)} (target ≥ 0.90)`);
-  check('requests over budget', num(requests.maxInAnyWindow) <= 10, `max ${requests.maxInAnyWindow} in any sliding second (budget 10)`);
+  const verdict = slow.budgetVerdict as { pass: boolean; maxPerKey: number; by: string; maxByStamp: number; grantsSeen: number; requests: number };
+  // Start-up included: the run's whole wall time, from the call to its end.
+  check('results/s against the budget', rate >= 0.98 * target, `${rate}/s vs budget × page size ${target}/s = ${(rate / target).toFixed(3)} (target ≥ 0.98, start-up included); ${budgetBreakdown(slow, 10, 50)}`);
+  check('requests over budget', verdict.pass, `max ${verdict.maxPerKey} in any sliding second by ${verdict.by === 'grants' ? `the budget's grants (Redis clock; ${verdict.grantsSeen} seen of ${verdict.requests} requests)` : 'the simulator\'s stamps (the grant poll missed some)'}; the simulator's stamps: ${verdict.maxByStamp} (budget 10)`);
 }
 if (want('feed')) {
   process.stdout.write('\n== a 300,000-row HR feed (50 MB CSV): `feed check` and `provision --dry-run` (simulator, 50 free seats), each a process of its own\n');
@@ -295,14 +311,25 @@ if (want('orgs')) {
   const thousand = lastJson(await run(['bench/orgs-thousand.ts', process.env.THOUSAND ?? '{}']));
   figures.orgsThousand = thousand;
   for (const t of thousand.targets as Array<{ name: string; pass: boolean; detail: string }>) check(`orgs ×${num((thousand.args as { orgs: number }).orgs)}: ${t.name}`, t.pass, t.detail);
-  // What the database alone needs for the same rows, so the wall-time target can be read
-  // against the cores Postgres takes from the workers on this machine.
+  // What the database alone needs for the same rows, so Postgres' share of the two cores can be
+  // read beside trainsync's load.
   const thousandArgs = thousand.args as { orgs: number; results: number; workers: number };
   const floor = lastJson(await run(['bench/thousand-floor.ts', JSON.stringify({ orgs: thousandArgs.orgs, results: thousandArgs.results, lanes: thousandArgs.workers })]));
   figures.orgsThousandFloor = floor;
   const others = thousand.otherCpuSeconds as { postgres: number };
   verdicts.push(
     `INFO  orgs ×${thousandArgs.orgs}: Postgres' CPU for the same rows by raw COPY alone ${num(floor.postgresCpuSeconds)} s (${num(floor.postgresCpuMicrosPerResult)} µs a result, ${num(floor.wallSeconds)} s of wall with nothing else running) beside trainsync's load ${others.postgres} s; with the workers' ${num(thousand.workersCpuSeconds)} s, two cores need at least ${Math.round((num(floor.postgresCpuSeconds) + num(thousand.workersCpuSeconds)) / 2)} s`,
+  );
+}
+if (want('orgs') || want('orgs-night')) {
+  process.stdout.write("\n== a night's fixed cost: 1,000 organisations loaded once, then a night of `sync all --org all` with no new results; the workers' and Postgres' CPU per organisation-night\n");
+  // NIGHT='{"orgs":100}' scales it down.
+  const night = lastJson(await run(['bench/orgs-night.ts', process.env.NIGHT ?? '{}']));
+  figures.orgsNight = night;
+  const orgs = num((night.args as { orgs: number }).orgs);
+  for (const t of night.targets as Array<{ name: string; pass: boolean; detail: string }>) check(`orgs-night ×${orgs}: ${t.name}`, t.pass, t.detail);
+  verdicts.push(
+    `INFO  orgs-night ×${orgs}: per organisation-night, the sync command ${num(night.syncCommandCpuMsPerOrgNight)} ms, Redis ${num(night.redisCpuMsPerOrgNight)} ms, the simulator ${num(night.simulatorCpuMsPerOrgNight)} ms; the workers idle ${num(night.idleCpuMsPerSecond)} ms a second`,
   );
 }
 if (want('scrape')) {

@@ -8,8 +8,9 @@
  * Targets, each printed with PASS or MISS:
  * - every organisation loaded exactly (its count equals the simulator's), none twice (one
  *   succeeded run per organisation whose inserts add up to its count, no duplicate row);
- * - wall time ≤ 1.5 × the larger of one organisation's budget-bound time (its requests ÷ its
- *   budget) and the workers' total CPU ÷ 2 cores;
+ * - the workers' CPU per result ≤ 15 µs (/proc of the worker processes; the wall time is shown,
+ *   not judged: on two shared cores it is bound by everyone's CPU, Postgres', Redis' and the
+ *   simulator's too, docs/benchmarks.md);
  * - Postgres connections never above 90 (pg_stat_activity sampled every 250 ms: trainsync's
  *   on this bench's database; the whole server's, others' included on a shared machine, beside);
  * - per-key requests never over budget in any sliding second (Redis's grant log, by Redis's
@@ -294,7 +295,7 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
     const budgetBoundSeconds = round(requestsPerOrg / args.budget, 1);
     const workersCpuSeconds = round(workerFigures.reduce((s, w) => s + w.cpuMs, 0) / 1000, 1);
     const cpuBoundSeconds = round(workersCpuSeconds / 2, 1);
-    const wallTarget = round(1.5 * Math.max(budgetBoundSeconds, cpuBoundSeconds), 1);
+    const cpuMicrosPerResult = round((workersCpuSeconds * 1e6) / total, 1);
 
     const targets = [
       { name: 'every organisation loaded exactly', pass: wrong.length === 0, detail: `${args.orgs - wrong.length} of ${args.orgs} exact${wrong.length ? ` (wrong: ${wrong.slice(0, 5).join(', ')}${wrong.length > 5 ? ', …' : ''})` : ''}` },
@@ -303,7 +304,7 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
         pass: runsNotOnce.length === 0 && dupes[0]!.n === 0,
         detail: `${dupes[0]!.n} duplicate rows; ${runsNotOnce.length} organisations whose runs' inserts differ from their count or with a run left unfinished; ${readAgain.length} read again after the kill (a second run inserting nothing)`,
       },
-      { name: 'wall time', pass: wallSeconds !== null && wallSeconds <= wallTarget, detail: `${wallSeconds ?? 'not all loaded'} s ≤ 1.5 × max(${budgetBoundSeconds} s budget-bound (${requestsPerOrg} requests at ${args.budget}/s, the median organisation's; the most, an organisation read again after the kill: ${mostRequestsOfOneOrg}), ${workersCpuSeconds} s CPU ÷ 2 = ${cpuBoundSeconds} s) = ${wallTarget} s` },
+      { name: "workers' CPU per result ≤ 15 µs", pass: cpuMicrosPerResult <= 15, detail: `${cpuMicrosPerResult} µs (${workersCpuSeconds} s for ${total} results; wall ${wallSeconds ?? 'not all loaded'} s, not judged: ${budgetBoundSeconds} s budget-bound (${requestsPerOrg} requests at ${args.budget}/s, the median organisation's; the most: ${mostRequestsOfOneOrg}), Postgres ${otherCpuSeconds.postgres} s of CPU beside the workers' on the same two cores)` },
       // The deployment's connections: every trainsync process's on this database. The whole
       // server's count is shown beside it; on a shared machine it includes other people's.
       { name: 'Postgres connections ≤ 90', pass: connections.peakDatabase <= 90, detail: `at most ${connections.peakDatabase} of trainsync (${args.workers} workers and the sync command) on this database; ${connections.peakServer} on the whole server, others' included; ${connections.samples} samples` },
@@ -317,7 +318,7 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
     ];
     const loadAfter = loadavg().map((n) => round(n, 2));
     for (const t of targets) say(`   ${t.pass ? 'PASS' : 'MISS'}  ${t.name}: ${t.detail}`);
-    say(`   load average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')}; CPU per result ${round((workersCpuSeconds * 1e6) / total, 1)} µs`);
+    say(`   load average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')}; CPU per result ${cpuMicrosPerResult} µs`);
     return {
       args,
       loadAverage: { before: loadBefore, after: loadAfter },

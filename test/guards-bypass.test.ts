@@ -10,6 +10,7 @@ import { readFeed } from '../src/provisioning/feed/read.ts';
 import type { HeldDecisionDeps } from '../src/provisioning/held-sources.ts';
 import { provisionFeed } from '../src/provisioning/provision-feed.ts';
 import { RECONCILE_FIX_JOB, reconcileFix } from '../src/provisioning/reconcile-fix.ts';
+import { underReconcileLock } from '../src/provisioning/reconcile-lock.ts';
 import { snapshotFeed } from '../src/provisioning/snapshot-feed.ts';
 import { hashConsolePassword } from '../src/settings/console-users.ts';
 import { DEFAULT_ORG } from '../src/settings/orgs-file.ts';
@@ -80,12 +81,11 @@ describe('the feed-shrink guard stands before every source of a whole workforce'
     const heldBefore = await count('select count(*)::int as n from trainsync.held_plans');
     h.sim.resetRequests();
 
-    // The CLI, twice at once (each waits for the organisation's provisioning lock in turn).
-    const [fix, raised] = await Promise.all([
-      cli(['reconcile', '--fix']),
-      // Even a limit raised to everyone does not take it past this guard.
-      cli(['reconcile', '--fix', '--max-disable', '100%', '--json']),
-    ]);
+    // The CLI, twice (one after the other: two repairs at once are one repair and one that
+    // yields, test/reconcile-concurrent.test.ts).
+    const fix = await cli(['reconcile', '--fix']);
+    // Even a limit raised to everyone does not take it past this guard.
+    const raised = await cli(['reconcile', '--fix', '--max-disable', '100%', '--json']);
 
     // The CLI: exit 2, the whole sentence, nothing read from the platform, nothing written or held.
     expect(fix.code, fix.stderr).toBe(2);
@@ -121,7 +121,8 @@ describe('the feed-shrink guard stands before every source of a whole workforce'
 
     // --allow-shrink says the snapshot is right: the disable limit still holds the repair for a
     // person; and --force alone does not apply it.
-    const [allowed, forced] = await Promise.all([cli(['reconcile', '--fix', '--allow-shrink']), cli(['reconcile', '--fix', '--allow-shrink', '--force'])]);
+    const allowed = await cli(['reconcile', '--fix', '--allow-shrink']);
+    const forced = await cli(['reconcile', '--fix', '--allow-shrink', '--force']);
     expect(allowed.code, allowed.stderr).toBe(2);
     expect(allowed.stdout).toMatch(/REFUSED \(max-disable\)/);
     expectNoApplyingCommand(allowed.stdout + allowed.stderr);
@@ -138,6 +139,19 @@ describe('the feed-shrink guard stands before every source of a whole workforce'
     const clean = await reconcileFix(deps(), { dryRun: true, force: false, wait: false });
     expect(reconcileFixExitCode(clean), JSON.stringify(clean.plan.refused)).toBe(0);
   }, 240_000);
+});
+
+describe('the console repair beside another repair of the organisation', () => {
+  it('is not run, and the page says who is repairing (409), with nothing written', async () => {
+    const session = await consoleSession(base, USER);
+    const writes = writeCallCount(h.sim.requests);
+    const answer = await underReconcileLock(provisionDeps(h.app, DEFAULT_ORG), { by: 'cli' }, () => session.post('/people/repair', { org: DEFAULT_ORG }, '/people/repair'));
+    expect(answer.ran).toBe(true);
+    const page = answer.ran ? answer.value : undefined;
+    expect(page?.status).toBe(409);
+    expect(visible(page?.text ?? '')).toMatch(/Not run: another drift repair of organisation default is running \(a repair from the command line on [^,]+:\d+, started .* UTC\); this one skipped: nothing was planned, enqueued or changed/);
+    expect(writeCallCount(h.sim.requests)).toBe(writes);
+  });
 });
 
 describe('a mass disable applies only with its count typed', () => {

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createPlatformClient } from '../src/platform/client.ts';
 import { createTransport } from '../src/platform/http.ts';
-import { budgetKeyPrefix, budgetShape, createRequestBudget, grantLeaseMs, sendSpacing, type RequestBudget } from '../src/platform/request-budget.ts';
+import { budgetKeyPrefix, budgetShape, createRequestBudget, grantLeaseMs, pacedBudget, sendSpacing, type RequestBudget } from '../src/platform/request-budget.ts';
 import { NO_FAULTS, startSimulator, type RunningSimulator } from '../src/simulator/index.ts';
 import { grantsByBudget, grantsIn, maxGrantsInAnySecond, type Grant } from './helpers/budget-grants.ts';
 import { capturingLogger } from './helpers/log-capture.ts';
@@ -69,7 +69,7 @@ describe('request budget', () => {
     const requests = sim.requests;
     expect(requests).toHaveLength(2 * perProcess);
     expect(requests.every((r) => r.status === 200)).toBe(true);
-    // One grant per request (one slot at 20/s: nothing reserved ahead)…
+    // One grant per request (paced at 20/s: nothing reserved ahead)…
     expect(grants).toHaveLength(requests.length);
     // …and no sliding second of Redis's clock held more grants than the budget
     // (how close to it they ran: `npm run bench -- timings`).
@@ -194,16 +194,16 @@ describe('request budget', () => {
   });
 
   it('hands out a grant dated ahead only once its time has come, by Redis\'s clock', async () => {
-    // One slot (10/s): a caller asking while the slot is still taken gets a grant dated when it
-    // frees (RESERVE_LUA's lookahead) and must wait for that moment itself. After each acquire,
-    // Redis's own TIME is at or past the grant's score: both read on the one clock, so a slow
-    // machine only makes the check easier to pass, never harder.
+    // Paced (10/s): once the last 1,050 ms hold 10 grants, a caller asking shortly before the
+    // oldest leaves gets a grant dated when it does (RESERVE_LUA's lookahead) and must wait for
+    // that moment itself. After each acquire, Redis's own TIME is at or past the grant's score:
+    // both read on the one clock, so a slow machine only makes the check easier to pass, never harder.
     const { log: grantLog, lines } = capturingLogger('debug');
     const budget = createRequestBudget({ redisUrl: REDIS_URL, keyPrefix: newPrefix(), origin: 'http://127.0.0.1:1', requestsPerSecond: 10, log: grantLog });
     const redis = new Redis(REDIS_URL);
     try {
       const after: number[] = [];
-      for (let i = 0; i < 8; i++) {
+      for (let i = 0; i < 14; i++) {
         await budget.acquire();
         budget.sent?.();
         const [s, us] = await redis.time();
@@ -212,8 +212,8 @@ describe('request budget', () => {
       const grants = grantsIn(lines);
       expect(grants).toHaveLength(after.length);
       grants.forEach((g, i) => expect(after[i]!, `grant ${i}`).toBeGreaterThanOrEqual(g.atUs));
-      // Asked back to back, they were spaced a full window apart in the log (105 ms at 10/s).
-      for (let i = 1; i < grants.length; i++) expect(grants[i]!.atUs - grants[i - 1]!.atUs).toBeGreaterThanOrEqual(105_000);
+      // Asked back to back, any 11 in a row spanned a full window in the log (1,050 ms at 10/s).
+      for (let i = 10; i < grants.length; i++) expect(grants[i]!.atUs - grants[i - 10]!.atUs).toBeGreaterThanOrEqual(1_050_000);
     } finally {
       await budget.close();
       redis.disconnect();
@@ -269,17 +269,22 @@ describe('request budget', () => {
       expect(Number.isInteger(windowMs)).toBe(true);
       expect(slots * Math.ceil(1000 / windowMs)).toBeLessThanOrEqual(rps);
     }
-    expect(budgetShape(10, 0.05)).toEqual({ slots: 1, windowMs: 105 });
+    // A whole budget under ~42/s: the budget in a second and the margin, used as soon as the last such span allows.
+    expect(budgetShape(10, 0.05)).toEqual({ slots: 10, windowMs: 1050 });
+    expect(budgetShape(41, 0.05)).toEqual({ slots: 41, windowMs: 1050 });
+    // Not a whole number: one slot, evenly spaced (⌊7.5⌋ in 1,050 ms would use less of it).
+    expect(budgetShape(7.5, 0.05)).toEqual({ slots: 1, windowMs: 141 });
+    expect(budgetShape(0.5, 0.05)).toEqual({ slots: 1, windowMs: 2100 });
   });
 
-  it('leases grants reserved ahead only as long as the shape leaves room for, and not at all with one slot', () => {
+  it('leases grants reserved ahead only as long as the shape leaves room for, and not at all under ~42/s', () => {
     for (const rps of [1, 3, 10, 20, 42, 50, 99, 200, 1000, 10_000]) {
       const { slots, windowMs } = budgetShape(rps, 0.05);
       const lease = grantLeaseMs(rps, 0.05);
       expect(lease).toBeGreaterThanOrEqual(0);
       // Held up to one lease, arriving up to one more: grants of 1000 + 2 × lease ms.
       expect(slots * Math.ceil((1000 + 2 * lease) / windowMs)).toBeLessThanOrEqual(rps);
-      if (slots === 1) expect(lease).toBe(0);
+      if (pacedBudget(rps, 0.05)) expect(lease).toBe(0);
     }
     expect(grantLeaseMs(10_000, 0.05)).toBeGreaterThanOrEqual(20);
   });

@@ -42,6 +42,12 @@ const ALLOWED: Record<string, { exprs: string[]; reason: string }[]> = {
       reason: "a listing's declaration (table, id column, columns, record type are code); keyIn/keyText write placeholders ($1, $3) and those declared names",
     },
   ],
+  'src/warehouse/scope.ts': [
+    {
+      exprs: ['withoutEnd(text)', 'setScope'],
+      reason: "BEGIN and the scope in one simple query (one round trip), which takes no parameters: a BEGIN the caller sent (code, matched by BEGIN_RE), and the handle's set_config, its values quoted once by escapeLiteral (scopeStatement)",
+    },
+  ],
   'src/warehouse/org-readers.ts': [{ exprs: ['role'], reason: 'GRANT/CREATE ROLE take no parameters: role is client.escapeIdentifier(readerRole), quoted a few lines above' }],
   'src/warehouse/worker-login.ts': [
     { exprs: ['role'], reason: "CREATE ROLE/GRANT take no parameters: role is client.escapeIdentifier(the URL's login)" },

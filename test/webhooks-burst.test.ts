@@ -63,7 +63,7 @@ describe('a burst of webhook events', () => {
     );
 
     const api = h.sim.requests.filter((r) => r.path.startsWith('/api/v2/'));
-    // One budget (one key), one grant per request (one slot at 5/s), and never more than the budget in a second of Redis's clock.
+    // One budget (one key), one grant per request (paced at 5/s: nothing reserved ahead), and never more than the budget in a second of Redis's clock.
     const grants = grantsByBudget(grantsIn(worker.output()));
     expect(grants.size).toBe(1);
     const burst = [...grants.values()][0]!;

@@ -8,6 +8,12 @@
 --   policy reads training.organisations, which itself shows such a reader only its own
 --   row. The reader is not a member of trainsync_reader, so SET ROLE cannot widen it.
 -- - any other role sees no row.
+-- These reader policies are bound to the readers only (trainsync_reader, and
+-- trainsync_org_reader, which every per-organisation reader role is made a member of), not to
+-- PUBLIC: trainsync's own role has policies of its own (sql/views/95), and a PUBLIC policy was
+-- evaluated for its statements too, OR-ed with its own: a scan of training.organisations that
+-- called training.sees_organisation for every organisation, ~20 ms a statement at 1,000
+-- organisations, whatever the statement read.
 -- Views are declared security_invoker, so the policies apply to whoever reads them; the
 -- one that is not, training.hr_reconciliation, is a security barrier that filters itself
 -- (sql/views/70).
@@ -27,15 +33,41 @@ as $$
       )
 $$;
 
+-- The group of the per-organisation reader roles (src/warehouse/org-readers.ts grants it to
+-- each at every migrate; here, to those already recorded). It holds no privilege: only the
+-- policies below name it. Roles are per cluster: another database may create it at once.
+do $$
+begin
+  if not exists (select 1 from pg_roles where rolname = 'trainsync_org_reader') then
+    create role trainsync_org_reader nologin;
+  end if;
+exception when duplicate_object or unique_violation then
+  null;
+end
+$$;
+
+do $$
+declare
+  r record;
+begin
+  for r in select o.reader_role from training.organisations o join pg_roles p on p.rolname = o.reader_role loop
+    if not pg_has_role(r.reader_role, 'trainsync_org_reader', 'MEMBER') then
+      execute format('grant trainsync_org_reader to %I', r.reader_role);
+    end if;
+  end loop;
+exception when insufficient_privilege then
+  raise notice 'trainsync: run as a superuser: GRANT trainsync_org_reader TO each organisation''s reader role';
+end
+$$;
+
 alter table training.organisations enable row level security;
 
 do $$
 declare
   t record;
 begin
-  if not exists (select 1 from pg_policies where schemaname = 'training' and tablename = 'organisations' and policyname = 'organisation_readers') then
-    create policy organisation_readers on training.organisations for select using (training.sees_organisation(reader_role));
-  end if;
+  drop policy if exists organisation_readers on training.organisations;
+  create policy organisation_readers on training.organisations for select to trainsync_reader, trainsync_org_reader using (training.sees_organisation(reader_role));
   for t in
     select c.relname
     from pg_class c
@@ -44,9 +76,8 @@ begin
     where n.nspname = 'training' and c.relkind in ('r', 'p')
   loop
     execute format('alter table training.%I enable row level security', t.relname);
-    if not exists (select 1 from pg_policies where schemaname = 'training' and tablename = t.relname and policyname = 'organisation_rows') then
-      execute format('create policy organisation_rows on training.%I for select using (org in (select slug from training.organisations))', t.relname);
-    end if;
+    execute format('drop policy if exists organisation_rows on training.%I', t.relname);
+    execute format('create policy organisation_rows on training.%I for select to trainsync_reader, trainsync_org_reader using (org in (select slug from training.organisations))', t.relname);
   end loop;
 end
 $$;

@@ -28,9 +28,10 @@ export interface ReconcileFixCliOptions {
   reassertGroups?: boolean;
 }
 
-/** The exit status of `reconcile --fix`, as `provision`'s: 2 refused, 1 actions failed or need an identity, else 0. */
+/** The exit status of `reconcile --fix`, as `provision`'s: 2 refused (or another reconcile of the organisation running), 1 actions failed or need an identity, else 0. */
 export function reconcileFixExitCode(result: ReconcileFixResult): ExitCode {
-  if (result.plan.refused !== undefined) return PROVISION_EXIT.refused;
+  // Another reconcile --fix of the organisation was running: this one changed nothing (2, as a conflict is).
+  if (result.busy !== undefined || result.plan.refused !== undefined) return PROVISION_EXIT.refused;
   const problems = result.applied?.audit.filter((r) => r.status === 'failed' || r.status === 'needs-identity').length ?? 0;
   return problems + result.plan.errors.length > 0 ? PROVISION_EXIT.attention : PROVISION_EXIT.ok;
 }
@@ -91,7 +92,11 @@ export async function runReconcileFix(
     display?.stop();
     const exitCode = reconcileFixExitCode(result);
     if (options.json) {
-      write(`${JSON.stringify({ employees: result.employees, seats: result.seats, platformRequests: result.platformRequests, plan: result.plan, applied: result.applied ?? null, heldPlanId: result.heldPlanId ?? null, exitCode }, null, 2)}\n`);
+      write(
+        `${JSON.stringify({ employees: result.employees, seats: result.seats, platformRequests: result.platformRequests, plan: result.plan, applied: result.applied ?? null, heldPlanId: result.heldPlanId ?? null, busy: result.busy ?? null, exitCode }, null, 2)}\n`,
+      );
+    } else if (result.busy) {
+      // Said last, by the exit reason: nothing was planned, so no plan was printed.
     } else if (result.shrink?.decision.refused) {
       // Nothing was planned, so no plan was printed: the whole sentence, then the short reason last.
       say(`REFUSED (${result.shrink.decision.reason}): ${result.shrink.decision.message}`);
@@ -102,6 +107,7 @@ export async function runReconcileFix(
     } else if (result.applied) {
       say(result.applied.audit.length > 0 ? formatOutcome(result.applied.audit) : 'No drift: nothing to repair.');
     }
+    if (result.busy) return { code: exitCode, reason: result.busy.message };
     const refused = result.plan.refused;
     const reason = refused ? refusedReason(refused, { disables: result.plan.counts.disable, limit: result.plan.maxDisable, heldPlanId: result.heldPlanId, dryRun: options.dryRun ?? false, json: options.json ?? false }) : undefined;
     return { code: exitCode, ...(reason ? { reason } : {}) };

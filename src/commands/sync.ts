@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
+import { loadHttpClient } from '../platform/http.ts';
 import { cancelRunsOfJob } from '../sync/runs-store.ts';
 import { orgOf, requirePlatform } from '../config.ts';
 import { ranElsewhere, type RanElsewhere } from '../queue/ran-by.ts';
@@ -58,6 +59,8 @@ again); 130 Ctrl-C: jobs this process ran go back to the queue and resume later.
       // Lines name their organisation only when there are several: one organisation's output is unchanged.
       const labelled = orgs.length > 1;
       const log = deps.createLogger(config);
+      // The jobs call the platform: its HTTP client loads beside the connections and migrations, not after the first grant.
+      loadHttpClient().catch(() => undefined);
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true });
       const interrupt = new AbortController();
       const onSigint = (): void => interrupt.abort();

@@ -1,6 +1,7 @@
 import { DEFAULT_ORG } from '../settings/orgs-file.ts';
 import type { Command } from 'commander';
 import { createApp } from '../runtime/app.ts';
+import { loadHttpClient } from '../platform/http.ts';
 import { observeScim } from '../runtime/metrics.ts';
 import { CHECK_TIMEOUT_MS, runHealthChecks, startHealthServer } from '../runtime/health-server.ts';
 import { startConsole } from '../console/server.ts';
@@ -51,6 +52,8 @@ e.g. "health    http://127.0.0.1:9464/healthz"; logs go to stderr.`,
       const config = deps.loadConfig();
       const log = deps.createLogger(config);
       const queues = parseQueues(options.queues);
+      // Every worker calls the platform: its HTTP client loads beside the connections, not in the first job.
+      loadHttpClient().catch(() => undefined);
       // Redis connections retry forever here; an outage is logged when it starts and when it ends.
       const app = await createApp(config, log, { jobs: deps.jobs, migrate: true, redis: 'persistent' });
       // First: it answers (503 naming redis) while the workers below wait for an unreachable Redis.

@@ -50,14 +50,31 @@ function foreignCode(error: unknown): string {
  */
 export function classify(error: unknown): ErrorFacts {
   if (error instanceof TrainsyncError) {
-    return { code: error.code, message: error.message, retryable: error.retryable, quarantine: error.code === INVALID_RECORD };
+    return { code: error.code, message: errorMessage(error), retryable: error.retryable, quarantine: error.code === INVALID_RECORD };
   }
   // An error from elsewhere that says whether it is worth retrying is taken at its word.
   const said = typeof error === 'object' && error !== null && 'retryable' in error && typeof error.retryable === 'boolean' ? error.retryable : true;
   return { code: foreignCode(error), message: errorMessage(error), retryable: said, quarantine: false };
 }
 
-/** The message of anything thrown: an Error's message, else its text. */
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/**
+ * The message of anything thrown: an Error's message, else its text; never empty. An
+ * error without a message (an AggregateError of a connect that failed on every address,
+ * an error that carries only a code or a cause, `throw new Error()`) is described by its
+ * name, code, inner errors or cause: a job's failure reason, an audit row's message and
+ * the CLI's last line are all this text, and an empty one read as a bare "failed".
+ */
+export function errorMessage(error: unknown, depth = 0): string {
+  if (!(error instanceof Error)) {
+    const text = typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string' ? (error as { message: string }).message : String(error);
+    return text.trim() === '' ? `${error === '' ? 'an empty string' : typeof error} was thrown, with no message` : text;
+  }
+  if (error.message.trim() !== '') return error.message;
+  const code = foreignCode(error);
+  const head = `${error.name || 'Error'}${code === 'ERROR' ? '' : ` ${code}`}`;
+  if (depth >= 3) return `${head} (no message)`;
+  const inner = error instanceof AggregateError ? [...new Set(error.errors.map((e: unknown) => errorMessage(e, depth + 1)))] : [];
+  if (inner.length > 0) return `${head}: ${inner.join('; ')}`;
+  if (error.cause !== undefined) return `${head}: ${errorMessage(error.cause, depth + 1)}`;
+  return `${head} (no message)`;
 }

@@ -14,11 +14,19 @@ import { sleep } from './retry.ts';
  * sorted set (Redis clock, one Lua call per reservation) and grant only while fewer
  * than `slots` were granted in the last `windowMs`.
  *
- * The log window is short on purpose: with `slots` ≤ budget / 21 and `windowMs` =
+ * At a whole budget under ~42/s (the default 10/s included) the log is a sliding second
+ * and the margin: at most `budget` grants in any 1,000 × (1 + margin) ms (10 in 1,050 ms),
+ * so any 11 grants in a row span at least 1,050 ms, the same 50 ms of slack for jitter
+ * between a grant and the platform as one grant every 105 ms gave, but a request may go
+ * as soon as the last second allows: the first ones of a run at once, and after a pause
+ * (a page's rows being written, a read one page at a time) the budget not used meanwhile,
+ * where evenly spaced grants lost it for good (measured: a first load of 10,000 results at
+ * 10/s took 0.94 of the budget's time, docs/benchmarks.md).
+ *
+ * Otherwise the log window is short: with `slots` ≤ budget / 21 and `windowMs` =
  * slots × 1000 / budget × (1 + margin), any one second holds at most
- * slots × ⌈1000 / windowMs⌉ ≤ budget grants (see `budgetShape`). At the default 10/s
- * that is one grant per 105 ms: evenly spaced, which also absorbs a little jitter
- * between the grant and the request reaching the platform.
+ * slots × ⌈1000 / windowMs⌉ ≤ budget grants (see `budgetShape`); under ~42/s that is one
+ * slot, a grant every 1000 / budget × (1 + margin) ms (a budget that is not a whole number).
  *
  * At high budgets (the benchmarks, a big backfill) a Redis round trip per request
  * costs more CPU than the request's own parsing, so one call reserves a small batch
@@ -27,18 +35,19 @@ import { sleep } from './retry.ts';
  * (budget left unused, never exceeded). Half of the margin's slack pays for the lease, half
  * still absorbs jitter: any second of arrivals then holds grants reserved within
  * 1000 + 2 × lease ms, which `grantLeaseMs` keeps within slots × ⌊budget / slots⌋ ≤ budget.
- * With one slot (budgets under ~42/s, the default included) there is no lease and no
- * batch: every grant is reserved for a request that is waiting, as before.
+ * Under ~42/s (the default included: `pacedBudget`) there is no lease and no batch: every
+ * grant is reserved for a request that is waiting, as before.
  *
  * A 429 from any process sets a shared pause (a Redis key with a TTL); the reservation
  * script reads it before granting, so no grant is handed out while it lasts. Grants
  * this process already holds are dropped when it sees a 429 itself; another process's
- * held grants (at most one lease, ≤ ~30 ms, or one grant dated ahead, ≤ half a window) may
+ * held grants (at most one lease, ≤ ~30 ms, or one grant dated ahead, ≤ half the budget's
+ * interval) may
  * still go out.
  *
- * With one slot, grants are dated up to half a window ahead (RESERVE_LUA: a schedule, not
- * a timer's lateness added to every grant), and a process hands out a grant only when its
- * previous ⌊rps⌋ requests actually left (`sent`) over at least 1000 × (1 + margin / 2) ms
+ * Under ~42/s, grants are dated up to half the budget's interval ahead (RESERVE_LUA: a
+ * schedule, not a timer's lateness added to every grant), and a process hands out a grant
+ * only when its previous ⌊rps⌋ requests actually left (`sent`) over at least 1000 × (1 + margin / 2) ms
  * (`sendSpacing`), so a request held up on a stalled process cannot make one second at the
  * platform hold more than the budget, and the stall does not push back every later request.
  */
@@ -59,7 +68,7 @@ export interface RequestBudget {
   acquire(signal?: AbortSignal): Promise<void>;
   /**
    * The request of the oldest grant handed out and not yet reported has just been
-   * dispatched. With one slot (budgets under ~42/s), this process hands out a grant only
+   * dispatched. Under ~42/s (`pacedBudget`), this process hands out a grant only
    * when its last ⌊rps⌋ requests left at least 1000 × (1 + margin / 2) ms ago counted from
    * the oldest (`sendSpacing`): a request held up between its grant and the wire (the
    * process stalled on a busy machine) must not make a second at the wire hold more than
@@ -97,8 +106,9 @@ return 0`;
  * until the grant's time, the grant's score (Redis time in µs; 0 when none)}. Members carry
  * the count so grants of one call, or of two calls in the same µs, never collapse into one.
  *
- * Lookahead (one slot only): a caller asking at most `lookahead` ms before the slot frees
- * gets the grant dated when it frees, exactly one window after the previous one, and
+ * Lookahead (paced budgets only, see `pacedBudget`): a caller asking at most `lookahead` ms
+ * before a slot frees gets the grant dated when it frees, exactly one window after the grant
+ * whose slot it takes (the log's `slots`-th latest), and
  * waits for that moment itself. Grants then follow a schedule instead of each one being
  * late by a timer's lateness plus a round trip (about 5 ms a grant on a busy machine,
  * 5 s over a burst of 1,000 at 10/s); their spacing in the log is still a full window.
@@ -117,7 +127,7 @@ if used >= slots then
   local freed = redis.call('ZRANGE', KEYS[1], used - slots, used - slots, 'WITHSCORES')
   local at = now + 1000
   if freed[2] then at = tonumber(freed[2]) + window end
-  if slots == 1 and lookahead > 0 and at - now <= lookahead then
+  if lookahead > 0 and at - now <= lookahead then
     redis.call('ZADD', KEYS[1], at, time[1] .. '.' .. time[2] .. ':a')
     redis.call('EXPIRE', KEYS[1], ARGV[4])
     return {1, 0, 0, math.max(0, math.ceil((at - now) / 1000)), at}
@@ -146,15 +156,31 @@ const MAX_BATCH = 16;
  * into ⌈1000 / windowMs⌉ pieces of at most windowMs, each holding at most `slots`:
  * slots × ⌈rps / (slots × (1 + m))⌉ ≤ rps / (1 + m) + slots ≤ rps when slots ≤ rps × m / (1 + m).
  * The window is whole milliseconds (the key TTL needs an integer), rounded up.
+ * A paced whole budget (`pacedBudget`, 2/s and up) is one piece instead: `rps` slots in a
+ * window of 1000 × (1 + m) ms, at least a second, so any second holds at most `rps`; its
+ * grants follow one another as closely as one slot's over any second, but need not be
+ * evenly spaced (the opening of a run, and time not used, are not lost).
  */
 export function budgetShape(requestsPerSecond: number, margin: number): { slots: number; windowMs: number } {
+  if (pacedBudget(requestsPerSecond, margin) && Number.isInteger(requestsPerSecond) && requestsPerSecond >= 2) {
+    return { slots: requestsPerSecond, windowMs: Math.ceil(1000 * (1 + margin)) };
+  }
   const slots = Math.max(1, Math.floor((requestsPerSecond * margin) / (1 + margin)));
   const windowMs = Math.max(1, Math.ceil(((slots * 1000) / requestsPerSecond) * (1 + margin)));
   return { slots, windowMs };
 }
 
 /**
- * How a process spaces its own requests of one budget at the wire (one slot): any
+ * Under ~42/s (budget × margin / (1 + margin) < 2): each grant is reserved for a request that
+ * is waiting (no batch, no lease), dated ahead by up to half the budget's interval, and a
+ * process spaces its own requests by their departures (`sendSpacing`).
+ */
+export function pacedBudget(requestsPerSecond: number, margin: number): boolean {
+  return Math.floor((requestsPerSecond * margin) / (1 + margin)) < 2;
+}
+
+/**
+ * How a process spaces its own requests of one budget at the wire (a paced budget): any
  * `sendsPerSpan` + 1 in a row span at least `sendSpanMs`, so no second holds more than the
  * budget (⌊rps⌋ in a span of ≥ 1 s plus half the margin; for a budget under 1/s, one per its
  * interval). Judged on the requests' departures, not their grants: a request that leaves
@@ -172,11 +198,11 @@ export function sendSpacing(requestsPerSecond: number, margin: number): { sendsP
  * With p = ⌊rps / slots⌋ pieces of windowMs, grants reserved within 1000 + 2 × lease ≤
  * p × windowMs ms number at most slots × p ≤ rps, so a request sent up to one lease
  * after its grant, and arriving up to one more lease later, still keeps every second
- * within the budget. 0 with a single slot: nothing is reserved ahead.
+ * within the budget. 0 for a paced budget: nothing is reserved ahead.
  */
 export function grantLeaseMs(requestsPerSecond: number, margin: number): number {
   const { slots, windowMs } = budgetShape(requestsPerSecond, margin);
-  if (slots < 2) return 0;
+  if (pacedBudget(requestsPerSecond, margin)) return 0;
   const pieces = Math.floor(requestsPerSecond / slots);
   return Math.max(0, Math.floor((pieces * windowMs - 1000) / 2));
 }
@@ -250,8 +276,8 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
   const { slots, windowMs } = budgetShape(options.requestsPerSecond, margin);
   const leaseMs = grantLeaseMs(options.requestsPerSecond, margin);
   const maxBatch = leaseMs > 0 ? Math.min(slots, MAX_BATCH) : 1;
-  // One slot: grants are dated ahead by up to half a window (see RESERVE_LUA).
-  const lookaheadMs = slots === 1 ? Math.floor(windowMs / 2) : 0;
+  // Paced: grants are dated ahead by up to half the budget's interval (see RESERVE_LUA).
+  const lookaheadMs = pacedBudget(options.requestsPerSecond, margin) ? Math.floor(windowMs / slots / 2) : 0;
   const ttlSeconds = Math.ceil(windowMs / 1000) + 1;
   // Tagged here too (a no-op for config's prefix, already tagged): a caller passing its own prefix stays cluster-safe.
   const keys = budgetKeys(clusterSafePrefix(options.keyPrefix, options.redisUrl), options.origin);
@@ -295,7 +321,7 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
   let batch = 1;
   let lapsed = false;
   let lastReplyAt = Number.NEGATIVE_INFINITY;
-  // Single slot: when this process's last requests left (each its grant's hand-out, or when
+  // Paced: when this process's last requests left (each its grant's hand-out, or when
   // `sent` reported it, the later), the last `sendsPerSpan` of them, oldest first.
   const { sendsPerSpan, sendSpanMs } = sendSpacing(options.requestsPerSecond, margin);
   const sends: number[] = [];

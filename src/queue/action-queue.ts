@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { QueueName } from './names.ts';
 import type { JobOutcome, WaitOptions } from './wait-for-jobs.ts';
+import type { LockNotes } from './lock-notes.ts';
 import type { SecretStore } from './secret-store.ts';
 
 /**
@@ -51,6 +52,8 @@ export type JobState = Awaited<ReturnType<Queue['getJobState']>>;
 export interface ActionQueue {
   /** Secrets a job needs (an encrypted password), kept beside the queue rather than in its data. */
   readonly secrets: SecretStore;
+  /** Who holds a lock, for whoever finds it taken (a reconcile --fix of an organisation). */
+  readonly lockNotes: LockNotes;
   add(name: string, data: unknown, options: AddJobOptions): Promise<EnqueuedJob>;
   /** Adds chains whose every link carries `ignoreDependencyOnFailure`: a failed link does not stall the rest. */
   addChains(chains: readonly ChainSpec[]): Promise<void>;

@@ -9,8 +9,9 @@ import { defaultJobOptions, waitedJobOptions } from './job-options.ts';
 import { activeHolder, connectedWorkers, removeOrphanOrQueued, requeueOrphan, type ActiveHolder } from './orphans.ts';
 import { QUEUE_NAMES, type QueueName } from './names.ts';
 import type { JobRunner } from './run-job.ts';
-import { waitForJobs, type JobOutcome, type WaitOptions } from './wait-for-jobs.ts';
+import { failureReason, waitForJobs, type JobOutcome, type WaitOptions } from './wait-for-jobs.ts';
 import { startWorkers, type WorkerHandle } from './worker.ts';
+import { redisLockNotes } from './lock-notes.ts';
 import { redisSecretStore } from './secret-store.ts';
 import { parsePublished, type SettingsFingerprint } from './worker-settings.ts';
 import { workerSettingsKey } from './keys.ts';
@@ -173,6 +174,7 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     catalog: runner.catalog,
     redis,
     secrets: redisSecretStore(connection, config.TRAINSYNC_QUEUE_PREFIX),
+    lockNotes: redisLockNotes(connection, config.TRAINSYNC_QUEUE_PREFIX),
     async add(name, data, options) {
       const job = checked(name, data, options.org);
       const added = await queues[job.queue].add(name, job.data, {
@@ -187,7 +189,11 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
     // later, runs beside this one's first chains instead of after its last (docs/several-organisations.md, "Fairness").
     addChains: (chains) => addChains(config, connection, chains.map((chain, index) => toLink(chain, fairPriority(index + 1))), telemetry),
     state: (queue, jobId) => queues[queue].getJobState(jobId),
-    failedReason: async (queue, jobId) => (await queues[queue].getJob(jobId))?.failedReason || undefined,
+    failedReason: async (queue, jobId) => {
+      const state = await queues[queue].getJobState(jobId);
+      const job = (await queues[queue].getJob(jobId)) as Job | undefined;
+      return job && state === 'failed' ? failureReason(job.failedReason, job) : job?.failedReason || undefined;
+    },
     async deduplicated(queue, dedupeId, org) {
       const id = await queues[queue].getDeduplicationJobId(orgScoped(org, dedupeId));
       const found = id ? await describe(queue, id) : undefined;
@@ -254,7 +260,7 @@ export function createJobQueue(config: Config, runner: JobRunner, options: JobQu
       return (await queues[queue].getFailed(0, limit - 1)).map((job) => ({
         id: String(job.id),
         name: job.name,
-        failedReason: job.failedReason,
+        failedReason: failureReason(job.failedReason, job),
         attemptsMade: job.attemptsMade,
         finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
       }));

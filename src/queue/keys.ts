@@ -33,3 +33,11 @@ export function jobSecretKey(prefix: string, { org }: OrgRef, id: string): strin
 export function workerSettingsKey(prefix: string, workerName: string): string {
   return `${prefix}:trainsync:worker-settings:${workerName}`;
 }
+
+/**
+ * A short note about who holds a lock (a `reconcile --fix` of an organisation, src/provisioning/reconcile-lock.ts):
+ * `<prefix>:lock-note:<org>:<name>`, read by whoever finds the lock taken, to say who has it.
+ */
+export function lockNoteKey(prefix: string, { org }: OrgRef, name: string): string {
+  return `${prefix}:lock-note:${org}:${name}`;
+}

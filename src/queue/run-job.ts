@@ -14,7 +14,7 @@ import { inSpan } from '../lib/tracing/spans.ts';
 
 /** How long a job whose exclusive lock is taken waits before it is tried again. */
 const LOCK_BUSY_RETRY_MS = 5_000;
-/** Progress reaches Redis at most this often: a page-by-page update would cost a round trip per page. */
+/** Progress reaches Redis at most this often, the first time this long after the job starts: a page-by-page update would cost a round trip per page. */
 const PROGRESS_INTERVAL_MS = 500;
 /**
  * And, per job, at most once every this many ms times the jobs this process runs: about 20
@@ -85,6 +85,16 @@ function payloadResource(payload: unknown): Record<string, unknown> {
 }
 
 /**
+ * What BullMQ records as the job's failedReason is the thrown error's message: an error
+ * without one (an AggregateError, `throw new Error()`, a thrown string) is thrown again as
+ * an Error whose message says what it was, its cause the original.
+ */
+function withReason(error: unknown): unknown {
+  if (error instanceof Error && error.message.trim() !== '') return error;
+  return new Error(errorMessage(error), { cause: error });
+}
+
+/**
  * The BullMQ processor: parses the payload with the job's own schema, takes the job's
  * exclusive lock, runs it with a context of its own, and maps errors to BullMQ's
  * retry semantics: a permanent platform error fails at once; a shutdown, a busy lock
@@ -134,12 +144,15 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     services = runner.services(org);
   } catch (error) {
     finish('failed', { err: error, retried: !isPermanentError(error) });
-    throw isPermanentError(error) ? new UnrecoverableError(errorMessage(error)) : error;
+    throw isPermanentError(error) ? new UnrecoverableError(errorMessage(error)) : withReason(error);
   }
   const postgres = postgresWaitOf(runner, services.config);
   postgres.started(job);
 
-  let lastProgress = 0;
+  // The first update too waits an interval from the start: a job done sooner (most of a
+  // night's: a snapshot of a few pages, a results read that finds nothing new) sends none, and
+  // its outcome says the rest.
+  let lastProgress = Date.now();
   const progress = (update: ProgressUpdate): void => {
     const now = Date.now();
     if (now - lastProgress < Math.max(PROGRESS_INTERVAL_MS, runningJobs * PROGRESS_SHARE_MS)) return;
@@ -194,7 +207,7 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     }
     if (error instanceof UnrecoverableError) {
       finish('failed', { err: error, retried: false });
-      throw error;
+      throw error.message.trim() === '' ? new UnrecoverableError(errorMessage(error.cause ?? error)) : error;
     }
     if (isPermanentError(error)) {
       finish('failed', { err: error, retried: false });
@@ -202,7 +215,7 @@ export async function runJob(job: Job, token: string | undefined, runner: JobRun
     }
     const retried = attempt < (job.opts.attempts ?? 1);
     finish('failed', { err: error, retried, reason: retried ? 'BullMQ retries it with backoff' : 'no attempts left' });
-    throw error;
+    throw withReason(error);
   } finally {
     runningJobs -= 1;
     lock?.release();

@@ -104,11 +104,18 @@ export async function waitForJobs(deps: WaitDeps, jobs: readonly Job[], options:
       const waiting = waits.get(jobId);
       if (!waiting) return;
       queue.getJob(jobId).then(
-        (job) => settle(jobId, job && !sameJob(job, waiting.job) ? { status: 'failed', error: vanishedMessage(queue.name) } : { ...outcome, ...ranBy(job) }),
-        () => settle(jobId, outcome),
+        (job) =>
+          settle(
+            jobId,
+            job && !sameJob(job, waiting.job)
+              ? { status: 'failed', error: vanishedMessage(queue.name) }
+              : { ...outcome, ...(outcome.status === 'failed' ? { error: failureReason(outcome.error, job ?? waiting.job) } : {}), ...ranBy(job) },
+          ),
+        () => settle(jobId, outcome.status === 'failed' ? { ...outcome, error: failureReason(outcome.error, waiting.job) } : outcome),
       );
     };
     events.on('completed', ({ jobId, returnvalue }) => finished(jobId, { status: 'completed', result: returnvalue }));
+    // An empty reason in the event is never passed on: the job's own record (or what is known of it) says why.
     events.on('failed', ({ jobId, failedReason }) => finished(jobId, { status: 'failed', error: failedReason }));
     events.on('progress', ({ jobId, data }) => {
       const waiting = waits.get(jobId);
@@ -181,7 +188,7 @@ async function inspect(
   waiting.unknownBefore = false;
   if (state === 'completed' || state === 'failed') {
     if (state === 'completed') settle(jobId, { status: 'completed', result: job.returnvalue, ...ranBy(job) });
-    else settle(jobId, { status: 'failed', error: job.failedReason || 'failed', ...ranBy(job) });
+    else settle(jobId, { status: 'failed', error: failureReason(job.failedReason, job), ...ranBy(job) });
     return;
   }
   const now = Date.now();
@@ -197,6 +204,19 @@ async function inspect(
   if (why === waiting.noticed || waiting.settled) return;
   waiting.noticed = why;
   options.onStall(`still waiting for job ${jobId} (${waiting.job.name}): ${why}; no progress for ${Math.round(idleMs / 1000)} s`);
+}
+
+/**
+ * Why a job failed, never empty: BullMQ's failedReason, else the first line of the last
+ * stack it kept, else what is known of the job. A bare "failed" told nobody anything (a
+ * job read while still active has no reason yet; an error thrown without a message
+ * leaves an empty one).
+ */
+export function failureReason(reason: string | undefined, job: Pick<Job, 'id' | 'name' | 'attemptsMade'> & { stacktrace?: string[] | null }): string {
+  if (reason !== undefined && reason.trim() !== '') return reason;
+  const stack = job.stacktrace?.at(-1)?.split('\n')[0]?.trim();
+  if (stack) return stack;
+  return `job ${job.id} (${job.name}) failed after ${job.attemptsMade} attempt${job.attemptsMade === 1 ? '' : 's'} without a recorded reason; its worker's log (job finished, jobId ${job.id}) has the error`;
 }
 
 /** Who ran the job (BullMQ records the worker's name as it takes it), as an outcome's field. */

@@ -137,7 +137,8 @@ export async function runSyncOfOrgs(
   }
   const jobs = [];
   for (const { org, name, data } of planned) {
-    const job = await deps.queue.add(name, data, { org, dedupeId: name });
+    // waited: finished jobs are kept long enough to be read (a night of 1,000 organisations is 6,000 jobs; 1,000 kept lost some).
+    const job = await deps.queue.add(name, data, { org, dedupeId: name, waited: true });
     if (job.data !== undefined && optionsOf(job.data) !== optionsOf(data)) {
       throw new SyncConflictError(`${label(org, name)} was enqueued by another process a moment ago with ${optionsOf(job.data)}; this request (${optionsOf(data)}) was not enqueued. Run it again when that one finishes.`);
     }

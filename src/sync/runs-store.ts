@@ -52,6 +52,27 @@ export async function startRun({ db, org }: OrgDb, input: StartRunInput): Promis
   return row.id;
 }
 
+/**
+ * startRun, and closeAbandonedRuns for the new run, in one statement: the run's id and how
+ * many runs of its resource still marked running it closed as failed (call it only while
+ * holding the resource's exclusive lock). The update does not see the row the insert adds
+ * (one snapshot), so the new run is never among them.
+ */
+export async function startRunClosingAbandoned({ db, org }: OrgDb, input: StartRunInput): Promise<{ id: number; abandoned: number }> {
+  const { rows } = await sql<{ id: number; abandoned: number }>`
+    with started as (
+      insert into trainsync.runs (org, resource, mode, params, job_id, started_at)
+      values (${org}, ${input.resource}, ${input.mode ?? null}, ${jsonbText(input.params ?? {})}::jsonb, ${input.jobId ?? null}, clock_timestamp())
+      returning id
+    ), closed as (
+      update trainsync.runs set status = 'failed', finished_at = clock_timestamp(), error = ${ABANDONED}
+       where org = ${org} and resource = ${input.resource} and status = 'running'
+      returning 1
+    )
+    select (select id from started) as id, (select count(*) from closed)::int as abandoned`.execute(db);
+  return rows[0]!;
+}
+
 export interface FinishRunInput extends Partial<RunCounts> {
   status: Exclude<RunStatus, 'running'>;
   error?: string | undefined;
@@ -64,22 +85,40 @@ export interface FinishRunInput extends Partial<RunCounts> {
  * batch's rows and checkpoint, so a retried job's totals stay right.
  */
 export async function addRunCounts(db: Db, runId: number, counts: Partial<RunCounts>): Promise<void> {
-  const set = Object.fromEntries(COUNTER_NAMES.map((c) => [c, sql<number>`${sql.ref(c)} + ${counts[c] ?? 0}`]));
+  const set = counterSets(counts);
+  if (Object.keys(set).length === 0) return;
   await db.updateTable('trainsync.runs').set(set).where('id', '=', runId).execute();
+}
+
+/** `counter = counter + n` for each counter `counts` gives (none: nothing to set). */
+function counterSets(counts: Partial<RunCounts>): Record<string, RawBuilder<number>> {
+  return Object.fromEntries(COUNTER_NAMES.filter((c) => counts[c] !== undefined && counts[c] !== 0).map((c) => [c, sql<number>`${sql.ref(c)} + ${counts[c]!}`]));
+}
+
+/**
+ * Adds counts to a run and reads its totals, status and note back: the end of an attempt
+ * (its requests) and the summary's figures in one statement.
+ */
+export async function addRunCountsAndTotals(db: Db, runId: number, counts: Partial<RunCounts>): Promise<RunCounts & { status: RunStatus; note: string | null }> {
+  const set = counterSets(counts);
+  // An update with nothing to set is refused by Kysely: read the row instead.
+  if (Object.keys(set).length === 0) return runTotals(db, runId);
+  return db.updateTable('trainsync.runs').set(set).where('id', '=', runId).returning([...COUNTER_NAMES, 'status', 'note']).executeTakeFirstOrThrow();
 }
 
 /**
  * Closes a run: status, finished_at, error and note, and the counts given (added to
- * what addRunCounts recorded).
+ * what addRunCounts recorded), in one statement.
  */
 export async function finishRun(db: Db, runId: number, input: FinishRunInput): Promise<void> {
-  await addRunCounts(db, runId, input);
   await db
     .updateTable('trainsync.runs')
-    .set({ status: input.status, finished_at: sql<Date>`clock_timestamp()`, error: input.error ?? null, note: input.note ?? null })
+    .set({ ...counterSets(input), status: input.status, finished_at: sql<Date>`clock_timestamp()`, error: input.error ?? null, note: input.note ?? null })
     .where('id', '=', runId)
     .execute();
 }
+
+const ABANDONED = 'cut off before it finished (its worker stopped or lost the database); a later run took over';
 
 /**
  * Marks the resource's other runs still `running` as failed (call it only while holding
@@ -88,7 +127,7 @@ export async function finishRun(db: Db, runId: number, input: FinishRunInput): P
 export async function closeAbandonedRuns({ db, org }: OrgDb, resource: string, exceptRunId: number): Promise<number> {
   const result = await db
     .updateTable('trainsync.runs')
-    .set({ status: 'failed', finished_at: sql<Date>`clock_timestamp()`, error: 'cut off before it finished (its worker stopped or lost the database); a later run took over' })
+    .set({ status: 'failed', finished_at: sql<Date>`clock_timestamp()`, error: ABANDONED })
     .where('org', '=', org)
     .where('resource', '=', resource)
     .where('status', '=', 'running')

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { jsonbText } from './jsonb-text.ts';
 import { dedupeById, type LoadCounts } from './load-counts.ts';
-import { keyColumns, markMissingListed, touchListed, upsertListed, type ListedTable } from './upsert-listed.ts';
+import { keyColumns, markMissingListed, touchChanged, upsertListed, type ListedTable } from './upsert-listed.ts';
 import type { OrgDb, OrgTx } from './scope.ts';
 
 /**
@@ -129,7 +129,6 @@ export async function upsertListing<T>(tx: OrgTx, spec: ListingTable<T>, items: 
   const { client, org } = tx;
   const written = await upsertListed(tx, listed, rows.map(({ row }) => row), seenAt);
   const childChanged = new Set<string>();
-  const touchAfter: Array<{ table: ListedTable; ids: string[] }> = [];
   for (const child of spec.children ?? []) {
     const children = rows.flatMap(({ item }) => child.rows(item.record, item.path));
     if (child.kind === 'set') {
@@ -141,12 +140,12 @@ export async function upsertListing<T>(tx: OrgTx, spec: ListingTable<T>, items: 
       const childWritten = await upsertListed(tx, child.table, childRows, seenAt);
       const parentOf = new Map(childRows.map((row) => [keyOf(childKey, row), String(row[child.parentColumn])]));
       for (const id of [...childWritten.inserted, ...childWritten.updated]) childChanged.add(parentOf.get(id)!);
-      touchAfter.push({ table: child.table, ids: childRows.map((row) => keyOf(childKey, row)) });
     }
   }
   const childrenOnly = [...childChanged].filter((id) => !written.inserted.has(id) && !written.updated.has(id));
-  await touchListed(tx, listed, rows.map(({ row }) => keyOf(spec.key, row)), childrenOnly, seenAt);
-  for (const { table, ids } of touchAfter) await touchListed(tx, table, ids, [], seenAt);
+  // Every listed row (and listed child) has its last_seen_at from the upserts: only a parent
+  // whose children alone changed needs a statement more.
+  await touchChanged(tx, listed, childrenOnly, seenAt);
   const inserted = written.inserted.size;
   const updated = written.updated.size + childrenOnly.length;
   return { inserted, updated, unchanged: rows.length - inserted - updated };

@@ -18,8 +18,9 @@ export class OrgReaderError extends TrainsyncError {
 
 /**
  * Creates each organisation's reader role (NOLOGIN: an admin grants it to a BI login),
- * gives it SELECT on schema training (row-level security, sql/views/90, then shows it
- * only its organisation's rows) and records it in training.organisations. Safe to run
+ * makes it a member of trainsync_org_reader (the role the reader policies of
+ * sql/views/90 are bound to), gives it SELECT on schema training (row-level security
+ * then shows it only its organisation's rows) and records it in training.organisations. Safe to run
  * at every migrate. A role that is a member of trainsync_reader would see everything:
  * refused, with the fix.
  */
@@ -45,6 +46,11 @@ export async function ensureOrgReaders(pool: pg.Pool, readers: readonly OrgReade
       const wide = await client.query<{ wide: boolean }>(`select pg_has_role($1, 'trainsync_reader', 'MEMBER') as wide`, [readerRole]);
       if (wide.rows[0]?.wide) {
         throw new OrgReaderError(`the reader role ${readerRole} of organisation ${slug} is a member of trainsync_reader, so it would see every organisation; REVOKE trainsync_reader FROM ${readerRole}`);
+      }
+      // The reader policies (sql/views/90) are bound to this group and trainsync_reader, not
+      // to every role: it holds no privilege of its own.
+      if (!(await client.query<{ member: boolean }>(`select pg_has_role($1, 'trainsync_org_reader', 'MEMBER') as member`, [readerRole])).rows[0]?.member) {
+        await client.query(`grant trainsync_org_reader to ${role}`);
       }
       await client.query(`grant usage on schema training to ${role}`);
       await client.query(`grant select on all tables in schema training to ${role}`);

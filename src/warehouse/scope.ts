@@ -1,6 +1,6 @@
 import { APP_ROLE } from './connection-settings.ts';
 import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
-import type pg from 'pg';
+import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Database } from './database.ts';
 import { lendFrom, withRetriedTransaction, withTransaction, type PgLender, type Tx } from './transaction.ts';
@@ -103,11 +103,11 @@ export interface OrgScopes {
 
 // The role again, for this transaction only: behind a transaction-mode pooler (PgBouncer) the
 // SET ROLE of a connection's opening reached one server connection, not this one.
-const SET_SCOPE = "select set_config('role', $3, true), set_config('trainsync.org', $1, true), set_config('trainsync.all_orgs', $2, true)";
 const BEGIN_RE = /^\s*(begin|start\s+transaction)\b/i;
 const END_RE = /^\s*(commit|rollback|end|abort)\s*;?\s*$/i;
 
 type Query = pg.PoolClient['query'];
+type RawQuery = (...args: unknown[]) => Promise<unknown>;
 
 /** The text of a query call's first argument, or undefined for a submittable (COPY streams, cursors). */
 function textOf(first: unknown): string | undefined {
@@ -120,118 +120,95 @@ function textOf(first: unknown): string | undefined {
 }
 
 /**
- * What pg's client keeps of its queue (pg 8.2x, its JavaScript client): read to tell that a
- * client is idle before its pipeline mode is switched on for a few queries. Absent (pg-native,
- * another version), statements go one round trip at a time, as before.
+ * The scope as one statement of constants: the role, the organisations and all_orgs of one
+ * handle, each quoted by pg's `escapeLiteral` (made once per handle, never from a statement's
+ * values). Being text without parameters, it goes in the same simple query as the BEGIN.
  */
-interface PipelineState {
-  pipeline: boolean;
-  readyForQuery: boolean;
-  _activeQuery: unknown;
-  _queryQueue: unknown[];
-  _sentQueryQueue: unknown[];
-  connection: { stream: { cork(): void; uncork(): void } };
+function scopeStatement(org: string, allOrgs: string): string {
+  const literal = (value: string): string => pg.escapeLiteral(value);
+  return `select set_config('role', ${literal(APP_ROLE)}, true), set_config('trainsync.org', ${literal(org)}, true), set_config('trainsync.all_orgs', ${literal(allOrgs)}, true)`;
 }
 
-function idlePipelineState(client: pg.PoolClient): PipelineState | undefined {
-  const c = client as unknown as Partial<PipelineState>;
-  const idle =
-    c.pipeline === false && c.readyForQuery === true && (c._activeQuery === null || c._activeQuery === undefined) &&
-    Array.isArray(c._queryQueue) && c._queryQueue.length === 0 && Array.isArray(c._sentQueryQueue) && c._sentQueryQueue.length === 0 &&
-    typeof c.connection?.stream?.cork === 'function' && typeof c.connection.stream.uncork === 'function';
-  return idle ? (c as PipelineState) : undefined;
+/** A BEGIN the caller sent, without its closing semicolon (the scope follows it in the same query). */
+function withoutEnd(text: string): string {
+  return text.replace(/[\s;]+$/, '');
 }
 
 /**
- * Runs `calls` on `client` in order and settles them all; undefined (nothing sent) when the
- * client is busy or not pg's JavaScript client. They are written at once, in one packet, in
- * pg's pipeline mode (each query has its own Sync; Postgres answers them in order):
- * the scope's BEGIN, set_config, statement and COMMIT cost one round trip instead of four. On a
- * loaded machine each round trip is a wake-up of the backend and a wait for a core, which is
- * what a SCIM answer's time was made of (docs/benchmarks.md, SCIM response time). Pipeline
- * mode stays on until the last answer is in (pg routes the answers by it), and then off again:
- * COPY streams and cursors, which pipeline mode refuses, run on the same client later.
+ * A pool client whose statements run scoped, through pg's public API only (no private field
+ * of its client is read or written: a minor release of pg may change them). BEGIN is sent with
+ * the scope's set_config in one simple query (Postgres keeps the transaction a BEGIN opens in a
+ * multi-statement query open after it; one round trip). A statement outside a transaction runs
+ * in a scoped transaction of its own: that BEGIN and scope, the statement, COMMIT (three round
+ * trips; docs/benchmarks.md, "Row security: the scope through pg's public API", measures them).
+ * A statement never runs unscoped: should the BEGIN or the set_config fail, the transaction is
+ * rolled back and the statement is not sent. Those transactions of their own run one at a time
+ * on the client, so two sent together never share, or run outside, one. COPY streams and
+ * cursors pass through: they run inside the caller's transaction (the loaders'
+ * withTransaction), or unscoped, where row-level security shows them nothing.
  */
-async function runPipelined(client: pg.PoolClient, raw: (...args: unknown[]) => Promise<unknown>, calls: readonly unknown[][]): Promise<PromiseSettledResult<unknown>[] | undefined> {
-  const state = idlePipelineState(client);
-  if (state === undefined) return undefined;
-  state.pipeline = true;
-  const stream = state.connection.stream;
-  stream.cork();
-  let pending: Promise<unknown>[];
-  try {
-    pending = calls.map((args) => raw(...args));
-  } finally {
-    stream.uncork();
-  }
-  try {
-    return await Promise.allSettled(pending);
-  } finally {
-    state.pipeline = false;
-  }
-}
-
-/** The first failure of `settled`, thrown; else the values. */
-function valuesOf(settled: readonly PromiseSettledResult<unknown>[]): unknown[] {
-  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-  if (failed) throw failed.reason;
-  return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value);
-}
-
-/**
- * A pool client whose statements run scoped: BEGIN is followed by the scope's
- * set_config, and a statement outside a transaction is wrapped in one of its own
- * (begin, scope, statement, commit), each written at once (runPipelined). A statement never
- * runs unscoped: should BEGIN or the set_config fail, the transaction is aborted and the
- * statement with it. COPY streams and cursors pass through: they run inside the caller's
- * transaction (the loaders' withTransaction), or unscoped, where row-level security shows
- * them nothing.
- */
-function scopedClient(client: pg.PoolClient, org: string, allOrgs: string): pg.PoolClient {
+function scopedClient(client: pg.PoolClient, setScope: string): pg.PoolClient {
   let inTransaction = false;
-  const raw = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
-  const setScope = [SET_SCOPE, [org, allOrgs, APP_ROLE]];
+  let own: Promise<unknown> = Promise.resolve();
+  const raw = client.query.bind(client) as RawQuery;
+  /** BEGIN (the caller's text) and the scope; on failure nothing stays open. Resolves to BEGIN's result. */
+  const begin = async (text: string): Promise<unknown> => {
+    try {
+      // One simple query, which takes no parameters: the BEGIN and the handle's constants (scopeStatement).
+      const results = (await client.query(`${withoutEnd(text)}; ${setScope}`)) as unknown as unknown[];
+      return results[0];
+    } catch (error) {
+      await raw('rollback').catch(() => undefined);
+      throw error;
+    }
+  };
+  /** `fn` after the transactions of their own sent before it (whatever their outcome). */
+  const inTurn = <T>(fn: () => Promise<T>): Promise<T> => {
+    const turn = own.then(fn);
+    own = turn.catch(() => undefined);
+    return turn;
+  };
   const query = (...args: unknown[]): unknown => {
     const text = textOf(args[0]);
     if (text === undefined || typeof args[args.length - 1] === 'function') return raw(...args);
     if (BEGIN_RE.test(text)) {
-      return (async () => {
-        const settled = await runPipelined(client, raw, [args, setScope]);
-        if (settled === undefined) {
-          const began = await raw(...args);
+      // A BEGIN with values or options of its own (none of ours) keeps them: the scope follows it.
+      const plain = typeof args[0] === 'string' && (args.length === 1 || (Array.isArray(args[1]) && args[1].length === 0));
+      return inTurn(async () => {
+        if (plain) {
+          const began = await begin(text);
           inTransaction = true;
-          await raw(...setScope);
           return began;
         }
-        inTransaction = settled[0]!.status === 'fulfilled';
-        return valuesOf(settled)[0];
-      })();
+        const began = await raw(...args);
+        inTransaction = true;
+        try {
+          await raw(setScope);
+        } catch (error) {
+          inTransaction = false;
+          await raw('rollback').catch(() => undefined);
+          throw error;
+        }
+        return began;
+      });
     }
     if (END_RE.test(text)) {
       inTransaction = false;
       return raw(...args);
     }
     if (inTransaction) return raw(...args);
-    return (async () => {
-      const settled = await runPipelined(client, raw, [['begin'], setScope, args, ['commit']]);
-      if (settled === undefined) {
-        await raw('begin');
-        try {
-          await raw(...setScope);
-          const result = await raw(...args);
-          await raw('commit');
-          return result;
-        } catch (error) {
-          await raw('rollback').catch(() => undefined);
-          throw error;
-        }
+    return inTurn(async () => {
+      await begin('begin');
+      try {
+        const result = await raw(...args);
+        await raw('commit');
+        return result;
+      } catch (error) {
+        // A failed statement aborted the transaction; a COMMIT that fails (a deferred check) ended it.
+        await raw('rollback').catch(() => undefined);
+        throw error;
       }
-      // The statement ran scoped or not at all: a failed set_config aborts the transaction, and the statement
-      // with it; BEGIN fails only on a connection that fails the rest too, or inside an aborted transaction,
-      // where everything up to the COMMIT (which then rolls back) fails. A failed statement made the COMMIT
-      // a rollback; a COMMIT that fails (a deferred check) fails the statement. The first failure is thrown.
-      return valuesOf(settled)[2];
-    })();
+    });
   };
   return new Proxy(client, {
     get(target, key, receiver) {
@@ -261,14 +238,13 @@ function orgTx(org: string, tx: Tx): OrgTx {
 
 /** A lender and Kysely over `pool` whose connections carry one scope (`org`: comma-joined slugs, or '' with all_orgs 'on'). */
 function scopedOver(pool: pg.Pool, orgs: readonly string[] | 'all'): { db: Kysely<Database>; lend: PgLender } {
-  const org = orgs === 'all' ? '' : orgs.join(',');
-  const allOrgs = orgs === 'all' ? 'on' : 'off';
+  const setScope = scopeStatement(orgs === 'all' ? '' : orgs.join(','), orgs === 'all' ? 'on' : 'off');
   const plain = lendFrom(pool);
-  const lend: PgLender = (fn) => plain((client) => fn(scopedClient(client, org, allOrgs)));
+  const lend: PgLender = (fn) => plain((client) => fn(scopedClient(client, setScope)));
   const scopedPool: PostgresPool = {
     connect: async () => {
       const client = await pool.connect();
-      return scopedClient(client, org, allOrgs) as unknown as PostgresPoolClient;
+      return scopedClient(client, setScope) as unknown as PostgresPoolClient;
     },
     end: async () => undefined,
   };

@@ -5,7 +5,7 @@ import { jsonbText } from './jsonb-text.ts';
  * The shared upsert of the small, fully listed tables (courses, filters, filter
  * answers, users, groups; driven by load-listing.ts): rows travel as one jsonb parameter (no COPY needed for a few
  * thousand rows), data columns are compared so unchanged rows count as unchanged, and
- * last_seen_at is then stamped on every listed row for markMissing… to compare.
+ * last_seen_at is stamped on every listed row in the same statement for markMissing… to compare.
  * Every table is keyed (org, id): each statement writes or filters the organisation
  * whose listing it is, a constant of the load.
  */
@@ -41,7 +41,14 @@ function keyIn(keys: readonly string[], param: string): string {
   return `(${keys.join(', ')}) in (select ${keys.map((_k, i) => `split_part(id, '|', ${i + 1})::uuid`).join(', ')} from unnest(${param}::text[]) as id)`;
 }
 
-/** Inserts new rows and rewrites changed or removed ones; returns which ids it wrote. */
+/**
+ * Inserts new rows, rewrites changed or removed ones, and stamps last_seen_at = seenAt on
+ * every row listed (so markMissingListed leaves it alone), in one statement; returns which
+ * ids it inserted and which it changed. A row counts as changed when its data columns
+ * differ or it was marked removed; only then does updated_at move. The change is read back
+ * from updated_at = seenAt, so a row listed again in a later batch of the same listing
+ * (the same seenAt) after one that changed it counts as changed again.
+ */
 export async function upsertListed(
   { client, org }: OrgTx,
   spec: ListedTable,
@@ -50,47 +57,46 @@ export async function upsertListed(
 ): Promise<ListedWrite> {
   const result: ListedWrite = { inserted: new Set(), updated: new Set() };
   if (rows.length === 0) return result;
+  const { rows: written } = await client.query<{ id: string; inserted: boolean; changed: boolean }>(upsertSql(spec), [jsonbText(rows), seenAt, org]);
+  for (const row of written) {
+    if (row.inserted) result.inserted.add(row.id);
+    else if (row.changed) result.updated.add(row.id);
+  }
+  return result;
+}
+
+/** The upsert's text for a table, built once per table description. */
+const upsertTexts = new WeakMap<ListedTable, string>();
+
+function upsertSql(spec: ListedTable): string {
+  let text = upsertTexts.get(spec);
+  if (text !== undefined) return text;
   const { table } = spec;
   const keys = keyColumns(spec);
   const idColumn = keys.join(', ');
   const names = spec.columns.map(([name]) => name);
   const recordType = [...keys.map((k) => `${k} uuid`), ...spec.columns.map(([name, type]) => `${name} ${type}`)].join(', ');
-  const { rows: written } = await client.query<{ id: string; inserted: boolean }>(
-    `insert into ${table} as t (org, ${idColumn}, ${names.join(', ')}, first_seen_at, last_seen_at, updated_at)
+  const changed = `(${names.map((n) => `t.${n}`).join(', ')}) is distinct from (${names.map((n) => `excluded.${n}`).join(', ')}) or t.removed_at is not null`;
+  text = `insert into ${table} as t (org, ${idColumn}, ${names.join(', ')}, first_seen_at, last_seen_at, updated_at)
      select $3::text, ${idColumn}, ${names.join(', ')}, $2::timestamptz, $2::timestamptz, $2::timestamptz
      from jsonb_to_recordset($1::jsonb) as x(${recordType})
      on conflict (org, ${idColumn}) do update set
        ${names.map((n) => `${n} = excluded.${n}`).join(', ')},
-       last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at, removed_at = null
-     where (${names.map((n) => `t.${n}`).join(', ')}) is distinct from (${names.map((n) => `excluded.${n}`).join(', ')})
-        or t.removed_at is not null
-     returning ${keyText(keys, 't.')} as id, (t.xmax = 0) as inserted`,
-    [jsonbText(rows), seenAt, org],
-  );
-  for (const row of written) (row.inserted ? result.inserted : result.updated).add(row.id);
-  return result;
+       last_seen_at = excluded.last_seen_at,
+       updated_at = case when ${changed} then excluded.updated_at else t.updated_at end,
+       removed_at = null
+     returning ${keyText(keys, 't.')} as id, (t.xmax = 0) as inserted, (t.updated_at = $2::timestamptz) as changed`;
+  upsertTexts.set(spec, text);
+  return text;
 }
 
 /**
- * Stamps last_seen_at on every listed id, and updated_at on `changed` ids (rows whose
- * only change was in a child table, e.g. a course's categories).
+ * Stamps updated_at = seenAt on `changed` ids: rows whose only change was in a child table
+ * (e.g. a course's categories). upsertListed has stamped last_seen_at on every listed row.
  */
-export async function touchListed(
-  { client, org }: OrgTx,
-  spec: ListedTable,
-  ids: readonly string[],
-  changed: readonly string[],
-  seenAt: Date,
-): Promise<void> {
-  if (ids.length === 0) return;
-  const keys = keyColumns(spec);
-  await client.query(
-    `update ${spec.table} set last_seen_at = $2::timestamptz,
-       updated_at = case when ${keyIn(keys, '$3')} then $2::timestamptz else updated_at end
-     where org = $4 and ${keyIn(keys, '$1')}
-       and (last_seen_at is distinct from $2::timestamptz or ${keyIn(keys, '$3')})`,
-    [ids, seenAt, changed, org],
-  );
+export async function touchChanged({ client, org }: OrgTx, spec: ListedTable, changed: readonly string[], seenAt: Date): Promise<void> {
+  if (changed.length === 0) return;
+  await client.query(`update ${spec.table} set updated_at = $2::timestamptz where org = $3 and ${keyIn(keyColumns(spec), '$1')}`, [changed, seenAt, org]);
 }
 
 /**

@@ -62,7 +62,12 @@ export const peopleRoutes: FastifyPluginAsync<PageRoutesOptions> = async (server
     if (refuseOutside(request, reply, given)) return reply;
     const org = actingOrg(viewerOf(request, reply).scope, given);
     if (!org) return refuseNoOrg(request, reply, 'Drift repair', '/people/repair');
-    const result = await reconcileFix(deps.repair(org), { dryRun: false, force: false, wait: false });
+    const result = await reconcileFix(deps.repair(org), { dryRun: false, force: false, wait: false, starter: { by: 'console', who: viewerOf(request, reply).name } });
+    if (result.busy) {
+      // The CLI's sentence names commands; the console says the same in its own words.
+      const who = (result.busy.holder ?? 'it has only just started').replace('`trainsync reconcile --fix`', 'a repair from the command line');
+      return outcomePage(request, reply, 'Drift repair', `Not run: another drift repair of organisation ${org} is running (${who}); this one skipped: nothing was planned, enqueued or changed. Try again once it has finished.`, '/people/repair', false);
+    }
     const enqueued = result.applied?.enqueued.length ?? 0;
     if (result.applied) await audit(request, handleOf(org), 'reconcile-fix', 'training.employees', { enqueued, repairs: result.plan.repairs });
     const held = result.heldPlanId === undefined ? '' : ` Held as plan #${result.heldPlanId}: review it under Provisioning, held plans.`;

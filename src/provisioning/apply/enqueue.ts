@@ -31,7 +31,10 @@ export interface ApplyDeps {
  * the whole add fail), so before adding, an employee with an action still queued from
  * an earlier run is left alone this run (the CLI waits for those jobs instead), and
  * finished jobs whose ids the plan reuses (failed, needs-identity) are removed first
- * so they run again.
+ * so they run again. One whose action succeeded is never run again: the same id is the
+ * same change from the same applied version, so another run made it after this plan
+ * read the applied state and the platform (two repairs a moment apart); that employee is
+ * left alone this run (`alreadyDone`), and the next plan starts from what it left.
  */
 
 export interface EnqueueResult {
@@ -41,6 +44,12 @@ export interface EnqueueResult {
   waitingOn: string[];
   /** Employees left alone because an earlier run's action for them is still open. */
   skippedEmployees: string[];
+  /**
+   * Actions of this plan another run carried out after this one read the applied state
+   * (the same id: the same change from the same version): done, so not done again, and
+   * their employees are left alone this run (its view of them is out of date).
+   */
+  alreadyDone?: string[];
 }
 
 /**
@@ -109,7 +118,20 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
     chunk.forEach((id, k) => states.set(id, found[k]!));
   }
 
+  // A completed job whose action succeeded: another run (a reconcile beside this one, a
+  // feed) applied this very change since this plan read the applied state and the platform.
+  // Its id would be removed and added again below, and the change made twice.
+  const completed = ids.filter((id) => states.get(id) === 'completed');
+  const done = new Set(completed.length === 0 ? [] : (await auditRows(deps.scope, completed)).filter((r) => r.status === 'succeeded').map((r) => r.actionId));
+  const alreadyDone: string[] = [];
+
   for (const [employeeId, actions] of plan.byEmployee.entries()) {
+    const doneHere = actions.filter((a) => done.has(a.id));
+    if (doneHere.length > 0) {
+      alreadyDone.push(...doneHere.map((a) => a.id));
+      skippedEmployees.push(employeeId);
+      continue;
+    }
     if (busy.has(employeeId)) {
       skippedEmployees.push(employeeId);
       continue;
@@ -146,8 +168,9 @@ export async function enqueuePlan(deps: ApplyDeps, plan: Pick<Plan, 'actions' | 
   await deps.queue.addChains(chains);
   // A SCIM batch (a few employees, many times a minute) logs at debug; a run at info.
   const level = options.openOf === undefined ? 'info' : 'debug';
-  deps.log[level]({ org: deps.scope.org, source: options.source, enqueued: enqueued.length, waitingOn: waitingOn.length, skippedEmployees: skippedEmployees.length }, 'provisioning actions enqueued');
-  return { enqueued, waitingOn, skippedEmployees };
+  deps.log[level]({ org: deps.scope.org, source: options.source, enqueued: enqueued.length, waitingOn: waitingOn.length, skippedEmployees: skippedEmployees.length, alreadyDone: alreadyDone.length }, 'provisioning actions enqueued');
+  if (alreadyDone.length > 0) deps.log.info({ org: deps.scope.org, source: options.source, alreadyDone: alreadyDone.slice(0, 20) }, 'actions another run carried out since this plan was read: not done again; the next plan starts from what they left');
+  return { enqueued, waitingOn, skippedEmployees, ...(alreadyDone.length > 0 ? { alreadyDone } : {}) };
 }
 
 export interface ApplyResult extends EnqueueResult {

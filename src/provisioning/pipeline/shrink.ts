@@ -60,21 +60,12 @@ export async function shrinkStep(
 
 /** The plan of a statement the shrink guard refused: no action, the refusal. */
 export function shrinkRefusedPlan(desired: Pick<DesiredState, 'mode'>, check: ShrinkCheck): Plan {
-  const counts = Object.fromEntries(ACTION_KINDS.map((k) => [k, 0])) as Record<ActionKind, number>;
   const refused = check.decision.refused ? { reason: check.decision.reason, message: check.decision.message } : undefined;
-  return {
-    mode: desired.mode,
-    ...noActions(),
-    counts,
-    unsupported: [],
-    errors: [],
-    notes: [],
-    activeCount: check.activeEmployees,
-    maxDisable: 0,
-    unchanged: 0,
-    repairs: 0,
-    drift: [],
-    platform: 'platform state not read: the statement was refused before planning',
-    ...(refused ? { refused } : {}),
-  };
+  return { ...emptyPlan(desired.mode, check.activeEmployees, 'platform state not read: the statement was refused before planning'), ...(refused ? { refused } : {}) };
+}
+
+/** A plan of nothing, made without reading the platform (`platform` says why). */
+export function emptyPlan(mode: DesiredState['mode'], activeCount: number, platform: string): Plan {
+  const counts = Object.fromEntries(ACTION_KINDS.map((k) => [k, 0])) as Record<ActionKind, number>;
+  return { mode, ...noActions(), counts, unsupported: [], errors: [], notes: [], activeCount, maxDisable: 0, unchanged: 0, repairs: 0, drift: [], platform };
 }

@@ -28,10 +28,18 @@
  * total moved (to learn what the change was: dated or not), and after the last page.
  *
  * What can have gone. Between two instants where both are known, the undated results
- * changed by ΔU = ΔT − ΔD. Removals of undated results are at most the total's falls in
- * between, and at most its rises less ΔU (what arrived and is not there); when the total
- * never moved, a dated count that rose is counted as undated results that completed.
- * Before the first instant where both are known, at most the total's falls.
+ * changed by ΔU = ΔT − ΔD. `D` is asked for in disjoint groups (date ranges) that add up
+ * to it: a group that rose held at least that many dated arrivals, one that fell that many
+ * dated removals. Removals of undated results are at most the total's falls less the
+ * dated removals, and at most its rises less the dated arrivals less ΔU; when the total
+ * never moved, a dated count that rose is counted as undated results that completed. Before
+ * the first instant where both are known, at most the total's falls. And a change can
+ * only take a result last seen before it: one seen again later was still there.
+ *
+ * Read again. When the count cannot tell, the tail is read again from its start by the
+ * same check (`confirm`): the results seen again are no longer among those that can have
+ * gone, so the read stops as soon as the count covers (`done`), usually long before the
+ * end of the tail (it needs the results seen before the change that could have gone).
  */
 
 export type TailVerdict = 'covered' | 'another-order' | 'unknown';
@@ -52,10 +60,12 @@ const MOST_COUNTS_IN_A_ROW = 3;
 export class UndatedTail {
   /** The list's total at each instant it was seen, in order: pages (one at a time) and the totals asked for after a count. */
   private readonly totals: number[] = [];
-  /** The dated count asked for right after instant i, by i (the next instant is the total asked for right after it). */
-  private readonly counts = new Map<number, number>();
-  private readonly seen = new Set<string>();
+  /** The dated counts, by group, asked for right after instant i (the next instant is the total asked for right after them). */
+  private readonly counts = new Map<number, readonly number[]>();
+  /** Each undated result seen, and the latest instant it was seen at. */
+  private readonly lastSeen = new Map<string, number>();
   private countsInRow = 0;
+  private confirming = false;
   private outcome: TailOutcome | undefined;
 
   /** `start`: the position the tail read starts from (every result below it taken as dated). */
@@ -64,29 +74,37 @@ export class UndatedTail {
   /** A page of the tail, answered: its total and the keys of its undated results. */
   page(total: number, undatedKeys: Iterable<string>): void {
     if (this.outcome) throw new Error('the tail check has finished');
+    const instant = this.totals.length;
     this.totals.push(total);
     this.countsInRow = 0;
-    for (const key of undatedKeys) this.seen.add(key);
+    for (const key of undatedKeys) this.lastSeen.set(key, instant);
   }
 
   /**
    * Whether to ask for the dated count (and the total right after it) now, before the next
    * page: after the first page, after a page whose total moved, and again while the
-   * total asked for after a count differs from the one before it.
+   * total asked for after a count differs from the one before it. While confirming, also
+   * when the read would be covered if nothing changed since the latest count.
    */
   get wantsCount(): boolean {
     const n = this.totals.length;
     if (n === 0) return false;
     const latest = this.totals[n - 1]!;
     if (this.counts.has(n - 2)) return latest !== this.totals[n - 2] && this.countsInRow < MOST_COUNTS_IN_A_ROW;
-    return n === 1 || latest !== this.totals[n - 2];
+    if (n === 1 || latest !== this.totals[n - 2]) return true;
+    return this.confirming && this.countsInRow === 0 && this.wouldCover();
   }
 
-  /** The dated count asked for after the latest instant, then the list's total asked for right after it. */
-  counted(dated: number, total: number): void {
+  /**
+   * The dated count asked for after the latest instant, then the list's total asked for
+   * right after it. `dated` is one count, or the counts of disjoint groups of the dated
+   * results that add up to it (date ranges with no day in common): a group's count that
+   * rose shows a dated arrival, one that fell a dated removal.
+   */
+  counted(dated: number | readonly number[], total: number): void {
     if (this.outcome) throw new Error('the tail check has finished');
     if (this.totals.length === 0) throw new Error('the dated count is asked for after a page');
-    this.counts.set(this.totals.length - 1, dated);
+    this.counts.set(this.totals.length - 1, typeof dated === 'number' ? [dated] : [...dated]);
     this.totals.push(total);
     this.countsInRow += 1;
   }
@@ -97,37 +115,108 @@ export class UndatedTail {
     return this.counts.has(n - 2) && this.totals[n - 1] === this.totals[n - 2];
   }
 
+  /**
+   * After a read that ended `unknown`: the tail is read again from its start, by the same
+   * check, to see again the results a removal may have taken (see `done`).
+   */
+  confirm(): void {
+    this.confirming = true;
+  }
+
+  /** The read so far is covered, as of a settled instant: a confirming read may stop here. */
+  get done(): boolean {
+    return this.settled && this.judge().verdict === 'covered';
+  }
+
   /** The verdict, once the last page was followed by a count (`counted`, repeated while `wantsCount`). */
   finish(): TailOutcome {
     this.outcome ??= this.judge();
     return this.outcome;
   }
 
+  /** The verdict as of now, without finishing (a confirming read may follow). */
+  judgeNow(): TailOutcome {
+    return this.judge();
+  }
+
+  private dated(index: number): number {
+    let sum = 0;
+    for (const c of this.counts.get(index)!) sum += c;
+    return sum;
+  }
+
+  /** Instants whose dated count is known as of themselves (the total did not move around the count). */
+  private anchors(): number[] {
+    return [...this.counts.keys()].sort((a, b) => a - b).filter((i) => this.totals[i + 1] === this.totals[i]);
+  }
+
   private judge(): TailOutcome {
-    const seen = this.seen.size;
-    // Anchors: instants whose dated count is known as of themselves (the total did not move around the count).
-    const anchors = [...this.counts.keys()].sort((a, b) => a - b).filter((i) => this.totals[i + 1] === this.totals[i]);
+    const seen = this.lastSeen.size;
+    const anchors = this.anchors();
     const last = this.totals.length - 2;
     // The end must be known: it is what the count is compared with.
     if (last < 0 || !this.counts.has(last) || anchors.at(-1) !== last) return { verdict: 'unknown', seen };
-    const dated = (index: number): number => this.counts.get(index)!;
-    // Before the first known instant, only the total's falls bound what went.
-    let gone = this.movesBetween(0, anchors[0]!).falls;
-    for (let k = 1; k < anchors.length; k++) gone += this.goneBetween(anchors[k - 1]!, anchors[k]!, dated(anchors[k - 1]!), dated(anchors[k]!));
-    const undated = this.totals[last]! - dated(last);
+    const gone = this.goneUpTo(anchors);
+    const undated = this.totals[last]! - this.dated(last);
     if (seen - gone >= undated) return { verdict: 'covered', seen, undated, gone };
-    const quiet = anchors[0] === 0 && this.totals.every((t) => t === this.totals[0]) && [...this.counts.values()].every((d) => d === dated(0));
-    if (quiet && this.start <= dated(0)) return { verdict: 'another-order', seen, undated, gone };
+    // Nothing changed: one total throughout, and every group's count the same at every count.
+    const first = this.counts.get(0);
+    const quiet = anchors[0] === 0 && this.totals.every((t) => t === this.totals[0]) && [...this.counts.values()].every((c) => c.length === first!.length && c.every((n, g) => n === first![g]));
+    if (quiet && this.start <= this.dated(0)) return { verdict: 'another-order', seen, undated, gone };
     return { verdict: 'unknown', seen, undated, gone };
   }
 
-  /** The most seen undated results that can have gone between instants a and b (see the header). */
-  private goneBetween(a: number, b: number, datedA: number, datedB: number): number {
+  /** Seen undated results that can have gone by the last of `anchors`. */
+  private goneUpTo(anchors: readonly number[]): number {
+    // Before the first known instant, only the total's falls bound what went.
+    let gone = Math.min(this.movesBetween(0, anchors[0]!).falls, this.seenBefore(anchors[0]!));
+    for (let k = 1; k < anchors.length; k++) gone += Math.min(this.goneBetween(anchors[k - 1]!, anchors[k]!), this.seenBefore(anchors[k]!));
+    return gone;
+  }
+
+  /** Seen undated results last seen before instant b: the only ones a change before b can have taken (one seen at b or later was there after it). */
+  private seenBefore(b: number): number {
+    let n = 0;
+    for (const instant of this.lastSeen.values()) if (instant < b) n++;
+    return n;
+  }
+
+  /** While confirming: covered if the latest instant had the latest count (the count then asked for decides). */
+  private wouldCover(): boolean {
+    const anchors = this.anchors();
+    const latest = anchors.at(-1);
+    if (latest === undefined) return false;
+    const n = this.totals.length;
+    const gone = this.goneUpTo(anchors) + Math.min(this.movesBetween(latest, n - 1).falls, this.seenBefore(n - 1));
+    return this.lastSeen.size - gone >= this.totals[n - 1]! - this.dated(latest);
+  }
+
+  /**
+   * The most seen undated results that can have gone between instants a and b (see the
+   * header): removals of undated results are at most the falls less the dated removals the
+   * groups show, and at most the rises less the dated arrivals they show less the undated
+   * results' change.
+   */
+  private goneBetween(a: number, b: number): number {
     const { rises, falls } = this.movesBetween(a, b);
-    const deltaDated = datedB - datedA;
+    const from = this.counts.get(a)!;
+    const to = this.counts.get(b)!;
+    let datedArrivals = 0;
+    let datedRemovals = 0;
+    let deltaDated = 0;
+    const groups = Math.max(from.length, to.length);
+    for (let g = 0; g < groups; g++) {
+      const delta = (to[g] ?? 0) - (from[g] ?? 0);
+      deltaDated += delta;
+      if (delta > 0) datedArrivals += delta;
+      else datedRemovals -= delta;
+    }
+    // The total stood still: under the rule's assumption only completions happened, each a
+    // group's rise (a group that fell as well takes a removal and an arrival in one interval,
+    // the stated risk, and is taken at its net change).
     if (rises === 0 && falls === 0) return Math.max(0, deltaDated);
     const deltaUndated = this.totals[b]! - this.totals[a]! - deltaDated;
-    return Math.max(0, Math.min(falls, rises - deltaUndated));
+    return Math.max(0, Math.min(falls - datedRemovals, rises - datedArrivals - deltaUndated));
   }
 
   /** How far the total rose and fell, step by step, between instants a and b. */

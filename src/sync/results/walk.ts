@@ -17,6 +17,10 @@ export interface WalkPosition {
 
 export interface WalkReport {
   verdict: Exclude<Verdict, { kind: 'reading' }>;
+  /** The caller stopped the read between pages (ReadBetweenPages.stop) before the rule decided. */
+  stopped?: true;
+  /** The list's total as the rule last knew it. */
+  total?: number | undefined;
 }
 
 export interface WalkOptions<T> {
@@ -59,7 +63,18 @@ export interface ReadBetweenPages {
   readonly complete: boolean;
   /** A total of the same list seen between pages: the rule takes it as it takes a page's. */
   sawTotal(total: number): void;
+  /** Asks for no more pages: the read ends once the rows read are written (the caller proves what it read by other means). */
+  stop(): void;
 }
+
+/**
+ * Rows held this long while the walk waits for pages, and no batch is being written, are
+ * written then: a walk paced by the request budget (500 results a second at the default)
+ * otherwise ends by writing up to TRAINSYNC_BATCH_ROWS rows after its last page (0.2–0.6 s
+ * of a 10,000-result first load, docs/benchmarks.md). A walk whose pages come faster fills
+ * its batches long before.
+ */
+const IDLE_FLUSH_MS = 500;
 
 type Arrival<T> = { page: number; answer: Page<T> } | { page: number; error: unknown };
 
@@ -84,6 +99,7 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
   const writing = new Set<Promise<void>>();
   const failures: unknown[] = [];
   let pagesInBatch = 0;
+  let batchOpenedAt = performance.now();
   const write = async (batch: StagedBatch<T>, batchProblems: RecordProblem[], pages: number, position: WalkPosition): Promise<void> => {
     // Counted after commit: a deadlock retry runs the transaction again.
     const outcome = await order.run(
@@ -121,6 +137,7 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
     rows = new StagedBatch(resource.table);
     problems = [];
     pagesInBatch = 0;
+    batchOpenedAt = performance.now();
     while (writing.size >= ctx.config.TRAINSYNC_RESULTS_WRITERS && failures.length === 0) await Promise.race(writing).catch(() => undefined);
     if (failures.length > 0) throw failures[0];
     const written = write(batch, batchProblems, pages, position);
@@ -144,6 +161,7 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
   const asked = new Set<Promise<void>>();
   let wake: (() => void) | undefined;
   let firstPage = options.firstPage;
+  let stopped = false;
   const ask = (): void => {
     for (let page = rule.ask(); page !== undefined; page = rule.ask()) {
       const pageNo = page;
@@ -166,9 +184,14 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
   };
   try {
     for (;;) {
-      if (rule.state.kind === 'reading') ask();
+      if (rule.state.kind === 'reading' && !stopped) ask();
       if (arrived.length === 0) {
         if (asked.size === 0) break;
+        if (rows.size > 0 && writing.size === 0 && performance.now() - batchOpenedAt >= IDLE_FLUSH_MS) {
+          await flush(false);
+          // A page may have arrived meanwhile (its wake had no one to call): look again.
+          continue;
+        }
         await new Promise<void>((resolve) => {
           wake = resolve;
         });
@@ -194,6 +217,9 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
             return rule.state.kind === 'complete';
           },
           sawTotal: (total) => void rule.totalSeen(total),
+          stop: () => {
+            stopped = true;
+          },
         });
       }
       ctx.progress({ resource: resource.name, pages: counts.pages, rows: counts.inserted + counts.updated + counts.unchanged + rows.size });
@@ -204,8 +230,10 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
     await Promise.allSettled([...asked, ...writing]);
   }
   const verdict = rule.state;
+  const total = rule.checkpoint()?.total;
+  if (verdict.kind === 'reading' && stopped) return { verdict: { kind: 'incomplete', reason: 'stopped between pages by its caller' }, stopped: true, total };
   if (verdict.kind === 'reading') throw new Error(`the ${resource.name} walk stopped before the completeness rule decided`);
-  return { verdict };
+  return { verdict, total };
 }
 
 /** The keys of records set aside that have a readable one. */

@@ -22,6 +22,8 @@ export interface WindowsOptions {
   trackSightings?: boolean | undefined;
   /** A first load into an empty table: plain inserts (see WalkOptions.firstLoad). */
   firstLoad?: boolean | undefined;
+  /** Told each window's total as its read ended (proven or not). */
+  onTotal?: ((window: ResultWindow, total: number) => void) | undefined;
 }
 
 export interface WindowsRead {
@@ -89,9 +91,10 @@ async function readWindow<T>(
   options: WindowsOptions,
 ): Promise<string | undefined> {
   let verdict;
+  let total: number | undefined;
   const asked = bounds.now;
   try {
-    ({ verdict } = await walkWindow(ctx, resource, checkpointKey, runId, window, counts, asked, keep, options));
+    ({ verdict, total } = await walkWindow(ctx, resource, checkpointKey, runId, window, counts, asked, keep, options));
   } catch (error) {
     if (asked !== 'instant' || !refusesDateTimes(error)) throw error;
     // Once per organisation: remembered, so later runs ask in whole days from the start.
@@ -100,8 +103,9 @@ async function readWindow<T>(
       await setWatermark(ctx.scope, boundsKey(resource.name), 'day');
       ctx.log.warn({ window, error: errorMessage(error) }, 'the platform refused date-time bounds; reading windows by whole days from now on');
     }
-    ({ verdict } = await walkWindow(ctx, resource, checkpointKey, runId, window, counts, bounds.now, keep, options));
+    ({ verdict, total } = await walkWindow(ctx, resource, checkpointKey, runId, window, counts, bounds.now, keep, options));
   }
+  if (total !== undefined) options.onTotal?.(window, total);
   if (verdict.kind === 'complete') return undefined;
   ctx.log.warn({ window, reason: verdict.reason }, 'this window could not be proven read; the run ends incomplete and the next run reads it again');
   return verdict.reason;

@@ -12,10 +12,10 @@ import { createScopes, type OrgScopes } from '../src/warehouse/scope.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 /**
- * A scoped statement outside a transaction is sent as begin, set_config, statement and commit
- * written at once (pg's pipeline mode, switched on for them only): on one pooled connection,
- * a failed statement leaves no transaction nor scope behind, concurrent statements each get
- * their own answer, and COPY (which pipeline mode refuses) still runs on the same connection.
+ * A scoped statement outside a transaction runs in a scoped transaction of its own (BEGIN and
+ * the scope in one simple query, the statement, COMMIT; pg's public API only): on one pooled
+ * connection, a failed statement leaves no transaction nor scope behind, concurrent statements
+ * each get their own answer in their own scope, and COPY runs on the same connection.
  */
 
 let t: TestDatabase;
@@ -45,7 +45,7 @@ async function leftOver(): Promise<{ org: string | null; inTransaction: boolean 
   return { org: rows[0]!.org, inTransaction: rows[0]!.xact !== null || status.rows[0]!.now.getTime() !== status.rows[0]!.stmt.getTime() };
 }
 
-describe('scoped statements written at once', () => {
+describe('scoped statements in transactions of their own', () => {
   it('a statement runs scoped and leaves nothing behind; a refused one rolls back and leaves nothing behind either', async () => {
     const a = scopes.scope('a');
     expect(await a.db.selectFrom('trainsync.watermarks').select('value').execute()).toEqual([{ value: 'a' }]);
@@ -72,7 +72,20 @@ describe('scoped statements written at once', () => {
     answers.forEach((rows, i) => expect(rows).toEqual([{ org: i % 2 === 0 ? 'a' : 'b', i }]));
   });
 
-  it('a transaction (its BEGIN and set_config written at once) runs COPY on the connection the statements used', async () => {
+  it('statements sent together on one lent client each run scoped, in a transaction of their own', async () => {
+    const seen = await scopes.scope('a').lend((client) =>
+      Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          client.query<{ org: string; i: number; xact: string }>(`select org, $1::int as i, pg_current_xact_id()::text as xact from trainsync.watermarks`, [i]),
+        ),
+      ),
+    );
+    seen.forEach(({ rows }, i) => expect(rows).toMatchObject([{ org: 'a', i }]));
+    expect(new Set(seen.map(({ rows }) => rows[0]!.xact)).size).toBe(10);
+    expect(await leftOver()).toEqual({ org: null, inTransaction: false });
+  });
+
+  it('a transaction (its BEGIN and set_config in one query) runs COPY on the connection the statements used', async () => {
     const a = scopes.scope('a');
     await a.db.selectFrom('trainsync.watermarks').select('org').execute();
     const seen = await a.transaction(async ({ client, db }) => {

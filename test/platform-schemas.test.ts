@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normaliseGuid, normaliseInstant, resultSchema } from '../src/platform/schemas.ts';
+import { isCanonicalGuid, normaliseGuid, normaliseInstant, resultSchema } from '../src/platform/schemas.ts';
 
 describe('platform value normalisation', () => {
   it('stores every timestamp form the platform may send as one unambiguous instant', () => {
@@ -21,6 +21,22 @@ describe('platform value normalisation', () => {
     expect(normaliseGuid('{ABCDEF01-2345-6789-ABCD-EF0123456789}')).toBe('abcdef01-2345-6789-abcd-ef0123456789');
     expect(normaliseGuid('ABCDEF0123456789ABCDEF0123456789')).toBe('abcdef01-2345-6789-abcd-ef0123456789');
     expect(normaliseGuid('not-a-guid')).toBeUndefined();
+  });
+
+  it('takes as canonical only 36 characters of lower-case hex with the four hyphens in place, character by character', () => {
+    const good = 'abcdef01-2345-6789-abcd-ef0123456789';
+    expect(isCanonicalGuid(good)).toBe(true);
+    // Each position with each near miss: the neighbours of 0-9 and a-f, upper case, a hyphen, non-ASCII.
+    for (let i = 0; i < good.length; i++) {
+      const misses = good[i] === '-' ? ['0', 'a', '_', ' '] : ['/', ':', '`', 'g', 'A', 'F', '-', 'é', '\u0130'];
+      for (const miss of misses) {
+        const bad = `${good.slice(0, i)}${miss}${good.slice(i + 1)}`;
+        expect(isCanonicalGuid(bad), bad).toBe(false);
+        // The same answer as the definition: a regex of the canonical form.
+        expect(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(bad)).toBe(false);
+      }
+    }
+    for (const bad of ['', good.slice(1), `${good}0`, `{${good}}`, good.toUpperCase()]) expect(isCanonicalGuid(bad), bad).toBe(false);
   });
 
   it('turns a result with an impossible date into a validation problem naming the field', () => {

@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from '../src/config.ts';
 import { createLogger, type Logger } from '../src/runtime/log.ts';
 import { platformClientOptionsFromConfig } from '../src/platform/client.ts';
 import { classifyResponse, classifyTransportError, DOCUMENTED_CODES, isRetryable, PlatformError } from '../src/platform/errors.ts';
-import { apiBase } from '../src/platform/http.ts';
+import { apiBase, decodeBody } from '../src/platform/http.ts';
 import { parseLoginUrl } from '../src/platform/login-url.ts';
 import { nextPageFromLinks, paginate, validateEntities } from '../src/platform/paginate.ts';
 import { parseRetryAfter, retryDelay } from '../src/platform/retry.ts';
@@ -175,6 +175,17 @@ describe('apiBase', () => {
   it('appends /api/v2/ to the configured origin and keeps a base path', () => {
     expect(apiBase('http://127.0.0.1:4000')).toEqual({ origin: 'http://127.0.0.1:4000', prefixUrl: 'http://127.0.0.1:4000/api/v2/' });
     expect(apiBase('https://t.example/tenant/')).toEqual({ origin: 'https://t.example', prefixUrl: 'https://t.example/tenant/api/v2/' });
+  });
+});
+
+describe('decodeBody', () => {
+  it('reads the bytes as UTF-8 across chunks, a character split between two included, and skips a leading BOM', () => {
+    const bytes = Buffer.from('\ufeff{"name":"Zoë 😀"}', 'utf8');
+    expect(decodeBody([bytes], bytes.length)).toBe('{"name":"Zoë 😀"}');
+    const split = [bytes.subarray(0, 2), bytes.subarray(2, 15), bytes.subarray(15)];
+    expect(decodeBody(split, bytes.length)).toBe('{"name":"Zoë 😀"}');
+    expect(decodeBody([Buffer.from('{}')], 2)).toBe('{}');
+    expect(decodeBody([], 0)).toBe('');
   });
 });
 

@@ -38,8 +38,8 @@ const ALLOWED: Record<string, { exprs: string[]; reason: string }[]> = {
   ],
   'src/warehouse/upsert-listed.ts': [
     {
-      exprs: ['table', 'idColumn', "names.join(', ')", 'recordType', "names.map((n) => `${n} = excluded.${n}`).join(', ')", "names.map((n) => `t.${n}`).join(', ')", "names.map((n) => `excluded.${n}`).join(', ')", "keyText(keys, 't.')", 'spec.table', "keyIn(keys, '$3')", "keyIn(keys, '$1')"],
-      reason: "a listing's declaration (table, id column, columns, record type are code); keyIn/keyText write placeholders ($1, $3) and those declared names",
+      exprs: ['spec.table', "keyIn(keyColumns(spec), '$1')"],
+      reason: "a listing's declaration (table and key columns are code); keyIn writes the placeholder ($1) and those declared names. The upsert's text is built once per declaration from the same names (upsertText) and passed whole",
     },
   ],
   'src/warehouse/scope.ts': [

@@ -50,7 +50,8 @@ function guidListOf(value: unknown): string[] | typeof NOT_ACCEPTED {
 }
 
 /** Result fields in zod's output order; anything else is the platform's addition. */
-const RESULT_FIELDS = new Set(['id', 'userId', 'courseId', 'multiCourseResultId', 'isComplete', 'dateCompleted', 'score', 'maximumScore', 'passRate', 'courseType', 'resultFilters']);
+const RESULT_ORDER = ['id', 'userId', 'courseId', 'multiCourseResultId', 'isComplete', 'dateCompleted', 'score', 'maximumScore', 'passRate', 'courseType', 'resultFilters'];
+const RESULT_FIELDS = new Set(RESULT_ORDER);
 
 /** `resultSchema`'s output, or undefined to ask zod. */
 export function checkResult(raw: unknown): Result | undefined {
@@ -76,7 +77,12 @@ export function checkResult(raw: unknown): Result | undefined {
   if (resultFilters === NOT_ACCEPTED) return undefined;
 
   const out: Fields = { id, userId, courseId, multiCourseResultId, isComplete, dateCompleted, score, maximumScore, passRate, courseType, resultFilters };
-  for (const key in r) if (!RESULT_FIELDS.has(key)) out[key] = r[key];
+  // The platform's fields usually come in this order: the next one is one comparison, any other key is looked up.
+  let next = 0;
+  for (const key in r) {
+    if (key === RESULT_ORDER[next]) next += 1;
+    else if (!RESULT_FIELDS.has(key)) out[key] = r[key];
+  }
   return out as Result;
 }
 

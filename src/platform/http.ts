@@ -95,18 +95,12 @@ export function pathTemplate(path: string): string {
     .join('/')}`;
 }
 
-interface OriginPool {
-  pool: Dispatcher;
-  /** The pool, telling the budget when each request is written (SentOnWrite). */
-  dispatcher: Dispatcher;
-}
-
 /** Keep-alive sockets of our own to the configured origin only. */
-function openPool({ Pool, DecoratorHandler }: typeof import('undici'), origin: string, options: TransportOptions): OriginPool {
-  const { budget, timeoutMs } = options;
+function openPool({ Pool }: typeof import('undici'), origin: string, options: TransportOptions): Dispatcher {
+  const { timeoutMs } = options;
   // Node's global dispatcher would do keep-alive too, but is shared with every other
   // client in the process, has no socket limit of ours and goes to any origin.
-  const pool = new Pool(origin, {
+  return new Pool(origin, {
     connections: MAX_SOCKETS,
     pipelining: 1,
     keepAliveTimeout: 5_000,
@@ -115,23 +109,90 @@ function openPool({ Pool, DecoratorHandler }: typeof import('undici'), origin: s
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
   });
-  // The budget's `sent` is the moment undici writes the request, not the call: on an idle
-  // keep-alive socket undici writes one event-loop turn later (it first checks the socket),
-  // 14 ms at the median and up to 140 ms later on a busy process (measured against packet
-  // capture, docs/benchmarks.md), so two requests could reach the platform closer than the
-  // budget spaces them. onRequestStart runs synchronously just before the headers are written.
-  // DecoratorHandler adapts the caller's handler (request()'s is of undici's older API); its typings omit the methods it has.
-  interface StartHandler extends Dispatcher.DispatchHandler {
-    onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void;
+}
+
+interface Answer {
+  status: number;
+  body: string;
+  retryAfter: string | string[] | undefined;
+}
+
+/**
+ * One exchange as undici's own dispatch handler: the status, Retry-After and the body's
+ * bytes, decoded once as UTF-8 at the end (a BOM skipped), as `request()` and
+ * `body.text()` give them, without their per-request stream, abort signal and callback
+ * layers (15–20 of its 80–90 µs of CPU a page of 50 results, measured beside `request()`).
+ *
+ * The budget's `sent` is the moment undici writes the request, not the call: on an idle
+ * keep-alive socket undici writes one event-loop turn later (it first checks the socket),
+ * 14 ms at the median and up to 140 ms later on a busy process (measured against packet
+ * capture, docs/benchmarks.md), so two requests could reach the platform closer than the
+ * budget spaces them. `onRequestStart` runs synchronously just before the headers are written.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  /** Why it was stopped (the deadline, the caller's signal), before or after it started. */
+  private reason: Error | undefined;
+  /** The answer's status once its headers came (0 before). */
+  status = 0;
+  private retryAfter: string | string[] | undefined;
+  private readonly chunks: Buffer[] = [];
+  private length = 0;
+
+  constructor(
+    private readonly sent: (() => void) | undefined,
+    private readonly resolve: (answer: Answer) => void,
+    private readonly reject: (error: Error) => void,
+  ) {}
+
+  /** Stops the exchange: at once if it started, else as undici starts it (never written). */
+  stop(reason: Error): void {
+    if (this.reason !== undefined) return;
+    this.reason = reason;
+    this.controller?.abort(reason);
   }
-  const Decorated = DecoratorHandler as unknown as new (handler: Dispatcher.DispatchHandler) => StartHandler;
-  class SentOnWrite extends Decorated {
-    override onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
-      budget.sent?.();
-      super.onRequestStart(controller, context);
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.sent?.();
+    if (this.reason !== undefined) {
+      controller.abort(this.reason);
+      return;
     }
+    this.controller = controller;
   }
-  return { pool, dispatcher: pool.compose((dispatch) => (opts, handler) => dispatch(opts, new SentOnWrite(handler))) };
+
+  onRequestUpgrade(controller: Dispatcher.DispatchController): void {
+    // Never asked for: no upgrade is sent, so one is a broken answer.
+    controller.abort(new Error('the platform switched protocols'));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    // An informational answer (1xx) comes before the real one.
+    if (statusCode < 200) return;
+    this.status = statusCode;
+    this.retryAfter = headers['retry-after'];
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+  }
+
+  onResponseEnd(): void {
+    this.resolve({ status: this.status, body: decodeBody(this.chunks, this.length), retryAfter: this.retryAfter });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.reject(error);
+  }
+}
+
+/** The body's bytes as text: UTF-8 with a leading BOM skipped, as undici's `body.text()` reads it. */
+export function decodeBody(chunks: readonly Buffer[], length: number): string {
+  if (chunks.length === 0 || length === 0) return '';
+  const buffer = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
+  const start = buffer.length > 2 && buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0;
+  return buffer.toString('utf8', start);
 }
 
 let undiciLoading: Promise<typeof import('undici')> | undefined;
@@ -153,13 +214,14 @@ export function createTransport(options: TransportOptions): Transport {
   const { log, budget, retry, timeoutMs } = options;
   // undici is loaded by the first request: a command that never calls the platform
   // (status, cancel, migrate…) does not pay its ~30 ms of loading at every start.
-  let connection: Promise<OriginPool> | undefined;
+  let connection: Promise<Dispatcher> | undefined;
   let ready: Dispatcher | undefined;
   const connect = async (): Promise<Dispatcher> => {
     connection ??= loadHttpClient().then((undici) => openPool(undici, origin, options));
-    ready = (await connection).dispatcher;
+    ready = await connection;
     return ready;
   };
+  const sent = (): void => budget.sent?.();
   const readHeaders: Record<string, string> = {
     authorization: `Bearer ${options.apiKey}`,
     accept: 'application/json, text/plain;q=0.9',
@@ -194,33 +256,34 @@ export function createTransport(options: TransportOptions): Transport {
   }
 
   /** One exchange under the whole-request timeout; the body is read whatever the status. */
-  async function exchange(request: ApiRequest<unknown>, prepared: Prepared, logPath: string): Promise<{ status: number; body: string; retryAfter: string | string[] | undefined }> {
-    const deadline = new AbortController();
+  async function exchange(request: ApiRequest<unknown>, prepared: Prepared, logPath: string): Promise<Answer> {
+    const outer = request.signal;
     let timedOut = false;
+    let handler: Exchange | undefined;
+    const stop = (): void => handler?.stop(new Error(timedOut ? 'timed out' : 'aborted'));
     const timer = setTimeout(() => {
       timedOut = true;
-      deadline.abort();
+      stop();
     }, timeoutMs);
-    const outer = request.signal;
-    const forward = (): void => deadline.abort();
-    if (outer !== undefined) {
-      if (outer.aborted) deadline.abort();
-      else outer.addEventListener('abort', forward, { once: true });
-    }
+    if (outer !== undefined && !outer.aborted) outer.addEventListener('abort', stop, { once: true });
     try {
-      // Written to the socket: SentOnWrite tells the budget, which spaces this process's next grant from there.
       const dispatcher = ready ?? (await connect());
-      const response = await dispatcher.request({ method: request.method, path: prepared.path, headers: prepared.headers, body: prepared.body, signal: deadline.signal });
-      answered = true;
-      const body = await response.body.text();
-      return { status: response.statusCode, body, retryAfter: response.headers['retry-after'] };
+      const answer = await new Promise<Answer>((resolve, reject) => {
+        handler = new Exchange(sent, resolve, reject);
+        // Aborted or timed out already (while undici loaded): never written.
+        if (timedOut || outer?.aborted) stop();
+        dispatcher.dispatch({ method: request.method, path: prepared.path, headers: prepared.headers, body: prepared.body }, handler);
+      });
+      return answer;
     } catch (error) {
       if (outer?.aborted) throw aborted(request, logPath);
       if (timedOut) throw new PlatformError(`${request.method} ${logPath} timed out (no complete answer within ${timeoutMs} ms)`, { code: 'TIMEOUT', retryable: true });
       throw classifyTransportError(error, request.method, logPath);
     } finally {
+      // Any status, even with the body cut short, is an answer from the platform.
+      if (handler !== undefined && handler.status !== 0) answered = true;
       clearTimeout(timer);
-      outer?.removeEventListener('abort', forward);
+      outer?.removeEventListener('abort', stop);
     }
   }
 
@@ -322,7 +385,7 @@ export function createTransport(options: TransportOptions): Transport {
   function close(): void {
     // Destroyed, not closed: like the agents before, an idle socket must not hold the process.
     // No request yet: no pool (a pool still being made is destroyed once it is).
-    void connection?.then(({ pool }) => pool.destroy()).catch((error: unknown) => log.debug({ err: { message: errorMessage(error) } }, 'closing the platform connection pool'));
+    void connection?.then((pool) => pool.destroy()).catch((error: unknown) => log.debug({ err: { message: errorMessage(error) } }, 'closing the platform connection pool'));
   }
 
   return { origin, send, close };

@@ -223,10 +223,24 @@ export interface UpsertStagedOptions {
   onPhase?: (phase: WritePhase, ms: number) => void;
 }
 
+/** Each set of known fields in its own order: a record's keys usually come in that order. */
+const knownOrder = new WeakMap<ReadonlySet<string>, readonly string[]>();
+
 /** The fields of a record its schema does not name (`known`), or null when there are none: kept in a jsonb column. */
 export function unknownFields(record: Record<string, unknown>, known: ReadonlySet<string>): Record<string, unknown> | null {
+  let order = knownOrder.get(known);
+  if (order === undefined) {
+    order = [...known];
+    knownOrder.set(known, order);
+  }
   let extra: Record<string, unknown> | null = null;
+  let next = 0;
   for (const key in record) {
+    // The next known field in order is one comparison; any other key is looked up.
+    if (key === order[next]) {
+      next += 1;
+      continue;
+    }
     if (known.has(key)) continue;
     extra ??= {};
     extra[key] = record[key];

@@ -20,18 +20,15 @@
  * Prints one JSON line with the figures last.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
-import path from 'node:path';
+import { loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { z } from 'zod';
 import { allJobs } from '../jobs/index.ts';
 import type { OrganisationOptions } from '../src/simulator/index.ts';
 import { syncResources } from '../src/sync/catalog-resources.ts';
-import { createBenchDatabase } from './admin-query.ts';
+import { orgsDeployment } from './orgs-deployment.ts';
 import { cpuMs, peakRssMb, startWorker, stop, trainsync, type Proc } from './orgs.ts';
-import { deleteBenchKeys } from './redis-cleanup.ts';
 import { startSimulatorChild } from './simulator-child.ts';
 import { BackendCpuSampler, processCpuMicros, redisServerPid, simulatorPid } from './sync-proc-cpu.ts';
 
@@ -58,7 +55,6 @@ type Args = z.infer<typeof argsSchema>;
 const round = (value: number, digits = 0): number => Number(value.toFixed(digits));
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
 const slugOf = (i: number): string => `n${String(i + 1).padStart(4, '0')}`;
-const keyVariable = (slug: string): string => `${slug.toUpperCase()}_API_KEY`;
 
 export interface NightFigures {
   args: Args;
@@ -87,19 +83,10 @@ export async function benchNight(input: z.input<typeof argsSchema> = {}): Promis
   const keys = slugs.map((slug) => `bench-${slug}-${randomBytes(8).toString('hex')}`);
   const organisations: OrganisationOptions[] = slugs.map((slug, i) => ({ apiKey: keys[i]!, name: slug }));
   const sim = await startSimulatorChild({ seed: 2_000, sizes: { results: args.results, users: args.users, courses: 4, groups: 1 }, organisations, faults: { latencyMs: args.latencyMs } });
-  const dir = await mkdtemp(path.join(tmpdir(), 'trainsync-bench-night-'));
-  const file = path.join(dir, 'orgs.json');
-  await writeFile(file, JSON.stringify({ organisations: slugs.map((slug) => ({ slug, name: slug, apiUrl: sim.url, apiKey: { env: keyVariable(slug) }, requestsPerSecond: args.budget })) }));
-  const database = await createBenchDatabase();
-  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-  const prefix = `bench-night-${randomBytes(4).toString('hex')}`;
+  const deployment = await orgsDeployment('night', slugs.map((slug, i) => ({ slug, apiKey: keys[i]! })), sim.url, args.budget);
+  const database = { url: deployment.databaseUrl };
   const env: Record<string, string> = {
-    TRAINSYNC_ORGS_FILE: file,
-    ...Object.fromEntries(slugs.map((slug, i) => [keyVariable(slug), keys[i]!])),
-    DATABASE_URL: database.url,
-    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
-    TRAINSYNC_QUEUE_PREFIX: prefix,
-    TRAINSYNC_METRICS_PORT: '0',
+    ...deployment.env,
     LOG_LEVEL: 'warn',
     LOG_FORMAT: 'json',
   };
@@ -210,10 +197,8 @@ export async function benchNight(input: z.input<typeof argsSchema> = {}): Promis
     await Promise.all(workers.map((w) => stop(w)));
     await cpuPool.end().catch(() => undefined);
     await db.end().catch(() => undefined);
-    await database.drop();
-    await deleteBenchKeys(redisUrl, prefix);
+    await deployment.cleanUp();
     sim.stop();
-    await rm(dir, { recursive: true, force: true });
   }
 }
 

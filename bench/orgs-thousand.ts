@@ -22,9 +22,7 @@
  * Prints one JSON line with the figures last.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
-import path from 'node:path';
+import { loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { z } from 'zod';
@@ -32,14 +30,13 @@ import { clusterSafePrefix } from '../src/lib/redis-target.ts';
 import { budgetIdentity } from '../src/platform/client.ts';
 import { budgetKeys } from '../src/platform/request-budget.ts';
 import type { OrganisationOptions } from '../src/simulator/index.ts';
-import { createBenchDatabase } from './admin-query.ts';
+import { orgsDeployment } from './orgs-deployment.ts';
 import { startArrivalCapture, type ArrivalCapture } from './arrivals-capture.ts';
 import { watchGrants } from './arrivals-per-key.ts';
 import { judgePerKeyBudget, type BudgetVerdict, type KeyRecord } from './budget-verdict.ts';
 import { BackendCpuSampler, processCpuMicros, redisServerPid, simulatorPid } from './sync-proc-cpu.ts';
 import { warmOrgs } from './warm-orgs.ts';
 import { cpuMs, peakRssMb, startWorker, stop, trainsync, type Proc } from './orgs.ts';
-import { deleteBenchKeys } from './redis-cleanup.ts';
 import { startSimulatorChild } from './simulator-child.ts';
 import { thousandPhases, type ThousandPhases } from './thousand-phases.ts';
 
@@ -68,7 +65,6 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 const round = (value: number, digits = 0): number => Number(value.toFixed(digits));
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
 const slugOf = (i: number): string => `c${String(i + 1).padStart(4, '0')}`;
-const keyVariable = (slug: string): string => `${slug.toUpperCase()}_API_KEY`;
 
 export interface ThousandFigures {
   args: Args;
@@ -112,19 +108,11 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
     await fetch(`${sim.url}/__simulator/faults`, { method: 'POST', body: JSON.stringify({ latencyMs: args.latencyMs }) });
     say(`   simulator warmed (every results page once) in ${round((performance.now() - warmStarted) / 1000, 1)} s`);
   }
-  const dir = await mkdtemp(path.join(tmpdir(), 'trainsync-bench-thousand-'));
-  const file = path.join(dir, 'orgs.json');
-  await writeFile(file, JSON.stringify({ organisations: slugs.map((slug) => ({ slug, name: slug, apiUrl: sim.url, apiKey: { env: keyVariable(slug) }, requestsPerSecond: args.budget })) }));
-  const database = await createBenchDatabase();
-  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-  const prefix = `bench-thousand-${randomBytes(4).toString('hex')}`;
+  const deployment = await orgsDeployment('thousand', slugs.map((slug, i) => ({ slug, apiKey: keys[i]! })), sim.url, args.budget);
+  const { redisUrl, prefix } = deployment;
+  const database = { url: deployment.databaseUrl };
   const env: Record<string, string> = {
-    TRAINSYNC_ORGS_FILE: file,
-    ...Object.fromEntries(slugs.map((slug, i) => [keyVariable(slug), keys[i]!])),
-    DATABASE_URL: database.url,
-    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
-    TRAINSYNC_QUEUE_PREFIX: prefix,
-    TRAINSYNC_METRICS_PORT: '0',
+    ...deployment.env,
     // A killed worker's jobs are found stalled after this long (60 s by default).
     TRAINSYNC_JOB_LOCK_MS: '10000',
     TRAINSYNC_STALLED_INTERVAL_MS: '5000',
@@ -342,10 +330,8 @@ export async function benchThousand(input: z.input<typeof argsSchema> = {}): Pro
     if (sync) await stop(sync, 10_000, 'SIGINT');
     await Promise.all(workers.map((w) => stop(w)));
     await db.end().catch(() => undefined);
-    await database.drop();
-    await deleteBenchKeys(redisUrl, prefix);
+    await deployment.cleanUp();
     sim.stop();
-    await rm(dir, { recursive: true, force: true });
   }
 }
 

@@ -16,6 +16,7 @@ import type { Database } from '../warehouse/database.ts';
 import type { RunStatus } from './tables.ts';
 import { jsonbText } from '../warehouse/jsonb-text.ts';
 import type { OrgDb } from '../warehouse/scope.ts';
+import { quarantinedInRun } from './sync-state.ts';
 
 type Db = Kysely<Database>;
 
@@ -78,7 +79,7 @@ export interface FinishRunInput extends Partial<RunCounts> {
   error?: string | undefined;
   /** e.g. 'not applicable' (no unlimited plan) or 'not available'. */
   note?: string | undefined;
-  /** Also adds the distinct records this run quarantined (its rows in trainsync.quarantine: a record read again in the run counts once), counted by the closing statement itself. */
+  /** Also adds the distinct records this run quarantined (quarantinedInRun: a record read again in the run counts once), counted by the closing statement itself. */
   quarantinedOfRun?: boolean;
 }
 
@@ -138,7 +139,7 @@ export async function finishRunWithTotals(db: Db, runId: number, input: FinishRu
 function closingSets(runId: number, input: FinishRunInput) {
   const counters = counterSets(input);
   if (input.quarantinedOfRun) {
-    counters.quarantined = sql<number>`${sql.ref('quarantined')} + ${input.quarantined ?? 0} + (select count(*) from trainsync.quarantine q where q.run_id = ${runId})::int`;
+    counters.quarantined = sql<number>`${sql.ref('quarantined')} + ${input.quarantined ?? 0} + ${quarantinedInRun(runId)}`;
   }
   return { ...counters, status: input.status, finished_at: sql<Date>`clock_timestamp()`, error: input.error ?? null, note: input.note ?? null };
 }

@@ -10,7 +10,7 @@
  * sequence across organisations, so an id names one organisation's run. Values read back
  * are parsed at this edge.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { z } from 'zod';
 import type { RecordProblem } from '../platform/types.ts';
 import type { Database } from '../warehouse/database.ts';
@@ -133,6 +133,15 @@ export interface QuarantineCount {
   resource: string;
   count: number;
   lastSeenAt: Date;
+}
+
+/**
+ * The distinct records run `runId` quarantined (a record read again in the run is one row), as an
+ * expression: the runs' store adds it in the statement that closes the run, so the count costs no
+ * statement of its own.
+ */
+export function quarantinedInRun(runId: number): RawBuilder<number> {
+  return sql<number>`(select count(*) from trainsync.quarantine q where q.run_id = ${runId})::int`;
 }
 
 /** The organisation's quarantined records per resource (for `status`). */

@@ -100,13 +100,15 @@ describe('two reconciles of one organisation at the same moment', () => {
         const said = stderrSaid(run.stderr);
         if (run.code === 2) {
           seen.cliYielded += 1;
-          expect(said).toMatch(/another reconcile --fix of organisation default is running \(the scheduled reconcile-fix job \d+ on [^,]+:\d+, started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\); this one skipped: nothing was planned, enqueued or changed/);
+          // Named, unless the holder had not written its note within the yielder's wait (a busy machine):
+          // the tests below hold the lock with its note written and check the naming itself.
+          expect(said).toMatch(/another reconcile --fix of organisation default is running \((the scheduled reconcile-fix job \d+ on [^,]+:\d+, started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC|it has only just started and not yet said who it is)\); this one skipped: nothing was planned, enqueued or changed/);
           expect(summary.skipped).toBeUndefined();
         } else {
           expect(run.code, run.stdout + run.stderr).toBe(0);
           if (summary.skipped !== undefined) {
             seen.jobYielded += 1;
-            expect(summary.skipped).toMatch(/another reconcile --fix of organisation default is running \(`trainsync reconcile --fix` on [^,]+:\d+, started .* UTC\); this one skipped/);
+            expect(summary.skipped).toMatch(/another reconcile --fix of organisation default is running \((`trainsync reconcile --fix` on [^,]+:\d+, started .* UTC|it has only just started and not yet said who it is)\); this one skipped/);
             expect(summary.enqueued).toBe(0);
           } else {
             // One after the other: the second found the repairs done, or waited for the first's.

@@ -70,6 +70,25 @@ export async function underReconcileLock<T>(deps: Pick<ProvisionDeps, 'locks' | 
     }
   });
   if (got.acquired) return { ran: true, value: got.value };
-  const holder = await notes.get(deps.scope, RECONCILE_LOCK).catch(() => undefined);
+  const holder = await holderNote(() => notes.get(deps.scope, RECONCILE_LOCK).catch(() => undefined));
   return { ran: false, busy: { holder, message: busyMessage(org, holder) } };
+}
+
+/** How long the one that yields waits for the holder's note: the lock (Postgres) and the note (Redis) cannot be taken in one step. */
+const NOTE_WAIT_MS = 2_000;
+const NOTE_POLL_MS = 100;
+
+/**
+ * The holder's note, asked again for a moment while it is missing: a holder that has
+ * only just taken the lock writes it a round trip later, and saying who holds the lock is
+ * worth a second's wait to the one that changes nothing. Undefined once the wait is over
+ * (a holder that is slow to write it, or one whose note expired).
+ */
+async function holderNote(read: () => Promise<string | undefined>): Promise<string | undefined> {
+  const until = performance.now() + NOTE_WAIT_MS;
+  for (;;) {
+    const note = await read();
+    if (note !== undefined || performance.now() >= until) return note;
+    await new Promise((resolve) => setTimeout(resolve, NOTE_POLL_MS));
+  }
 }

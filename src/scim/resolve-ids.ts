@@ -30,6 +30,11 @@ export type ResolveOutcome = { ran: false; reason: 'none' | 'creates-queued' } |
 export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutcome> {
   const { scope, platform } = deps;
   const { db, org } = scope;
+  // The open creates first: a create goes from queued to succeeded in one statement, so one that
+  // is not open now is succeeded (or ended) when the read below runs. Read the other way round, a
+  // create finishing between the two reads was in neither: "none" was answered, the pass marked
+  // done, and the ids waited for the minute's pass (seen as a 60 s stall under load).
+  const open = await countOpenCreates(scope);
   // Unresolved creates whose identity still has no platform id, with the identity's e-mail.
   const creates = await unresolvedCreates(scope, employeesWithoutAccountSql(scope));
   const identities = new Map((await identitiesOf(scope, creates.map((c) => c.employee_id))).map((i) => [i.employee_id, i]));
@@ -37,7 +42,6 @@ export async function resolveDeferredIds(deps: ResolveDeps): Promise<ResolveOutc
     const identity = identities.get(c.employee_id);
     return identity !== undefined && identity.platform_user_id === null ? [{ ...c, email: identity.email }] : [];
   });
-  const open = await countOpenCreates(scope);
   if (waiting.length === 0) return { ran: false, reason: open > 0 ? 'creates-queued' : 'none' };
   const oldest = Math.min(...waiting.map((w) => w.updated_at.getTime()));
   if (open > 0 && Date.now() - oldest < MAX_WAIT_MS) return { ran: false, reason: 'creates-queued' };

@@ -151,17 +151,17 @@ function scopedClient(client: pg.PoolClient, setScope: string): pg.PoolClient {
   let inTransaction = false;
   let own: Promise<unknown> = Promise.resolve();
   const raw = client.query.bind(client) as RawQuery;
-  /** BEGIN (the caller's text) and the scope; on failure nothing stays open. Resolves to BEGIN's result. */
-  const begin = async (text: string): Promise<unknown> => {
+  /** A BEGIN and the scope, sent by `send`; on failure nothing stays open. Resolves to BEGIN's result. */
+  const opened = async (send: () => Promise<unknown>): Promise<unknown> => {
     try {
-      // One simple query, which takes no parameters: the BEGIN and the handle's constants (scopeStatement).
-      const results = (await client.query(`${withoutEnd(text)}; ${setScope}`)) as unknown as unknown[];
-      return results[0];
+      return await send();
     } catch (error) {
       await raw('rollback').catch(() => undefined);
       throw error;
     }
   };
+  // One simple query, which takes no parameters: the BEGIN (the caller's text) and the handle's constants (scopeStatement).
+  const begin = (text: string): Promise<unknown> => opened(async () => ((await client.query(`${withoutEnd(text)}; ${setScope}`)) as unknown as unknown[])[0]);
   /** `fn` after the transactions of their own sent before it (whatever their outcome). */
   const inTurn = <T>(fn: () => Promise<T>): Promise<T> => {
     const turn = own.then(fn);
@@ -175,20 +175,15 @@ function scopedClient(client: pg.PoolClient, setScope: string): pg.PoolClient {
       // A BEGIN with values or options of its own (none of ours) keeps them: the scope follows it.
       const plain = typeof args[0] === 'string' && (args.length === 1 || (Array.isArray(args[1]) && args[1].length === 0));
       return inTurn(async () => {
-        if (plain) {
-          const began = await begin(text);
-          inTransaction = true;
-          return began;
-        }
-        const began = await raw(...args);
+        const began = plain
+          ? await begin(text)
+          : await opened(async () => {
+              const result = await raw(...args);
+              await raw(setScope);
+              return result;
+            });
+        // The caller's transaction from here to its COMMIT or ROLLBACK: its statements go as they are.
         inTransaction = true;
-        try {
-          await raw(setScope);
-        } catch (error) {
-          inTransaction = false;
-          await raw('rollback').catch(() => undefined);
-          throw error;
-        }
         return began;
       });
     }

@@ -5,7 +5,7 @@ import type { OrgSettings } from '../settings/orgs-file.ts';
 import type { Logger } from 'pino';
 import { InvalidRecordError, malformed, PlatformError } from './errors.ts';
 import { checkOrParse, fastCheckFor } from './fast-checks.ts';
-import { apiBase, createTransport, type ApiRequest } from './http.ts';
+import { apiBase, createTransport, socketsPerOrigin, type ApiRequest } from './http.ts';
 import { parseLoginUrl } from './login-url.ts';
 import { describeIssues, nextPageFromLinks, paginate, validateEntities } from './paginate.ts';
 import { createRequestBudget } from './request-budget.ts';
@@ -29,6 +29,8 @@ export interface PlatformClientOptions {
   timeoutMs?: number;
   /** TCP/TLS connect, default 5 s. */
   connectTimeoutMs?: number;
+  /** The socket cap of the process' one pool for this origin (http.ts, socketsPerOrigin). */
+  maxSockets?: number;
   /** Attempts after the first, default 6. */
   retries?: number;
   /** Cap of any one backoff or Retry-After wait, default 60 s. */
@@ -55,6 +57,7 @@ export function platformClientOptionsFromConfig(config: Config, org: OrgSettings
     requestsPerSecond: org.requestsPerSecond,
     timeoutMs: config.TRAINSYNC_HTTP_TIMEOUT_MS,
     connectTimeoutMs: config.TRAINSYNC_CONNECT_TIMEOUT_MS,
+    maxSockets: socketsPerOrigin(config.TRAINSYNC_WORKER_CONCURRENCY, config.TRAINSYNC_PROVISION_CONCURRENCY),
     retries: config.TRAINSYNC_HTTP_RETRIES,
     retryMaxDelayMs: config.TRAINSYNC_RETRY_MAX_DELAY_MS,
     urlSetting: apiUrlSetting(config, org),
@@ -151,6 +154,7 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     },
     timeoutMs: options.timeoutMs ?? 30_000,
     connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
+    maxSockets: options.maxSockets,
     onRequest: options.onRequest,
     urlSetting: options.urlSetting,
   });

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { classifyResponse, classifyTransportError, PLATFORM_UNREACHABLE, PlatformError, platformUnreachable } from './errors.ts';
 import type { RequestBudget } from './request-budget.ts';
 import { tallyRequest } from './request-tally.ts';
+import { leasePool, type PoolLease } from './shared-pools.ts';
 import { parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.ts';
 import type { RequestEvent } from './types.ts';
 import { ATTR } from '../lib/tracing/attributes.ts';
@@ -23,16 +24,27 @@ import { annotate, inSpan, tracingOn } from '../lib/tracing/spans.ts';
  *   a path, so no request of ours can go anywhere else, and it never follows a redirect
  *   (a 3xx is classified like any other status, not retried);
  * - a whole-request timeout (our own timer) besides the connect timeout;
- * - keep-alive sockets of our own, at most MAX_SOCKETS;
+ * - keep-alive sockets of our own, at most MAX_SOCKETS per origin, shared by the
+ *   organisations' clients of one process (shared-pools.ts);
  * - transport errors classified by code (errors.ts), with bare causes (no headers).
  * The body is read as text once and parsed by the caller once.
  */
 
 /**
- * Sockets per origin: every window (TRAINSYNC_RESULTS_CONCURRENCY) of every job
- * (TRAINSYNC_WORKER_CONCURRENCY) with its pages read ahead stays on an open connection.
+ * Sockets per origin for four jobs: every window (TRAINSYNC_RESULTS_CONCURRENCY) of each
+ * with its pages read ahead stays on an open connection.
  */
 export const MAX_SOCKETS = 64;
+
+/**
+ * The cap of the one pool a process keeps per origin (shared-pools.ts): MAX_SOCKETS for
+ * every four sync jobs it runs at once, and one for each provisioning job. Sockets open
+ * only as requests need them and close after 5 s idle, so a high cap costs nothing idle;
+ * what is in flight is bounded by the budgets long before it.
+ */
+export function socketsPerOrigin(workerConcurrency: number, provisionConcurrency: number): number {
+  return MAX_SOCKETS * Math.ceil(workerConcurrency / 4) + provisionConcurrency;
+}
 
 export interface TransportOptions {
   /** The configured base, e.g. `http://127.0.0.1:4000`; `/api/v2/` is appended. */
@@ -43,6 +55,8 @@ export interface TransportOptions {
   retry: RetryPolicy;
   timeoutMs: number;
   connectTimeoutMs: number;
+  /** The shared pool's socket cap (socketsPerOrigin); MAX_SOCKETS when unset. */
+  maxSockets?: number | undefined;
   onRequest?: ((event: RequestEvent) => void) | undefined;
   /**
    * The setting a person fixes when nothing answers at apiUrl (`TRAINSYNC_API_URL`, or an
@@ -101,7 +115,7 @@ function openPool({ Pool }: typeof import('undici'), origin: string, options: Tr
   // Node's global dispatcher would do keep-alive too, but is shared with every other
   // client in the process, has no socket limit of ours and goes to any origin.
   return new Pool(origin, {
-    connections: MAX_SOCKETS,
+    connections: options.maxSockets ?? MAX_SOCKETS,
     pipelining: 1,
     keepAliveTimeout: 5_000,
     connect: { timeout: options.connectTimeoutMs },
@@ -214,11 +228,12 @@ export function createTransport(options: TransportOptions): Transport {
   const { log, budget, retry, timeoutMs } = options;
   // undici is loaded by the first request: a command that never calls the platform
   // (status, cancel, migrate…) does not pay its ~30 ms of loading at every start.
-  let connection: Promise<Dispatcher> | undefined;
+  // The pool is shared with every other client of the same origin in this process (shared-pools.ts).
+  let lease: PoolLease | undefined;
   let ready: Dispatcher | undefined;
   const connect = async (): Promise<Dispatcher> => {
-    connection ??= loadHttpClient().then((undici) => openPool(undici, origin, options));
-    ready = await connection;
+    lease ??= leasePool(`${origin} ${timeoutMs} ${options.connectTimeoutMs} ${options.maxSockets ?? MAX_SOCKETS}`, () => loadHttpClient().then((undici) => openPool(undici, origin, options)));
+    ready = await lease.pool;
     return ready;
   };
   const sent = (): void => budget.sent?.();
@@ -383,9 +398,12 @@ export function createTransport(options: TransportOptions): Transport {
   }
 
   function close(): void {
-    // Destroyed, not closed: like the agents before, an idle socket must not hold the process.
-    // No request yet: no pool (a pool still being made is destroyed once it is).
-    void connection?.then((pool) => pool.destroy()).catch((error: unknown) => log.debug({ err: { message: errorMessage(error) } }, 'closing the platform connection pool'));
+    // Destroyed, not closed, by the last client of its origin: like the agents before, an
+    // idle socket must not hold the process. No request yet: no lease (a pool still being
+    // made is destroyed once it is).
+    void lease?.release().catch((error: unknown) => log.debug({ err: { message: errorMessage(error) } }, 'closing the platform connection pool'));
+    lease = undefined;
+    ready = undefined;
   }
 
   return { origin, send, close };

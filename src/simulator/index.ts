@@ -131,6 +131,8 @@ export interface RunningSimulator {
   overlap: Overlap | undefined;
   /** Every request received, in order (the last 200,000). The array is never replaced. */
   requests: RequestRecord[];
+  /** TCP connections accepted so far (clients that share sockets open fewer). */
+  connections(): number;
   /** Each organisation's (key's) authorised requests, keyed by its GUID. */
   requestsByOrganisation(windowMs?: number): Record<string, OrganisationRequests>;
   /** Merges faults and restarts their counters, so "every Nth" counts from the next request. */
@@ -364,6 +366,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     });
   });
   server.keepAliveTimeout = 30_000;
+  let accepted = 0;
+  server.on('connection', () => (accepted += 1));
   server.on('clientError', (_err, socket) => socket.destroy());
 
   await new Promise<void>((resolve, reject) => {
@@ -392,6 +396,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     organisation: findOrganisation,
     overlap,
     requests,
+    connections: () => accepted,
     requestsByOrganisation: (windowMs?: number) => requestsByOrganisation(requests, windowMs),
     setFaults,
     resultChanges: (ref?: string) => resultChanges(ref === undefined ? first : findOrganisation(ref)),

@@ -208,8 +208,8 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
       rule.answered(arrival.page, page.totalEntities, page.records.length + page.problems.length);
       counts.pages += 1;
       pagesInBatch += 1;
-      for (const record of page.records) if (!keep || keep(record)) rows.add(record);
-      for (const problem of page.problems) problems.push(problem);
+      rows.addAll(page.records, keep);
+      if (page.problems.length > 0) problems.push(...page.problems);
       if (rows.size >= ctx.config.TRAINSYNC_BATCH_ROWS) await flush(false);
       if (options.afterPage) {
         await options.afterPage(page, {

@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createPlatformClient, type PlatformClientOptions } from '../src/platform/client.ts';
+import { RESULTS, resultsQuery } from '../src/platform/listings.ts';
 import { PlatformError } from '../src/platform/errors.ts';
 import type { Page, PlatformClient, RequestEvent } from '../src/platform/types.ts';
 import {
@@ -276,6 +277,33 @@ describe('error classification over HTTP', () => {
     expect(sim.requests).toHaveLength(1);
     expect(sim.requests[0]!.authorization).toBe(`Bearer ${wrongKey}`);
     expect(logLines.join('')).not.toContain(wrongKey);
+  });
+});
+
+describe("a run's count of requests", () => {
+  it('a counting view adds each HTTP attempt of its own requests to its tally, and only those', async () => {
+    const walk = { requests: 0 };
+    const reads = { requests: 0 };
+    const walking = client.counting(walk);
+    const reading = client.counting(reads);
+    const windowOf = (startDate: string, endDate: string) => ({ query: resultsQuery({ startDate, endDate }) });
+    // Every other request fails once with a 5xx and is retried: each attempt counts.
+    sim.setFaults({ serverErrorEvery: 2 });
+    const [pages] = await Promise.all([
+      collect(walking.listResults({ startDate: '2024-03-01', endDate: '2024-05-01' })),
+      reading.getSeats(),
+      reading.listPage(RESULTS, windowOf('2024-06-01', '2024-07-01'), 1),
+      // The client itself, at the same time: counted by no tally.
+      client.listPage(RESULTS, windowOf('2024-08-01', '2024-09-01'), 1),
+    ]);
+    const sent = (path: string, startDate?: string): number =>
+      sim.requests.filter((r) => r.path === path && (startDate === undefined || new URLSearchParams(r.query).get('startDate')?.startsWith(startDate))).length;
+    expect(sim.requests.some((r) => r.status >= 500)).toBe(true);
+    expect(pages.length).toBeGreaterThan(3);
+    expect(walk.requests).toBe(sent('/api/v2/results', '2024-03-01'));
+    expect(reads.requests).toBe(sent('/api/v2/users/seats') + sent('/api/v2/results', '2024-06-01'));
+    expect(sent('/api/v2/results', '2024-08-01')).toBeGreaterThanOrEqual(1);
+    expect(walk.requests + reads.requests).toBe(sim.requests.length - sent('/api/v2/results', '2024-08-01'));
   });
 });
 

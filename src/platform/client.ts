@@ -12,6 +12,7 @@ import { createRequestBudget } from './request-budget.ts';
 import { DEFAULT_RETRY_POLICY } from './retry.ts';
 import { COURSES, FILTERS, RESULTS, resultsQuery, SEATS, USERS } from './listings.ts';
 import { createUserSchema, envelopeSchema, resultSchema, type Envelope, type PlatformUser } from './schemas.ts';
+import type { RequestTally } from './request-tally.ts';
 import type { ListOptions, ListRequest, Listing, Page, PlatformClient, RequestEvent } from './types.ts';
 
 export interface PlatformClientOptions {
@@ -159,8 +160,6 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     urlSetting: options.urlSetting,
   });
 
-  const send = <T>(request: ApiRequest<T>): Promise<T> => transport.send(request);
-
   /** The request's query: `undefined` and empty values left out, an array's values repeated under one name. */
   function queryOf(request: ListRequest): URLSearchParams {
     const q = new URLSearchParams();
@@ -183,146 +182,160 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     });
   }
 
-  function list<T>(listing: Listing<T>, request: ListRequest = {}, listOptions: ListOptions = {}): AsyncIterable<Page<T>> {
-    const path = pathOf(listing as Listing<unknown>, request);
-    const query = queryOf(request);
-    const parseEnvelope = jsonOf<Envelope>(envelopeSchema, 'GET', `/api/v2/${path}`);
-    return paginate({
-      resource: listing.resource,
-      schema: listing.schema,
-      check: listing.fastCheck ?? fastCheckFor(listing.schema),
-      mode: listing.paging,
-      origin,
-      log,
-      startPage: listOptions.startPage,
-      endPage: listOptions.endPage,
-      signal: listOptions.signal,
-      prefetch: listOptions.prefetch,
-      fetchPage: (page) => {
-        // The caller's own query plus the page number: never a link's query.
-        const q = new URLSearchParams(query);
-        q.set('page', String(page));
-        return send({ method: 'GET', path, query: q, parse: parseEnvelope, signal: listOptions.signal });
-      },
-    });
-  }
-
-  async function listPage<T>(listing: Listing<T>, request: ListRequest, page: number, pageOptions: { signal?: AbortSignal } = {}): Promise<Page<T>> {
-    const path = pathOf(listing as Listing<unknown>, request);
-    const q = queryOf(request);
-    q.set('page', String(page));
-    const envelope = await send({ method: 'GET', path, query: q, parse: jsonOf<Envelope>(envelopeSchema, 'GET', `/api/v2/${path}`), signal: pageOptions.signal });
-    if (envelope.page !== undefined && envelope.page !== page) {
-      throw new PlatformError(`paging through ${listing.resource} stopped: asked for page ${page}, the platform answered page ${envelope.page}`, { code: 'PAGINATION_LOOP', retryable: false });
-    }
-    // The walk pages by number and total; a link is still checked (a foreign host is logged, a broken one refused).
-    nextPageFromLinks(envelope.links, { origin, resource: listing.resource, log });
-    const { records, problems } = validateEntities(listing.resource, page, envelope.entities, listing.schema, listing.fastCheck ?? fastCheckFor(listing.schema));
-    if (problems.length > 0) log.warn({ resource: listing.resource, page, problems: problems.length }, 'records failed validation and were set aside');
-    return { page, totalEntities: envelope.totalEntities, records, problems };
-  }
-
   function params(entries: Record<string, string | undefined>): URLSearchParams {
     const q = new URLSearchParams();
     for (const [key, value] of Object.entries(entries)) if (value !== undefined && value !== '') q.set(key, value);
     return q;
   }
 
-  const client: PlatformClient = {
-    list,
-    listPage,
+  /**
+   * The client's methods over one way of sending: every request as it is (the client), or
+   * each one carrying a run's tally (`counting`).
+   */
+  function clientFor(tally: RequestTally | undefined): PlatformClient {
+    const send = tally === undefined ? <T>(request: ApiRequest<T>): Promise<T> => transport.send(request) : <T>(request: ApiRequest<T>): Promise<T> => transport.send({ ...request, tally });
 
-    read(endpoint, readOptions = {}) {
-      return send({ method: 'GET', path: endpoint.path, parse: jsonOf(endpoint.schema, 'GET', `/api/v2/${endpoint.path}`), signal: readOptions.signal });
-    },
+    function list<T>(listing: Listing<T>, request: ListRequest = {}, listOptions: ListOptions = {}): AsyncIterable<Page<T>> {
+      const path = pathOf(listing as Listing<unknown>, request);
+      const query = queryOf(request);
+      const parseEnvelope = jsonOf<Envelope>(envelopeSchema, 'GET', `/api/v2/${path}`);
+      return paginate({
+        resource: listing.resource,
+        schema: listing.schema,
+        check: listing.fastCheck ?? fastCheckFor(listing.schema),
+        mode: listing.paging,
+        origin,
+        log,
+        startPage: listOptions.startPage,
+        endPage: listOptions.endPage,
+        signal: listOptions.signal,
+        prefetch: listOptions.prefetch,
+        fetchPage: (page) => {
+          // The caller's own query plus the page number: never a link's query.
+          const q = new URLSearchParams(query);
+          q.set('page', String(page));
+          return send({ method: 'GET', path, query: q, parse: parseEnvelope, signal: listOptions.signal });
+        },
+      });
+    }
 
-    listCourses(query = {}, listOptions = {}) {
-      return list(COURSES, { query: { categoryType: query.categoryType, name: query.name } }, listOptions);
-    },
-
-    listResults(query = {}, listOptions = {}) {
-      return list(RESULTS, { query: resultsQuery(query) }, listOptions);
-    },
-
-    getResult(resultId) {
-      const path = `results/${seg(resultId)}`;
-      return send({ method: 'GET', path, parse: recordOf(resultSchema, 'GET', `/api/v2/${path}`) });
-    },
-
-    listFilters(listOptions = {}) {
-      return list(FILTERS, {}, listOptions);
-    },
-
-    listUsers(query = {}, listOptions = {}) {
-      return list(USERS, { query: { email: query.email, orgId: query.orgId, userId: query.userId } }, listOptions);
-    },
-
-    async findUserByEmail(email) {
-      const wanted = email.trim().toLowerCase();
-      if (wanted === '') return undefined;
-      // The platform's filter is a partial match on username and e-mail: check exactly here.
-      for await (const page of client.listUsers({ email: wanted })) {
-        const match = page.records.find((u: PlatformUser) => u.email.trim().toLowerCase() === wanted);
-        if (match !== undefined) return match;
+    async function listPage<T>(listing: Listing<T>, request: ListRequest, page: number, pageOptions: { signal?: AbortSignal } = {}): Promise<Page<T>> {
+      const path = pathOf(listing as Listing<unknown>, request);
+      const q = queryOf(request);
+      q.set('page', String(page));
+      const envelope = await send({ method: 'GET', path, query: q, parse: jsonOf<Envelope>(envelopeSchema, 'GET', `/api/v2/${path}`), signal: pageOptions.signal });
+      if (envelope.page !== undefined && envelope.page !== page) {
+        throw new PlatformError(`paging through ${listing.resource} stopped: asked for page ${page}, the platform answered page ${envelope.page}`, { code: 'PAGINATION_LOOP', retryable: false });
       }
-      return undefined;
-    },
+      // The walk pages by number and total; a link is still checked (a foreign host is logged, a broken one refused).
+      nextPageFromLinks(envelope.links, { origin, resource: listing.resource, log });
+      const { records, problems } = validateEntities(listing.resource, page, envelope.entities, listing.schema, listing.fastCheck ?? fastCheckFor(listing.schema));
+      if (problems.length > 0) log.warn({ resource: listing.resource, page, problems: problems.length }, 'records failed validation and were set aside');
+      return { page, totalEntities: envelope.totalEntities, records, problems };
+    }
 
-    getSeats() {
-      return client.read(SEATS);
-    },
+    const client: PlatformClient = {
+      list,
+      listPage,
 
-    async createUser(input) {
-      const body = createUserSchema.safeParse(input);
-      if (!body.success) {
-        throw new PlatformError(`POST /api/v2/users not sent: ${describeIssues(body.error)}`, {
-          code: 'INVALID_MODEL',
-          details: body.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })),
-          retryable: false,
+      read(endpoint, readOptions = {}) {
+        return send({ method: 'GET', path: endpoint.path, parse: jsonOf(endpoint.schema, 'GET', `/api/v2/${endpoint.path}`), signal: readOptions.signal });
+      },
+
+      listCourses(query = {}, listOptions = {}) {
+        return list(COURSES, { query: { categoryType: query.categoryType, name: query.name } }, listOptions);
+      },
+
+      listResults(query = {}, listOptions = {}) {
+        return list(RESULTS, { query: resultsQuery(query) }, listOptions);
+      },
+
+      getResult(resultId) {
+        const path = `results/${seg(resultId)}`;
+        return send({ method: 'GET', path, parse: recordOf(resultSchema, 'GET', `/api/v2/${path}`) });
+      },
+
+      listFilters(listOptions = {}) {
+        return list(FILTERS, {}, listOptions);
+      },
+
+      listUsers(query = {}, listOptions = {}) {
+        return list(USERS, { query: { email: query.email, orgId: query.orgId, userId: query.userId } }, listOptions);
+      },
+
+      async findUserByEmail(email) {
+        const wanted = email.trim().toLowerCase();
+        if (wanted === '') return undefined;
+        // The platform's filter is a partial match on username and e-mail: check exactly here.
+        for await (const page of client.listUsers({ email: wanted })) {
+          const match = page.records.find((u: PlatformUser) => u.email.trim().toLowerCase() === wanted);
+          if (match !== undefined) return match;
+        }
+        return undefined;
+      },
+
+      getSeats() {
+        return client.read(SEATS);
+      },
+
+      async createUser(input) {
+        const body = createUserSchema.safeParse(input);
+        if (!body.success) {
+          throw new PlatformError(`POST /api/v2/users not sent: ${describeIssues(body.error)}`, {
+            code: 'INVALID_MODEL',
+            details: body.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })),
+            retryable: false,
+          });
+        }
+        await send({ method: 'POST', path: 'users', json: body.data, parse: ignoreBody });
+      },
+
+      async setPassword(userIdentifier, password) {
+        await send({
+          method: 'POST',
+          path: 'users/password',
+          query: params({ userIdentifier }),
+          json: { password },
+          parse: ignoreBody,
         });
-      }
-      await send({ method: 'POST', path: 'users', json: body.data, parse: ignoreBody });
-    },
+      },
 
-    async setPassword(userIdentifier, password) {
-      await send({
-        method: 'POST',
-        path: 'users/password',
-        query: params({ userIdentifier }),
-        json: { password },
-        parse: ignoreBody,
-      });
-    },
+      getAutostartLoginUrl(userIdentifier, courseId) {
+        return send({
+          method: 'POST',
+          path: 'login/autostart',
+          query: params({ userIdentifier, courseId }),
+          parse: (body) => parseLoginUrl(body),
+        });
+      },
 
-    getAutostartLoginUrl(userIdentifier, courseId) {
-      return send({
-        method: 'POST',
-        path: 'login/autostart',
-        query: params({ userIdentifier, courseId }),
-        parse: (body) => parseLoginUrl(body),
-      });
-    },
+      async disableUser(userId) {
+        await send({ method: 'PATCH', path: `users/${seg(userId)}/disable`, parse: ignoreBody });
+      },
 
-    async disableUser(userId) {
-      await send({ method: 'PATCH', path: `users/${seg(userId)}/disable`, parse: ignoreBody });
-    },
+      async enableUser(userId) {
+        await send({ method: 'PATCH', path: `users/${seg(userId)}/enable`, parse: ignoreBody });
+      },
 
-    async enableUser(userId) {
-      await send({ method: 'PATCH', path: `users/${seg(userId)}/enable`, parse: ignoreBody });
-    },
+      async addToGroup(groupId, userId) {
+        await send({ method: 'POST', path: `groups/${seg(groupId)}/users`, json: { userId }, parse: ignoreBody });
+      },
 
-    async addToGroup(groupId, userId) {
-      await send({ method: 'POST', path: `groups/${seg(groupId)}/users`, json: { userId }, parse: ignoreBody });
-    },
+      async removeFromGroup(groupId, userId) {
+        await send({ method: 'DELETE', path: `groups/${seg(groupId)}/users/${seg(userId)}`, parse: ignoreBody });
+      },
 
-    async removeFromGroup(groupId, userId) {
-      await send({ method: 'DELETE', path: `groups/${seg(groupId)}/users/${seg(userId)}`, parse: ignoreBody });
-    },
+      counting(runTally) {
+        return clientFor(runTally);
+      },
 
-    close() {
-      transport.close();
-      return budget.close();
-    },
-  };
-  return client;
+      close() {
+        transport.close();
+        return budget.close();
+      },
+    };
+    return client;
+  }
+
+  return clientFor(undefined);
 }

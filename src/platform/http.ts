@@ -4,7 +4,7 @@ import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import { classifyResponse, classifyTransportError, PLATFORM_UNREACHABLE, PlatformError, platformUnreachable } from './errors.ts';
 import type { RequestBudget } from './request-budget.ts';
-import { tallyRequest } from './request-tally.ts';
+import type { RequestTally } from './request-tally.ts';
 import { leasePool, type PoolLease } from './shared-pools.ts';
 import { parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.ts';
 import type { RequestEvent } from './types.ts';
@@ -79,6 +79,8 @@ export interface ApiRequest<T> {
    */
   parse: (body: string, status: number) => T;
   signal?: AbortSignal | undefined;
+  /** Each HTTP attempt of this request is added to it (a run's requests: request-tally.ts). */
+  tally?: RequestTally | undefined;
 }
 
 export interface Transport {
@@ -316,7 +318,7 @@ export function createTransport(options: TransportOptions): Transport {
     const started = performance.now();
     let status: number | undefined;
     let code: string | undefined;
-    tallyRequest();
+    if (request.tally !== undefined) request.tally.requests += 1;
     try {
       const response = await exchange(request, prepared, logPath);
       status = response.status;

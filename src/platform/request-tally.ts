@@ -1,23 +1,14 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-
 /**
  * Counts the platform requests made on behalf of one piece of work (a sync run),
- * though one client serves every job of the process: each HTTP attempt adds to the
- * tally of the async context it was started from.
+ * though one client serves every job of the process: the run's view of the client
+ * (`PlatformClient.counting`) hands its tally to every request it sends, and the
+ * transport adds each HTTP attempt of such a request to it.
+ *
+ * Passed down, not kept in an AsyncLocalStorage: an AsyncLocalStorage in use turns on
+ * Node's promise hooks for the whole process, a JavaScript call and two extra fields on
+ * every promise any code makes (undici's, pg's, every async function's), and V8 compiles
+ * those hooks too; a results sync makes thousands of promises a page.
  */
 export interface RequestTally {
   requests: number;
-}
-
-const current = new AsyncLocalStorage<RequestTally>();
-
-/** Runs `work` with every platform request it starts (directly or not) added to `tally`. */
-export function countRequests<T>(tally: RequestTally, work: () => Promise<T>): Promise<T> {
-  return current.run(tally, work);
-}
-
-/** Called by the transport for every HTTP attempt it sends. */
-export function tallyRequest(): void {
-  const tally = current.getStore();
-  if (tally) tally.requests += 1;
 }

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { FastCheck } from './fast-checks.ts';
 import type { Course, CreateUserInput, PlatformUser, ReportingFilter, Result, Seats } from './schemas.ts';
+import type { RequestTally } from './request-tally.ts';
 
 /** A record of a list page that failed validation: kept raw so the caller can quarantine it. */
 export interface RecordProblem {
@@ -125,6 +126,12 @@ export interface PlatformClient {
   enableUser(userId: string): Promise<void>;
   addToGroup(groupId: string, userId: string): Promise<void>;
   removeFromGroup(groupId: string, userId: string): Promise<void>;
+  /**
+   * This client, with each HTTP attempt of every request sent through the view returned
+   * also added to `tally` (a run's requests: src/sync/run.ts). Same transport, budget and
+   * connections; `close` of either closes both.
+   */
+  counting(tally: RequestTally): PlatformClient;
   /** Releases the limiter's Redis connections. */
   close(): Promise<void>;
 }

@@ -10,8 +10,9 @@ import type { SyncSummary } from './summary.ts';
  * (seats: NO_UNLIMITED_PLAN) gets a row without a reading, and the run succeeds with
  * its note.
  */
-export function syncReading<T>(ctx: JobContext, resource: ReadingResource<T>): Promise<SyncSummary> {
-  return withRun(ctx, { resource: resource.name, mode: 'snapshot' }, async (run) => {
+export function syncReading<T>(jobCtx: JobContext, resource: ReadingResource<T>): Promise<SyncSummary> {
+  // The run's context: its requests count toward the run (run.ts).
+  return withRun(jobCtx, { resource: resource.name, mode: 'snapshot' }, async (run, ctx) => {
     let reading: T | undefined;
     let note: string | undefined;
     try {

@@ -1,7 +1,7 @@
 import type { JobContext } from '../queue/job-context.ts';
 import { errorMessage } from '../lib/errors.ts';
 import { toInfrastructureError } from '../lib/infra-errors.ts';
-import { countRequests, type RequestTally } from '../platform/request-tally.ts';
+import type { RequestTally } from '../platform/request-tally.ts';
 import { addRunCounts, addRunCountsAndTotals, closeAbandonedRuns, finishRun, finishRunWithTotals, startRun, startRunClosingAbandoned, type FinishRunInput, type RunCounts } from './runs-store.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
@@ -94,12 +94,14 @@ async function startOrResume(ctx: JobContext, spec: RunSpec): Promise<ActiveRun 
 /**
  * The lifecycle of every sync run: records it as running (or resumes the one an
  * earlier attempt started), does the work, and returns the summary from the recorded
- * totals. The work closes the run itself with `finishRun`, inside the transaction of
+ * totals. The work is given the run's context: the job's, whose `platform` adds every
+ * request it sends to the run's count (request-tally.ts); it makes its requests through
+ * that one. The work closes the run itself with `finishRun`, inside the transaction of
  * its last rows, so a run is never marked finished without them. A run that throws is
  * marked failed, except a resumable one stopped for shutdown or by a Postgres outage:
  * the next attempt goes on.
  */
-export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: ActiveRun) => Promise<RunExtras | void>): Promise<SyncSummary> {
+export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: ActiveRun, ctx: JobContext) => Promise<RunExtras | void>): Promise<SyncSummary> {
   const started = Date.now();
   const { abandoned, ...run } = await startOrResume(ctx, spec);
   if (abandoned > 0) ctx.log.info({ resource: spec.resource, abandoned }, 'marked runs that were cut off as failed');
@@ -111,7 +113,8 @@ export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: Active
   try {
     // Traces on: the walk (its pages, COPYs and commits) is one span inside the job's.
     const walk = { [ATTR.org]: ctx.org.slug, [ATTR.resource]: spec.resource, [ATTR.runId]: run.id };
-    extras = await countRequests(tally, () => inSpan(`walk ${spec.resource}`, walk, () => work(run)));
+    const runCtx: JobContext = { ...ctx, platform: ctx.platform.counting(tally) };
+    extras = await inSpan(`walk ${spec.resource}`, walk, () => work(run, runCtx));
   } catch (error) {
     await addRunCounts(ctx.scope.db, run.id, { requests: tally.requests }).catch(() => undefined);
     // A resumable run stopped for shutdown or by a Postgres outage stays running: the job

@@ -1,6 +1,6 @@
 import type { JobContext } from '../queue/job-context.ts';
 import { isNotOffered } from '../platform/errors.ts';
-import type { Page, RecordProblem } from '../platform/types.ts';
+import type { Page, PlatformClient, RecordProblem } from '../platform/types.ts';
 import type { LoadCounts } from '../warehouse/load-counts.ts';
 import { currentKeys, markMissingListing, upsertListing, type Listed, type PathValues } from '../warehouse/load-listing.ts';
 import type { SnapshotResource } from './resources/resource.ts';
@@ -12,7 +12,8 @@ import type { SyncSummary } from './summary.ts';
 
 export interface SnapshotSpec<T> {
   resource: string;
-  pages(signal: AbortSignal): AsyncIterable<Page<T>>;
+  /** The pages, read through `platform` (the run's: its requests count toward the run). */
+  pages(platform: PlatformClient, signal: AbortSignal): AsyncIterable<Page<T>>;
   /** Writes records under the transaction's organisation (the job's). */
   upsert(tx: OrgTx, records: T[], seenAt: Date): Promise<LoadCounts>;
   /** Marks the organisation's rows not seen at `seenAt` as removed; returns how many. */
@@ -30,8 +31,9 @@ export interface SnapshotSpec<T> {
  * quarantined, nothing is marked removed that run: a record we could not read is not
  * a record that is gone.
  */
-export function syncSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>): Promise<SyncSummary> {
-  return withRun(ctx, { resource: spec.resource, mode: 'snapshot' }, async (run) => {
+export function syncSnapshot<T>(jobCtx: JobContext, spec: SnapshotSpec<T>): Promise<SyncSummary> {
+  // The run's context: its requests count toward the run (run.ts).
+  return withRun(jobCtx, { resource: spec.resource, mode: 'snapshot' }, async (run, ctx) => {
     try {
       await loadSnapshot(ctx, spec, run);
     } catch (error) {
@@ -56,7 +58,7 @@ async function loadSnapshot<T>(ctx: JobContext, spec: SnapshotSpec<T>, run: Acti
       counts.unchanged += loaded.unchanged;
       batch = [];
     };
-    for await (const page of spec.pages(ctx.signal)) {
+    for await (const page of spec.pages(ctx.platform, ctx.signal)) {
       counts.pages += 1;
       batch.push(...page.records);
       problems.push(...page.problems);
@@ -81,12 +83,12 @@ const NO_PATH: PathValues = Object.freeze({});
  * The pages of a snapshot resource's listing, each record with the path values of its
  * request: one listing, or one per key of the parent's table (a list per parent).
  */
-async function* listedPages<T>(ctx: JobContext, resource: SnapshotResource<T>, signal: AbortSignal): AsyncGenerator<Page<Listed<T>>> {
+async function* listedPages<T>(ctx: JobContext, platform: PlatformClient, resource: SnapshotResource<T>, signal: AbortSignal): AsyncGenerator<Page<Listed<T>>> {
   const paths: PathValues[] = [];
   if (resource.each === undefined) paths.push(NO_PATH);
   else for (const key of await currentKeys(ctx.scope, resource.each.parent.table)) paths.push({ [resource.each.param]: key });
   for (const path of paths) {
-    for await (const page of ctx.platform.list(resource.endpoint, { path }, { signal })) {
+    for await (const page of platform.list(resource.endpoint, { path }, { signal })) {
       yield { ...page, records: page.records.map((record) => ({ record, path })) };
     }
   }
@@ -96,7 +98,7 @@ async function* listedPages<T>(ctx: JobContext, resource: SnapshotResource<T>, s
 export function syncSnapshotResource<T>(ctx: JobContext, resource: SnapshotResource<T>): Promise<SyncSummary> {
   return syncSnapshot<Listed<T>>(ctx, {
     resource: resource.name,
-    pages: (signal) => listedPages(ctx, resource, signal),
+    pages: (platform, signal) => listedPages(ctx, platform, resource, signal),
     upsert: (tx, records, seenAt) => upsertListing(tx, resource.table, records, seenAt),
     markMissing: (tx, seenAt) => markMissingListing(tx, resource.table, seenAt),
     whenNotOffered: resource.whenNotOffered,

@@ -33,10 +33,10 @@ function incompleteNote(unfinished: readonly UnfinishedRead[]): string {
  * for good, makes the run `incomplete`, and what it missed is remembered in
  * `trainsync.unfinished_windows` for the next plain run.
  */
-export async function syncWindowed<T>(resource: WindowedResource<T>, payload: SyncPayload, ctx: JobContext): Promise<SyncSummary> {
+export async function syncWindowed<T>(resource: WindowedResource<T>, payload: SyncPayload, jobCtx: JobContext): Promise<SyncSummary> {
   const name = resource.name;
-  const plan = await planResultsRun(name, payload, ctx);
-  const scope = `${name}:job:${ctx.job.id}`;
+  const plan = await planResultsRun(name, payload, jobCtx);
+  const scope = `${name}:job:${jobCtx.job.id}`;
   const store = plan.store;
   const keep = store
     ? (record: T): boolean => {
@@ -44,7 +44,8 @@ export async function syncWindowed<T>(resource: WindowedResource<T>, payload: Sy
         return day !== null && onDays(day, store);
       }
     : undefined;
-  return withRun(ctx, { resource: name, mode: plan.mode, params: payload, resumeKey: `${scope}:run` }, async (run) => {
+  // The run's context: its requests count toward the run (run.ts).
+  return withRun(jobCtx, { resource: name, mode: plan.mode, params: payload, resumeKey: `${scope}:run` }, async (run, ctx) => {
     const counts = emptyRunCounts();
     let resumed: number;
     let unfinished: UnfinishedRead[];

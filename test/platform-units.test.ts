@@ -232,6 +232,34 @@ describe('nextPageFromLinks', () => {
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40, foreignHost: 'evil.example:8443' });
     expect(() => nextPageFromLinks([{ type: 'Next Page', href: '/api/v2/results?page=zero' }], ctx)).toThrow(PlatformError);
   });
+
+  it('reads the page number as URLSearchParams does, whether the query needs decoding or not', () => {
+    const { log } = captureLog();
+    const ctx = { origin: 'http://127.0.0.1:4000', resource: 'results', log };
+    const hrefs = [
+      '?page=3',
+      '?pages=4&page=5',
+      '?xpage=6&page=7&page=8',
+      '?&&page=9&',
+      '?page=10#page=11',
+      '?page',
+      '?page=',
+      '?paging=1',
+      '',
+      '?pag%65=12',
+      '?page=%31%33',
+      '?page=+14',
+      '?a=b%26page%3D15&page=16',
+      '?page=1=7',
+    ];
+    for (const query of hrefs) {
+      const href = `http://127.0.0.1:4000/api/v2/results${query}`;
+      const expected = new URL(href).searchParams.get('page');
+      const valid = expected !== null && /^\d+$/.test(expected) && Number(expected) >= 1;
+      if (valid) expect(nextPageFromLinks([{ type: 'Next Page', href }], ctx), href).toBe(Number(expected));
+      else expect(() => nextPageFromLinks([{ type: 'Next Page', href }], ctx), href).toThrow(PlatformError);
+    }
+  });
 });
 
 /** An in-memory platform for the paging rules (the HTTP path is tested against the simulator). */

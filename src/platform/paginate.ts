@@ -101,11 +101,32 @@ export function nextPageFromLinks(
       'a "Next Page" link names another host: only its page number is used, the request stays on the configured origin',
     );
   }
-  const raw = url.searchParams.get('page');
+  const raw = pageParam(url);
   if (raw === null || !/^\d+$/.test(raw) || Number(raw) < 1) {
     throw malformed('GET', context.resource, `the "Next Page" link has no usable page number (page=${JSON.stringify(raw)})`);
   }
   return Number(raw);
+}
+
+/**
+ * `url.searchParams.get('page')`, read off the query's text when it holds nothing to
+ * decode (no `%`, no `+`: the platform's own links), without a URLSearchParams per page;
+ * anything else through URLSearchParams. The same answer either way: pairs split on `&`,
+ * a name ends at the first `=`, the first `page` wins.
+ */
+function pageParam(url: URL): string | null {
+  const search = url.search;
+  if (search.includes('%') || search.includes('+')) return url.searchParams.get('page');
+  let from = 1;
+  while (from < search.length) {
+    let end = search.indexOf('&', from);
+    if (end < 0) end = search.length;
+    const eq = search.indexOf('=', from);
+    const nameEnd = eq < 0 || eq > end ? end : eq;
+    if (nameEnd - from === 4 && search.startsWith('page', from)) return nameEnd === end ? '' : search.slice(nameEnd + 1, end);
+    from = end + 1;
+  }
+  return null;
 }
 
 function loop(resource: string, message: string): PlatformError {

@@ -550,8 +550,21 @@ export function soleOrg(config: Pick<Config, 'orgs'>): OrgSettings {
 }
 
 /** The organisation of this slug, or a ConfigError naming the configured ones. */
+/** Each organisation list's entries by slug, made once per list: a worker of a thousand organisations looks one up several times a job. */
+const orgsBySlug = new WeakMap<readonly OrgSettings[], Map<string, OrgSettings>>();
+
 export function orgOf(config: Pick<Config, 'orgs'>, slug: string): OrgSettings {
-  const org = config.orgs.find((o) => o.slug === slug);
+  // Only a frozen list (loadConfig's) is indexed: one that may still change is searched.
+  if (!Object.isFrozen(config.orgs)) return found(config, config.orgs.find((o) => o.slug === slug), slug);
+  let bySlug = orgsBySlug.get(config.orgs);
+  if (bySlug === undefined) {
+    bySlug = new Map(config.orgs.map((o) => [o.slug, o]));
+    orgsBySlug.set(config.orgs, bySlug);
+  }
+  return found(config, bySlug.get(slug), slug);
+}
+
+function found(config: Pick<Config, 'orgs'>, org: OrgSettings | undefined, slug: string): OrgSettings {
   if (!org) throw new ConfigError([`organisation "${slug}": not configured; configured: ${config.orgs.map((o) => o.slug).join(', ')}`]);
   return org;
 }

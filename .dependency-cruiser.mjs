@@ -210,6 +210,13 @@ export default {
       to: { path: PACKAGE('undici') },
     },
     {
+      name: 'no-async-local-storage-outside-tracing',
+      comment: "node:async_hooks (an AsyncLocalStorage) turns Node 22's promise hooks on for the whole process once used: a cost on every promise of every sync. Only the traces' context may (src/lib/tracing/, loaded when OTEL_* turns traces on); a run's request tally is passed down (src/platform/request-tally.ts).",
+      severity: 'error',
+      from: { path: OURS, pathNot: '^src/lib/tracing/' },
+      to: { dependencyTypes: ['core'], path: '^(node:)?async_hooks$' },
+    },
+    {
       name: 'simulator-stands-alone',
       comment: 'The platform simulator shares no code with the client it stands in front of; only the commands (demo, simulator) start it.',
       severity: 'error',

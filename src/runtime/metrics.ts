@@ -119,19 +119,21 @@ export function createMetrics(collectQueueCounts?: () => Promise<QueueReading[]>
     labelNames: ['org', 'table', 'outcome'] as const,
     registers: [registry],
   }), label);
-  const apiRequests = capped(new Counter({
+  const rawApiRequests = new Counter({
     name: 'trainsync_api_requests_total',
     help: 'HTTP requests to the platform API by method and status (status "error" for no response).',
     labelNames: ['org', 'method', 'status'] as const,
     registers: [registry],
-  }), label);
-  const apiDuration = capped(new Histogram({
+  });
+  const apiRequests = capped(rawApiRequests, label);
+  const rawApiDuration = new Histogram({
     name: 'trainsync_api_request_duration_seconds',
     help: 'Platform API request duration.',
     labelNames: ['org', 'method'] as const,
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
-  }), label);
+  });
+  const apiDuration = capped(rawApiDuration, label);
   const runRequests = capped(new Histogram({
     name: 'trainsync_run_requests',
     help: 'Platform requests per finished sync run (every HTTP attempt: retries and pages read again included), by resource.',
@@ -273,8 +275,12 @@ export function createMetrics(collectQueueCounts?: () => Promise<QueueReading[]>
     webhookSignatureFailures,
     webhookDelivery,
     observeRequest(event, org) {
-      apiRequests.inc({ org, method: event.method, status: event.status === undefined ? 'error' : String(event.status) });
-      apiDuration.observe({ org, method: event.method }, event.ms / 1000);
+      // Every platform request (thousands a minute in a results sync): the org label capped
+      // here once, straight to the metrics, not through `capped`'s proxy (a trap, a closure,
+      // a copy of the labels and the arguments per call, twice a request).
+      const orgLabel = label(org);
+      rawApiRequests.inc({ org: orgLabel, method: event.method, status: event.status === undefined ? 'error' : String(event.status) });
+      rawApiDuration.observe({ org: orgLabel, method: event.method }, event.ms / 1000);
     },
   };
 }

@@ -60,6 +60,43 @@ describe('CommitOrder: concurrent transactions that commit in the order they beg
     expect(await committed()).toEqual([1, 2]);
   });
 
+  it('the last transaction takes no order lock of its own, still waits for its predecessor, and nothing may follow it', async () => {
+    const order = new CommitOrder(t.scope(), { synchronousCommit: false });
+    const slow = gate();
+    const firstWorked = gate();
+    const tails: number[] = [];
+    const one = order.run(
+      async (tx) => {
+        await insert(1)(tx);
+        firstWorked.open();
+        await slow.opened;
+      },
+      async () => void tails.push(1),
+    );
+    await firstWorked.opened;
+    let lastWorked = false;
+    let advisoryLocksOfLast = -1;
+    const last = order.run(
+      async (tx) => {
+        await insert(2)(tx);
+        // Its own transaction holds no advisory lock yet (the predecessor's shared one comes after the work).
+        advisoryLocksOfLast = (await tx.client.query<{ n: number }>("select count(*)::int as n from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()")).rows[0]!.n;
+        lastWorked = true;
+      },
+      async () => void tails.push(2),
+      { last: true },
+    );
+    await expect.poll(() => lastWorked).toBe(true);
+    expect(advisoryLocksOfLast).toBe(0);
+    expect(await committed()).toEqual([]);
+    slow.open();
+    await Promise.all([one, last]);
+    expect(tails).toEqual([1, 2]);
+    expect(await committed()).toEqual([1, 2]);
+    expect(() => order.run(insert(3), async () => undefined)).toThrow(/after the last one/);
+    expect(await committed()).toEqual([1, 2]);
+  });
+
   it('a later transaction whose predecessor rolled back (and is retried) commits only after the retry committed', async () => {
     const order = new CommitOrder(t.scope());
     const release = gate();

@@ -100,7 +100,7 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
   const failures: unknown[] = [];
   let pagesInBatch = 0;
   let batchOpenedAt = performance.now();
-  const write = async (batch: StagedBatch<T>, batchProblems: RecordProblem[], pages: number, position: WalkPosition): Promise<void> => {
+  const write = async (batch: StagedBatch<T>, batchProblems: RecordProblem[], pages: number, position: WalkPosition, last: boolean): Promise<void> => {
     // Counted after commit: a deadlock retry runs the transaction again.
     const outcome = await order.run(
       async (tx) => {
@@ -121,6 +121,8 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
         await options.onBatch(tx, position);
         return written;
       },
+      // The walk's closing batch: no batch comes after it to wait for its commit.
+      { last },
     );
     // Written for good: its buffer can serve a later batch.
     batch.release();
@@ -140,7 +142,7 @@ export async function walkResults<T>(ctx: JobContext, resource: WindowedResource
     batchOpenedAt = performance.now();
     while (writing.size >= ctx.config.TRAINSYNC_RESULTS_WRITERS && failures.length === 0) await Promise.race(writing).catch(() => undefined);
     if (failures.length > 0) throw failures[0];
-    const written = write(batch, batchProblems, pages, position);
+    const written = write(batch, batchProblems, pages, position, done);
     writing.add(written);
     // Kept until the walk sees it (here or in the finally below), so no failure is lost.
     written.then(

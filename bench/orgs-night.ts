@@ -15,6 +15,7 @@
  *
  * Run: node bin/run-ts.js bench/orgs-night.ts                 (the full size)
  *      node bin/run-ts.js bench/orgs-night.ts '{"orgs":100}'  (a scaled-down look)
+ * WORKER_NODE_OPTIONS gives the workers (only) Node options, e.g. `--perf-basic-prof` for `perf`.
  * PROF_DIR=/tmp/prof writes a V8 CPU profile of every worker when it exits (`--cpu-prof`),
  * and `{"nights":2}` times more nights after the first load (each figure their mean).
  * Prints one JSON line with the figures last.
@@ -91,7 +92,7 @@ export async function benchNight(input: z.input<typeof argsSchema> = {}): Promis
     LOG_FORMAT: 'json',
   };
   // PROF_DIR=/tmp/prof: the workers (only) write a V8 CPU profile there when they exit.
-  const workerEnv = { ...env, LOG_LEVEL: 'info', ...(process.env.PROF_DIR ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.PROF_DIR}` } : {}) };
+  const workerEnv = { ...env, LOG_LEVEL: 'info', ...(process.env.PROF_DIR ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.PROF_DIR}` } : {}), ...(process.env.WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.WORKER_NODE_OPTIONS } : {}) };
   const workers: Proc[] = [];
   const db = new pg.Client({ connectionString: database.url, application_name: 'bench-observer' });
   const cpuPool = new pg.Pool({ connectionString: database.url, max: 1, application_name: 'bench-observer-cpu' });

@@ -5,6 +5,7 @@ import type { RequestTally } from '../platform/request-tally.ts';
 import { addRunCounts, addRunCountsAndTotals, closeAbandonedRuns, finishRun, finishRunWithTotals, startRun, startRunClosingAbandoned, type FinishRunInput, type RunCounts } from './runs-store.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
+import type { OrgTx } from '../warehouse/scope.ts';
 import type { RunStatus } from './tables.ts';
 import { getCheckpoint, saveCheckpoint } from './sync-state.ts';
 import { z } from 'zod';
@@ -14,7 +15,11 @@ import { inSpan } from '../lib/tracing/spans.ts';
 
 export interface RunSpec {
   resource: string;
-  mode: string;
+  /**
+   * The run's mode, or how to read it from the database (a plan's own reads) inside the
+   * transaction that starts or resumes the run: one transaction, not two.
+   */
+  mode: string | ((tx: OrgTx) => Promise<string>);
   params?: unknown;
   /**
    * A checkpoint key that keeps the run's id, so every attempt of one job (a retry, a
@@ -67,25 +72,27 @@ const runCheckpointSchema = z.object({ runId: z.number() });
  * its database went away before it could be marked) and will never finish. A new run without
  * a resume key is started and closes them in one statement.
  */
-async function startOrResume(ctx: JobContext, spec: RunSpec): Promise<ActiveRun & { abandoned: number }> {
-  const start = { resource: spec.resource, mode: spec.mode, params: spec.params ?? {}, jobId: ctx.job.id };
+async function startOrResume(ctx: JobContext, spec: RunSpec): Promise<ActiveRun & { abandoned: number; mode: string }> {
   const { resumeKey } = spec;
-  if (!resumeKey) {
-    const { id, abandoned } = await startRunClosingAbandoned(ctx.scope, start);
-    return { id, resumed: false, abandoned };
+  const startOf = (mode: string): Parameters<typeof startRun>[1] => ({ resource: spec.resource, mode, params: spec.params ?? {}, jobId: ctx.job.id });
+  if (!resumeKey && typeof spec.mode === 'string') {
+    const { id, abandoned } = await startRunClosingAbandoned(ctx.scope, startOf(spec.mode));
+    return { id, resumed: false, abandoned, mode: spec.mode };
   }
-  // The checkpoint read, the run started (or resumed) and the abandoned runs closed in one
-  // scoped transaction: one round trip each, not three transactions.
+  // The plan's reads (a mode read from the database), the checkpoint read, the run started
+  // (or resumed) and the abandoned runs closed in one scoped transaction: one round trip
+  // each, not several transactions.
   const run = await ctx.scope.transaction(async (tx) => {
-    const saved = await getCheckpoint(tx, resumeKey, runCheckpointSchema.optional().catch(undefined));
+    const mode = typeof spec.mode === 'string' ? spec.mode : await spec.mode(tx);
+    const saved = resumeKey === undefined ? undefined : await getCheckpoint(tx, resumeKey, runCheckpointSchema.optional().catch(undefined));
     let id: number;
     if (saved) {
       id = saved.runId;
     } else {
-      id = await startRun(tx, start);
-      await saveCheckpoint(tx, resumeKey, { runId: id }, id);
+      id = await startRun(tx, startOf(mode));
+      if (resumeKey !== undefined) await saveCheckpoint(tx, resumeKey, { runId: id }, id);
     }
-    return { id, resumed: saved !== undefined, abandoned: await closeAbandonedRuns(tx, spec.resource, id) };
+    return { id, resumed: saved !== undefined, abandoned: await closeAbandonedRuns(tx, spec.resource, id), mode };
   });
   if (run.resumed) ctx.log.info({ runId: run.id }, 'resuming the run this job started before');
   return run;
@@ -103,7 +110,7 @@ async function startOrResume(ctx: JobContext, spec: RunSpec): Promise<ActiveRun 
  */
 export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: ActiveRun, ctx: JobContext) => Promise<RunExtras | void>): Promise<SyncSummary> {
   const started = Date.now();
-  const { abandoned, ...run } = await startOrResume(ctx, spec);
+  const { abandoned, mode, ...run } = await startOrResume(ctx, spec);
   if (abandoned > 0) ctx.log.info({ resource: spec.resource, abandoned }, 'marked runs that were cut off as failed');
   let extras: RunExtras | void;
   // The platform requests of this attempt, added to the run's total however it ends.
@@ -134,5 +141,5 @@ export async function withRun(ctx: JobContext, spec: RunSpec, work: (run: Active
       ? closed.totals
       : await addRunCountsAndTotals(ctx.scope.db, run.id, { requests: tally.requests - (closed?.requests ?? 0) });
   if (status !== 'succeeded' && status !== 'incomplete') throw new Error(`run ${run.id} of ${spec.resource} ended without being finished (status ${status})`);
-  return { resource: spec.resource, runId: run.id, status, mode: spec.mode, ...totals, durationMs: Date.now() - started, ...(note ? { note } : {}), ...extras };
+  return { resource: spec.resource, runId: run.id, status, mode, ...totals, durationMs: Date.now() - started, ...(note ? { note } : {}), ...extras };
 }

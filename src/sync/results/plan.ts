@@ -2,6 +2,7 @@ import type { JobContext } from '../../queue/job-context.ts';
 import { getWatermark, listUnfinishedWindows } from '../sync-state.ts';
 import { addDays, parseWindowKey, splitWindows, today, windowKey, type ResultWindow } from './days.ts';
 import type { SyncPayload } from '../sync-payload.ts';
+import type { OrgTx } from '../../warehouse/scope.ts';
 
 /** The unfinished-window key of a walk of every page. */
 export const FULL_WALK = 'full';
@@ -20,22 +21,28 @@ export interface ResultsPlan {
   store?: ResultWindow;
 }
 
+/** A backfill's plan (`--since/--until`), which reads nothing; undefined for any other run. */
+export function backfillPlan(payload: SyncPayload, config: JobContext['config'], runDay = today()): ResultsPlan | undefined {
+  if (!payload.since && !payload.until) return undefined;
+  const since = payload.since ?? config.TRAINSYNC_RESULTS_EPOCH;
+  const end = addDays(payload.until ?? runDay, 1);
+  return { mode: 'backfill', windows: splitWindows(since, end, config.TRAINSYNC_RESULTS_WINDOW_DAYS), store: { start: since, end } };
+}
+
 /**
  * `--since/--until` backfills exactly those days and leaves the watermark alone; the
  * first run, `--full`, and a run after a full walk that did not finish walk every
  * page; otherwise the lookback before the watermark up to today, plus every window an
  * earlier run could not finish.
  */
-export async function planResultsRun(resource: string, payload: SyncPayload, ctx: Pick<JobContext, 'config' | 'scope'>): Promise<ResultsPlan> {
+export async function planResultsRun(resource: string, payload: SyncPayload, ctx: Pick<JobContext, 'config' | 'scope'>, tx?: OrgTx): Promise<ResultsPlan> {
   const { config } = ctx;
   const runDay = today();
-  if (payload.since || payload.until) {
-    const since = payload.since ?? config.TRAINSYNC_RESULTS_EPOCH;
-    const end = addDays(payload.until ?? runDay, 1);
-    return { mode: 'backfill', windows: splitWindows(since, end, config.TRAINSYNC_RESULTS_WINDOW_DAYS), store: { start: since, end } };
-  }
-  // Both reads in one scoped transaction: one round trip fewer than a statement each.
-  const [watermark, unfinishedRows] = await ctx.scope.transaction(async (tx) => [await getWatermark(tx, resource), await listUnfinishedWindows(tx, resource)] as const);
+  const backfill = backfillPlan(payload, config, runDay);
+  if (backfill) return backfill;
+  // Both reads in one scoped transaction (the caller's: the one that starts the run), one round trip each.
+  const read = async (on: OrgTx): Promise<readonly [string | undefined, Awaited<ReturnType<typeof listUnfinishedWindows>>]> => [await getWatermark(on, resource), await listUnfinishedWindows(on, resource)] as const;
+  const [watermark, unfinishedRows] = tx === undefined ? await ctx.scope.transaction(read) : await read(tx);
   const unfinished = unfinishedRows.map((w) => w.key);
   if (payload.full || !watermark || unfinished.includes(FULL_WALK)) return { mode: 'full', windows: [], watermark: runDay };
   const from = addDays(watermark < runDay ? watermark : runDay, -config.TRAINSYNC_RESULTS_LOOKBACK);

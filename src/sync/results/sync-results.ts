@@ -5,7 +5,8 @@ import { deleteCheckpoints, recordUnfinishedWindows, setWatermark } from '../syn
 import { emptyRunCounts } from '../runs-store.ts';
 import { onDays, windowKey } from './days.ts';
 import { walkAllResults } from './full-walk.ts';
-import { planResultsRun } from './plan.ts';
+import { backfillPlan, planResultsRun } from './plan.ts';
+import type { OrgTx } from '../../warehouse/scope.ts';
 import { readWindows, type UnfinishedRead } from './windows.ts';
 import { closeRun, withRun } from '../run.ts';
 import type { SyncSummary } from '../summary.ts';
@@ -35,24 +36,28 @@ function incompleteNote(unfinished: readonly UnfinishedRead[]): string {
  */
 export async function syncWindowed<T>(resource: WindowedResource<T>, payload: SyncPayload, jobCtx: JobContext): Promise<SyncSummary> {
   const name = resource.name;
-  const plan = await planResultsRun(name, payload, jobCtx);
   const scope = `${name}:job:${jobCtx.job.id}`;
-  const store = plan.store;
-  const keep = store
-    ? (record: T): boolean => {
-        const day = resource.day(record);
-        return day !== null && onDays(day, store);
-      }
-    : undefined;
+  // Read in the transaction that starts (or resumes) the run: a backfill reads nothing.
+  let plan = backfillPlan(payload, jobCtx.config);
+  const mode = plan?.mode ?? (async (tx: OrgTx): Promise<string> => (plan = await planResultsRun(name, payload, jobCtx, tx)).mode);
   // The run's context: its requests count toward the run (run.ts).
-  return withRun(jobCtx, { resource: name, mode: plan.mode, params: payload, resumeKey: `${scope}:run` }, async (run, ctx) => {
+  return withRun(jobCtx, { resource: name, mode, params: payload, resumeKey: `${scope}:run` }, async (run, ctx) => {
+    const planned = plan;
+    if (planned === undefined) throw new Error(`the ${name} run started without its plan`);
+    const store = planned.store;
+    const keep = store
+      ? (record: T): boolean => {
+          const day = resource.day(record);
+          return day !== null && onDays(day, store);
+        }
+      : undefined;
     const counts = emptyRunCounts();
     let resumed: number;
     let unfinished: UnfinishedRead[];
     let finished: string[];
     let firstLoad = false;
-    let windows = plan.windows.length;
-    if (plan.mode === 'full') {
+    let windows = planned.windows.length;
+    if (planned.mode === 'full') {
       const walk = await walkAllResults(ctx, resource, scope, run.id, counts);
       resumed = walk.resumed;
       firstLoad = walk.firstLoad;
@@ -60,19 +65,19 @@ export async function syncWindowed<T>(resource: WindowedResource<T>, payload: Sy
       finished = walk.finished;
       windows = walk.windows;
     } else {
-      const read = await readWindows(ctx, resource, scope, run.id, plan.windows, counts, keep);
+      const read = await readWindows(ctx, resource, scope, run.id, planned.windows, counts, keep);
       resumed = read.resumed;
       unfinished = read.unfinished;
       const missed = new Set(unfinished.map((u) => u.key));
-      finished = plan.windows.map(windowKey).filter((key) => !missed.has(key));
+      finished = planned.windows.map(windowKey).filter((key) => !missed.has(key));
     }
     await ctx.scope.retriedTransaction(async (tx) => {
       // A walk with a gap may have missed results that still exist: mark nothing removed.
       let removed = 0;
       // A first load found nothing stored, so nothing it could mark; it recorded no sightings.
-      if (plan.mode === 'full' && unfinished.length === 0 && !firstLoad) removed = await markUnsighted(tx, resource.table, run.id);
-      else if (plan.mode === 'full') await clearSightings(tx, resource.table, run.id);
-      if (plan.watermark) await setWatermark(tx, name, plan.watermark);
+      if (planned.mode === 'full' && unfinished.length === 0 && !firstLoad) removed = await markUnsighted(tx, resource.table, run.id);
+      else if (planned.mode === 'full') await clearSightings(tx, resource.table, run.id);
+      if (planned.watermark) await setWatermark(tx, name, planned.watermark);
       await recordUnfinishedWindows(tx, name, run.id, { finished, unfinished });
       await deleteCheckpoints(tx, `${scope}:`);
       await closeRun(tx.db, run, {

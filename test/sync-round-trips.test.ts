@@ -4,9 +4,9 @@ import { createSyncHarness, summaryOf, type SyncHarness } from './helpers/sync-h
 
 /**
  * What a night's results job costs Postgres in transactions when nothing is new: one to
- * plan and start the run (the plan's reads inside the run's start), one to read the
- * windows' checkpoints, one per window for its closing batch (no order lock: nothing
- * commits after it), and one to close. Counted as the scoped BEGINs trainsync's own
+ * plan and start the run (the plan's reads, the windows' checkpoints and date bounds inside
+ * the run's start), one per window for its closing batch (no order lock: nothing commits
+ * after it), and one to close. Counted as the scoped BEGINs trainsync's own
  * connections send (every statement still goes to the real Postgres; the count only
  * watches pg's client).
  */
@@ -43,7 +43,7 @@ describe("a results job's transactions on a night with nothing new", () => {
     } as typeof original;
   };
 
-  it('plans and starts the run in one transaction, and closes each window without an order lock', async () => {
+  it('plans and starts the run and reads its windows\' state in one transaction, and closes each window without an order lock', async () => {
     expect(summaryOf(await h.sync(['results']), 'results')).toMatchObject({ mode: 'full', status: 'succeeded' });
 
     watch();
@@ -55,8 +55,8 @@ describe("a results job's transactions on a night with nothing new", () => {
     expect(windows).toBeGreaterThanOrEqual(3);
 
     const scopedBegins = sent.filter((text) => /^begin; select set_config\('role'/.test(text)).length;
-    // Plan and start, the windows' checkpoints, a closing batch per window, the close.
-    expect(scopedBegins).toBe(windows + 3);
+    // Plan, start and the windows' state; a closing batch per window; the close.
+    expect(scopedBegins).toBe(windows + 2);
     // No window's closing batch asks for an order lock (a successor's wait): none comes after it.
     expect(sent.filter((text) => text.includes('pg_advisory_xact_lock($1, $2), txid_current()'))).toHaveLength(0);
     // The plan's reads went in the transaction that started the run: the watermark is read
@@ -66,5 +66,9 @@ describe("a results job's transactions on a night with nothing new", () => {
     expect(watermark).toBeGreaterThan(-1);
     expect(insert).toBeGreaterThan(watermark);
     expect(sent.slice(watermark, insert).filter((text) => text.startsWith('begin'))).toHaveLength(0);
+    // And the windows' checkpoints of an earlier attempt, read in that same transaction.
+    const checkpoints = sent.findIndex((text) => /^select "key" from "trainsync"\."checkpoints"/.test(text));
+    expect(checkpoints).toBeGreaterThan(watermark);
+    expect(checkpoints).toBeLessThan(insert);
   });
 });

@@ -7,7 +7,7 @@ import { onDays, windowKey } from './days.ts';
 import { walkAllResults } from './full-walk.ts';
 import { backfillPlan, planResultsRun } from './plan.ts';
 import type { OrgTx } from '../../warehouse/scope.ts';
-import { readWindows, type UnfinishedRead } from './windows.ts';
+import { readWindows, windowsState, type UnfinishedRead, type WindowsState } from './windows.ts';
 import { closeRun, withRun } from '../run.ts';
 import type { SyncSummary } from '../summary.ts';
 import type { SyncPayload } from '../sync-payload.ts';
@@ -39,7 +39,15 @@ export async function syncWindowed<T>(resource: WindowedResource<T>, payload: Sy
   const scope = `${name}:job:${jobCtx.job.id}`;
   // Read in the transaction that starts (or resumes) the run: a backfill reads nothing.
   let plan = backfillPlan(payload, jobCtx.config);
-  const mode = plan?.mode ?? (async (tx: OrgTx): Promise<string> => (plan = await planResultsRun(name, payload, jobCtx, tx)).mode);
+  // With the plan, the windows' state (checkpoints of an earlier attempt, the date bounds): the same transaction.
+  let state: WindowsState | undefined;
+  const mode =
+    plan?.mode ??
+    (async (tx: OrgTx): Promise<string> => {
+      plan = await planResultsRun(name, payload, jobCtx, tx);
+      if (plan.mode !== 'full') state = await windowsState(tx, resource, scope);
+      return plan.mode;
+    });
   // The run's context: its requests count toward the run (run.ts).
   return withRun(jobCtx, { resource: name, mode, params: payload, resumeKey: `${scope}:run` }, async (run, ctx) => {
     const planned = plan;
@@ -65,7 +73,7 @@ export async function syncWindowed<T>(resource: WindowedResource<T>, payload: Sy
       finished = walk.finished;
       windows = walk.windows;
     } else {
-      const read = await readWindows(ctx, resource, scope, run.id, planned.windows, counts, keep);
+      const read = await readWindows(ctx, resource, scope, run.id, planned.windows, counts, keep, { state });
       resumed = read.resumed;
       unfinished = read.unfinished;
       const missed = new Set(unfinished.map((u) => u.key));

@@ -25,6 +25,22 @@ export interface WindowsOptions {
   firstLoad?: boolean | undefined;
   /** Told each window's total as its read ended (proven or not). */
   onTotal?: ((window: ResultWindow, total: number) => void) | undefined;
+  /** What `windowsState` read already (in the transaction that started the run): not read again. */
+  state?: WindowsState | undefined;
+}
+
+/** The windows of a job finished before a restart (their checkpoints' keys), and the platform's date bounds. */
+export interface WindowsState {
+  finishedKeys: string[];
+  bounds: Bounds;
+}
+
+/** The checkpoints' prefix of a job's windows. */
+const windowsPrefix = (scope: string): string => `${scope}:window:`;
+
+/** Reads what `readWindows` starts from, in the caller's transaction. */
+export async function windowsState<T>(db: OrgDb, resource: WindowedResource<T>, scope: string): Promise<WindowsState> {
+  return { finishedKeys: await listCheckpoints(db, windowsPrefix(scope)), bounds: await windowBounds(db, resource) };
 }
 
 export interface WindowsRead {
@@ -49,9 +65,10 @@ export async function readWindows<T>(
   keep?: (record: T) => boolean,
   options: WindowsOptions = {},
 ): Promise<WindowsRead> {
-  const prefix = `${scope}:window:`;
-  // The windows finished before a restart and the platform's date bounds, in one scoped transaction.
-  const [finishedKeys, bounds] = await ctx.scope.transaction(async (tx) => [await listCheckpoints(tx, prefix), await windowBounds(tx, resource)] as const);
+  const prefix = windowsPrefix(scope);
+  // The windows finished before a restart and the platform's date bounds, in one scoped
+  // transaction (the run's start, when the caller read them there).
+  const { finishedKeys, bounds } = options.state ?? (await ctx.scope.transaction((tx) => windowsState(tx, resource, scope)));
   const done = new Set(finishedKeys.map((key) => key.slice(prefix.length)));
   const todo = windows.filter((window) => !done.has(windowKey(window)));
   const resumed = windows.length - todo.length;

@@ -145,12 +145,18 @@ describe('the worker as the image runs it', () => {
     const nodeDir = path.dirname(process.execPath);
     // In a mount namespace of its own: /tmp a new tmpfs; the repository and Node bound read-only
     // under it (whatever folders hold them, user 1000 reaches them there); then / read-only.
+    // Both are first bound on a tmpfs of this namespace's /mnt, so a checkout that is itself
+    // under /tmp is still reachable once the new /tmp hides it.
     const script = [
       'set -e',
+      'mount -t tmpfs tmpfs /mnt',
+      'mkdir /mnt/app /mnt/node',
+      'mount --bind "$APP" /mnt/app',
+      'mount --bind "$NODE_DIR" /mnt/node',
       'mount -t tmpfs -o mode=1777 tmpfs /tmp',
       'mkdir /tmp/app /tmp/node',
-      'mount --bind "$APP" /tmp/app && mount -o remount,bind,ro /tmp/app',
-      'mount --bind "$NODE_DIR" /tmp/node && mount -o remount,bind,ro /tmp/node',
+      'mount --bind /mnt/app /tmp/app && mount -o remount,bind,ro /tmp/app',
+      'mount --bind /mnt/node /tmp/node && mount -o remount,bind,ro /tmp/node',
       'mount -o remount,bind,ro /',
       'cd /tmp/app',
       `exec setpriv --reuid=1000 --regid=1000 --clear-groups /tmp/node/${path.basename(process.execPath)} bin/trainsync.js worker`,

@@ -549,10 +549,10 @@ export function soleOrg(config: Pick<Config, 'orgs'>): OrgSettings {
   return config.orgs[0]!;
 }
 
-/** The organisation of this slug, or a ConfigError naming the configured ones. */
 /** Each organisation list's entries by slug, made once per list: a worker of a thousand organisations looks one up several times a job. */
 const orgsBySlug = new WeakMap<readonly OrgSettings[], Map<string, OrgSettings>>();
 
+/** The organisation of this slug, or a ConfigError naming the configured ones. */
 export function orgOf(config: Pick<Config, 'orgs'>, slug: string): OrgSettings {
   // Only a frozen list (loadConfig's) is indexed: one that may still change is searched.
   if (!Object.isFrozen(config.orgs)) return found(config, config.orgs.find((o) => o.slug === slug), slug);

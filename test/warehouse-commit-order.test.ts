@@ -28,10 +28,9 @@ describe('CommitOrder: concurrent transactions that commit in the order they beg
   };
   const committed = async (): Promise<number[]> => (await t.pool.query<{ n: number }>('select n from written order by n')).rows.map((r) => r.n);
 
-  it('a later transaction whose work is done waits for the earlier one before its tail and commit', async () => {
-    const order = new CommitOrder(t.scope(), { synchronousCommit: false });
+  /** A first transaction that inserted 1 and is held open (its work not returned) until `slow` opens; its tail pushes 1. */
+  const firstHeldOpen = async (order: CommitOrder, tails: number[]): Promise<{ one: Promise<void>; slow: ReturnType<typeof gate> }> => {
     const slow = gate();
-    const tails: number[] = [];
     const firstWorked = gate();
     const one = order.run(
       async (tx) => {
@@ -42,6 +41,13 @@ describe('CommitOrder: concurrent transactions that commit in the order they beg
       async () => void tails.push(1),
     );
     await firstWorked.opened;
+    return { one, slow };
+  };
+
+  it('a later transaction whose work is done waits for the earlier one before its tail and commit', async () => {
+    const order = new CommitOrder(t.scope(), { synchronousCommit: false });
+    const tails: number[] = [];
+    const { one, slow } = await firstHeldOpen(order, tails);
     let secondWorked = false;
     const two = order.run(
       async (tx) => {
@@ -62,18 +68,8 @@ describe('CommitOrder: concurrent transactions that commit in the order they beg
 
   it('the last transaction takes no order lock of its own, still waits for its predecessor, and nothing may follow it', async () => {
     const order = new CommitOrder(t.scope(), { synchronousCommit: false });
-    const slow = gate();
-    const firstWorked = gate();
     const tails: number[] = [];
-    const one = order.run(
-      async (tx) => {
-        await insert(1)(tx);
-        firstWorked.open();
-        await slow.opened;
-      },
-      async () => void tails.push(1),
-    );
-    await firstWorked.opened;
+    const { one, slow } = await firstHeldOpen(order, tails);
     let lastWorked = false;
     let advisoryLocksOfLast = -1;
     const last = order.run(

@@ -35,15 +35,13 @@ export function backfillPlan(payload: SyncPayload, config: JobContext['config'],
  * page; otherwise the lookback before the watermark up to today, plus every window an
  * earlier run could not finish.
  */
-export async function planResultsRun(resource: string, payload: SyncPayload, ctx: Pick<JobContext, 'config' | 'scope'>, tx?: OrgTx): Promise<ResultsPlan> {
-  const { config } = ctx;
+export async function planResultsRun(resource: string, payload: SyncPayload, config: JobContext['config'], tx: OrgTx): Promise<ResultsPlan> {
   const runDay = today();
   const backfill = backfillPlan(payload, config, runDay);
   if (backfill) return backfill;
-  // Both reads in one scoped transaction (the caller's: the one that starts the run), one round trip each.
-  const read = async (on: OrgTx): Promise<readonly [string | undefined, Awaited<ReturnType<typeof listUnfinishedWindows>>]> => [await getWatermark(on, resource), await listUnfinishedWindows(on, resource)] as const;
-  const [watermark, unfinishedRows] = tx === undefined ? await ctx.scope.transaction(read) : await read(tx);
-  const unfinished = unfinishedRows.map((w) => w.key);
+  // Read in the caller's transaction (the one that starts the run), one round trip each.
+  const watermark = await getWatermark(tx, resource);
+  const unfinished = (await listUnfinishedWindows(tx, resource)).map((w) => w.key);
   if (payload.full || !watermark || unfinished.includes(FULL_WALK)) return { mode: 'full', windows: [], watermark: runDay };
   const from = addDays(watermark < runDay ? watermark : runDay, -config.TRAINSYNC_RESULTS_LOOKBACK);
   const windows = splitWindows(from, addDays(runDay, 1), config.TRAINSYNC_RESULTS_WINDOW_DAYS);

@@ -44,7 +44,7 @@ export async function syncWindowed<T>(resource: WindowedResource<T>, payload: Sy
   const mode =
     plan?.mode ??
     (async (tx: OrgTx): Promise<string> => {
-      plan = await planResultsRun(name, payload, jobCtx, tx);
+      plan = await planResultsRun(name, payload, jobCtx.config, tx);
       if (plan.mode !== 'full') state = await windowsState(tx, resource, scope);
       return plan.mode;
     });
